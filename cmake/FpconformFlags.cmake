@@ -1,0 +1,17 @@
+# Compiler flags shared by every fpconform target.
+#
+# -ffp-contract=off: the bit-exact layer must never see a compiler-fused a*b+c.
+# -fno-fast-math is the default; fast-math is forbidden anywhere in the tree.
+set(FPCONFORM_CXX_FLAGS
+  -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor -Wcast-align
+  -Woverloaded-virtual -Wimplicit-fallthrough
+  -ffp-contract=off -fno-math-errno)
+if(FPCONFORM_WERROR)
+  list(APPEND FPCONFORM_CXX_FLAGS -Werror)
+endif()
+
+set(FPCONFORM_SANITIZER_FLAGS "")
+if(FPCONFORM_SANITIZE)
+  set(FPCONFORM_SANITIZER_FLAGS -fsanitize=address,undefined -fno-sanitize-recover=all
+      -fno-omit-frame-pointer)
+endif()

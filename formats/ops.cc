@@ -1,0 +1,321 @@
+// Add, Sub, Mul, Div, Fma, Sqrt, comparisons and min/max. Each arithmetic operation computes
+// an exact significand (or an exact truncated one plus a sticky bit) and calls RoundPack once.
+#include "formats/ops.h"
+
+#include <bit>
+
+#include "formats/round_pack.h"
+
+namespace fpconform {
+namespace {
+
+using Kind = Unpacked::Kind;
+
+int BitLength(uint128 x) {
+  uint64_t hi = static_cast<uint64_t>(x >> 64);
+  if (hi != 0) return 128 - std::countl_zero(hi);
+  return 64 - std::countl_zero(static_cast<uint64_t>(x));
+}
+
+bool IsSignaling(const Unpacked& u) { return u.kind == Kind::kNaN && u.signaling; }
+
+// NaN operands: v if any is signaling, and the first NaN propagated (per env.nan).
+OpResult PropagateNan(const FormatSpec& f, const OpEnv& env, const Unpacked* const* ops, int n,
+                      Flags extra = 0) {
+  Flags flags = extra;
+  const Unpacked* first = nullptr;
+  for (int i = 0; i < n; ++i) {
+    if (ops[i]->kind != Kind::kNaN) continue;
+    if (first == nullptr) first = ops[i];
+    if (IsSignaling(*ops[i])) flags |= kInvalid;
+  }
+  return {NanResultBits(f, env, &f, first), flags};
+}
+
+OpResult InvalidNan(const FormatSpec& f, const OpEnv& env) {
+  return {NanResultBits(f, env, nullptr, nullptr), kInvalid};
+}
+
+// The sign of an exact zero sum x + y with x = -y or both zero (IEEE 754-2019 §6.3).
+bool ZeroSumSign(bool sx, bool sy, const OpEnv& env) {
+  if (sx == sy) return sx;
+  return env.rounding == Rounding::kDownward;
+}
+
+// Exact sum of two finite values (-1)^s * sig * 2^exp, sig < 2^107, rounded once.
+OpResult AddFinite(const FormatSpec& f, bool sx, int32_t ex, uint128 mx, bool sy, int32_t ey,
+                   uint128 my, const OpEnv& env) {
+  if (mx == 0 && my == 0) return {ZeroBits(f, ZeroSumSign(sx, sy, env)), 0};
+  if (mx == 0) return RoundPack(f, sy, ey, my, false, env);
+  if (my == 0) return RoundPack(f, sx, ex, mx, false, env);
+  // Place each leading bit at position 125 (two bits of headroom for the carry).
+  int lx = BitLength(mx), ly = BitLength(my);
+  mx <<= 125 - (lx - 1);
+  ex -= 125 - (lx - 1);
+  my <<= 125 - (ly - 1);
+  ey -= 125 - (ly - 1);
+  if (ey > ex || (ey == ex && my > mx)) {
+    std::swap(sx, sy);
+    std::swap(ex, ey);
+    std::swap(mx, my);
+  }
+  // Now |x| >= |y|. Align y to x's exponent.
+  int64_t d = int64_t{ex} - ey;
+  bool sticky = false;
+  if (d >= 127) {
+    sticky = true;
+    my = 0;
+  } else if (d > 0) {
+    sticky = (my & ((uint128{1} << d) - 1)) != 0;
+    my >>= d;
+  }
+  uint128 sum;
+  if (sx == sy) {
+    sum = mx + my;
+  } else {
+    // x - (my + frac) with 0 < frac < 1: integer part x - my - 1, fraction 1 - frac, still sticky.
+    sum = mx - my - (sticky ? 1 : 0);
+    if (sum == 0 && !sticky) return {ZeroBits(f, ZeroSumSign(sx, sy, env)), 0};
+  }
+  return RoundPack(f, sx, ex, sum, sticky, env);
+}
+
+OpResult AddImpl(const FormatSpec& f, uint64_t a, uint64_t b, bool negate_b, const OpEnv& env) {
+  Unpacked x = UnpackBits(f, a, env.denormals_are_zero);
+  Unpacked y = UnpackBits(f, b, env.denormals_are_zero);
+  if (x.kind == Kind::kNaN || y.kind == Kind::kNaN) {
+    const Unpacked* ops[] = {&x, &y};
+    return PropagateNan(f, env, ops, 2);
+  }
+  if (negate_b) y.sign = !y.sign;
+  if (x.kind == Kind::kInf || y.kind == Kind::kInf) {
+    if (x.kind == Kind::kInf && y.kind == Kind::kInf && x.sign != y.sign) {
+      return InvalidNan(f, env);
+    }
+    return {InfBits(f, x.kind == Kind::kInf ? x.sign : y.sign), 0};
+  }
+  return AddFinite(f, x.sign, x.exponent, x.significand, y.sign, y.exponent, y.significand, env);
+}
+
+}  // namespace
+
+OpResult Add(const FormatSpec& f, uint64_t a, uint64_t b, const OpEnv& env) {
+  return AddImpl(f, a, b, false, env);
+}
+
+OpResult Sub(const FormatSpec& f, uint64_t a, uint64_t b, const OpEnv& env) {
+  return AddImpl(f, a, b, true, env);
+}
+
+OpResult Mul(const FormatSpec& f, uint64_t a, uint64_t b, const OpEnv& env) {
+  Unpacked x = UnpackBits(f, a, env.denormals_are_zero);
+  Unpacked y = UnpackBits(f, b, env.denormals_are_zero);
+  if (x.kind == Kind::kNaN || y.kind == Kind::kNaN) {
+    const Unpacked* ops[] = {&x, &y};
+    return PropagateNan(f, env, ops, 2);
+  }
+  bool sign = x.sign != y.sign;
+  if (x.kind == Kind::kInf || y.kind == Kind::kInf) {
+    if (x.kind == Kind::kZero || y.kind == Kind::kZero) return InvalidNan(f, env);
+    return {InfBits(f, sign), 0};
+  }
+  uint128 product = uint128{x.significand} * y.significand;
+  return RoundPack(f, sign, x.exponent + y.exponent, product, false, env);
+}
+
+OpResult Div(const FormatSpec& f, uint64_t a, uint64_t b, const OpEnv& env) {
+  Unpacked x = UnpackBits(f, a, env.denormals_are_zero);
+  Unpacked y = UnpackBits(f, b, env.denormals_are_zero);
+  if (x.kind == Kind::kNaN || y.kind == Kind::kNaN) {
+    const Unpacked* ops[] = {&x, &y};
+    return PropagateNan(f, env, ops, 2);
+  }
+  bool sign = x.sign != y.sign;
+  if (x.kind == Kind::kInf) {
+    if (y.kind == Kind::kInf) return InvalidNan(f, env);
+    return {InfBits(f, sign), 0};
+  }
+  if (y.kind == Kind::kInf) return RoundPack(f, sign, 0, 0, false, env);
+  if (y.kind == Kind::kZero) {
+    if (x.kind == Kind::kZero) return InvalidNan(f, env);
+    if (env.saturate && f.nonfinite != NonFinite::kIeee) {
+      return {MaxFiniteBits(f, sign), kDivideByZero};
+    }
+    return {InfOrNanBits(f, sign, env), kDivideByZero};
+  }
+  if (x.kind == Kind::kZero) return RoundPack(f, sign, 0, 0, false, env);
+  // q = (mx * 2^s) / my with the dividend's leading bit at 126, then refined with the remainder
+  // so the quotient has at least 120 bits whatever the precision.
+  uint128 mx = x.significand;
+  int s = 126 - (BitLength(mx) - 1);
+  mx <<= s;
+  uint128 q = mx / y.significand;
+  uint128 r = mx % y.significand;
+  int s2 = 126 - BitLength(q);
+  if (s2 > 0) {
+    uint128 rs = r << s2;
+    q = (q << s2) + rs / y.significand;
+    r = rs % y.significand;
+  } else {
+    s2 = 0;
+  }
+  return RoundPack(f, sign, x.exponent - s - s2 - y.exponent, q, r != 0, env);
+}
+
+OpResult Fma(const FormatSpec& f, uint64_t a, uint64_t b, uint64_t c, const OpEnv& env) {
+  Unpacked x = UnpackBits(f, a, env.denormals_are_zero);
+  Unpacked y = UnpackBits(f, b, env.denormals_are_zero);
+  Unpacked z = UnpackBits(f, c, env.denormals_are_zero);
+  const bool product_invalid = (x.kind == Kind::kInf && y.kind == Kind::kZero) ||
+                               (x.kind == Kind::kZero && y.kind == Kind::kInf);
+  if (x.kind == Kind::kNaN || y.kind == Kind::kNaN || z.kind == Kind::kNaN) {
+    const Unpacked* ops[] = {&x, &y, &z};
+    return PropagateNan(f, env, ops, 3, product_invalid ? kInvalid : 0);
+  }
+  if (product_invalid) return InvalidNan(f, env);
+  bool sign = x.sign != y.sign;
+  if (x.kind == Kind::kInf || y.kind == Kind::kInf) {
+    if (z.kind == Kind::kInf && z.sign != sign) return InvalidNan(f, env);
+    return {InfBits(f, sign), 0};
+  }
+  if (z.kind == Kind::kInf) return {InfBits(f, z.sign), 0};
+  uint128 product = uint128{x.significand} * y.significand;
+  return AddFinite(f, sign, x.exponent + y.exponent, product, z.sign, z.exponent, z.significand,
+                   env);
+}
+
+OpResult Sqrt(const FormatSpec& f, uint64_t a, const OpEnv& env) {
+  Unpacked x = UnpackBits(f, a, env.denormals_are_zero);
+  if (x.kind == Kind::kNaN) {
+    const Unpacked* ops[] = {&x};
+    return PropagateNan(f, env, ops, 1);
+  }
+  if (x.kind == Kind::kZero) return {ZeroBits(f, x.sign), 0};
+  if (x.sign) return InvalidNan(f, env);
+  if (x.kind == Kind::kInf) return {InfBits(f, false), 0};
+  // value = sig * 2^e with e even; root bits n = p + 3 + sr_bits, computed digit by digit from
+  // the radicand R = sig * 2^t (t even, R < 2^(2n)), so sqrt(value) = sqrt(R) * 2^((e - t)/2).
+  uint64_t sig = x.significand;
+  int32_t e = x.exponent;
+  if (e & 1) {
+    sig <<= 1;
+    e -= 1;
+  }
+  const int n = Precision(f) + 3 + (env.rounding == Rounding::kStochastic ? env.sr_bits : 0);
+  int len = 64 - std::countl_zero(sig);
+  len += len & 1;
+  const int t = 2 * n - len;
+  uint128 rem = 0, root = 0;
+  for (int i = n - 1; i >= 0; --i) {
+    int pos = 2 * i - t;  // Bit position in sig of the lower bit of this pair.
+    uint64_t two = 0;
+    if (pos + 1 >= 0) {
+      two = pos >= 0 ? (sig >> pos) & 3 : (sig << 1) & 2;
+    }
+    rem = (rem << 2) | two;
+    uint128 trial = (root << 2) | 1;
+    if (rem >= trial) {
+      rem -= trial;
+      root = (root << 1) | 1;
+    } else {
+      root <<= 1;
+    }
+  }
+  return RoundPack(f, false, (e - t) / 2, root, rem != 0, env);
+}
+
+bool IsNanBits(const FormatSpec& f, uint64_t a) {
+  return IsFloat(f) && UnpackBits(f, a).kind == Kind::kNaN;
+}
+
+FloatClass Classify(const FormatSpec& f, uint64_t a) {
+  Unpacked x = UnpackBits(f, a);
+  switch (x.kind) {
+    case Kind::kNaN:
+      return x.signaling ? FloatClass::kSignalingNan : FloatClass::kQuietNan;
+    case Kind::kInf:
+      return x.sign ? FloatClass::kNegativeInfinity : FloatClass::kPositiveInfinity;
+    case Kind::kZero:
+      return x.sign ? FloatClass::kNegativeZero : FloatClass::kPositiveZero;
+    case Kind::kFinite:
+      break;
+  }
+  bool subnormal = f.has_subnormals && x.significand < (uint64_t{1} << f.fraction_bits);
+  if (x.sign) return subnormal ? FloatClass::kNegativeSubnormal : FloatClass::kNegativeNormal;
+  return subnormal ? FloatClass::kPositiveSubnormal : FloatClass::kPositiveNormal;
+}
+
+std::string_view FloatClassName(FloatClass c) {
+  static constexpr std::string_view kNames[] = {
+      "signalingNaN", "quietNaN",     "negativeInfinity", "negativeNormal", "negativeSubnormal",
+      "negativeZero", "positiveZero", "positiveSubnormal", "positiveNormal", "positiveInfinity"};
+  return kNames[static_cast<int>(c)];
+}
+
+namespace {
+
+// A key that orders non-NaN values; -0 and +0 tie unless `zero_sign_matters`, where -0 < +0.
+// With daz, subnormals key as zeros of their sign.
+int64_t OrderKey(const FormatSpec& f, uint64_t a, bool daz, bool zero_sign_matters) {
+  uint64_t bits = (a >> f.pad_bits) & ((uint64_t{1} << (EncodingBits(f) - 1) << 1) - 1);
+  uint64_t sign_bit = SignBit(f);
+  bool sign = (bits & sign_bit) != 0;
+  int64_t mag = static_cast<int64_t>(bits & ~sign_bit);
+  if (daz && f.has_subnormals && (mag >> f.fraction_bits) == 0) mag = 0;
+  if (!sign) return zero_sign_matters ? mag + 1 : mag;
+  return -mag;
+}
+
+enum class MinMax { kMin, kMax };
+
+OpResult MinMaxImpl(const FormatSpec& f, uint64_t a, uint64_t b, const OpEnv& env, MinMax which,
+                    bool number) {
+  Unpacked x = UnpackBits(f, a);
+  Unpacked y = UnpackBits(f, b);
+  bool xn = x.kind == Kind::kNaN, yn = y.kind == Kind::kNaN;
+  if (xn || yn) {
+    Flags flags = (IsSignaling(x) || IsSignaling(y)) ? kInvalid : 0;
+    if (number && !(xn && yn)) return {xn ? b : a, flags};
+    const Unpacked* ops[] = {&x, &y};
+    return PropagateNan(f, env, ops, 2);
+  }
+  int64_t kx = OrderKey(f, a, env.denormals_are_zero, true);
+  int64_t ky = OrderKey(f, b, env.denormals_are_zero, true);
+  bool pick_x = which == MinMax::kMin ? kx <= ky : kx >= ky;
+  uint64_t bits = pick_x ? a : b;
+  const Unpacked& u = pick_x ? x : y;
+  if (env.denormals_are_zero && f.has_subnormals && u.kind == Kind::kFinite &&
+      u.significand < (uint64_t{1} << f.fraction_bits)) {
+    bits = ZeroBits(f, u.sign);
+  }
+  return {bits, 0};
+}
+
+}  // namespace
+
+CompareResult Compare(const FormatSpec& f, uint64_t a, uint64_t b, const OpEnv& env) {
+  Unpacked x = UnpackBits(f, a);
+  Unpacked y = UnpackBits(f, b);
+  if (x.kind == Kind::kNaN || y.kind == Kind::kNaN) {
+    return {Ordering::kUnordered, (IsSignaling(x) || IsSignaling(y)) ? kInvalid : Flags{0}};
+  }
+  int64_t kx = OrderKey(f, a, env.denormals_are_zero, false);
+  int64_t ky = OrderKey(f, b, env.denormals_are_zero, false);
+  Ordering o = kx < ky ? Ordering::kLess : kx > ky ? Ordering::kGreater : Ordering::kEqual;
+  return {o, 0};
+}
+
+OpResult Minimum(const FormatSpec& f, uint64_t a, uint64_t b, const OpEnv& env) {
+  return MinMaxImpl(f, a, b, env, MinMax::kMin, false);
+}
+OpResult Maximum(const FormatSpec& f, uint64_t a, uint64_t b, const OpEnv& env) {
+  return MinMaxImpl(f, a, b, env, MinMax::kMax, false);
+}
+OpResult MinimumNumber(const FormatSpec& f, uint64_t a, uint64_t b, const OpEnv& env) {
+  return MinMaxImpl(f, a, b, env, MinMax::kMin, true);
+}
+OpResult MaximumNumber(const FormatSpec& f, uint64_t a, uint64_t b, const OpEnv& env) {
+  return MinMaxImpl(f, a, b, env, MinMax::kMax, true);
+}
+
+}  // namespace fpconform
