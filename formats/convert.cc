@@ -110,7 +110,11 @@ OpResult Convert(const FormatSpec& from, const FormatSpec& to, uint64_t a, const
       if (x.sign && !to.has_sign) return {NanResultBits(to, env, nullptr, nullptr), kInvalid};
       if (env.saturate) return {MaxFiniteBits(to, x.sign), 0};
       if (to.nonfinite == NonFinite::kIeee) return {InfBits(to, x.sign), 0};
-      return {NanResultBits(to, env, nullptr, nullptr), kInvalid};
+      {
+        Unpacked signed_nan = x;  // The NaN keeps the sign of the Inf (OCP OFP8 Table 3).
+        signed_nan.kind = Kind::kNaN;
+        return {NanResultBits(to, env, nullptr, &signed_nan), kInvalid};
+      }
     case Kind::kZero:
       return RoundPack(to, x.sign, 0, 0, false, env);
     case Kind::kFinite:

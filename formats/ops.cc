@@ -45,7 +45,7 @@ bool ZeroSumSign(bool sx, bool sy, const OpEnv& env) {
 // Exact sum of two finite values (-1)^s * sig * 2^exp, sig < 2^107, rounded once.
 OpResult AddFinite(const FormatSpec& f, bool sx, int32_t ex, uint128 mx, bool sy, int32_t ey,
                    uint128 my, const OpEnv& env) {
-  if (mx == 0 && my == 0) return {ZeroBits(f, ZeroSumSign(sx, sy, env)), 0};
+  if (mx == 0 && my == 0) return RoundPack(f, ZeroSumSign(sx, sy, env), 0, 0, false, env);
   if (mx == 0) return RoundPack(f, sy, ey, my, false, env);
   if (my == 0) return RoundPack(f, sx, ex, mx, false, env);
   // Place each leading bit at position 125 (two bits of headroom for the carry).
@@ -75,7 +75,7 @@ OpResult AddFinite(const FormatSpec& f, bool sx, int32_t ex, uint128 mx, bool sy
   } else {
     // x - (my + frac) with 0 < frac < 1: integer part x - my - 1, fraction 1 - frac, still sticky.
     sum = mx - my - (sticky ? 1 : 0);
-    if (sum == 0 && !sticky) return {ZeroBits(f, ZeroSumSign(sx, sy, env)), 0};
+    if (sum == 0 && !sticky) return RoundPack(f, ZeroSumSign(sx, sy, env), 0, 0, false, env);
   }
   return RoundPack(f, sx, ex, sum, sticky, env);
 }

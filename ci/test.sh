@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# The README's test command: installs what is missing, builds, and runs the default ctest
+# (labels quick and oracle), then the quick tests again under AddressSanitizer and
+# UndefinedBehaviorSanitizer. Set FPCONFORM_EXHAUSTIVE=1 to add the exhaustive label.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash ci/setup.sh
+
+jobs=${JOBS:-$(nproc)}
+labels='quick|oracle'
+[ "${FPCONFORM_EXHAUSTIVE:-0}" = 1 ] && labels='quick|oracle|exhaustive'
+
+echo "== Release build, ctest -L '$labels'"
+BUILD_DIR=build bash ci/build.sh
+ctest --test-dir build -L "$labels" --output-on-failure -j "$jobs"
+
+echo "== ASan+UBSan build, ctest -L quick"
+BUILD_DIR=build-asan bash ci/build.sh -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFPCONFORM_SANITIZE=ON \
+  -DFPCONFORM_BENCHMARKS=OFF
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+  ctest --test-dir build-asan -L quick --output-on-failure -j "$jobs"
