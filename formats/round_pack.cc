@@ -149,7 +149,12 @@ uint64_t NanResultBits(const FormatSpec& f, const OpEnv& env, const FormatSpec* 
 
 uint64_t InfOrNanBits(const FormatSpec& f, bool sign, const OpEnv& env) {
   if (f.nonfinite == NonFinite::kIeee) return InfBits(f, sign);
-  return NanResultBits(f, env, nullptr, nullptr);
+  // The NaN that stands for a signed Inf keeps the sign where the profile keeps signs (OCP OFP8
+  // Table 3 writes S.1111.111 for an overflow of either sign).
+  Unpacked signed_nan;
+  signed_nan.kind = Unpacked::Kind::kNaN;
+  signed_nan.sign = sign;
+  return NanResultBits(f, env, nullptr, &signed_nan);
 }
 
 OpResult RoundPack(const FormatSpec& f, bool sign, int32_t exponent, uint128 significand,

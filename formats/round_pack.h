@@ -76,7 +76,8 @@ OpResult RoundPack(const FormatSpec& f, bool sign, int32_t exponent, uint128 sig
 uint64_t NanResultBits(const FormatSpec& f, const OpEnv& env, const FormatSpec* src_format,
                        const Unpacked* src);
 
-// Packs +-Inf, or where the format has no Inf, NaN (per env.nan). Used by Div on z.
+// Packs +-Inf, or where the format has no Inf, a NaN of that sign where the profile keeps signs
+// (per env.nan). Used for overflow and for Div on z.
 uint64_t InfOrNanBits(const FormatSpec& f, bool sign, const OpEnv& env);
 
 }  // namespace fpconform
