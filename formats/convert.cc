@@ -120,7 +120,7 @@ OpResult Convert(const FormatSpec& from, const FormatSpec& to, uint64_t a, const
     case Kind::kFinite:
       break;
   }
-  return RoundPack(to, x.sign, x.exponent, x.significand, false, env);
+  return RoundPack64(to, x.sign, x.exponent, x.significand, false, env);
 }
 
 }  // namespace fpconform

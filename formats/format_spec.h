@@ -59,6 +59,20 @@ struct FormatSpec {
   // Integer formats only:
   bool is_signed;
   std::string_view description;  // One line for `fpconform formats`.
+
+  // Derived from the fields above when the table is built (see Derive() in format_spec.cc and
+  // the constexpr functions below, which define them); cached for the hot paths.
+  struct Derived {
+    int precision = 0;
+    int emin = 0;
+    int emax = 0;
+    int encoding_bits = 0;
+    uint64_t max_biased_exponent = 0;
+    uint64_t fraction_mask = 0;
+    uint64_t encoding_mask = 0;
+    uint64_t sign_bit = 0;
+    uint64_t max_significand = 0;
+  } d;
 };
 
 // All rows, in a stable order (the order `fpconform formats` prints).

@@ -11,11 +11,7 @@ namespace {
 
 using Kind = Unpacked::Kind;
 
-int BitLength(uint128 x) {
-  uint64_t hi = static_cast<uint64_t>(x >> 64);
-  if (hi != 0) return 128 - std::countl_zero(hi);
-  return 64 - std::countl_zero(static_cast<uint64_t>(x));
-}
+using round_pack_internal::BitLength;
 
 bool IsSignaling(const Unpacked& u) { return u.kind == Kind::kNaN && u.signaling; }
 
@@ -42,34 +38,35 @@ bool ZeroSumSign(bool sx, bool sy, const OpEnv& env) {
   return env.rounding == Rounding::kDownward;
 }
 
-// Exact sum of two finite values (-1)^s * sig * 2^exp, sig < 2^107, rounded once.
-OpResult AddFinite(const FormatSpec& f, bool sx, int32_t ex, uint128 mx, bool sy, int32_t ey,
-                   uint128 my, const OpEnv& env) {
-  if (mx == 0 && my == 0) return RoundPack(f, ZeroSumSign(sx, sy, env), 0, 0, false, env);
-  if (mx == 0) return RoundPack(f, sy, ey, my, false, env);
-  if (my == 0) return RoundPack(f, sx, ex, mx, false, env);
-  // Place each leading bit at position 125 (two bits of headroom for the carry).
-  int lx = BitLength(mx), ly = BitLength(my);
-  mx <<= 125 - (lx - 1);
-  ex -= 125 - (lx - 1);
-  my <<= 125 - (ly - 1);
-  ey -= 125 - (ly - 1);
+// x + y for finite x = (-1)^sx * mx * 2^ex (likewise y) in a U-bit window: each leading bit is
+// placed at kW - 3, y is aligned to x (bits shifted out become a sticky bit), and the sum is
+// rounded once. The window keeps every bit RoundPack reads as long as the significands have at
+// most kW - 5 bits and p + k <= kW - 6 (callers choose U accordingly).
+template <typename U>
+OpResult AddAligned(const FormatSpec& f, bool sx, int32_t ex, U mx, bool sy, int32_t ey, U my,
+                    const OpEnv& env) {
+  constexpr int kTop = static_cast<int>(sizeof(U)) * 8 - 3;
+  const int lx = BitLength(mx), ly = BitLength(my);
+  mx <<= kTop - (lx - 1);
+  ex -= kTop - (lx - 1);
+  my <<= kTop - (ly - 1);
+  ey -= kTop - (ly - 1);
   if (ey > ex || (ey == ex && my > mx)) {
     std::swap(sx, sy);
     std::swap(ex, ey);
     std::swap(mx, my);
   }
   // Now |x| >= |y|. Align y to x's exponent.
-  int64_t d = int64_t{ex} - ey;
+  const int64_t d = int64_t{ex} - ey;
   bool sticky = false;
-  if (d >= 127) {
+  if (d > kTop) {
     sticky = true;
     my = 0;
   } else if (d > 0) {
-    sticky = (my & ((uint128{1} << d) - 1)) != 0;
+    sticky = (my & ((U{1} << d) - 1)) != 0;
     my >>= d;
   }
-  uint128 sum;
+  U sum;
   if (sx == sy) {
     sum = mx + my;
   } else {
@@ -77,7 +74,25 @@ OpResult AddFinite(const FormatSpec& f, bool sx, int32_t ex, uint128 mx, bool sy
     sum = mx - my - (sticky ? 1 : 0);
     if (sum == 0 && !sticky) return RoundPack(f, ZeroSumSign(sx, sy, env), 0, 0, false, env);
   }
-  return RoundPack(f, sx, ex, sum, sticky, env);
+  if constexpr (sizeof(U) == 8) {
+    return RoundPack64(f, sx, ex, sum, sticky, env);
+  } else {
+    return RoundPack(f, sx, ex, sum, sticky, env);
+  }
+}
+
+// Exact sum of two finite values (-1)^s * sig * 2^exp, sig < 2^107, rounded once.
+OpResult AddFinite(const FormatSpec& f, bool sx, int32_t ex, uint128 mx, bool sy, int32_t ey,
+                   uint128 my, const OpEnv& env) {
+  if (mx == 0 && my == 0) return RoundPack(f, ZeroSumSign(sx, sy, env), 0, 0, false, env);
+  if (mx == 0) return RoundPack(f, sy, ey, my, false, env);
+  if (my == 0) return RoundPack(f, sx, ex, mx, false, env);
+  const int k = env.rounding == Rounding::kStochastic ? env.sr_bits : 0;
+  if ((mx >> 59) == 0 && (my >> 59) == 0 && f.d.precision + k <= 58) {
+    return AddAligned<uint64_t>(f, sx, ex, static_cast<uint64_t>(mx), sy, ey,
+                                static_cast<uint64_t>(my), env);
+  }
+  return AddAligned<uint128>(f, sx, ex, mx, sy, ey, my, env);
 }
 
 OpResult AddImpl(const FormatSpec& f, uint64_t a, uint64_t b, bool negate_b, const OpEnv& env) {
@@ -93,6 +108,11 @@ OpResult AddImpl(const FormatSpec& f, uint64_t a, uint64_t b, bool negate_b, con
       return InvalidNan(f, env);
     }
     return {InfBits(f, x.kind == Kind::kInf ? x.sign : y.sign), 0};
+  }
+  const int k = env.rounding == Rounding::kStochastic ? env.sr_bits : 0;
+  if (x.significand != 0 && y.significand != 0 && f.d.precision + k <= 58) [[likely]] {
+    return AddAligned<uint64_t>(f, x.sign, x.exponent, x.significand, y.sign, y.exponent,
+                                y.significand, env);
   }
   return AddFinite(f, x.sign, x.exponent, x.significand, y.sign, y.exponent, y.significand, env);
 }
@@ -118,6 +138,10 @@ OpResult Mul(const FormatSpec& f, uint64_t a, uint64_t b, const OpEnv& env) {
   if (x.kind == Kind::kInf || y.kind == Kind::kInf) {
     if (x.kind == Kind::kZero || y.kind == Kind::kZero) return InvalidNan(f, env);
     return {InfBits(f, sign), 0};
+  }
+  if (f.d.precision <= 32) {
+    return RoundPack64(f, sign, x.exponent + y.exponent, x.significand * y.significand, false,
+                       env);
   }
   uint128 product = uint128{x.significand} * y.significand;
   return RoundPack(f, sign, x.exponent + y.exponent, product, false, env);
