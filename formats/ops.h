@@ -22,9 +22,9 @@
 //
 // Example:
 //   OpEnv env;
-//   Mul(Float8E4M3FN(), 0x5E /*160*/, 0x40 /*2*/, env)      == {0x7F /*NaN*/, kOverflow|kInexact}
+//   Mul(Float8E4M3FN(), 0x7E /*448*/, 0x40 /*2*/, env)      == {0x7F /*NaN*/, kOverflow|kInexact}
 //   env.saturate = true;
-//   Mul(Float8E4M3FN(), 0x5E, 0x40, env)                     == {0x7E /*448*/, kOverflow|kInexact}
+//   Mul(Float8E4M3FN(), 0x7E, 0x40, env)                     == {0x7E /*448*/, kOverflow|kInexact}
 #ifndef FPCONFORM_FORMATS_OPS_H_
 #define FPCONFORM_FORMATS_OPS_H_
 

@@ -44,6 +44,11 @@ const Row kRows[] = {
   {"half-ulp tie away", "float32", Op::kAdd, "rna", 0x3F800000, 0x33800000, 0, 0x3F800001, "x"},
   // Round to odd: 1 + 2^-24 truncates to 1.0 (even) and the lost bit sets the last bit.
   {"round to odd", "float32", Op::kAdd, "rto", 0x3F800000, 0x33800000, 0, 0x3F800001, "x"},
+  // The examples in ops.h and op_env.h: 448 * 2 overflows float8_e4m3fn (NaN, or 448 under
+  // sat); 1 + 2^-24 under rtz is 1 with x.
+  {"ops.h example", "float8_e4m3fn", Op::kMul, "rne", 0x7E, 0x40, 0, 0x7F, "ox"},
+  {"ops.h example sat", "float8_e4m3fn", Op::kMul, "rne", 0x7E, 0x40, 0, 0x7E, "ox", true},
+  {"op_env.h example", "float32", Op::kAdd, "rtz", 0x3F800000, 0x33800000, 0, 0x3F800000, "x"},
   // x - x is +0 in every mode but rdn, where it is -0 (IEEE 754-2019 §6.3).
   {"exact cancellation", "float32", Op::kSub, "rne", 0x40400000, 0x40400000, 0, 0x00000000, "-"},
   {"exact cancellation rdn", "float32", Op::kSub, "rdn", 0x40400000, 0x40400000, 0, 0x80000000, "-"},

@@ -1,0 +1,69 @@
+// `fpconform calc`: the verifier of the calc protocol (cases/calc_case.h, cli/CALC.md).
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "absl/status/statusor.h"
+#include "cases/calc_case.h"
+#include "cli/commands.h"
+
+namespace fpconform::cli {
+
+CLI::App* AddCalcCommand(CLI::App& root, CalcOptions& options) {
+  CLI::App* app = root.add_subcommand(
+      "calc",
+      "Evaluate one operation per input line, bit for bit, and print '<result> <flags>' per "
+      "line.");
+  app->add_option("-i,--input", options.input, "Read cases from FILE (default: standard input)")
+      ->type_name("FILE");
+  app->footer(
+      "Input lines:\n"
+      "  <op> <format>[:opt...] <rounding> <operand>...     op: add sub mul div fma sqrt\n"
+      "  cvt <src_format> <dst_format>[:opt...] <rounding> <operand>\n"
+      "  options: sat ftz daz tbr nan=ieee|canonical|cuda|x86\n"
+      "  rounding: rne rna rtz rup rdn rto sr<k> (k = 1..32; the k random bits follow as\n"
+      "            one more hex operand)\n"
+      "  operands: 0x + hex bit pattern of the source format; '#' starts a comment\n"
+      "Output lines: 0x<hex result, zero-padded to the format width> <flags in vzoux order or ->,\n"
+      "  or 'error' for a bad line (the reason goes to stderr as 'line N: ...').\n"
+      "Exit status: 0 all lines ran, 1 some lines were bad, 2 usage or I/O error.\n"
+      "\n"
+      "Examples:\n"
+      "  $ printf 'add float32 rne 0x3f800000 0x33800000\\n' | fpconform calc\n"
+      "  0x3f800000 x\n"
+      "  $ printf 'mul float8_e4m3fn:sat rne 0x7e 0x40\\ncvt float32 int8 rne 0x43000000\\n' "
+      "| fpconform calc\n"
+      "  0x7e ox\n"
+      "  0x80 v\n"
+      "  $ printf 'add float32 sr8 0x3f800000 0x33800000 0x80\\n' | fpconform calc\n"
+      "  0x3f800001 x\n"
+      "See cli/CALC.md for the full protocol.");
+  return app;
+}
+
+int RunCalcCommand(const CalcOptions& options) {
+  std::FILE* in = stdin;
+  const bool from_file = !options.input.empty() && options.input != "-";
+  if (from_file) {
+    in = std::fopen(options.input.c_str(), "rb");
+    if (in == nullptr) {
+      std::fprintf(stderr, "fpconform calc: cannot open '%s': %s\n", options.input.c_str(),
+                   std::strerror(errno));
+      return kExitUsage;
+    }
+  }
+  absl::StatusOr<CalcStats> stats = RunCalcStream(in, stdout, stderr);
+  if (from_file) std::fclose(in);
+  if (!stats.ok()) {
+    std::fprintf(stderr, "fpconform calc: %s\n", std::string(stats.status().message()).c_str());
+    return kExitUsage;
+  }
+  if (stats->errors > 0) {
+    std::fprintf(stderr, "fpconform calc: %lld of %lld case lines were bad\n",
+                 static_cast<long long>(stats->errors), static_cast<long long>(stats->cases));
+    return kExitBadLines;
+  }
+  return kExitOk;
+}
+
+}  // namespace fpconform::cli

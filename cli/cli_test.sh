@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# End-to-end test of the fpconform binary: calc from stdin and --input, exit codes, the formats
+# table and --values. Usage: cli_test.sh path/to/fpconform
+set -u
+BIN=${1:?usage: cli_test.sh path/to/fpconform}
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+FAILS=0
+
+fail() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
+expect_eq() {  # name, got, want
+  if [[ "$2" != "$3" ]]; then
+    fail "$1"; echo "  got:  $(printf '%q' "$2")"; echo "  want: $(printf '%q' "$3")"
+  fi
+}
+expect_rc() {  # name, got, want
+  [[ "$2" == "$3" ]] || fail "$1: exit status $2, want $3"
+}
+
+# ---- calc from stdin ----
+# 448 * 2 overflows float8_e4m3fn (no Inf): NaN 0x7f; sat: 448 = 0x7e. 128.0 -> int8 out of range.
+out=$(printf 'mul float8_e4m3fn rne 0x7e 0x40\nmul float8_e4m3fn:sat rne 0x7e 0x40\ncvt float32 int8 rne 0x43000000\n' \
+      | "$BIN" calc 2>"$TMP/err"); rc=$?
+expect_eq "calc stdin output" "$out" $'0x7f ox\n0x7e ox\n0x80 v'
+expect_rc "calc stdin" "$rc" 0
+expect_eq "calc stdin stderr" "$(cat "$TMP/err")" ""
+
+# ---- the worked example of CALC.md ----
+DOC="$(dirname "$0")/CALC.md"
+example_in=$(sed -n "/^\$ fpconform calc <<'EOF'\$/,/^EOF\$/p" "$DOC" | sed '1d;$d')
+example_out=$(sed -n '/^EOF$/,/^```$/p' "$DOC" | sed '1d;$d')
+[[ -n "$example_in" && -n "$example_out" ]] || fail "CALC.md example not found"
+out=$(printf '%s\n' "$example_in" | "$BIN" calc); rc=$?
+expect_eq "CALC.md example" "$out" "$example_out"
+expect_rc "CALC.md example" "$rc" 0
+
+# ---- calc --input, with comments, CRLF and no trailing newline ----
+printf '# header\r\nadd float32 rne 0x3f800000 0x33800000  # 1 + 2^-24, tie -> 1\r\n\nadd float32 rup 0x3f800000 0x33800000' \
+  > "$TMP/cases.txt"
+out=$("$BIN" calc --input "$TMP/cases.txt"); rc=$?
+expect_eq "calc --input output" "$out" $'0x3f800000 x\n0x3f800001 x'
+expect_rc "calc --input" "$rc" 0
+out=$("$BIN" calc -i "$TMP/cases.txt"); rc=$?
+expect_eq "calc -i output" "$out" $'0x3f800000 x\n0x3f800001 x'
+out=$("$BIN" calc --input - < "$TMP/cases.txt"); rc=$?
+expect_eq "calc --input - output" "$out" $'0x3f800000 x\n0x3f800001 x'
+
+# ---- bad lines: 'error' in place, message names the line, exit 1 after the last line ----
+printf 'add float32 rne 0x3f800000 0x3f800000\n# c\nadd float8_e4m3x rne 0x0 0x0\nadd float32 rne 0x3f800000 0x3f800000\n' \
+  > "$TMP/bad.txt"
+out=$("$BIN" calc --input "$TMP/bad.txt" 2>"$TMP/err"); rc=$?
+expect_eq "calc bad output" "$out" $'0x40000000 -\nerror\n0x40000000 -'
+expect_rc "calc bad lines" "$rc" 1
+grep -q "^line 3: unknown format 'float8_e4m3x' (valid: float64 float32" "$TMP/err" \
+  || fail "calc bad stderr: $(cat "$TMP/err")"
+
+# ---- nonexistent input: exit 2, clear message ----
+out=$("$BIN" calc --input "$TMP/does-not-exist.txt" 2>"$TMP/err"); rc=$?
+expect_rc "calc missing file" "$rc" 2
+grep -q "cannot open '.*does-not-exist.txt'" "$TMP/err" || fail "missing file message: $(cat "$TMP/err")"
+expect_eq "calc missing file output" "$out" ""
+
+# ---- binary garbage: no crash, one line per non-blank non-comment line ----
+head -c 200000 /dev/urandom > "$TMP/garbage.bin" 2>/dev/null || fail "no /dev/urandom"
+"$BIN" calc --input "$TMP/garbage.bin" > "$TMP/garbage.out" 2>/dev/null; rc=$?
+[[ "$rc" == 0 || "$rc" == 1 ]] || fail "garbage: exit status $rc"
+
+# ---- usage errors and help ----
+"$BIN" > /dev/null 2>&1; expect_rc "no subcommand" "$?" 2
+"$BIN" calc --bogus > /dev/null 2>&1; expect_rc "unknown option" "$?" 2
+"$BIN" --help > "$TMP/help" 2>&1; expect_rc "--help" "$?" 0
+grep -q "Examples:" "$TMP/help" || fail "--help has no examples"
+"$BIN" calc --help > "$TMP/help" 2>&1; expect_rc "calc --help" "$?" 0
+grep -q "sr<k>" "$TMP/help" || fail "calc --help does not describe sr<k>"
+"$BIN" formats --help > /dev/null 2>&1; expect_rc "formats --help" "$?" 0
+out=$("$BIN" --version); expect_rc "--version" "$?" 0
+[[ "$out" =~ ^fpconform\ [0-9]+\.[0-9]+\.[0-9]+$ ]] || fail "--version printed '$out'"
+
+# ---- formats ----
+"$BIN" formats > "$TMP/formats" 2>&1; expect_rc "formats" "$?" 0
+grep -Eq '^float8_e4m3fn +max_finite +0x7e +0b0\.1111\.110 +0x1\.cp\+8 +448$' "$TMP/formats" \
+  || fail "formats: no 'float8_e4m3fn max_finite 0x7e ... 448' row"
+grep -Eq '^float8_e5m2 +max_finite +0x7b +0b0\.11110\.11 +0x1\.cp\+15 +57344$' "$TMP/formats" \
+  || fail "formats: no float8_e5m2 max 57344 row"
+grep -Eq '^float8_e4m3fn +float +8 +4 +3 +7 ' "$TMP/formats" || fail "formats: e4m3fn parameters"
+"$BIN" formats > "$TMP/formats2" 2>&1
+cmp -s "$TMP/formats" "$TMP/formats2" || fail "formats output is not deterministic"
+
+"$BIN" formats --values float8_e4m3fn > "$TMP/values" 2>&1; expect_rc "formats --values" "$?" 0
+expect_eq "--values float8_e4m3fn line count" "$(wc -l < "$TMP/values" | tr -d ' ')" 256
+grep -Eq '^0x7e +0b0\.1111\.110 +0x1\.cp\+8 +448 +positiveNormal$' "$TMP/values" \
+  || fail "--values: no 448 line"
+grep -Eq '^0x01 +0b0\.0000\.001 +0x1p-9 +0\.001953125 +positiveSubnormal$' "$TMP/values" \
+  || fail "--values: no min subnormal line"
+"$BIN" formats --values float32 > /dev/null 2>"$TMP/err"; expect_rc "--values float32" "$?" 2
+grep -q "8-bit formats: float8_e4m3fn" "$TMP/err" || fail "--values float32 message: $(cat "$TMP/err")"
+"$BIN" formats --values nope > /dev/null 2>"$TMP/err"; expect_rc "--values nope" "$?" 2
+grep -q "unknown format 'nope' (valid: float64" "$TMP/err" || fail "--values nope message: $(cat "$TMP/err")"
+
+if (( FAILS > 0 )); then
+  echo "$FAILS check(s) failed"
+  exit 1
+fi
+echo "cli_test: all checks passed"

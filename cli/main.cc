@@ -1,0 +1,43 @@
+// fpconform: numerical-correctness conformance suite. Thin dispatcher over the subcommands in
+// commands.h.
+#include <cstdio>
+
+#include "CLI/CLI.hpp"
+#include "cli/commands.h"
+
+#ifndef FPCONFORM_VERSION
+#define FPCONFORM_VERSION "unknown"
+#endif
+
+int main(int argc, char** argv) {
+  using namespace fpconform::cli;
+  CLI::App app{
+      "fpconform: bit-exact emulation of number formats (float32, tfloat32, bfloat16, float16,\n"
+      "FP8 E4M3/E5M2 and their FNUZ variants, E8M0, int8/int32) and conformance checks.",
+      "fpconform"};
+  app.set_version_flag("--version", "fpconform " FPCONFORM_VERSION);
+  app.require_subcommand(1);
+  app.footer(
+      "Examples:\n"
+      "  echo 'mul float8_e4m3fn:sat rne 0x7e 0x40' | fpconform calc     # -> 0x7e ox\n"
+      "  fpconform calc --input cases.txt > results.txt\n"
+      "  fpconform formats\n"
+      "  fpconform formats --values float8_e4m3fn\n"
+      "\n"
+      "Run 'fpconform <command> --help' for a command's options.");
+
+  CalcOptions calc;
+  CLI::App* calc_app = AddCalcCommand(app, calc);
+  FormatsOptions formats;
+  CLI::App* formats_app = AddFormatsCommand(app, formats);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // --help and --version exit 0; every usage error exits 2.
+    return app.exit(e) == 0 ? kExitOk : kExitUsage;
+  }
+  if (calc_app->parsed()) return RunCalcCommand(calc);
+  if (formats_app->parsed()) return RunFormatsCommand(formats);
+  return kExitUsage;
+}
