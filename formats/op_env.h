@@ -45,11 +45,13 @@ inline constexpr Flags kInexact = 1 << 4;       // x
 //   kX86       first NaN operand, quieted, sign kept   -qNaN (0xFFC00000, x86 SSE "QNaN floating-
 //                                                      point indefinite", Intel SDM Vol.1 §4.8.3.7)
 //
-// For kIeee and kX86 a propagated NaN keeps the top fraction bits of its payload that fit the
-// destination (as x86 CVTSS2SD and ml_dtypes do), gets its quiet bit set, and keeps its sign.
-// Formats with a single NaN (fnuz: 0x80) always write that; float8_e4m3fn writes 0x7F or 0xFF
-// (keeping the sign under kIeee/kX86, as ml_dtypes does). "Quiet" only applies to formats with
-// NanEncoding::kIeee; the other formats have no signaling NaNs.
+// For kIeee and kX86 a propagated NaN keeps its sign, gets its quiet bit set, and keeps the top
+// fraction bits of its payload that fit the destination (as x86 CVTSS2SD does). Only
+// IEEE-encoded NaNs carry a payload: a NaN of float8_e4m3fn (S.1111.111) or of an fnuz format
+// (0x80, which reads as negative) propagates as a payload-free quiet NaN of its sign. Formats
+// with a single NaN (fnuz: 0x80) always write that; float8_e4m3fn writes 0x7F or 0xFF (keeping
+// the sign under kIeee/kX86, as ml_dtypes' float8 conversions do; they drop payloads).
+// "Quiet" only applies to formats with NanEncoding::kIeee; the others have no signaling NaNs.
 enum class NanProfile : uint8_t { kIeee, kCanonical, kCuda, kX86 };
 
 // When an inexact result counts as tiny (IEEE 754-2019 §7.5).
@@ -61,7 +63,9 @@ struct OpEnv {
   // bits of sr_random, the result rounds away from zero iff
   //   (top k bits of the discarded fraction, as an integer) + r >= 2^k,
   // else toward zero. Bits of the discarded fraction below its top k are ignored. Deterministic
-  // given the bits; a caller drawing r uniformly gets P(away) = (top k bits) / 2^k.
+  // given the bits; a caller drawing r uniformly gets P(away) = (top k bits) / 2^k. Tininess
+  // after rounding is decided by the same rule, with the same r, at p bits and an unbounded
+  // exponent.
   int sr_bits = 0;
   uint64_t sr_random = 0;
   // sat: a result that would overflow delivers +-max finite instead of +-Inf (or instead of NaN

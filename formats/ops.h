@@ -11,11 +11,18 @@
 //    rtz when it rounds toward zero and like rne when it rounds away. Where that would be Inf and
 //    the format has none, the result is NaN (invalid is not raised; overflow and inexact are).
 //    Under sat, every overflow delivers +-max finite. Flags: o and x.
+//    Round to odd can carry past max finite (float8_e4m3fn 450 truncates to 448 = 1.110b, the
+//    odd fix-up makes 1.111b = 480): that is an overflow and delivers max finite, o and x.
 //  * Division of a finite non-zero by zero raises z and gives Inf, or NaN where the format has no
-//    Inf (+-max finite under sat).
+//    Inf (+-max finite under sat; in a format with Inf, sat does not apply: Inf with z).
+//  * An exact zero sum of operands of opposite signs (x + -x, or a cancelling fma) is +0 in every
+//    rounding mode except rdn, where it is -0 (rto and sr<k> included); -0 + -0 = -0.
+//  * daz and ftz apply to every operation, Convert included.
 //  * Formats without -0 (fnuz) deliver +0 wherever IEEE delivers -0.
-//  * float8_e8m0fnu (unsigned, no zero): results that are zero or negative are NaN with v;
-//    positive results below 2^-127 deliver 2^-127 with u and x.
+//  * float8_e8m0fnu (unsigned, no zero): results that are zero or negative (negative inputs and
+//    -Inf to Convert included, even under sat) are NaN with v; positive results below 2^-127
+//    deliver 2^-127 with x, and with u only when tiny after rounding (0.75 * 2^-127 rounds to
+//    2^-127 with an unbounded exponent: x alone).
 //  * NaN results follow OpEnv::nan (see op_env.h); sNaN operands (IEEE-encoded formats) raise v.
 //
 // Integer formats (int8, uint8, int32) take part only in Convert.

@@ -1,0 +1,98 @@
+// bfloat16 and float16 against the MPFR oracle: all 65,536 values through sqrt (every mode and
+// variant) and through conversion to every other format; add, mul, div, fma on boundary
+// operands crossed with each other plus random cases (5 million per op and format, so >= 10
+// million per op in total), spread across every rounding mode, sat, ftz, daz and tininess.
+// Random cases derive from (FPCONFORM_SEED, case index).
+#include <cstdint>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "conformance/oracle_check.h"
+#include "formats/format_spec.h"
+#include "formats/op_env.h"
+
+namespace fpconform::conformance {
+namespace {
+
+constexpr uint64_t kRandomPerOp = 5'000'000;
+constexpr uint64_t kRandomSub = 1'000'000;
+
+class Fp16 : public testing::TestWithParam<const FormatSpec*> {
+ protected:
+  const FormatSpec& F() const { return *GetParam(); }
+};
+
+TEST_P(Fp16, SqrtAllValues) {
+  const FormatSpec& f = F();
+  const uint64_t seed = SuiteSeed("fp16 sqrt");
+  FailureLog log;
+  const int64_t n = ParallelCheck(
+      65536,
+      [&](uint64_t a, FailureLog& l) {
+        Case k;
+        k.f = &f;
+        k.op = Op::kSqrt;
+        k.a = a;
+        int64_t count = 0;
+        for (Rounding r : kDeterministicModes) {
+          for (int variant = 0; variant < 3; ++variant) {
+            k.env = OpEnv{};
+            k.env.rounding = r;
+            k.env.flush_to_zero = variant == 1;
+            k.env.denormals_are_zero = variant == 2;
+            if (variant == 1) k.env.tininess = Tininess::kBeforeRounding;
+            CheckCase(k, seed, a, l);
+            ++count;
+          }
+        }
+        CaseRng rng(seed ^ SweepTag(f, Op::kSqrt, 4), a);
+        for (int j = 0; j < 2; ++j) {
+          k.env = RandomEnv(rng);
+          k.env.rounding = Rounding::kStochastic;
+          k.env.sr_bits = 1 + static_cast<int>(rng.Below(32));
+          k.env.sr_random = rng.Next();
+          CheckCase(k, seed, a, l);
+          ++count;
+        }
+        return count;
+      },
+      log);
+  log.Report("fp16 sqrt");
+  PrintCount(std::string(f.name) + " sqrt all values", n, log);
+}
+
+TEST_P(Fp16, ConvertAllValuesToEveryFormat) {
+  const FormatSpec& f = F();
+  const uint64_t seed = SuiteSeed("fp16 convert");
+  FailureLog log;
+  const int64_t n = ConvertAllValues(f, seed, log);
+  log.Report("fp16 convert");
+  PrintCount(std::string(f.name) + " convert all values to every format", n, log);
+}
+
+void BoundaryAndRandom(const FormatSpec& f, Op op, uint64_t random_cases) {
+  const uint64_t seed = SuiteSeed("fp16 ops");
+  FailureLog boundary_log;
+  const int64_t nb = BoundarySweep(f, op, seed, boundary_log, 1'000'000);
+  boundary_log.Report("boundary phase");
+  FailureLog random_log;
+  const int64_t nr = RandomSweep(f, op, Scaled(random_cases), seed, random_log);
+  random_log.Report("random phase");
+  PrintCount(std::string(f.name) + " " + OpName(op) + " boundary", nb, boundary_log);
+  PrintCount(std::string(f.name) + " " + OpName(op) + " random", nr, random_log);
+}
+
+TEST_P(Fp16, Add) { BoundaryAndRandom(F(), Op::kAdd, kRandomPerOp); }
+TEST_P(Fp16, Sub) { BoundaryAndRandom(F(), Op::kSub, kRandomSub); }
+TEST_P(Fp16, Mul) { BoundaryAndRandom(F(), Op::kMul, kRandomPerOp); }
+TEST_P(Fp16, Div) { BoundaryAndRandom(F(), Op::kDiv, kRandomPerOp); }
+TEST_P(Fp16, Fma) { BoundaryAndRandom(F(), Op::kFma, kRandomPerOp); }
+
+INSTANTIATE_TEST_SUITE_P(Fp16Formats, Fp16, testing::Values(&BFloat16(), &Float16()),
+                         [](const testing::TestParamInfo<const FormatSpec*>& p) {
+                           return std::string(p.param->name);
+                         });
+
+}  // namespace
+}  // namespace fpconform::conformance

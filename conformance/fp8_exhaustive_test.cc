@@ -1,0 +1,254 @@
+// Every 8-bit float format against the MPFR oracle, exhaustively: all 65,536 operand pairs of
+// add, sub, mul, div in the six deterministic modes with and without sat (plus ftz/daz/tininess
+// variants and a stochastic-rounding pass), sqrt of all 256 values in every mode, fma on all
+// pairs with a spec-derived addend set, and every value converted to every other format.
+#include <algorithm>
+#include <cstdint>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "conformance/oracle_check.h"
+#include "formats/format_spec.h"
+#include "formats/op_env.h"
+
+namespace fpconform::conformance {
+namespace {
+
+class Fp8Exhaustive : public testing::TestWithParam<const FormatSpec*> {
+ protected:
+  const FormatSpec& F() const { return *GetParam(); }
+};
+
+std::vector<const FormatSpec*> Fp8Formats() {
+  return {&Float8E4M3FN(), &Float8E5M2(),  &Float8E4M3FNUZ(),
+          &Float8E5M2FNUZ(), &Float8E4M3(), &Float8E8M0FNU()};
+}
+
+constexpr Op kBinaryOps[] = {Op::kAdd, Op::kSub, Op::kMul, Op::kDiv};
+
+// All pairs x {add, sub, mul, div} x six modes x {no sat, sat}.
+TEST_P(Fp8Exhaustive, BinaryOpsAllPairsAllModes) {
+  const FormatSpec& f = F();
+  FailureLog log;
+  const int64_t n = ParallelCheck(
+      65536,
+      [&](uint64_t pair, FailureLog& l) {
+        int64_t count = 0;
+        Case k;
+        k.f = &f;
+        k.a = pair >> 8;
+        k.b = pair & 0xFF;
+        for (Op op : kBinaryOps) {
+          k.op = op;
+          for (Rounding r : kDeterministicModes) {
+            for (bool sat : {false, true}) {
+              k.env = OpEnv{};
+              k.env.rounding = r;
+              k.env.saturate = sat;
+              CheckCase(k, 0, pair, l);
+              ++count;
+            }
+          }
+        }
+        return count;
+      },
+      log);
+  log.Report("fp8 binary ops");
+  PrintCount(std::string(f.name) + " add/sub/mul/div all pairs x 6 modes x sat", n, log);
+}
+
+// All pairs x {add, sub, mul, div} under ftz, daz, tininess before rounding (rne and rup), and
+// one stochastic rounding per pair and op with k and r drawn from (seed, pair).
+TEST_P(Fp8Exhaustive, BinaryOpsAllPairsEnvVariants) {
+  const FormatSpec& f = F();
+  const uint64_t seed = SuiteSeed("fp8 env variants");
+  FailureLog log;
+  const int64_t n = ParallelCheck(
+      65536,
+      [&](uint64_t pair, FailureLog& l) {
+        int64_t count = 0;
+        Case k;
+        k.f = &f;
+        k.a = pair >> 8;
+        k.b = pair & 0xFF;
+        CaseRng rng(seed, pair);
+        for (Op op : kBinaryOps) {
+          k.op = op;
+          for (Rounding r : {Rounding::kNearestEven, Rounding::kUpward}) {
+            for (int variant = 0; variant < 4; ++variant) {
+              k.env = OpEnv{};
+              k.env.rounding = r;
+              k.env.flush_to_zero = variant == 0 || variant == 3;
+              k.env.denormals_are_zero = variant == 1;
+              if (variant >= 2) k.env.tininess = Tininess::kBeforeRounding;
+              CheckCase(k, seed, pair, l);
+              ++count;
+            }
+          }
+          k.env = OpEnv{};
+          k.env.rounding = Rounding::kStochastic;
+          k.env.sr_bits = 1 + static_cast<int>(rng.Below(8));
+          k.env.sr_random = rng.Next();
+          k.env.saturate = rng.OneIn(2);
+          CheckCase(k, seed, pair, l);
+          ++count;
+        }
+        return count;
+      },
+      log);
+  log.Report("fp8 env variants");
+  PrintCount(std::string(f.name) + " add/sub/mul/div all pairs x ftz/daz/before/sr", n, log);
+}
+
+// sqrt of all 256 values: six modes x sat, sr<k> for k in {1, 2, 3, 4, 8, 32} with 16 values of
+// r each, and ftz/daz.
+TEST_P(Fp8Exhaustive, SqrtAllValuesAllModes) {
+  const FormatSpec& f = F();
+  FailureLog log;
+  int64_t n = 0;
+  for (uint64_t a = 0; a < 256; ++a) {
+    Case k;
+    k.f = &f;
+    k.op = Op::kSqrt;
+    k.a = a;
+    for (Rounding r : kDeterministicModes) {
+      for (int variant = 0; variant < 4; ++variant) {
+        k.env = OpEnv{};
+        k.env.rounding = r;
+        k.env.saturate = variant == 1;
+        k.env.flush_to_zero = variant == 2;
+        k.env.denormals_are_zero = variant == 3;
+        CheckCase(k, 0, a, log);
+        ++n;
+      }
+    }
+    for (int bits : {1, 2, 3, 4, 8, 32}) {
+      for (uint64_t j = 0; j < 16; ++j) {
+        k.env = OpEnv{};
+        k.env.rounding = Rounding::kStochastic;
+        k.env.sr_bits = bits;
+        k.env.sr_random = Mix64(a * 64 + j);
+        CheckCase(k, 0, a, log);
+        ++n;
+      }
+    }
+  }
+  log.Report("fp8 sqrt");
+  PrintCount(std::string(f.name) + " sqrt all values x all modes", n, log);
+}
+
+// The spec-derived addend set: +-0, +-min subnormal, +-max subnormal, +-min normal, +-1,
+// +-max finite, NaN, +-Inf where present.
+std::vector<uint64_t> AddendSet(const FormatSpec& f) {
+  std::vector<uint64_t> out;
+  auto both = [&](uint64_t bits) {
+    out.push_back(bits);
+    if (f.has_sign) out.push_back(bits | SignBit(f));
+  };
+  if (f.has_zero) both(ZeroBits(f));
+  if (f.has_subnormals) {
+    both(MinSubnormalBits(f));
+    both(MinNormalBits(f) - 1);  // Max subnormal.
+  }
+  both(MinNormalBits(f));
+  both(OneBits(f));
+  both(MaxFiniteBits(f));
+  if (f.nonfinite == NonFinite::kIeee) {
+    both(InfBits(f));
+    out.push_back(InfBits(f) | (uint64_t{1} << (f.fraction_bits - 1)));  // qNaN.
+  } else if (f.nan_encoding == NanEncoding::kNegativeZero) {
+    out.push_back(SignBit(f));
+  } else {
+    out.push_back(0xFF >> (f.has_sign ? 1 : 0));  // All-ones NaN.
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+// fma on all pairs x the addend set x six modes.
+TEST_P(Fp8Exhaustive, FmaAllPairsSpecAddends) {
+  const FormatSpec& f = F();
+  const std::vector<uint64_t> addends = AddendSet(f);
+  FailureLog log;
+  const int64_t n = ParallelCheck(
+      65536,
+      [&](uint64_t pair, FailureLog& l) {
+        int64_t count = 0;
+        Case k;
+        k.f = &f;
+        k.op = Op::kFma;
+        k.a = pair >> 8;
+        k.b = pair & 0xFF;
+        for (uint64_t c : addends) {
+          k.c = c;
+          for (Rounding r : kDeterministicModes) {
+            k.env = OpEnv{};
+            k.env.rounding = r;
+            k.env.saturate = ((pair ^ c) & 1) != 0;  // Half the cases with sat.
+            CheckCase(k, 0, pair, l);
+            ++count;
+          }
+        }
+        return count;
+      },
+      log);
+  log.Report("fp8 fma");
+  PrintCount(std::string(f.name) + " fma all pairs x " + std::to_string(addends.size()) +
+                 " addends x 6 modes",
+             n, log);
+}
+
+// Every value to every other float format and to the integer formats: six modes plus sr, with
+// and without sat, and ftz/daz.
+TEST_P(Fp8Exhaustive, ConvertEveryValueToEveryFormat) {
+  const FormatSpec& f = F();
+  FailureLog log;
+  int64_t n = 0;
+  std::vector<const FormatSpec*> targets = FloatFormats();
+  for (const FormatSpec* t : IntegerFormats()) targets.push_back(t);
+  for (const FormatSpec* to : targets) {
+    if (to == &f) continue;
+    for (uint64_t a = 0; a < 256; ++a) {
+      Case k;
+      k.op = Op::kConvert;
+      k.from = &f;
+      k.f = to;
+      k.a = a;
+      for (Rounding r : kDeterministicModes) {
+        for (int variant = 0; variant < 4; ++variant) {
+          k.env = OpEnv{};
+          k.env.rounding = r;
+          k.env.saturate = variant == 1;
+          k.env.flush_to_zero = variant == 2;
+          k.env.denormals_are_zero = variant == 3;
+          CheckCase(k, 0, a, log);
+          ++n;
+        }
+      }
+      for (int bits : {1, 3, 8}) {
+        for (uint64_t j = 0; j < 4; ++j) {
+          k.env = OpEnv{};
+          k.env.rounding = Rounding::kStochastic;
+          k.env.sr_bits = bits;
+          k.env.sr_random = Mix64(a * 16 + j);
+          CheckCase(k, 0, a, log);
+          ++n;
+        }
+      }
+    }
+  }
+  log.Report("fp8 convert");
+  PrintCount(std::string(f.name) + " convert to every format", n, log);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllFp8, Fp8Exhaustive, testing::ValuesIn(Fp8Formats()),
+                         [](const testing::TestParamInfo<const FormatSpec*>& p) {
+                           return std::string(p.param->name);
+                         });
+
+}  // namespace
+}  // namespace fpconform::conformance

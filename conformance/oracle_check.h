@@ -1,0 +1,569 @@
+// Shared machinery of the formats-vs-MPFR conformance suites (fp8_exhaustive_test,
+// fp16_test, fp32_test): one call runs an operation through formats/ops.h and through the MPFR
+// oracle and compares bits and flags (NaN by class), a counter-based generator gives every
+// random case from (seed, case index), and ParallelCheck spreads a case range over threads.
+//
+// Reproducibility: case i of a suite depends only on (seed, i) (CaseRng below, SplitMix64
+// finalizer), never on the thread split. FPCONFORM_SEED overrides the default seed; every
+// suite prints the seed it used, and every failure prints the seed and the case index.
+#ifndef FPCONFORM_CONFORMANCE_ORACLE_CHECK_H_
+#define FPCONFORM_CONFORMANCE_ORACLE_CHECK_H_
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <cstdlib>
+#include <functional>
+#include <iostream>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "formats/format_spec.h"
+#include "formats/op_env.h"
+#include "formats/ops.h"
+#include "formats/text.h"
+#include "oracles/mpfr_oracle.h"
+
+namespace fpconform::conformance {
+
+enum class Op { kAdd, kSub, kMul, kDiv, kFma, kSqrt, kConvert };
+
+inline const char* OpName(Op op) {
+  switch (op) {
+    case Op::kAdd: return "add";
+    case Op::kSub: return "sub";
+    case Op::kMul: return "mul";
+    case Op::kDiv: return "div";
+    case Op::kFma: return "fma";
+    case Op::kSqrt: return "sqrt";
+    case Op::kConvert: return "convert";
+  }
+  return "?";
+}
+
+// SplitMix64's finalizer (Steele, Lea, Flood 2014): a bijection of 64-bit words.
+inline uint64_t Mix64(uint64_t z) {
+  z += 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+// Counter-based stream of case `index` under `seed`: Next() is draw j of that case, a pure
+// function of (seed, index, j).
+class CaseRng {
+ public:
+  CaseRng(uint64_t seed, uint64_t index) : key_(Mix64(seed ^ Mix64(index))) {}
+  uint64_t Next() { return Mix64(key_ + 0x632BE59BD9B4E019ull * ++j_); }
+  // Uniform in [0, n) (n small; the bias of the modulo is irrelevant for coverage).
+  uint64_t Below(uint64_t n) { return Next() % n; }
+  bool OneIn(uint64_t n) { return Below(n) == 0; }
+
+ private:
+  uint64_t key_;
+  uint64_t j_ = 0;
+};
+
+inline constexpr uint64_t kDefaultSeed = 0x5EED'F9C0'2026'0001ull;
+
+// The suite's seed: FPCONFORM_SEED (decimal or 0x-hex) or kDefaultSeed; printed once.
+inline uint64_t SuiteSeed(const char* suite) {
+  uint64_t seed = kDefaultSeed;
+  if (const char* s = std::getenv("FPCONFORM_SEED")) seed = std::strtoull(s, nullptr, 0);
+  std::cout << suite << ": seed 0x" << std::hex << seed << std::dec
+            << " (set FPCONFORM_SEED to replay another)\n";
+  return seed;
+}
+
+inline std::string EnvName(const OpEnv& env) {
+  std::string s = RoundingName(env);
+  if (env.rounding == Rounding::kStochastic) {
+    s += "(r=0x";
+    std::ostringstream r;
+    r << std::hex << env.sr_random;
+    s += r.str() + ")";
+  }
+  if (env.saturate) s += "+sat";
+  if (env.flush_to_zero) s += "+ftz";
+  if (env.denormals_are_zero) s += "+daz";
+  if (env.tininess == Tininess::kBeforeRounding) s += "+before";
+  s += "+nan:";
+  s += NanProfileName(env.nan);
+  return s;
+}
+
+struct Case {
+  Op op = Op::kAdd;
+  const FormatSpec* f = nullptr;     // Operation format; destination of a conversion.
+  const FormatSpec* from = nullptr;  // Conversion source.
+  uint64_t a = 0, b = 0, c = 0;
+  OpEnv env;
+};
+
+inline OpResult RunFormats(const Case& k) {
+  const FormatSpec& f = *k.f;
+  switch (k.op) {
+    case Op::kAdd: return Add(f, k.a, k.b, k.env);
+    case Op::kSub: return Sub(f, k.a, k.b, k.env);
+    case Op::kMul: return Mul(f, k.a, k.b, k.env);
+    case Op::kDiv: return Div(f, k.a, k.b, k.env);
+    case Op::kFma: return Fma(f, k.a, k.b, k.c, k.env);
+    case Op::kSqrt: return Sqrt(f, k.a, k.env);
+    case Op::kConvert: return Convert(*k.from, f, k.a, k.env);
+  }
+  return {};
+}
+
+inline OpResult RunOracle(const Case& k) {
+  const FormatSpec& f = *k.f;
+  switch (k.op) {
+    case Op::kAdd: return MpfrAdd(f, k.a, k.b, k.env);
+    case Op::kSub: return MpfrSub(f, k.a, k.b, k.env);
+    case Op::kMul: return MpfrMul(f, k.a, k.b, k.env);
+    case Op::kDiv: return MpfrDiv(f, k.a, k.b, k.env);
+    case Op::kFma: return MpfrFma(f, k.a, k.b, k.c, k.env);
+    case Op::kSqrt: return MpfrSqrt(f, k.a, k.env);
+    case Op::kConvert: return MpfrConvert(*k.from, f, k.a, k.env);
+  }
+  return {};
+}
+
+// Bits equal and flags equal; a NaN expected result only needs a NaN (IsNanBits) with the
+// same flags.
+inline bool Agrees(const Case& k, const OpResult& want, const OpResult& got) {
+  if (want.flags != got.flags) return false;
+  if (IsFloat(*k.f) && MpfrIsNanBits(*k.f, want.bits)) return IsNanBits(*k.f, got.bits);
+  return want.bits == got.bits;
+}
+
+inline std::string Explain(const Case& k, const OpResult& want, const OpResult& got,
+                           uint64_t seed, uint64_t index) {
+  std::ostringstream o;
+  const FormatSpec& src = k.op == Op::kConvert ? *k.from : *k.f;
+  o << k.f->name << " " << OpName(k.op);
+  if (k.op == Op::kConvert) o << " from " << k.from->name;
+  o << " " << EnvName(k.env) << "\n  a = " << Describe(src, k.a);
+  if (k.op != Op::kSqrt && k.op != Op::kConvert) o << "\n  b = " << Describe(src, k.b);
+  if (k.op == Op::kFma) o << "\n  c = " << Describe(src, k.c);
+  o << "\n  expected (MPFR)  " << Describe(*k.f, want.bits) << " flags "
+    << FlagsToString(want.flags) << "\n  got (formats)    " << Describe(*k.f, got.bits)
+    << " flags " << FlagsToString(got.flags) << "\n  seed 0x" << std::hex << seed << std::dec
+    << " case " << index;
+  return o.str();
+}
+
+// What the oracle's expected results were, per thread: counts of each flag v z o u x, of NaN
+// results and of exact (flag-free) results. Shows that a sweep reaches the hard cases.
+struct Tally {
+  int64_t counts[7] = {};
+};
+inline Tally& ThreadTally() {
+  thread_local Tally tally;
+  return tally;
+}
+
+// Collects the first failures of a parallel sweep; reported on the main thread.
+class FailureLog {
+ public:
+  // Moves the calling thread's tally into this log.
+  void FlushTally() {
+    Tally& t = ThreadTally();
+    for (int i = 0; i < 7; ++i) {
+      tally_[i] += t.counts[i];
+      t.counts[i] = 0;
+    }
+  }
+  std::string TallyString() {
+    FlushTally();
+    std::ostringstream o;
+    const char* names[7] = {"v", "z", "o", "u", "x", "nan", "exact"};
+    for (int i = 0; i < 7; ++i) o << (i ? " " : "") << names[i] << "=" << tally_[i].load();
+    return o.str();
+  }
+  void Add(std::string message) {
+    ++count_;
+    std::lock_guard<std::mutex> lock(mu_);
+    if (messages_.size() < kKept) messages_.push_back(std::move(message));
+  }
+  int64_t count() const { return count_.load(); }
+  // Reports each kept failure as a GoogleTest failure with a SCOPED_TRACE.
+  void Report(const char* what) {
+    for (const std::string& m : messages_) {
+      SCOPED_TRACE(m);
+      ADD_FAILURE() << what << ": formats/ disagrees with the MPFR oracle";
+    }
+    if (count_ > 0) {
+      ADD_FAILURE() << what << ": " << count_ << " disagreements in total (first "
+                    << messages_.size() << " shown)";
+    }
+  }
+
+ private:
+  static constexpr size_t kKept = 20;
+  std::atomic<int64_t> tally_[7] = {};
+  std::atomic<int64_t> count_{0};
+  std::mutex mu_;
+  std::vector<std::string> messages_;
+};
+
+// Checks one case; returns true if formats/ agrees with the oracle.
+inline bool CheckCase(const Case& k, uint64_t seed, uint64_t index, FailureLog& log) {
+  const OpResult want = RunOracle(k);
+  const OpResult got = RunFormats(k);
+  Tally& t = ThreadTally();
+  for (int i = 0; i < 5; ++i) t.counts[i] += (want.flags >> i) & 1;
+  const bool nan = IsFloat(*k.f) && MpfrIsNanBits(*k.f, want.bits);
+  t.counts[5] += nan;
+  t.counts[6] += want.flags == 0 && !nan;
+  if (Agrees(k, want, got)) return true;
+  log.Add(Explain(k, want, got, seed, index));
+  return false;
+}
+
+inline int ThreadCount() { return 2; }  // The CI machine has 2 cores.
+
+// Runs body(index, log) for index in [0, n) on ThreadCount() threads, contiguous chunks.
+// body returns the number of cases it checked; the total is returned.
+inline int64_t ParallelCheck(uint64_t n,
+                             const std::function<int64_t(uint64_t, FailureLog&)>& body,
+                             FailureLog& log) {
+  const int threads = ThreadCount();
+  std::atomic<int64_t> total{0};
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&, t] {
+      const uint64_t lo = n * static_cast<uint64_t>(t) / static_cast<uint64_t>(threads);
+      const uint64_t hi = n * static_cast<uint64_t>(t + 1) / static_cast<uint64_t>(threads);
+      int64_t local = 0;
+      for (uint64_t i = lo; i < hi; ++i) local += body(i, log);
+      total += local;
+      log.FlushTally();
+    });
+  }
+  for (std::thread& th : pool) th.join();
+  return total.load();
+}
+
+inline void PrintCount(const std::string& what, int64_t cases, FailureLog& log) {
+  std::cout << what << ": " << cases << " cases checked (expected results: "
+            << log.TallyString() << ")\n";
+}
+
+// FPCONFORM_SCALE (default 1) multiplies the random case counts; the `exhaustive` ctest
+// entries run the same suites scaled up.
+inline uint64_t Scaled(uint64_t n) {
+  uint64_t scale = 1;
+  if (const char* s = std::getenv("FPCONFORM_SCALE")) scale = std::strtoull(s, nullptr, 0);
+  return n * (scale == 0 ? 1 : scale);
+}
+
+// The float formats of the table.
+inline std::vector<const FormatSpec*> FloatFormats() {
+  std::vector<const FormatSpec*> out;
+  for (const FormatSpec& f : AllFormats()) {
+    if (IsFloat(f)) out.push_back(&f);
+  }
+  return out;
+}
+
+inline std::vector<const FormatSpec*> IntegerFormats() {
+  std::vector<const FormatSpec*> out;
+  for (const FormatSpec& f : AllFormats()) {
+    if (!IsFloat(f)) out.push_back(&f);
+  }
+  return out;
+}
+
+// The six deterministic rounding modes.
+inline constexpr Rounding kDeterministicModes[] = {
+    Rounding::kNearestEven, Rounding::kNearestAway, Rounding::kTowardZero,
+    Rounding::kUpward,      Rounding::kDownward,    Rounding::kToOdd};
+
+// A random environment: every rounding mode (sr<k> with random k and r), sat, ftz, daz,
+// tininess and NaN profile.
+inline OpEnv RandomEnv(CaseRng& rng) {
+  OpEnv env;
+  const uint64_t m = rng.Below(7);
+  env.rounding = static_cast<Rounding>(m);
+  if (env.rounding == Rounding::kStochastic) {
+    env.sr_bits = 1 + static_cast<int>(rng.Below(32));
+    env.sr_random = rng.Next();
+  }
+  env.saturate = rng.OneIn(4);
+  env.flush_to_zero = rng.OneIn(6);
+  env.denormals_are_zero = rng.OneIn(6);
+  env.tininess = rng.OneIn(3) ? Tininess::kBeforeRounding : Tininess::kAfterRounding;
+  env.nan = static_cast<NanProfile>(rng.Below(4));
+  return env;
+}
+
+// Encoding of a float from fields (container bits, tfloat32 pad included).
+inline uint64_t FieldsToBits(const FormatSpec& f, bool sign, uint64_t biased, uint64_t frac) {
+  uint64_t enc = (biased << f.fraction_bits) | (frac & FractionMask(f));
+  if (sign) enc |= SignBit(f);
+  return enc << f.pad_bits;
+}
+
+// A uniformly random encoding of f.
+inline uint64_t RandomBits(const FormatSpec& f, CaseRng& rng) {
+  const int n = EncodingBits(f);
+  const uint64_t mask = n >= 64 ? ~uint64_t{0} : (uint64_t{1} << n) - 1;
+  return (rng.Next() & mask) << f.pad_bits;
+}
+
+// TestFloat-style boundary operands: exponents {subnormal/zero, emin-1..emin+1 (biased 0..2),
+// -1..1 (biased bias-1..bias+1), emax-1..emax, Inf/NaN} crossed with fraction patterns
+// {0, 1, all ones, top bit, top-1 bits (all ones but the last), top bit + 1, random}.
+inline std::vector<uint64_t> BoundaryOperands(const FormatSpec& f, uint64_t seed) {
+  const uint64_t top = MaxBiasedExponent(f);
+  const uint64_t emax_biased = static_cast<uint64_t>(Emax(f) + f.bias);
+  const uint64_t bias = static_cast<uint64_t>(f.bias);
+  std::vector<uint64_t> exps = {0, 1, 2, bias - 1, bias, bias + 1, emax_biased - 1, emax_biased,
+                                top};
+  const uint64_t fm = FractionMask(f);
+  const uint64_t tb = f.fraction_bits > 0 ? uint64_t{1} << (f.fraction_bits - 1) : 0;
+  std::vector<uint64_t> fracs = {0, 1 & fm, fm, tb, fm & ~uint64_t{1}, (tb | 1) & fm};
+  std::vector<uint64_t> out;
+  CaseRng rng(seed, 0xB0B0);
+  for (uint64_t e : exps) {
+    if (e > top) continue;
+    std::vector<uint64_t> fr = fracs;
+    fr.push_back(rng.Next() & fm);
+    fr.push_back(rng.Next() & fm);
+    for (uint64_t frac : fr) {
+      for (int s = 0; s < (f.has_sign ? 2 : 1); ++s) out.push_back(FieldsToBits(f, s, e, frac));
+    }
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+// An operand for random testing: a boundary value, a uniformly random encoding, or a random
+// fraction with an exponent near the bottom, the top or the middle of the range.
+inline uint64_t RandomOperand(const FormatSpec& f, CaseRng& rng,
+                              const std::vector<uint64_t>& boundary) {
+  const uint64_t kind = rng.Below(8);
+  if (kind < 2) return boundary[rng.Below(boundary.size())];
+  if (kind < 5) return RandomBits(f, rng);
+  const bool sign = f.has_sign && rng.OneIn(2);
+  const uint64_t frac = rng.Next() & FractionMask(f);
+  const int64_t top = MaxBiasedExponent(f);
+  int64_t e;
+  if (kind == 5) {
+    e = static_cast<int64_t>(rng.Below(static_cast<uint64_t>(f.fraction_bits) + 4));  // Low.
+  } else if (kind == 6) {
+    e = top - static_cast<int64_t>(rng.Below(static_cast<uint64_t>(f.fraction_bits) + 3));
+  } else {
+    e = f.bias - static_cast<int64_t>(f.fraction_bits) - 2 +
+        static_cast<int64_t>(rng.Below(static_cast<uint64_t>(2 * f.fraction_bits) + 5));
+  }
+  e = std::clamp<int64_t>(e, 0, top);
+  return FieldsToBits(f, sign, static_cast<uint64_t>(e), frac);
+}
+
+// A random operand near `x` (a few units in the last place away, either side, maybe negated):
+// provokes cancellation in add/sub/fma.
+inline uint64_t Near(const FormatSpec& f, uint64_t x, CaseRng& rng, bool negate) {
+  const uint64_t enc_mask = (EncodingBits(f) >= 64 ? ~uint64_t{0}
+                                                   : (uint64_t{1} << EncodingBits(f)) - 1);
+  uint64_t enc = x >> f.pad_bits;
+  const uint64_t delta = rng.Below(8);
+  enc = rng.OneIn(2) ? enc + delta : enc - delta;
+  enc &= enc_mask;
+  if (negate) enc ^= SignBit(f);
+  return enc << f.pad_bits;
+}
+
+// Stream tag of (format, op, phase) so that sweeps of different ops draw different cases.
+inline uint64_t SweepTag(const FormatSpec& f, Op op, uint64_t phase) {
+  uint64_t h = phase * 0x100 + static_cast<uint64_t>(op);
+  for (char ch : f.name) h = Mix64(h ^ static_cast<unsigned char>(ch));
+  return h;
+}
+
+// Boundary phase: the TestFloat-style operands of BoundaryOperands crossed with each other
+// (pairs in the six deterministic modes plus one random environment; sqrt operands in every
+// mode and variant; fma triples fully crossed when there are at most `max_triples`, else a
+// sample, one random environment each). Returns the number of cases checked.
+inline int64_t BoundarySweep(const FormatSpec& f, Op op, uint64_t seed, FailureLog& log,
+                             uint64_t max_triples = 4'000'000) {
+  const std::vector<uint64_t> b = BoundaryOperands(f, seed);
+  const uint64_t n = b.size();
+  const uint64_t tag = SweepTag(f, op, 1);
+  if (op == Op::kSqrt) {
+    return ParallelCheck(
+        n,
+        [&](uint64_t i, FailureLog& l) {
+          Case k;
+          k.f = &f;
+          k.op = op;
+          k.a = b[i];
+          int64_t count = 0;
+          CaseRng rng(seed ^ tag, i);
+          for (Rounding r : kDeterministicModes) {
+            for (int variant = 0; variant < 5; ++variant) {
+              k.env = OpEnv{};
+              k.env.rounding = r;
+              k.env.saturate = variant == 1;
+              k.env.flush_to_zero = variant == 2 || variant == 4;
+              k.env.denormals_are_zero = variant == 3;
+              if (variant == 4) k.env.tininess = Tininess::kBeforeRounding;
+              CheckCase(k, seed, i, l);
+              ++count;
+            }
+          }
+          for (int j = 0; j < 16; ++j) {
+            k.env = RandomEnv(rng);
+            CheckCase(k, seed, i, l);
+            ++count;
+          }
+          return count;
+        },
+        log);
+  }
+  if (op != Op::kFma) {
+    return ParallelCheck(
+        n * n,
+        [&](uint64_t i, FailureLog& l) {
+          Case k;
+          k.f = &f;
+          k.op = op;
+          k.a = b[i / n];
+          k.b = b[i % n];
+          int64_t count = 0;
+          for (Rounding r : kDeterministicModes) {
+            k.env = OpEnv{};
+            k.env.rounding = r;
+            CheckCase(k, seed, i, l);
+            ++count;
+          }
+          CaseRng rng(seed ^ tag, i);
+          k.env = RandomEnv(rng);
+          CheckCase(k, seed, i, l);
+          return count + 1;
+        },
+        log);
+  }
+  const bool full = n * n * n <= max_triples;
+  const uint64_t total = full ? n * n * n : max_triples;
+  return ParallelCheck(
+      total,
+      [&](uint64_t i, FailureLog& l) {
+        CaseRng rng(seed ^ tag, i);
+        Case k;
+        k.f = &f;
+        k.op = op;
+        if (full) {
+          k.a = b[i / (n * n)];
+          k.b = b[(i / n) % n];
+          k.c = b[i % n];
+        } else {
+          k.a = b[rng.Below(n)];
+          k.b = b[rng.Below(n)];
+          k.c = b[rng.Below(n)];
+        }
+        k.env = RandomEnv(rng);
+        CheckCase(k, seed, i, l);
+        return int64_t{1};
+      },
+      log);
+}
+
+// Random phase: n cases, case i a pure function of (seed, format, op, i): a RandomEnv and
+// RandomOperands, with relations that reach the hard cases: add/sub operands near each other
+// (cancellation), fma addends near -a*b, div dividends near b*q (near-exact quotients).
+inline int64_t RandomSweep(const FormatSpec& f, Op op, uint64_t n, uint64_t seed,
+                           FailureLog& log) {
+  const std::vector<uint64_t> b = BoundaryOperands(f, seed);
+  const uint64_t tag = SweepTag(f, op, 2);
+  return ParallelCheck(
+      n,
+      [&](uint64_t i, FailureLog& l) {
+        CaseRng rng(seed ^ tag, i);
+        Case k;
+        k.f = &f;
+        k.op = op;
+        k.env = RandomEnv(rng);
+        k.a = RandomOperand(f, rng, b);
+        k.b = RandomOperand(f, rng, b);
+        k.c = RandomOperand(f, rng, b);
+        switch (op) {
+          case Op::kAdd:
+          case Op::kSub:
+            if (rng.OneIn(3)) k.b = Near(f, k.a, rng, op == Op::kAdd);
+            break;
+          case Op::kFma:
+            if (rng.OneIn(3)) {
+              OpEnv rne;
+              k.c = Near(f, MpfrMul(f, k.a, k.b, rne).bits, rng, true);
+            }
+            break;
+          case Op::kDiv:
+            if (rng.OneIn(6)) {
+              OpEnv rne;
+              k.a = Near(f, MpfrMul(f, k.b, k.c, rne).bits, rng, rng.OneIn(2));
+            }
+            break;
+          case Op::kSqrt:
+            if (!rng.OneIn(4)) k.a &= ~(SignBit(f) << f.pad_bits);  // Mostly non-negative.
+            break;
+          default:
+            break;
+        }
+        CheckCase(k, seed, i, l);
+        return int64_t{1};
+      },
+      log);
+}
+
+// Converts every encoding of `from` (2^EncodingBits values) to every other float format and
+// to the integer formats, in the six deterministic modes plus one stochastic rounding, with
+// sat/ftz/daz/tininess drawn per (value, target) from the seed.
+inline int64_t ConvertAllValues(const FormatSpec& from, uint64_t seed, FailureLog& log) {
+  std::vector<const FormatSpec*> targets = FloatFormats();
+  for (const FormatSpec* t : IntegerFormats()) targets.push_back(t);
+  const uint64_t values = uint64_t{1} << EncodingBits(from);
+  const uint64_t tag = SweepTag(from, Op::kConvert, 3);
+  return ParallelCheck(
+      values,
+      [&](uint64_t v, FailureLog& l) {
+        int64_t count = 0;
+        Case k;
+        k.op = Op::kConvert;
+        k.from = &from;
+        k.a = v << from.pad_bits;
+        for (size_t t = 0; t < targets.size(); ++t) {
+          if (targets[t] == &from) continue;
+          k.f = targets[t];
+          CaseRng rng(seed ^ tag, v * 64 + t);
+          for (Rounding r : kDeterministicModes) {
+            k.env = OpEnv{};
+            k.env.rounding = r;
+            k.env.saturate = rng.OneIn(2);
+            k.env.flush_to_zero = rng.OneIn(4);
+            k.env.denormals_are_zero = rng.OneIn(4);
+            if (rng.OneIn(2)) k.env.tininess = Tininess::kBeforeRounding;
+            CheckCase(k, seed, v, l);
+            ++count;
+          }
+          k.env = RandomEnv(rng);
+          k.env.rounding = Rounding::kStochastic;
+          k.env.sr_bits = 1 + static_cast<int>(rng.Below(32));
+          k.env.sr_random = rng.Next();
+          CheckCase(k, seed, v, l);
+          ++count;
+        }
+        return count;
+      },
+      log);
+}
+
+}  // namespace fpconform::conformance
+
+#endif  // FPCONFORM_CONFORMANCE_ORACLE_CHECK_H_
