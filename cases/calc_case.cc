@@ -27,18 +27,21 @@ OpResult EvalSqrt(const CalcCase& c) { return Sqrt(*c.dst, c.operands[0], c.env)
 OpResult EvalCvt(const CalcCase& c) { return Convert(*c.src, *c.dst, c.operands[0], c.env); }
 
 constexpr std::array<CalcOp, 7> kCalcOps = {{
-    {"add", 2, false, false, EvalAdd},
-    {"sub", 2, false, false, EvalSub},
-    {"mul", 2, false, false, EvalMul},
-    {"div", 2, false, false, EvalDiv},
-    {"fma", 3, false, false, EvalFma},
-    {"sqrt", 1, false, false, EvalSqrt},
-    {"cvt", 1, true, true, EvalCvt},
+    {"add", 2, false, false, EvalAdd, 0},
+    {"sub", 2, false, false, EvalSub, 0},
+    {"mul", 2, false, false, EvalMul, 0},
+    {"div", 2, false, false, EvalDiv, 0},
+    {"fma", 3, false, false, EvalFma, 0},
+    {"sqrt", 1, false, false, EvalSqrt, 0},
+    {"cvt", 1, true, true, EvalCvt, 0},
 }};
 static_assert(kCalcOps.size() <= 64);
 
-const CalcOp* FindOp(std::string_view name) {
+const CalcOp* FindOp(std::string_view name, std::span<const CalcOp> extra_ops) {
   for (const CalcOp& op : kCalcOps) {
+    if (op.name == name) return &op;
+  }
+  for (const CalcOp& op : extra_ops) {
     if (op.name == name) return &op;
   }
   return nullptr;
@@ -184,9 +187,98 @@ HexParse ParseHex(std::string_view token, uint64_t& value) {
   return HexParse::kOk;
 }
 
+// Checks one operand token of format `src`; on success stores its bits in `v` and returns an
+// empty string, else the problem. `index` counts from 0.
+std::string ParseOperand(std::string_view text, int64_t index, const FormatSpec& src, uint64_t& v) {
+  HexParse parsed = ParseHex(text, v);
+  if (parsed == HexParse::kNotHex) {
+    return absl::StrCat("operand ", index + 1, " ", Quote(text),
+                        " is not hex (want 0x followed by hex digits)");
+  }
+  if (parsed == HexParse::kTooWide || (v & ~WidthMask(src)) != 0) {
+    return absl::StrCat("operand ", index + 1, " ", Quote(text), " is wider than ", Av(src.name),
+                        " (", src.width, " bits)");
+  }
+  if ((v & ((uint64_t{1} << src.pad_bits) - 1)) != 0) {
+    return absl::StrCat("operand ", index + 1, " ", Quote(text), " has non-zero low ", src.pad_bits,
+                        " bits, which ", Av(src.name), " keeps zero");
+  }
+  return {};
+}
+
+// Parses the sr<k> random bits token into c.env.sr_random.
+std::string ParseRandomBits(std::string_view r, std::string_view rounding, CalcCase& c) {
+  uint64_t v = 0;
+  HexParse parsed = ParseHex(r, v);
+  if (parsed == HexParse::kNotHex) {
+    return absl::StrCat("random bits ", Quote(r), " are not hex (want 0x followed by hex digits)");
+  }
+  if (parsed == HexParse::kTooWide || (v >> c.env.sr_bits) != 0) {
+    return absl::StrCat("random bits ", Quote(r), " are wider than the ", c.env.sr_bits,
+                        " bits of ", Av(rounding));
+  }
+  c.env.sr_random = v;
+  return {};
+}
+
+// The rest of a variadic line (after the rounding mode): "<n> <operand>... [<random bits>]".
+CalcLineResult::Kind ParseVariadic(Tokenizer tok, std::string_view rounding,
+                                   std::vector<uint64_t>& values, CalcCase& c, std::string& error) {
+  const CalcOp& op = *c.op;
+  auto fail = [&error](std::string message) {
+    error = std::move(message);
+    return CalcLineResult::Kind::kError;
+  };
+  const std::string_view n_text = tok.Next();
+  if (n_text.empty()) {
+    return fail(absl::StrCat("'", Av(op.name), "' needs the count n (decimal) after the rounding"));
+  }
+  int64_t n = 0;
+  for (char ch : n_text) {
+    if (ch < '0' || ch > '9') {
+      return fail(
+          absl::StrCat("count ", Quote(n_text), " of '", Av(op.name), "' is not a decimal number"));
+    }
+    n = n * 10 + (ch - '0');
+    if (n > kMaxCalcCount) {
+      return fail(
+          absl::StrCat("count ", Quote(n_text), " of '", Av(op.name), "' exceeds ", kMaxCalcCount));
+    }
+  }
+  const bool stochastic = c.env.rounding == Rounding::kStochastic;
+  const int64_t value_count = n * op.operand_groups;
+  const int64_t want = value_count + (stochastic ? 1 : 0);
+  // Count first (a wrong count is reported as such, before any operand's value).
+  int64_t count = 0;
+  for (Tokenizer counter = tok; !counter.Next().empty();) ++count;
+  if (count != want) {
+    std::string expected = absl::StrCat(value_count, " operand", value_count == 1 ? "" : "s", " (");
+    if (op.operand_groups > 1) absl::StrAppend(&expected, op.operand_groups, " x n, ");
+    absl::StrAppend(&expected, "n = ", n, ")");
+    if (stochastic) absl::StrAppend(&expected, " plus the random bits of ", Av(rounding));
+    return fail(absl::StrCat("'", Av(op.name), "' takes ", expected, ", got ", count));
+  }
+  values.resize(static_cast<size_t>(value_count));
+  for (int64_t i = 0; i < value_count; ++i) {
+    std::string problem = ParseOperand(tok.Next(), i, *c.src, values[static_cast<size_t>(i)]);
+    if (!problem.empty()) return fail(std::move(problem));
+  }
+  if (stochastic) {
+    std::string problem = ParseRandomBits(tok.Next(), rounding, c);
+    if (!problem.empty()) return fail(std::move(problem));
+  }
+  c.num_operands = 0;
+  c.count = n;
+  c.values = std::span<const uint64_t>(values.data(), values.size());
+  return CalcLineResult::Kind::kResult;
+}
+
 // Parses and validates one line into `c`. Returns kSkip, kResult (parsed, not yet evaluated) or
 // kError with `error` set.
-CalcLineResult::Kind ParseLine(std::string_view line, CalcCase& c, std::string& error) {
+// `extra_ops`: searched after kCalcOps. `values`: storage for the operands of a variadic case
+// (c.values points into it).
+CalcLineResult::Kind ParseLine(std::string_view line, std::span<const CalcOp> extra_ops,
+                               std::vector<uint64_t>& values, CalcCase& c, std::string& error) {
   if (line.size() > kMaxCalcLineBytes) {
     error = absl::StrCat("line longer than ", kMaxCalcLineBytes, " bytes");
     return CalcLineResult::Kind::kError;
@@ -200,11 +292,12 @@ CalcLineResult::Kind ParseLine(std::string_view line, CalcCase& c, std::string& 
     return CalcLineResult::Kind::kError;
   };
 
-  c.op = FindOp(op_name);
+  c.op = FindOp(op_name, extra_ops);
   if (c.op == nullptr) {
     std::string valid;
     for (const CalcOp& op : kCalcOps)
       absl::StrAppend(&valid, valid.empty() ? "" : " ", Av(op.name));
+    for (const CalcOp& op : extra_ops) absl::StrAppend(&valid, " ", Av(op.name));
     return fail(absl::StrCat("unknown op ", Quote(op_name), " (valid: ", valid, ")"));
   }
   const CalcOp& op = *c.op;
@@ -226,9 +319,11 @@ CalcLineResult::Kind ParseLine(std::string_view line, CalcCase& c, std::string& 
   if (!problem.empty()) return fail(std::move(problem));
   if (!op.takes_source_format) c.src = c.dst;
   if (!op.allows_integer_formats) {
-    if (!IsFloat(*c.dst)) {
-      return fail(absl::StrCat("'", Av(op.name), "' is not defined for the integer format '",
-                               Av(c.dst->name), "' (integers take part only in cvt)"));
+    for (const FormatSpec* f : {c.src, c.dst}) {
+      if (!IsFloat(*f)) {
+        return fail(absl::StrCat("'", Av(op.name), "' is not defined for the integer format '",
+                                 Av(f->name), "' (integers take part only in cvt)"));
+      }
     }
   }
 
@@ -242,6 +337,7 @@ CalcLineResult::Kind ParseLine(std::string_view line, CalcCase& c, std::string& 
                              " (valid: ", Av(kRoundingList), ")"));
   }
   const bool stochastic = c.env.rounding == Rounding::kStochastic;
+  if (op.operand_groups > 0) return ParseVariadic(tok, rounding, values, c, error);
   const int want = op.num_operands + (stochastic ? 1 : 0);
 
   // Collect the operand tokens first, so that a wrong count is reported as such (and before any
@@ -289,18 +385,8 @@ CalcLineResult::Kind ParseLine(std::string_view line, CalcCase& c, std::string& 
   }
   c.num_operands = op.num_operands;
   if (stochastic) {
-    const std::string_view r = operand(op.num_operands);
-    uint64_t v = 0;
-    HexParse parsed = ParseHex(r, v);
-    if (parsed == HexParse::kNotHex) {
-      return fail(
-          absl::StrCat("random bits ", Quote(r), " are not hex (want 0x followed by hex digits)"));
-    }
-    if (parsed == HexParse::kTooWide || (v >> c.env.sr_bits) != 0) {
-      return fail(absl::StrCat("random bits ", Quote(r), " are wider than the ", c.env.sr_bits,
-                               " bits of ", Av(rounding)));
-    }
-    c.env.sr_random = v;
+    problem = ParseRandomBits(operand(op.num_operands), rounding, c);
+    if (!problem.empty()) return fail(std::move(problem));
   }
   return CalcLineResult::Kind::kResult;
 }
@@ -330,10 +416,11 @@ std::string_view StripCr(std::string_view line) {
 
 std::span<const CalcOp> CalcOps() { return kCalcOps; }
 
-CalcLineResult EvalCalcLine(std::string_view line) {
+CalcLineResult EvalCalcLine(std::string_view line, std::span<const CalcOp> extra_ops) {
   CalcLineResult r;
   CalcCase c;
-  r.kind = ParseLine(StripCr(line), c, r.error);
+  std::vector<uint64_t> values;
+  r.kind = ParseLine(StripCr(line), extra_ops, values, c, r.error);
   if (r.kind == CalcLineResult::Kind::kResult) {
     r.format = c.dst;
     r.result = c.op->eval(c);
@@ -345,7 +432,7 @@ void CalcRunner::FeedLine(std::string_view line, std::string& out, std::string& 
   ++stats_.lines;
   CalcCase c;
   std::string error;
-  switch (ParseLine(StripCr(line), c, error)) {
+  switch (ParseLine(StripCr(line), extra_ops_, values_, c, error)) {
     case CalcLineResult::Kind::kSkip:
       return;
     case CalcLineResult::Kind::kResult:
@@ -374,8 +461,9 @@ void CalcRunner::Feed(std::string_view text, std::string& out, std::string& err)
   }
 }
 
-CalcStats RunCalc(std::string_view input, std::string& out, std::string& err) {
-  CalcRunner runner;
+CalcStats RunCalc(std::string_view input, std::string& out, std::string& err,
+                  std::span<const CalcOp> extra_ops) {
+  CalcRunner runner(extra_ops);
   runner.Feed(input, out, err);
   return runner.stats();
 }
@@ -395,11 +483,12 @@ absl::Status WriteAll(std::FILE* f, std::string& buffer, const char* what) {
 
 }  // namespace
 
-absl::StatusOr<CalcStats> RunCalcStream(std::FILE* in, std::FILE* out, std::FILE* err) {
+absl::StatusOr<CalcStats> RunCalcStream(std::FILE* in, std::FILE* out, std::FILE* err,
+                                        std::span<const CalcOp> extra_ops) {
   static constexpr size_t kChunk = size_t{1} << 20;
   const int fd = fileno(in);
   if (fd < 0) return absl::InvalidArgumentError("input stream has no file descriptor");
-  CalcRunner runner;
+  CalcRunner runner(extra_ops);
   std::vector<char> chunk(kChunk);
   std::string pending;      // The start of a line whose end has not been read yet.
   bool discarding = false;  // Inside an over-long line, already reported: skip to its '\n'.

@@ -57,6 +57,20 @@
 //
 // Extending: a new op is one row of the table in calc_case.cc (name, operand count, whether it
 // takes a source format, whether integers are allowed, and an evaluator on a parsed CalcCase).
+//
+// Extra ops (the extension point for layers above cases/): every entry point takes an optional
+// span of extra CalcOp rows, searched after the built-in table (a built-in name cannot be
+// overridden). cases/ must not depend on oracles/, so ops whose evaluator lives higher up are
+// handed in by the caller; `fpconform calc` passes oracles/calc_exact_ops.h's ExactCalcOps()
+// (dot, sum). There is no global registry: the rows travel with the call, like OpEnv.
+//
+// Variadic ops (CalcOp::operand_groups > 0) take a decimal count after the rounding mode:
+//
+//   <op> <src_format> <dst_format>[:opt...] <rounding> <n> <operand>...
+//
+// followed by operand_groups * n operands in the source format (dot: a_1..a_n then b_1..b_n;
+// sum: x_1..x_n), plus the sr<k> random bits last. n is 0..kMaxCalcCount, decimal digits only
+// (no sign, no 0x); the operands of a variadic case may be as many as the line holds.
 #ifndef FPCONFORM_CASES_CALC_CASE_H_
 #define FPCONFORM_CASES_CALC_CASE_H_
 
@@ -65,6 +79,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "formats/format_spec.h"
@@ -76,8 +91,12 @@ namespace fpconform {
 // the memory of the streaming reader; see RunCalcStream).
 inline constexpr size_t kMaxCalcLineBytes = size_t{16} << 20;
 
-// Most operands one case may carry (random bits of sr<k> included).
+// Most operands one fixed-arity case may carry (random bits of sr<k> included).
 inline constexpr int kMaxCalcOperands = 16;
+
+// Largest count n of a variadic op (dot, sum): 2^20. A float8 dot of that length is about
+// 10 MiB of text, within kMaxCalcLineBytes.
+inline constexpr int64_t kMaxCalcCount = int64_t{1} << 20;
 
 struct CalcOp;
 
@@ -87,8 +106,12 @@ struct CalcCase {
   const FormatSpec* src = nullptr;  // Format of the operands (== dst except for cvt).
   const FormatSpec* dst = nullptr;  // Format of the result.
   OpEnv env;                        // Rounding, options and, for sr<k>, the random bits.
-  int num_operands = 0;             // Value operands, random bits excluded.
+  int num_operands = 0;             // Value operands, random bits excluded (fixed-arity ops).
   uint64_t operands[kMaxCalcOperands];
+  // Variadic ops only: the count n and the operand_groups * n operands, in line order (held by
+  // the runner; valid during eval only).
+  int64_t count = 0;
+  std::span<const uint64_t> values;
 };
 
 // A row of the op table.
@@ -98,9 +121,12 @@ struct CalcOp {
   bool takes_source_format;     // cvt: "<src_format> <dst_format>".
   bool allows_integer_formats;  // false: an integer format is an error.
   OpResult (*eval)(const CalcCase& c);
+  // 0: fixed arity (num_operands). k > 0: variadic, a decimal n then k * n operands
+  // (num_operands must be 0).
+  int operand_groups = 0;
 };
 
-// The op table, in the order --help lists it.
+// The built-in op table, in the order --help lists it (extra ops are not included).
 std::span<const CalcOp> CalcOps();
 
 // Counters of one run.
@@ -119,12 +145,15 @@ struct CalcLineResult {
   std::string error;                   // kError: the problem, without the "line n: " prefix.
 };
 
-// Parses and evaluates one line (no '\n'; a trailing '\r' is dropped).
-CalcLineResult EvalCalcLine(std::string_view line);
+// Parses and evaluates one line (no '\n'; a trailing '\r' is dropped). `extra_ops`: see
+// "Extra ops" above.
+CalcLineResult EvalCalcLine(std::string_view line, std::span<const CalcOp> extra_ops = {});
 
 // Incremental runner: feeds whole lines, keeps the line count and the stats.
 class CalcRunner {
  public:
+  // `extra_ops` must outlive the runner.
+  explicit CalcRunner(std::span<const CalcOp> extra_ops = {}) : extra_ops_(extra_ops) {}
   // Processes every line of `text`. Each '\n' ends a line; text after the last '\n' is one more
   // line (pass only whole lines unless this is the end of the input). Appends one output line
   // per case line to `out` and one message per bad line to `err`.
@@ -135,17 +164,21 @@ class CalcRunner {
 
  private:
   CalcStats stats_;
+  std::span<const CalcOp> extra_ops_;
+  std::vector<uint64_t> values_;  // Operands of the current variadic case (reused).
 };
 
 // Runs the whole `input`; appends results to `out` and messages to `err`.
-CalcStats RunCalc(std::string_view input, std::string& out, std::string& err);
+CalcStats RunCalc(std::string_view input, std::string& out, std::string& err,
+                  std::span<const CalcOp> extra_ops = {});
 
 // Streams `in` to `out` (results) and `err` (messages). Reads the file descriptor of `in`
 // directly (read(2), up to 1 MiB at a time; do not mix with stdio reads of `in`) and writes and
 // flushes the answers to each read before the next, so a driver can talk to it line by line
 // through a pipe. Memory stays bounded by kMaxCalcLineBytes plus the buffers. Returns the stats,
 // or an error status when reading or writing fails (the output written so far stays written).
-absl::StatusOr<CalcStats> RunCalcStream(std::FILE* in, std::FILE* out, std::FILE* err);
+absl::StatusOr<CalcStats> RunCalcStream(std::FILE* in, std::FILE* out, std::FILE* err,
+                                        std::span<const CalcOp> extra_ops = {});
 
 }  // namespace fpconform
 

@@ -6,6 +6,7 @@
 #include "absl/status/statusor.h"
 #include "cases/calc_case.h"
 #include "cli/commands.h"
+#include "oracles/calc_exact_ops.h"
 
 namespace fpconform::cli {
 
@@ -20,6 +21,9 @@ CLI::App* AddCalcCommand(CLI::App& root, CalcOptions& options) {
       "Input lines:\n"
       "  <op> <format>[:opt...] <rounding> <operand>...     op: add sub mul div fma sqrt\n"
       "  cvt <src_format> <dst_format>[:opt...] <rounding> <operand>\n"
+      "  dot <in_format> <out_format>[:opt...] <rounding> <n> <a_1>..<a_n> <b_1>..<b_n>\n"
+      "  sum <in_format> <out_format>[:opt...] <rounding> <n> <x_1>..<x_n>\n"
+      "    (n decimal, 0..1048576; exact dot/sum rounded once into out_format)\n"
       "  options: sat ftz daz tbr nan=ieee|canonical|cuda|x86\n"
       "  rounding: rne rna rtz rup rdn rto sr<k> (k = 1..32; the k random bits follow as\n"
       "            one more hex operand)\n"
@@ -37,6 +41,9 @@ CLI::App* AddCalcCommand(CLI::App& root, CalcOptions& options) {
       "  0x80 v\n"
       "  $ printf 'add float32 sr8 0x3f800000 0x33800000 0x80\\n' | fpconform calc\n"
       "  0x3f800001 x\n"
+      "  $ printf 'dot float32 float32 rne 2 0x3f800000 0x33800000 0x3f800000 0x3f800000\\n' "
+      "| fpconform calc\n"
+      "  0x3f800000 x\n"
       "See cli/CALC.md for the full protocol.");
   return app;
 }
@@ -52,7 +59,7 @@ int RunCalcCommand(const CalcOptions& options) {
       return kExitUsage;
     }
   }
-  absl::StatusOr<CalcStats> stats = RunCalcStream(in, stdout, stderr);
+  absl::StatusOr<CalcStats> stats = RunCalcStream(in, stdout, stderr, ExactCalcOps());
   if (from_file) std::fclose(in);
   if (!stats.ok()) {
     std::fprintf(stderr, "fpconform calc: %s\n", std::string(stats.status().message()).c_str());

@@ -54,6 +54,20 @@ expect_rc "calc bad lines" "$rc" 1
 grep -q "^line 3: unknown format 'float8_e4m3x' (valid: float64 float32" "$TMP/err" \
   || fail "calc bad stderr: $(cat "$TMP/err")"
 
+# ---- dot and sum (exact, rounded once) ----
+out=$(printf 'dot float32 float32 rne 2 0x3f800000 0x33800000 0x3f800000 0x3f800000\nsum float8_e4m3fn float8_e4m3fn:sat rup 2 0x7e 0x58\nsum float32 float32 rne 0\ndot float32 float32 rne 2 0x3f800000\n' \
+      | "$BIN" calc 2>"$TMP/err"); rc=$?
+expect_eq "calc dot/sum output" "$out" $'0x3f800000 x\n0x7e ox\n0x00000000 -\nerror'
+expect_rc "calc dot/sum" "$rc" 1
+grep -q "^line 4: 'dot' takes 4 operands (2 x n, n = 2), got 1$" "$TMP/err" \
+  || fail "calc dot count message: $(cat "$TMP/err")"
+# A 1.5 MB line (n = 70000 float32 pairs 1 * 1 = 70000 = 0x4788b800) crosses the 1 MiB reads.
+awk 'BEGIN { printf "dot float32 float32 rne 70000"; for (i = 0; i < 140000; ++i) printf " 0x3f800000"; printf "\nsum float32 float32 rne 1 0x40000000\n" }' \
+  > "$TMP/long.txt"
+out=$("$BIN" calc --input "$TMP/long.txt"); rc=$?
+expect_eq "calc long dot" "$out" $'0x4788b800 -\n0x40000000 -'
+expect_rc "calc long dot" "$rc" 0
+
 # ---- nonexistent input: exit 2, clear message ----
 out=$("$BIN" calc --input "$TMP/does-not-exist.txt" 2>"$TMP/err"); rc=$?
 expect_rc "calc missing file" "$rc" 2
