@@ -44,6 +44,7 @@ inline constexpr Flags kInexact = 1 << 4;       // x
 //   kCuda      all-ones +NaN always (0x7FFFFFFF, 0x7FFF, every FP8 NaN 0x7F)
 //   kX86       first NaN operand, quieted, sign kept   -qNaN (0xFFC00000, x86 SSE "QNaN floating-
 //                                                      point indefinite", Intel SDM Vol.1 §4.8.3.7)
+//              and, as x86 VFMADD, no v for fma(0, Inf, qNaN) (see Fma in ops.h)
 //
 // For kIeee and kX86 a propagated NaN keeps its sign, gets its quiet bit set, and keeps the top
 // fraction bits of its payload that fit the destination (as x86 CVTSS2SD does). Only

@@ -47,9 +47,9 @@ OpResult Add(const FormatSpec& f, uint64_t a, uint64_t b, const OpEnv& env);
 OpResult Sub(const FormatSpec& f, uint64_t a, uint64_t b, const OpEnv& env);
 OpResult Mul(const FormatSpec& f, uint64_t a, uint64_t b, const OpEnv& env);
 OpResult Div(const FormatSpec& f, uint64_t a, uint64_t b, const OpEnv& env);
-// a*b + c with one rounding. 0*Inf + c raises v whatever c is (IEEE 754-2019 §7.2 c, with the
-// option of signalling when c is a quiet NaN taken as x86 FMA does not; we follow SoftFloat:
-// v is raised for 0*Inf even when c is a qNaN).
+// a*b + c with one rounding. 0*Inf + c raises v; when c is a quiet NaN IEEE 754-2019 §7.2(c)
+// leaves it to the implementation: fpconform raises v as SoftFloat does, except under
+// NanProfile::kX86, where it does not, as x86 VFMADD does not.
 OpResult Fma(const FormatSpec& f, uint64_t a, uint64_t b, uint64_t c, const OpEnv& env);
 OpResult Sqrt(const FormatSpec& f, uint64_t a, const OpEnv& env);
 

@@ -281,6 +281,14 @@ TEST(NanProfileTest, PatternsPerProfile) {
   cuda.nan = NanProfile::kCuda;
   EXPECT_EQ(Convert(Float32(), Float8E4M3FN(), 0xFFC00000, cuda).bits, 0x7Fu);
   EXPECT_EQ(Convert(Float32(), Float8E5M2(), 0xFFC00000, cuda).bits, 0x7Fu);
+  // fma(0, Inf, qNaN): v under every profile but x86, whose VFMADD raises nothing.
+  OpEnv x86;
+  x86.nan = NanProfile::kX86;
+  EXPECT_EQ(Fma(Float32(), 0x00000000, 0x7F800000, 0x7FC00001, x86), (OpResult{0x7FC00001, 0}));
+  EXPECT_EQ(Fma(Float32(), 0x00000000, 0x7F800000, 0x7FC00001, OpEnv{}),
+            (OpResult{0x7FC00001, kInvalid}));
+  EXPECT_EQ(Fma(Float32(), 0x00000000, 0x7F800000, 0x7F800001, x86),
+            (OpResult{0x7FC00001, kInvalid}));
 }
 
 TEST(CompareTest, OrderingAndMinMax) {

@@ -40,27 +40,34 @@ enum class LostFraction : uint8_t { kExactlyZero, kLessThanHalf, kExactlyHalf, k
 // sets the last bit when `lost` is not kExactlyZero.
 inline bool RoundsAway(const OpEnv& env, bool sign, bool kept_odd, LostFraction lost,
                        uint64_t top_bits) {
-  if (lost == LostFraction::kExactlyZero) return false;
+  // The enum's order makes its value (round bit << 1) | (sticky bit below the round bit), so the
+  // decisions are bit operations (no data-dependent branches on the hot path).
+  const unsigned code = static_cast<unsigned>(lost);
+  const bool round_bit = (code >> 1) != 0;
+  const bool any = code != 0;
   switch (env.rounding) {
     case Rounding::kNearestEven:
-      return lost == LostFraction::kMoreThanHalf ||
-             (lost == LostFraction::kExactlyHalf && kept_odd);
+      return round_bit & ((code & 1) | kept_odd);
     case Rounding::kNearestAway:
-      return lost != LostFraction::kLessThanHalf;
+      return round_bit;
     case Rounding::kTowardZero:
     case Rounding::kToOdd:
       return false;
     case Rounding::kUpward:
-      return !sign;
+      return any & !sign;
     case Rounding::kDownward:
-      return sign;
+      return any & sign;
     case Rounding::kStochastic: {
       const uint64_t mask = (uint64_t{1} << env.sr_bits) - 1;
-      return top_bits + (env.sr_random & mask) > mask;
+      return any && top_bits + (env.sr_random & mask) > mask;
     }
   }
   return false;
 }
+static_assert(static_cast<int>(LostFraction::kExactlyZero) == 0 &&
+              static_cast<int>(LostFraction::kLessThanHalf) == 1 &&
+              static_cast<int>(LostFraction::kExactlyHalf) == 2 &&
+              static_cast<int>(LostFraction::kMoreThanHalf) == 3);
 
 // Rounds the exact value (-1)^sign * (significand + delta) * 2^exponent into `f` under `env`,
 // where delta = 0 if !sticky and 0 < delta < 1 if sticky (nonzero bits lost below the LSB of

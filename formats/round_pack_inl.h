@@ -233,27 +233,18 @@ template <typename U>
     const int p = d.precision;
     uint64_t kept = top >> (64 - p);
     const uint64_t rem = top << p;  // The discarded bits, left-aligned: half is bit 63.
-    const uint64_t half = uint64_t{1} << 63;
-    LostFraction lost;
-    if (rem == 0 && !sticky) lost = LostFraction::kExactlyZero;
-    else if (rem < half) lost = LostFraction::kLessThanHalf;
-    else if (rem == half && !sticky) lost = LostFraction::kExactlyHalf;
-    else lost = LostFraction::kMoreThanHalf;
+    const LostFraction lost = static_cast<LostFraction>(
+        ((rem >> 63) << 1) | static_cast<uint64_t>(((rem << 1) != 0) | sticky));
     const uint64_t top_bits =
         env.rounding == Rounding::kStochastic ? rem >> (64 - env.sr_bits) : 0;
-    int32_t result_exp = lead;
-    if (RoundsAway(env, sign, kept & 1, lost, top_bits)) {
-      ++kept;
-      if (kept >> p) {
-        kept >>= 1;
-        ++result_exp;
-      }
-    }
     const bool inexact = lost != LostFraction::kExactlyZero;
-    if (env.rounding == Rounding::kToOdd && inexact) kept |= 1;
-    uint64_t bits = (static_cast<uint64_t>(result_exp + f.bias) << f.fraction_bits) |
-                    (kept & d.fraction_mask);
-    if (sign) bits |= d.sign_bit;
+    kept += RoundsAway(env, sign, kept & 1, lost, top_bits);
+    if (env.rounding == Rounding::kToOdd) kept |= inexact;
+    // kept still carries its leading one (2^(p-1)), so adding it to (biased exponent - 1) <<
+    // fraction_bits packs exponent and fraction at once, and a carry out of the top bit (kept ==
+    // 2^p) bumps the exponent by itself.
+    uint64_t bits = (static_cast<uint64_t>(lead + f.bias - 1) << f.fraction_bits) + kept;
+    bits |= d.sign_bit & (uint64_t{0} - static_cast<uint64_t>(sign));
     return {bits << f.pad_bits, inexact ? kInexact : Flags{0}};
   }
   return round_pack_internal::RoundPackImpl<uint64_t>(f, sign, exponent, significand, sticky, env);

@@ -543,8 +543,10 @@ OpResult MpfrFma(const FormatSpec& f, uint64_t a, uint64_t b, uint64_t c, const 
       da.kind == MpfrKind::kNaN || db.kind == MpfrKind::kNaN || dc.kind == MpfrKind::kNaN;
   if (any_nan) {
     Flags flags = (da.signaling || db.signaling || dc.signaling) ? kInvalid : 0;
-    // ops.h: 0 * Inf + qNaN raises v (SoftFloat).
-    if (da.kind != MpfrKind::kNaN && db.kind != MpfrKind::kNaN && IsZeroTimesInf(da, db)) {
+    // ops.h: 0 * Inf + qNaN raises v (SoftFloat), except under the x86 profile (VFMADD does not).
+    const bool x86_quiet_c = env.nan == NanProfile::kX86 && dc.kind == MpfrKind::kNaN && !dc.signaling;
+    if (da.kind != MpfrKind::kNaN && db.kind != MpfrKind::kNaN && IsZeroTimesInf(da, db) &&
+        !x86_quiet_c) {
       flags |= kInvalid;
     }
     return {Propagate(f, env, &da, &db, &dc).bits, flags};
