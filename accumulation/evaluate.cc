@@ -1,0 +1,658 @@
+#include "accumulation/evaluate.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <utility>
+#include <sstream>
+#include <string>
+
+#include "formats/ops.h"
+#include "formats/round_pack.h"
+
+namespace fpconform {
+namespace {
+
+// Debian's Abseil has its own absl::string_view, so StrCat does not take std::string_view.
+template <typename... T>
+std::string Cat(const T&... parts) {
+  std::ostringstream os;
+  (os << ... << parts);
+  return os.str();
+}
+
+template <typename C>
+std::string Join(const C& items, std::string_view sep) {
+  std::string out;
+  for (const auto& item : items) {
+    if (!out.empty()) out += sep;
+    out += std::string_view(item);
+  }
+  return out;
+}
+
+__extension__ typedef __int128 int128;
+
+int BitLen(uint128 x) {
+  const uint64_t hi = static_cast<uint64_t>(x >> 64);
+  if (hi != 0) return 128 - std::countl_zero(hi);
+  return 64 - std::countl_zero(static_cast<uint64_t>(x));
+}
+
+// An exact value: (-1)^sign * sig * 2^exp, plus the exponent it aligns by in a fused group.
+struct Term {
+  Unpacked::Kind kind = Unpacked::Kind::kZero;
+  bool sign = false;
+  int32_t exp = 0;
+  uint128 sig = 0;
+  int32_t nominal = 0;  // E(x) for inputs / accumulators; E(a) + E(b) for products.
+};
+
+// A node of the evaluation tree: the computed value, its accumulator bits (rounding nodes), and
+// the bound data M (sum of |exact leaves|) and E (error bound).
+struct Node {
+  Term t;
+  uint64_t bits = 0;
+  double m = 0;
+  double e = 0;
+};
+
+constexpr double kUp = 1.0 + 0x1p-50;
+
+Term FromUnpacked(const FormatSpec& f, const Unpacked& u) {
+  Term t;
+  t.kind = u.kind;
+  t.sign = u.sign;
+  if (u.kind == Unpacked::Kind::kFinite) {
+    t.exp = u.exponent;
+    t.sig = u.significand;
+    t.nominal = std::max(u.exponent + BitLen(u.significand) - 1, Emin(f));
+  }
+  return t;
+}
+
+Term Decode(const FormatSpec& f, uint64_t bits, bool daz) {
+  return FromUnpacked(f, UnpackBits(f, bits, daz));
+}
+
+Term Product(const Term& a, const Term& b) {
+  Term p;
+  p.sign = a.sign != b.sign;
+  using K = Unpacked::Kind;
+  if (a.kind == K::kNaN || b.kind == K::kNaN) {
+    p.kind = K::kNaN;
+  } else if (a.kind == K::kInf || b.kind == K::kInf) {
+    p.kind = (a.kind == K::kZero || b.kind == K::kZero) ? K::kNaN : K::kInf;
+  } else if (a.kind == K::kZero || b.kind == K::kZero) {
+    p.kind = K::kZero;
+  } else {
+    p.kind = K::kFinite;
+    p.exp = a.exp + b.exp;
+    p.sig = a.sig * b.sig;
+    p.nominal = a.nominal + b.nominal;
+  }
+  return p;
+}
+
+// Magnitude as a double, rounded up.
+double MagUp(const Term& t) {
+  switch (t.kind) {
+    case Unpacked::Kind::kZero: return 0;
+    case Unpacked::Kind::kFinite: break;
+    default: return std::numeric_limits<double>::infinity();
+  }
+  OpEnv up;
+  up.rounding = Rounding::kUpward;
+  const OpResult r = RoundPack(Float64(), false, t.exp, t.sig, false, up);
+  return std::bit_cast<double>(r.bits);
+}
+
+// The exact sum of two finite-or-zero terms, as handed to RoundPack.
+struct Wide {
+  bool zero = true;  // Exact zero (sign per §6.3 decided by the caller).
+  bool sign = false;
+  int32_t exp = 0;
+  uint128 sig = 0;
+  bool sticky = false;
+};
+
+// x and y finite or zero.
+Wide ExactAdd(Term x, Term y) {
+  Wide w;
+  const bool xz = x.kind == Unpacked::Kind::kZero, yz = y.kind == Unpacked::Kind::kZero;
+  if (xz && yz) return w;
+  if (xz || yz) {
+    const Term& t = xz ? y : x;
+    w.zero = false;
+    w.sign = t.sign;
+    w.exp = t.exp;
+    w.sig = t.sig;
+    return w;
+  }
+  auto normalize = [](Term& t) {
+    const int shift = 125 - BitLen(t.sig);
+    t.sig <<= shift;
+    t.exp -= shift;
+  };
+  normalize(x);
+  normalize(y);
+  if (y.exp > x.exp || (y.exp == x.exp && y.sig > x.sig)) std::swap(x, y);
+  const int64_t d = int64_t{x.exp} - y.exp;
+  uint128 ys = 0;
+  bool sticky = false;
+  if (d >= 128) {
+    sticky = true;
+  } else if (d > 0) {
+    ys = y.sig >> d;
+    sticky = (y.sig & ((uint128{1} << d) - 1)) != 0;
+  } else {
+    ys = y.sig;
+  }
+  w.sign = x.sign;
+  w.exp = x.exp;
+  if (x.sign == y.sign) {
+    w.sig = x.sig + ys;
+  } else {
+    w.sig = x.sig - ys;
+    if (sticky) w.sig -= 1;  // Exact: (big - kept - 1) + (1 - delta).
+  }
+  w.sticky = sticky;
+  w.zero = w.sig == 0 && !sticky;
+  return w;
+}
+
+struct Rounder {
+  FormatSpec spec;  // Possibly reduced precision.
+  const FormatSpec* full;
+  double u = 0;
+  double eta = 0;
+};
+
+double UnitRoundoff(int fraction_bits, const OpEnv& env) {
+  const bool nearest =
+      env.rounding == Rounding::kNearestEven || env.rounding == Rounding::kNearestAway;
+  return std::ldexp(1.0, nearest ? -(fraction_bits + 1) : -fraction_bits);
+}
+
+FormatSpec Reduced(const FormatSpec& f, int fraction_bits) {
+  FormatSpec r = f;
+  const int cut = f.fraction_bits - fraction_bits;
+  r.fraction_bits = fraction_bits;
+  r.pad_bits += cut;
+  r.d.precision = Precision(r);
+  r.d.emin = Emin(r);
+  r.d.emax = Emax(r);
+  r.d.encoding_bits = EncodingBits(r);
+  r.d.max_biased_exponent = static_cast<uint64_t>(MaxBiasedExponent(r));
+  r.d.fraction_mask = FractionMask(r);
+  r.d.encoding_mask = (uint64_t{1} << (EncodingBits(r) - 1) << 1) - 1;
+  r.d.sign_bit = SignBit(r);
+  r.d.max_significand = MaxFiniteSignificand(r);
+  return r;
+}
+
+Rounder MakeRounder(const FormatSpec& f, int fraction_bits, const OpEnv& env) {
+  Rounder r{Reduced(f, fraction_bits), &f, 0, 0};
+  r.u = UnitRoundoff(fraction_bits, env);
+  r.eta = std::ldexp(1.0, MinSubnormalExponent(r.spec));
+  return r;
+}
+
+double Up(double x) { return x * kUp; }
+
+class Evaluator {
+ public:
+  Evaluator(const Model& model, const EvalOptions& options)
+      : m_(model),
+        opt_(options),
+        acc_(MakeRounder(*model.accumulator.format, model.accumulator.fraction_bits,
+                         model.adder.env)),
+        combine_(MakeRounder(*model.accumulator.format, model.accumulator.fraction_bits,
+                             model.accumulator.combine_env)) {
+    if (model.chain.kind == ChainKind::kPromote) {
+      promote_ = MakeRounder(*model.chain.promote_format, model.chain.promote_format->fraction_bits,
+                             model.chain.promote_env);
+    }
+    group_ = model.adder.kind == AdderKind::kFused ? model.adder.group : 1;
+  }
+
+  // Builds the leaves from inputs (products, or the x_i when b is empty).
+  void Leaves(std::span<const uint64_t> a, std::span<const uint64_t> b, bool is_sum) {
+    leaves_.resize(a.size());
+    const FormatSpec& fa = *m_.inputs.a;
+    const FormatSpec& fb = *m_.inputs.b;
+    const FormatSpec* conv = m_.inputs.convert_to;
+    const bool daz = m_.inputs.daz;
+    for (size_t i = 0; i < a.size(); ++i) {
+      Node& n = leaves_[i];
+      Term ta_orig = Decode(fa, a[i], false);
+      Term tb_orig = is_sum ? Term{} : Decode(fb, b[i], false);
+      Term ta, tb;
+      if (conv != nullptr) {
+        ta = Decode(*conv, Convert(fa, *conv, a[i], ConvEnv(daz)).bits, daz);
+        if (!is_sum) tb = Decode(*conv, Convert(fb, *conv, b[i], ConvEnv(daz)).bits, daz);
+      } else {
+        ta = daz ? Decode(fa, a[i], true) : ta_orig;
+        if (!is_sum) tb = daz ? Decode(fb, b[i], true) : tb_orig;
+      }
+      Term exact = is_sum ? ta_orig : Product(ta_orig, tb_orig);
+      Term used = is_sum ? ta : Product(ta, tb);
+      if (!is_sum && m_.product.policy == ProductPolicy::kRound) {
+        used = RoundProduct(used);
+      }
+      n.t = used;
+      if (opt_.want_bound) {
+        n.m = MagUp(exact);
+        n.e = DiffUp(used, exact);
+      }
+    }
+  }
+
+  Node Leaf(const FormatSpec& f, uint64_t bits) {
+    Node n;
+    n.t = Decode(f, bits, false);
+    n.bits = bits;
+    if (opt_.want_bound) n.m = MagUp(n.t);
+    return n;
+  }
+
+  // Runs the chain over the leaves, starting from c (bits in FinalAccumulatorFormat()), and
+  // converts to the output format.
+  EvalResult Run(uint64_t c_bits) {
+    const FormatSpec& final_format = m_.FinalAccumulatorFormat();
+    Node c = Leaf(final_format, c_bits);
+    const int k = static_cast<int>(leaves_.size());
+    Node total;
+    const Model::Chain& ch = m_.chain;
+    switch (ch.kind) {
+      case ChainKind::kSequential:
+        total = Sequential(c, 0, k);
+        break;
+      case ChainKind::kPairwise:
+        total = Combine(c, Pairwise(0, k));
+        break;
+      case ChainKind::kBlocked: {
+        total = c;
+        for (int i = 0; i < k; i += ch.block) {
+          total = Combine(total, Sequential(Zero(), i, std::min(k, i + ch.block)));
+        }
+        break;
+      }
+      case ChainKind::kStrided: {
+        std::vector<Node> accs(ch.ways, Zero());
+        accs[0] = c;
+        int unit = 0;
+        for (int i = 0; i < k; i += group_, ++unit) {
+          Node& acc = accs[unit % ch.ways];
+          acc = Step(acc, i, std::min(k, i + group_));
+        }
+        if (ch.combine == CombineOrder::kSequential) {
+          total = accs[0];
+          for (int j = 1; j < ch.ways; ++j) total = Combine(total, accs[j]);
+        } else {
+          total = Tree(accs, 0, ch.ways);
+        }
+        break;
+      }
+      case ChainKind::kSplitK: {
+        int slice = (k + ch.slices - 1) / ch.slices;
+        slice = (slice + group_ - 1) / group_ * group_;
+        std::vector<Node> parts;
+        for (int s = 0; s < ch.slices; ++s) {
+          const int lo = std::min(k, s * slice), hi = std::min(k, (s + 1) * slice);
+          parts.push_back(Sequential(Zero(), lo, hi));
+        }
+        std::vector<int> order(ch.slices);
+        for (int s = 0; s < ch.slices; ++s) order[s] = s;
+        if (ch.order == SplitOrder::kRandom) {
+          uint64_t state = opt_.seed ^ 0x5851F42D4C957F2Dull;
+          for (int s = ch.slices - 1; s > 0; --s) {
+            const uint64_t r = SplitMix(state);
+            std::swap(order[s], order[static_cast<int>(r % static_cast<uint64_t>(s + 1))]);
+          }
+        }
+        total = c;
+        for (int s : order) total = Combine(total, parts[s]);
+        break;
+      }
+      case ChainKind::kPromote: {
+        total = c;
+        for (int i = 0; i < k; i += ch.every) {
+          Node inner = Sequential(Zero(), i, std::min(k, i + ch.every));
+          total = Add2(total, inner, promote_, ch.promote_env);
+        }
+        break;
+      }
+    }
+    // Output conversion.
+    EvalResult out;
+    const FormatSpec& of = *m_.output.format;
+    if (&of == &final_format) {
+      out.bits = total.bits;
+      out.bound = total.e;
+    } else {
+      OpEnv env = m_.output.env;
+      if (env.rounding == Rounding::kStochastic) {
+        uint64_t state = opt_.seed ^ 0x2545F4914F6CDD1Dull;
+        env.sr_random = SplitMix(state);
+      }
+      out.bits = Convert(final_format, of, total.bits, env).bits;
+      if (opt_.want_bound) {
+        const double u = UnitRoundoff(of.fraction_bits, env);
+        const double eta = std::ldexp(1.0, MinSubnormalExponent(of));
+        out.bound = Up((1 + u) * total.e + u * total.m + eta);
+      }
+    }
+    return out;
+  }
+
+ private:
+  static uint64_t SplitMix(uint64_t& state) {
+    uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+
+  static OpEnv ConvEnv(bool daz) {
+    OpEnv e;
+    e.denormals_are_zero = daz;
+    return e;
+  }
+
+  Node Zero() const {
+    Node n;
+    n.t.kind = Unpacked::Kind::kZero;
+    return n;
+  }
+
+  Term RoundProduct(const Term& p) {
+    const FormatSpec& f = *m_.product.format;
+    uint64_t bits;
+    switch (p.kind) {
+      case Unpacked::Kind::kNaN: bits = NanResultBits(f, m_.product.env, nullptr, nullptr); break;
+      case Unpacked::Kind::kInf: bits = InfOrNanBits(f, p.sign, m_.product.env); break;
+      case Unpacked::Kind::kZero: bits = ZeroBits(f, p.sign); break;
+      default: bits = RoundPack(f, p.sign, p.exp, p.sig, false, m_.product.env).bits;
+    }
+    return Decode(f, bits, false);
+  }
+
+  // |x - y| rounded up (both finite or zero; Inf otherwise).
+  static double DiffUp(const Term& x, Term y) {
+    using K = Unpacked::Kind;
+    if (x.kind == K::kNaN || x.kind == K::kInf || y.kind == K::kNaN || y.kind == K::kInf) {
+      return (x.kind == y.kind && x.sign == y.sign && x.kind == K::kInf)
+                 ? 0.0
+                 : std::numeric_limits<double>::infinity();
+    }
+    y.sign = !y.sign;
+    const Wide w = ExactAdd(x, y);
+    if (w.zero) return 0;
+    OpEnv up;
+    up.rounding = Rounding::kUpward;
+    return std::bit_cast<double>(RoundPack(Float64(), false, w.exp, w.sig, w.sticky, up).bits);
+  }
+
+  // Packs an exact Wide into the rounder's format; returns the node value (bits and term).
+  static void Pack(const Rounder& r, const OpEnv& env, bool sign, int32_t exp, uint128 sig,
+                   bool sticky, Node& out) {
+    out.bits = RoundPack(r.spec, sign, exp, sig, sticky, env).bits;
+    out.t = Decode(*r.full, out.bits, false);
+  }
+
+  void Special(const Rounder& r, const OpEnv& env, bool nan, bool sign, Node& out) {
+    const FormatSpec& f = *r.full;
+    out.bits = nan ? NanResultBits(f, env, nullptr, nullptr) : InfOrNanBits(f, sign, env);
+    out.t = Decode(f, out.bits, false);
+  }
+
+  // round(x + y) into r's format; handles specials and the bound.
+  Node Add2(const Node& x, const Node& y, const Rounder& r, const OpEnv& env) {
+    Node out;
+    using K = Unpacked::Kind;
+    const Term &a = x.t, &b = y.t;
+    if (a.kind == K::kNaN || b.kind == K::kNaN) {
+      Special(r, env, true, false, out);
+    } else if (a.kind == K::kInf || b.kind == K::kInf) {
+      if (a.kind == K::kInf && b.kind == K::kInf && a.sign != b.sign) {
+        Special(r, env, true, false, out);
+      } else {
+        Special(r, env, false, a.kind == K::kInf ? a.sign : b.sign, out);
+      }
+    } else {
+      const Wide w = ExactAdd(a, b);
+      if (w.zero) {
+        bool neg;
+        if (a.kind == K::kZero && b.kind == K::kZero) neg = a.sign && b.sign;
+        else neg = env.rounding == Rounding::kDownward;
+        out.bits = ZeroBits(*r.full, neg);
+        out.t = Decode(*r.full, out.bits, false);
+      } else {
+        Pack(r, env, w.sign, w.exp, w.sig, w.sticky, out);
+      }
+    }
+    if (opt_.want_bound) {
+      out.m = Up(x.m + y.m);
+      out.e = Up((1 + r.u) * (x.e + y.e) + r.u * out.m + r.eta);
+    }
+    return out;
+  }
+
+  Node Combine(const Node& x, const Node& y) { return Add2(x, y, combine_, m_.accumulator.combine_env); }
+
+  // One adder step: acc with leaves [lo, hi) (one leaf for ieee/fma; a group for fused).
+  Node Step(const Node& acc, int lo, int hi) {
+    if (m_.adder.kind != AdderKind::kFused) return Add2(acc, leaves_[lo], acc_, m_.adder.env);
+    return Fused(acc, lo, hi);
+  }
+
+  Node Sequential(Node acc, int lo, int hi) {
+    for (int i = lo; i < hi; i += group_) acc = Step(acc, i, std::min(hi, i + group_));
+    return acc;
+  }
+
+  // Balanced tree: the first half takes ceil(n/2).
+  Node Tree(const std::vector<Node>& v, int lo, int hi) {
+    if (hi - lo == 1) return v[lo];
+    const int mid = lo + (hi - lo + 1) / 2;
+    return Combine(Tree(v, lo, mid), Tree(v, mid, hi));
+  }
+
+  Node Pairwise(int lo, int hi) {
+    const Model::Chain& ch = m_.chain;
+    const int n = hi - lo;
+    if (n == 0) return Zero();
+    if (n > ch.leaf) {
+      int mid = n / 2;
+      mid -= mid % ch.split_multiple;
+      if (mid > 0 && mid < n) return Combine(Pairwise(lo, lo + mid), Pairwise(lo + mid, hi));
+    }
+    if (ch.unroll == 1 || n < ch.unroll) return Sequential(Zero(), lo, hi);
+    std::vector<Node> r(ch.unroll);
+    for (int j = 0; j < ch.unroll; ++j) r[j] = RoundOne(leaves_[lo + j]);
+    int i = ch.unroll;
+    for (; i + ch.unroll <= n; i += ch.unroll) {
+      for (int j = 0; j < ch.unroll; ++j) r[j] = Step(r[j], lo + i + j, lo + i + j + 1);
+    }
+    Node acc = Tree(r, 0, ch.unroll);
+    for (; i < n; ++i) acc = Step(acc, lo + i, lo + i + 1);
+    return acc;
+  }
+
+  // A leaf as an accumulator value (exact when representable; -0 kept).
+  Node RoundOne(const Node& leaf) {
+    Node out;
+    using K = Unpacked::Kind;
+    if (leaf.t.kind == K::kNaN || leaf.t.kind == K::kInf) {
+      Special(acc_, m_.adder.env, leaf.t.kind == K::kNaN, leaf.t.sign, out);
+    } else if (leaf.t.kind == K::kZero) {
+      out.bits = ZeroBits(*acc_.full, leaf.t.sign);
+      out.t = Decode(*acc_.full, out.bits, false);
+    } else {
+      Pack(acc_, m_.adder.env, leaf.t.sign, leaf.t.exp, leaf.t.sig, false, out);
+    }
+    if (opt_.want_bound) {
+      out.m = leaf.m;
+      out.e = Up((1 + acc_.u) * leaf.e + acc_.u * leaf.m + acc_.eta);
+    }
+    return out;
+  }
+
+  // The fused group: acc plus leaves [lo, hi) (missing ones are zero padding).
+  Node Fused(const Node& acc, int lo, int hi) {
+    using K = Unpacked::Kind;
+    const Model::Adder& ad = m_.adder;
+    Node out;
+    bool nan = false, pinf = false, ninf = false, all_neg_zero = true, any_nonzero = false;
+    int32_t emax = std::numeric_limits<int32_t>::min();
+    auto scan = [&](const Term& t) {
+      switch (t.kind) {
+        case K::kNaN: nan = true; break;
+        case K::kInf: (t.sign ? ninf : pinf) = true; break;
+        case K::kZero: all_neg_zero &= t.sign; break;
+        case K::kFinite: {
+          all_neg_zero = false;
+          any_nonzero = true;
+          const int32_t e = ad.alignment_exponent == AlignmentExponent::kNominal
+                                ? t.nominal
+                                : t.exp + BitLen(t.sig) - 1;
+          emax = std::max(emax, e);
+          break;
+        }
+      }
+    };
+    scan(acc.t);
+    for (int i = lo; i < hi; ++i) scan(leaves_[i].t);
+    if (hi - lo < group_) all_neg_zero = false;  // Padding zeros are +0.
+    double sum_e = acc.e, m = acc.m;
+    int nonzero = 0;
+    if (nan || (pinf && ninf)) {
+      Special(acc_, ad.env, true, false, out);
+    } else if (pinf || ninf) {
+      Special(acc_, ad.env, false, ninf, out);
+    } else if (!any_nonzero) {
+      out.bits = ZeroBits(*acc_.full, all_neg_zero);
+      out.t = Decode(*acc_.full, out.bits, false);
+    } else {
+      const int32_t q = emax - ad.fraction_bits;
+      int128 total = 0;
+      auto add = [&](const Term& t) {
+        if (t.kind != K::kFinite) return;
+        ++nonzero;
+        uint128 mag;
+        bool lost = false;
+        const int64_t shift = int64_t{t.exp} - q;
+        if (shift >= 0) {
+          mag = t.sig << shift;  // < 2^(F+2): checked by the bound on terms.
+        } else if (shift <= -128) {
+          mag = 0;
+          lost = true;
+        } else {
+          mag = t.sig >> -shift;
+          lost = (t.sig & ((uint128{1} << -shift) - 1)) != 0;
+        }
+        if (lost && t.sign && ad.alignment == Alignment::kRoundDown) mag += 1;
+        total += t.sign ? -static_cast<int128>(mag) : static_cast<int128>(mag);
+      };
+      add(acc.t);
+      for (int i = lo; i < hi; ++i) add(leaves_[i].t);
+      if (total == 0) {
+        out.bits = ZeroBits(*acc_.full, false);
+        out.t = Decode(*acc_.full, out.bits, false);
+      } else {
+        const bool neg = total < 0;
+        const uint128 mag = neg ? static_cast<uint128>(-total) : static_cast<uint128>(total);
+        Pack(acc_, ad.env, neg, q, mag, false, out);
+      }
+      if (opt_.want_bound) {
+        const double quantum = std::max(std::ldexp(1.0, q), std::numeric_limits<double>::denorm_min());
+        const double t = nonzero * quantum;
+        for (int i = lo; i < hi; ++i) {
+          sum_e += leaves_[i].e;
+          m += leaves_[i].m;
+        }
+        out.m = Up(m);
+        out.e = Up((1 + acc_.u) * (sum_e + t) + acc_.u * out.m + acc_.eta);
+        return out;
+      }
+    }
+    if (opt_.want_bound) {
+      for (int i = lo; i < hi; ++i) {
+        sum_e += leaves_[i].e;
+        m += leaves_[i].m;
+      }
+      out.m = Up(m);
+      out.e = Up((1 + acc_.u) * sum_e + acc_.u * out.m + acc_.eta);
+    }
+    return out;
+  }
+
+  const Model& m_;
+  const EvalOptions& opt_;
+  Rounder acc_;
+  Rounder combine_;
+  Rounder promote_{};
+  int group_ = 1;
+  std::vector<Node> leaves_;
+};
+
+}  // namespace
+
+absl::StatusOr<EvalResult> EvaluateDot(const Model& model, std::span<const uint64_t> a,
+                                       std::span<const uint64_t> b, uint64_t c_bits,
+                                       const EvalOptions& options) {
+  if (a.size() != b.size()) {
+    return absl::InvalidArgumentError(
+        Cat("dot: a has ", a.size(), " elements, b has ", b.size()));
+  }
+  if (a.size() > (size_t{1} << 30)) return absl::InvalidArgumentError("dot: too long");
+  Evaluator ev(model, options);
+  ev.Leaves(a, b, false);
+  return ev.Run(c_bits);
+}
+
+absl::StatusOr<EvalResult> EvaluateSum(const Model& model, std::span<const uint64_t> x,
+                                       uint64_t c_bits, const EvalOptions& options) {
+  if (x.size() > (size_t{1} << 30)) return absl::InvalidArgumentError("sum: too long");
+  Evaluator ev(model, options);
+  ev.Leaves(x, {}, true);
+  return ev.Run(c_bits);
+}
+
+absl::Status EvaluateMatmul(const Model& model, int m, int n, int k,
+                            std::span<const uint64_t> a, Layout a_layout,
+                            std::span<const uint64_t> b, Layout b_layout,
+                            std::span<const uint64_t> c, std::span<uint64_t> d,
+                            std::span<double> bounds, const EvalOptions& options) {
+  if (m < 0 || n < 0 || k < 0) return absl::InvalidArgumentError("matmul: negative size");
+  const size_t mk = size_t(m) * k, kn = size_t(k) * n, mn = size_t(m) * n;
+  if (a.size() != mk || b.size() != kn || (!c.empty() && c.size() != mn) || d.size() != mn ||
+      (!bounds.empty() && bounds.size() != mn)) {
+    return absl::InvalidArgumentError(Cat("matmul: sizes do not match m=", m, " n=", n,
+                                                   " k=", k));
+  }
+  std::vector<uint64_t> row(k), col(k);
+  EvalOptions opt = options;
+  opt.want_bound = options.want_bound && !bounds.empty();
+  for (int i = 0; i < m; ++i) {
+    for (int p = 0; p < k; ++p) {
+      row[p] = a_layout == Layout::kRowMajor ? a[size_t(i) * k + p] : a[size_t(p) * m + i];
+    }
+    for (int j = 0; j < n; ++j) {
+      for (int p = 0; p < k; ++p) {
+        col[p] = b_layout == Layout::kRowMajor ? b[size_t(p) * n + j] : b[size_t(j) * k + p];
+      }
+      absl::StatusOr<EvalResult> r =
+          EvaluateDot(model, row, col, c.empty() ? 0 : c[size_t(i) * n + j], opt);
+      if (!r.ok()) return r.status();
+      d[size_t(i) * n + j] = r->bits;
+      if (!bounds.empty()) bounds[size_t(i) * n + j] = r->bound;
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace fpconform

@@ -1,0 +1,99 @@
+// Dot products, sums and matmuls under an accumulation model (model.h, MODEL_FORMAT.md), bit for
+// bit, with the worst-case error bound computed on the model's own summation tree.
+//
+// Arithmetic: every rounding is one call of formats' RoundPack on an exact intermediate value:
+//  * IEEE steps and combine adds: the exact sum of the two operands (an exact product is one
+//    operand under policy "exact": that is an FMA) is formed in a 128-bit significand with the
+//    larger operand's leading bit at bit 125; the smaller one is shifted right and the bits
+//    shifted out become RoundPack's sticky (for a subtraction, (big - small_kept - 1) with sticky
+//    set, which is exact). Products of table formats have <= 106 bits, so nothing is lost above
+//    the sticky bit.
+//  * Fused groups: every term (the G products and the running accumulator) is truncated (or
+//    rounded down) to a multiple of 2^(emax - F) and summed exactly as a signed 128-bit integer
+//    (|term| < 2^(F+2) quanta, F <= 100, G <= 256); the integer is rounded once into the
+//    accumulator format (with its reduced fraction bits) by RoundPack.
+//  * The output conversion is formats' Convert.
+// Special values: a NaN operand or an invalid step (Inf - Inf, Inf * 0) gives the accumulator
+// format's default NaN (NanResultBits with no source: payloads are not propagated); an Inf
+// propagates with its sign; an overflowing step gives what RoundPack gives (Inf under rne).
+// An exact zero sum is -0 only when both operands (all terms of a group) are -0, or under rdn
+// for a cancellation (IEEE 754-2019 §6.3). Status flags are not reported.
+//
+// The error bound (EvalResult::bound, a double rounded up at every step): for every node of the
+// tree the evaluator keeps M = sum of |exact leaf values| below it and E >= |computed - exact|.
+//  * A leaf (a product a_i*b_i, or x_i for a sum, or c): M = |exact value from the original
+//    inputs|, E = |leaf value used - exact value| (non-zero only when inputs are converted, e.g.
+//    float32 -> tfloat32 rtz, or products rounded; computed exactly, rounded up).
+//  * A rounding node with unit roundoff u (2^-(f+1) for rne/rna, 2^-f for the other modes, f
+//    the fraction bits it rounds to) and an absolute underflow term eta = 2^(smallest subnormal
+//    exponent) of that format, applied to children x, y:
+//      s_hat = x_hat + y_hat,  |fl(s_hat) - s_hat| <= u |s_hat| + eta,  |s_hat| <= M + E_x + E_y
+//      => E = (1 + u)(E_x + E_y) + u M + eta.
+//    With eta = 0 and exact leaves this unrolls to sum_i |p_i| ((1 + u)^d_i - 1) where d_i is the
+//    depth of leaf i (number of rounding nodes above it), and (1 + u)^d - 1 <= gamma_d =
+//    d u / (1 - d u) (Higham, Accuracy and Stability, 2nd ed., Lemma 3.1 and §4.2).
+//  * A fused group with terms t_j (the accumulator included) and alignment quantum
+//    q = 2^(emax - F): each truncation moves a term by less than q, so with T = (number of non-zero
+//    terms) * q,  |S_trunc - sum t_j| <= sum E_j + T  and the group's one rounding gives
+//      E = (1 + u)(sum E_j + T) + u M + eta.
+//    emax comes from the computed terms, so T is evaluated on the data the group saw.
+//  * The output conversion is a one-child rounding node: E = (1 + u) E_x + u M + eta (skipped
+//    when the output format is the final accumulator's).
+// Overflow is not covered (a result that is Inf while the exact value is finite breaks the bound;
+// callers check IsFinite). Double-precision arithmetic on M and E is made safe by multiplying by
+// (1 + 2^-50) at each node (each node's formula takes < 8 double operations).
+//
+// Example:
+//   Model m = *LoadModelFile("accumulation/models/cpu-f32-seq.toml");
+//   std::vector<uint64_t> a = {0x3F800000, 0x33800000}, b = {0x3F800000, 0x3F800000};
+//   EvalResult r = *EvaluateDot(m, a, b, /*c_bits=*/0);
+//   r.bits == 0x3F800000;   // (0 + 1) + 2^-24 rounds to 1 (tie to even).
+#ifndef FPCONFORM_ACCUMULATION_EVALUATE_H_
+#define FPCONFORM_ACCUMULATION_EVALUATE_H_
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "accumulation/model.h"
+
+namespace fpconform {
+
+struct EvalOptions {
+  uint64_t seed = 0;         // split_k order = "random" and sr<k> output rounding.
+  bool want_bound = true;    // Compute EvalResult::bound (costs about 2x).
+};
+
+struct EvalResult {
+  uint64_t bits = 0;  // In model.output.format's container.
+  double bound = 0;   // |result - exact| <= bound (see above); 0 when !want_bound.
+};
+
+// d = c + sum_i a_i * b_i. a in model.inputs.a, b in model.inputs.b (container bits, before the
+// model's input conversion), c in the final accumulator's format (FinalAccumulatorFormat(): the
+// accumulator, or chain.format for promote); 0 for +0. Errors: a.size() != b.size().
+absl::StatusOr<EvalResult> EvaluateDot(const Model& model, std::span<const uint64_t> a,
+                                       std::span<const uint64_t> b, uint64_t c_bits,
+                                       const EvalOptions& options = {});
+
+// c + sum_i x_i: the chain's leaves are the x_i (model.inputs.a, converted if the model says so)
+// instead of products.
+absl::StatusOr<EvalResult> EvaluateSum(const Model& model, std::span<const uint64_t> x,
+                                       uint64_t c_bits, const EvalOptions& options = {});
+
+enum class Layout : uint8_t { kRowMajor, kColumnMajor };
+
+// D (m x n, row-major) = C + A (m x k) * B (k x n); each D[i][j] is EvaluateDot of row i of A
+// and column j of B with c = C[i][j] (C empty: all +0). A and B in their layouts (leading
+// dimension = the matrix's own width or height). bounds (optional, m*n) receives each bound.
+absl::Status EvaluateMatmul(const Model& model, int m, int n, int k,
+                            std::span<const uint64_t> a, Layout a_layout,
+                            std::span<const uint64_t> b, Layout b_layout,
+                            std::span<const uint64_t> c, std::span<uint64_t> d,
+                            std::span<double> bounds = {}, const EvalOptions& options = {});
+
+}  // namespace fpconform
+
+#endif  // FPCONFORM_ACCUMULATION_EVALUATE_H_

@@ -1,0 +1,376 @@
+#include "accumulation/evaluate.h"
+
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "formats/ops.h"
+#include "oracles/exact_sum.h"
+
+namespace fpconform {
+namespace {
+
+// A model from the body of a file (tables and keys); name, description and a provenance entry
+// per key are added here.
+Model MakeModel(const std::string& body) {
+  std::string text = "name = \"test\"\ndescription = \"test model\"\n" + body + "\n[provenance]\n";
+  std::istringstream in(body);
+  std::string line, table;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    if (line[0] == '[') {
+      table = line.substr(1, line.find(']') - 1);
+    } else if (size_t eq = line.find(" ="); eq != std::string::npos) {
+      text += "\"" + table + "." + line.substr(0, eq) + "\" = \"test\"\n";
+    }
+  }
+  absl::StatusOr<Model> m = ParseModel(text, "test.toml");
+  EXPECT_TRUE(m.ok()) << m.status() << "\n" << text;
+  return m.ok() ? *m : Model{};
+}
+
+uint32_t F32(float x) { return std::bit_cast<uint32_t>(x); }
+
+// Deterministic generator (splitmix64): same values on every machine.
+struct Rng {
+  uint64_t s;
+  uint64_t Next() {
+    uint64_t z = (s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+  // A float32 with a random sign, significand and exponent in [-e, e].
+  float F(int e) {
+    const uint64_t r = Next();
+    const float m = 1.0f + static_cast<float>(r & 0x7FFFFF) * 0x1p-23f;
+    const int ex = static_cast<int>((r >> 23) % (2 * e + 1)) - e;
+    return ((r >> 40) & 1 ? -1.0f : 1.0f) * std::ldexp(m, ex);
+  }
+};
+
+constexpr const char* kIeeeBase = R"([inputs]
+a = "float32"
+[product]
+policy = "round"
+format = "float32"
+[adder]
+kind = "ieee"
+[accumulator]
+format = "float32"
+)";
+
+// ---- (a) IEEE models agree bit for bit with host float32 / float64 in the same order. ----
+
+TEST(EvaluateTest, IeeeChainsMatchHostFloat) {
+  const Model seq = MakeModel(std::string(kIeeeBase) + "[chain]\nkind = \"sequential\"\n");
+  const Model fma = MakeModel(
+      "[inputs]\na = \"float32\"\n[adder]\nkind = \"fma\"\n[accumulator]\nformat = \"float32\"\n"
+      "[chain]\nkind = \"sequential\"\n");
+  const Model blocked =
+      MakeModel(std::string(kIeeeBase) + "[chain]\nkind = \"blocked\"\nblock = 7\n");
+  const Model strided = MakeModel(std::string(kIeeeBase) +
+                                  "[chain]\nkind = \"strided\"\nways = 4\ncombine = \"pairwise\"\n");
+  const Model split =
+      MakeModel(std::string(kIeeeBase) + "[chain]\nkind = \"split_k\"\nslices = 3\n");
+  const Model promote = MakeModel(std::string(kIeeeBase) +
+                                  "[chain]\nkind = \"promote\"\nevery = 5\nformat = \"float64\"\n");
+  Rng rng{1};
+  for (int t = 0; t < 3000; ++t) {
+    const int k = static_cast<int>(rng.Next() % 40);
+    std::vector<float> a(k), b(k);
+    std::vector<uint64_t> ab(k), bb(k);
+    for (int i = 0; i < k; ++i) {
+      a[i] = rng.F(20);
+      b[i] = rng.F(20);
+      ab[i] = F32(a[i]);
+      bb[i] = F32(b[i]);
+    }
+    const float c = rng.F(20);
+    SCOPED_TRACE(testing::Message() << "case " << t << " k " << k);
+    float s = c;
+    for (int i = 0; i < k; ++i) s = s + a[i] * b[i];
+    EXPECT_EQ(EvaluateDot(seq, ab, bb, F32(c))->bits, F32(s));
+    s = c;
+    for (int i = 0; i < k; ++i) s = std::fma(a[i], b[i], s);
+    EXPECT_EQ(EvaluateDot(fma, ab, bb, F32(c))->bits, F32(s));
+    s = c;
+    for (int i = 0; i < k; i += 7) {
+      float bs = 0;
+      for (int j = i; j < std::min(k, i + 7); ++j) bs = bs + a[j] * b[j];
+      s = s + bs;
+    }
+    EXPECT_EQ(EvaluateDot(blocked, ab, bb, F32(c))->bits, F32(s));
+    float r[4] = {c, 0, 0, 0};
+    for (int i = 0; i < k; ++i) r[i % 4] = r[i % 4] + a[i] * b[i];
+    s = (r[0] + r[1]) + (r[2] + r[3]);
+    EXPECT_EQ(EvaluateDot(strided, ab, bb, F32(c))->bits, F32(s));
+    const int slice = (k + 2) / 3;
+    s = c;
+    for (int q = 0; q < 3; ++q) {
+      float ps = 0;
+      for (int j = q * slice; j < std::min(k, (q + 1) * slice); ++j) ps = ps + a[j] * b[j];
+      s = s + ps;
+    }
+    EXPECT_EQ(EvaluateDot(split, ab, bb, F32(c))->bits, F32(s));
+    double outer = c;
+    for (int i = 0; i < k; i += 5) {
+      float inner = 0;
+      for (int j = i; j < std::min(k, i + 5); ++j) inner = inner + a[j] * b[j];
+      outer = outer + static_cast<double>(inner);
+    }
+    EXPECT_EQ(EvaluateDot(promote, ab, bb, std::bit_cast<uint64_t>(static_cast<double>(c)))->bits,
+              std::bit_cast<uint64_t>(outer));
+  }
+}
+
+// NumPy's float32 pairwise sum (numpy/_core/src/umath/loops_utils.h.src, pairwise_sum), with
+// sum(x) = x_0 + pairwise(x_1..x_{n-1}).
+float NumpyPairwise(const float* a, int n) {
+  if (n < 8) {
+    float res = 0.f;
+    for (int i = 0; i < n; ++i) res += a[i];
+    return res;
+  }
+  if (n <= 128) {
+    float r[8];
+    for (int j = 0; j < 8; ++j) r[j] = a[j];
+    int i;
+    for (i = 8; i < n - (n % 8); i += 8) {
+      for (int j = 0; j < 8; ++j) r[j] += a[i + j];
+    }
+    float res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
+    for (; i < n; ++i) res += a[i];
+    return res;
+  }
+  int n2 = n / 2;
+  n2 -= n2 % 8;
+  return NumpyPairwise(a, n2) + NumpyPairwise(a + n2, n - n2);
+}
+
+TEST(EvaluateTest, NumpyPairwiseSumMatchesReference) {
+  const Model m = MakeModel(
+      "[inputs]\na = \"float32\"\n[adder]\nkind = \"ieee\"\n[accumulator]\nformat = "
+      "\"float32\"\n[chain]\nkind = \"pairwise\"\nleaf = 128\nunroll = 8\nsplit_multiple = 8\n");
+  Rng rng{2};
+  for (int t = 0; t < 300; ++t) {
+    const int n = 1 + static_cast<int>(rng.Next() % 700);
+    std::vector<float> x(n);
+    std::vector<uint64_t> xb(n);
+    for (int i = 0; i < n; ++i) xb[i] = F32(x[i] = rng.F(10));
+    const float want = x[0] + NumpyPairwise(x.data() + 1, n - 1);
+    SCOPED_TRACE(testing::Message() << "case " << t << " n " << n);
+    EXPECT_EQ(EvaluateSum(m, std::span(xb).subspan(1), xb[0])->bits, F32(want));
+  }
+}
+
+// ---- (b) Fused groups, hand-derived (style of Fasi, Higham, Mikaitis & Pranesh 2021). ----
+
+Model Fused(int g, int f, const char* norm, const char* align = "truncate",
+            const char* in = "float16") {
+  return MakeModel(std::string("[inputs]\na = \"") + in + "\"\n[adder]\nkind = \"fused\"\ngroup = " +
+                   std::to_string(g) + "\nfraction_bits = " + std::to_string(f) +
+                   "\nalignment = \"" + align + "\"\nnormalization_rounding = \"" + norm +
+                   "\"\n[accumulator]\nformat = \"float32\"\n[chain]\nkind = \"sequential\"\n");
+}
+
+constexpr uint64_t kH1 = 0x3C00;      // float16 1.0
+constexpr uint64_t kHm1 = 0xBC00;     // float16 -1.0
+constexpr uint64_t kH2m11 = 0x1000;   // float16 2^-11
+constexpr uint64_t kH2m12 = 0x0C00;   // float16 2^-12
+constexpr uint64_t kH2m24 = 0x0001;   // float16 2^-24 (smallest subnormal)
+
+TEST(EvaluateTest, FusedProductsAreExact) {
+  // (1 + 2^-10)^2 = 1 + 2^-9 + 2^-20: 21 bits, exact in the group and in float32.
+  const Model m = Fused(4, 24, "rtz");
+  const std::vector<uint64_t> a = {0x3C01, 0, 0, 0}, b = {0x3C01, 0, 0, 0};
+  EXPECT_EQ(EvaluateDot(m, a, b, 0)->bits, F32(1.0f + 0x1p-9f + 0x1p-20f));
+}
+
+TEST(EvaluateTest, FusedAlignmentTruncatesBelowEmaxMinusF) {
+  // Terms 1 and 2^-24 (= 2^-12 * 2^-12), emax = 0. With F = 23 the quantum is 2^-23 and 2^-24
+  // truncates to 0: result 1. With F = 24 it is kept: 1 + 2^-24, which float32 RZ makes 1,
+  // but with three such terms (F = 24): 1 + 3*2^-24 -> RZ to 1 + 2^-23.
+  const std::vector<uint64_t> a = {kH1, kH2m12, kH2m12, kH2m12};
+  const std::vector<uint64_t> b = {kH1, kH2m12, kH2m12, kH2m12};
+  EXPECT_EQ(EvaluateDot(Fused(4, 23, "rtz"), a, b, 0)->bits, F32(1.0f));
+  EXPECT_EQ(EvaluateDot(Fused(4, 24, "rtz"), a, b, 0)->bits, F32(1.0f + 0x1p-23f));
+  // With RNE at F = 24: 1 + 3*2^-24 = 1 + 1.5 ulp(1) rounds to the nearest, 1 + 2 ulp = 1 + 2^-22.
+  EXPECT_EQ(EvaluateDot(Fused(4, 24, "rne"), a, b, 0)->bits, F32(1.0f + 0x1p-22f));
+}
+
+TEST(EvaluateTest, FusedNoIntermediateNormalization) {
+  // 1 + (-1) + 2^-24 + 2^-24 (products). emax = 0, F = 23: each 2^-24 truncates to 0 before
+  // the (exact) cancellation, so the result is +0, although 2^-23 is representable.
+  // Sequential IEEE (normalizing after each add) would give 2^-23.
+  const std::vector<uint64_t> a = {kH1, kHm1, kH2m12, kH2m12};
+  const std::vector<uint64_t> b = {kH1, kH1, kH2m12, kH2m12};
+  EXPECT_EQ(EvaluateDot(Fused(4, 23, "rtz"), a, b, 0)->bits, 0u);
+  // F = 24 keeps them: 2^-23 exactly.
+  EXPECT_EQ(EvaluateDot(Fused(4, 24, "rtz"), a, b, 0)->bits, F32(0x1p-23f));
+}
+
+TEST(EvaluateTest, FusedCarryOutIsKept) {
+  // float16 max-significand products: (2 - 2^-10)^2 = 4 - 2^-8 + 2^-20, four of them:
+  // 16 - 2^-6 + 2^-18, nominal emax = 0 (E(a)+E(b) = 0), F = 23: quantum 2^-23, all exact.
+  // The sum carries out above 2^(emax+1) (no overflow of the aligned adder is modelled); the
+  // exact sum has bits 2^3 .. 2^-18, within float32's 24: 16 - 2^-6 + 2^-18 exactly.
+  const std::vector<uint64_t> a = {0x3FFF, 0x3FFF, 0x3FFF, 0x3FFF};
+  EXPECT_EQ(EvaluateDot(Fused(4, 23, "rtz"), a, a, 0)->bits,
+            F32(16.0f - 0x1p-6f + 0x1p-18f));
+}
+
+TEST(EvaluateTest, FusedAccumulatorAlignsToo) {
+  // c = 2^24 (float32), products 1 + 1 + 1 + 1 in one group: emax = 24, F = 23: quantum 2, the
+  // products (1 each) truncate to 0: result 2^24. With G = 4 the same four in one IEEE chain
+  // would give 2^24 + 4.
+  const std::vector<uint64_t> a = {kH1, kH1, kH1, kH1};
+  EXPECT_EQ(EvaluateDot(Fused(4, 23, "rtz"), a, a, F32(0x1p24f))->bits, F32(0x1p24f));
+  // round_down: a negative term truncates toward -inf: c = 2^24, products -1 each: each becomes
+  // -2, total 2^24 - 8.
+  const std::vector<uint64_t> na = {kHm1, kHm1, kHm1, kHm1};
+  EXPECT_EQ(EvaluateDot(Fused(4, 23, "rtz", "round_down"), na, a, F32(0x1p24f))->bits,
+            F32(0x1p24f - 8));
+  EXPECT_EQ(EvaluateDot(Fused(4, 23, "rtz"), na, a, F32(0x1p24f))->bits, F32(0x1p24f));
+}
+
+TEST(EvaluateTest, FusedIsNotMonotonic) {
+  // Increasing one product can decrease the result: it raises emax, and the coarser quantum
+  // truncates the small terms (Fasi et al. 2021, non-monotonicity). G = 3, F = 10, RZ, c = 0:
+  //   A: {1 - 2^-11, 2^-11, 2^-11}: emax = -1, quantum 2^-11, all exact: 1 + 2^-11.
+  //   B: {1,         2^-11, 2^-11}: emax =  0, quantum 2^-10, both 2^-11 truncate: 1.
+  // B's first product is larger, yet B's result is smaller.
+  const Model m = Fused(3, 10, "rtz");
+  const std::vector<uint64_t> a_small = {0x3BFF /*1 - 2^-11*/, kH2m11, kH2m11};
+  const std::vector<uint64_t> a_big = {kH1, kH2m11, kH2m11};
+  const std::vector<uint64_t> ones = {kH1, kH1, kH1};
+  EXPECT_EQ(EvaluateDot(m, a_small, ones, 0)->bits, F32(1.0f + 0x1p-11f));
+  EXPECT_EQ(EvaluateDot(m, a_big, ones, 0)->bits, F32(1.0f));
+}
+
+TEST(EvaluateTest, FusedPadsAndChainsGroups) {
+  // G = 2, five products of 1 * 2^-24 after c = 1 with F = 23: every group truncates the
+  // 2^-24 terms (emax 0, quantum 2^-23): result 1. A sequential IEEE RTZ chain gives 1 too,
+  // but G = 8 (one group, F = 24) keeps them: 1 + 5*2^-24 -> RZ 1 + 2^-22.
+  const std::vector<uint64_t> a = {kH2m12, kH2m12, kH2m12, kH2m12, kH2m12};
+  EXPECT_EQ(EvaluateDot(Fused(2, 23, "rtz"), a, a, F32(1.0f))->bits, F32(1.0f));
+  EXPECT_EQ(EvaluateDot(Fused(8, 24, "rtz"), a, a, F32(1.0f))->bits, F32(1.0f + 0x1p-22f));
+  // Subnormal float16 inputs: 2^-24 * 1: nominal E = -14 (Emin), exact value 2^-24.
+  const std::vector<uint64_t> s = {kH2m24}, one = {kH1};
+  EXPECT_EQ(EvaluateDot(Fused(1, 23, "rtz"), s, one, 0)->bits, F32(0x1p-24f));
+}
+
+TEST(EvaluateTest, ReducedAccumulatorPrecision) {
+  // float32 accumulator with 13 fraction bits (Hopper FP8): 1 + 2^-13 + 2^-14 -> RZ 1 + 2^-13.
+  const Model m = MakeModel(
+      "[inputs]\na = \"float32\"\n[adder]\nkind = \"fused\"\ngroup = 4\nfraction_bits = 25\n"
+      "[accumulator]\nformat = \"float32\"\nfraction_bits = 13\n[chain]\nkind = "
+      "\"sequential\"\n");
+  const std::vector<uint64_t> a = {F32(1.0f), F32(0x1p-13f), F32(0x1p-14f)};
+  const std::vector<uint64_t> b = {F32(1.0f), F32(1.0f), F32(1.0f)};
+  EXPECT_EQ(EvaluateDot(m, a, b, 0)->bits, F32(1.0f + 0x1p-13f));
+}
+
+// ---- (c) Every result lies within its analytical bound of the exact value. ----
+
+void CheckBounds(const Model& m, const FormatSpec& in, int cases, int max_k, uint64_t seed,
+                 int range = 12) {
+  Rng rng{seed};
+  const FormatSpec& cf = m.FinalAccumulatorFormat();
+  int checked = 0;
+  for (int t = 0; t < cases; ++t) {
+    const int k = 1 + static_cast<int>(rng.Next() % max_k);
+    std::vector<uint64_t> a(k), b(k);
+    const bool cancel = t % 2 == 1;
+    for (int i = 0; i < k; ++i) {
+      // Random inputs (converted by rounding float32 to the input format) with a wide range;
+      // odd cases take b_i = -b_{i-1} pairs for cancellation.
+      OpEnv env;
+      a[i] = Convert(Float32(), in, F32(rng.F(range)), env).bits;
+      b[i] = Convert(Float32(), in, F32(rng.F(range)), env).bits;
+      if (cancel && i % 2 == 1) {
+        a[i] = a[i - 1];
+        b[i] = b[i - 1] ^ in.d.sign_bit << in.pad_bits;
+        if (rng.Next() % 2) b[i] = Convert(Float32(), in, F32(rng.F(range)), env).bits;
+      }
+    }
+    const uint64_t c = Convert(Float32(), cf, F32(rng.F(range)), OpEnv{}).bits;
+    absl::StatusOr<EvalResult> r = EvaluateDot(m, a, b, c);
+    ASSERT_TRUE(r.ok());
+    ExactAccumulator exact = ExactDot(*m.inputs.a, a, *m.inputs.b, b, FormatValue{&cf, c});
+    // |result - exact| as an exact value rounded up to float64.
+    ExactAccumulator diff = exact;
+    const uint64_t neg = r->bits ^ (m.output.format->d.sign_bit << m.output.format->pad_bits);
+    diff.Add(*m.output.format, neg);
+    OpEnv up;
+    up.rounding = Rounding::kUpward;
+    const OpResult d = diff.Round(Float64(), up);
+    const double err = std::fabs(std::bit_cast<double>(d.bits));
+    // Upward rounding of a negative difference is toward zero: add one float64 ulp.
+    const double err_up = std::nextafter(err, INFINITY);
+    SCOPED_TRACE(testing::Message() << "case " << t << " k " << k << " seed " << seed);
+    EXPECT_LE(err_up, r->bound * (1 + 0x1p-40) + std::numeric_limits<double>::denorm_min())
+        << "err " << err << " bound " << r->bound;
+    ++checked;
+  }
+  EXPECT_EQ(checked, cases);
+}
+
+TEST(EvaluateTest, WithinBoundIeeeModels) {
+  CheckBounds(MakeModel(std::string(kIeeeBase) + "[chain]\nkind = \"sequential\"\n"), Float32(),
+              2000, 64, 11);
+  CheckBounds(MakeModel(std::string(kIeeeBase) +
+                        "[chain]\nkind = \"pairwise\"\nleaf = 8\n"),
+              Float32(), 2000, 300, 12);
+  CheckBounds(MakeModel(std::string(kIeeeBase) +
+                        "[chain]\nkind = \"split_k\"\nslices = 4\norder = \"random\"\n"),
+              Float32(), 2000, 64, 13);
+  CheckBounds(MakeModel("[inputs]\na = \"float32\"\nconvert_to = \"tfloat32\"\n"
+                        "convert_rounding = \"rtz\"\n[adder]\nkind = \"fma\"\nrounding = \"rtz\"\n"
+                        "[accumulator]\nformat = \"float32\"\n[chain]\nkind = \"strided\"\n"
+                        "ways = 3\n[output]\nformat = \"bfloat16\"\n"),
+              Float32(), 2000, 64, 14);
+}
+
+TEST(EvaluateTest, WithinBoundFusedModels) {
+  CheckBounds(MakeModel("[inputs]\na = \"bfloat16\"\n[adder]\nkind = \"fused\"\ngroup = 16\n"
+                        "fraction_bits = 25\n[accumulator]\nformat = \"float32\"\n"
+                        "[chain]\nkind = \"sequential\"\n"),
+              BFloat16(), 3000, 200, 21);
+  CheckBounds(MakeModel("[inputs]\na = \"float8_e4m3fn\"\n[adder]\nkind = \"fused\"\ngroup = 32\n"
+                        "fraction_bits = 13\n[accumulator]\nformat = \"float32\"\n"
+                        "fraction_bits = 13\n[chain]\nkind = \"promote\"\nevery = 128\n"),
+              Float8E4M3FN(), 2000, 400, 22, 7);
+  CheckBounds(MakeModel("[inputs]\na = \"float16\"\n[adder]\nkind = \"fused\"\ngroup = 4\n"
+                        "fraction_bits = 23\nalignment = \"round_down\"\n"
+                        "normalization_rounding = \"rne\"\n[accumulator]\nformat = \"float32\"\n"
+                        "[chain]\nkind = \"blocked\"\nblock = 8\n[output]\nformat = \"float16\"\n"),
+              Float16(), 2000, 100, 23, 3);
+}
+
+TEST(EvaluateTest, MatmulLayoutsAgreeWithDot) {
+  const Model m = MakeModel(std::string(kIeeeBase) + "[chain]\nkind = \"sequential\"\n");
+  Rng rng{5};
+  const int M = 3, N = 4, K = 5;
+  std::vector<uint64_t> a(M * K), b(K * N), at(M * K), bt(K * N), d1(M * N), d2(M * N);
+  for (int i = 0; i < M; ++i)
+    for (int p = 0; p < K; ++p) at[p * M + i] = a[i * K + p] = F32(rng.F(4));
+  for (int p = 0; p < K; ++p)
+    for (int j = 0; j < N; ++j) bt[j * K + p] = b[p * N + j] = F32(rng.F(4));
+  ASSERT_TRUE(EvaluateMatmul(m, M, N, K, a, Layout::kRowMajor, b, Layout::kRowMajor, {}, d1).ok());
+  ASSERT_TRUE(
+      EvaluateMatmul(m, M, N, K, at, Layout::kColumnMajor, bt, Layout::kColumnMajor, {}, d2).ok());
+  EXPECT_EQ(d1, d2);
+  std::vector<uint64_t> row(a.begin() + K, a.begin() + 2 * K), col(K);
+  for (int p = 0; p < K; ++p) col[p] = b[p * N + 2];
+  EXPECT_EQ(d1[1 * N + 2], EvaluateDot(m, row, col, 0)->bits);
+  EXPECT_FALSE(EvaluateMatmul(m, M, N, K, a, Layout::kRowMajor, b, Layout::kRowMajor, {},
+                              std::span(d1).first(3)).ok());
+}
+
+}  // namespace
+}  // namespace fpconform

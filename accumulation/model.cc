@@ -1,0 +1,511 @@
+#include "accumulation/model.h"
+
+#include <cstdint>
+#include <fstream>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <utility>
+
+#include <toml++/toml.h>
+
+#include "absl/status/status.h"
+
+namespace fpconform {
+namespace {
+
+// Debian's Abseil has its own absl::string_view, so StrCat does not take std::string_view.
+template <typename... T>
+std::string Cat(const T&... parts) {
+  std::ostringstream os;
+  (os << ... << parts);
+  return os.str();
+}
+
+template <typename C>
+std::string Join(const C& items, std::string_view sep) {
+  std::string out;
+  for (const auto& item : items) {
+    if (!out.empty()) out += sep;
+    out += std::string_view(item);
+  }
+  return out;
+}
+
+// Reads one model; the first error sticks (later lookups are skipped).
+class Reader {
+ public:
+  explicit Reader(std::string_view file) : file_(file) {}
+
+  bool ok() const { return status_.ok(); }
+  absl::Status status() const { return status_; }
+
+  void Fail(const toml::node* where, std::string_view key, std::string_view what) {
+    if (!status_.ok()) return;
+    int64_t line = where != nullptr ? static_cast<int64_t>(where->source().begin.line) : 0;
+    status_ = absl::InvalidArgumentError(
+        line > 0 ? Cat(file_, ":", line, ": ", key, ": ", what)
+                 : Cat(file_, ": ", key, ": ", what));
+  }
+
+  // Every key of `t` must be in `allowed`.
+  void CheckKeys(const toml::table& t, std::string_view prefix,
+                 const std::set<std::string_view>& allowed) {
+    for (const auto& [k, v] : t) {
+      if (!allowed.contains(k.str())) {
+        Fail(&v, Dotted(prefix, k.str()), "unknown key");
+        return;
+      }
+    }
+  }
+
+  static std::string Dotted(std::string_view prefix, std::string_view key) {
+    return prefix.empty() ? std::string(key) : Cat(prefix, ".", key);
+  }
+
+  const toml::node* Node(const toml::table& t, std::string_view key) { return t.get(key); }
+
+  std::optional<std::string> String(const toml::table& t, std::string_view prefix,
+                                    std::string_view key, bool required,
+                                    const toml::node* table_node) {
+    if (!ok()) return std::nullopt;
+    const toml::node* n = t.get(key);
+    const std::string dotted = Dotted(prefix, key);
+    if (n == nullptr) {
+      if (required) Fail(table_node, dotted, "required key missing");
+      return std::nullopt;
+    }
+    const auto* s = n->as_string();
+    if (s == nullptr) {
+      Fail(n, dotted, "must be a string");
+      return std::nullopt;
+    }
+    Record(dotted, Cat("\"", s->get(), "\""), n);
+    return s->get();
+  }
+
+  std::optional<int64_t> Int(const toml::table& t, std::string_view prefix, std::string_view key,
+                             bool required, int64_t lo, int64_t hi,
+                             const toml::node* table_node) {
+    if (!ok()) return std::nullopt;
+    const toml::node* n = t.get(key);
+    const std::string dotted = Dotted(prefix, key);
+    if (n == nullptr) {
+      if (required) Fail(table_node, dotted, "required key missing");
+      return std::nullopt;
+    }
+    const auto* i = n->as_integer();
+    if (i == nullptr || i->get() < lo || i->get() > hi) {
+      std::string got;
+      if (i != nullptr) got = Cat(", got ", i->get());
+      Fail(n, dotted, Cat("must be an integer in ", lo, "..", hi, got));
+      return std::nullopt;
+    }
+    Record(dotted, Cat(i->get()), n);
+    return i->get();
+  }
+
+  std::optional<bool> Bool(const toml::table& t, std::string_view prefix, std::string_view key) {
+    if (!ok()) return std::nullopt;
+    const toml::node* n = t.get(key);
+    if (n == nullptr) return std::nullopt;
+    const auto* b = n->as_boolean();
+    const std::string dotted = Dotted(prefix, key);
+    if (b == nullptr) {
+      Fail(n, dotted, "must be true or false");
+      return std::nullopt;
+    }
+    Record(dotted, b->get() ? "true" : "false", n);
+    return b->get();
+  }
+
+  const FormatSpec* Format(const toml::table& t, std::string_view prefix, std::string_view key,
+                           bool required, const toml::node* table_node) {
+    std::optional<std::string> s = String(t, prefix, key, required, table_node);
+    if (!s) return nullptr;
+    const FormatSpec* f = FindFormat(*s);
+    if (f == nullptr || !IsFloat(*f)) {
+      Fail(t.get(key), Dotted(prefix, key),
+           Cat("not a float format of the table: \"", *s, "\""));
+      return nullptr;
+    }
+    return f;
+  }
+
+  // Parses a rounding into env (default kept when absent). `only` restricts the set.
+  void RoundingKey(const toml::table& t, std::string_view prefix, std::string_view key,
+                   OpEnv& env, std::initializer_list<std::string_view> only = {}) {
+    std::optional<std::string> s = String(t, prefix, key, false, nullptr);
+    if (!s) return;
+    bool allowed = only.size() == 0;
+    for (std::string_view o : only) allowed |= (o == *s);
+    OpEnv parsed = env;
+    if (!allowed || !ParseRounding(*s, parsed)) {
+      std::string set = only.size() == 0 ? "rne rna rtz rup rdn rto sr<k>"
+                                         : Join(only, " ");
+      Fail(t.get(key), Dotted(prefix, key), Cat("must be one of ", set, ", got \"",
+                                                         *s, "\""));
+      return;
+    }
+    env = parsed;
+  }
+
+  // Which of `choices` the string is; -1 (and an error) otherwise. `def` when absent.
+  int Choice(const toml::table& t, std::string_view prefix, std::string_view key, bool required,
+             const std::vector<std::string_view>& choices, int def,
+             const toml::node* table_node) {
+    std::optional<std::string> s = String(t, prefix, key, required, table_node);
+    if (!s) return ok() ? def : -1;
+    for (size_t i = 0; i < choices.size(); ++i) {
+      if (choices[i] == *s) return static_cast<int>(i);
+    }
+    Fail(t.get(key), Dotted(prefix, key),
+         Cat("must be one of ", Join(choices, " "), ", got \"", *s, "\""));
+    return -1;
+  }
+
+  void Record(const std::string& dotted, std::string value, const toml::node* n) {
+    parameters_.emplace_back(dotted, std::move(value));
+    lines_[dotted] = n;
+  }
+
+  std::vector<std::pair<std::string, std::string>> parameters_;
+  std::map<std::string, const toml::node*> lines_;
+
+ private:
+  std::string file_;
+  absl::Status status_;
+};
+
+// A required sub-table, or nullptr (with an error when required).
+const toml::table* SubTable(Reader& r, const toml::table& root, std::string_view key,
+                            bool required) {
+  if (!r.ok()) return nullptr;
+  const toml::node* n = root.get(key);
+  if (n == nullptr) {
+    if (required) r.Fail(nullptr, key, "required table missing");
+    return nullptr;
+  }
+  const toml::table* t = n->as_table();
+  if (t == nullptr) r.Fail(n, key, "must be a table");
+  return t;
+}
+
+// Rejects `key` in `t` (it does not apply to the chosen kind).
+void Reject(Reader& r, const toml::table& t, std::string_view prefix, std::string_view key,
+            std::string_view why) {
+  if (!r.ok()) return;
+  if (const toml::node* n = t.get(key)) r.Fail(n, Reader::Dotted(prefix, key), why);
+}
+
+bool ValidName(std::string_view s) {
+  if (s.empty()) return false;
+  for (char ch : s) {
+    if (!((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '-' || ch == '.')) {
+      return false;
+    }
+  }
+  return true;
+}
+
+absl::StatusOr<Model> Parse(const toml::table& root, std::string_view file) {
+  Reader r(file);
+  Model m;
+  r.CheckKeys(root, "",
+              {"name", "description", "operations", "inputs", "product", "adder", "accumulator",
+               "chain", "output", "provenance"});
+  // Top level.
+  if (auto s = r.String(root, "", "name", true, nullptr)) {
+    if (!ValidName(*s)) r.Fail(root.get("name"), "name", "must match [a-z0-9.-]+");
+    m.name = *s;
+    if (file.size() > 5 && file.substr(file.size() - 5) == ".toml") {
+      std::string_view stem = file.substr(0, file.size() - 5);
+      if (size_t slash = stem.find_last_of('/'); slash != std::string_view::npos) {
+        stem = stem.substr(slash + 1);
+      }
+      if (stem != *s) {
+        r.Fail(root.get("name"), "name",
+               Cat("must equal the file's stem \"", stem, "\", got \"", *s, "\""));
+      }
+    }
+  }
+  if (auto s = r.String(root, "", "description", true, nullptr)) {
+    if (s->find('\n') != std::string::npos) {
+      r.Fail(root.get("description"), "description", "must be one line");
+    }
+    m.description = *s;
+  }
+  if (const toml::node* ops = root.get("operations"); ops != nullptr && r.ok()) {
+    const toml::array* arr = ops->as_array();
+    if (arr == nullptr) {
+      r.Fail(ops, "operations", "must be an array of \"dot\" \"matmul\" \"sum\"");
+    } else {
+      m.op_dot = m.op_matmul = m.op_sum = false;
+      for (const toml::node& e : *arr) {
+        const auto* s = e.as_string();
+        std::string v = s != nullptr ? s->get() : "";
+        if (v == "dot") m.op_dot = true;
+        else if (v == "matmul") m.op_matmul = true;
+        else if (v == "sum") m.op_sum = true;
+        else {
+          r.Fail(&e, "operations", "entries must be \"dot\", \"matmul\" or \"sum\"");
+          break;
+        }
+      }
+    }
+  }
+
+  // [inputs]
+  if (const toml::table* t = SubTable(r, root, "inputs", true)) {
+    r.CheckKeys(*t, "inputs", {"a", "b", "convert_to", "convert_rounding", "daz"});
+    m.inputs.a = r.Format(*t, "inputs", "a", true, t);
+    m.inputs.b = r.Format(*t, "inputs", "b", false, t);
+    if (m.inputs.b == nullptr) m.inputs.b = m.inputs.a;
+    m.inputs.convert_to = r.Format(*t, "inputs", "convert_to", false, t);
+    if (m.inputs.convert_to == nullptr) {
+      Reject(r, *t, "inputs", "convert_rounding", "applies only with inputs.convert_to");
+    }
+    r.RoundingKey(*t, "inputs", "convert_rounding", m.inputs.convert_env);
+    if (auto b = r.Bool(*t, "inputs", "daz")) m.inputs.daz = *b;
+  }
+
+  // [product]
+  if (const toml::table* t = SubTable(r, root, "product", false)) {
+    r.CheckKeys(*t, "product", {"policy", "format", "rounding"});
+    int p = r.Choice(*t, "product", "policy", false, {"exact", "round"}, 0, t);
+    m.product.policy = p == 1 ? ProductPolicy::kRound : ProductPolicy::kExact;
+    if (p == 1) {
+      m.product.format = r.Format(*t, "product", "format", true, t);
+      r.RoundingKey(*t, "product", "rounding", m.product.env);
+    } else {
+      Reject(r, *t, "product", "format", "applies only with product.policy = \"round\"");
+      Reject(r, *t, "product", "rounding", "applies only with product.policy = \"round\"");
+    }
+  }
+
+  // [adder]
+  if (const toml::table* t = SubTable(r, root, "adder", true)) {
+    r.CheckKeys(*t, "adder",
+                {"kind", "rounding", "group", "fraction_bits", "alignment", "alignment_exponent",
+                 "normalization_rounding"});
+    int k = r.Choice(*t, "adder", "kind", true, {"ieee", "fma", "fused"}, 0, t);
+    m.adder.kind = k == 2 ? AdderKind::kFused : k == 1 ? AdderKind::kFma : AdderKind::kIeee;
+    if (k == 2) {
+      Reject(r, *t, "adder", "rounding", "does not apply to a fused adder "
+                                         "(use adder.normalization_rounding)");
+      m.adder.group = static_cast<int>(r.Int(*t, "adder", "group", true, 1, 256, t).value_or(1));
+      m.adder.fraction_bits =
+          static_cast<int>(r.Int(*t, "adder", "fraction_bits", true, 1, 100, t).value_or(1));
+      int a = r.Choice(*t, "adder", "alignment", false, {"truncate", "round_down"}, 0, t);
+      m.adder.alignment = a == 1 ? Alignment::kRoundDown : Alignment::kTruncate;
+      int e = r.Choice(*t, "adder", "alignment_exponent", false, {"nominal", "actual"}, 0, t);
+      m.adder.alignment_exponent =
+          e == 1 ? AlignmentExponent::kActual : AlignmentExponent::kNominal;
+      m.adder.env.rounding = Rounding::kTowardZero;
+      r.RoundingKey(*t, "adder", "normalization_rounding", m.adder.env, {"rtz", "rne"});
+    } else if (k >= 0) {
+      for (std::string_view key :
+           {"group", "fraction_bits", "alignment", "alignment_exponent",
+            "normalization_rounding"}) {
+        Reject(r, *t, "adder", key, "applies only to adder.kind = \"fused\"");
+      }
+      r.RoundingKey(*t, "adder", "rounding", m.adder.env);
+      if (k == 1 && m.product.policy != ProductPolicy::kExact) {
+        r.Fail(t->get("kind"), "adder.kind", "\"fma\" needs product.policy = \"exact\"");
+      }
+    }
+  }
+
+  // [accumulator]
+  if (const toml::table* t = SubTable(r, root, "accumulator", true)) {
+    r.CheckKeys(*t, "accumulator", {"format", "fraction_bits", "rounding"});
+    m.accumulator.format = r.Format(*t, "accumulator", "format", true, t);
+    if (m.accumulator.format != nullptr) {
+      m.accumulator.fraction_bits = m.accumulator.format->fraction_bits;
+      if (m.accumulator.format->nonfinite != NonFinite::kIeee ||
+          !m.accumulator.format->has_zero) {
+        r.Fail(t->get("format"), "accumulator.format",
+               "must be an IEEE-like format with zero and Inf (float16/bfloat16/tfloat32/"
+               "float32/float64)");
+      }
+      if (auto fb = r.Int(*t, "accumulator", "fraction_bits", false, 1,
+                          m.accumulator.format->fraction_bits, t)) {
+        m.accumulator.fraction_bits = static_cast<int>(*fb);
+      }
+    }
+    r.RoundingKey(*t, "accumulator", "rounding", m.accumulator.combine_env);
+  }
+
+  // [chain]
+  if (const toml::table* t = SubTable(r, root, "chain", true)) {
+    r.CheckKeys(*t, "chain",
+                {"kind", "leaf", "unroll", "split_multiple", "block", "ways", "combine", "slices",
+                 "order", "every", "format", "rounding"});
+    int k = r.Choice(*t, "chain", "kind", true,
+                     {"sequential", "pairwise", "blocked", "strided", "split_k", "promote",
+                      "tree"},
+                     0, t);
+    if (k == 6) r.Fail(t->get("kind"), "chain.kind", "\"tree\" is reserved, not implemented");
+    const std::map<int, std::set<std::string_view>> applies = {
+        {0, {}},
+        {1, {"leaf", "unroll", "split_multiple"}},
+        {2, {"block"}},
+        {3, {"ways", "combine"}},
+        {4, {"slices", "order"}},
+        {5, {"every", "format", "rounding"}}};
+    if (k >= 0 && k <= 5) {
+      m.chain.kind = static_cast<ChainKind>(k);
+      for (const auto& [key, v] : *t) {
+        if (key.str() != "kind" && !applies.at(k).contains(key.str())) {
+          r.Fail(&v, Reader::Dotted("chain", key.str()),
+                 "does not apply to this chain.kind");
+          break;
+        }
+      }
+    }
+    const int g = m.adder.kind == AdderKind::kFused ? m.adder.group : 1;
+    auto multiple_of_g = [&](std::string_view key, int64_t v) {
+      if (v % g != 0) {
+        r.Fail(t->get(key), Reader::Dotted("chain", key),
+               Cat("must be a multiple of adder.group (", g, ") with a fused adder"));
+      }
+    };
+    constexpr int64_t kBig = int64_t{1} << 30;
+    switch (m.chain.kind) {
+      case ChainKind::kSequential:
+        break;
+      case ChainKind::kPairwise:
+        if (auto v = r.Int(*t, "chain", "leaf", false, 1, kBig, t)) m.chain.leaf = int(*v);
+        if (auto v = r.Int(*t, "chain", "unroll", false, 1, 64, t)) m.chain.unroll = int(*v);
+        if (auto v = r.Int(*t, "chain", "split_multiple", false, 1, kBig, t)) {
+          m.chain.split_multiple = int(*v);
+        }
+        if (r.ok() && g > 1) {
+          multiple_of_g("leaf", m.chain.leaf);
+          if (m.chain.unroll != 1) r.Fail(t->get("unroll"), "chain.unroll",
+                                          "must be 1 with a fused adder");
+          multiple_of_g("split_multiple", m.chain.split_multiple);
+        }
+        break;
+      case ChainKind::kBlocked:
+        if (auto v = r.Int(*t, "chain", "block", true, 1, kBig, t)) {
+          m.chain.block = int(*v);
+          multiple_of_g("block", *v);
+        }
+        break;
+      case ChainKind::kStrided: {
+        if (auto v = r.Int(*t, "chain", "ways", true, 2, 4096, t)) m.chain.ways = int(*v);
+        int c = r.Choice(*t, "chain", "combine", false, {"sequential", "pairwise"}, 0, t);
+        m.chain.combine = c == 1 ? CombineOrder::kPairwise : CombineOrder::kSequential;
+        break;
+      }
+      case ChainKind::kSplitK: {
+        if (auto v = r.Int(*t, "chain", "slices", true, 1, 4096, t)) m.chain.slices = int(*v);
+        int o = r.Choice(*t, "chain", "order", false, {"fixed", "random"}, 0, t);
+        m.chain.order = o == 1 ? SplitOrder::kRandom : SplitOrder::kFixed;
+        break;
+      }
+      case ChainKind::kPromote:
+        if (auto v = r.Int(*t, "chain", "every", true, 1, kBig, t)) {
+          m.chain.every = int(*v);
+          multiple_of_g("every", *v);
+        }
+        m.chain.promote_format = r.Format(*t, "chain", "format", false, t);
+        if (m.chain.promote_format == nullptr) m.chain.promote_format = &Float32();
+        if (r.ok() && m.chain.promote_format->nonfinite != NonFinite::kIeee) {
+          r.Fail(t->get("format"), "chain.format", "must be an IEEE-like format");
+        }
+        r.RoundingKey(*t, "chain", "rounding", m.chain.promote_env);
+        break;
+    }
+  }
+
+  // [output]
+  if (const toml::table* t = SubTable(r, root, "output", false)) {
+    r.CheckKeys(*t, "output", {"format", "rounding", "sat"});
+    m.output.format = r.Format(*t, "output", "format", false, t);
+    r.RoundingKey(*t, "output", "rounding", m.output.env);
+    if (auto b = r.Bool(*t, "output", "sat")) m.output.env.saturate = *b;
+  }
+  if (r.ok() && m.output.format == nullptr) m.output.format = &m.FinalAccumulatorFormat();
+
+  // [provenance]
+  std::vector<std::pair<std::string, std::string>> params = r.parameters_;
+  if (const toml::table* t = SubTable(r, root, "provenance", true)) {
+    std::set<std::string> present;
+    for (const auto& [k, v] : params) present.insert(k);
+    for (const auto& [k, v] : *t) {
+      if (!r.ok()) break;
+      const std::string key(k.str());
+      const std::string dotted = Cat("provenance.", key);
+      if (key == "unconfirmed") {
+        const toml::array* arr = v.as_array();
+        if (arr == nullptr) {
+          r.Fail(&v, dotted, "must be an array of parameter names");
+          break;
+        }
+        for (const toml::node& e : *arr) {
+          const auto* s = e.as_string();
+          if (s == nullptr || !present.contains(s->get())) {
+            r.Fail(&e, dotted,
+                   Cat("entries must name parameters the file sets",
+                                s != nullptr ? Cat(", got \"", s->get(), "\"") : ""));
+            break;
+          }
+          m.unconfirmed.push_back(s->get());
+        }
+        continue;
+      }
+      const auto* s = v.as_string();
+      if (s == nullptr) {
+        r.Fail(&v, dotted, "must be a string (the source)");
+      } else if (!present.contains(key)) {
+        r.Fail(&v, dotted, "names a parameter the file does not set");
+      } else {
+        m.provenance[key] = s->get();
+      }
+    }
+    for (const auto& [k, v] : params) {
+      if (!r.ok()) break;
+      if (k == "name" || k == "description" || k == "output.sat") continue;
+      if (!m.provenance.contains(k)) {
+        r.Fail(r.lines_[k], k, "has no source in [provenance] (say \"unknown\" and list it "
+                               "in provenance.unconfirmed)");
+      }
+    }
+  }
+  if (!r.ok()) return r.status();
+  m.parameters = std::move(params);
+  return m;
+}
+
+}  // namespace
+
+absl::StatusOr<Model> ParseModel(std::string_view toml_text, std::string_view file_name) {
+  const std::string file = file_name.empty() ? std::string("<model>") : std::string(file_name);
+  toml::table root;
+  try {
+    root = toml::parse(toml_text, file);
+  } catch (const toml::parse_error& e) {
+    return absl::InvalidArgumentError(Cat(file, ":", e.source().begin.line,
+                                                   ": TOML syntax: ", e.description()));
+  } catch (const std::exception& e) {
+    return absl::InvalidArgumentError(Cat(file, ": ", e.what()));
+  }
+  try {
+    return Parse(root, file);
+  } catch (const std::exception& e) {
+    return absl::InvalidArgumentError(Cat(file, ": ", e.what()));
+  }
+}
+
+absl::StatusOr<Model> LoadModelFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(Cat(path, ": cannot open model file"));
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) return absl::NotFoundError(Cat(path, ": cannot read model file"));
+  return ParseModel(ss.str(), path);
+}
+
+}  // namespace fpconform

@@ -1,0 +1,127 @@
+// An accumulation model: how a platform computes d = c + sum_i a_i * b_i (and sum_i x_i), read
+// from a TOML model file whose schema is accumulation/MODEL_FORMAT.md (the reference; this
+// header only mirrors it). A platform is a file, not code (DESIGN.md, "Models are data").
+//
+// Errors: ParseModel / LoadModelFile return an absl::Status (InvalidArgument; NotFound for a
+// missing file) whose message names the file, the line and the dotted key:
+//   "bad.toml:7: adder.group: must be an integer in 1..256, got 0"
+// Unknown tables or keys, wrong types, values outside their set, missing required keys, keys that
+// do not apply to the chosen kind, and provenance entries for absent parameters are all errors.
+// Parsing never throws out of this API and never aborts.
+//
+// Example:
+//   absl::StatusOr<Model> m = ParseModel(R"(
+//     name = "cpu-f32-seq"
+//     description = "float32 loop"
+//     [inputs]
+//     a = "float32"
+//     [adder]
+//     kind = "fma"
+//     [accumulator]
+//     format = "float32"
+//     [chain]
+//     kind = "sequential"
+//     [provenance]
+//     "inputs.a" = "by definition"
+//     "adder.kind" = "C fmaf loop"
+//     "accumulator.format" = "float s"
+//     "chain.kind" = "loop order"
+//   )", "cpu-f32-seq.toml");
+//   m->adder.kind == AdderKind::kFma;  m->output.format == &Float32();
+#ifndef FPCONFORM_ACCUMULATION_MODEL_H_
+#define FPCONFORM_ACCUMULATION_MODEL_H_
+
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "formats/format_spec.h"
+#include "formats/op_env.h"
+
+namespace fpconform {
+
+enum class ProductPolicy : uint8_t { kExact, kRound };
+enum class AdderKind : uint8_t { kIeee, kFma, kFused };
+enum class Alignment : uint8_t { kTruncate, kRoundDown };
+enum class AlignmentExponent : uint8_t { kNominal, kActual };
+enum class ChainKind : uint8_t { kSequential, kPairwise, kBlocked, kStrided, kSplitK, kPromote };
+enum class CombineOrder : uint8_t { kSequential, kPairwise };
+enum class SplitOrder : uint8_t { kFixed, kRandom };
+
+struct Model {
+  std::string name;
+  std::string description;
+  bool op_dot = true, op_matmul = true, op_sum = true;  // `operations`.
+
+  struct Inputs {
+    const FormatSpec* a = nullptr;
+    const FormatSpec* b = nullptr;           // Defaults to a.
+    const FormatSpec* convert_to = nullptr;  // nullptr: no conversion.
+    OpEnv convert_env;                       // convert_rounding.
+    bool daz = false;
+  } inputs;
+
+  struct Product {
+    ProductPolicy policy = ProductPolicy::kExact;
+    const FormatSpec* format = nullptr;  // kRound only.
+    OpEnv env;
+  } product;
+
+  struct Adder {
+    AdderKind kind = AdderKind::kIeee;
+    OpEnv env;  // ieee/fma: rounding of each step; fused: normalization_rounding (rtz|rne).
+    int group = 1;           // fused: G.
+    int fraction_bits = 0;   // fused: F.
+    Alignment alignment = Alignment::kTruncate;
+    AlignmentExponent alignment_exponent = AlignmentExponent::kNominal;
+  } adder;
+
+  struct Accumulator {
+    const FormatSpec* format = nullptr;
+    int fraction_bits = 0;  // == format->fraction_bits unless reduced.
+    OpEnv combine_env;      // `rounding`: combine additions.
+  } accumulator;
+
+  struct Chain {
+    ChainKind kind = ChainKind::kSequential;
+    int leaf = 8, unroll = 1, split_multiple = 1;  // pairwise.
+    int block = 0;                                  // blocked.
+    int ways = 0;                                   // strided.
+    CombineOrder combine = CombineOrder::kSequential;
+    int slices = 0;                                 // split_k.
+    SplitOrder order = SplitOrder::kFixed;
+    int every = 0;                                  // promote.
+    const FormatSpec* promote_format = nullptr;     // promote: chain.format (float32).
+    OpEnv promote_env;                              // promote: chain.rounding.
+  } chain;
+
+  struct Output {
+    const FormatSpec* format = nullptr;  // Defaults: accumulator (promote: chain.format).
+    OpEnv env;                           // rounding (incl. sr<k>) and sat.
+  } output;
+
+  // Dotted parameter name -> source, for every parameter the file sets (MODEL_FORMAT.md).
+  std::map<std::string, std::string> provenance;
+  std::vector<std::string> unconfirmed;
+  // Every parameter the file sets, as (dotted name, value as written), in file order, for
+  // `fpconform models show`.
+  std::vector<std::pair<std::string, std::string>> parameters;
+
+  // The format the chain's final accumulator is in (chain.format for promote).
+  const FormatSpec& FinalAccumulatorFormat() const {
+    return chain.kind == ChainKind::kPromote ? *chain.promote_format : *accumulator.format;
+  }
+};
+
+// Parses a model from TOML text. `file_name` is used only in error messages and, when non-empty
+// and ending in ".toml", to check that `name` equals the file's stem.
+absl::StatusOr<Model> ParseModel(std::string_view toml_text, std::string_view file_name);
+
+// Reads and parses a model file (NotFound if it cannot be read).
+absl::StatusOr<Model> LoadModelFile(const std::string& path);
+
+}  // namespace fpconform
+
+#endif  // FPCONFORM_ACCUMULATION_MODEL_H_
