@@ -356,8 +356,9 @@ class Evaluator {
     return z ^ (z >> 31);
   }
 
-  static OpEnv ConvEnv(bool daz) {
-    OpEnv e;
+  // The model's input conversion (inputs.convert_rounding, e.g. rtz for tf32), plus daz.
+  OpEnv ConvEnv(bool daz) const {
+    OpEnv e = m_.inputs.convert_env;
     e.denormals_are_zero = daz;
     return e;
   }

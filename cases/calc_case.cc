@@ -231,7 +231,8 @@ CalcLineResult::Kind ParseVariadic(Tokenizer tok, std::string_view rounding,
   };
   const std::string_view n_text = tok.Next();
   if (n_text.empty()) {
-    return fail(absl::StrCat("'", Av(op.name), "' needs the count n (decimal) after the rounding"));
+    return fail(absl::StrCat("'", Av(op.name), "' needs the count n (decimal) after the ",
+                             op.resolve_model != nullptr ? "model" : "rounding"));
   }
   int64_t n = 0;
   for (char ch : n_text) {
@@ -246,7 +247,8 @@ CalcLineResult::Kind ParseVariadic(Tokenizer tok, std::string_view rounding,
     }
   }
   const bool stochastic = c.env.rounding == Rounding::kStochastic;
-  const int64_t value_count = n * op.operand_groups;
+  const int64_t group_count = n * op.operand_groups;
+  const int64_t value_count = group_count + op.trailing_operands;
   const int64_t want = value_count + (stochastic ? 1 : 0);
   // Count first (a wrong count is reported as such, before any operand's value).
   int64_t count = 0;
@@ -254,13 +256,21 @@ CalcLineResult::Kind ParseVariadic(Tokenizer tok, std::string_view rounding,
   if (count != want) {
     std::string expected = absl::StrCat(value_count, " operand", value_count == 1 ? "" : "s", " (");
     if (op.operand_groups > 1) absl::StrAppend(&expected, op.operand_groups, " x n, ");
-    absl::StrAppend(&expected, "n = ", n, ")");
+    absl::StrAppend(&expected, "n = ", n);
+    if (op.trailing_operands > 0) absl::StrAppend(&expected, ", then ", op.trailing_operands);
+    absl::StrAppend(&expected, ")");
     if (stochastic) absl::StrAppend(&expected, " plus the random bits of ", Av(rounding));
     return fail(absl::StrCat("'", Av(op.name), "' takes ", expected, ", got ", count));
   }
   values.resize(static_cast<size_t>(value_count));
   for (int64_t i = 0; i < value_count; ++i) {
-    std::string problem = ParseOperand(tok.Next(), i, *c.src, values[static_cast<size_t>(i)]);
+    const FormatSpec* f = c.src;
+    if (i >= group_count) {
+      f = c.trailing;
+    } else if (i >= n && c.src_b != nullptr) {
+      f = c.src_b;
+    }
+    std::string problem = ParseOperand(tok.Next(), i, *f, values[static_cast<size_t>(i)]);
     if (!problem.empty()) return fail(std::move(problem));
   }
   if (stochastic) {
@@ -302,6 +312,17 @@ CalcLineResult::Kind ParseLine(std::string_view line, std::span<const CalcOp> ex
   }
   const CalcOp& op = *c.op;
   c.env = OpEnv{};
+  c.src_b = nullptr;
+  c.trailing = nullptr;
+  c.model = nullptr;
+
+  if (op.resolve_model != nullptr) {
+    const std::string_view name = tok.Next();
+    if (name.empty()) return fail(absl::StrCat("'", Av(op.name), "' needs a model name"));
+    std::string problem = op.resolve_model(op, name, c);
+    if (!problem.empty()) return fail(std::move(problem));
+    return ParseVariadic(tok, "", values, c, error);
+  }
 
   std::string_view token = tok.Next();
   if (token.empty()) {

@@ -71,6 +71,16 @@
 // followed by operand_groups * n operands in the source format (dot: a_1..a_n then b_1..b_n;
 // sum: x_1..x_n), plus the sr<k> random bits last. n is 0..kMaxCalcCount, decimal digits only
 // (no sign, no 0x); the operands of a variadic case may be as many as the line holds.
+//
+// Model ops (CalcOp::resolve_model set; accumulation/calc_model_ops.h's mdot and msum) are
+// variadic ops whose second token is a model name instead of a format, with no rounding token
+// (the model fixes every rounding):
+//
+//   <op> <model> <n> <operand>...
+//
+// followed by operand_groups * n operands (group 1 in c.src, group 2 in c.src_b) and then
+// trailing_operands operands in c.trailing; the model's output format is the result's. The
+// resolver validates the name; its message (e.g. an unknown model) becomes the line's error.
 #ifndef FPCONFORM_CASES_CALC_CASE_H_
 #define FPCONFORM_CASES_CALC_CASE_H_
 
@@ -112,6 +122,11 @@ struct CalcCase {
   // the runner; valid during eval only).
   int64_t count = 0;
   std::span<const uint64_t> values;
+  // Model ops only (CalcOp::resolve_model): the format of the second operand group (nullptr: the
+  // same as src), the format of the trailing operands, and the op's parsed model (opaque here).
+  const FormatSpec* src_b = nullptr;
+  const FormatSpec* trailing = nullptr;
+  const void* model = nullptr;
 };
 
 // A row of the op table.
@@ -124,6 +139,12 @@ struct CalcOp {
   // 0: fixed arity (num_operands). k > 0: variadic, a decimal n then k * n operands
   // (num_operands must be 0).
   int operand_groups = 0;
+  // Model ops (see "Model ops" above): non-null for an op whose second token names a model. It
+  // looks `name` up and sets c.src, c.src_b, c.trailing, c.dst and c.model, or returns the
+  // problem (empty string: success). Not called concurrently by one runner.
+  std::string (*resolve_model)(const CalcOp& op, std::string_view name, CalcCase& c) = nullptr;
+  const void* context = nullptr;  // For resolve_model and eval (via c.op); owned by the caller.
+  int trailing_operands = 0;      // Model ops: operands after the groups, in c.trailing.
 };
 
 // The built-in op table, in the order --help lists it (extra ops are not included).

@@ -5,6 +5,9 @@
 
 #include "absl/status/statusor.h"
 #include "cases/calc_case.h"
+#include <vector>
+
+#include "accumulation/calc_model_ops.h"
 #include "cli/commands.h"
 #include "oracles/calc_exact_ops.h"
 
@@ -17,6 +20,10 @@ CLI::App* AddCalcCommand(CLI::App& root, CalcOptions& options) {
       "line.");
   app->add_option("-i,--input", options.input, "Read cases from FILE (default: standard input)")
       ->type_name("FILE");
+  app->add_option("--models-dir", options.models_dir,
+                  "Model files for mdot/msum (default: $FPCONFORM_MODELS_DIR, else the source "
+                  "tree's accumulation/models)")
+      ->type_name("DIR");
   app->footer(
       "Input lines:\n"
       "  <op> <format>[:opt...] <rounding> <operand>...     op: add sub mul div fma sqrt\n"
@@ -24,6 +31,11 @@ CLI::App* AddCalcCommand(CLI::App& root, CalcOptions& options) {
       "  dot <in_format> <out_format>[:opt...] <rounding> <n> <a_1>..<a_n> <b_1>..<b_n>\n"
       "  sum <in_format> <out_format>[:opt...] <rounding> <n> <x_1>..<x_n>\n"
       "    (n decimal, 0..1048576; exact dot/sum rounded once into out_format)\n"
+      "  mdot <model> <n> <a_1>..<a_n> <b_1>..<b_n> <c>\n"
+      "  msum <model> <n> <x_1>..<x_n>\n"
+      "    (under an accumulation model, see 'fpconform models': inputs in the model's input\n"
+      "    formats before its conversion, c in its accumulator format (0x0 for none), the\n"
+      "    result in its output format; no rounding token; flags always '-')\n"
       "  options: sat ftz daz tbr nan=ieee|canonical|cuda|x86\n"
       "  rounding: rne rna rtz rup rdn rto sr<k> (k = 1..32; the k random bits follow as\n"
       "            one more hex operand)\n"
@@ -44,6 +56,8 @@ CLI::App* AddCalcCommand(CLI::App& root, CalcOptions& options) {
       "  $ printf 'dot float32 float32 rne 2 0x3f800000 0x33800000 0x3f800000 0x3f800000\\n' "
       "| fpconform calc\n"
       "  0x3f800000 x\n"
+      "  $ printf 'mdot nvidia-h100-bf16 2 0x3f80 0xb300 0x3f80 0x3f80 0x0\\n' | fpconform calc\n"
+      "  0x3f7fffff -\n"
       "See cli/CALC.md for the full protocol.");
   return app;
 }
@@ -59,7 +73,10 @@ int RunCalcCommand(const CalcOptions& options) {
       return kExitUsage;
     }
   }
-  absl::StatusOr<CalcStats> stats = RunCalcStream(in, stdout, stderr, ExactCalcOps());
+  const ModelCalcOps model_ops(ResolveModelsDir(options.models_dir));
+  std::vector<CalcOp> extra_ops(ExactCalcOps().begin(), ExactCalcOps().end());
+  extra_ops.insert(extra_ops.end(), model_ops.ops().begin(), model_ops.ops().end());
+  absl::StatusOr<CalcStats> stats = RunCalcStream(in, stdout, stderr, extra_ops);
   if (from_file) std::fclose(in);
   if (!stats.ok()) {
     std::fprintf(stderr, "fpconform calc: %s\n", std::string(stats.status().message()).c_str());

@@ -68,6 +68,47 @@ out=$("$BIN" calc --input "$TMP/long.txt"); rc=$?
 expect_eq "calc long dot" "$out" $'0x4788b800 -\n0x40000000 -'
 expect_rc "calc long dot" "$rc" 0
 
+# ---- mdot / msum under accumulation models ----
+# H100 bf16: 1 - 2^-25 in one fused group, normalized RZ -> 1 - 2^-24; the exact dot rounds to 1.
+out=$(printf 'mdot nvidia-h100-bf16 2 0x3f80 0xb300 0x3f80 0x3f80 0x0\ndot bfloat16 float32 rne 2 0x3f80 0xb300 0x3f80 0x3f80\nmdot cpu-f32-seq 1 0x40000000 0x40400000 0x3f800000\nmsum cpu-f32-seq 3 0x3f800000 0x33800000 0x33800000\nmdot nvidia-h100-tf32 1 0x3f801fff 0x3f800000 0x0\nmdot no-such 0 0x0\n' \
+      | "$BIN" calc 2>"$TMP/err"); rc=$?
+expect_eq "calc mdot/msum output" "$out" $'0x3f7fffff -\n0x3f800000 x\n0x40e00000 -\n0x3f800000 -\n0x3f800000 -\nerror'
+expect_rc "calc mdot/msum" "$rc" 1
+grep -q "^line 6: unknown model 'no-such' in " "$TMP/err" || fail "mdot unknown model: $(cat "$TMP/err")"
+# --models-dir and FPCONFORM_MODELS_DIR pick the directory.
+mkdir "$TMP/models"
+out=$(echo 'msum cpu-f32-seq 1 0x3f800000' | "$BIN" calc --models-dir "$TMP/models" 2>/dev/null)
+expect_eq "calc --models-dir (empty dir)" "$out" "error"
+cp "$(dirname "$0")/../accumulation/models/cpu-f32-seq.toml" "$TMP/models/"
+out=$(echo 'msum cpu-f32-seq 1 0x3f800000' | FPCONFORM_MODELS_DIR="$TMP/models" "$BIN" calc)
+expect_eq "calc FPCONFORM_MODELS_DIR" "$out" "0x3f800000 -"
+
+# ---- models ----
+"$BIN" models > "$TMP/models.txt" 2>"$TMP/err"; expect_rc "models" "$?" 0
+expect_eq "models stderr" "$(cat "$TMP/err")" ""
+for name in nvidia-h100-bf16 nvidia-a100-tf32 trainium2-bf16 numpy-sum-f32 cpu-f32-seq; do
+  grep -Eq "^$name +[^ ]" "$TMP/models.txt" || fail "models: no line for $name"
+done
+expect_eq "models line count" "$(wc -l < "$TMP/models.txt" | tr -d ' ')" \
+  "$(ls "$(dirname "$0")"/../accumulation/models/*.toml | wc -l | tr -d ' ')"
+"$BIN" models show nvidia-h100-bf16 > "$TMP/show.txt" 2>&1; expect_rc "models show" "$?" 0
+grep -q '^name: nvidia-h100-bf16$' "$TMP/show.txt" || fail "models show: no name line"
+grep -q '^  adder.group = 16$' "$TMP/show.txt" || fail "models show: no adder.group line"
+grep -q '^    source: .*MMA-Sim' "$TMP/show.txt" || fail "models show: no source lines"
+"$BIN" models show nvidia-t4-fp16 | grep -q 'UNCONFIRMED' || fail "models show: unconfirmed not marked"
+"$BIN" models show no-such > /dev/null 2>"$TMP/err"; expect_rc "models show unknown" "$?" 2
+grep -q "unknown model 'no-such'" "$TMP/err" || fail "models show unknown message: $(cat "$TMP/err")"
+# A bad file: the good ones are still listed, the bad one reported as file:line: field, exit 2.
+sed 's/^group = .*/group = 0/' "$(dirname "$0")/../accumulation/models/nvidia-h100-bf16.toml" \
+  > "$TMP/models/nvidia-h100-bf16.toml"
+out=$("$BIN" models --models-dir "$TMP/models" 2>"$TMP/err"); rc=$?
+expect_rc "models with a bad file" "$rc" 2
+[[ "$out" =~ ^cpu-f32-seq\  ]] || fail "models with a bad file: good one not listed: $out"
+grep -Eq "nvidia-h100-bf16.toml:[0-9]+: adder.group: " "$TMP/err" || fail "models bad file message: $(cat "$TMP/err")"
+"$BIN" models show nvidia-h100-bf16 --models-dir "$TMP/models" > /dev/null 2>&1
+expect_rc "models show bad file" "$?" 2
+"$BIN" models --help > /dev/null 2>&1; expect_rc "models --help" "$?" 0
+
 # ---- nonexistent input: exit 2, clear message ----
 out=$("$BIN" calc --input "$TMP/does-not-exist.txt" 2>"$TMP/err"); rc=$?
 expect_rc "calc missing file" "$rc" 2

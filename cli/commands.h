@@ -16,8 +16,13 @@ inline constexpr int kExitOk = 0;
 inline constexpr int kExitBadLines = 1;
 inline constexpr int kExitUsage = 2;
 
+// The models directory: `flag` when non-empty, else $FPCONFORM_MODELS_DIR when set and
+// non-empty, else the source tree's accumulation/models (compiled in).
+std::string ResolveModelsDir(const std::string& flag);
+
 struct CalcOptions {
-  std::string input;  // Empty or "-": standard input.
+  std::string input;       // Empty or "-": standard input.
+  std::string models_dir;  // --models-dir (mdot, msum); see ResolveModelsDir.
 };
 CLI::App* AddCalcCommand(CLI::App& root, CalcOptions& options);
 int RunCalcCommand(const CalcOptions& options);
@@ -27,6 +32,14 @@ struct FormatsOptions {
 };
 CLI::App* AddFormatsCommand(CLI::App& root, FormatsOptions& options);
 int RunFormatsCommand(const FormatsOptions& options);
+
+struct ModelsOptions {
+  std::string models_dir;        // --models-dir; see ResolveModelsDir.
+  std::string show_name;         // `models show NAME`.
+  CLI::App* show_app = nullptr;  // Set by AddModelsCommand.
+};
+CLI::App* AddModelsCommand(CLI::App& root, ModelsOptions& options);
+int RunModelsCommand(const ModelsOptions& options);
 
 }  // namespace fpconform::cli
 

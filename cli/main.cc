@@ -23,6 +23,9 @@ int main(int argc, char** argv) {
       "  fpconform calc --input cases.txt > results.txt\n"
       "  fpconform formats\n"
       "  fpconform formats --values float8_e4m3fn\n"
+      "  fpconform models\n"
+      "  fpconform models show nvidia-h100-bf16\n"
+      "  echo 'mdot nvidia-h100-bf16 2 0x3f80 0xb300 0x3f80 0x3f80 0x0' | fpconform calc  # -> 0x3f7fffff -\n"
       "\n"
       "Run 'fpconform <command> --help' for a command's options.");
 
@@ -30,6 +33,8 @@ int main(int argc, char** argv) {
   CLI::App* calc_app = AddCalcCommand(app, calc);
   FormatsOptions formats;
   CLI::App* formats_app = AddFormatsCommand(app, formats);
+  ModelsOptions models;
+  CLI::App* models_app = AddModelsCommand(app, models);
 
   try {
     app.parse(argc, argv);
@@ -39,5 +44,6 @@ int main(int argc, char** argv) {
   }
   if (calc_app->parsed()) return RunCalcCommand(calc);
   if (formats_app->parsed()) return RunFormatsCommand(formats);
+  if (models_app->parsed()) return RunModelsCommand(models);
   return kExitUsage;
 }
