@@ -9,29 +9,14 @@
 #include <sstream>
 #include <string>
 
+#include "accumulation/strings_internal.h"
 #include "formats/ops.h"
 #include "formats/round_pack.h"
 
 namespace fpconform {
 namespace {
 
-// Debian's Abseil has its own absl::string_view, so StrCat does not take std::string_view.
-template <typename... T>
-std::string Cat(const T&... parts) {
-  std::ostringstream os;
-  (os << ... << parts);
-  return os.str();
-}
-
-template <typename C>
-std::string Join(const C& items, std::string_view sep) {
-  std::string out;
-  for (const auto& item : items) {
-    if (!out.empty()) out += sep;
-    out += std::string_view(item);
-  }
-  return out;
-}
+using accumulation_internal::Cat;
 
 __extension__ typedef __int128 int128;
 
