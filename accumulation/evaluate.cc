@@ -166,16 +166,7 @@ FormatSpec Reduced(const FormatSpec& f, int fraction_bits) {
   const int cut = f.fraction_bits - fraction_bits;
   r.fraction_bits = fraction_bits;
   r.pad_bits += cut;
-  r.d.precision = Precision(r);
-  r.d.emin = Emin(r);
-  r.d.emax = Emax(r);
-  r.d.encoding_bits = EncodingBits(r);
-  r.d.max_biased_exponent = static_cast<uint64_t>(MaxBiasedExponent(r));
-  r.d.fraction_mask = FractionMask(r);
-  r.d.encoding_mask = (uint64_t{1} << (EncodingBits(r) - 1) << 1) - 1;
-  r.d.sign_bit = SignBit(r);
-  r.d.max_significand = MaxFiniteSignificand(r);
-  return r;
+  return Derive(r);
 }
 
 Rounder MakeRounder(const FormatSpec& f, int fraction_bits, const OpEnv& env) {

@@ -5,20 +5,6 @@
 namespace fpconform {
 namespace {
 
-constexpr FormatSpec Derive(FormatSpec f) {
-  if (!IsFloat(f)) return f;
-  f.d.precision = Precision(f);
-  f.d.emin = Emin(f);
-  f.d.emax = Emax(f);
-  f.d.encoding_bits = EncodingBits(f);
-  f.d.max_biased_exponent = static_cast<uint64_t>(MaxBiasedExponent(f));
-  f.d.fraction_mask = FractionMask(f);
-  f.d.encoding_mask = (uint64_t{1} << (EncodingBits(f) - 1) << 1) - 1;
-  f.d.sign_bit = SignBit(f);
-  f.d.max_significand = MaxFiniteSignificand(f);
-  return f;
-}
-
 constexpr FormatSpec FloatRow(std::string_view name, int width, int e, int m, int bias,
                               NonFinite nf, NanEncoding ne, std::string_view description,
                               int pad = 0, bool has_sign = true, bool has_zero = true,

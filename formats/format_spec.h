@@ -149,6 +149,23 @@ constexpr int MinSubnormalExponent(const FormatSpec& f) {
   return f.has_subnormals ? Emin(f) - f.fraction_bits : Emin(f);
 }
 
+// `f` with its cached FormatSpec::Derived fields filled from the fields above. The table rows
+// are built with it; so is any variant made at run time (e.g. an accumulator format with fewer
+// fraction bits): change a field, then call this.
+constexpr FormatSpec Derive(FormatSpec f) {
+  if (!IsFloat(f)) return f;
+  f.d.precision = Precision(f);
+  f.d.emin = Emin(f);
+  f.d.emax = Emax(f);
+  f.d.encoding_bits = EncodingBits(f);
+  f.d.max_biased_exponent = static_cast<uint64_t>(MaxBiasedExponent(f));
+  f.d.fraction_mask = FractionMask(f);
+  f.d.encoding_mask = (uint64_t{1} << (EncodingBits(f) - 1) << 1) - 1;
+  f.d.sign_bit = SignBit(f);
+  f.d.max_significand = MaxFiniteSignificand(f);
+  return f;
+}
+
 // Integer range (integer formats).
 int64_t IntegerMin(const FormatSpec& f);
 int64_t IntegerMax(const FormatSpec& f);
