@@ -172,7 +172,8 @@ FormatSpec Reduced(const FormatSpec& f, int fraction_bits) {
 Rounder MakeRounder(const FormatSpec& f, int fraction_bits, const OpEnv& env) {
   Rounder r{Reduced(f, fraction_bits), &f, 0, 0};
   r.u = UnitRoundoff(fraction_bits, env);
-  r.eta = std::ldexp(1.0, MinSubnormalExponent(r.spec));
+  // A flushed tiny result moves by less than 2^Emin; otherwise by less than one subnormal quantum.
+  r.eta = std::ldexp(1.0, env.flush_to_zero ? Emin(r.spec) : MinSubnormalExponent(r.spec));
   return r;
 }
 
@@ -244,10 +245,26 @@ class Evaluator {
     const Model::Chain& ch = m_.chain;
     switch (ch.kind) {
       case ChainKind::kSequential:
-        total = Sequential(c, 0, k);
+        total = m_.adder.kind == AdderKind::kKahan ? Kahan(c, 0, k) : Sequential(c, 0, k);
         break;
       case ChainKind::kPairwise:
-        total = Combine(c, Pairwise(0, k));
+        if (ch.chunk == 0) {
+          total = Combine(c, Pairwise(0, k));
+        } else {
+          // (((c + P(chunk_0)) + P(chunk_1)) + ...); at least one (possibly empty) chunk.
+          total = c;
+          int i = 0;
+          do {
+            total = Combine(total, Pairwise(i, std::min(k, i + ch.chunk)));
+            i += ch.chunk;
+          } while (i < k);
+        }
+        break;
+      case ChainKind::kSimd:
+        total = Simd(c);
+        break;
+      case ChainKind::kCascade:
+        total = Cascade(c);
         break;
       case ChainKind::kBlocked: {
         total = c;
@@ -388,9 +405,18 @@ class Evaluator {
 
   // round(x + y) into r's format; handles specials and the bound.
   Node Add2(const Node& x, const Node& y, const Rounder& r, const OpEnv& env) {
+    Node out = RawAdd(x.t, y.t, r, env);
+    if (opt_.want_bound) {
+      out.m = Up(x.m + y.m);
+      out.e = Up((1 + r.u) * (x.e + y.e) + r.u * out.m + r.eta);
+    }
+    return out;
+  }
+
+  // round(a + b) into r's format (value only, no bound data).
+  Node RawAdd(const Term& a, const Term& b, const Rounder& r, const OpEnv& env) {
     Node out;
     using K = Unpacked::Kind;
-    const Term &a = x.t, &b = y.t;
     if (a.kind == K::kNaN || b.kind == K::kNaN) {
       Special(r, env, true, false, out);
     } else if (a.kind == K::kInf || b.kind == K::kInf) {
@@ -411,19 +437,165 @@ class Evaluator {
         Pack(r, env, w.sign, w.exp, w.sig, w.sticky, out);
       }
     }
-    if (opt_.want_bound) {
-      out.m = Up(x.m + y.m);
-      out.e = Up((1 + r.u) * (x.e + y.e) + r.u * out.m + r.eta);
-    }
     return out;
+  }
+
+  static Term Negated(Term t) {
+    t.sign = !t.sign;
+    return t;
+  }
+
+  // Kahan's compensated sum (MODEL_FORMAT.md, adder.kind = "kahan"), from acc = c, comp = +0:
+  //   y = p - comp;  t = acc + y;  comp = (t - acc) - y;  acc = t
+  // each a rounding into the accumulator with the adder's rounding (and ftz).
+  // Bound (a posteriori, rigorous): with d1, d3, d4 the rounding errors of y, (t - acc) and
+  // comp (d2 that of t), comp' = d2 + d3 + d4 and acc' - comp' = acc - comp + p + d1 - d3 - d4,
+  // so acc_n - (c + sum p_k) = comp_n + sum_k (d1 - d3 - d4), and
+  //   |acc_n - exact| <= |comp_n| + sum_k (|d1| + |d3| + |d4|) + sum_k E(leaf k),
+  // each |d| <= u |rounded result| + eta (the rounder's u and eta; see MakeRounder). This is at
+  // most the classical (2u + O(n u^2)) sum |x_i| (Higham, Accuracy and Stability, 2nd ed., §4.3)
+  // up to the eta terms, and usually far smaller.
+  Node Kahan(const Node& c, int lo, int hi) {
+    const OpEnv& env = m_.adder.env;
+    Node acc = c;
+    Term comp;  // +0.
+    comp.kind = Unpacked::Kind::kZero;
+    double err = 0, m = c.m;
+    auto mag = [](const Node& n) { return MagUp(n.t); };
+    for (int i = lo; i < hi; ++i) {
+      const Node& leaf = leaves_[i];
+      const Node y = RawAdd(leaf.t, Negated(comp), acc_, env);
+      const Node t = RawAdd(acc.t, y.t, acc_, env);
+      const Node d = RawAdd(t.t, Negated(acc.t), acc_, env);
+      const Node cn = RawAdd(d.t, Negated(y.t), acc_, env);
+      if (opt_.want_bound) {
+        err = Up(err + leaf.e + acc_.u * (mag(y) + mag(d) + mag(cn)) + 3 * acc_.eta);
+        m = Up(m + leaf.m);
+      }
+      comp = cn.t;
+      acc.t = t.t;
+      acc.bits = t.bits;
+    }
+    if (opt_.want_bound) {
+      acc.m = m;
+      acc.e = Up(err + MagUp(comp));
+    } else {
+      acc.m = acc.e = 0;
+    }
+    return acc;
+  }
+
+  // The SIMD loop (chain.kind = "simd"): `lanes` lane accumulators (lane 0 starts from c, the
+  // others from +0); vector step s hands lane l the unit s*lanes + l (units of `unit`
+  // consecutive products, added in index order or reversed); the products are padded with +0
+  // to whole vector steps (a zero-filled tail vector); then the lanes are reduced.
+  Node Simd(const Node& c) {
+    const Model::Chain& ch = m_.chain;
+    const int w = ch.lanes, u = ch.unit;
+    const int64_t k = static_cast<int64_t>(leaves_.size());
+    const int64_t per_step = int64_t{w} * u;
+    const int64_t steps = (k + per_step - 1) / per_step;
+    leaves_.resize(static_cast<size_t>(steps * per_step), Zero());
+    std::vector<Node> lanes(w, Zero());
+    lanes[0] = c;
+    for (int64_t s = 0; s < steps; ++s) {
+      for (int l = 0; l < w; ++l) {
+        const int64_t base = s * per_step + int64_t{l} * u;
+        for (int j = 0; j < u; ++j) {
+          const int64_t i = ch.unit_order == UnitOrder::kForward ? base + j : base + (u - 1 - j);
+          lanes[l] = Step(lanes[l], static_cast<int>(i), static_cast<int>(i) + 1);
+        }
+      }
+    }
+    switch (ch.reduce) {
+      case CombineOrder::kSequential: {
+        Node total = lanes[0];
+        for (int l = 1; l < w; ++l) total = Combine(total, lanes[l]);
+        return total;
+      }
+      case CombineOrder::kPairwise:
+        return Tree(lanes, 0, w);
+      case CombineOrder::kHalving:
+        for (int h = w / 2; h >= 1; h /= 2) {
+          for (int l = 0; l < h; ++l) lanes[l] = Combine(lanes[l], lanes[l + h]);
+        }
+        return lanes[0];
+    }
+    return lanes[0];
+  }
+
+  // PyTorch's cascade sum (chain.kind = "cascade", MODEL_FORMAT.md): lane `lane` of a row of
+  // `vectors` vectors of `w` leaves (leaf of vector v = v*w + lane): ATen row_sum with
+  // ilp_factor 4 over multi_row_sum with 4 levels.
+  Node CascadeLane(int64_t vectors, int w, int lane) {
+    auto leaf = [&](int64_t v) { return static_cast<int>(v * w + lane); };
+    constexpr int kRows = 4, kLevels = 4;
+    const int64_t s = vectors / kRows;  // size_ilp.
+    const int64_t ceil_log2 = s <= 2 ? 1 : std::bit_width(static_cast<uint64_t>(s - 1));
+    const int64_t level_power = std::max<int64_t>(4, ceil_log2 / kLevels);
+    const int64_t level_step = int64_t{1} << level_power;
+    const int64_t level_mask = level_step - 1;
+    Node acc[kLevels][kRows];
+    for (auto& lv : acc) for (auto& a : lv) a = Zero();
+    int64_t i = 0;
+    while (i + level_step <= s) {
+      for (int64_t j = 0; j < level_step; ++j, ++i) {
+        for (int r = 0; r < kRows; ++r) {
+          const int li = leaf(i * kRows + r);
+          acc[0][r] = Step(acc[0][r], li, li + 1);
+        }
+      }
+      for (int j = 1; j < kLevels; ++j) {
+        for (int r = 0; r < kRows; ++r) {
+          acc[j][r] = Combine(acc[j][r], acc[j - 1][r]);
+          acc[j - 1][r] = Zero();
+        }
+        if ((i & (level_mask << (j * level_power))) != 0) break;
+      }
+    }
+    for (; i < s; ++i) {
+      for (int r = 0; r < kRows; ++r) {
+        const int li = leaf(i * kRows + r);
+        acc[0][r] = Step(acc[0][r], li, li + 1);
+      }
+    }
+    for (int j = 1; j < kLevels; ++j) {
+      for (int r = 0; r < kRows; ++r) acc[0][r] = Combine(acc[0][r], acc[j][r]);
+    }
+    Node p0 = acc[0][0];
+    for (int64_t v = s * kRows; v < vectors; ++v) p0 = Step(p0, leaf(v), leaf(v) + 1);
+    for (int r = 1; r < kRows; ++r) p0 = Combine(p0, acc[0][r]);
+    return p0;
+  }
+
+  Node Cascade(const Node& c) {
+    const int w = m_.chain.lanes;
+    const int64_t k = static_cast<int64_t>(leaves_.size());
+    if (k < w) return Combine(c, CascadeLane(k, 1, 0));  // Scalar row_sum (size0 < W).
+    const int64_t vectors = k / w;
+    Node fin = Zero();
+    for (int64_t i = vectors * w; i < k; ++i) {
+      fin = Step(fin, static_cast<int>(i), static_cast<int>(i) + 1);
+    }
+    for (int l = 0; l < w; ++l) fin = Combine(fin, CascadeLane(vectors, w, l));
+    return Combine(c, fin);
   }
 
   Node Combine(const Node& x, const Node& y) { return Add2(x, y, combine_, m_.accumulator.combine_env); }
 
   // One adder step: acc with leaves [lo, hi) (one leaf for ieee/fma; a group for fused).
   Node Step(const Node& acc, int lo, int hi) {
-    if (m_.adder.kind != AdderKind::kFused) return Add2(acc, leaves_[lo], acc_, m_.adder.env);
-    return Fused(acc, lo, hi);
+    if (m_.adder.kind == AdderKind::kFused) return Fused(acc, lo, hi);
+    if (m_.adder.env.denormals_are_zero && acc.t.kind == Unpacked::Kind::kFinite &&
+        acc.t.exp + BitLen(acc.t.sig) - 1 < Emin(*acc_.full)) {
+      // adder.daz: a subnormal accumulator operand reads as a zero of its sign; the value moves
+      // by |acc|, which the bound carries as an error of this operand.
+      Node z = acc;
+      z.t.kind = Unpacked::Kind::kZero;
+      if (opt_.want_bound) z.e = Up(acc.e + MagUp(acc.t));
+      return Add2(z, leaves_[lo], acc_, m_.adder.env);
+    }
+    return Add2(acc, leaves_[lo], acc_, m_.adder.env);
   }
 
   Node Sequential(Node acc, int lo, int hi) {

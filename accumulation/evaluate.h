@@ -39,6 +39,16 @@
 //    emax comes from the computed terms, so T is evaluated on the data the group saw.
 //  * The output conversion is a one-child rounding node: E = (1 + u) E_x + u M + eta (skipped
 //    when the output format is the final accumulator's).
+//  * adder.ftz: the adder's rounder uses eta = 2^Emin (a flushed tiny result moves by less than
+//    the smallest normal). adder.daz: a subnormal accumulator operand read as zero adds its
+//    magnitude to that operand's E.
+//  * Kahan (adder.kind "kahan"): an a posteriori bound on the computed values. With d1, d3, d4
+//    the rounding errors of y = p - comp, t - acc and comp' = (t - acc) - y (d2, that of t,
+//    cancels), acc_n - (c + sum p_k) = comp_n + sum_k (d1 - d3 - d4) exactly, so
+//      E = |comp_n| + sum_k (u (|y| + |t - acc| + |comp'|) + 3 eta + E_leaf_k)
+//    (each |d| <= u |rounded| + eta for every rounding mode, u as above). Classical form:
+//    (2u + O(n u^2)) sum |p_k| (Higham §4.3); this one is usually far smaller.
+//  * simd and cascade chains are trees of the node kinds above (adder steps and combines).
 // Overflow is not covered (a result that is Inf while the exact value is finite breaks the bound;
 // callers check IsFinite). Double-precision arithmetic on M and E is made safe by multiplying by
 // (1 + 2^-50) at each node (each node's formula takes < 8 double operations).

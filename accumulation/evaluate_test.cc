@@ -1,5 +1,7 @@
 #include "accumulation/evaluate.h"
 
+#include <algorithm>
+#include <array>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -8,6 +10,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "cases/pinned_random.h"
 #include "formats/ops.h"
 #include "oracles/exact_sum.h"
 
@@ -370,6 +373,307 @@ TEST(EvaluateTest, MatmulLayoutsAgreeWithDot) {
   EXPECT_EQ(d1[1 * N + 2], EvaluateDot(m, row, col, 0)->bits);
   EXPECT_FALSE(EvaluateMatmul(m, M, N, K, a, Layout::kRowMajor, b, Layout::kRowMajor, {},
                               std::span(d1).first(3)).ok());
+}
+
+
+// ---- Kahan, FTZ, SIMD lanes, PyTorch's cascade, chunked pairwise. ----
+
+// Random float32 bits from a pinned stream: random sign and significand, exponent 2^[-e, e].
+uint32_t PinnedF32(PinnedRng& rng, int e) {
+  const uint64_t r = rng.Next();
+  const uint32_t exp = static_cast<uint32_t>(127 - e + static_cast<int>(rng.Below(2 * e + 1)));
+  return static_cast<uint32_t>(r >> 63) << 31 | exp << 23 | static_cast<uint32_t>(r & 0x7FFFFF);
+}
+
+// Kahan (1965) in host float32 (RNE, -ffp-contract=off, no reassociation).
+float HostKahan(float c, const std::vector<float>& p) {
+  float s = c, comp = 0.0f;
+  for (float x : p) {
+    const float y = x - comp;
+    const float t = s + y;
+    comp = (t - s) - y;
+    s = t;
+  }
+  return s;
+}
+
+constexpr const char* kKahanBody = R"([inputs]
+a = "float32"
+[product]
+policy = "round"
+format = "float32"
+[adder]
+kind = "kahan"
+[accumulator]
+format = "float32"
+[chain]
+kind = "sequential"
+)";
+
+TEST(EvaluateTest, KahanMatchesHostFloatLoop) {
+  const Model m = MakeModel(kKahanBody);
+  for (int t = 0; t < 400; ++t) {
+    PinnedRng rng(DeriveSeed(4001, {static_cast<uint64_t>(t)}));
+    const int n = 1 + static_cast<int>(rng.Below(600));
+    const int spread = t % 2 == 0 ? 3 : 30;  // Narrow (ties, carries) or wide (swamping).
+    std::vector<uint64_t> xb(n), ab(n), bb(n);
+    std::vector<float> x(n), prod(n);
+    for (int i = 0; i < n; ++i) {
+      xb[i] = PinnedF32(rng, spread);
+      ab[i] = PinnedF32(rng, spread / 2 + 1);
+      bb[i] = PinnedF32(rng, spread / 2 + 1);
+      x[i] = std::bit_cast<float>(static_cast<uint32_t>(xb[i]));
+      prod[i] = std::bit_cast<float>(static_cast<uint32_t>(ab[i])) *
+                std::bit_cast<float>(static_cast<uint32_t>(bb[i]));
+    }
+    const uint32_t cb = PinnedF32(rng, spread);
+    const float c = std::bit_cast<float>(cb);
+    SCOPED_TRACE(testing::Message() << "case " << t << " n " << n);
+    EXPECT_EQ(EvaluateSum(m, xb, 0)->bits, F32(HostKahan(0.0f, x)));
+    EXPECT_EQ(EvaluateSum(m, xb, cb)->bits, F32(HostKahan(c, x)));
+    EXPECT_EQ(EvaluateDot(m, ab, bb, cb)->bits, F32(HostKahan(c, prod)));
+  }
+}
+
+TEST(EvaluateTest, KahanIsMoreAccurateThanPlainSum) {
+  // 1 + 10000 * 2^-25: a plain float32 loop loses every small term (1 + 2^-25 rounds to 1);
+  // Kahan carries them: the exact sum 1 + 10000 * 2^-25 = 1.000298..., so the result is within
+  // one ulp of it.
+  const Model kahan = MakeModel(kKahanBody);
+  const Model plain = MakeModel(std::string(kIeeeBase) + "[chain]\nkind = \"sequential\"\n");
+  std::vector<uint64_t> x(10000, F32(0x1p-25f));
+  const float exact = 1.0f + 10000 * 0x1p-25f;  // 10000 * 2^-25 is exact; one rounding.
+  EXPECT_EQ(EvaluateSum(plain, x, F32(1.0f))->bits, F32(1.0f));
+  const uint32_t k = static_cast<uint32_t>(EvaluateSum(kahan, x, F32(1.0f))->bits);
+  EXPECT_LE(std::abs(static_cast<int64_t>(k) - static_cast<int64_t>(F32(exact))), 1);
+}
+
+TEST(EvaluateTest, WithinBoundNewChains) {
+  // Kahan: the a posteriori bound of evaluate.cc (Kahan()) against the exact oracle.
+  CheckBounds(MakeModel(kKahanBody), Float32(), 3000, 300, 31);
+  CheckBounds(MakeModel(std::string(kKahanBody) + "[output]\nformat = \"bfloat16\"\n"), Float32(),
+              1000, 100, 32);
+  const Model kahan = MakeModel(kKahanBody);
+  // The Kahan bound is far below the plain recursive-summation one (n u sum |x|) for long
+  // positive sums: below 3u sum |x| (Higham §4.3: 2u + O(n u^2)).
+  std::vector<uint64_t> x(5000);
+  PinnedRng rng(DeriveSeed(4002, {}));
+  double sum_abs = 0;
+  for (auto& v : x) {
+    v = PinnedF32(rng, 5) & 0x7FFFFFFF;
+    sum_abs += std::bit_cast<float>(static_cast<uint32_t>(v));
+  }
+  const double bound = EvaluateSum(kahan, x, 0)->bound;
+  EXPECT_GT(bound, 0);
+  EXPECT_LT(bound, 3 * 0x1p-24 * sum_abs);
+  // SIMD lanes and the cascade: their trees through the generic node bound.
+  CheckBounds(MakeModel("[inputs]\na = \"bfloat16\"\ndaz = true\n[adder]\nkind = \"fma\"\n"
+                        "ftz = true\n[accumulator]\nformat = \"float32\"\n[chain]\nkind = "
+                        "\"simd\"\nlanes = 16\nunit = 2\nunit_order = \"reverse\"\n"),
+              BFloat16(), 2000, 200, 33);
+  CheckBounds(MakeModel(std::string(kIeeeBase) + "[chain]\nkind = \"cascade\"\nlanes = 8\n"),
+              Float32(), 1000, 3000, 34);
+  CheckBounds(MakeModel(std::string(kIeeeBase) +
+                        "[chain]\nkind = \"pairwise\"\nleaf = 4\nchunk = 16\n"),
+              Float32(), 1000, 100, 35);
+}
+
+TEST(EvaluateTest, FtzFlushesStepResultsAndStaysWithinBound) {
+  const Model ftz = MakeModel(
+      "[inputs]\na = \"float32\"\n[adder]\nkind = \"fma\"\nftz = true\n[accumulator]\nformat = "
+      "\"float32\"\n[chain]\nkind = \"sequential\"\n");
+  const Model keep = MakeModel(
+      "[inputs]\na = \"float32\"\n[adder]\nkind = \"fma\"\n[accumulator]\nformat = "
+      "\"float32\"\n[chain]\nkind = \"sequential\"\n");
+  // 2^-70 * 2^-60 = 2^-130 is subnormal in float32: flushed to +0 (sign kept: -0 for a negative).
+  const std::vector<uint64_t> a = {F32(0x1p-70f)}, b = {F32(0x1p-60f)}, nb = {F32(-0x1p-60f)};
+  EXPECT_EQ(EvaluateDot(ftz, a, b, 0)->bits, 0u);
+  EXPECT_EQ(EvaluateDot(ftz, a, nb, 0)->bits, 0x80000000u);
+  EXPECT_EQ(EvaluateDot(keep, a, b, 0)->bits, F32(0x1p-130f));
+  // The flush error (< 2^-126 per step) is inside the bound.
+  const absl::StatusOr<EvalResult> r = EvaluateDot(ftz, a, b, 0);
+  EXPECT_GE(r->bound, 0x1p-130);
+  // A subnormal sum of normal terms is flushed too: 2^-125 - 1.5 * 2^-126 = 2^-127.
+  EXPECT_EQ(EvaluateDot(ftz, std::vector<uint64_t>{F32(0x1p-125f), F32(-1.5f * 0x1p-126f)},
+                        std::vector<uint64_t>{F32(1.0f), F32(1.0f)}, 0)->bits,
+            0u);
+}
+
+TEST(EvaluateTest, AdderDazReadsSubnormalAccumulatorAsZero) {
+  const Model daz = MakeModel(
+      "[inputs]\na = \"float32\"\n[adder]\nkind = \"fma\"\ndaz = true\n[accumulator]\n"
+      "format = \"float32\"\n[chain]\nkind = \"sequential\"\n");
+  // c = 2^-127 (subnormal) + 1 * 2^-126: with DAZ on the accumulator operand 2^-126, else
+  // 1.5 * 2^-126.
+  const std::vector<uint64_t> a = {F32(1.0f)}, b = {F32(0x1p-126f)};
+  const absl::StatusOr<EvalResult> r = EvaluateDot(daz, a, b, F32(0x1p-127f));
+  EXPECT_EQ(r->bits, F32(0x1p-126f));
+  EXPECT_GE(r->bound, 0x1p-127);  // The dropped 2^-127 is inside the bound.
+  EXPECT_EQ(EvaluateDot(daz, a, b, F32(-0x1p-127f))->bits, F32(0x1p-126f));
+}
+
+TEST(EvaluateTest, SimdLanesMatchHostLoop) {
+  // 4 lanes, units of 3 products added last-first, reduced by halving / sequentially / as a tree;
+  // the tail is zero-padded. Host re-implementation in float32 (plain adds: product rounded).
+  for (const char* reduce : {"halving", "sequential", "pairwise"}) {
+    const Model m = MakeModel(std::string(kIeeeBase) +
+                              "[chain]\nkind = \"simd\"\nlanes = 4\nunit = 3\nunit_order = "
+                              "\"reverse\"\nreduce = \"" + reduce + "\"\n");
+    for (int t = 0; t < 200; ++t) {
+      PinnedRng rng(DeriveSeed(4003, {static_cast<uint64_t>(t)}));
+      const int n = 1 + static_cast<int>(rng.Below(100));
+      std::vector<uint64_t> ab(n), bb(n);
+      std::vector<float> p(n);
+      for (int i = 0; i < n; ++i) {
+        ab[i] = PinnedF32(rng, 8);
+        bb[i] = PinnedF32(rng, 8);
+        p[i] = std::bit_cast<float>(static_cast<uint32_t>(ab[i])) *
+               std::bit_cast<float>(static_cast<uint32_t>(bb[i]));
+      }
+      const int per_step = 12, steps = (n + per_step - 1) / per_step;
+      p.resize(static_cast<size_t>(steps * per_step), 0.0f);
+      const float c = std::bit_cast<float>(PinnedF32(rng, 8));
+      float lane[4] = {c, 0, 0, 0};
+      for (int s = 0; s < steps; ++s) {
+        for (int l = 0; l < 4; ++l) {
+          for (int j = 2; j >= 0; --j) lane[l] = lane[l] + p[s * per_step + l * 3 + j];
+        }
+      }
+      float want;
+      if (std::string(reduce) == "halving") {
+        want = (lane[0] + lane[2]) + (lane[1] + lane[3]);
+      } else if (std::string(reduce) == "sequential") {
+        want = ((lane[0] + lane[1]) + lane[2]) + lane[3];
+      } else {
+        want = (lane[0] + lane[1]) + (lane[2] + lane[3]);
+      }
+      SCOPED_TRACE(testing::Message() << reduce << " case " << t << " n " << n);
+      EXPECT_EQ(EvaluateDot(m, ab, bb, F32(c))->bits, F32(want));
+    }
+  }
+}
+
+// PyTorch's CPU float32 sum, re-implemented from the description in models/SOURCES.md (§4 and
+// gap 6) and MODEL_FORMAT.md: W-lane vectors; 4 interleaved rows of vectors; each row summed
+// with 4 levels of accumulators, level 0 taking 2^p vectors (p = max(4, ceil(log2 S) / 4), S =
+// vectors per row) before it is added into level 1 (and so on, each level flushing up when its
+// count wraps); remainder vectors into row 0, rows 1..3 added to row 0; the scalar tail summed
+// from 0, then the W lanes added to it in order; the result is 0 + that. Fewer than W elements:
+// the same with W = 1 and no final lane loop.
+template <int W>
+std::array<float, W> TorchRow(const float* x, int64_t vectors, int w) {
+  // Vector v, lane l is x[v * w + l]; w == W except in the scalar case (W = 1).
+  using V = std::array<float, W>;
+  auto load = [&](int64_t v) {
+    V r;
+    for (int l = 0; l < W; ++l) r[l] = x[v * w + l];
+    return r;
+  };
+  auto add = [](V& a, const V& b) {
+    for (int l = 0; l < W; ++l) a[l] = a[l] + b[l];
+  };
+  const int64_t rows = vectors / 4;
+  int64_t lg = 1;
+  if (rows > 2) {
+    lg = 0;
+    while ((int64_t{1} << lg) < rows) ++lg;  // ceil(log2(rows)).
+  }
+  const int64_t p = std::max<int64_t>(4, lg / 4);
+  V level[4][4] = {};
+  int64_t count[4] = {0, 0, 0, 0};  // Row-groups absorbed at each level since its last flush.
+  int64_t i = 0;
+  for (; i + (int64_t{1} << p) <= rows;) {
+    for (int64_t j = 0; j < (int64_t{1} << p); ++j, ++i) {
+      for (int r = 0; r < 4; ++r) add(level[0][r], load(i * 4 + r));
+    }
+    // Carry level j-1 into level j while the counter of level j wraps (i multiple of 2^(jp)).
+    for (int j = 1; j < 4; ++j) {
+      for (int r = 0; r < 4; ++r) {
+        add(level[j][r], level[j - 1][r]);
+        level[j - 1][r] = V{};
+      }
+      ++count[j];
+      if (count[j] % (int64_t{1} << p) != 0) break;
+    }
+  }
+  for (; i < rows; ++i) {
+    for (int r = 0; r < 4; ++r) add(level[0][r], load(i * 4 + r));
+  }
+  for (int j = 1; j < 4; ++j) {
+    for (int r = 0; r < 4; ++r) add(level[0][r], level[j][r]);
+  }
+  V out = level[0][0];
+  for (int64_t v = rows * 4; v < vectors; ++v) add(out, load(v));
+  for (int r = 1; r < 4; ++r) add(out, level[0][r]);
+  return out;
+}
+
+template <int W>
+float TorchSum(const std::vector<float>& x) {
+  const int64_t n = static_cast<int64_t>(x.size());
+  if (n < W) return 0.0f + TorchRow<1>(x.data(), n, 1)[0];
+  const int64_t vectors = n / W;
+  const std::array<float, W> lanes = TorchRow<W>(x.data(), vectors, W);
+  float acc = 0;
+  for (int64_t i = vectors * W; i < n; ++i) acc = acc + x[i];
+  for (int l = 0; l < W; ++l) acc = acc + lanes[l];
+  return 0.0f + acc;
+}
+
+template <int W>
+void CheckCascade(uint64_t seed) {
+  const Model m = MakeModel(std::string(kIeeeBase) + "[chain]\nkind = \"cascade\"\nlanes = " +
+                            std::to_string(W) + "\n");
+  std::vector<int> lengths;
+  for (int n = 0; n <= 200; ++n) lengths.push_back(n);
+  for (int n : {255, 256, 257, 1023, 1024, 1025, 4099, 8192, 16385, 65536, 70001, 140000}) {
+    lengths.push_back(n);
+  }
+  for (size_t t = 0; t < lengths.size(); ++t) {
+    PinnedRng rng(DeriveSeed(seed, {t}));
+    const int n = lengths[t];
+    std::vector<uint64_t> xb(n);
+    std::vector<float> x(n);
+    for (int i = 0; i < n; ++i) {
+      xb[i] = PinnedF32(rng, t % 2 ? 20 : 2);
+      x[i] = std::bit_cast<float>(static_cast<uint32_t>(xb[i]));
+    }
+    SCOPED_TRACE(testing::Message() << "W " << W << " n " << n);
+    EvalOptions opt;
+    opt.want_bound = false;
+    EXPECT_EQ(EvaluateSum(m, xb, 0, opt)->bits, F32(TorchSum<W>(x)));
+  }
+}
+
+TEST(EvaluateTest, CascadeMatchesIndependentTorchSum) {
+  CheckCascade<8>(4004);
+  CheckCascade<16>(4005);
+}
+
+TEST(EvaluateTest, ChunkedPairwiseMatchesReference) {
+  // NumPy above 8192 elements: +0, then the pairwise sum of each chunk added in order; here
+  // chunks of 300 (not a multiple of the 8-way unroll) to exercise ragged chunks.
+  const Model m = MakeModel(
+      "[inputs]\na = \"float32\"\n[adder]\nkind = \"ieee\"\n[accumulator]\nformat = "
+      "\"float32\"\n[chain]\nkind = \"pairwise\"\nleaf = 128\nunroll = 8\nsplit_multiple = 8\n"
+      "chunk = 300\n");
+  for (int t = 0; t < 100; ++t) {
+    PinnedRng rng(DeriveSeed(4006, {static_cast<uint64_t>(t)}));
+    const int n = static_cast<int>(rng.Below(2000));
+    std::vector<uint64_t> xb(n);
+    std::vector<float> x(n);
+    for (int i = 0; i < n; ++i) x[i] = std::bit_cast<float>(static_cast<uint32_t>(
+                                    xb[i] = PinnedF32(rng, 12)));
+    float want = 0.0f;
+    int i = 0;
+    do {
+      const int len = std::min(300, n - i);
+      want = want + NumpyPairwise(x.data() + i, len);
+      i += 300;
+    } while (i < n);
+    SCOPED_TRACE(testing::Message() << "case " << t << " n " << n);
+    EXPECT_EQ(EvaluateSum(m, xb, 0)->bits, F32(want));
+  }
 }
 
 }  // namespace

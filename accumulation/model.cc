@@ -197,6 +197,11 @@ bool ValidName(std::string_view s) {
 absl::StatusOr<Model> Parse(const toml::table& root, std::string_view file) {
   Reader r(file);
   Model m;
+  if (const toml::node* env = root.get("envelope")) {
+    r.Fail(env, "envelope", "this file is an envelope, not a model (LoadEnvelopeFile, "
+                            "ModelCatalog::FindEnvelope)");
+    return r.status();
+  }
   r.CheckKeys(root, "",
               {"name", "description", "operations", "inputs", "product", "adder", "accumulator",
                "chain", "output", "provenance"});
@@ -273,10 +278,15 @@ absl::StatusOr<Model> Parse(const toml::table& root, std::string_view file) {
   if (const toml::table* t = SubTable(r, root, "adder", true)) {
     r.CheckKeys(*t, "adder",
                 {"kind", "rounding", "group", "fraction_bits", "alignment", "alignment_exponent",
-                 "normalization_rounding"});
-    int k = r.Choice(*t, "adder", "kind", true, {"ieee", "fma", "fused"}, 0, t);
-    m.adder.kind = k == 2 ? AdderKind::kFused : k == 1 ? AdderKind::kFma : AdderKind::kIeee;
+                 "normalization_rounding", "ftz", "daz"});
+    int k = r.Choice(*t, "adder", "kind", true, {"ieee", "fma", "fused", "kahan"}, 0, t);
+    m.adder.kind = k == 3   ? AdderKind::kKahan
+                   : k == 2 ? AdderKind::kFused
+                   : k == 1 ? AdderKind::kFma
+                            : AdderKind::kIeee;
     if (k == 2) {
+      Reject(r, *t, "adder", "ftz", "does not apply to a fused adder");
+      Reject(r, *t, "adder", "daz", "applies only to adder.kind = \"ieee\" or \"fma\"");
       Reject(r, *t, "adder", "rounding", "does not apply to a fused adder "
                                          "(use adder.normalization_rounding)");
       m.adder.group = static_cast<int>(r.Int(*t, "adder", "group", true, 1, 256, t).value_or(1));
@@ -296,6 +306,11 @@ absl::StatusOr<Model> Parse(const toml::table& root, std::string_view file) {
         Reject(r, *t, "adder", key, "applies only to adder.kind = \"fused\"");
       }
       r.RoundingKey(*t, "adder", "rounding", m.adder.env);
+      if (auto b = r.Bool(*t, "adder", "ftz")) m.adder.env.flush_to_zero = *b;
+      if (k == 3) {
+        Reject(r, *t, "adder", "daz", "applies only to adder.kind = \"ieee\" or \"fma\"");
+      }
+      if (auto b = r.Bool(*t, "adder", "daz")) m.adder.env.denormals_are_zero = *b;
       if (k == 1 && m.product.policy != ProductPolicy::kExact) {
         r.Fail(t->get("kind"), "adder.kind", "\"fma\" needs product.policy = \"exact\"");
       }
@@ -325,28 +340,41 @@ absl::StatusOr<Model> Parse(const toml::table& root, std::string_view file) {
   // [chain]
   if (const toml::table* t = SubTable(r, root, "chain", true)) {
     r.CheckKeys(*t, "chain",
-                {"kind", "leaf", "unroll", "split_multiple", "block", "ways", "combine", "slices",
-                 "order", "every", "format", "rounding"});
+                {"kind", "leaf", "unroll", "split_multiple", "chunk", "block", "ways", "combine",
+                 "slices", "order", "every", "format", "rounding", "lanes", "unit", "unit_order",
+                 "reduce"});
     int k = r.Choice(*t, "chain", "kind", true,
                      {"sequential", "pairwise", "blocked", "strided", "split_k", "promote",
-                      "tree"},
+                      "tree", "simd", "cascade"},
                      0, t);
     if (k == 6) r.Fail(t->get("kind"), "chain.kind", "\"tree\" is reserved, not implemented");
-    const std::map<int, std::set<std::string_view>> applies = {
-        {0, {}},
-        {1, {"leaf", "unroll", "split_multiple"}},
-        {2, {"block"}},
-        {3, {"ways", "combine"}},
-        {4, {"slices", "order"}},
-        {5, {"every", "format", "rounding"}}};
-    if (k >= 0 && k <= 5) {
-      m.chain.kind = static_cast<ChainKind>(k);
+    // Choice index -> (ChainKind, keys that apply).
+    const std::map<int, std::pair<ChainKind, std::set<std::string_view>>> applies = {
+        {0, {ChainKind::kSequential, {}}},
+        {1, {ChainKind::kPairwise, {"leaf", "unroll", "split_multiple", "chunk"}}},
+        {2, {ChainKind::kBlocked, {"block"}}},
+        {3, {ChainKind::kStrided, {"ways", "combine"}}},
+        {4, {ChainKind::kSplitK, {"slices", "order"}}},
+        {5, {ChainKind::kPromote, {"every", "format", "rounding"}}},
+        {7, {ChainKind::kSimd, {"lanes", "unit", "unit_order", "reduce"}}},
+        {8, {ChainKind::kCascade, {"lanes"}}}};
+    if (auto it = applies.find(k); it != applies.end() && r.ok()) {
+      m.chain.kind = it->second.first;
       for (const auto& [key, v] : *t) {
-        if (key.str() != "kind" && !applies.at(k).contains(key.str())) {
+        if (key.str() != "kind" && !it->second.second.contains(key.str())) {
           r.Fail(&v, Reader::Dotted("chain", key.str()),
                  "does not apply to this chain.kind");
           break;
         }
+      }
+      if (m.adder.kind == AdderKind::kKahan && m.chain.kind != ChainKind::kSequential) {
+        r.Fail(t->get("kind"), "chain.kind",
+               "adder.kind = \"kahan\" needs chain.kind = \"sequential\"");
+      }
+      if (m.adder.kind == AdderKind::kFused &&
+          (m.chain.kind == ChainKind::kSimd || m.chain.kind == ChainKind::kCascade)) {
+        r.Fail(t->get("kind"), "chain.kind", "\"simd\" and \"cascade\" need adder.kind = "
+                                             "\"ieee\" or \"fma\"");
       }
     }
     const int g = m.adder.kind == AdderKind::kFused ? m.adder.group : 1;
@@ -366,8 +394,10 @@ absl::StatusOr<Model> Parse(const toml::table& root, std::string_view file) {
         if (auto v = r.Int(*t, "chain", "split_multiple", false, 1, kBig, t)) {
           m.chain.split_multiple = int(*v);
         }
+        if (auto v = r.Int(*t, "chain", "chunk", false, 1, kBig, t)) m.chain.chunk = int(*v);
         if (r.ok() && g > 1) {
           multiple_of_g("leaf", m.chain.leaf);
+          if (m.chain.chunk > 0) multiple_of_g("chunk", m.chain.chunk);
           if (m.chain.unroll != 1) r.Fail(t->get("unroll"), "chain.unroll",
                                           "must be 1 with a fused adder");
           multiple_of_g("split_multiple", m.chain.split_multiple);
@@ -402,6 +432,26 @@ absl::StatusOr<Model> Parse(const toml::table& root, std::string_view file) {
           r.Fail(t->get("format"), "chain.format", "must be an IEEE-like format");
         }
         r.RoundingKey(*t, "chain", "rounding", m.chain.promote_env);
+        break;
+      case ChainKind::kSimd: {
+        if (auto v = r.Int(*t, "chain", "lanes", true, 1, 4096, t)) {
+          m.chain.lanes = int(*v);
+          if ((*v & (*v - 1)) != 0) {
+            r.Fail(t->get("lanes"), "chain.lanes", Cat("must be a power of two, got ", *v));
+          }
+        }
+        if (auto v = r.Int(*t, "chain", "unit", false, 1, 64, t)) m.chain.unit = int(*v);
+        int o = r.Choice(*t, "chain", "unit_order", false, {"forward", "reverse"}, 0, t);
+        m.chain.unit_order = o == 1 ? UnitOrder::kReverse : UnitOrder::kForward;
+        int c = r.Choice(*t, "chain", "reduce", false, {"halving", "sequential", "pairwise"}, 0,
+                         t);
+        m.chain.reduce = c == 1 ? CombineOrder::kSequential
+                         : c == 2 ? CombineOrder::kPairwise
+                                  : CombineOrder::kHalving;
+        break;
+      }
+      case ChainKind::kCascade:
+        if (auto v = r.Int(*t, "chain", "lanes", true, 1, 4096, t)) m.chain.lanes = int(*v);
         break;
     }
   }
@@ -482,6 +532,130 @@ absl::StatusOr<Model> ParseModel(std::string_view toml_text, std::string_view fi
     return Parse(root, file);
   } catch (const std::exception& e) {
     return absl::InvalidArgumentError(Cat(file, ": ", e.what()));
+  }
+}
+
+namespace {
+
+absl::StatusOr<Envelope> ParseEnvelopeTable(const toml::table& root, std::string_view file) {
+  Reader r(file);
+  Envelope e;
+  r.CheckKeys(root, "", {"name", "description", "envelope", "provenance"});
+  if (auto s = r.String(root, "", "name", true, nullptr)) {
+    if (!ValidName(*s)) r.Fail(root.get("name"), "name", "must match [a-z0-9.-]+");
+    e.name = *s;
+    if (file.size() > 5 && file.substr(file.size() - 5) == ".toml") {
+      std::string_view stem = file.substr(0, file.size() - 5);
+      if (size_t slash = stem.find_last_of('/'); slash != std::string_view::npos) {
+        stem = stem.substr(slash + 1);
+      }
+      if (stem != *s) {
+        r.Fail(root.get("name"), "name",
+               Cat("must equal the file's stem \"", stem, "\", got \"", *s, "\""));
+      }
+    }
+  }
+  if (auto s = r.String(root, "", "description", true, nullptr)) {
+    if (s->find('\n') != std::string::npos) {
+      r.Fail(root.get("description"), "description", "must be one line");
+    }
+    e.description = *s;
+  }
+  if (r.ok()) {
+    const toml::node* n = root.get("envelope");
+    const toml::array* arr = n != nullptr ? n->as_array() : nullptr;
+    if (n == nullptr) {
+      r.Fail(nullptr, "envelope", "required key missing");
+    } else if (arr == nullptr) {
+      r.Fail(n, "envelope", "must be an array of model names");
+    } else {
+      std::set<std::string> seen;
+      for (const toml::node& m : *arr) {
+        const auto* s = m.as_string();
+        if (s == nullptr || !ValidName(s->get())) {
+          r.Fail(&m, "envelope", "entries must be model names ([a-z0-9.-]+)");
+          break;
+        }
+        if (!seen.insert(s->get()).second) {
+          r.Fail(&m, "envelope", Cat("\"", s->get(), "\" listed twice"));
+          break;
+        }
+        if (s->get() == e.name) {
+          r.Fail(&m, "envelope", "an envelope cannot contain itself");
+          break;
+        }
+        e.members.push_back(s->get());
+      }
+      if (r.ok() && e.members.size() < 2) {
+        r.Fail(n, "envelope", Cat("needs at least 2 models, got ", e.members.size()));
+      }
+    }
+  }
+  if (const toml::table* t = SubTable(r, root, "provenance", true)) {
+    r.CheckKeys(*t, "provenance", {"envelope", "unconfirmed"});
+    if (auto s = r.String(*t, "provenance", "envelope", true, t)) e.members_source = *s;
+    if (const toml::node* u = t->get("unconfirmed"); u != nullptr && r.ok()) {
+      const toml::array* arr = u->as_array();
+      if (arr == nullptr) {
+        r.Fail(u, "provenance.unconfirmed", "must be an array of parameter names");
+      } else {
+        for (const toml::node& x : *arr) {
+          const auto* s = x.as_string();
+          if (s == nullptr || s->get() != "envelope") {
+            r.Fail(&x, "provenance.unconfirmed", "the only entry an envelope file can have is "
+                                                 "\"envelope\"");
+            break;
+          }
+          e.members_unconfirmed = true;
+        }
+      }
+    }
+  }
+  if (!r.ok()) return r.status();
+  return e;
+}
+
+absl::StatusOr<std::string> ReadText(const std::string& path, std::string_view what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(Cat(path, ": cannot open ", what, " file"));
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) return absl::NotFoundError(Cat(path, ": cannot read ", what, " file"));
+  return ss.str();
+}
+
+}  // namespace
+
+absl::StatusOr<Envelope> ParseEnvelope(std::string_view toml_text, std::string_view file_name) {
+  const std::string file = file_name.empty() ? std::string("<envelope>") : std::string(file_name);
+  toml::table root;
+  try {
+    root = toml::parse(toml_text, file);
+  } catch (const toml::parse_error& e) {
+    return absl::InvalidArgumentError(Cat(file, ":", e.source().begin.line,
+                                          ": TOML syntax: ", e.description()));
+  } catch (const std::exception& e) {
+    return absl::InvalidArgumentError(Cat(file, ": ", e.what()));
+  }
+  try {
+    return ParseEnvelopeTable(root, file);
+  } catch (const std::exception& e) {
+    return absl::InvalidArgumentError(Cat(file, ": ", e.what()));
+  }
+}
+
+absl::StatusOr<Envelope> LoadEnvelopeFile(const std::string& path) {
+  absl::StatusOr<std::string> text = ReadText(path, "envelope");
+  if (!text.ok()) return text.status();
+  return ParseEnvelope(*text, path);
+}
+
+bool IsEnvelopeText(std::string_view toml_text) {
+  try {
+    const toml::table root = toml::parse(toml_text);
+    return root.contains("envelope");
+  } catch (const std::exception&) {
+    return false;
   }
 }
 

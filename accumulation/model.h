@@ -43,11 +43,14 @@
 namespace fpconform {
 
 enum class ProductPolicy : uint8_t { kExact, kRound };
-enum class AdderKind : uint8_t { kIeee, kFma, kFused };
+enum class AdderKind : uint8_t { kIeee, kFma, kFused, kKahan };
 enum class Alignment : uint8_t { kTruncate, kRoundDown };
 enum class AlignmentExponent : uint8_t { kNominal, kActual };
-enum class ChainKind : uint8_t { kSequential, kPairwise, kBlocked, kStrided, kSplitK, kPromote };
-enum class CombineOrder : uint8_t { kSequential, kPairwise };
+enum class ChainKind : uint8_t {
+  kSequential, kPairwise, kBlocked, kStrided, kSplitK, kPromote, kSimd, kCascade
+};
+enum class CombineOrder : uint8_t { kSequential, kPairwise, kHalving };
+enum class UnitOrder : uint8_t { kForward, kReverse };
 enum class SplitOrder : uint8_t { kFixed, kRandom };
 
 struct Model {
@@ -71,7 +74,10 @@ struct Model {
 
   struct Adder {
     AdderKind kind = AdderKind::kIeee;
-    OpEnv env;  // ieee/fma: rounding of each step; fused: normalization_rounding (rtz|rne).
+    // ieee/fma/kahan: rounding of each step, adder.ftz -> env.flush_to_zero, (ieee/fma)
+    // adder.daz -> env.denormals_are_zero (the running accumulator operand read with DAZ);
+    // fused: normalization_rounding (rtz|rne).
+    OpEnv env;
     int group = 1;           // fused: G.
     int fraction_bits = 0;   // fused: F.
     Alignment alignment = Alignment::kTruncate;
@@ -87,6 +93,7 @@ struct Model {
   struct Chain {
     ChainKind kind = ChainKind::kSequential;
     int leaf = 8, unroll = 1, split_multiple = 1;  // pairwise.
+    int chunk = 0;                                  // pairwise: 0 = no chunking.
     int block = 0;                                  // blocked.
     int ways = 0;                                   // strided.
     CombineOrder combine = CombineOrder::kSequential;
@@ -95,6 +102,10 @@ struct Model {
     int every = 0;                                  // promote.
     const FormatSpec* promote_format = nullptr;     // promote: chain.format (float32).
     OpEnv promote_env;                              // promote: chain.rounding.
+    int lanes = 0;                                  // simd, cascade: W.
+    int unit = 1;                                   // simd: products per lane step.
+    UnitOrder unit_order = UnitOrder::kForward;     // simd.
+    CombineOrder reduce = CombineOrder::kHalving;   // simd: lane reduction.
   } chain;
 
   struct Output {
@@ -121,6 +132,26 @@ absl::StatusOr<Model> ParseModel(std::string_view toml_text, std::string_view fi
 
 // Reads and parses a model file (NotFound if it cannot be read).
 absl::StatusOr<Model> LoadModelFile(const std::string& path);
+
+// An envelope (MODEL_FORMAT.md, "Envelopes"): a named set of models, e.g. every plausible
+// in-array order of one platform; a verdict holds for the envelope iff it holds for every member.
+// The file sits next to the models; its top-level `envelope = [...]` lists the members.
+struct Envelope {
+  std::string name;
+  std::string description;
+  // `envelope`: model names (file stems), in file order, >= 2, distinct.
+  std::vector<std::string> members;
+  std::string members_source;        // provenance.envelope.
+  bool members_unconfirmed = false;  // "envelope" listed in provenance.unconfirmed.
+};
+
+// Parses an envelope file (errors name file:line: key, as for models). Member names are checked
+// for syntax only; ModelCatalog::FindEnvelope loads them.
+absl::StatusOr<Envelope> ParseEnvelope(std::string_view toml_text, std::string_view file_name);
+absl::StatusOr<Envelope> LoadEnvelopeFile(const std::string& path);
+
+// True when `toml_text` is valid TOML with a top-level key `envelope`.
+bool IsEnvelopeText(std::string_view toml_text);
 
 }  // namespace fpconform
 

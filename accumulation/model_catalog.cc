@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <system_error>
 
 #include "absl/strings/str_cat.h"
@@ -29,6 +31,13 @@ bool ListTomlFiles(const std::string& dir, std::vector<std::filesystem::path>& f
   std::sort(files.begin(), files.end(),
             [](const auto& x, const auto& y) { return x.filename() < y.filename(); });
   return true;
+}
+
+bool FileIsEnvelope(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return false;
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return IsEnvelopeText(text);
 }
 
 }  // namespace
@@ -69,6 +78,61 @@ const absl::StatusOr<Model>& ModelCatalog::Find(std::string_view name) const {
   return cache_.emplace(std::string(name), std::move(result)).first->second;
 }
 
+bool ModelCatalog::IsEnvelope(std::string_view name) const {
+  if (!IsValidModelName(name)) return false;
+  return FileIsEnvelope(absl::StrCat(dir_, "/", Av(name), ".toml"));
+}
+
+const absl::StatusOr<Envelope>& ModelCatalog::FindEnvelope(std::string_view name) const {
+  auto it = envelopes_.find(name);
+  if (it != envelopes_.end()) return it->second;
+  absl::StatusOr<Envelope> result;
+  const std::string path = absl::StrCat(dir_, "/", Av(name), ".toml");
+  std::error_code ec;
+  if (!IsValidModelName(name)) {
+    result = absl::InvalidArgumentError(absl::StrCat(
+        "bad envelope name '", Av(name), "' (want letters, digits, '.', '_', '-')"));
+  } else if (!std::filesystem::is_regular_file(path, ec)) {
+    result = absl::NotFoundError(absl::StrCat("unknown envelope '", Av(name), "' in ", dir_,
+                                              " (valid: ", absl::StrJoin(Names(), " "), ")"));
+  } else if (!FileIsEnvelope(path)) {
+    result = absl::InvalidArgumentError(
+        absl::StrCat(path, ": a model, not an envelope (no top-level envelope = [...])"));
+  } else {
+    result = LoadEnvelopeFile(path);
+    if (result.ok()) {
+      for (const std::string& member : result->members) {
+        if (IsEnvelope(member)) {
+          result = absl::InvalidArgumentError(absl::StrCat(
+              path, ": envelope: '", member, "' is an envelope (members must be models)"));
+          break;
+        }
+        const absl::StatusOr<Model>& m = Find(member);
+        if (!m.ok()) {
+          result = absl::InvalidArgumentError(absl::StrCat(path, ": envelope: '", member,
+                                                           "': ", m.status().message()));
+          break;
+        }
+      }
+    }
+  }
+  return envelopes_.emplace(std::string(name), std::move(result)).first->second;
+}
+
+absl::StatusOr<std::vector<const Model*>> ModelCatalog::Expand(std::string_view name) const {
+  std::vector<const Model*> out;
+  if (IsEnvelope(name)) {
+    const absl::StatusOr<Envelope>& e = FindEnvelope(name);
+    if (!e.ok()) return e.status();
+    for (const std::string& member : e->members) out.push_back(&*Find(member));
+    return out;
+  }
+  const absl::StatusOr<Model>& m = Find(name);
+  if (!m.ok()) return m.status();
+  out.push_back(&*m);
+  return out;
+}
+
 absl::StatusOr<std::vector<ModelFile>> ModelCatalog::LoadAll() const {
   std::vector<std::filesystem::path> files;
   if (!ListTomlFiles(dir_, files)) {
@@ -78,7 +142,14 @@ absl::StatusOr<std::vector<ModelFile>> ModelCatalog::LoadAll() const {
   out.reserve(files.size());
   for (const auto& p : files) {
     const std::string path = absl::StrCat(dir_, "/", p.filename().string());
-    out.push_back(ModelFile{path, p.stem().string(), LoadModelFile(path)});
+    if (FileIsEnvelope(path)) {
+      ModelFile f{path, p.stem().string(),
+                  absl::FailedPreconditionError(absl::StrCat(path, ": an envelope, not a model")),
+                  true, FindEnvelope(p.stem().string())};
+      out.push_back(std::move(f));
+    } else {
+      out.push_back(ModelFile{path, p.stem().string(), LoadModelFile(path)});
+    }
   }
   return out;
 }

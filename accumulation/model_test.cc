@@ -1,8 +1,12 @@
 #include "accumulation/model.h"
 
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
+#include <vector>
 
+#include "accumulation/model_catalog.h"
 #include "gtest/gtest.h"
 
 namespace fpconform {
@@ -204,11 +208,223 @@ TEST(ModelTest, EveryPresetParses) {
   int n = 0;
   for (const auto& e : std::filesystem::directory_iterator(dir)) {
     if (e.path().extension() != ".toml") continue;
+    std::ifstream in(e.path(), std::ios::binary);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (IsEnvelopeText(text)) {
+      // An envelope: it parses and every member is a preset that parses.
+      absl::StatusOr<Envelope> env = LoadEnvelopeFile(e.path().string());
+      ASSERT_TRUE(env.ok()) << env.status();
+      for (const std::string& member : env->members) {
+        absl::StatusOr<Model> mm = LoadModelFile((dir / (member + ".toml")).string());
+        EXPECT_TRUE(mm.ok()) << e.path() << ": member " << member << ": " << mm.status();
+      }
+      continue;
+    }
     absl::StatusOr<Model> m = LoadModelFile(e.path().string());
     EXPECT_TRUE(m.ok()) << m.status();
     ++n;
   }
   RecordProperty("models", n);
+}
+
+
+// ---- Keys added for kahan, ftz, simd, cascade, pairwise chunk, and envelopes. ----
+
+// Line numbers below count from the first line of this text (line 1: name).
+constexpr const char* kSimd = R"toml(name = "s"
+description = "simd test"
+[inputs]
+a = "bfloat16"
+daz = true
+[adder]
+kind = "fma"
+ftz = true
+[accumulator]
+format = "float32"
+[chain]
+kind = "simd"
+lanes = 16
+unit = 2
+unit_order = "reverse"
+reduce = "halving"
+[provenance]
+"inputs.a" = "x"
+"inputs.daz" = "x"
+"adder.kind" = "x"
+"adder.ftz" = "x"
+"accumulator.format" = "x"
+"chain.kind" = "x"
+"chain.lanes" = "x"
+"chain.unit" = "x"
+"chain.unit_order" = "x"
+"chain.reduce" = "x"
+)toml";
+
+TEST(ModelTest, ParsesNewKeys) {
+  absl::StatusOr<Model> m = ParseModel(kSimd, "dir/s.toml");
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_TRUE(m->adder.env.flush_to_zero);
+  EXPECT_EQ(m->chain.kind, ChainKind::kSimd);
+  EXPECT_EQ(m->chain.lanes, 16);
+  EXPECT_EQ(m->chain.unit, 2);
+  EXPECT_EQ(m->chain.unit_order, UnitOrder::kReverse);
+  EXPECT_EQ(m->chain.reduce, CombineOrder::kHalving);
+  std::string cascade = Replace(kSimd, "kind = \"simd\"", "kind = \"cascade\"");
+  for (const char* k : {"unit = 2\n", "unit_order = \"reverse\"\n", "reduce = \"halving\"\n",
+                        "\"chain.unit\" = \"x\"\n", "\"chain.unit_order\" = \"x\"\n",
+                        "\"chain.reduce\" = \"x\"\n"}) {
+    cascade = Replace(cascade, k, "");
+  }
+  m = ParseModel(cascade, "dir/s.toml");
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->chain.kind, ChainKind::kCascade);
+  EXPECT_EQ(m->chain.lanes, 16);
+}
+
+TEST(ModelTest, NewKeysErrorsNameFileLineAndField) {
+  const BadCase cases[] = {
+      {"ftz type", "ftz = true", "ftz = 1", "s.toml:8: adder.ftz: must be true or false"},
+      {"daz on kahan", "kind = \"fma\"\nftz = true", "kind = \"kahan\"\ndaz = true",
+       "s.toml:8: adder.daz: applies only to adder.kind = \"ieee\" or \"fma\""},
+      {"ftz on fused", "kind = \"fma\"\nftz = true",
+       "kind = \"fused\"\nftz = true\ngroup = 2\nfraction_bits = 24",
+       "s.toml:8: adder.ftz: does not apply to a fused adder"},
+      {"kahan needs sequential", "kind = \"fma\"", "kind = \"kahan\"",
+       "s.toml:12: chain.kind: adder.kind = \"kahan\" needs chain.kind = \"sequential\""},
+      {"bad adder kind", "kind = \"fma\"", "kind = \"kahn\"",
+       "s.toml:7: adder.kind: must be one of ieee fma fused kahan"},
+      {"lanes not a power of two", "lanes = 16", "lanes = 12",
+       "s.toml:13: chain.lanes: must be a power of two, got 12"},
+      {"lanes missing", "lanes = 16\n", "", "s.toml:11: chain.lanes: required key missing"},
+      {"unit range", "unit = 2", "unit = 0", "s.toml:14: chain.unit: must be an integer in 1..64"},
+      {"unit_order value", "unit_order = \"reverse\"", "unit_order = \"odd_first\"",
+       "s.toml:15: chain.unit_order: must be one of forward reverse"},
+      {"reduce value", "reduce = \"halving\"", "reduce = \"tree\"",
+       "s.toml:16: chain.reduce: must be one of halving sequential pairwise"},
+      {"simd key on pairwise", "kind = \"simd\"", "kind = \"pairwise\"",
+       "s.toml:13: chain.lanes: does not apply to this chain.kind"},
+      {"chunk range", "kind = \"simd\"\nlanes = 16\nunit = 2\nunit_order = \"reverse\"\n"
+       "reduce = \"halving\"", "kind = \"pairwise\"\nchunk = 0",
+       "s.toml:13: chain.chunk: must be an integer in 1..1073741824, got 0"},
+      {"tree still reserved", "kind = \"simd\"", "kind = \"tree\"",
+       "s.toml:12: chain.kind: \"tree\" is reserved"},
+      {"envelope read as model", "name = \"s\"", "envelope = [\"a\", \"b\"]\nname = \"s\"",
+       "s.toml:1: envelope: this file is an envelope, not a model"},
+  };
+  for (const BadCase& c : cases) {
+    SCOPED_TRACE(c.comment);
+    absl::StatusOr<Model> m = ParseModel(Replace(kSimd, c.from, c.to), "dir/s.toml");
+    ASSERT_FALSE(m.ok());
+    const std::string msg(m.status().message());
+    EXPECT_EQ(msg.rfind(std::string("dir/") + c.expected, 0), 0u) << msg;
+  }
+}
+
+constexpr const char* kEnvelope = R"toml(name = "e"
+description = "two orders"
+
+envelope = ["m-a", "m-b"]
+[provenance]
+envelope = "order undocumented"
+unconfirmed = ["envelope"]
+)toml";
+
+TEST(ModelTest, ParsesEnvelope) {
+  EXPECT_TRUE(IsEnvelopeText(kEnvelope));
+  EXPECT_FALSE(IsEnvelopeText(kSimd));
+  EXPECT_FALSE(IsEnvelopeText("envelope = "));
+  absl::StatusOr<Envelope> e = ParseEnvelope(kEnvelope, "dir/e.toml");
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_EQ(e->name, "e");
+  EXPECT_EQ(e->members, (std::vector<std::string>{"m-a", "m-b"}));
+  EXPECT_EQ(e->members_source, "order undocumented");
+  EXPECT_TRUE(e->members_unconfirmed);
+  const BadCase cases[] = {
+      {"one member", "\"m-a\", \"m-b\"", "\"m-a\"", "e.toml:4: envelope: needs at least 2 models"},
+      {"duplicate", "\"m-b\"]", "\"m-a\"]", "e.toml:4: envelope: \"m-a\" listed twice"},
+      {"itself", "\"m-b\"]", "\"e\"]", "e.toml:4: envelope: an envelope cannot contain itself"},
+      {"bad name", "\"m-b\"]", "\"../x\"]", "e.toml:4: envelope: entries must be model names"},
+      {"not an array", "[\"m-a\", \"m-b\"]", "\"m-a\"", "e.toml:4: envelope: must be an array"},
+      {"no source", "envelope = \"order undocumented\"\n", "",
+       "e.toml:5: provenance.envelope: required key missing"},
+      {"unknown key", "\nenvelope = [", "extra = 1\nenvelope = [", "e.toml:3: extra: unknown key"},
+      {"stem", "name = \"e\"", "name = \"f\"", "e.toml:1: name: must equal the file's stem"},
+      {"unconfirmed other", "[\"envelope\"]", "[\"chain.kind\"]",
+       "e.toml:7: provenance.unconfirmed: the only entry"},
+  };
+  for (const BadCase& c : cases) {
+    SCOPED_TRACE(c.comment);
+    absl::StatusOr<Envelope> bad = ParseEnvelope(Replace(kEnvelope, c.from, c.to), "dir/e.toml");
+    ASSERT_FALSE(bad.ok());
+    const std::string msg(bad.status().message());
+    EXPECT_EQ(msg.rfind(std::string("dir/") + c.expected, 0), 0u) << msg;
+  }
+}
+
+// Envelopes through the catalog: Expand, FindEnvelope, and the errors for bad members.
+TEST(ModelTest, CatalogEnvelopes) {
+  ModelCatalog catalog(FPCONFORM_MODELS_SOURCE_DIR);
+  EXPECT_TRUE(catalog.IsEnvelope("trainium2-bf16-envelope"));
+  EXPECT_FALSE(catalog.IsEnvelope("trainium2-bf16"));
+  absl::StatusOr<std::vector<const Model*>> all = catalog.Expand("trainium2-bf16-envelope");
+  ASSERT_TRUE(all.ok()) << all.status();
+  ASSERT_EQ(all->size(), 2u);
+  EXPECT_EQ((*all)[0]->name, "trainium2-bf16-sequential");
+  EXPECT_EQ((*all)[1]->name, "trainium2-bf16-pairwise");
+  absl::StatusOr<std::vector<const Model*>> one = catalog.Expand("cpu-f32-seq");
+  ASSERT_TRUE(one.ok()) << one.status();
+  EXPECT_EQ(one->size(), 1u);
+  EXPECT_EQ(catalog.FindEnvelope("cpu-f32-seq").status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(catalog.Expand("no-such").status().code(), absl::StatusCode::kNotFound);
+
+  const std::filesystem::path dir =
+      std::filesystem::path(::testing::TempDir()) / "model_test_envelopes";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "e.toml") << "name = \"e\"\ndescription = \"d\"\n"
+                                   "envelope = [\"cpu-f32-seq\", \"missing\"]\n"
+                                   "[provenance]\nenvelope = \"x\"\n";
+  std::filesystem::copy_file(std::filesystem::path(FPCONFORM_MODELS_SOURCE_DIR) / "cpu-f32-seq.toml",
+                             dir / "cpu-f32-seq.toml",
+                             std::filesystem::copy_options::overwrite_existing);
+  ModelCatalog local(dir.string());
+  const absl::StatusOr<Envelope>& bad = local.FindEnvelope("e");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(std::string(bad.status().message()).find("envelope: 'missing': unknown model"),
+            std::string::npos)
+      << bad.status();
+  absl::StatusOr<std::vector<ModelFile>> files = local.LoadAll();
+  ASSERT_TRUE(files.ok());
+  ASSERT_EQ(files->size(), 2u);
+  EXPECT_TRUE((*files)[1].is_envelope);
+  EXPECT_FALSE((*files)[1].envelope.ok());
+  std::filesystem::remove_all(dir);
+}
+
+// The presets the issue names exist and say what SOURCES.md says.
+TEST(ModelTest, NewPresets) {
+  const std::string dir = FPCONFORM_MODELS_SOURCE_DIR;
+  absl::StatusOr<Model> kahan = LoadModelFile(dir + "/kahan-f32.toml");
+  ASSERT_TRUE(kahan.ok()) << kahan.status();
+  EXPECT_EQ(kahan->adder.kind, AdderKind::kKahan);
+  absl::StatusOr<Model> bf16 = LoadModelFile(dir + "/x86-avx512bf16.toml");
+  ASSERT_TRUE(bf16.ok()) << bf16.status();
+  EXPECT_TRUE(bf16->inputs.daz);
+  EXPECT_TRUE(bf16->adder.env.flush_to_zero);
+  EXPECT_EQ(bf16->chain.lanes, 16);
+  EXPECT_EQ(bf16->chain.unit_order, UnitOrder::kReverse);
+  absl::StatusOr<Model> torch = LoadModelFile(dir + "/torch-cpu-sum-f32.toml");
+  ASSERT_TRUE(torch.ok()) << torch.status();
+  EXPECT_EQ(torch->chain.kind, ChainKind::kCascade);
+  absl::StatusOr<Model> numpy = LoadModelFile(dir + "/numpy-sum-f32.toml");
+  ASSERT_TRUE(numpy.ok()) << numpy.status();
+  EXPECT_EQ(numpy->chain.chunk, 8192);
+  absl::StatusOr<Model> tp = LoadModelFile(dir + "/trainium2-bf16-pairwise.toml");
+  ASSERT_TRUE(tp.ok()) << tp.status();
+  EXPECT_EQ(tp->chain.chunk, 128);
+  absl::StatusOr<Envelope> env = LoadEnvelopeFile(dir + "/trainium2-bf16-envelope.toml");
+  ASSERT_TRUE(env.ok()) << env.status();
+  EXPECT_GE(env->members.size(), 2u);
 }
 
 }  // namespace

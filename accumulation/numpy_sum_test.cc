@@ -1,6 +1,7 @@
 // The numpy-sum-f32 model against the real NumPy (Debian's python3-numpy, run as
 // /usr/bin/python3, not whatever python3 is on PATH): np.sum of float32 arrays of many lengths
-// (1..300 and some up to 8192), bit for bit. Skipped, with a message, when that NumPy is absent.
+// (1..300, some up to 8192, and above 8192 where NumPy sums 8192-element buffer chunks in order:
+// chain.chunk), bit for bit. Skipped, with a message, when that NumPy is absent.
 // Seeded: the same arrays on every run (FPCONFORM_SEED overrides the seed, which is printed).
 #include <cstdint>
 #include <cstdio>
@@ -54,7 +55,8 @@ TEST(NumpySumTest, MatchesRealNumpyBitForBit) {
 
   std::vector<int> lengths;
   for (int n = 1; n <= 300; ++n) lengths.push_back(n);
-  for (int n : {511, 512, 513, 1000, 1024, 1031, 2047, 2048, 4095, 4096, 4097, 5000, 8191, 8192}) {
+  for (int n : {511, 512, 513, 1000, 1024, 1031, 2047, 2048, 4095, 4096, 4097, 5000, 8191, 8192,
+                8193, 8200, 10000, 16384, 16385, 20000, 24577, 65537}) {
     lengths.push_back(n);
   }
   // Each length twice: a narrow exponent spread (many ties and carries), a wide one (swamping).

@@ -35,23 +35,30 @@ int List(const ModelCatalog& catalog) {
     std::fprintf(stderr, "fpconform models: %s\n", std::string(files.status().message()).c_str());
     return kExitUsage;
   }
+  // An envelope file (top-level envelope = [...]) is listed like a model, its description followed by
+  // "[envelope: member ...]".
+  auto status = [](const ModelFile& f) {
+    return f.is_envelope ? f.envelope.status() : f.model.status();
+  };
   size_t width = 0;
   for (const ModelFile& f : *files) {
-    if (f.model.ok()) width = std::max(width, f.model->name.size());
+    if (status(f).ok()) width = std::max(width, f.name.size());
   }
   int bad = 0;
   for (const ModelFile& f : *files) {
-    if (!f.model.ok()) {
+    if (!status(f).ok()) {
       ++bad;
-      continue;
+    } else if (f.is_envelope) {
+      std::printf("%-*s  %s [envelope: %s]\n", static_cast<int>(width), f.envelope->name.c_str(),
+                  f.envelope->description.c_str(), absl::StrJoin(f.envelope->members, " ").c_str());
+    } else {
+      std::printf("%-*s  %s\n", static_cast<int>(width), f.model->name.c_str(),
+                  f.model->description.c_str());
     }
-    std::printf("%-*s  %s\n", static_cast<int>(width), f.model->name.c_str(),
-                f.model->description.c_str());
   }
   for (const ModelFile& f : *files) {
-    if (!f.model.ok()) {
-      std::fprintf(stderr, "fpconform models: %s\n",
-                   std::string(f.model.status().message()).c_str());
+    if (!status(f).ok()) {
+      std::fprintf(stderr, "fpconform models: %s\n", std::string(status(f).message()).c_str());
     }
   }
   if (bad > 0) {
@@ -63,6 +70,21 @@ int List(const ModelCatalog& catalog) {
 }
 
 int Show(const ModelCatalog& catalog, const std::string& name) {
+  if (catalog.IsEnvelope(name)) {
+    const absl::StatusOr<Envelope>& e = catalog.FindEnvelope(name);
+    if (!e.ok()) {
+      std::fprintf(stderr, "fpconform models show: %s\n",
+                   std::string(e.status().message()).c_str());
+      return kExitUsage;
+    }
+    std::printf("name: %s\n", e->name.c_str());
+    std::printf("description: %s\n", e->description.c_str());
+    std::printf("file: %s/%s.toml\n", catalog.dir().c_str(), name.c_str());
+    std::printf("envelope: %s\n", absl::StrJoin(e->members, " ").c_str());
+    std::printf("  source: %s%s\n", e->members_source.c_str(),
+                e->members_unconfirmed ? "  [UNCONFIRMED]" : "");
+    return kExitOk;
+  }
   const absl::StatusOr<Model>& m = catalog.Find(name);
   if (!m.ok()) {
     std::fprintf(stderr, "fpconform models show: %s\n", std::string(m.status().message()).c_str());
