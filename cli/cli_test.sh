@@ -152,6 +152,27 @@ grep -q "8-bit formats: float8_e4m3fn" "$TMP/err" || fail "--values float32 mess
 "$BIN" formats --values nope > /dev/null 2>"$TMP/err"; expect_rc "--values nope" "$?" 2
 grep -q "unknown format 'nope' (valid: float64" "$TMP/err" || fail "--values nope message: $(cat "$TMP/err")"
 
+# ---- reveal: a model's summation tree (MODEL_FORMAT.md chain rules), text and dot ----
+out=$("$BIN" reveal cpu-f32-seq --n 3); rc=$?
+expect_eq "reveal cpu-f32-seq text" "$out" '(((c + x0) + x1) + x2)'
+expect_rc "reveal cpu-f32-seq" "$rc" 0
+# H100 bf16: fused groups of 16 products; the second group holds x16, x17 and the accumulator.
+out=$("$BIN" reveal nvidia-h100-bf16 --n 18)
+expect_eq "reveal h100 text" "$out" \
+  'fused[x16 x17 fused[x0 x1 x2 x3 x4 x5 x6 x7 x8 x9 x10 x11 x12 x13 x14 x15 c]]'
+out=$("$BIN" reveal cpu-f32-seq --n 1 --format dot); rc=$?
+expect_eq "reveal dot" "$out" $'digraph "cpu-f32-seq" {\n  node [fontname="monospace"];\n  n1 [label="c", shape=box];\n  n0 [label="x0", shape=box];\n  n2 [label="+", shape=ellipse];\n  n2 -> n1;\n  n2 -> n0;\n}'
+expect_rc "reveal dot" "$rc" 0
+out=$("$BIN" reveal nvidia-h100-bf16 --n 40 --probe); rc=$?
+expect_rc "reveal --probe" "$rc" 0
+grep -q '^match: yes$' <<<"$out" || fail "reveal --probe: no match line: $out"
+grep -q '^fused group size: 16 ' <<<"$out" || fail "reveal --probe: group size: $out"
+"$BIN" reveal no-such --n 3 > /dev/null 2>"$TMP/err"; expect_rc "reveal unknown model" "$?" 2
+grep -q "unknown model 'no-such' in .*(valid: .*cpu-f32-seq" "$TMP/err" \
+  || fail "reveal unknown model message: $(cat "$TMP/err")"
+"$BIN" reveal cpu-f32-seq --n 3 --format svg > /dev/null 2>&1; expect_rc "reveal --format svg" "$?" 2
+"$BIN" reveal --help > /dev/null 2>&1; expect_rc "reveal --help" "$?" 0
+
 if (( FAILS > 0 )); then
   echo "$FAILS check(s) failed"
   exit 1
