@@ -1,0 +1,476 @@
+// Published tensor-core behaviour as tests: the vectors of Fasi, Higham, Mikaitis & Pranesh,
+// "Numerical behavior of NVIDIA tensor cores", PeerJ CS 7:e330 (2021) (subnormals, exact
+// products, fp32-like accumulation, RZ output, alignment bits, no normalization inside a group,
+// carry-out, non-monotonicity), run through EvaluateDot (accumulation/evaluate.h) on every
+// NVIDIA preset they can be written for, with the expected results re-derived by hand from each
+// preset's G (products per fused group) and F (bits kept below the group's largest exponent),
+// as listed in accumulation/models/SOURCES.md ("Fasi et al. vectors, re-derived per
+// architecture"). Nothing below was produced by running the code under test.
+//
+// The group rule used in every derivation (MODEL_FORMAT.md, adder.kind = "fused"): the terms
+// are the products and the running accumulator (c for the first group); emax = the largest
+// alignment exponent of the non-zero terms (a product's is E(a) + E(b), c's is E(c); E of a
+// subnormal is its format's Emin); every term is truncated toward zero to a multiple of the
+// quantum q = 2^(emax - F); the truncated terms are summed exactly; the sum is rounded once
+// toward zero (RZ) into float32 (into float32 with 13 fraction bits for the Ada/Hopper FP8
+// presets). All vectors have at most 12 non-zero products, fewer than every G they are run with
+// except where a row says otherwise, so each is one group.
+//
+// Presets and their (G, F): V100 fp16 (4, 23); T4 fp16, A100 fp16/bf16 (8, 24); A100 tf32
+// (4, 24; float32 inputs truncated to tf32 by the model); H100 fp16/bf16, B200 bf16 (16, 25);
+// H100 tf32 (8, 25); Ada fp8 (16, 13) and H100 fp8 (32, 13), 13-bit accumulator; B200 fp8
+// (32, 25); H100 fp8 promote128: the same 32-term groups from +0, then outer = RNE_f32(outer +
+// inner) with outer starting at c (so c is outside the group: different expected values).
+//
+// Which rows apply to which inputs:
+//  * The fp32 D of C3 ("fp16 output RNE") has no preset (no fp16-output model): not run.
+//  * FP8 inputs cannot express 2^-24-scale terms against 1 (e4m3fn products are >= 2^-18), and
+//    the Ada/Hopper FP8 accumulator holds only 13 fraction bits, so the FP8 rows are the same
+//    tests moved to F = 13 (terms at 2^-13/2^-14 against 1) or, for B200's F = 25, scaled by a
+//    power of two so that the tiny terms are fp8 products (each row says how).
+//  * A2 (c = 2^-149) is not a value of the 13-bit Ada/Hopper accumulator: not run there.
+//  * D5 (non-monotonicity) is a property of c inside the group: not run on promote128.
+//  * H100/B200 (F = 25) need their own D5 vector (derived below); the T4/A100 one is monotone
+//    there (row D5-F24-on-F25 shows it).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "accumulation/evaluate.h"
+#include "accumulation/model.h"
+#include "accumulation/model_catalog.h"
+#include "gtest/gtest.h"
+
+namespace fpconform {
+namespace {
+
+using V = std::vector<uint64_t>;
+
+struct Row {
+  const char* test;                  // Fasi et al. test name (and variant).
+  std::vector<const char*> presets;  // Presets this row's derivation holds for.
+  V a, b;
+  uint64_t c;         // In the final accumulator's format (float32).
+  uint64_t expected;  // float32 bits.
+};
+
+const char* const kFp16All[] = {"nvidia-v100-fp16", "nvidia-t4-fp16", "nvidia-a100-fp16",
+                                "nvidia-h100-fp16"};
+std::vector<const char*> Fp16All() { return {std::begin(kFp16All), std::end(kFp16All)}; }
+std::vector<const char*> Bf16All() {
+  return {"nvidia-a100-bf16", "nvidia-h100-bf16", "nvidia-b200-bf16"};
+}
+std::vector<const char*> Tf32All() { return {"nvidia-a100-tf32", "nvidia-h100-tf32"}; }
+// FP8 presets by input format and accumulator kind.
+std::vector<const char*> E4m3F13() { return {"nvidia-ada-fp8e4m3", "nvidia-h100-fp8e4m3"}; }
+std::vector<const char*> E5m2F13() { return {"nvidia-ada-fp8e5m2", "nvidia-h100-fp8e5m2"}; }
+std::vector<const char*> E4m3Promote() { return {"nvidia-h100-fp8e4m3-promote128"}; }
+std::vector<const char*> E5m2Promote() { return {"nvidia-h100-fp8e5m2-promote128"}; }
+std::vector<const char*> E4m3B200() { return {"nvidia-b200-fp8e4m3"}; }
+std::vector<const char*> E5m2B200() { return {"nvidia-b200-fp8e5m2"}; }
+
+// Encodings used below (sign | exponent | fraction, worked out from the layouts):
+//  float16 (bias 15): 1 = 0x3C00, 2 = 0x4000, 4 = 0x4400, 0.5 = 0x3800, 0.25 = 0x3400,
+//    0.75 = 0x3A00, 1.5 = 0x3E00, 1.75 = 0x3F00, 1.875 = 0x3F80, 1-2^-11 = 0x3BFF,
+//    subnormals m*2^-24 = m (2^-24 = 0x0001, 2^-23 = 0x0002, 3*2^-24 = 0x0003).
+//  bfloat16 (bias 127): 1 = 0x3F80, 2 = 0x4000, 0.5 = 0x3F00, 0.25 = 0x3E80, 0.75 = 0x3F40,
+//    1.5 = 0x3FC0, 1.75 = 0x3FE0, 1.875 = 0x3FF0, 1-2^-8 = 0x3F7F, 2^7 = 0x4300,
+//    2^-24 = 0x3380, 2^-23 = 0x3400, 3*2^-24 = 0x3440, 2^-133 (min subnormal) = 0x0001.
+//  float32: 1 = 0x3F800000, 1-2^-24 = 0x3F7FFFFF, 1+2^-23 = 0x3F800001,
+//    1+2^-22+2^-23 = 0x3F800003, 1-2^-14 = 0x3F7FFC00, 1+2^-12+2^-13 = 0x3F800C00,
+//    2^-24 = 0x33800000, 2^-23 = 0x34000000, 2^-14 = 0x38800000, 2^-13 = 0x39000000,
+//    2^-136 = 0x00002000 (subnormal), 2^-126 = 0x00800000, 2^-149 = 0x00000001.
+//  float8_e4m3fn (bias 7, Emin -6, subnormals m*2^-9): 1 = 0x38, 2 = 0x40, 4 = 0x48, 8 = 0x50,
+//    2^8 = 0x78, 1.5 = 0x3C, 1.75 = 0x3E, 1.875 = 0x3F, 1-2^-4 = 0x37, 2^-4 = 0x18,
+//    2^-5 = 0x10, 1.5*2^-6 = 0x0C, 2^-7 = 0x04, 2^-9 = 0x01, 3*2^-9 = 0x03; negative: | 0x80.
+//  float8_e5m2 (bias 15, Emin -14, subnormals m*2^-16): 1 = 0x3C, 2 = 0x40, 4 = 0x44, 8 = 0x48,
+//    2^8 = 0x5C, 2^15 = 0x78, 1.75 = 0x3F, 1-2^-3 = 0x3B, 2^-2 = 0x34, 2^-6 = 0x24,
+//    1.5*2^-6 = 0x26, 2^-7 = 0x20, 2^-9 = 0x18, 2^-16 = 0x01, 3*2^-16 = 0x03.
+std::vector<Row> Rows() {
+  std::vector<Row> r;
+  auto add = [&](const char* test, std::vector<const char*> presets, V a, V b, uint64_t c,
+                 uint64_t expected) { r.push_back({test, std::move(presets), a, b, c, expected}); };
+
+  // ---- A: subnormal inputs are kept (no DAZ). One product, c = 0: the result is the exact
+  // product (a multiple of every quantum 2^(emax - F), emax = E(a) + E(b)), representable.
+  // fp16: 2^-24 * 4 = 2^-22 = 0x34800000.
+  add("A1 subnormal input", Fp16All(), {0x0001}, {0x4400}, 0, 0x34800000);
+  // bf16: 2^-133 * 2^7 = 2^-126 = 0x00800000.
+  add("A1 subnormal input", Bf16All(), {0x0001}, {0x4300}, 0, 0x00800000);
+  // tf32: float32 0x00002000 = 2^-136, a tf32 subnormal (RZ keeps it); * 2^10 = 2^-126.
+  add("A1 subnormal input", Tf32All(), {0x00002000}, {0x44800000}, 0, 0x00800000);
+  // e4m3fn: 2^-9 * 2^8 = 2^-1 = 0x3F000000; e5m2: 2^-16 * 2^15 = 2^-1. (Promote: outer = +0 +
+  // inner = 2^-1.)
+  for (auto p : {E4m3F13(), E4m3Promote(), E4m3B200()}) {
+    add("A1 subnormal input (fp8)", p, {0x01}, {0x78}, 0, 0x3F000000);
+  }
+  for (auto p : {E5m2F13(), E5m2Promote(), E5m2B200()}) {
+    add("A1 subnormal input (fp8)", p, {0x01}, {0x78}, 0, 0x3F000000);
+  }
+  // A2: subnormal c = 2^-149 with zero products: the only non-zero term, emax = Emin = -126,
+  // q = 2^(-126 - F) <= 2^-149 for F >= 23: kept. Promote: RNE(2^-149 + 0) = 2^-149.
+  add("A2 subnormal c", Fp16All(), {0}, {0}, 0x00000001, 0x00000001);
+  add("A2 subnormal c", Bf16All(), {0}, {0}, 0x00000001, 0x00000001);
+  add("A2 subnormal c", Tf32All(), {0}, {0}, 0x00000001, 0x00000001);
+  for (auto p : {E4m3Promote(), E5m2Promote(), E4m3B200(), E5m2B200()}) {
+    add("A2 subnormal c", p, {0}, {0}, 0x00000001, 0x00000001);
+  }
+
+  // ---- B1: products are exact. a_i = b_i = x (4 products), c = 0, one group.
+  // fp16 x = 1-2^-11: x^2 = 1 - 2^-10 + 2^-22, E = -1 + -1 = -2, so its lowest bit 2^-22 is 20
+  // bits below emax (<= F); 4x^2 = 4 - 2^-8 + 2^-20 = 2^1 * (1 + (1 - 2^-9) + 2^-21):
+  // fraction 0x7FC000 + 0x4 -> 0x407FC004 (a product rounded to fp32 first would give 4 - 2^-8).
+  add("B1 exact products", Fp16All(), {0x3BFF, 0x3BFF, 0x3BFF, 0x3BFF},
+      {0x3BFF, 0x3BFF, 0x3BFF, 0x3BFF}, 0, 0x407FC004);
+  // bf16 x = 1-2^-8: 4x^2 = 4 - 2^-5 + 2^-14 = 2^1 * (1 + (1 - 2^-6) + 2^-15): 0x407E0100.
+  add("B1 exact products", Bf16All(), {0x3F7F, 0x3F7F, 0x3F7F, 0x3F7F},
+      {0x3F7F, 0x3F7F, 0x3F7F, 0x3F7F}, 0, 0x407E0100);
+  // tf32: float32 1-2^-24 truncates (RZ) to tf32 1-2^-11, then as fp16: 0x407FC004 (RNE
+  // conversion would give 1 and 4.0 = 0x40800000).
+  add("B1 exact products, tf32 RZ input", Tf32All(),
+      {0x3F7FFFFF, 0x3F7FFFFF, 0x3F7FFFFF, 0x3F7FFFFF},
+      {0x3F7FFFFF, 0x3F7FFFFF, 0x3F7FFFFF, 0x3F7FFFFF}, 0, 0x407FC004);
+  // e4m3fn x = 1-2^-4 = 0.9375: 4x^2 = 4 - 2^-1 + 2^-6 = 3.515625 = 2 * (1 + 0.75 + 2^-7),
+  // fraction 0x610000; exact in 13 fraction bits too (lowest bit 2^-6, ulp 2^-12); q = 2^-15.
+  for (auto p : {E4m3F13(), E4m3Promote(), E4m3B200()}) {
+    add("B1 exact products (fp8)", p, {0x37, 0x37, 0x37, 0x37}, {0x37, 0x37, 0x37, 0x37}, 0,
+        0x40610000);
+  }
+  // e5m2 x = 1-2^-3 = 0.875: 4x^2 = 3.0625 = 2 * (1 + 2^-1 + 2^-5): 0x40440000.
+  for (auto p : {E5m2F13(), E5m2Promote(), E5m2B200()}) {
+    add("B1 exact products (fp8)", p, {0x3B, 0x3B, 0x3B, 0x3B}, {0x3B, 0x3B, 0x3B, 0x3B}, 0,
+        0x40440000);
+  }
+
+  // ---- B2: fp32-like accumulation: c = 1 sets emax = 0, q = 2^-F; products of 2^-(F+1) are
+  // truncated to 0 and the result is 1 = 0x3F800000, while the exact value 1 + n*2^-(F+1) is
+  // a float32 number (so a wider accumulator would show it).
+  // V100 (F = 23): a_i = 1, b_i = 2^-24 (x4): exact 1 + 2^-22.
+  add("B2 fp32 accumulation", {"nvidia-v100-fp16"}, {0x3C00, 0x3C00, 0x3C00, 0x3C00},
+      {0x0001, 0x0001, 0x0001, 0x0001}, 0x3F800000, 0x3F800000);
+  // F = 24: a_i = 0.5, b_i = 2^-24: products 2^-25 < q = 2^-24; exact 1 + 2^-23.
+  add("B2 fp32 accumulation", {"nvidia-t4-fp16", "nvidia-a100-fp16"},
+      {0x3800, 0x3800, 0x3800, 0x3800}, {0x0001, 0x0001, 0x0001, 0x0001}, 0x3F800000,
+      0x3F800000);
+  add("B2 fp32 accumulation", {"nvidia-a100-bf16"}, {0x3F00, 0x3F00, 0x3F00, 0x3F00},
+      {0x3380, 0x3380, 0x3380, 0x3380}, 0x3F800000, 0x3F800000);
+  add("B2 fp32 accumulation", {"nvidia-a100-tf32"},
+      {0x3F000000, 0x3F000000, 0x3F000000, 0x3F000000},
+      {0x33800000, 0x33800000, 0x33800000, 0x33800000}, 0x3F800000, 0x3F800000);
+  // F = 25: eight products a_i = 0.25, b_i = 2^-24 -> 2^-26 < q = 2^-25; exact 1 + 8 * 2^-26 =
+  // 1 + 2^-23 (four would give 1 + 2^-24, not a float32: RZ of the exact value is also 1).
+  // Eight terms fit G = 16 and the H100 tf32 G = 8.
+  add("B2 fp32 accumulation (8 terms)", {"nvidia-h100-fp16"}, V(8, 0x3400), V(8, 0x0001),
+      0x3F800000, 0x3F800000);
+  add("B2 fp32 accumulation (8 terms)", {"nvidia-h100-bf16", "nvidia-b200-bf16"},
+      V(8, 0x3E80), V(8, 0x3380), 0x3F800000, 0x3F800000);
+  add("B2 fp32 accumulation (8 terms)", {"nvidia-h100-tf32"}, V(8, 0x3E800000),
+      V(8, 0x33800000), 0x3F800000, 0x3F800000);
+  // F = 13 (13-bit accumulator): products 2^-14 < q = 2^-13 (e4m3fn 2^-5 * 2^-9; e5m2
+  // 2^-7 * 2^-7); exact 1 + 4 * 2^-14 = 1 + 2^-12, representable with 13 fraction bits.
+  add("B2 fp32 accumulation (fp8, F=13)", E4m3F13(), V(4, 0x10), V(4, 0x01), 0x3F800000,
+      0x3F800000);
+  add("B2 fp32 accumulation (fp8, F=13)", E5m2F13(), V(4, 0x20), V(4, 0x20), 0x3F800000,
+      0x3F800000);
+  // Promote128: the products form their own group from +0 (emax = E(a)+E(b) <= -11, nothing
+  // truncated): inner = 2^-12, then outer = RNE(1 + 2^-12) = 0x3F800800.
+  add("B2 promote keeps the small terms", E4m3Promote(), V(4, 0x10), V(4, 0x01), 0x3F800000,
+      0x3F800800);
+  add("B2 promote keeps the small terms", E5m2Promote(), V(4, 0x20), V(4, 0x20), 0x3F800000,
+      0x3F800800);
+  // B200 fp8 (F = 25), scaled by 2^8: c = 256 (0x43800000), eight products 2^-9 * 2^-9 = 2^-18 <
+  // q = 2^(8-25) = 2^-17 -> 256; exact 256 + 2^-15 = 0x43800001 is a float32.
+  add("B2 fp32 accumulation (fp8, x2^8)", E4m3B200(), V(8, 0x01), V(8, 0x01), 0x43800000,
+      0x43800000);
+  add("B2 fp32 accumulation (fp8, x2^8)", E5m2B200(), V(8, 0x18), V(8, 0x18), 0x43800000,
+      0x43800000);
+
+  // ---- C1/C2: the fp32 result rounds toward zero. a_i = 1, b = (2, 3*2^-24, 0, 0), c = 0:
+  // exact 2 + 3*2^-24 = 2 + 0.75 ulp(2). emax = 1: F = 23 truncates the small product (q =
+  // 2^-22); F = 24 keeps 2^-23 (2 + 2^-23, a tie: RZ and RNE both give 2); F = 25 keeps all
+  // (RZ gives 2, RNE would give 2 + 2^-22). Result 2 = 0x40000000; negated b: -2 = 0xC0000000.
+  add("C1 RZ positive", Fp16All(), V(4, 0x3C00), {0x4000, 0x0003, 0, 0}, 0, 0x40000000);
+  add("C2 RZ negative", Fp16All(), V(4, 0x3C00), {0xC000, 0x8003, 0, 0}, 0, 0xC0000000);
+  add("C1 RZ positive", Bf16All(), V(4, 0x3F80), {0x4000, 0x3440, 0, 0}, 0, 0x40000000);
+  add("C2 RZ negative", Bf16All(), V(4, 0x3F80), {0xC000, 0xB440, 0, 0}, 0, 0xC0000000);
+  add("C1 RZ positive", Tf32All(), V(4, 0x3F800000), {0x40000000, 0x34400000, 0, 0}, 0,
+      0x40000000);
+  add("C2 RZ negative", Tf32All(), V(4, 0x3F800000), {0xC0000000, 0xB4400000, 0, 0}, 0,
+      0xC0000000);
+  // F = 13: 1*2 + (1.5*2^-6)(2^-7) = 2 + 1.5*2^-13 = 2 + 0.75 ulp_13(2); q = 2^-12 drops the
+  // small product: 2. Promote: inner = 2, outer = +0 + 2.
+  for (auto p : {E4m3F13(), E4m3Promote()}) {
+    add("C1 RZ positive (fp8)", p, {0x38, 0x0C}, {0x40, 0x04}, 0, 0x40000000);
+    add("C2 RZ negative (fp8)", p, {0x38, 0x0C}, {0xC0, 0x84}, 0, 0xC0000000);
+  }
+  for (auto p : {E5m2F13(), E5m2Promote()}) {
+    add("C1 RZ positive (fp8)", p, {0x3C, 0x26}, {0x40, 0x20}, 0, 0x40000000);
+    add("C2 RZ negative (fp8)", p, {0x3C, 0x26}, {0xC0, 0xA0}, 0, 0xC0000000);
+  }
+  // B200 fp8 (F = 25), scaled by 2^10: 2^8 * 2^3 + 1.5*2^-13 = 2048 + 0.75 ulp(2048);
+  // emax = 11, q = 2^-14 keeps 3*2^-14 exactly; RZ -> 2048 = 0x45000000 (RNE: 0x45000001).
+  add("C1 RZ positive (fp8, x2^10)", E4m3B200(), {0x78, 0x0C}, {0x50, 0x04}, 0, 0x45000000);
+  add("C2 RZ negative (fp8, x2^10)", E4m3B200(), {0x78, 0x0C}, {0xD0, 0x84}, 0, 0xC5000000);
+  add("C1 RZ positive (fp8, x2^10)", E5m2B200(), {0x5C, 0x26}, {0x48, 0x20}, 0, 0x45000000);
+  add("C2 RZ negative (fp8, x2^10)", E5m2B200(), {0x5C, 0x26}, {0xC8, 0xA0}, 0, 0xC5000000);
+
+  // ---- D1: alignment bits. a0 = b0 = 1, c = -(1 - 2^-24); exact 2^-24. emax = 0, q = 2^-F:
+  // F = 23 truncates c to -(1 - 2^-23): 2^-23 = 0x34000000; F >= 24 keeps it: 0x33800000.
+  add("D1 alignment bits", {"nvidia-v100-fp16"}, {0x3C00}, {0x3C00}, 0xBF7FFFFF, 0x34000000);
+  add("D1 alignment bits", {"nvidia-t4-fp16", "nvidia-a100-fp16", "nvidia-h100-fp16"},
+      {0x3C00}, {0x3C00}, 0xBF7FFFFF, 0x33800000);
+  add("D1 alignment bits", Bf16All(), {0x3F80}, {0x3F80}, 0xBF7FFFFF, 0x33800000);
+  add("D1 alignment bits", Tf32All(), {0x3F800000}, {0x3F800000}, 0xBF7FFFFF, 0x33800000);
+  add("D1 alignment bits", E4m3B200(), {0x38}, {0x38}, 0xBF7FFFFF, 0x33800000);
+  add("D1 alignment bits", E5m2B200(), {0x3C}, {0x3C}, 0xBF7FFFFF, 0x33800000);
+  // F = 13: c = -(1 - 2^-14) (a 13-bit value), q = 2^-13 truncates it to -(1 - 2^-13):
+  // 2^-13 = 0x39000000 (exact 2^-14).
+  add("D1 alignment bits (F=13)", E4m3F13(), {0x38}, {0x38}, 0xBF7FFC00, 0x39000000);
+  add("D1 alignment bits (F=13)", E5m2F13(), {0x3C}, {0x3C}, 0xBF7FFC00, 0x39000000);
+  // Promote: inner = 1; outer = RNE(-(1 - 2^-24) + 1) = 2^-24 exactly: 0x33800000.
+  add("D1 promote: c outside the group", E4m3Promote(), {0x38}, {0x38}, 0xBF7FFFFF, 0x33800000);
+  add("D1 promote: c outside the group", E5m2Promote(), {0x3C}, {0x3C}, 0xBF7FFFFF, 0x33800000);
+
+  // ---- D2: no normalization inside the group (additions). a_i = 1, b_i = 2^-24 (x4),
+  // c = 1 - 2^-24: emax = E(c) = -1, q = 2^(-1-F) <= 2^-24 keeps every term; the sum
+  // 1 + 3*2^-24 is normalized once and RZ gives 1 + 2^-23 = 0x3F800001 (normalizing after c + p0
+  // = 1 would lose the later 2^-24 terms).
+  add("D2 no normalization (add)", Fp16All(), V(4, 0x3C00), V(4, 0x0001), 0x3F7FFFFF,
+      0x3F800001);
+  add("D2 no normalization (add)", Bf16All(), V(4, 0x3F80), V(4, 0x3380), 0x3F7FFFFF,
+      0x3F800001);
+  add("D2 no normalization (add)", Tf32All(), V(4, 0x3F800000), V(4, 0x33800000), 0x3F7FFFFF,
+      0x3F800001);
+  // F = 13: products 2^-14, c = 1 - 2^-14, q = 2^-14: 1 + 3*2^-14 -> RZ_13 -> 1 + 2^-13 =
+  // 0x3F800400.
+  add("D2 no normalization (add, F=13)", E4m3F13(), V(4, 0x10), V(4, 0x01), 0x3F7FFC00,
+      0x3F800400);
+  add("D2 no normalization (add, F=13)", E5m2F13(), V(4, 0x20), V(4, 0x20), 0x3F7FFC00,
+      0x3F800400);
+  // Promote: inner = 4 * 2^-14 = 2^-12 (exact); outer = RNE(1 - 2^-14 + 2^-12) = 1 + 3*2^-14,
+  // a float32: 0x3F800600.
+  add("D2 promote", E4m3Promote(), V(4, 0x10), V(4, 0x01), 0x3F7FFC00, 0x3F800600);
+  add("D2 promote", E5m2Promote(), V(4, 0x20), V(4, 0x20), 0x3F7FFC00, 0x3F800600);
+  // B200 fp8, scaled by 2^6: c = 64(1 - 2^-24) = 0x427FFFFF (E = 5), products 2^-9 * 2^-9 =
+  // 2^-18 (x4), q = 2^(5-25) = 2^-20 keeps all: 64 + 3*2^-18 -> RZ (ulp 2^-17) -> 64 + 2^-17 =
+  // 0x42800001.
+  add("D2 no normalization (add, fp8 x2^6)", E4m3B200(), V(4, 0x01), V(4, 0x01), 0x427FFFFF,
+      0x42800001);
+  add("D2 no normalization (add, fp8 x2^6)", E5m2B200(), V(4, 0x18), V(4, 0x18), 0x427FFFFF,
+      0x42800001);
+
+  // ---- D3: no normalization (subtraction). a = (1, 1), b = (1, -2^-24), c = -(1 - 2^-24);
+  // exact 0. emax = 0: F = 23 truncates c to -(1 - 2^-23) and -2^-24 to 0: 2^-23 = 0x34000000;
+  // F >= 24 keeps all: exact zero, +0.
+  add("D3 no normalization (sub)", {"nvidia-v100-fp16"}, {0x3C00, 0x3C00}, {0x3C00, 0x8001},
+      0xBF7FFFFF, 0x34000000);
+  add("D3 no normalization (sub)", {"nvidia-t4-fp16", "nvidia-a100-fp16", "nvidia-h100-fp16"},
+      {0x3C00, 0x3C00}, {0x3C00, 0x8001}, 0xBF7FFFFF, 0x00000000);
+  add("D3 no normalization (sub)", Bf16All(), {0x3F80, 0x3F80}, {0x3F80, 0xB380}, 0xBF7FFFFF,
+      0x00000000);
+  add("D3 no normalization (sub)", Tf32All(), {0x3F800000, 0x3F800000},
+      {0x3F800000, 0xB3800000}, 0xBF7FFFFF, 0x00000000);
+  // F = 13: p1 = -2^-14, c = -(1 - 2^-14), q = 2^-13: 1 - (1 - 2^-13) - 0 = 2^-13 = 0x39000000.
+  add("D3 no normalization (sub, F=13)", E4m3F13(), {0x38, 0x10}, {0x38, 0x81}, 0xBF7FFC00,
+      0x39000000);
+  add("D3 no normalization (sub, F=13)", E5m2F13(), {0x3C, 0x20}, {0x3C, 0xA0}, 0xBF7FFC00,
+      0x39000000);
+  // Promote: inner = group(1, -2^-14) from +0, q = 2^-13 drops -2^-14: 1; outer =
+  // RNE(-(1 - 2^-14) + 1) = 2^-14 = 0x38800000 (exact value 0).
+  add("D3 promote", E4m3Promote(), {0x38, 0x10}, {0x38, 0x81}, 0xBF7FFC00, 0x38800000);
+  add("D3 promote", E5m2Promote(), {0x3C, 0x20}, {0x3C, 0xA0}, 0xBF7FFC00, 0x38800000);
+  // B200 fp8, scaled by 2^6: products 8*8 = 64 and 2^-9 * -2^-9 = -2^-18, c = -(64 - 2^-18) =
+  // 0xC27FFFFF; emax = 6, q = 2^-19 keeps all: exact zero, +0.
+  add("D3 no normalization (sub, fp8 x2^6)", E4m3B200(), {0x50, 0x01}, {0x50, 0x81},
+      0xC27FFFFF, 0x00000000);
+  add("D3 no normalization (sub, fp8 x2^6)", E5m2B200(), {0x48, 0x18}, {0x48, 0x98},
+      0xC27FFFFF, 0x00000000);
+
+  // ---- D4a: carry-out. a_i = 1, b = (1, 1, 1, 2^-23), c = 1 + 2^-22 + 2^-23: emax = 0, q <=
+  // 2^-23 keeps all; sum 4 + 2^-21 (two carry bits above 2^0), exact in float32: 0x40800001.
+  add("D4 carry-out", Fp16All(), V(4, 0x3C00), {0x3C00, 0x3C00, 0x3C00, 0x0002}, 0x3F800003,
+      0x40800001);
+  add("D4 carry-out", Bf16All(), V(4, 0x3F80), {0x3F80, 0x3F80, 0x3F80, 0x3400}, 0x3F800003,
+      0x40800001);
+  add("D4 carry-out", Tf32All(), V(4, 0x3F800000),
+      {0x3F800000, 0x3F800000, 0x3F800000, 0x34000000}, 0x3F800003, 0x40800001);
+  // F = 13: the small product is 2^-13 (e4m3fn 2^-4 * 2^-9, e5m2 2^-6 * 2^-7), c = 1 + 2^-12 +
+  // 2^-13: 4 + 2^-11 = 4 (1 + 2^-13), exact with 13 fraction bits: 0x40800400.
+  add("D4 carry-out (F=13)", E4m3F13(), {0x38, 0x38, 0x38, 0x18}, {0x38, 0x38, 0x38, 0x01},
+      0x3F800C00, 0x40800400);
+  add("D4 carry-out (F=13)", E5m2F13(), {0x3C, 0x3C, 0x3C, 0x24}, {0x3C, 0x3C, 0x3C, 0x20},
+      0x3F800C00, 0x40800400);
+  // Promote: inner = 3 + 2^-13 -> RZ_13 (ulp 2^-12 in [2,4)) -> 3; outer = RNE(1 + 2^-12 +
+  // 2^-13 + 3) = 4 + 2^-12 + 2^-13 = 4 (1 + 2^-14 + 2^-15), a float32: 0x40800300.
+  add("D4 carry-out promote", E4m3Promote(), {0x38, 0x38, 0x38, 0x18}, {0x38, 0x38, 0x38, 0x01},
+      0x3F800C00, 0x40800300);
+  add("D4 carry-out promote", E5m2Promote(), {0x3C, 0x3C, 0x3C, 0x24}, {0x3C, 0x3C, 0x3C, 0x20},
+      0x3F800C00, 0x40800300);
+  // B200 fp8, scaled by 2^5: products 4*8 = 32 (x3) and 2^-9 * 2^-9 = 2^-18 = 32 * 2^-23,
+  // c = 32 (1 + 2^-22 + 2^-23) = 0x42000003; emax = 5, q = 2^-20: 128 + 2^-16 = 0x43000001.
+  add("D4 carry-out (fp8 x2^5)", E4m3B200(), {0x48, 0x48, 0x48, 0x01}, {0x50, 0x50, 0x50, 0x01},
+      0x42000003, 0x43000001);
+  add("D4 carry-out (fp8 x2^5)", E5m2B200(), {0x44, 0x44, 0x44, 0x18}, {0x48, 0x48, 0x48, 0x18},
+      0x42000003, 0x43000001);
+
+  // ---- D4b: third carry bit. a_i = 1, b = (1, 1.5, 1.75, 1.875), c = 1.875: the five terms
+  // (each < 2) sum to 8 exactly: 0x41000000. Promote: inner 6.125, outer 1.875 + 6.125 = 8.
+  add("D4 third carry bit", Fp16All(), V(4, 0x3C00), {0x3C00, 0x3E00, 0x3F00, 0x3F80},
+      0x3FF00000, 0x41000000);
+  add("D4 third carry bit", Bf16All(), V(4, 0x3F80), {0x3F80, 0x3FC0, 0x3FE0, 0x3FF0},
+      0x3FF00000, 0x41000000);
+  add("D4 third carry bit", Tf32All(), V(4, 0x3F800000),
+      {0x3F800000, 0x3FC00000, 0x3FE00000, 0x3FF00000}, 0x3FF00000, 0x41000000);
+  for (auto p : {E4m3F13(), E4m3Promote(), E4m3B200()}) {
+    add("D4 third carry bit (e4m3fn)", p, V(4, 0x38), {0x38, 0x3C, 0x3E, 0x3F}, 0x3FF00000,
+        0x41000000);
+  }
+  // e5m2 has no 1.875: b_i = 1.75 (x4), c = 1.75: 8.75 = 8 (1 + 2^-4 + 2^-5) = 0x410C0000,
+  // exact with 13 fraction bits. Promote: inner 7, outer 8.75.
+  for (auto p : {E5m2F13(), E5m2Promote(), E5m2B200()}) {
+    add("D4 third carry bit (e5m2)", p, V(4, 0x3C), V(4, 0x3F), 0x3FE00000, 0x410C0000);
+  }
+
+  // ---- D4c: RZ in the final normalization. a_i = b_i = 1 (x4), c = 1 + 2^-22 + 2^-23:
+  // 5 + 2^-22 + 2^-23, ulp in [4, 8) is 2^-21 -> RZ -> 5 = 0x40A00000; all negated: -5.
+  add("D4 RZ normalization", Fp16All(), V(4, 0x3C00), V(4, 0x3C00), 0x3F800003, 0x40A00000);
+  add("D4 RZ normalization", Fp16All(), V(4, 0x3C00), V(4, 0xBC00), 0xBF800003, 0xC0A00000);
+  add("D4 RZ normalization", Bf16All(), V(4, 0x3F80), V(4, 0x3F80), 0x3F800003, 0x40A00000);
+  add("D4 RZ normalization", Bf16All(), V(4, 0x3F80), V(4, 0xBF80), 0xBF800003, 0xC0A00000);
+  add("D4 RZ normalization", Tf32All(), V(4, 0x3F800000), V(4, 0x3F800000), 0x3F800003,
+      0x40A00000);
+  add("D4 RZ normalization", Tf32All(), V(4, 0x3F800000), V(4, 0xBF800000), 0xBF800003,
+      0xC0A00000);
+  add("D4 RZ normalization", E4m3B200(), V(4, 0x38), V(4, 0x38), 0x3F800003, 0x40A00000);
+  add("D4 RZ normalization", E4m3B200(), V(4, 0x38), V(4, 0xB8), 0xBF800003, 0xC0A00000);
+  add("D4 RZ normalization", E5m2B200(), V(4, 0x3C), V(4, 0x3C), 0x3F800003, 0x40A00000);
+  add("D4 RZ normalization", E5m2B200(), V(4, 0x3C), V(4, 0xBC), 0xBF800003, 0xC0A00000);
+  // F = 13: c = 1 + 2^-12 + 2^-13: 5 + 2^-12 + 2^-13, ulp_13 in [4, 8) is 2^-11 -> 5.
+  add("D4 RZ normalization (F=13)", E4m3F13(), V(4, 0x38), V(4, 0x38), 0x3F800C00, 0x40A00000);
+  add("D4 RZ normalization (F=13)", E4m3F13(), V(4, 0x38), V(4, 0xB8), 0xBF800C00, 0xC0A00000);
+  add("D4 RZ normalization (F=13)", E5m2F13(), V(4, 0x3C), V(4, 0x3C), 0x3F800C00, 0x40A00000);
+  add("D4 RZ normalization (F=13)", E5m2F13(), V(4, 0x3C), V(4, 0xBC), 0xBF800C00, 0xC0A00000);
+  // Promote: inner = 4, outer = RNE(4 + 1 + 2^-12 + 2^-13) = 4 (1.25 + 2^-14 + 2^-15), a
+  // float32: 0x40A00300 (and negated 0xC0A00300): the promotion add does not truncate.
+  add("D4 promote", E4m3Promote(), V(4, 0x38), V(4, 0x38), 0x3F800C00, 0x40A00300);
+  add("D4 promote", E4m3Promote(), V(4, 0x38), V(4, 0xB8), 0xBF800C00, 0xC0A00300);
+  add("D4 promote", E5m2Promote(), V(4, 0x3C), V(4, 0x3C), 0x3F800C00, 0x40A00300);
+  add("D4 promote", E5m2Promote(), V(4, 0x3C), V(4, 0xBC), 0xBF800C00, 0xC0A00300);
+
+  // ---- D5: non-monotonicity: increasing c by one step lowers D.
+  // V100 (F = 23): a_i = 1, b_i = 2^-24 (x4). c = 1 - 2^-24: D2's 1 + 2^-23. c = 1: emax = 0,
+  // q = 2^-23 drops the products: 1.
+  add("D5 non-monotonic, c = 1-2^-24", {"nvidia-v100-fp16"}, V(4, 0x3C00), V(4, 0x0001),
+      0x3F7FFFFF, 0x3F800001);
+  add("D5 non-monotonic, c = 1", {"nvidia-v100-fp16"}, V(4, 0x3C00), V(4, 0x0001), 0x3F800000,
+      0x3F800000);
+  // F = 24: a_i = 0.5, b = (2^-24, 2^-24, 2^-24, 3*2^-24): products 2^-25 (x3) and 3*2^-25.
+  // c = 1 - 2^-24 (emax -1, q = 2^-25, all kept): 1 - 2*2^-25 + 6*2^-25 = 1 + 2^-23.
+  // c = 1 (q = 2^-24): 2^-25 -> 0, 3*2^-25 -> 2^-24: 1 + 2^-24 -> RZ -> 1.
+  const V d5a16 = V(4, 0x3800), d5b16 = {0x0001, 0x0001, 0x0001, 0x0003};
+  const V d5abf = V(4, 0x3F00), d5bbf = {0x3380, 0x3380, 0x3380, 0x3440};
+  const V d5atf = V(4, 0x3F000000), d5btf = {0x33800000, 0x33800000, 0x33800000, 0x34400000};
+  add("D5 non-monotonic, c = 1-2^-24", {"nvidia-t4-fp16", "nvidia-a100-fp16"}, d5a16, d5b16,
+      0x3F7FFFFF, 0x3F800001);
+  add("D5 non-monotonic, c = 1", {"nvidia-t4-fp16", "nvidia-a100-fp16"}, d5a16, d5b16,
+      0x3F800000, 0x3F800000);
+  add("D5 non-monotonic, c = 1-2^-24", {"nvidia-a100-bf16"}, d5abf, d5bbf, 0x3F7FFFFF,
+      0x3F800001);
+  add("D5 non-monotonic, c = 1", {"nvidia-a100-bf16"}, d5abf, d5bbf, 0x3F800000, 0x3F800000);
+  add("D5 non-monotonic, c = 1-2^-24", {"nvidia-a100-tf32"}, d5atf, d5btf, 0x3F7FFFFF,
+      0x3F800001);
+  add("D5 non-monotonic, c = 1", {"nvidia-a100-tf32"}, d5atf, d5btf, 0x3F800000, 0x3F800000);
+  // The F = 24 vector on F = 25 (H100): c = 1 has q = 2^-25 and keeps all six 2^-25 units:
+  // 1 + 6*2^-25 -> RZ (ulp 4*2^-25) -> 1 + 2^-23, the same as for c = 1 - 2^-24: monotone.
+  add("D5-F24 vector on F=25: monotone", {"nvidia-h100-fp16"}, d5a16, d5b16, 0x3F800000,
+      0x3F800001);
+  // F = 25, derived here: terms at 2^-26. With c = 1 - 2^-24 = 1 - 4*2^-26 (emax -1, q = 2^-26)
+  // every product is kept; with c = 1 (q = 2^-25) a product 3*2^-26 keeps only 2^-25 and 2^-26
+  // is lost. Products: three of 3*2^-26 (0.75 * 2^-24) and three of 2^-26 (0.25 * 2^-24), six
+  // terms (fit G = 8 and 16):
+  //   c = 1 - 2^-24: 1 - 4*2^-26 + (9 + 3)*2^-26 = 1 + 8*2^-26 = 1 + 2^-23 -> 0x3F800001;
+  //   c = 1:         1 + 3*2^-25 -> RZ (ulp 2^-23 = 4*2^-25) -> 1 -> 0x3F800000.
+  const V d5a25f16 = {0x3A00, 0x3A00, 0x3A00, 0x3400, 0x3400, 0x3400};
+  const V d5a25bf = {0x3F40, 0x3F40, 0x3F40, 0x3E80, 0x3E80, 0x3E80};
+  const V d5a25tf = {0x3F400000, 0x3F400000, 0x3F400000, 0x3E800000, 0x3E800000, 0x3E800000};
+  add("D5 non-monotonic (F=25), c = 1-2^-24", {"nvidia-h100-fp16"}, d5a25f16, V(6, 0x0001),
+      0x3F7FFFFF, 0x3F800001);
+  add("D5 non-monotonic (F=25), c = 1", {"nvidia-h100-fp16"}, d5a25f16, V(6, 0x0001),
+      0x3F800000, 0x3F800000);
+  add("D5 non-monotonic (F=25), c = 1-2^-24", {"nvidia-h100-bf16", "nvidia-b200-bf16"},
+      d5a25bf, V(6, 0x3380), 0x3F7FFFFF, 0x3F800001);
+  add("D5 non-monotonic (F=25), c = 1", {"nvidia-h100-bf16", "nvidia-b200-bf16"}, d5a25bf,
+      V(6, 0x3380), 0x3F800000, 0x3F800000);
+  add("D5 non-monotonic (F=25), c = 1-2^-24", {"nvidia-h100-tf32"}, d5a25tf,
+      V(6, 0x33800000), 0x3F7FFFFF, 0x3F800001);
+  add("D5 non-monotonic (F=25), c = 1", {"nvidia-h100-tf32"}, d5a25tf, V(6, 0x33800000),
+      0x3F800000, 0x3F800000);
+  // F = 13 with a 13-bit accumulator (the V100 vector moved down 10 bits): products 2^-14 (x4).
+  // c = 1 - 2^-14 (q = 2^-14): 1 + 3*2^-14 -> RZ_13 -> 1 + 2^-13 = 0x3F800400.
+  // c = 1 (q = 2^-13): products dropped: 1.
+  add("D5 non-monotonic (F=13), c = 1-2^-14", E4m3F13(), V(4, 0x10), V(4, 0x01), 0x3F7FFC00,
+      0x3F800400);
+  add("D5 non-monotonic (F=13), c = 1", E4m3F13(), V(4, 0x10), V(4, 0x01), 0x3F800000,
+      0x3F800000);
+  add("D5 non-monotonic (F=13), c = 1-2^-14", E5m2F13(), V(4, 0x20), V(4, 0x20), 0x3F7FFC00,
+      0x3F800400);
+  add("D5 non-monotonic (F=13), c = 1", E5m2F13(), V(4, 0x20), V(4, 0x20), 0x3F800000,
+      0x3F800000);
+  // B200 fp8 (F = 25): the F = 25 vector scaled by 2^8: c = 256 (1 - 2^-24) = 0x437FFFFF or
+  // 256 = 0x43800000; products 3*2^-18 (x3) and 2^-18 (x3) (e4m3fn 3*2^-9 * 2^-9, 2^-9 * 2^-9;
+  // e5m2 3*2^-16 * 2^-2, 2^-16 * 2^-2): 256 + 2^-15 = 0x43800001 vs 256 = 0x43800000.
+  const V d5ae4 = {0x03, 0x03, 0x03, 0x01, 0x01, 0x01};
+  add("D5 non-monotonic (fp8 x2^8), c = 256(1-2^-24)", E4m3B200(), d5ae4, V(6, 0x01),
+      0x437FFFFF, 0x43800001);
+  add("D5 non-monotonic (fp8 x2^8), c = 256", E4m3B200(), d5ae4, V(6, 0x01), 0x43800000,
+      0x43800000);
+  add("D5 non-monotonic (fp8 x2^8), c = 256(1-2^-24)", E5m2B200(), d5ae4, V(6, 0x34),
+      0x437FFFFF, 0x43800001);
+  add("D5 non-monotonic (fp8 x2^8), c = 256", E5m2B200(), d5ae4, V(6, 0x34), 0x43800000,
+      0x43800000);
+  return r;
+}
+
+std::string Hex(const V& v) {
+  std::vector<std::string> s;
+  for (uint64_t x : v) s.push_back(absl::StrCat("0x", absl::Hex(x)));
+  return absl::StrJoin(s, ",");
+}
+
+TEST(TensorCoreVectors, FasiEtAlPerArchitecture) {
+  ModelCatalog catalog(FPCONFORM_MODELS_SOURCE_DIR);
+  int run = 0;
+  for (const Row& row : Rows()) {
+    for (const char* preset : row.presets) {
+      const absl::StatusOr<Model>& m = catalog.Find(preset);
+      ASSERT_TRUE(m.ok()) << m.status();
+      SCOPED_TRACE(absl::StrCat(row.test, " on ", preset, ": a=", Hex(row.a), " b=", Hex(row.b),
+                                " c=0x", absl::Hex(row.c)));
+      absl::StatusOr<EvalResult> r = EvaluateDot(*m, row.a, row.b, row.c);
+      ASSERT_TRUE(r.ok()) << r.status();
+      EXPECT_EQ(r->bits, row.expected)
+          << std::hex << "got 0x" << r->bits << ", expected 0x" << row.expected;
+      ++run;
+    }
+  }
+  std::printf("%d (vector, preset) rows run\n", run);
+}
+
+// Every NVIDIA tensor-core preset is exercised by the table (a new preset must get its rows).
+TEST(TensorCoreVectors, EveryNvidiaPresetHasRows) {
+  ModelCatalog catalog(FPCONFORM_MODELS_SOURCE_DIR);
+  const std::vector<Row> rows = Rows();
+  for (const std::string& name : catalog.Names()) {
+    if (name.rfind("nvidia-", 0) != 0) continue;
+    int count = 0;
+    for (const Row& row : rows) {
+      for (const char* p : row.presets) count += name == p;
+    }
+    EXPECT_GE(count, 10) << name << " has " << count << " rows";
+  }
+}
+
+}  // namespace
+}  // namespace fpconform
