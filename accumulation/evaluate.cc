@@ -1,5 +1,7 @@
 #include "accumulation/evaluate.h"
 
+#include "accumulation/fast_eval.h"
+
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -750,9 +752,9 @@ class Evaluator {
 
 }  // namespace
 
-absl::StatusOr<EvalResult> EvaluateDot(const Model& model, std::span<const uint64_t> a,
-                                       std::span<const uint64_t> b, uint64_t c_bits,
-                                       const EvalOptions& options) {
+absl::StatusOr<EvalResult> GenericEvaluateDot(const Model& model, std::span<const uint64_t> a,
+                                              std::span<const uint64_t> b, uint64_t c_bits,
+                                              const EvalOptions& options) {
   if (a.size() != b.size()) {
     return absl::InvalidArgumentError(
         Cat("dot: a has ", a.size(), " elements, b has ", b.size()));
@@ -763,19 +765,19 @@ absl::StatusOr<EvalResult> EvaluateDot(const Model& model, std::span<const uint6
   return ev.Run(c_bits);
 }
 
-absl::StatusOr<EvalResult> EvaluateSum(const Model& model, std::span<const uint64_t> x,
-                                       uint64_t c_bits, const EvalOptions& options) {
+absl::StatusOr<EvalResult> GenericEvaluateSum(const Model& model, std::span<const uint64_t> x,
+                                              uint64_t c_bits, const EvalOptions& options) {
   if (x.size() > (size_t{1} << 30)) return absl::InvalidArgumentError("sum: too long");
   Evaluator ev(model, options);
   ev.Leaves(x, {}, true);
   return ev.Run(c_bits);
 }
 
-absl::Status EvaluateMatmul(const Model& model, int m, int n, int k,
-                            std::span<const uint64_t> a, Layout a_layout,
-                            std::span<const uint64_t> b, Layout b_layout,
-                            std::span<const uint64_t> c, std::span<uint64_t> d,
-                            std::span<double> bounds, const EvalOptions& options) {
+absl::Status GenericEvaluateMatmul(const Model& model, int m, int n, int k,
+                                   std::span<const uint64_t> a, Layout a_layout,
+                                   std::span<const uint64_t> b, Layout b_layout,
+                                   std::span<const uint64_t> c, std::span<uint64_t> d,
+                                   std::span<double> bounds, const EvalOptions& options) {
   if (m < 0 || n < 0 || k < 0) return absl::InvalidArgumentError("matmul: negative size");
   const size_t mk = size_t(m) * k, kn = size_t(k) * n, mn = size_t(m) * n;
   if (a.size() != mk || b.size() != kn || (!c.empty() && c.size() != mn) || d.size() != mn ||
@@ -795,13 +797,40 @@ absl::Status EvaluateMatmul(const Model& model, int m, int n, int k,
         col[p] = b_layout == Layout::kRowMajor ? b[size_t(p) * n + j] : b[size_t(j) * k + p];
       }
       absl::StatusOr<EvalResult> r =
-          EvaluateDot(model, row, col, c.empty() ? 0 : c[size_t(i) * n + j], opt);
+          GenericEvaluateDot(model, row, col, c.empty() ? 0 : c[size_t(i) * n + j], opt);
       if (!r.ok()) return r.status();
       d[size_t(i) * n + j] = r->bits;
       if (!bounds.empty()) bounds[size_t(i) * n + j] = r->bound;
     }
   }
   return absl::OkStatus();
+}
+
+// The public entries: the fast paths (fast_eval.h) where the model is eligible, which are
+// bit-identical to the generic engine (fast_eval_test) and hand the rare special inputs back to it.
+absl::StatusOr<EvalResult> EvaluateDot(const Model& model, std::span<const uint64_t> a,
+                                       std::span<const uint64_t> b, uint64_t c_bits,
+                                       const EvalOptions& options) {
+  if (FastPathEligible(model)) return FastEvaluateDot(model, a, b, c_bits, options);
+  return GenericEvaluateDot(model, a, b, c_bits, options);
+}
+
+absl::StatusOr<EvalResult> EvaluateSum(const Model& model, std::span<const uint64_t> x,
+                                       uint64_t c_bits, const EvalOptions& options) {
+  if (FastPathEligible(model)) return FastEvaluateSum(model, x, c_bits, options);
+  return GenericEvaluateSum(model, x, c_bits, options);
+}
+
+absl::Status EvaluateMatmul(const Model& model, int m, int n, int k,
+                            std::span<const uint64_t> a, Layout a_layout,
+                            std::span<const uint64_t> b, Layout b_layout,
+                            std::span<const uint64_t> c, std::span<uint64_t> d,
+                            std::span<double> bounds, const EvalOptions& options) {
+  if (FastPathEligible(model)) {
+    return FastEvaluateMatmul(model, m, n, k, a, a_layout, b, b_layout, c, d, bounds, options,
+                              std::max(1, options.threads));
+  }
+  return GenericEvaluateMatmul(model, m, n, k, a, a_layout, b, b_layout, c, d, bounds, options);
 }
 
 }  // namespace fpconform

@@ -74,6 +74,7 @@ namespace fpconform {
 struct EvalOptions {
   uint64_t seed = 0;         // split_k order = "random" and sr<k> output rounding.
   bool want_bound = true;    // Compute EvalResult::bound (costs about 2x).
+  int threads = 1;           // EvaluateMatmul only: worker threads (results do not depend on it).
 };
 
 struct EvalResult {
@@ -103,6 +104,20 @@ absl::Status EvaluateMatmul(const Model& model, int m, int n, int k,
                             std::span<const uint64_t> b, Layout b_layout,
                             std::span<const uint64_t> c, std::span<uint64_t> d,
                             std::span<double> bounds = {}, const EvalOptions& options = {});
+
+// The same three operations on the generic engine only (never the fast paths of fast_eval.h):
+// the reference the fast paths are tested against, and their fallback for special inputs.
+absl::StatusOr<EvalResult> GenericEvaluateDot(const Model& model, std::span<const uint64_t> a,
+                                              std::span<const uint64_t> b, uint64_t c_bits,
+                                              const EvalOptions& options = {});
+absl::StatusOr<EvalResult> GenericEvaluateSum(const Model& model, std::span<const uint64_t> x,
+                                              uint64_t c_bits, const EvalOptions& options = {});
+absl::Status GenericEvaluateMatmul(const Model& model, int m, int n, int k,
+                                   std::span<const uint64_t> a, Layout a_layout,
+                                   std::span<const uint64_t> b, Layout b_layout,
+                                   std::span<const uint64_t> c, std::span<uint64_t> d,
+                                   std::span<double> bounds = {},
+                                   const EvalOptions& options = {});
 
 }  // namespace fpconform
 

@@ -1,0 +1,1561 @@
+#include "accumulation/fast_eval.h"
+
+#include <algorithm>
+#include <atomic>
+#include <bit>
+#include <cfenv>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <type_traits>
+#include <vector>
+
+#include "accumulation/strings_internal.h"
+#include "formats/ops.h"
+#include "formats/round_pack.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+namespace fpconform {
+namespace {
+
+using accumulation_internal::Cat;
+
+// The whitelist below reads every member of these structs. A member added later must be checked
+// there too (or the model must be made ineligible when it is set); these asserts make the build
+// say so instead of silently accepting models with a feature this file does not implement.
+// (A new bool that lands in padding does not change the size: review the struct on every change.)
+static_assert(sizeof(OpEnv) == 24, "OpEnv changed: extend EnvSupported in fast_eval.cc");
+static_assert(sizeof(Model::Inputs) == 56, "Model::Inputs changed: extend MakePlan");
+static_assert(sizeof(Model::Product) == 40, "Model::Product changed: extend MakePlan");
+static_assert(sizeof(Model::Adder) == 48, "Model::Adder changed: extend MakePlan");
+static_assert(sizeof(Model::Accumulator) == 40, "Model::Accumulator changed: extend MakePlan");
+static_assert(sizeof(Model::Chain) == 96, "Model::Chain changed: extend MakePlan");
+static_assert(sizeof(Model::Output) == 32, "Model::Output changed: extend MakePlan");
+
+std::atomic<uint64_t> g_fallbacks{0};
+
+// The generic path, for the cases the fast kernels hand back (never the dispatching
+// EvaluateDot/Sum/Matmul, which would come straight back here).
+absl::StatusOr<EvalResult> GenericDot(const Model& model, std::span<const uint64_t> a,
+                                      std::span<const uint64_t> b, uint64_t c_bits,
+                                      const EvalOptions& options) {
+  return GenericEvaluateDot(model, a, b, c_bits, options);
+}
+absl::StatusOr<EvalResult> GenericSum(const Model& model, std::span<const uint64_t> x,
+                                      uint64_t c_bits, const EvalOptions& options) {
+  return GenericEvaluateSum(model, x, c_bits, options);
+}
+absl::Status GenericMatmul(const Model& model, int m, int n, int k, std::span<const uint64_t> a,
+                           Layout a_layout, std::span<const uint64_t> b, Layout b_layout,
+                           std::span<const uint64_t> c, std::span<uint64_t> d,
+                           std::span<double> bounds, const EvalOptions& options) {
+  return GenericEvaluateMatmul(model, m, n, k, a, a_layout, b, b_layout, c, d, bounds, options);
+}
+
+constexpr double kUp = 1.0 + 0x1p-50;  // evaluate.cc's kUp.
+inline double Up(double x) { return x * kUp; }
+
+// ---------------------------------------------------------------------------------------------
+// Input decoding: container bits -> the float32 value (exact) and, for fused adders, 2^nominal.
+
+// One table per 8/16-bit format: value as float (NaN/Inf kept) and 2^max(E(x), Emin) (0 for 0).
+struct Table {
+  std::vector<float> value;
+  std::vector<double> pow;
+  uint64_t mask = 0;
+};
+
+// Formats whose every finite value is a float32 (so the float table is exact).
+bool FitsFloat32(const FormatSpec& f) {
+  return IsFloat(f) && f.has_sign && f.has_zero && f.fraction_bits <= 23 && Emax(f) <= 127 &&
+         MinSubnormalExponent(f) >= -149;
+}
+
+const Table* GetTable(const FormatSpec& f) {
+  static std::mutex mu;
+  static std::map<const FormatSpec*, std::unique_ptr<Table>>* tables =
+      new std::map<const FormatSpec*, std::unique_ptr<Table>>();
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = tables->find(&f);
+  if (it != tables->end()) return it->second.get();
+  std::unique_ptr<Table> t;
+  if (f.width <= 16 && f.pad_bits == 0 && FitsFloat32(f)) {
+    t = std::make_unique<Table>();
+    const size_t n = size_t{1} << f.width;
+    t->mask = n - 1;
+    t->value.resize(n);
+    t->pow.resize(n);
+    for (uint64_t bits = 0; bits < n; ++bits) {
+      const OpResult r = Convert(f, Float32(), bits, OpEnv{});
+      const float v = std::bit_cast<float>(static_cast<uint32_t>(r.bits));
+      t->value[bits] = v;
+      double p = 0;
+      if (std::isfinite(v) && v != 0) {
+        const int nominal = std::max(std::ilogb(v), Emin(f));
+        p = std::ldexp(1.0, nominal);
+      }
+      t->pow[bits] = p;
+      if (std::isfinite(v) && (r.flags & kInexact) != 0) {
+        t.reset();  // Not exact: the format is not supported.
+        break;
+      }
+    }
+  }
+  const Table* out = t.get();
+  (*tables)[&f] = std::move(t);
+  return out;
+}
+
+// 2^max(E(x), -126) for a float32 value x (0 for 0): float32's and tfloat32's nominal exponent.
+inline double Pow32(uint32_t bits) {
+  const uint32_t e = (bits >> 23) & 0xFF;
+  if (e == 0) return (bits & 0x7FFFFF) != 0 ? 0x1p-126 : 0.0;
+  return static_cast<double>(std::bit_cast<float>(e << 23));
+}
+
+enum class InputKind : uint8_t { kFloat32, kBFloat16, kFloat16, kTable, kTf32Rtz };
+
+struct Plan {
+  enum class Arith : uint8_t { kHostF32, kHostF64, kFused } arith = Arith::kHostF32;
+  InputKind in_a = InputKind::kFloat32, in_b = InputKind::kFloat32;
+  const Table* table_a = nullptr;
+  const Table* table_b = nullptr;
+  bool convert = false;        // tf32 rtz conversion of both inputs.
+  bool round_product = false;  // Host: acc + fl(a*b) instead of fma.
+  ChainKind chain = ChainKind::kSequential;
+  int chunk = 0;  // blocked: block; promote: every; pairwise: chunk (0: none); else 0.
+  int leaf = 8, unroll = 1, split_multiple = 1;  // pairwise.
+  // Fused.
+  int group = 1, fraction_bits = 0, acc_fraction_bits = 23;
+  bool rne = false, actual = false, round_down = false;
+  double two_f = 1, two_mf = 1;  // 2^F, 2^-F.
+  bool f64_to_f32_output = false;
+  // Bound constants (evaluate.cc's Rounder u and eta).
+  double u_acc = 0, eta_acc = 0, u_comb = 0, eta_comb = 0, u_prom = 0, eta_prom = 0;
+  double u_out = 0, eta_out = 0;
+};
+
+double UnitRoundoff(int fraction_bits, const OpEnv& env) {
+  const bool nearest =
+      env.rounding == Rounding::kNearestEven || env.rounding == Rounding::kNearestAway;
+  return std::ldexp(1.0, nearest ? -(fraction_bits + 1) : -fraction_bits);
+}
+
+double Eta(const FormatSpec& f, int fraction_bits) {
+  FormatSpec r = f;
+  r.pad_bits += f.fraction_bits - fraction_bits;
+  r.fraction_bits = fraction_bits;
+  return std::ldexp(1.0, MinSubnormalExponent(Derive(r)));
+}
+
+// An OpEnv this file implements: rne (or rtz where allow_rtz) with nothing else set. NaN
+// profiles and tininess only change NaN bits and flags, which never come from the fast paths.
+bool EnvSupported(const OpEnv& e, bool allow_rtz) {
+  switch (e.rounding) {
+    case Rounding::kNearestEven: break;
+    case Rounding::kTowardZero:
+      if (!allow_rtz) return false;
+      break;
+    default: return false;
+  }
+  if (e.sr_bits != 0 || e.saturate || e.flush_to_zero || e.denormals_are_zero) return false;
+  switch (e.tininess) {
+    case Tininess::kAfterRounding:
+    case Tininess::kBeforeRounding: break;
+    default: return false;
+  }
+  switch (e.nan) {
+    case NanProfile::kIeee:
+    case NanProfile::kCanonical:
+    case NanProfile::kCuda:
+    case NanProfile::kX86: break;
+    default: return false;
+  }
+  return true;
+}
+
+bool InputKindFor(const FormatSpec* f, InputKind& kind, const Table*& table) {
+  if (f == nullptr) return false;
+  if (f == &Float32()) {
+    kind = InputKind::kFloat32;
+    return true;
+  }
+  // bfloat16 and float16 by bit operations (their 64K-entry tables miss the caches).
+  if (f == &BFloat16()) {
+    kind = InputKind::kBFloat16;
+    return true;
+  }
+  if (f == &Float16()) {
+    kind = InputKind::kFloat16;
+    return true;
+  }
+  table = GetTable(*f);
+  kind = InputKind::kTable;
+  return table != nullptr;
+}
+
+// Fills `plan` or returns why the model is not eligible.
+const char* MakePlan(const Model& m, Plan& plan) {
+  // Inputs.
+  if (m.inputs.daz) return "inputs.daz";
+  if (m.inputs.convert_to != nullptr) {
+    if (m.inputs.convert_to != &TFloat32()) return "inputs.convert_to";
+    if (m.inputs.a != &Float32() || m.inputs.b != &Float32()) return "inputs.convert_to from";
+    if (m.inputs.convert_env.rounding != Rounding::kTowardZero ||
+        !EnvSupported(m.inputs.convert_env, /*allow_rtz=*/true)) {
+      return "inputs.convert_rounding";
+    }
+    plan.convert = true;
+    plan.in_a = plan.in_b = InputKind::kTf32Rtz;
+  } else {
+    if (!InputKindFor(m.inputs.a, plan.in_a, plan.table_a)) return "inputs.a";
+    if (!InputKindFor(m.inputs.b, plan.in_b, plan.table_b)) return "inputs.b";
+  }
+  const FormatSpec* acc = m.accumulator.format;
+  if (acc == nullptr) return "accumulator.format";
+  // Adder and product.
+  switch (m.adder.kind) {
+    case AdderKind::kIeee:
+    case AdderKind::kFma: {
+      if (acc == &Float32()) {
+        plan.arith = Plan::Arith::kHostF32;
+      } else if (acc == &Float64()) {
+        plan.arith = Plan::Arith::kHostF64;
+      } else {
+        return "accumulator.format";
+      }
+      if (m.accumulator.fraction_bits != acc->fraction_bits) return "accumulator.fraction_bits";
+      if (!EnvSupported(m.adder.env, false)) return "adder.rounding";
+      switch (m.product.policy) {
+        case ProductPolicy::kExact: break;
+        case ProductPolicy::kRound:
+          if (m.adder.kind != AdderKind::kIeee) return "product.policy";
+          if (m.product.format != acc) return "product.format";
+          if (!EnvSupported(m.product.env, false)) return "product.rounding";
+          plan.round_product = true;
+          break;
+        default: return "product.policy";
+      }
+      break;
+    }
+    case AdderKind::kFused: {
+      plan.arith = Plan::Arith::kFused;
+      if (acc != &Float32()) return "accumulator.format";
+      if (m.accumulator.fraction_bits < 1 || m.accumulator.fraction_bits > 23) {
+        return "accumulator.fraction_bits";
+      }
+      if (m.product.policy != ProductPolicy::kExact) return "product.policy";
+      if (!EnvSupported(m.adder.env, true)) return "adder.normalization_rounding";
+      plan.rne = m.adder.env.rounding == Rounding::kNearestEven;
+      plan.group = m.adder.group;
+      plan.fraction_bits = m.adder.fraction_bits;
+      if (plan.group < 1 || plan.group > 256) return "adder.group";
+      // Exact double sum: (G + 1) terms each < 2^(F+2) -> F + 2 + ceil(log2(G + 1)) <= 53.
+      const int log_terms = std::bit_width(static_cast<unsigned>(plan.group));
+      if (plan.fraction_bits < 0 || plan.fraction_bits + 2 + log_terms > 53) {
+        return "adder.fraction_bits";
+      }
+      switch (m.adder.alignment) {
+        case Alignment::kTruncate: plan.round_down = false; break;
+        case Alignment::kRoundDown: plan.round_down = true; break;
+        default: return "adder.alignment";
+      }
+      switch (m.adder.alignment_exponent) {
+        case AlignmentExponent::kNominal: plan.actual = false; break;
+        case AlignmentExponent::kActual: plan.actual = true; break;
+        default: return "adder.alignment_exponent";
+      }
+      plan.acc_fraction_bits = m.accumulator.fraction_bits;
+      plan.two_f = std::ldexp(1.0, plan.fraction_bits);
+      plan.two_mf = std::ldexp(1.0, -plan.fraction_bits);
+      break;
+    }
+    default: return "adder.kind";
+  }
+  if (!EnvSupported(m.accumulator.combine_env, false)) return "accumulator.rounding";
+  // Combine adds (blocked, pairwise) round to the accumulator's fraction bits: a host add does
+  // that only at full precision. (promote rounds into chain.format, checked below.)
+  const bool has_combine =
+      m.chain.kind == ChainKind::kBlocked || m.chain.kind == ChainKind::kPairwise;
+  if (has_combine && m.accumulator.fraction_bits != acc->fraction_bits) {
+    return "accumulator.fraction_bits with combine adds";
+  }
+  // Chain.
+  plan.chain = m.chain.kind;
+  switch (m.chain.kind) {
+    case ChainKind::kSequential: break;
+    case ChainKind::kBlocked:
+      if (m.chain.block < 1) return "chain.block";
+      plan.chunk = m.chain.block;
+      break;
+    case ChainKind::kPairwise:
+      if (plan.arith == Plan::Arith::kFused) return "chain.kind pairwise with a fused adder";
+      if (m.chain.leaf < 1 || m.chain.unroll < 1 || m.chain.split_multiple < 1) {
+        return "chain.pairwise";
+      }
+      if (m.chain.chunk < 0) return "chain.chunk";
+      plan.chunk = m.chain.chunk;
+      plan.leaf = m.chain.leaf;
+      plan.unroll = m.chain.unroll;
+      plan.split_multiple = m.chain.split_multiple;
+      break;
+    case ChainKind::kPromote:
+      if (m.chain.every < 1) return "chain.every";
+      if (m.chain.promote_format != &Float32() || acc != &Float32()) return "chain.format";
+      if (!EnvSupported(m.chain.promote_env, false)) return "chain.rounding";
+      plan.chunk = m.chain.every;
+      break;
+    default: return "chain.kind";
+  }
+  // Output.
+  const FormatSpec& final_format = m.FinalAccumulatorFormat();
+  if (m.output.format == nullptr) return "output.format";
+  if (m.output.format != &final_format) {
+    if (&final_format != &Float64() || m.output.format != &Float32()) return "output.format";
+    if (!EnvSupported(m.output.env, false)) return "output.rounding";
+    plan.f64_to_f32_output = true;
+    plan.u_out = UnitRoundoff(Float32().fraction_bits, m.output.env);
+    plan.eta_out = std::ldexp(1.0, MinSubnormalExponent(Float32()));
+  }
+  // Bound constants, as evaluate.cc's MakeRounder.
+  plan.u_acc = UnitRoundoff(m.accumulator.fraction_bits, m.adder.env);
+  plan.eta_acc = Eta(*acc, m.accumulator.fraction_bits);
+  plan.u_comb = UnitRoundoff(m.accumulator.fraction_bits, m.accumulator.combine_env);
+  plan.eta_comb = plan.eta_acc;
+  if (m.chain.kind == ChainKind::kPromote) {
+    plan.u_prom = UnitRoundoff(m.chain.promote_format->fraction_bits, m.chain.promote_env);
+    plan.eta_prom = Eta(*m.chain.promote_format, m.chain.promote_format->fraction_bits);
+  }
+  return "";
+}
+
+// Decodes one input; false for NaN/Inf or bits outside the container.
+inline bool DecodeOne(InputKind kind, const Table* t, uint64_t bits, float& used, float& orig,
+                      double& pow) {
+  switch (kind) {
+    case InputKind::kFloat32: {
+      if ((bits >> 32) != 0) return false;
+      const uint32_t b = static_cast<uint32_t>(bits);
+      used = orig = std::bit_cast<float>(b);
+      pow = Pow32(b);
+      break;
+    }
+    case InputKind::kBFloat16: {
+      // The top half of a float32 (same exponent range, Emin = -126).
+      if ((bits >> 16) != 0) return false;
+      const uint32_t b = static_cast<uint32_t>(bits) << 16;
+      used = orig = std::bit_cast<float>(b);
+      pow = Pow32(b);
+      break;
+    }
+    case InputKind::kFloat16: {
+      // IEEE binary16 (§3.6): bias 15, Emin = -14; subnormals f * 2^-24 (exact in float).
+      if ((bits >> 16) != 0) return false;
+      const uint32_t h = static_cast<uint32_t>(bits);
+      const uint32_t e = (h >> 10) & 0x1F, f = h & 0x3FF, sign = (h & 0x8000u) << 16;
+      if (e == 0x1F) return false;
+      if (e == 0) {
+        const float mag = static_cast<float>(f) * 0x1p-24f;
+        used = std::bit_cast<float>(sign | std::bit_cast<uint32_t>(mag));
+        pow = f != 0 ? 0x1p-14 : 0.0;
+      } else {
+        used = std::bit_cast<float>(sign | ((e + 112) << 23) | (f << 13));
+        pow = std::bit_cast<double>(uint64_t{e - 15 + 1023} << 52);  // 2^(e - 15).
+      }
+      orig = used;
+      break;
+    }
+    case InputKind::kTf32Rtz: {
+      if ((bits >> 32) != 0) return false;
+      const uint32_t b = static_cast<uint32_t>(bits);
+      const uint32_t tb = b & ~uint32_t{0x1FFF};  // rtz to 10 fraction bits (normal or not).
+      orig = std::bit_cast<float>(b);
+      used = std::bit_cast<float>(tb);
+      pow = Pow32(tb);
+      break;
+    }
+    case InputKind::kTable:
+      if ((bits & ~t->mask) != 0) return false;
+      used = orig = t->value[bits];
+      pow = t->pow[bits];
+      break;
+  }
+  return std::isfinite(used);
+}
+
+// The decoded inputs of one dot (strided views into matrices or plain arrays).
+struct DotView {
+  const float* a;   // Used values.
+  const float* b;
+  const float* ao;  // Original values (== a without conversion).
+  const float* bo;
+  const double* apow;
+  const double* bpow;
+  size_t sa, sb;    // Strides.
+  int k;
+};
+
+bool HostReady() {
+#if defined(__x86_64__)
+  static const bool cpu = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  if (!cpu) return false;
+  const unsigned csr = _mm_getcsr();
+  // RC (bits 13-14) = 0: round to nearest even; FZ (bit 15) and DAZ (bit 6) clear.
+  return (csr & 0xE040u) == 0 && std::fegetround() == FE_TONEAREST;
+#else
+  return false;
+#endif
+}
+
+struct Decoded {
+  std::vector<float> v, o;
+  std::vector<double> pow;
+};
+
+// FastEvaluateMatmul's buffers (one set per calling thread, reused across calls).
+struct MatScratch {
+  std::vector<float> av, ao, bv, bo, bpackf;
+  std::vector<double> apow, bpow, bd, bpack;
+  std::vector<uint8_t> redo, bad_row, bad_col;
+};
+
+}  // namespace
+
+// =============================================================================================
+// Kernels (compiled for AVX2+FMA; only called after HostReady()).
+#if defined(__x86_64__)
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
+#endif
+namespace {
+
+template <class Acc>
+struct Node {
+  Acc v = 0;
+  double m = 0, e = 0;
+};
+
+// Scalar evaluator of one dot over a DotView: the mirror of evaluate.cc's Evaluator for the
+// plans above, value in Acc (float or double), bound in the same double operations.
+template <class Acc, bool kBound>
+class ScalarDot {
+ public:
+  ScalarDot(const Plan& p, const DotView& d) : p_(p), d_(d) {}
+  bool bad = false;  // Fused group outside float32's normal range: use the generic path.
+
+  Node<Acc> Run(Acc c) {
+    Node<Acc> cn;
+    cn.v = c;
+    if constexpr (kBound) cn.m = std::fabs(static_cast<double>(c));
+    const int k = d_.k;
+    switch (p_.chain) {
+      case ChainKind::kSequential: return Seq(cn, 0, k);
+      case ChainKind::kPairwise: {
+        if (p_.chunk == 0) return Combine(cn, Pairwise(0, k));
+        // (((c + P(chunk_0)) + P(chunk_1)) + ...); at least one (possibly empty) chunk.
+        Node<Acc> total = cn;
+        int i = 0;
+        do {
+          total = Combine(total, Pairwise(i, std::min(k, i + p_.chunk)));
+          i += p_.chunk;
+        } while (i < k);
+        return total;
+      }
+      case ChainKind::kBlocked: {
+        Node<Acc> total = cn;
+        for (int i = 0; i < k; i += p_.chunk) {
+          total = Combine(total, Seq(Node<Acc>{}, i, std::min(k, i + p_.chunk)));
+        }
+        return total;
+      }
+      case ChainKind::kPromote: {
+        Node<Acc> total = cn;
+        for (int i = 0; i < k; i += p_.chunk) {
+          total = Add(total, Seq(Node<Acc>{}, i, std::min(k, i + p_.chunk)), p_.u_prom,
+                      p_.eta_prom);
+        }
+        return total;
+      }
+      default: bad = true; return cn;  // Unreachable: MakePlan rejects other kinds.
+    }
+  }
+
+ private:
+  double Prod(int i) const {
+    return static_cast<double>(d_.a[i * d_.sa]) * static_cast<double>(d_.b[i * d_.sb]);
+  }
+  // Leaf bound data: m = |exact|, e = |used - exact| (exact in double: see the header).
+  void LeafBound(int i, double& m, double& e) const {
+    const double x = static_cast<double>(d_.ao[i * d_.sa]) * static_cast<double>(d_.bo[i * d_.sb]);
+    double u;
+    if (p_.round_product) {
+      u = static_cast<double>(static_cast<Acc>(d_.a[i * d_.sa]) *
+                              static_cast<Acc>(d_.b[i * d_.sb]));
+    } else {
+      u = Prod(i);
+    }
+    m = std::fabs(x);
+    e = std::fabs(u - x);
+  }
+
+  Node<Acc> Add(const Node<Acc>& x, const Node<Acc>& y, double u, double eta) const {
+    Node<Acc> out;
+    out.v = x.v + y.v;
+    if constexpr (kBound) {
+      out.m = Up(x.m + y.m);
+      out.e = Up((1 + u) * (x.e + y.e) + u * out.m + eta);
+    }
+    return out;
+  }
+  Node<Acc> Combine(const Node<Acc>& x, const Node<Acc>& y) const {
+    return Add(x, y, p_.u_comb, p_.eta_comb);
+  }
+
+  // One IEEE step: acc + leaf i.
+  Node<Acc> Step(const Node<Acc>& acc, int i) const {
+    Node<Acc> out;
+    const Acc a = static_cast<Acc>(d_.a[i * d_.sa]), b = static_cast<Acc>(d_.b[i * d_.sb]);
+    if (p_.round_product) {
+      out.v = acc.v + a * b;
+    } else if constexpr (std::is_same_v<Acc, float>) {
+      out.v = __builtin_fmaf(a, b, acc.v);
+    } else {
+      out.v = __builtin_fma(a, b, acc.v);
+    }
+    if constexpr (kBound) {
+      double m, e;
+      LeafBound(i, m, e);
+      out.m = Up(acc.m + m);
+      out.e = Up((1 + p_.u_acc) * (acc.e + e) + p_.u_acc * out.m + p_.eta_acc);
+    }
+    return out;
+  }
+
+  Node<Acc> Seq(Node<Acc> acc, int lo, int hi) {
+    if (p_.arith == Plan::Arith::kFused) {
+      if constexpr (std::is_same_v<Acc, float>) {
+        for (int i = lo; i < hi; i += p_.group) acc = Fused(acc, i, std::min(hi, i + p_.group));
+      }
+      return acc;
+    }
+    for (int i = lo; i < hi; ++i) acc = Step(acc, i);
+    return acc;
+  }
+
+  Node<Acc> RoundOne(int i) const {
+    Node<Acc> out;
+    out.v = static_cast<Acc>(d_.a[i * d_.sa]) * static_cast<Acc>(d_.b[i * d_.sb]);
+    if constexpr (kBound) {
+      double m, e;
+      LeafBound(i, m, e);
+      out.m = m;
+      out.e = Up((1 + p_.u_acc) * e + p_.u_acc * m + p_.eta_acc);
+    }
+    return out;
+  }
+
+  Node<Acc> Tree(const std::vector<Node<Acc>>& v, int lo, int hi) const {
+    if (hi - lo == 1) return v[lo];
+    const int mid = lo + (hi - lo + 1) / 2;
+    return Combine(Tree(v, lo, mid), Tree(v, mid, hi));
+  }
+
+  Node<Acc> Pairwise(int lo, int hi) {
+    const int n = hi - lo;
+    if (n == 0) return Node<Acc>{};
+    if (n > p_.leaf) {
+      int mid = n / 2;
+      mid -= mid % p_.split_multiple;
+      if (mid > 0 && mid < n) return Combine(Pairwise(lo, lo + mid), Pairwise(lo + mid, hi));
+    }
+    if (p_.unroll == 1 || n < p_.unroll) return Seq(Node<Acc>{}, lo, hi);
+    std::vector<Node<Acc>> r(p_.unroll);
+    for (int j = 0; j < p_.unroll; ++j) r[j] = RoundOne(lo + j);
+    int i = p_.unroll;
+    for (; i + p_.unroll <= n; i += p_.unroll) {
+      for (int j = 0; j < p_.unroll; ++j) r[j] = Step(r[j], lo + i + j);
+    }
+    Node<Acc> acc = Tree(r, 0, p_.unroll);
+    for (; i < n; ++i) acc = Step(acc, lo + i);
+    return acc;
+  }
+
+  // evaluate.cc's Fused on doubles (see the header comment).
+  Node<Acc> Fused(const Node<Acc>& acc, int lo, int hi) {
+    const double av = static_cast<double>(acc.v);
+    double emax = AccPow(av);
+    for (int i = lo; i < hi; ++i) {
+      const double pw = p_.actual ? ExpPow(Prod(i)) : d_.apow[i * d_.sa] * d_.bpow[i * d_.sb];
+      emax = std::max(emax, pw);
+    }
+    const double scale = emax > 0 ? p_.two_f / emax : 1.0;
+    double s = Align(av * scale);
+    int nonzero = av != 0;
+    for (int i = lo; i < hi; ++i) {
+      const double pr = Prod(i);
+      nonzero += pr != 0;
+      s += Align(pr * scale);
+    }
+    Node<Acc> out;
+    const bool full = hi - lo == p_.group;
+    out.v = static_cast<Acc>(RoundGroup(s, emax, full, bad));
+    if constexpr (kBound) {
+      double sum_e = acc.e, m = acc.m;
+      for (int i = lo; i < hi; ++i) {
+        double mi, ei;
+        LeafBound(i, mi, ei);
+        sum_e += ei;
+        m += mi;
+      }
+      double t = 0;
+      if (emax > 0) {
+        const double quantum = std::max(emax * p_.two_mf,
+                                        std::numeric_limits<double>::denorm_min());
+        t = nonzero * quantum;
+      }
+      out.m = Up(m);
+      out.e = Up((1 + p_.u_acc) * (sum_e + t) + p_.u_acc * out.m + p_.eta_acc);
+    }
+    return out;
+  }
+
+ public:
+  // 2^floor(log2|x|) for a normal double x (0 for 0).
+  static double ExpPow(double x) {
+    return std::bit_cast<double>(std::bit_cast<uint64_t>(x) & 0x7FF0000000000000ull);
+  }
+  double AccPow(double v) const {
+    if (p_.actual) return ExpPow(v);
+    return v == 0 ? 0.0 : std::max(ExpPow(v), 0x1p-126);
+  }
+  double Align(double x) const { return p_.round_down ? __builtin_floor(x) : __builtin_trunc(x); }
+  // The group's exact integer sum s (in quanta 2^q, q = log2(emax) - F) rounded to the
+  // accumulator: a float32 value as a double; sets bad outside float32's normal range.
+  double RoundGroup(double s, double emax, bool full, bool& is_bad) const {
+    if (s == 0) return (emax == 0 && full) ? s : 0.0;
+    const int cut = 52 - p_.acc_fraction_bits;
+    uint64_t bits = std::bit_cast<uint64_t>(std::fabs(s));
+    if (p_.rne) bits += (uint64_t{1} << (cut - 1)) - 1 + ((bits >> cut) & 1);
+    bits &= ~((uint64_t{1} << cut) - 1);
+    const double v = std::bit_cast<double>(bits) * (emax * p_.two_mf);
+    if (!(v >= 0x1p-126 && v < 0x1p128)) is_bad = true;
+    return s < 0 ? -v : v;
+  }
+
+ private:
+  const Plan& p_;
+  const DotView& d_;
+};
+
+// Runs one dot on decoded inputs. Returns false when the generic path must decide (bad group,
+// non-finite result).
+template <bool kBound>
+bool DotDecoded(const Plan& p, const DotView& d, uint64_t c_bits, EvalResult& out) {
+  if (p.arith == Plan::Arith::kHostF64) {
+    const double c = std::bit_cast<double>(c_bits);
+    if (!std::isfinite(c)) return false;
+    ScalarDot<double, kBound> ev(p, d);
+    const Node<double> r = ev.Run(c);
+    if (!std::isfinite(r.v)) return false;
+    if (p.f64_to_f32_output) {
+      const float f = static_cast<float>(r.v);
+      if (!std::isfinite(f)) return false;
+      out.bits = std::bit_cast<uint32_t>(f);
+      if (kBound) out.bound = Up((1 + p.u_out) * r.e + p.u_out * r.m + p.eta_out);
+    } else {
+      out.bits = std::bit_cast<uint64_t>(r.v);
+      out.bound = r.e;
+    }
+    return true;
+  }
+  if ((c_bits >> 32) != 0) return false;
+  const float c = std::bit_cast<float>(static_cast<uint32_t>(c_bits));
+  if (!std::isfinite(c)) return false;
+  ScalarDot<float, kBound> ev(p, d);
+  const Node<float> r = ev.Run(c);
+  if (ev.bad || !std::isfinite(r.v)) return false;
+  out.bits = std::bit_cast<uint32_t>(r.v);
+  out.bound = r.e;
+  return true;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Matmul tiles. Inputs decoded to row-major A (m x k) and B (k x n).
+
+struct MatIn {
+  const Plan* p;
+  int m, n, k;
+  const float* a;   // m x k used.
+  const float* ao;  // m x k original.
+  const double* apow;
+  const float* b;   // k x n used.
+  const float* bo;
+  const double* bpow;
+  const double* bd;  // k x n used, as double (fused).
+  // Packed column tiles of B for the AVX kernels: tile t (columns 8t..8t+7; 16t..16t+15 for
+  // floats) is contiguous in k: bpack[(t * k + kk) * 16 + w] = value (w < 8), 2^nominal (w >= 8);
+  // bpackf[(t * k + kk) * 16 + w] = value of column 16t + w.
+  const double* bpack;
+  const float* bpackf;
+  const uint64_t* c;  // m x n or nullptr.
+  uint64_t* d;
+  double* bounds;     // or nullptr.
+  std::vector<uint8_t>* redo;  // m x n: 1 = evaluate generically.
+};
+
+// Host IEEE tile: R rows x W columns starting at (i0, j0), fully inside the matrix.
+template <class Acc, bool kRound, bool kBound, int R, int W>
+void HostTile(const MatIn& in, int i0, int j0) {
+  const Plan& p = *in.p;
+  const int n = in.n, k = in.k;
+  Acc tot[R][W];
+  double tm[R][W], te[R][W];
+  for (int r = 0; r < R; ++r) {
+    for (int w = 0; w < W; ++w) {
+      const uint64_t cb = in.c ? in.c[size_t(i0 + r) * n + j0 + w] : 0;
+      Acc cv;
+      if constexpr (std::is_same_v<Acc, float>) {
+        cv = std::bit_cast<float>(static_cast<uint32_t>(cb));
+      } else {
+        cv = std::bit_cast<double>(cb);
+      }
+      tot[r][w] = cv;
+      tm[r][w] = std::fabs(static_cast<double>(cv));
+      te[r][w] = 0;
+    }
+  }
+  const bool seq = p.chain == ChainKind::kSequential;
+  const int chunk = seq ? std::max(k, 1) : p.chunk;
+  const double u = p.u_acc, eta = p.eta_acc;
+  const double uc = p.chain == ChainKind::kPromote ? p.u_prom : p.u_comb;
+  const double etac = p.chain == ChainKind::kPromote ? p.eta_prom : p.eta_comb;
+  for (int k0 = 0; k0 < k; k0 += chunk) {
+    const int k1 = std::min(k, k0 + chunk);
+    Acc acc[R][W];
+    double am[R][W], ae[R][W];
+    for (int r = 0; r < R; ++r) {
+      for (int w = 0; w < W; ++w) {
+        acc[r][w] = seq ? tot[r][w] : Acc(0);
+        if constexpr (kBound) {
+          am[r][w] = seq ? tm[r][w] : 0.0;
+          ae[r][w] = seq ? te[r][w] : 0.0;
+        }
+      }
+    }
+    for (int kk = k0; kk < k1; ++kk) {
+      const float* brow = in.b + size_t(kk) * n + j0;
+      for (int r = 0; r < R; ++r) {
+        const Acc av = static_cast<Acc>(in.a[size_t(i0 + r) * k + kk]);
+        for (int w = 0; w < W; ++w) {
+          const Acc bv = static_cast<Acc>(brow[w]);
+          if constexpr (kRound) {
+            acc[r][w] = acc[r][w] + av * bv;
+          } else if constexpr (std::is_same_v<Acc, float>) {
+            acc[r][w] = __builtin_fmaf(av, bv, acc[r][w]);
+          } else {
+            acc[r][w] = __builtin_fma(av, bv, acc[r][w]);
+          }
+        }
+      }
+      if constexpr (kBound) {
+        const float* borow = in.bo + size_t(kk) * n + j0;
+        for (int r = 0; r < R; ++r) {
+          const double ao = in.ao[size_t(i0 + r) * k + kk];
+          const double aused = in.a[size_t(i0 + r) * k + kk];
+          for (int w = 0; w < W; ++w) {
+            const double x = ao * static_cast<double>(borow[w]);
+            double uv;
+            if constexpr (kRound) {
+              uv = static_cast<double>(static_cast<Acc>(aused) * static_cast<Acc>(brow[w]));
+            } else {
+              uv = aused * static_cast<double>(brow[w]);
+            }
+            const double mi = std::fabs(x), ei = std::fabs(uv - x);
+            am[r][w] = Up(am[r][w] + mi);
+            ae[r][w] = Up((1 + u) * (ae[r][w] + ei) + u * am[r][w] + eta);
+          }
+        }
+      }
+    }
+    for (int r = 0; r < R; ++r) {
+      for (int w = 0; w < W; ++w) {
+        if (seq) {
+          tot[r][w] = acc[r][w];
+          if constexpr (kBound) {
+            tm[r][w] = am[r][w];
+            te[r][w] = ae[r][w];
+          }
+        } else {
+          tot[r][w] = tot[r][w] + acc[r][w];
+          if constexpr (kBound) {
+            const double mm = Up(tm[r][w] + am[r][w]);
+            te[r][w] = Up((1 + uc) * (te[r][w] + ae[r][w]) + uc * mm + etac);
+            tm[r][w] = mm;
+          }
+        }
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    for (int w = 0; w < W; ++w) {
+      const size_t idx = size_t(i0 + r) * n + j0 + w;
+      const Acc v = tot[r][w];
+      if (!std::isfinite(v)) {
+        (*in.redo)[idx] = 1;
+        continue;
+      }
+      if constexpr (std::is_same_v<Acc, float>) {
+        in.d[idx] = std::bit_cast<uint32_t>(v);
+        if (kBound) in.bounds[idx] = te[r][w];
+      } else {
+        if (p.f64_to_f32_output) {
+          const float f = static_cast<float>(v);
+          if (!std::isfinite(f)) {
+            (*in.redo)[idx] = 1;
+            continue;
+          }
+          in.d[idx] = std::bit_cast<uint32_t>(f);
+          if (kBound) {
+            in.bounds[idx] = Up((1 + p.u_out) * te[r][w] + p.u_out * tm[r][w] + p.eta_out);
+          }
+        } else {
+          in.d[idx] = std::bit_cast<uint64_t>(v);
+          if (kBound) in.bounds[idx] = te[r][w];
+        }
+      }
+    }
+  }
+}
+
+// Fused tile: one row i, W columns from j0 (sequential, blocked or promote chains).
+template <bool kBound, int W>
+void FusedTile(const MatIn& in, int i, int j0) {
+  const Plan& p = *in.p;
+  const int n = in.n, k = in.k;
+  using Helper = ScalarDot<float, false>;
+  const DotView dummy{};
+  const Helper h(p, dummy);
+  double tot[W], tm[W], te[W];
+  bool bad[W];
+  for (int w = 0; w < W; ++w) {
+    const uint64_t cb = in.c ? in.c[size_t(i) * n + j0 + w] : 0;
+    tot[w] = std::bit_cast<float>(static_cast<uint32_t>(cb));
+    tm[w] = std::fabs(tot[w]);
+    te[w] = 0;
+    bad[w] = false;
+  }
+  const bool seq = p.chain == ChainKind::kSequential;
+  const int chunk = seq ? std::max(k, 1) : p.chunk;
+  const double two_f = std::ldexp(1.0, p.fraction_bits);
+  const double two_mf = std::ldexp(1.0, -p.fraction_bits);
+  const double u = p.u_acc, eta = p.eta_acc;
+  const double uc = p.chain == ChainKind::kPromote ? p.u_prom : p.u_comb;
+  const double etac = p.chain == ChainKind::kPromote ? p.eta_prom : p.eta_comb;
+  const float* arow = in.a + size_t(i) * k;
+  const float* aorow = in.ao + size_t(i) * k;
+  const double* apow = in.apow + size_t(i) * k;
+  for (int k0 = 0; k0 < k; k0 += chunk) {
+    const int k1 = std::min(k, k0 + chunk);
+    double acc[W], am[W], ae[W];
+    for (int w = 0; w < W; ++w) {
+      acc[w] = seq ? tot[w] : 0.0;
+      am[w] = seq ? tm[w] : 0.0;
+      ae[w] = seq ? te[w] : 0.0;
+    }
+    for (int g0 = k0; g0 < k1; g0 += p.group) {
+      const int g1 = std::min(k1, g0 + p.group);
+      const bool full = g1 - g0 == p.group;
+      double emax[W], s[W];
+      for (int w = 0; w < W; ++w) emax[w] = h.AccPow(acc[w]);
+      for (int kk = g0; kk < g1; ++kk) {
+        const double av = arow[kk];
+        const double* brow = in.bd + size_t(kk) * n + j0;
+        if (p.actual) {
+          for (int w = 0; w < W; ++w) emax[w] = std::max(emax[w], Helper::ExpPow(av * brow[w]));
+        } else {
+          const double ap = apow[kk];
+          const double* bp = in.bpow + size_t(kk) * n + j0;
+          for (int w = 0; w < W; ++w) emax[w] = std::max(emax[w], ap * bp[w]);
+        }
+      }
+      double scale[W];
+      for (int w = 0; w < W; ++w) {
+        scale[w] = emax[w] > 0 ? two_f / emax[w] : 1.0;
+        s[w] = h.Align(acc[w] * scale[w]);
+      }
+      for (int kk = g0; kk < g1; ++kk) {
+        const double av = arow[kk];
+        const double* brow = in.bd + size_t(kk) * n + j0;
+        if (p.round_down) {
+          for (int w = 0; w < W; ++w) s[w] += __builtin_floor(av * brow[w] * scale[w]);
+        } else {
+          for (int w = 0; w < W; ++w) s[w] += __builtin_trunc(av * brow[w] * scale[w]);
+        }
+      }
+      if constexpr (kBound) {
+        for (int w = 0; w < W; ++w) {
+          double sum_e = ae[w], m = am[w];
+          int nonzero = acc[w] != 0;
+          for (int kk = g0; kk < g1; ++kk) {
+            const double bu = in.bd[size_t(kk) * n + j0 + w];
+            const double bo = in.bo[size_t(kk) * n + j0 + w];
+            const double x = static_cast<double>(aorow[kk]) * bo;
+            const double pu = static_cast<double>(arow[kk]) * bu;
+            nonzero += pu != 0;
+            sum_e += std::fabs(pu - x);
+            m += std::fabs(x);
+          }
+          double t = 0;
+          if (emax[w] > 0) {
+            t = nonzero * std::max(emax[w] * two_mf, std::numeric_limits<double>::denorm_min());
+          }
+          am[w] = Up(m);
+          ae[w] = Up((1 + u) * (sum_e + t) + u * am[w] + eta);
+        }
+      }
+      for (int w = 0; w < W; ++w) {
+        acc[w] = static_cast<float>(h.RoundGroup(s[w], emax[w], full, bad[w]));
+      }
+    }
+    for (int w = 0; w < W; ++w) {
+      if (seq) {
+        tot[w] = acc[w];
+        tm[w] = am[w];
+        te[w] = ae[w];
+      } else {
+        tot[w] = static_cast<float>(static_cast<float>(tot[w]) + static_cast<float>(acc[w]));
+        if constexpr (kBound) {
+          const double mm = Up(tm[w] + am[w]);
+          te[w] = Up((1 + uc) * (te[w] + ae[w]) + uc * mm + etac);
+          tm[w] = mm;
+        }
+      }
+    }
+  }
+  for (int w = 0; w < W; ++w) {
+    const size_t idx = size_t(i) * n + j0 + w;
+    const float v = static_cast<float>(tot[w]);
+    if (bad[w] || !std::isfinite(v)) {
+      (*in.redo)[idx] = 1;
+      continue;
+    }
+    in.d[idx] = std::bit_cast<uint32_t>(v);
+    if (kBound) in.bounds[idx] = te[w];
+  }
+}
+
+#if defined(__x86_64__)
+// The value-only kernels in AVX2 intrinsics (GCC does not keep HostTile's accumulators in
+// registers). Same operations as HostTile / FusedTile<false>, lane by lane.
+
+// Float32 host tile: R rows x 16 columns; fma (or add of the rounded product) per step.
+template <bool kRound, int R>
+void HostTileF32(const MatIn& in, int i0, int j0) {
+  const Plan& p = *in.p;
+  const int n = in.n, k = in.k;
+  __m256 tot[R][2];
+  for (int r = 0; r < R; ++r) {
+    float cv[16];
+    for (int w = 0; w < 16; ++w) {
+      const uint64_t cb = in.c ? in.c[size_t(i0 + r) * n + j0 + w] : 0;
+      cv[w] = std::bit_cast<float>(static_cast<uint32_t>(cb));
+    }
+    tot[r][0] = _mm256_loadu_ps(cv);
+    tot[r][1] = _mm256_loadu_ps(cv + 8);
+  }
+  const bool seq = p.chain == ChainKind::kSequential;
+  const int chunk = seq ? std::max(k, 1) : p.chunk;
+  for (int k0 = 0; k0 < k; k0 += chunk) {
+    const int k1 = std::min(k, k0 + chunk);
+    __m256 acc[R][2];
+    for (int r = 0; r < R; ++r) {
+      acc[r][0] = seq ? tot[r][0] : _mm256_setzero_ps();
+      acc[r][1] = seq ? tot[r][1] : _mm256_setzero_ps();
+    }
+    const float* arow = in.a + size_t(i0) * k;
+    for (int kk = k0; kk < k1; ++kk) {
+      const float* brow = in.bpackf + (size_t(j0 / 16) * k + kk) * 16;
+      const __m256 b0 = _mm256_loadu_ps(brow), b1 = _mm256_loadu_ps(brow + 8);
+      for (int r = 0; r < R; ++r) {
+        const __m256 av = _mm256_broadcast_ss(arow + size_t(r) * k + kk);
+        if constexpr (kRound) {
+          acc[r][0] = _mm256_add_ps(acc[r][0], _mm256_mul_ps(av, b0));
+          acc[r][1] = _mm256_add_ps(acc[r][1], _mm256_mul_ps(av, b1));
+        } else {
+          acc[r][0] = _mm256_fmadd_ps(av, b0, acc[r][0]);
+          acc[r][1] = _mm256_fmadd_ps(av, b1, acc[r][1]);
+        }
+      }
+    }
+    for (int r = 0; r < R; ++r) {
+      for (int h = 0; h < 2; ++h) {
+        tot[r][h] = seq ? acc[r][h] : _mm256_add_ps(tot[r][h], acc[r][h]);
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    float v[16];
+    _mm256_storeu_ps(v, tot[r][0]);
+    _mm256_storeu_ps(v + 8, tot[r][1]);
+    for (int w = 0; w < 16; ++w) {
+      const size_t idx = size_t(i0 + r) * n + j0 + w;
+      if (!std::isfinite(v[w])) {
+        (*in.redo)[idx] = 1;
+      } else {
+        in.d[idx] = std::bit_cast<uint32_t>(v[w]);
+      }
+    }
+  }
+}
+
+// Fused tile, values only: R rows x 8 columns, 2R independent vectors of 4 doubles (latency, not
+// throughput, bounds this loop). The integer sums and the maxima are exact and order-free, so
+// each is split into two partial chains.
+template <int R, bool kFloorAlign>
+void FusedTileAvx(const MatIn& in, int i0, int j0) {
+  constexpr int C = 2 * R;
+  const Plan& p = *in.p;
+  const int n = in.n, k = in.k;
+  const __m256d sign = _mm256_set1_pd(-0.0);
+  const __m256d zero = _mm256_setzero_pd();
+  const __m256d ones = _mm256_castsi256_pd(_mm256_set1_epi64x(-1));
+  const __m256d one = _mm256_set1_pd(1.0);
+  const __m256d expmask = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7FF0000000000000ll));
+  const __m256d min_normal32 = _mm256_set1_pd(0x1p-126);
+  const __m256d overflow32 = _mm256_set1_pd(0x1p128);
+  const __m256i scale_base = _mm256_set1_epi64x(
+      static_cast<long long>((uint64_t{1023 + 1023} + p.fraction_bits) << 52));
+  const __m256d two_mf = _mm256_set1_pd(std::ldexp(1.0, -p.fraction_bits));
+  const int cut = 52 - p.acc_fraction_bits;
+  const __m128i cut_count = _mm_cvtsi32_si128(cut);
+  const __m256i low_mask = _mm256_set1_epi64x(static_cast<long long>((uint64_t{1} << cut) - 1));
+  const __m256i half_m1 =
+      _mm256_set1_epi64x(static_cast<long long>((uint64_t{1} << (cut - 1)) - 1));
+  const __m256i one_i = _mm256_set1_epi64x(1);
+  constexpr int kMode = kFloorAlign ? (_MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC)
+                                    : (_MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+  __m256d tot[C], bad[C];
+  for (int c = 0; c < C; ++c) {
+    double cv[4];
+    for (int w = 0; w < 4; ++w) {
+      const uint64_t cb = in.c ? in.c[size_t(i0 + c / 2) * n + j0 + 4 * (c % 2) + w] : 0;
+      cv[w] = std::bit_cast<float>(static_cast<uint32_t>(cb));
+    }
+    tot[c] = _mm256_loadu_pd(cv);
+    bad[c] = zero;
+  }
+  const bool seq = p.chain == ChainKind::kSequential;
+  const int chunk = seq ? std::max(k, 1) : p.chunk;
+  const float* arow[R];
+  const double* apow[R];
+  for (int r = 0; r < R; ++r) {
+    arow[r] = in.a + size_t(i0 + r) * k;
+    apow[r] = in.apow + size_t(i0 + r) * k;
+  }
+  const double* btile = in.bpack + size_t(j0 / 8) * k * 16;
+  for (int k0 = 0; k0 < k; k0 += chunk) {
+    const int k1 = std::min(k, k0 + chunk);
+    __m256d acc[C];
+    for (int c = 0; c < C; ++c) acc[c] = seq ? tot[c] : zero;
+    for (int g0 = k0; g0 < k1; g0 += p.group) {
+      const int g1 = std::min(k1, g0 + p.group);
+      const __m256d full = g1 - g0 == p.group ? ones : zero;
+      __m256d emax[C], emax1[C], scale[C], s[C], s1[C];
+      for (int c = 0; c < C; ++c) {
+        const __m256d e = _mm256_and_pd(acc[c], expmask);
+        if (p.actual) {
+          emax[c] = e;
+        } else {
+          const __m256d is_zero = _mm256_cmp_pd(acc[c], zero, _CMP_EQ_OQ);
+          emax[c] = _mm256_andnot_pd(is_zero, _mm256_max_pd(e, min_normal32));
+        }
+        emax1[c] = zero;
+      }
+      for (int kk = g0; kk < g1; ++kk) {
+        const double* brow = btile + size_t(kk) * 16;
+        const bool odd = (kk - g0) & 1;
+        for (int r = 0; r < R; ++r) {
+          for (int h = 0; h < 2; ++h) {
+            __m256d e;
+            if (p.actual) {
+              e = _mm256_and_pd(
+                  _mm256_mul_pd(_mm256_set1_pd(arow[r][kk]), _mm256_loadu_pd(brow + 4 * h)),
+                  expmask);
+            } else {
+              e = _mm256_mul_pd(_mm256_set1_pd(apow[r][kk]), _mm256_loadu_pd(brow + 8 + 4 * h));
+            }
+            __m256d& dst = odd ? emax1[2 * r + h] : emax[2 * r + h];
+            dst = _mm256_max_pd(dst, e);
+          }
+        }
+      }
+      for (int c = 0; c < C; ++c) {
+        emax[c] = _mm256_max_pd(emax[c], emax1[c]);
+        const __m256d emax_zero = _mm256_cmp_pd(emax[c], zero, _CMP_EQ_OQ);
+        // 2^F / emax on the exponent field: bits(2^(F - e)) = bits(2^F) + bits(1) - bits(2^e).
+        const __m256i q = _mm256_sub_epi64(scale_base, _mm256_castpd_si256(emax[c]));
+        scale[c] = _mm256_blendv_pd(_mm256_castsi256_pd(q), one, emax_zero);
+        s[c] = _mm256_round_pd(_mm256_mul_pd(acc[c], scale[c]), kMode);
+        s1[c] = sign;  // -0, the identity of IEEE addition: s + s1 keeps the sign of zeros.
+      }
+      for (int kk = g0; kk < g1; ++kk) {
+        const double* brow = btile + size_t(kk) * 16;
+        const bool odd = (kk - g0) & 1;
+        for (int r = 0; r < R; ++r) {
+          const __m256d av = _mm256_set1_pd(arow[r][kk]);
+          for (int h = 0; h < 2; ++h) {
+            const int c = 2 * r + h;
+            const __m256d x =
+                _mm256_mul_pd(_mm256_mul_pd(av, _mm256_loadu_pd(brow + 4 * h)), scale[c]);
+            __m256d& dst = odd ? s1[c] : s[c];
+            dst = _mm256_add_pd(dst, _mm256_round_pd(x, kMode));
+          }
+        }
+      }
+      for (int c = 0; c < C; ++c) {
+        // RoundGroup, lane-wise.
+        const __m256d sum = _mm256_add_pd(s[c], s1[c]);
+        const __m256d s_zero = _mm256_cmp_pd(sum, zero, _CMP_EQ_OQ);
+        __m256i bits = _mm256_castpd_si256(_mm256_andnot_pd(sign, sum));
+        if (p.rne) {
+          const __m256i lsb = _mm256_and_si256(_mm256_srl_epi64(bits, cut_count), one_i);
+          bits = _mm256_add_epi64(bits, _mm256_add_epi64(half_m1, lsb));
+        }
+        bits = _mm256_andnot_si256(low_mask, bits);
+        __m256d v = _mm256_mul_pd(_mm256_castsi256_pd(bits), _mm256_mul_pd(emax[c], two_mf));
+        const __m256d in_range = _mm256_and_pd(_mm256_cmp_pd(v, min_normal32, _CMP_GE_OQ),
+                                               _mm256_cmp_pd(v, overflow32, _CMP_LT_OQ));
+        bad[c] = _mm256_or_pd(bad[c], _mm256_andnot_pd(_mm256_or_pd(in_range, s_zero), ones));
+        v = _mm256_or_pd(v, _mm256_and_pd(sum, sign));
+        const __m256d keep_sign = _mm256_and_pd(_mm256_cmp_pd(emax[c], zero, _CMP_EQ_OQ), full);
+        const __m256d zres = _mm256_and_pd(sum, keep_sign);  // sum (a signed zero) or +0.
+        acc[c] = _mm256_blendv_pd(v, zres, s_zero);
+      }
+    }
+    for (int c = 0; c < C; ++c) {
+      tot[c] = seq ? acc[c]
+                   : _mm256_cvtps_pd(_mm_add_ps(_mm256_cvtpd_ps(tot[c]), _mm256_cvtpd_ps(acc[c])));
+    }
+  }
+  for (int c = 0; c < C; ++c) {
+    double v[4], b[4];
+    _mm256_storeu_pd(v, tot[c]);
+    _mm256_storeu_pd(b, bad[c]);
+    for (int w = 0; w < 4; ++w) {
+      const size_t idx = size_t(i0 + c / 2) * n + j0 + 4 * (c % 2) + w;
+      const float f = static_cast<float>(v[w]);
+      if (std::bit_cast<uint64_t>(b[w]) != 0 || !std::isfinite(f)) {
+        (*in.redo)[idx] = 1;
+      } else {
+        in.d[idx] = std::bit_cast<uint32_t>(f);
+      }
+    }
+  }
+}
+#endif
+
+// (Compiled for AVX2: called only after HostReady().) float32 (kShift 0) or bfloat16 (kShift 16)
+// values only: a branch-free loop the compiler vectorizes; NaN/Inf or stray high bits -> false.
+template <int kShift>
+bool DecodeValues(std::span<const uint64_t> bits, float* out) {
+  constexpr uint64_t kLimit = uint64_t{1} << (32 - kShift);
+  uint32_t bad = 0;
+  for (size_t i = 0; i < bits.size(); ++i) {
+    const uint64_t x = bits[i];
+    const uint32_t f = static_cast<uint32_t>(x << kShift);
+    bad |= static_cast<uint32_t>(x >= kLimit) |
+           static_cast<uint32_t>((f & 0x7F800000u) == 0x7F800000u);
+    out[i] = std::bit_cast<float>(f);
+  }
+  return bad == 0;
+}
+
+// As DecodeValues, plus pow[i] = Pow32 of the float32 bits (Emin -126 for both formats).
+template <int kShift>
+bool DecodeValuesPow(std::span<const uint64_t> bits, float* out, double* pow) {
+  constexpr uint64_t kLimit = uint64_t{1} << (32 - kShift);
+  uint32_t bad = 0;
+  for (size_t i = 0; i < bits.size(); ++i) {
+    const uint64_t x = bits[i];
+    const uint32_t f = static_cast<uint32_t>(x << kShift);
+    const uint32_t e = f & 0x7F800000u;
+    bad |= static_cast<uint32_t>(x >= kLimit) | static_cast<uint32_t>(e == 0x7F800000u);
+    out[i] = std::bit_cast<float>(f);
+    const float sub = (f & 0x7FFFFFu) != 0 ? 0x1p-126f : 0.0f;
+    pow[i] = static_cast<double>(e != 0 ? std::bit_cast<float>(e) : sub);
+  }
+  return bad == 0;
+}
+
+// One output element through the scalar evaluator.
+template <bool kBound>
+void ScalarElement(const MatIn& in, int i, int j) {
+  const size_t idx = size_t(i) * in.n + j;
+  DotView d{in.a + size_t(i) * in.k, in.b + j, in.ao + size_t(i) * in.k, in.bo + j,
+            in.apow ? in.apow + size_t(i) * in.k : nullptr, in.bpow ? in.bpow + j : nullptr,
+            1, size_t(in.n), in.k};
+  EvalResult r;
+  if (!DotDecoded<kBound>(*in.p, d, in.c ? in.c[idx] : 0, r)) {
+    (*in.redo)[idx] = 1;
+    return;
+  }
+  in.d[idx] = r.bits;
+  if (kBound) in.bounds[idx] = r.bound;
+}
+
+template <bool kBound>
+void MatmulRows(const MatIn& in, int i_lo, int i_hi) {
+  const Plan& p = *in.p;
+  const bool tiled = p.chain != ChainKind::kPairwise;
+  if (p.arith == Plan::Arith::kFused) {
+    constexpr int W = 8;
+#if defined(__x86_64__)
+    if (!kBound && tiled) {
+      // Column tiles outside, rows inside: a packed B tile stays in cache across rows.
+      auto tile = [&](auto r_tag, int i, int j) {
+        constexpr int kR = decltype(r_tag)::value;
+        if (p.round_down) {
+          FusedTileAvx<kR, true>(in, i, j);
+        } else {
+          FusedTileAvx<kR, false>(in, i, j);
+        }
+      };
+      for (int j = 0; j + W <= in.n; j += W) {
+        int i = i_lo;
+        for (; i + 4 <= i_hi; i += 4) tile(std::integral_constant<int, 4>(), i, j);
+        for (; i < i_hi; ++i) tile(std::integral_constant<int, 1>(), i, j);
+      }
+      for (int i = i_lo; i < i_hi; ++i) {
+        for (int j = in.n / W * W; j < in.n; ++j) ScalarElement<kBound>(in, i, j);
+      }
+      return;
+    }
+#endif
+    for (int i = i_lo; i < i_hi; ++i) {
+      int j = 0;
+      if (tiled) {
+        for (; j + W <= in.n; j += W) FusedTile<kBound, W>(in, i, j);
+      }
+      for (; j < in.n; ++j) ScalarElement<kBound>(in, i, j);
+    }
+    return;
+  }
+  auto run = [&](auto tile4, auto tile1, int w_width) {
+    int i = i_lo;
+    for (; tiled && i + 4 <= i_hi; i += 4) {
+      int j = 0;
+      for (; j + w_width <= in.n; j += w_width) tile4(i, j);
+      for (int r = 0; r < 4; ++r) {
+        for (int jj = j; jj < in.n; ++jj) ScalarElement<kBound>(in, i + r, jj);
+      }
+    }
+    for (; i < i_hi; ++i) {
+      int j = 0;
+      if (tiled) {
+        for (; j + w_width <= in.n; j += w_width) tile1(i, j);
+      }
+      for (; j < in.n; ++j) ScalarElement<kBound>(in, i, j);
+    }
+  };
+  if (p.arith == Plan::Arith::kHostF64) {
+    if (p.round_product) {
+      run([&](int i, int j) { HostTile<double, true, kBound, 4, 8>(in, i, j); },
+          [&](int i, int j) { HostTile<double, true, kBound, 1, 8>(in, i, j); }, 8);
+    } else {
+      run([&](int i, int j) { HostTile<double, false, kBound, 4, 8>(in, i, j); },
+          [&](int i, int j) { HostTile<double, false, kBound, 1, 8>(in, i, j); }, 8);
+    }
+  }
+#if defined(__x86_64__)
+  else if (!kBound && tiled) {
+    // Column tiles outside, 4-row blocks inside (the packed B tile stays in cache).
+    auto tile = [&](auto r_tag, int i, int j) {
+      constexpr int kR = decltype(r_tag)::value;
+      if (p.round_product) {
+        HostTileF32<true, kR>(in, i, j);
+      } else {
+        HostTileF32<false, kR>(in, i, j);
+      }
+    };
+    for (int j = 0; j + 16 <= in.n; j += 16) {
+      int i = i_lo;
+      for (; i + 6 <= i_hi; i += 6) tile(std::integral_constant<int, 6>(), i, j);
+      for (; i < i_hi; ++i) tile(std::integral_constant<int, 1>(), i, j);
+    }
+    for (int i = i_lo; i < i_hi; ++i) {
+      for (int j = in.n / 16 * 16; j < in.n; ++j) ScalarElement<kBound>(in, i, j);
+    }
+  }
+#endif
+  else if (p.round_product) {
+    run([&](int i, int j) { HostTile<float, true, kBound, 4, 16>(in, i, j); },
+        [&](int i, int j) { HostTile<float, true, kBound, 1, 16>(in, i, j); }, 16);
+  } else {
+    run([&](int i, int j) { HostTile<float, false, kBound, 4, 16>(in, i, j); },
+        [&](int i, int j) { HostTile<float, false, kBound, 1, 16>(in, i, j); }, 16);
+  }
+}
+
+}  // namespace
+#if defined(__x86_64__)
+#pragma GCC pop_options
+#endif
+// =============================================================================================
+
+namespace {
+
+// Decodes n inputs (with stride) into `out` (used values, originals when needed, pows).
+// Decodes a dot's inputs into `out`: values, originals (out.o; left empty unless the inputs are
+// converted, then the values double as originals), 2^nominal (only with need_pow).
+bool DecodeAll(InputKind kind, const Table* t, std::span<const uint64_t> bits, Decoded& out,
+               bool need_pow) {
+  const size_t n = bits.size();
+  out.v.resize(n);
+  if (!need_pow && kind == InputKind::kFloat32) return DecodeValues<0>(bits, out.v.data());
+  if (!need_pow && kind == InputKind::kBFloat16) return DecodeValues<16>(bits, out.v.data());
+  if (kind == InputKind::kFloat32 || kind == InputKind::kBFloat16) {
+    out.o.clear();
+    out.pow.resize(n);
+    return kind == InputKind::kFloat32 ? DecodeValuesPow<0>(bits, out.v.data(), out.pow.data())
+                                       : DecodeValuesPow<16>(bits, out.v.data(), out.pow.data());
+  }
+  const bool keep_orig = kind == InputKind::kTf32Rtz;
+  out.o.resize(keep_orig ? n : 0);
+  if (need_pow) out.pow.resize(n);
+  bool ok = true;
+  double pw;
+  float orig;
+  for (size_t i = 0; i < n; ++i) {
+    ok &= DecodeOne(kind, t, bits[i], out.v[i], keep_orig ? out.o[i] : orig,
+                    need_pow ? out.pow[i] : pw);
+  }
+  return ok;
+}
+
+absl::StatusOr<EvalResult> DotImpl(const Model& model, const Plan& plan,
+                                   std::span<const uint64_t> a, std::span<const uint64_t> b,
+                                   bool is_sum, uint64_t c_bits, const EvalOptions& options) {
+  auto generic = [&]() {
+    g_fallbacks.fetch_add(1, std::memory_order_relaxed);
+    return is_sum ? GenericSum(model, a, c_bits, options)
+                  : GenericDot(model, a, b, c_bits, options);
+  };
+  if (!HostReady()) return generic();
+  const bool need_pow = plan.arith == Plan::Arith::kFused;
+  Decoded da, db;
+  if (!DecodeAll(plan.in_a, plan.table_a, a, da, need_pow)) return generic();
+  if (is_sum) {
+    // A sum is a dot with b = 1 (exact; nominal exponent 0), see evaluate.cc's Leaves.
+    db.v.assign(a.size(), 1.0f);
+    db.o.assign(a.size(), 1.0f);
+    db.pow.assign(a.size(), 1.0);
+  } else if (!DecodeAll(plan.in_b, plan.table_b, b, db, need_pow)) {
+    return generic();
+  }
+  const float* ao = da.o.empty() ? da.v.data() : da.o.data();
+  const float* bo = db.o.empty() ? db.v.data() : db.o.data();
+  const DotView d{da.v.data(), db.v.data(), ao, bo,
+                  need_pow ? da.pow.data() : nullptr, need_pow ? db.pow.data() : nullptr,
+                  1, 1, static_cast<int>(a.size())};
+  EvalResult r;
+  const bool ok = options.want_bound ? DotDecoded<true>(plan, d, c_bits, r)
+                                     : DotDecoded<false>(plan, d, c_bits, r);
+  if (!ok) return generic();
+  return r;
+}
+
+}  // namespace
+
+uint64_t FastEvalFallbacks() { return g_fallbacks.load(std::memory_order_relaxed); }
+
+const char* FastPathIneligibleReason(const Model& model) {
+  Plan plan;
+  return MakePlan(model, plan);
+}
+
+bool FastPathEligible(const Model& model) { return *FastPathIneligibleReason(model) == '\0'; }
+
+absl::StatusOr<EvalResult> FastEvaluateDot(const Model& model, std::span<const uint64_t> a,
+                                           std::span<const uint64_t> b, uint64_t c_bits,
+                                           const EvalOptions& options) {
+  Plan plan;
+  if (const char* why = MakePlan(model, plan); *why != '\0') {
+    return absl::FailedPreconditionError(
+        Cat("fast dot: model '", model.name, "' is not eligible (", why, ")"));
+  }
+  if (a.size() != b.size()) {
+    return absl::InvalidArgumentError(
+        Cat("dot: a has ", a.size(), " elements, b has ", b.size()));
+  }
+  if (a.size() > (size_t{1} << 30)) return absl::InvalidArgumentError("dot: too long");
+  return DotImpl(model, plan, a, b, false, c_bits, options);
+}
+
+absl::StatusOr<EvalResult> FastEvaluateSum(const Model& model, std::span<const uint64_t> x,
+                                           uint64_t c_bits, const EvalOptions& options) {
+  Plan plan;
+  if (const char* why = MakePlan(model, plan); *why != '\0') {
+    return absl::FailedPreconditionError(
+        Cat("fast sum: model '", model.name, "' is not eligible (", why, ")"));
+  }
+  if (x.size() > (size_t{1} << 30)) return absl::InvalidArgumentError("sum: too long");
+  return DotImpl(model, plan, x, {}, true, c_bits, options);
+}
+
+absl::Status FastEvaluateMatmul(const Model& model, int m, int n, int k,
+                                std::span<const uint64_t> a, Layout a_layout,
+                                std::span<const uint64_t> b, Layout b_layout,
+                                std::span<const uint64_t> c, std::span<uint64_t> d,
+                                std::span<double> bounds, const EvalOptions& options,
+                                int threads) {
+  Plan plan;
+  if (const char* why = MakePlan(model, plan); *why != '\0') {
+    return absl::FailedPreconditionError(
+        Cat("fast matmul: model '", model.name, "' is not eligible (", why, ")"));
+  }
+  if (m < 0 || n < 0 || k < 0) return absl::InvalidArgumentError("matmul: negative size");
+  if (threads < 1) return absl::InvalidArgumentError("matmul: threads must be >= 1");
+  const size_t mk = size_t(m) * k, kn = size_t(k) * n, mn = size_t(m) * n;
+  if (a.size() != mk || b.size() != kn || (!c.empty() && c.size() != mn) || d.size() != mn ||
+      (!bounds.empty() && bounds.size() != mn)) {
+    return absl::InvalidArgumentError(Cat("matmul: sizes do not match m=", m, " n=", n,
+                                          " k=", k));
+  }
+  if (!HostReady()) {
+    g_fallbacks.fetch_add(uint64_t(m) * uint64_t(n), std::memory_order_relaxed);
+    return GenericMatmul(model, m, n, k, a, a_layout, b, b_layout, c, d, bounds, options);
+  }
+  const bool want_bound = options.want_bound && !bounds.empty();
+  const bool fused = plan.arith == Plan::Arith::kFused;
+  // Decode into row-major A (m x k) and B (k x n), in per-thread buffers kept between calls
+  // (fresh multi-megabyte allocations cost page faults comparable to the arithmetic).
+  auto a_at = [&](int i, int p) {
+    return a_layout == Layout::kRowMajor ? a[size_t(i) * k + p] : a[size_t(p) * m + i];
+  };
+  auto b_at = [&](int p, int j) {
+    return b_layout == Layout::kRowMajor ? b[size_t(p) * n + j] : b[size_t(j) * k + p];
+  };
+  static thread_local MatScratch scratch;
+  MatScratch& sc = scratch;
+  const bool need_orig = want_bound && plan.convert;
+  std::vector<uint8_t>& redo = sc.redo;
+  redo.assign(mn, 0);
+  if (plan.arith != Plan::Arith::kHostF64) {
+    // float32 c with bits above the container: the generic path decides what they mean.
+    for (size_t idx = 0; idx < c.size(); ++idx) redo[idx] = (c[idx] >> 32) != 0;
+  }
+  std::vector<uint8_t>& bad_row = sc.bad_row;
+  std::vector<uint8_t>& bad_col = sc.bad_col;
+  bad_row.assign(m, 0);
+  bad_col.assign(n, 0);
+  sc.av.resize(mk);
+  sc.ao.resize(need_orig ? mk : 0);
+  sc.apow.resize(fused ? mk : 0);
+  sc.bv.resize(kn);
+  sc.bo.resize(need_orig ? kn : 0);
+  sc.bpow.resize(fused ? kn : 0);
+  {
+    double pw;
+    float orig;
+    for (int i = 0; i < m; ++i) {
+      for (int p = 0; p < k; ++p) {
+        const size_t idx = size_t(i) * k + p;
+        if (!DecodeOne(plan.in_a, plan.table_a, a_at(i, p), sc.av[idx],
+                       need_orig ? sc.ao[idx] : orig, fused ? sc.apow[idx] : pw)) {
+          bad_row[i] = 1;
+          sc.av[idx] = 0;  // Keeps the kernels' arithmetic finite; redone below.
+          if (need_orig) sc.ao[idx] = 0;
+        }
+      }
+    }
+    for (int p = 0; p < k; ++p) {
+      for (int j = 0; j < n; ++j) {
+        const size_t idx = size_t(p) * n + j;
+        if (!DecodeOne(plan.in_b, plan.table_b, b_at(p, j), sc.bv[idx],
+                       need_orig ? sc.bo[idx] : orig, fused ? sc.bpow[idx] : pw)) {
+          bad_col[j] = 1;
+          sc.bv[idx] = 0;
+          if (need_orig) sc.bo[idx] = 0;
+        }
+      }
+    }
+  }
+  sc.bd.clear();
+  sc.bpack.clear();
+  sc.bpackf.clear();
+  if (fused) {
+    if (want_bound) sc.bd.assign(sc.bv.begin(), sc.bv.end());
+    sc.bpack.resize(size_t(n / 8) * k * 16);
+    for (int t = 0; t < n / 8; ++t) {
+      for (int p = 0; p < k; ++p) {
+        for (int w = 0; w < 8; ++w) {
+          sc.bpack[(size_t(t) * k + p) * 16 + w] = sc.bv[size_t(p) * n + 8 * t + w];
+          sc.bpack[(size_t(t) * k + p) * 16 + 8 + w] = sc.bpow[size_t(p) * n + 8 * t + w];
+        }
+      }
+    }
+  } else if (!want_bound) {
+    sc.bpackf.resize(size_t(n / 16) * k * 16);
+    for (int t = 0; t < n / 16; ++t) {
+      for (int p = 0; p < k; ++p) {
+        for (int w = 0; w < 16; ++w) {
+          sc.bpackf[(size_t(t) * k + p) * 16 + w] = sc.bv[size_t(p) * n + 16 * t + w];
+        }
+      }
+    }
+  }
+  MatIn in{&plan, m, n, k, sc.av.data(), need_orig ? sc.ao.data() : sc.av.data(),
+           fused ? sc.apow.data() : nullptr, sc.bv.data(),
+           need_orig ? sc.bo.data() : sc.bv.data(), fused ? sc.bpow.data() : nullptr,
+           sc.bd.data(), sc.bpack.data(), sc.bpackf.data(), c.empty() ? nullptr : c.data(),
+           d.data(), want_bound ? bounds.data() : nullptr, &redo};
+  auto rows = [&](int lo, int hi) {
+    if (want_bound) {
+      MatmulRows<true>(in, lo, hi);
+    } else {
+      MatmulRows<false>(in, lo, hi);
+    }
+  };
+  const int t = std::max(1, std::min(threads, m));
+  if (t == 1) {
+    rows(0, m);
+  } else {
+    // Row ranges in multiples of 4 (the tile height): each element is computed by one thread.
+    const int per = ((m + t - 1) / t + 3) / 4 * 4;
+    std::vector<std::thread> pool;
+    for (int lo = 0; lo < m; lo += per) {
+      const int hi = std::min(m, lo + per);
+      pool.emplace_back([&rows, lo, hi] { rows(lo, hi); });
+    }
+    for (std::thread& th : pool) th.join();
+  }
+  // Elements the fast kernels could not decide: the generic path, on the original bits.
+  std::vector<uint64_t> row(k), col(k);
+  EvalOptions opt = options;
+  opt.want_bound = want_bound;
+  for (int i = 0; i < m; ++i) {
+    for (int j = 0; j < n; ++j) {
+      const size_t idx = size_t(i) * n + j;
+      if (!redo[idx] && !bad_row[i] && !bad_col[j]) continue;
+      g_fallbacks.fetch_add(1, std::memory_order_relaxed);
+      for (int p = 0; p < k; ++p) {
+        row[p] = a_at(i, p);
+        col[p] = b_at(p, j);
+      }
+      absl::StatusOr<EvalResult> r = GenericDot(model, row, col, c.empty() ? 0 : c[idx], opt);
+      if (!r.ok()) return r.status();
+      d[idx] = r->bits;
+      if (want_bound) bounds[idx] = r->bound;
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace fpconform

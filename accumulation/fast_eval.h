@@ -1,0 +1,92 @@
+// Fast evaluation paths for accumulation models: the same results as evaluate.h's EvaluateDot /
+// EvaluateSum / EvaluateMatmul, bit for bit (EvalResult::bits and EvalResult::bound), for the
+// models that map onto host arithmetic. Which models: FastPathEligible, a whitelist that checks
+// every field of the model (anything it does not know, e.g. a chain kind or adder kind added
+// later, makes the model ineligible).
+//
+// Two arithmetic paths:
+//  * Host IEEE path (adder "ieee"/"fma", accumulator float32 or float64 at full precision, every
+//    step and combine rounded rne with a default OpEnv): each step is one host operation whose
+//    IEEE 754 result is the model's step: fma(a, b, acc) for policy "exact" (one rounding of the
+//    exact a*b + acc, inputs exact in the accumulator format), acc + fl(a*b) for policy "round"
+//    into the accumulator's own format. Needs the host's MXCSR in its default state (rne, no
+//    FTZ/DAZ) and AVX2+FMA at run time; otherwise the call delegates to the generic path.
+//  * Fused-group path (adder "fused", float32 accumulator with <= 23 fraction bits): products
+//    are exact in double (<= 48 significant bits), each term is scaled by the power of two
+//    2^(F - emax) (exact), truncated (floor for round_down) to an integer, and the integers are
+//    summed exactly in double (|sum| < (G + 1) 2^(F+2) <= 2^53 is checked by the eligibility);
+//    the sum is rounded to the accumulator's fraction bits (rtz or rne) by bit operations on the
+//    double. This is exactly evaluate.cc's Fused step while the group result is a normal float32.
+// Special inputs and results (NaN/Inf inputs or c, a non-finite result, a fused group result that
+// is subnormal or overflows, an output conversion that overflows) are delegated to the generic
+// path (EvaluateDot, ...), which is then the only code that produces NaN/Inf bits. Dispatch:
+// EvaluateDot may call FastEvaluateDot when FastPathEligible, provided fast_eval.cc's GenericDot /
+// GenericSum / GenericMatmul then call non-dispatching generic entries (else a fallback recurses).
+//
+// Eligibility (FastPathEligible): inputs float32, bfloat16, float16 or any <= 16-bit signed format
+// whose values are all float32 values (fp8s), optionally float32 -> tfloat32 rtz; no daz. Host
+// path: adder ieee/fma, product exact (or rounded into the accumulator's own format), float32 or
+// float64 accumulator at full precision. Fused path: float32 accumulator with 1..23 fraction bits,
+// rtz or rne normalization, truncate or round_down alignment, nominal or actual exponents,
+// F + 2 + bit_width(G) <= 53. Chains: sequential, blocked, pairwise (host path, with chunk),
+// promote (into float32, rne). Blocked/pairwise need a full-precision accumulator (their combine
+// adds are host adds). Output: the final accumulator's format, or float64 -> float32 rne. Every
+// rounding rne (except where rtz is named), no sat, ftz, daz or stochastic rounding. Anything else
+// (kahan, strided, split_k, simd, cascade, new kinds or values) is ineligible.
+//
+// The bound is computed with the same double operations in the same order as evaluate.cc
+// (leaf M = |a*b| and E = |used - exact| are exact in double for these formats, so they equal
+// MagUp/DiffUp), so it is identical, not just close.
+//
+// Matmul runs on `threads` threads (row ranges); each output element is computed by one thread
+// in its own K order, so results are the same at every thread count.
+//
+// Example:
+//   Model m = *LoadModelFile("accumulation/models/cuda-f32-fma.toml");
+//   FastPathEligible(m) == true;
+//   EvalResult r = *FastEvaluateDot(m, a, b, /*c_bits=*/0);   // == *EvaluateDot(m, a, b, 0)
+#ifndef FPCONFORM_ACCUMULATION_FAST_EVAL_H_
+#define FPCONFORM_ACCUMULATION_FAST_EVAL_H_
+
+#include <cstdint>
+#include <span>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "accumulation/evaluate.h"
+#include "accumulation/model.h"
+
+namespace fpconform {
+
+// True when the model is one the fast paths evaluate exactly (a property of the model only; the
+// run-time host checks happen inside the Fast* functions, which delegate when they fail).
+bool FastPathEligible(const Model& model);
+
+// Why the model is not eligible ("" when it is), e.g. "chain.kind strided".
+const char* FastPathIneligibleReason(const Model& model);
+
+// As EvaluateDot / EvaluateSum (same arguments, results and errors). FailedPrecondition when
+// !FastPathEligible(model).
+absl::StatusOr<EvalResult> FastEvaluateDot(const Model& model, std::span<const uint64_t> a,
+                                           std::span<const uint64_t> b, uint64_t c_bits,
+                                           const EvalOptions& options = {});
+absl::StatusOr<EvalResult> FastEvaluateSum(const Model& model, std::span<const uint64_t> x,
+                                           uint64_t c_bits, const EvalOptions& options = {});
+
+// As EvaluateMatmul, on `threads` (>= 1) threads. FailedPrecondition when not eligible;
+// InvalidArgument for sizes as EvaluateMatmul, or threads < 1.
+absl::Status FastEvaluateMatmul(const Model& model, int m, int n, int k,
+                                std::span<const uint64_t> a, Layout a_layout,
+                                std::span<const uint64_t> b, Layout b_layout,
+                                std::span<const uint64_t> c, std::span<uint64_t> d,
+                                std::span<double> bounds = {}, const EvalOptions& options = {},
+                                int threads = 1);
+
+// How many dots (matmul elements included) the Fast* functions handed to the generic path since
+// the program started (special inputs, subnormal or overflowing fused groups, non-default MXCSR,
+// no AVX2/FMA). For tests and benchmarks: a diagnostic, thread-safe, never reset.
+uint64_t FastEvalFallbacks();
+
+}  // namespace fpconform
+
+#endif  // FPCONFORM_ACCUMULATION_FAST_EVAL_H_

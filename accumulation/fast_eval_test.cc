@@ -1,0 +1,441 @@
+// fast_eval.h against the generic evaluator (evaluate.h), which is the reference: for every
+// preset model that FastPathEligible accepts, seeded random dots, sums and matmuls must give the
+// same bits and the same bound (compared as doubles, bit for bit).
+#include "accumulation/fast_eval.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_join.h"
+#include "accumulation/evaluate.h"
+#include "accumulation/model.h"
+#include "cases/pinned_random.h"
+#include "formats/ops.h"
+#include "gtest/gtest.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+namespace fpconform {
+namespace {
+
+constexpr uint64_t kSeed = 20261129;
+
+std::vector<Model> Presets() {
+  std::vector<std::string> paths;
+  for (const auto& e : std::filesystem::directory_iterator(FPCONFORM_MODELS_SOURCE_DIR)) {
+    if (e.path().extension() == ".toml") paths.push_back(e.path().string());
+  }
+  std::sort(paths.begin(), paths.end());
+  std::vector<Model> out;
+  for (const std::string& p : paths) {
+    std::ifstream in(p);
+    std::stringstream text;
+    text << in.rdbuf();
+    if (IsEnvelopeText(text.str())) continue;  // A set of models, not a model.
+    // Files that do not parse as models are model_test's business; they are listed and skipped
+    // (the targets checked in EligiblePresetsIncludeTheTargets must be there).
+    absl::StatusOr<Model> m = LoadModelFile(p);
+    if (m.ok()) {
+      out.push_back(*std::move(m));
+    } else {
+      std::cout << "skipped (not a model): " << p << ": " << m.status() << "\n";
+    }
+  }
+  return out;
+}
+
+// Bits of a format from a double (rounded by formats' Convert, rne, so overflow gives Inf or
+// the format's NaN).
+uint64_t FromDouble(const FormatSpec& f, double x) {
+  return Convert(Float64(), f, std::bit_cast<uint64_t>(x), OpEnv{}).bits;
+}
+
+// The kinds of input drawn (one per case).
+enum Profile { kNarrow, kWide, kCancel, kZerosSubnormals, kRawBits, kProfiles };
+
+// One input element of format f under a profile; i is the element index, n the length.
+uint64_t Draw(PinnedRng& rng, const FormatSpec& f, Profile prof) {
+  const int lo = MinSubnormalExponent(f), hi = Emax(f);
+  switch (prof) {
+    case kNarrow: return FromDouble(f, rng.LogUniform(-3, 3));
+    case kWide: return FromDouble(f, rng.LogUniform(lo, hi));
+    case kZerosSubnormals: {
+      const uint64_t r = rng.Below(4);
+      if (r == 0) return FromDouble(f, rng.Below(2) ? -0.0 : 0.0);
+      if (r == 1) return FromDouble(f, rng.LogUniform(lo, Emin(f) - 1));  // Subnormal.
+      return FromDouble(f, rng.LogUniform(Emin(f), Emin(f) + 6));
+    }
+    case kRawBits: {
+      // 1 in 64: raw container bits (NaN, Inf, anything); else a normal-range value.
+      if (rng.Below(64) == 0) return rng.Next() & WidthMask(f) & ~((uint64_t{1} << f.pad_bits) - 1);
+      return FromDouble(f, rng.LogUniform(-10, 10));
+    }
+    default: return FromDouble(f, rng.Normal());
+  }
+}
+
+struct Case {
+  std::vector<uint64_t> a, b;
+  uint64_t c = 0;
+};
+
+Case MakeCase(const Model& m, int n, Profile prof, uint64_t seed) {
+  PinnedRng rng(seed);
+  Case cs;
+  const FormatSpec& fa = *m.inputs.a;
+  const FormatSpec& fb = *m.inputs.b;
+  cs.a.resize(n);
+  cs.b.resize(n);
+  for (int i = 0; i < n; ++i) {
+    cs.a[i] = Draw(rng, fa, prof);
+    cs.b[i] = Draw(rng, fb, prof);
+  }
+  if (prof == kCancel) {
+    // Second half: the first half's products negated (a -> -a), in a shuffled order, plus a
+    // few perturbed elements: heavy cancellation with exact zeros in between.
+    const int half = n / 2;
+    for (int i = 0; i < half; ++i) {
+      const int src = static_cast<int>(rng.Below(static_cast<uint64_t>(half)));
+      cs.a[half + i] = cs.a[src] ^ SignBit(fa);
+      cs.b[half + i] = cs.b[src];
+    }
+  }
+  const FormatSpec& cf = m.FinalAccumulatorFormat();
+  switch (rng.Below(4)) {
+    case 0: cs.c = 0; break;
+    case 1: cs.c = ZeroBits(cf, true); break;
+    case 2: cs.c = FromDouble(cf, rng.LogUniform(-4, 4)); break;
+    default: cs.c = FromDouble(cf, rng.Normal() * 1e3); break;
+  }
+  return cs;
+}
+
+std::string Hex(uint64_t x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(x));
+  return buf;
+}
+
+// Same bits; NaNs compare by class (both NaN). The bound compares bit for bit.
+void ExpectSame(const EvalResult& fast, const EvalResult& gen, const std::string& what) {
+  EXPECT_EQ(fast.bits, gen.bits) << what << " fast " << Hex(fast.bits) << " generic "
+                                 << Hex(gen.bits);
+  EXPECT_EQ(std::bit_cast<uint64_t>(fast.bound), std::bit_cast<uint64_t>(gen.bound))
+      << what << " fast bound " << fast.bound << " generic " << gen.bound;
+}
+
+std::vector<int> Lengths() {
+  std::vector<int> v;
+  for (int n = 1; n <= 300; ++n) v.push_back(n);
+  v.push_back(0);
+  v.push_back(1024);
+  v.push_back(4096);
+  v.push_back(5000);
+  return v;
+}
+
+TEST(FastEvalTest, EligiblePresetsIncludeTheTargets) {
+  std::vector<std::string> eligible, not_eligible;
+  for (const Model& m : Presets()) {
+    if (FastPathEligible(m)) {
+      eligible.push_back(m.name);
+    } else {
+      not_eligible.push_back(m.name + " (" + FastPathIneligibleReason(m) + ")");
+    }
+  }
+  std::cout << "eligible (" << eligible.size() << "): " << absl::StrJoin(eligible, ", ") << "\n"
+            << "not eligible (" << not_eligible.size()
+            << "): " << absl::StrJoin(not_eligible, ", ") << "\n";
+  for (const char* name :
+       {"trainium1-bf16", "trainium2-bf16", "trainium3-bf16", "cuda-f32-fma", "cpu-f32-seq",
+        "cpu-f64-seq", "numpy-sum-f32", "nvidia-h100-bf16", "nvidia-h100-fp16",
+        "nvidia-h100-tf32", "nvidia-a100-tf32", "nvidia-h100-fp8e4m3",
+        "nvidia-h100-fp8e4m3-promote128", "nvidia-ada-fp8e5m2"}) {
+    EXPECT_NE(std::find(eligible.begin(), eligible.end(), name), eligible.end()) << name;
+  }
+}
+
+// Seeded random dots and sums of model m (`count` cases of lengths 0..300, plus 1024, 4096 and
+// 5000 once), fast against generic; returns the number of cases.
+long CheckDots(const Model& m, int count) {
+  const std::vector<int> lengths = Lengths();
+  const uint64_t model_key = std::hash<std::string>{}(m.name) & 0xFFFF;
+  long cases = 0;
+  for (int index = 0; index < count; ++index) {
+    const int n = index < static_cast<int>(lengths.size()) ? lengths[index]
+                                                           : lengths[index % 301];
+    const Profile prof = static_cast<Profile>(index % kProfiles);
+    const uint64_t seed = DeriveSeed(kSeed, {model_key, static_cast<uint64_t>(index)});
+    const Case cs = MakeCase(m, n, prof, seed);
+    EvalOptions opt;
+    opt.want_bound = (index % 5) != 4;
+    const std::string what = m.name + " dot case " + std::to_string(index) + " n=" +
+                             std::to_string(n) + " profile " + std::to_string(prof) + " seed " +
+                             Hex(seed);
+    absl::StatusOr<EvalResult> gen = GenericEvaluateDot(m, cs.a, cs.b, cs.c, opt);
+    absl::StatusOr<EvalResult> fast = FastEvaluateDot(m, cs.a, cs.b, cs.c, opt);
+    EXPECT_TRUE(gen.ok() && fast.ok()) << what;
+    if (!gen.ok() || !fast.ok()) return cases;
+    ExpectSame(*fast, *gen, what);
+    ++cases;
+    if (index % 3 == 0) {
+      const std::string what_sum = m.name + " sum case " + std::to_string(index);
+      absl::StatusOr<EvalResult> gs = GenericEvaluateSum(m, cs.a, cs.c, opt);
+      absl::StatusOr<EvalResult> fs = FastEvaluateSum(m, cs.a, cs.c, opt);
+      EXPECT_TRUE(gs.ok() && fs.ok()) << what_sum;
+      if (!gs.ok() || !fs.ok()) return cases;
+      ExpectSame(*fs, *gs, what_sum);
+      ++cases;
+    }
+    if (::testing::Test::HasFailure()) return cases;
+  }
+  return cases;
+}
+
+TEST(FastEvalTest, DotsAndSumsMatchGenericOnEveryEligiblePreset) {
+  int presets = 0;
+  long cases = 0;
+  const uint64_t fallbacks_before = FastEvalFallbacks();
+  for (const Model& m : Presets()) {
+    if (!FastPathEligible(m)) {
+      EXPECT_EQ(FastEvaluateDot(m, {}, {}, 0).status().code(),
+                absl::StatusCode::kFailedPrecondition);
+      continue;
+    }
+    ++presets;
+    cases += CheckDots(m, 3000);
+    if (HasFailure()) return;
+  }
+  const uint64_t fallbacks = FastEvalFallbacks() - fallbacks_before;
+  std::cout << presets << " eligible presets, " << cases << " dot/sum cases, " << fallbacks
+            << " handed to the generic path\n";
+  EXPECT_GE(presets, 14);
+  // The fast kernels must decide most cases themselves (special inputs are a minority).
+  EXPECT_LT(fallbacks * 3, static_cast<uint64_t>(cases));
+}
+
+// Matmul of model m in every layout, at 1, 2 and 3 threads, against per-element generic dots.
+void CheckMatmul(const Model& m) {
+    const uint64_t model_key = std::hash<std::string>{}(m.name) & 0xFFFF;
+    // Shapes: 4-row tiles plus a tail row, 16/8-column tiles plus tails, K across chunks.
+    for (const auto& [mm, nn, kk, prof] :
+         {std::tuple{13, 37, 300, kRawBits}, std::tuple{9, 33, 130, kNarrow},
+          std::tuple{5, 17, 33, kZerosSubnormals}, std::tuple{1, 1, 1, kNarrow},
+          std::tuple{4, 16, 0, kNarrow}}) {
+      PinnedRng rng(DeriveSeed(kSeed, {model_key, 999, uint64_t(mm), uint64_t(kk)}));
+      std::vector<uint64_t> a(size_t(mm) * kk), b(size_t(kk) * nn), c(size_t(mm) * nn);
+      for (auto& x : a) x = Draw(rng, *m.inputs.a, prof);
+      for (auto& x : b) x = Draw(rng, *m.inputs.b, prof);
+      for (auto& x : c) x = FromDouble(m.FinalAccumulatorFormat(), rng.LogUniform(-3, 3));
+      // Expected: generic dots on row-major A, B.
+      std::vector<uint64_t> want(c.size());
+      std::vector<double> want_bound(c.size());
+      std::vector<uint64_t> want0(c.size());
+      for (int i = 0; i < mm; ++i) {
+        for (int j = 0; j < nn; ++j) {
+          std::vector<uint64_t> row(kk), col(kk);
+          for (int p = 0; p < kk; ++p) {
+            row[p] = a[size_t(i) * kk + p];
+            col[p] = b[size_t(p) * nn + j];
+          }
+          const size_t idx = size_t(i) * nn + j;
+          want[idx] = GenericEvaluateDot(m, row, col, c[idx])->bits;
+          want_bound[idx] = GenericEvaluateDot(m, row, col, c[idx])->bound;
+          want0[idx] = GenericEvaluateDot(m, row, col, 0)->bits;
+        }
+      }
+      // Column-major copies.
+      std::vector<uint64_t> at(a.size()), bt(b.size());
+      for (int i = 0; i < mm; ++i) {
+        for (int p = 0; p < kk; ++p) at[size_t(p) * mm + i] = a[size_t(i) * kk + p];
+      }
+      for (int p = 0; p < kk; ++p) {
+        for (int j = 0; j < nn; ++j) bt[size_t(j) * kk + p] = b[size_t(p) * nn + j];
+      }
+      for (int threads : {1, 2, 3}) {
+        for (int layout = 0; layout < 4; ++layout) {
+          const Layout la = layout & 1 ? Layout::kColumnMajor : Layout::kRowMajor;
+          const Layout lb = layout & 2 ? Layout::kColumnMajor : Layout::kRowMajor;
+          const std::vector<uint64_t>& aa = layout & 1 ? at : a;
+          const std::vector<uint64_t>& bb = layout & 2 ? bt : b;
+          for (int variant = 0; variant < 2; ++variant) {
+          // Variant 0: with bounds (the bound kernels); 1: values only (the AVX kernels).
+          std::vector<uint64_t> d(c.size());
+          std::vector<double> bounds(variant == 0 ? c.size() : 0);
+          const bool with_c = variant == 0 || (threads + layout) % 2 == 0;
+          ASSERT_TRUE(FastEvaluateMatmul(m, mm, nn, kk, aa, la, bb, lb,
+                                         with_c ? std::span<const uint64_t>(c)
+                                                : std::span<const uint64_t>(),
+                                         d, bounds, {}, threads)
+                          .ok());
+          for (size_t idx = 0; idx < d.size(); ++idx) {
+            const std::string what = m.name + " matmul " + std::to_string(mm) + "x" +
+                                     std::to_string(nn) + "x" + std::to_string(kk) +
+                                     " threads " + std::to_string(threads) + " layout " +
+                                     std::to_string(layout) + " element " + std::to_string(idx);
+            ASSERT_EQ(d[idx], with_c ? want[idx] : want0[idx]) << what << " variant " << variant;
+            if (variant == 0) {
+              ASSERT_EQ(std::bit_cast<uint64_t>(bounds[idx]),
+                        std::bit_cast<uint64_t>(want_bound[idx]))
+                  << what << " " << bounds[idx] << " vs " << want_bound[idx];
+            }
+          }
+          }
+        }
+      }
+    }
+}
+
+TEST(FastEvalTest, MatmulMatchesGenericDotsAtAnyThreadCount) {
+  int presets = 0;
+  for (const Model& m : Presets()) {
+    if (!FastPathEligible(m)) continue;
+    ++presets;
+    CheckMatmul(m);
+    if (HasFatalFailure()) return;
+  }
+  EXPECT_GE(presets, 14);
+}
+
+// Whitelisted settings that no preset uses yet: round_down alignment, actual alignment
+// exponents, rne normalization, reduced accumulators with blocked chains, rounded products.
+TEST(FastEvalTest, VariantsMatchGeneric) {
+  const std::string dir = FPCONFORM_MODELS_SOURCE_DIR;
+  const Model bf16 = *LoadModelFile(dir + "/nvidia-h100-bf16.toml");
+  const Model fp8 = *LoadModelFile(dir + "/nvidia-h100-fp8e4m3-promote128.toml");
+  const Model trn = *LoadModelFile(dir + "/trainium2-bf16.toml");
+  std::vector<Model> variants;
+  for (const Model* base : {&bf16, &fp8}) {
+    Model v = *base;
+    v.adder.alignment = Alignment::kRoundDown;
+    v.name = base->name + "+round_down";
+    variants.push_back(v);
+    v.adder.alignment_exponent = AlignmentExponent::kActual;
+    v.name += "+actual";
+    variants.push_back(v);
+    v = *base;
+    v.adder.env.rounding = Rounding::kNearestEven;
+    v.name = base->name + "+rne";
+    variants.push_back(v);
+    v = *base;
+    v.chain.kind = ChainKind::kBlocked;
+    v.chain.block = 64;
+    v.name = base->name + "+blocked64";
+    v.output.format = &Float32();
+    if (base == &fp8) {
+      // Combine adds round to the 13-bit accumulator: not a host add, so not eligible.
+      EXPECT_FALSE(FastPathEligible(v));
+    } else {
+      variants.push_back(v);
+    }
+  }
+  Model v = trn;
+  v.product.policy = ProductPolicy::kRound;
+  v.product.format = &Float32();
+  v.name = "trainium2-bf16+round_product";
+  variants.push_back(v);
+  v = trn;
+  v.chain.kind = ChainKind::kPromote;
+  v.chain.every = 100;
+  v.chain.promote_format = &Float32();
+  v.name = "trainium2-bf16+promote100";
+  variants.push_back(v);
+  for (const Model& m : variants) {
+    SCOPED_TRACE(m.name);
+    ASSERT_TRUE(FastPathEligible(m)) << FastPathIneligibleReason(m);
+    CheckDots(m, 1500);
+    if (HasFatalFailure()) return;
+    CheckMatmul(m);
+    if (HasFatalFailure()) return;
+  }
+}
+
+TEST(FastEvalTest, WhitelistRejectsWhatItDoesNotImplement) {
+  Model base = *LoadModelFile(std::string(FPCONFORM_MODELS_SOURCE_DIR) + "/cuda-f32-fma.toml");
+  ASSERT_TRUE(FastPathEligible(base));
+  Model m = base;
+  m.adder.env.rounding = Rounding::kTowardZero;
+  EXPECT_FALSE(FastPathEligible(m));
+  m = base;
+  m.adder.env.flush_to_zero = true;
+  EXPECT_FALSE(FastPathEligible(m));
+  m = base;
+  m.inputs.daz = true;
+  EXPECT_FALSE(FastPathEligible(m));
+  m = base;
+  m.chain.kind = ChainKind::kStrided;
+  m.chain.ways = 4;
+  EXPECT_FALSE(FastPathEligible(m));
+  m = base;
+  m.chain.kind = static_cast<ChainKind>(200);  // A kind added later.
+  EXPECT_FALSE(FastPathEligible(m));
+  m = base;
+  m.adder.kind = static_cast<AdderKind>(200);
+  EXPECT_FALSE(FastPathEligible(m));
+  m = base;
+  m.output.format = &BFloat16();
+  EXPECT_FALSE(FastPathEligible(m));
+  m = base;
+  m.accumulator.combine_env.saturate = true;
+  EXPECT_FALSE(FastPathEligible(m));
+  Model fused =
+      *LoadModelFile(std::string(FPCONFORM_MODELS_SOURCE_DIR) + "/nvidia-h100-bf16.toml");
+  ASSERT_TRUE(FastPathEligible(fused));
+  m = fused;
+  m.adder.fraction_bits = 60;  // The double sum would not be exact.
+  EXPECT_FALSE(FastPathEligible(m));
+  m = fused;
+  m.adder.env.rounding = Rounding::kUpward;
+  EXPECT_FALSE(FastPathEligible(m));
+  m = fused;
+  m.accumulator.format = &Float64();
+  EXPECT_FALSE(FastPathEligible(m));
+  EXPECT_EQ(FastEvaluateDot(m, {}, {}, 0).status().code(), absl::StatusCode::kFailedPrecondition);
+}
+
+#if defined(__x86_64__)
+// A non-default MXCSR (flush to zero, round toward zero) must not change results: the fast path
+// hands such calls to the generic one.
+TEST(FastEvalTest, NonDefaultMxcsrDelegates) {
+  const Model m = *LoadModelFile(std::string(FPCONFORM_MODELS_SOURCE_DIR) + "/cuda-f32-fma.toml");
+  const Case cs = MakeCase(m, 100, kZerosSubnormals, DeriveSeed(kSeed, {77}));
+  const unsigned saved = _mm_getcsr();
+  _mm_setcsr(saved | 0x8000u | 0x6000u);  // FZ, RC = toward zero.
+  // The generic bound's double arithmetic follows MXCSR too: compare under the same state.
+  const EvalResult gen = *GenericEvaluateDot(m, cs.a, cs.b, cs.c);
+  const uint64_t before = FastEvalFallbacks();
+  const absl::StatusOr<EvalResult> fast = FastEvaluateDot(m, cs.a, cs.b, cs.c);
+  const uint64_t after = FastEvalFallbacks();
+  _mm_setcsr(saved);
+  ASSERT_TRUE(fast.ok());
+  ExpectSame(*fast, gen, "mxcsr");
+  EXPECT_EQ(after, before + 1);
+}
+#endif
+
+TEST(FastEvalTest, ErrorsAsGeneric) {
+  const Model m = *LoadModelFile(std::string(FPCONFORM_MODELS_SOURCE_DIR) + "/cuda-f32-fma.toml");
+  std::vector<uint64_t> a(3), b(2), d(4);
+  EXPECT_EQ(FastEvaluateDot(m, a, b, 0).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(FastEvaluateMatmul(m, 2, 2, 2, a, Layout::kRowMajor, b, Layout::kRowMajor, {}, d)
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+  std::vector<uint64_t> a4(4), b4(4);
+  EXPECT_EQ(FastEvaluateMatmul(m, 2, 2, 2, a4, Layout::kRowMajor, b4, Layout::kRowMajor, {}, d,
+                               {}, {}, 0)
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace fpconform
