@@ -6,7 +6,9 @@
 #ifndef FPCONFORM_CLI_COMMANDS_H_
 #define FPCONFORM_CLI_COMMANDS_H_
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "CLI/CLI.hpp"
 
@@ -40,6 +42,41 @@ struct ModelsOptions {
 };
 CLI::App* AddModelsCommand(CLI::App& root, ModelsOptions& options);
 int RunModelsCommand(const ModelsOptions& options);
+
+struct RevealOptions {
+  std::string model;       // Model name (see `fpconform models`).
+  int n = 0;               // --n: length of the dot / sum.
+  std::string format = "text";  // --format text|dot.
+  std::string models_dir;  // --models-dir; see ResolveModelsDir.
+  bool probe = false;      // --probe: reveal the tree with FPRev and compare.
+  uint64_t seed = 0;       // --seed: split_k order = "random".
+};
+CLI::App* AddRevealCommand(CLI::App& root, RevealOptions& options);
+int RunRevealCommand(const RevealOptions& options);
+
+struct ToleranceOptions {
+  std::string sweep;  // --sweep FILE; empty: reports/standard_sweep.toml.
+  std::vector<std::string> ops, dtypes, ks, platforms, distributions;  // Comma lists.
+  int samples = 0;
+  int64_t seed = -1;
+  int threads = 0;  // 0: all cores.
+  std::string out = "fpconform-report";
+  bool quick = false;
+  std::string shard;  // "i/n".
+  std::string models_dir;
+  bool no_html = false;
+  std::string progress = "auto";
+};
+CLI::App* AddToleranceCommand(CLI::App& root, ToleranceOptions& options);
+int RunToleranceCommand(const ToleranceOptions& options);
+
+struct MergeOptions {
+  std::vector<std::string> dirs;
+  std::string out;
+  bool no_html = false;
+};
+CLI::App* AddMergeCommand(CLI::App& root, MergeOptions& options);
+int RunMergeCommand(const MergeOptions& options);
 
 }  // namespace fpconform::cli
 

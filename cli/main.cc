@@ -25,6 +25,9 @@ int main(int argc, char** argv) {
       "  fpconform formats --values float8_e4m3fn\n"
       "  fpconform models\n"
       "  fpconform models show nvidia-h100-bf16\n"
+      "  fpconform reveal nvidia-h100-bf16 --n 40 --probe\n"
+      "  fpconform tolerance            # the standard tolerance table -> fpconform-report/\n"
+      "  fpconform tolerance --quick --dtypes bfloat16 --out /tmp/r\n"
       "  echo 'mdot nvidia-h100-bf16 2 0x3f80 0xb300 0x3f80 0x3f80 0x0' | fpconform calc  # -> 0x3f7fffff -\n"
       "\n"
       "Run 'fpconform <command> --help' for a command's options.");
@@ -35,6 +38,12 @@ int main(int argc, char** argv) {
   CLI::App* formats_app = AddFormatsCommand(app, formats);
   ModelsOptions models;
   CLI::App* models_app = AddModelsCommand(app, models);
+  RevealOptions reveal;
+  CLI::App* reveal_app = AddRevealCommand(app, reveal);
+  ToleranceOptions tolerance;
+  CLI::App* tolerance_app = AddToleranceCommand(app, tolerance);
+  MergeOptions merge;
+  CLI::App* merge_app = AddMergeCommand(app, merge);
 
   try {
     app.parse(argc, argv);
@@ -45,5 +54,8 @@ int main(int argc, char** argv) {
   if (calc_app->parsed()) return RunCalcCommand(calc);
   if (formats_app->parsed()) return RunFormatsCommand(formats);
   if (models_app->parsed()) return RunModelsCommand(models);
+  if (reveal_app->parsed()) return RunRevealCommand(reveal);
+  if (tolerance_app->parsed()) return RunToleranceCommand(tolerance);
+  if (merge_app->parsed()) return RunMergeCommand(merge);
   return kExitUsage;
 }

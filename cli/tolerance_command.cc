@@ -1,0 +1,288 @@
+// `fpconform tolerance`: run a tolerance sweep (reports/sweep.h) and write the report directory;
+// `fpconform merge`: combine shard report directories into the report one run gives.
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cli/commands.h"
+#include "reports/report.h"
+#include "reports/sweep.h"
+
+#ifndef FPCONFORM_REPORTS_SOURCE_DIR
+#define FPCONFORM_REPORTS_SOURCE_DIR "reports"
+#endif
+
+namespace fpconform::cli {
+namespace {
+
+std::string JoinNames(const std::vector<std::string>& v) {
+  std::string out;
+  for (const std::string& s : v) out += (out.empty() ? "" : ", ") + s;
+  return out;
+}
+
+std::vector<std::string> SplitList(const std::vector<std::string>& args) {
+  std::vector<std::string> out;
+  for (const std::string& a : args) {
+    std::stringstream ss(a);
+    std::string item;
+    while (std::getline(ss, item, ',')) {
+      if (!item.empty()) out.push_back(item);
+    }
+  }
+  return out;
+}
+
+std::string ShellQuote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) {
+    if (c == '\'') {
+      out += "'\\''";
+    } else {
+      out += c;
+    }
+  }
+  return out + "'";
+}
+
+std::string PythonPath() {
+  const char* env = std::getenv("FPCONFORM_PYTHON");
+  if (env != nullptr && *env != '\0') return env;
+  if (access("/usr/bin/python3", X_OK) == 0) return "/usr/bin/python3";
+  return "python3";
+}
+
+// Renders report.html in the staging directory with reports/plot_report.py (matplotlib); without
+// matplotlib the page is written without plots, and without Python at all a minimal page says so.
+absl::Status RenderHtml(const std::string& staging, bool plots) {
+  const std::string script = std::string(FPCONFORM_REPORTS_SOURCE_DIR) + "/plot_report.py";
+  const std::string json = staging + "/report.json", html = staging + "/report.html";
+  const std::string base = PythonPath() + " " + ShellQuote(script) + " " + ShellQuote(json) +
+                           " " + ShellQuote(html);
+  if (plots) {
+    const int rc = std::system((base + " 2>/dev/null").c_str());
+    if (rc == 0) return absl::OkStatus();
+  }
+  const int rc = std::system((base + " --no-plots").c_str());
+  if (rc == 0) {
+    if (plots) std::fprintf(stderr, "fpconform: matplotlib not available: report.html has no plots\n");
+    return absl::OkStatus();
+  }
+  FILE* f = std::fopen(html.c_str(), "w");
+  if (f == nullptr) return absl::InternalError(html + ": cannot write");
+  std::fputs("<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>fpconform report</title>"
+             "</head><body><p>Python 3 was not found, so this page could not be rendered; the "
+             "report is in <a href=\"report.md\">report.md</a> and report.json.</p></body></html>\n",
+             f);
+  std::fclose(f);
+  std::fprintf(stderr, "fpconform: python3 not found: report.html is a placeholder\n");
+  return absl::OkStatus();
+}
+
+std::string Duration(double s) {
+  char buf[32];
+  if (s < 60) {
+    std::snprintf(buf, sizeof buf, "%.0fs", s);
+  } else {
+    std::snprintf(buf, sizeof buf, "%dm%02ds", static_cast<int>(s) / 60, static_cast<int>(s) % 60);
+  }
+  return buf;
+}
+
+bool ShowProgress(const std::string& mode) {
+  if (mode == "always") return true;
+  if (mode == "never") return false;
+  const char* ci = std::getenv("CI");
+  if (ci != nullptr && std::string(ci) == "true") return false;
+  return isatty(STDERR_FILENO) != 0;
+}
+
+}  // namespace
+
+CLI::App* AddToleranceCommand(CLI::App& root, ToleranceOptions& o) {
+  CLI::App* app = root.add_subcommand(
+      "tolerance",
+      "Run a tolerance sweep and write a report directory (report.md, report.csv, report.json, "
+      "report.html). With no arguments: the standard rubric table.");
+  app->add_option("--sweep", o.sweep, "Sweep file (default: the standard one, "
+                                      "reports/standard_sweep.toml)");
+  app->add_option("--ops", o.ops, "Ops to run (comma list): matmul, sum, quantize");
+  app->add_option("--dtypes", o.dtypes, "Input dtypes (comma list; names of the sweep file's "
+                                        "[[dtype]] tables and quantize formats)");
+  app->add_option("--k", o.ks, "K values (comma list), replacing the sweep file's");
+  app->add_option("--platforms", o.platforms, "Platform models (comma list)");
+  app->add_option("--distributions", o.distributions,
+                  "Input distributions (comma list): normal, uniform_pm1, uniform_01, "
+                  "loguniform, normal_sqrtk");
+  app->add_option("--samples", o.samples, "Samples per row (maximum; large K may use fewer, "
+                                          "see the sweep file)");
+  app->add_option("--seed", o.seed, "Seed (default: the sweep file's)");
+  app->add_option("--threads", o.threads, "Worker threads (default: all cores); results do not "
+                                          "depend on it");
+  app->add_option("--out", o.out, "Report directory (replaced atomically)")->capture_default_str();
+  app->add_flag("--quick", o.quick, "Small sweep (K 64, 256, 1024; 24 samples; two "
+                                    "distributions): under a minute");
+  app->add_option("--shard", o.shard, "Run slice i of n (i/n, 1-based); combine with "
+                                      "`fpconform merge`");
+  app->add_option("--models-dir", o.models_dir, "Directory of model files");
+  app->add_flag("--no-html", o.no_html, "Skip report.html");
+  app->add_option("--progress", o.progress, "Progress on stderr: auto (a terminal, not CI), "
+                                            "always, never")
+      ->capture_default_str();
+  app->footer(
+      "Examples:\n"
+      "  fpconform tolerance                                   # the standard table -> "
+      "fpconform-report/\n"
+      "  fpconform tolerance --quick --out /tmp/r\n"
+      "  fpconform tolerance --dtypes bfloat16 --platforms nvidia-h100-bf16,trainium2-bf16 "
+      "--k 1024,4096\n"
+      "  fpconform tolerance --shard 1/4 --out shard1   # ... shards 2..4 elsewhere, then:\n"
+      "  fpconform merge shard1 shard2 shard3 shard4 --out report\n"
+      "\n"
+      "Sweep file format: the comments of reports/standard_sweep.toml. Report files: README.md, "
+      "\"Report files\".");
+  return app;
+}
+
+int RunToleranceCommand(const ToleranceOptions& o) {
+  const std::string sweep_path = o.sweep.empty()
+                                     ? std::string(FPCONFORM_REPORTS_SOURCE_DIR) +
+                                           "/standard_sweep.toml"
+                                     : o.sweep;
+  absl::StatusOr<reports::SweepSpec> spec = reports::LoadSweepSpec(sweep_path);
+  if (!spec.ok()) {
+    std::fprintf(stderr, "fpconform tolerance: %s\n", std::string(spec.status().message()).c_str());
+    return kExitUsage;
+  }
+  reports::SweepFilter filter;
+  filter.ops = SplitList(o.ops);
+  filter.dtypes = SplitList(o.dtypes);
+  filter.platforms = SplitList(o.platforms);
+  filter.distributions = SplitList(o.distributions);
+  for (const std::string& k : SplitList(o.ks)) {
+    char* end = nullptr;
+    const long long v = std::strtoll(k.c_str(), &end, 10);
+    if (end == k.c_str() || *end != '\0' || v < 1 || v > (1LL << 24)) {
+      std::fprintf(stderr, "fpconform tolerance: --k: '%s' is not an integer in 1..16777216\n",
+                   k.c_str());
+      return kExitUsage;
+    }
+    filter.ks.push_back(v);
+  }
+  filter.samples = o.samples;
+  filter.seed = o.seed;
+  filter.quick = o.quick;
+  absl::StatusOr<reports::SweepSpec> narrowed = reports::ApplyFilter(*spec, filter);
+  if (!narrowed.ok()) {
+    std::fprintf(stderr, "fpconform tolerance: %s\n",
+                 std::string(narrowed.status().message()).c_str());
+    return kExitUsage;
+  }
+  reports::SweepOptions options;
+  options.models_dir = ResolveModelsDir(o.models_dir);
+  options.threads = o.threads > 0 ? o.threads
+                                  : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (!o.shard.empty()) {
+    int i = 0, n = 0;
+    char tail = 0;
+    if (std::sscanf(o.shard.c_str(), "%d/%d%c", &i, &n, &tail) != 2 || n < 1 || i < 1 || i > n) {
+      std::fprintf(stderr, "fpconform tolerance: --shard: expected i/n with 1 <= i <= n, got '%s'\n",
+                   o.shard.c_str());
+      return kExitUsage;
+    }
+    options.shard_index = i - 1;
+    options.shard_count = n;
+  }
+  const auto start = std::chrono::steady_clock::now();
+  if (ShowProgress(o.progress)) {
+    options.progress = [start](int64_t done, int64_t total, const std::string& label) {
+      const double elapsed =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      const double eta = done > 0 ? elapsed * static_cast<double>(total - done) / done : 0;
+      std::fprintf(stderr, "\r\033[K[%lld/%lld] %s  elapsed %s, ETA %s",
+                   static_cast<long long>(done), static_cast<long long>(total), label.c_str(),
+                   Duration(elapsed).c_str(), Duration(eta).c_str());
+      if (done == total) std::fputc('\n', stderr);
+      std::fflush(stderr);
+    };
+  }
+  absl::StatusOr<reports::Report> report = reports::RunSweep(*narrowed, options);
+  if (!report.ok()) {
+    std::fprintf(stderr, "fpconform tolerance: %s\n", std::string(report.status().message()).c_str());
+    return kExitUsage;
+  }
+  reports::AddSummaries(*report);
+  const bool html = !o.no_html;
+  absl::Status w = reports::WriteDirectoryAtomically(
+      o.out, reports::ReportFiles(*report),
+      html ? [](const std::string& staging) { return RenderHtml(staging, true); }
+           : std::function<absl::Status(const std::string&)>());
+  if (!w.ok()) {
+    std::fprintf(stderr, "fpconform tolerance: %s\n", std::string(w.message()).c_str());
+    return kExitUsage;
+  }
+  const double elapsed =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const reports::Table* tol = report->Find("tolerance");
+  std::fprintf(stderr, "fpconform tolerance: %zu tolerance rows in %s (%d threads) -> %s/\n",
+               tol != nullptr ? tol->rows.size() : size_t{0}, Duration(elapsed).c_str(),
+               options.threads, o.out.c_str());
+  return kExitOk;
+}
+
+CLI::App* AddMergeCommand(CLI::App& root, MergeOptions& o) {
+  CLI::App* app = root.add_subcommand(
+      "merge", "Combine the report directories of `fpconform tolerance --shard i/n` runs into the "
+               "report a single run gives (byte-identical CSV and JSON)");
+  app->add_option("dirs", o.dirs, "Shard report directories (each holds report.json)")
+      ->required();
+  app->add_option("--out", o.out, "Merged report directory")->required();
+  app->add_flag("--no-html", o.no_html, "Skip report.html");
+  app->footer("Example:\n  fpconform merge shard1 shard2 shard3 --out report");
+  return app;
+}
+
+int RunMergeCommand(const MergeOptions& o) {
+  std::vector<reports::Report> shards;
+  std::vector<std::string> names;
+  for (const std::string& d : o.dirs) {
+    const std::string path = d + "/report.json";
+    absl::StatusOr<std::string> text = reports::ReadFileToString(path);
+    if (!text.ok()) {
+      std::fprintf(stderr, "fpconform merge: %s\n", std::string(text.status().message()).c_str());
+      return kExitUsage;
+    }
+    absl::StatusOr<reports::Report> r = reports::FromJson(*text, path);
+    if (!r.ok()) {
+      std::fprintf(stderr, "fpconform merge: %s\n", std::string(r.status().message()).c_str());
+      return kExitUsage;
+    }
+    shards.push_back(*std::move(r));
+    names.push_back(path);
+  }
+  absl::StatusOr<reports::Report> merged = reports::MergeReports(shards, names);
+  if (!merged.ok()) {
+    std::fprintf(stderr, "fpconform merge: %s\n", std::string(merged.status().message()).c_str());
+    return kExitUsage;
+  }
+  absl::Status w = reports::WriteDirectoryAtomically(
+      o.out, reports::ReportFiles(*merged),
+      !o.no_html ? [](const std::string& staging) { return RenderHtml(staging, true); }
+                 : std::function<absl::Status(const std::string&)>());
+  if (!w.ok()) {
+    std::fprintf(stderr, "fpconform merge: %s\n", std::string(w.message()).c_str());
+    return kExitUsage;
+  }
+  std::fprintf(stderr, "fpconform merge: %zu shards -> %s/ (%s)\n", shards.size(), o.out.c_str(),
+               JoinNames(o.dirs).c_str());
+  return kExitOk;
+}
+
+}  // namespace fpconform::cli

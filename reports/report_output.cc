@@ -1,0 +1,467 @@
+// Summaries, report.md, shard merging and the file set of a report directory (sweep.h).
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "reports/strings_internal.h"
+#include "reports/sweep.h"
+
+namespace fpconform::reports {
+namespace {
+
+// Typed cell access by column name (the sweep's own tables; a missing column is a bug).
+struct RowView {
+  const Table& t;
+  const std::vector<Cell>& r;
+  const Cell& At(std::string_view c) const { return r[static_cast<size_t>(t.ColumnIndex(c))]; }
+  std::string Str(std::string_view c) const {
+    const Cell& x = At(c);
+    return std::holds_alternative<std::string>(x) ? std::get<std::string>(x) : "";
+  }
+  int64_t Int(std::string_view c) const {
+    const Cell& x = At(c);
+    return std::holds_alternative<int64_t>(x) ? std::get<int64_t>(x) : 0;
+  }
+  double Num(std::string_view c) const {
+    const Cell& x = At(c);
+    return std::holds_alternative<double>(x) ? std::get<double>(x) : NAN;
+  }
+  bool Has(std::string_view c) const { return !std::holds_alternative<std::monostate>(At(c)); }
+};
+
+std::string G3(double v) {
+  if (std::isnan(v)) return "n/a";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g", v);
+  return buf;
+}
+
+std::string Pct(double v) {
+  if (std::isnan(v)) return "n/a";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.0f%%", 100 * v);
+  return buf;
+}
+
+double MaxNan(double a, double b) {
+  if (std::isnan(a)) return b;
+  if (std::isnan(b)) return a;
+  return std::max(a, b);
+}
+
+Column I(std::string n, std::string d) { return {std::move(n), ColumnType::kInt, "", std::move(d)}; }
+Column S(std::string n, std::string d) { return {std::move(n), ColumnType::kString, "", std::move(d)}; }
+Column F(std::string n, std::string unit, std::string d) {
+  return {std::move(n), ColumnType::kFloat, std::move(unit), std::move(d)};
+}
+
+void MdTable(std::string& out, const std::vector<std::string>& header,
+             const std::vector<std::vector<std::string>>& rows) {
+  out += "| " + Join(header, " | ") + " |\n|";
+  for (size_t i = 0; i < header.size(); ++i) out += "---|";
+  out += "\n";
+  for (const auto& r : rows) out += "| " + Join(r, " | ") + " |\n";
+  out += "\n";
+}
+
+}  // namespace
+
+void AddSummaries(Report& report) {
+  report.tables.erase(std::remove_if(report.tables.begin(), report.tables.end(),
+                                     [](const Table& t) {
+                                       return t.name == "rubric" || t.name == "defaults";
+                                     }),
+                      report.tables.end());
+  const Table* tol = report.Find("tolerance");
+  const Table* power = report.Find("power");
+  if (tol == nullptr) return;
+
+  // Power per (op, dtype, platform, k): weakest mutation under the recommended assert_close
+  // tolerance; and per (op, dtype, platform): the first K at which each default passes a bug.
+  struct Weak {
+    double rejected = INFINITY;
+    std::string mutation;
+  };
+  std::map<std::tuple<std::string, std::string, std::string, int64_t>, Weak> weakest;
+  struct FirstPass {
+    int64_t k = -1;
+    std::string mutation;
+  };
+  std::map<std::tuple<std::string, std::string, std::string>, std::pair<FirstPass, FirstPass>> passes;
+  if (power != nullptr) {
+    for (const auto& row : power->rows) {
+      const RowView v{*power, row};
+      if (!v.Has("rejected_assert_close")) continue;
+      const auto key = std::make_tuple(v.Str("op"), v.Str("dtype"), v.Str("platform"), v.Int("k"));
+      Weak& w = weakest[key];
+      const double rej = v.Num("rejected_assert_close");
+      if (rej < w.rejected) w = {rej, Cat(v.Str("mutation"), " (", v.Str("distribution"), ")")};
+      auto& fp = passes[std::make_tuple(v.Str("op"), v.Str("dtype"), v.Str("platform"))];
+      const int64_t k = v.Int("k");
+      if (v.Num("rejected_torch") < 0.5 && (fp.first.k < 0 || k < fp.first.k)) {
+        fp.first = {k, v.Str("mutation")};
+      }
+      if (v.Num("rejected_jax") < 0.5 && (fp.second.k < 0 || k < fp.second.k)) {
+        fp.second = {k, v.Str("mutation")};
+      }
+    }
+  }
+
+  Table rubric;
+  rubric.name = "rubric";
+  rubric.title = "Rubric table (worst case over distributions)";
+  rubric.description =
+      "Per (op, dtype, platform, K): the ULP and bound-normalized recommendations are the "
+      "largest over the input distributions, so they hold for all of them (both units are "
+      "independent of the data's scale). rtol/atol are those of N(0,1) inputs (the `normal` "
+      "distribution; other distributions are in report.csv): atol is absolute, so for inputs of "
+      "scale s_a, s_b multiply it by s_a * s_b. The last columns name the mutation that the "
+      "rtol/atol tolerance catches least often, over all distributions.";
+  rubric.columns = {S("op", "matmul or sum"), S("dtype", "input dtype"),
+                    S("platform", "accumulation model"), I("k", "reduction length"),
+                    I("distributions", "distributions combined"),
+                    F("bn_max", "u*sum|ab|", "max observed bound-normalized error"),
+                    F("bound_bn", "u*sum|ab|", "worst-case bound"),
+                    F("rec_rtol", "", "recommended rtol (normal inputs)"),
+                    F("rec_atol", "", "recommended atol (normal inputs)"),
+                    F("rec_ulp", "ulp", "recommended ULP tolerance"),
+                    F("rec_bn", "u*sum|ab|", "recommended bound-normalized tolerance"),
+                    S("weakest_mutation", "mutation (distribution) least often rejected"),
+                    F("weakest_rejected", "", "its rejected fraction under rec_rtol/rec_atol")};
+  struct Agg {
+    int64_t n = 0;
+    double bn = NAN, bound = NAN, rtol = NAN, atol = NAN, ulp = NAN, rbn = NAN;
+    bool have_normal = false;
+  };
+  std::vector<std::tuple<std::string, std::string, std::string, int64_t>> order;
+  std::map<std::tuple<std::string, std::string, std::string, int64_t>, Agg> agg;
+  struct Def {
+    double trtol = NAN, tatol = NAN, jtol = NAN;
+    int64_t torch_fail_k = -1, jax_fail_k = -1;
+  };
+  std::vector<std::tuple<std::string, std::string, std::string>> dorder;
+  std::map<std::tuple<std::string, std::string, std::string>, Def> defs;
+  for (const auto& row : tol->rows) {
+    const RowView v{*tol, row};
+    const auto key = std::make_tuple(v.Str("op"), v.Str("dtype"), v.Str("platform"), v.Int("k"));
+    if (agg.count(key) == 0) order.push_back(key);
+    Agg& a = agg[key];
+    ++a.n;
+    a.bn = MaxNan(a.bn, v.Num("bn_max"));
+    a.bound = MaxNan(a.bound, v.Num("bound_bn"));
+    // assert_close from the normal rows when the sweep has them, else the largest.
+    const bool normal = v.Str("distribution") == "normal";
+    if (normal || !a.have_normal) {
+      a.rtol = normal && !a.have_normal ? v.Num("rec_rtol") : MaxNan(a.rtol, v.Num("rec_rtol"));
+      a.atol = normal && !a.have_normal ? v.Num("rec_atol") : MaxNan(a.atol, v.Num("rec_atol"));
+      a.have_normal = a.have_normal || normal;
+    }
+    a.ulp = MaxNan(a.ulp, v.Num("rec_ulp"));
+    a.rbn = MaxNan(a.rbn, v.Num("rec_bn"));
+    const auto dkey = std::make_tuple(v.Str("op"), v.Str("dtype"), v.Str("platform"));
+    if (defs.count(dkey) == 0) dorder.push_back(dkey);
+    Def& d = defs[dkey];
+    d.trtol = v.Num("torch_rtol");
+    d.tatol = v.Num("torch_atol");
+    d.jtol = v.Num("jax_tol");
+    const int64_t k = v.Int("k");
+    if (v.Num("torch_rejects") > 0 && (d.torch_fail_k < 0 || k < d.torch_fail_k)) d.torch_fail_k = k;
+    if (v.Num("jax_rejects") > 0 && (d.jax_fail_k < 0 || k < d.jax_fail_k)) d.jax_fail_k = k;
+  }
+  for (const auto& key : order) {
+    const Agg& a = agg[key];
+    const auto w = weakest.find(key);
+    rubric.rows.push_back(
+        {Cell{std::get<0>(key)}, Cell{std::get<1>(key)}, Cell{std::get<2>(key)},
+         Cell{std::get<3>(key)}, Cell{a.n}, Cell{a.bn}, Cell{a.bound}, Cell{a.rtol},
+         Cell{a.atol}, Cell{a.ulp}, Cell{a.rbn},
+         w == weakest.end() ? Cell{} : Cell{w->second.mutation},
+         w == weakest.end() ? Cell{} : Cell{w->second.rejected}});
+  }
+
+  Table defaults;
+  defaults.name = "defaults";
+  defaults.title = "Torch and JAX default tolerances against this evidence";
+  defaults.description =
+      "The smallest K of the sweep at which the framework's default tolerance (for the output "
+      "dtype) rejects at least one correct output of the platform (any distribution), and the "
+      "smallest K at which it passes a mutation's outputs more often than not (the first such "
+      "mutation is named). Empty: not within the swept K.";
+  defaults.columns = {S("op", "matmul or sum"), S("dtype", "input dtype"),
+                      S("platform", "accumulation model"), F("torch_rtol", "", "torch default rtol"),
+                      F("torch_atol", "", "torch default atol"),
+                      I("torch_fails_correct_from_k", "first K with a false rejection"),
+                      I("torch_passes_bug_from_k", "first K passing a mutation"),
+                      S("torch_passed_mutation", "that mutation"),
+                      F("jax_tol", "", "JAX default tolerance"),
+                      I("jax_fails_correct_from_k", "first K with a false rejection"),
+                      I("jax_passes_bug_from_k", "first K passing a mutation"),
+                      S("jax_passed_mutation", "that mutation")};
+  for (const auto& key : dorder) {
+    const Def& d = defs[key];
+    const auto p = passes.find(key);
+    const FirstPass tp = p == passes.end() ? FirstPass{} : p->second.first;
+    const FirstPass jp = p == passes.end() ? FirstPass{} : p->second.second;
+    auto k_or_empty = [](int64_t k) { return k < 0 ? Cell{} : Cell{k}; };
+    defaults.rows.push_back(
+        {Cell{std::get<0>(key)}, Cell{std::get<1>(key)}, Cell{std::get<2>(key)}, Cell{d.trtol},
+         Cell{d.tatol}, k_or_empty(d.torch_fail_k), k_or_empty(tp.k),
+         tp.k < 0 ? Cell{} : Cell{tp.mutation}, Cell{d.jtol}, k_or_empty(d.jax_fail_k),
+         k_or_empty(jp.k), jp.k < 0 ? Cell{} : Cell{jp.mutation}});
+  }
+  report.tables.push_back(std::move(rubric));
+  report.tables.push_back(std::move(defaults));
+}
+
+std::string ToMarkdown(const Report& report) {
+  std::string out = "# fpconform tolerance report\n\n";
+  out += "Provenance (everything needed to reproduce this report):\n\n";
+  {
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& [k, v] : report.provenance) rows.push_back({k, "`" + v + "`"});
+    MdTable(out, {"key", "value"}, rows);
+  }
+  const Table* rubric = report.Find("rubric");
+  const Table* tol = report.Find("tolerance");
+  if (tol != nullptr) {
+    out += "## How to read this\n\n" + tol->description + "\n\n";
+    out += "Units: `ulp` = units in the last place of the output format at the exact value; "
+           "`u*sum|ab|` = the unit roundoff of the accumulation format times sum |a_i b_i| (the "
+           "bound-normalized unit, right under cancellation). A PyTorch-style check is "
+           "`|actual - expected| <= atol + rtol * |expected|` with the exact (or float64) result "
+           "as `expected`.\n\n";
+  }
+  if (rubric != nullptr && !rubric->rows.empty()) {
+    std::vector<std::string> ops;
+    for (const auto& row : rubric->rows) {
+      const std::string op = RowView{*rubric, row}.Str("op");
+      if (std::find(ops.begin(), ops.end(), op) == ops.end()) ops.push_back(op);
+    }
+    for (const std::string& op : ops) {
+      out += "## " + op + ": recommended tolerances\n\n" + rubric->description + "\n\n";
+      std::vector<std::vector<std::string>> rows;
+      for (const auto& row : rubric->rows) {
+        const RowView v{*rubric, row};
+        if (v.Str("op") != op) continue;
+        rows.push_back({v.Str("dtype"), v.Str("platform"), std::to_string(v.Int("k")),
+                        G3(v.Num("bn_max")), G3(v.Num("bound_bn")), G3(v.Num("rec_rtol")),
+                        G3(v.Num("rec_atol")), G3(v.Num("rec_ulp")), G3(v.Num("rec_bn")),
+                        v.Has("weakest_mutation")
+                            ? v.Str("weakest_mutation") + " " + Pct(v.Num("weakest_rejected"))
+                            : "n/a"});
+      }
+      MdTable(out,
+              {"dtype", "platform", "K", "max observed (u*sum\\|ab\\|)", "worst-case bound",
+               "rtol", "atol", "max ULP", "bound-normalized", "weakest catch"},
+              rows);
+    }
+  }
+  if (const Table* cross = report.Find("cross_platform"); cross != nullptr && !cross->rows.empty()) {
+    out += "## Cross-platform tolerances\n\n" + cross->description +
+           " Worst case over distributions.\n\n";
+    std::vector<std::tuple<std::string, std::string, int64_t>> order;
+    struct A {
+      double du = NAN, db = NAN, rtol = NAN, atol = NAN, worst = NAN, rel = NAN;
+    };
+    std::map<std::tuple<std::string, std::string, int64_t>, A> agg;
+    for (const auto& row : cross->rows) {
+      const RowView v{*cross, row};
+      const auto key = std::make_tuple(v.Str("name"), v.Str("op"), v.Int("k"));
+      if (agg.count(key) == 0) order.push_back(key);
+      A& a = agg[key];
+      a.du = MaxNan(a.du, v.Num("diff_ulp_max"));
+      a.db = MaxNan(a.db, v.Num("diff_bn_max"));
+      a.rel = MaxNan(a.rel, v.Num("diff_rel_max"));
+      a.rtol = MaxNan(a.rtol, v.Num("rec_rtol"));
+      a.atol = MaxNan(a.atol, v.Num("rec_atol"));
+      a.worst = MaxNan(a.worst, v.Num("worst_bn"));
+    }
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& key : order) {
+      const A& a = agg[key];
+      rows.push_back({std::get<0>(key), std::to_string(std::get<2>(key)), G3(a.du), G3(a.db),
+                      G3(a.rel), G3(a.worst), G3(a.rtol), G3(a.atol)});
+    }
+    MdTable(out,
+            {"pair", "K (quantize: elements)", "max ULP distance", "max diff (u*sum\\|ab\\|)",
+             "max relative diff", "worst case (u*sum\\|ab\\|)", "rtol", "atol"},
+            rows);
+  }
+  if (const Table* power = report.Find("power"); power != nullptr && !power->rows.empty()) {
+    out += "## Tolerance power\n\n" + power->description +
+           " Below: the recommended assert_close tolerance, lowest rejected fraction over the "
+           "distributions; **PASSES** marks a tolerance that lets that bug through more often "
+           "than not.\n\n";
+    std::vector<int64_t> ks;
+    std::vector<std::tuple<std::string, std::string, std::string, std::string>> order;
+    std::map<std::tuple<std::string, std::string, std::string, std::string>,
+             std::map<int64_t, double>>
+        cells;
+    for (const auto& row : power->rows) {
+      const RowView v{*power, row};
+      if (!v.Has("rejected_assert_close")) continue;
+      const int64_t k = v.Int("k");
+      if (std::find(ks.begin(), ks.end(), k) == ks.end()) ks.push_back(k);
+      const auto key = std::make_tuple(v.Str("op"), v.Str("dtype"), v.Str("platform"), v.Str("mutation"));
+      if (cells.count(key) == 0) order.push_back(key);
+      auto [it, fresh] = cells[key].emplace(k, v.Num("rejected_assert_close"));
+      if (!fresh) it->second = std::min(it->second, v.Num("rejected_assert_close"));
+    }
+    std::sort(ks.begin(), ks.end());
+    std::vector<std::string> header = {"op", "dtype", "platform", "mutation"};
+    for (int64_t k : ks) header.push_back("K=" + std::to_string(k));
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& key : order) {
+      std::vector<std::string> r = {std::get<0>(key), std::get<1>(key), std::get<2>(key),
+                                    std::get<3>(key)};
+      for (int64_t k : ks) {
+        const auto it = cells[key].find(k);
+        if (it == cells[key].end()) {
+          r.push_back("");
+        } else {
+          r.push_back(it->second < 0.5 ? "**PASSES** " + Pct(it->second) : Pct(it->second));
+        }
+      }
+      rows.push_back(std::move(r));
+    }
+    MdTable(out, header, rows);
+  }
+  if (const Table* d = report.Find("defaults"); d != nullptr && !d->rows.empty()) {
+    out += "## " + d->title + "\n\n" + d->description + "\n\n";
+    std::vector<std::vector<std::string>> rows;
+    auto k = [](const RowView& v, std::string_view c) {
+      return v.Has(c) ? std::to_string(v.Int(c)) : std::string("-");
+    };
+    for (const auto& row : d->rows) {
+      const RowView v{*d, row};
+      rows.push_back({v.Str("op"), v.Str("dtype"), v.Str("platform"),
+                      G3(v.Num("torch_rtol")) + " / " + G3(v.Num("torch_atol")),
+                      k(v, "torch_fails_correct_from_k"),
+                      k(v, "torch_passes_bug_from_k") +
+                          (v.Has("torch_passed_mutation") ? " (" + v.Str("torch_passed_mutation") + ")" : ""),
+                      G3(v.Num("jax_tol")), k(v, "jax_fails_correct_from_k"),
+                      k(v, "jax_passes_bug_from_k") +
+                          (v.Has("jax_passed_mutation") ? " (" + v.Str("jax_passed_mutation") + ")" : "")});
+    }
+    MdTable(out,
+            {"op", "dtype", "platform", "torch rtol / atol", "torch fails correct from K",
+             "torch passes a bug from K", "JAX tol", "JAX fails correct from K",
+             "JAX passes a bug from K"},
+            rows);
+  }
+  if (const Table* q = report.Find("quantize"); q != nullptr && !q->rows.empty()) {
+    out += "## " + q->title + "\n\n" + q->description + "\n\n";
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& row : q->rows) {
+      const RowView v{*q, row};
+      rows.push_back({v.Str("format"), v.Str("distribution"), G3(v.Num("ulp_max")),
+                      G3(v.Num("rel_max")), G3(v.Num("saturated")), G3(v.Num("rec_rtol")),
+                      G3(v.Num("rec_atol")), G3(v.Num("rec_ulp"))});
+    }
+    MdTable(out, {"format", "distribution", "max ULP", "max relative", "saturated", "rtol", "atol",
+                  "max ULP (rec.)"},
+            rows);
+  }
+  out += "Full data: report.csv (tolerance rows), cross_platform.csv, power.csv, quantize.csv, "
+         "rubric.csv, defaults.csv, report.json (all tables; schema in README.md).\n";
+  return out;
+}
+
+absl::StatusOr<Report> MergeReports(const std::vector<Report>& shards,
+                                    const std::vector<std::string>& names) {
+  if (shards.empty()) return absl::InvalidArgumentError("merge: no reports given");
+  auto without_shard = [](const Report& r) {
+    std::vector<std::pair<std::string, std::string>> p;
+    for (const auto& kv : r.provenance) {
+      if (kv.first != "shard") p.push_back(kv);
+    }
+    return p;
+  };
+  const auto base = without_shard(shards[0]);
+  int count = -1;
+  std::set<int> seen;
+  for (size_t i = 0; i < shards.size(); ++i) {
+    const std::string shard = shards[i].Provenance("shard");
+    int a = 0, b = 0;
+    if (shard.empty() || std::sscanf(shard.c_str(), "%d/%d", &a, &b) != 2 || a < 1 || a > b) {
+      return absl::InvalidArgumentError(
+          Cat(names[i], ": not a shard report (no 'shard i/n' in its provenance)"));
+    }
+    if (count >= 0 && b != count) {
+      return absl::InvalidArgumentError(
+          Cat(names[i], ": shard ", shard, " belongs to a split into ", b,
+                       " shards, the others to ", count));
+    }
+    count = b;
+    if (!seen.insert(a).second) {
+      return absl::InvalidArgumentError(Cat(names[i], ": shard ", shard, " given twice"));
+    }
+    if (without_shard(shards[i]) != base) {
+      return absl::InvalidArgumentError(
+          Cat(names[i], ": provenance differs from ", names[0],
+                       " (another sweep file, seed, version or model set)"));
+    }
+  }
+  for (int s = 1; s <= count; ++s) {
+    if (seen.count(s) == 0) {
+      return absl::InvalidArgumentError(Cat("merge: shard ", s, "/", count, " missing"));
+    }
+  }
+  Report merged;
+  merged.provenance = base;
+  for (const Table& t : shards[0].tables) {
+    if (t.name == "rubric" || t.name == "defaults") continue;
+    Table m = t;
+    m.rows.clear();
+    for (size_t i = 0; i < shards.size(); ++i) {
+      const Table* st = shards[i].Find(t.name);
+      if (st == nullptr) {
+        return absl::InvalidArgumentError(Cat(names[i], ": table '", t.name, "' missing"));
+      }
+      if (st->columns.size() != t.columns.size()) {
+        return absl::InvalidArgumentError(
+            Cat(names[i], ": table '", t.name, "' has other columns"));
+      }
+      m.rows.insert(m.rows.end(), st->rows.begin(), st->rows.end());
+    }
+    const int ui = m.ColumnIndex("unit"), ii = m.ColumnIndex("item");
+    if (ui < 0 || ii < 0) {
+      return absl::InvalidArgumentError(Cat("table '", t.name, "' has no unit/item"));
+    }
+    auto key = [&](const std::vector<Cell>& r) {
+      const Cell& u = r[static_cast<size_t>(ui)];
+      const Cell& it = r[static_cast<size_t>(ii)];
+      return std::make_pair(std::holds_alternative<int64_t>(u) ? std::get<int64_t>(u) : -1,
+                            std::holds_alternative<int64_t>(it) ? std::get<int64_t>(it) : -1);
+    };
+    std::stable_sort(m.rows.begin(), m.rows.end(),
+                     [&](const auto& x, const auto& y) { return key(x) < key(y); });
+    for (size_t r = 1; r < m.rows.size(); ++r) {
+      if (key(m.rows[r]) == key(m.rows[r - 1])) {
+        return absl::InvalidArgumentError(Cat(
+            "merge: table '", t.name, "' row (unit ", key(m.rows[r]).first, ", item ",
+            key(m.rows[r]).second, ") appears in two shards"));
+      }
+    }
+    merged.tables.push_back(std::move(m));
+  }
+  AddSummaries(merged);
+  return merged;
+}
+
+std::vector<std::pair<std::string, std::string>> ReportFiles(const Report& report) {
+  std::vector<std::pair<std::string, std::string>> files;
+  files.emplace_back("report.json", ToJson(report));
+  files.emplace_back("report.md", ToMarkdown(report));
+  for (const Table& t : report.tables) {
+    files.emplace_back(t.name == "tolerance" ? std::string("report.csv") : t.name + ".csv",
+                       ToCsv(t));
+  }
+  return files;
+}
+
+}  // namespace fpconform::reports

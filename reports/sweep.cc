@@ -1,0 +1,999 @@
+// The tolerance sweep (see sweep.h for what is measured and the rules).
+#include "reports/sweep.h"
+
+#include <mpfr.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <set>
+#include <thread>
+
+#include "reports/strings_internal.h"
+#include "accumulation/evaluate.h"
+#include "accumulation/model.h"
+#include "accumulation/model_catalog.h"
+#include "cases/pinned_random.h"
+#include "formats/ops.h"
+#include "oracles/error_measures.h"
+#include "oracles/exact_sum.h"
+#include "reports/stats.h"
+
+namespace fpconform::reports {
+namespace {
+
+// ---- Small value helpers (formats' Convert does every rounding). ----
+
+double BitsToDouble(const FormatSpec& f, uint64_t bits) {
+  const uint64_t d = Convert(f, Float64(), bits, OpEnv{}).bits;
+  double v;
+  std::memcpy(&v, &d, sizeof v);
+  return v;
+}
+
+uint64_t DoubleBits(double v) {
+  uint64_t b;
+  std::memcpy(&b, &v, sizeof b);
+  return b;
+}
+
+uint64_t DoubleToFormat(const FormatSpec& f, double v, bool saturate) {
+  OpEnv env;
+  env.saturate = saturate;
+  return Convert(Float64(), f, DoubleBits(v), env).bits;
+}
+
+double RoundToFloat32(double v) { return BitsToDouble(Float32(), DoubleToFormat(Float32(), v, false)); }
+
+uint64_t Fnv1a(std::string_view s) {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ULL;
+  return h;
+}
+
+std::string HexHash(uint64_t h) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "fnv1a64:%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+// Largest finite magnitude of a format (int8: 127).
+double MaxMagnitude(const FormatSpec& f) {
+  if (f.kind == FormatKind::kInteger) return f.is_signed ? (std::ldexp(1.0, f.width - 1) - 1)
+                                                         : (std::ldexp(1.0, f.width) - 1);
+  return BitsToDouble(f, MaxFiniteBits(f));
+}
+
+bool IsScaledFormat(const FormatSpec& f) { return f.width == 8; }
+
+// -v as bits of f (sign flip for floats, two's complement for integers).
+uint64_t NegateBits(const FormatSpec& f, uint64_t bits) {
+  if (f.kind == FormatKind::kInteger) {
+    const uint64_t mask = f.width == 64 ? ~uint64_t{0} : (uint64_t{1} << f.width) - 1;
+    return (~bits + 1) & mask;
+  }
+  return bits ^ f.d.sign_bit;
+}
+
+// ---- Input generation. ----
+
+double Draw(PinnedRng& rng, std::string_view dist, int64_t k) {
+  if (dist == "normal") return rng.Normal();
+  if (dist == "uniform_pm1") return rng.Uniform(-1, 1);
+  if (dist == "uniform_01") return rng.Uniform01();
+  if (dist == "loguniform") return rng.LogUniform(-8, 8);
+  return rng.Normal() / std::sqrt(static_cast<double>(k));  // normal_sqrtk.
+}
+
+std::vector<double> DrawVector(uint64_t seed, std::string_view dist, int64_t k) {
+  PinnedRng rng(seed);
+  std::vector<double> v(static_cast<size_t>(k));
+  for (double& x : v) x = Draw(rng, dist, k);
+  return v;
+}
+
+// A tensor cast to format f as a kernel would receive it: scaled formats get the per-tensor
+// scale fl32(amax / max) and RNE with saturation; the others plain RNE.
+struct Quantized {
+  std::vector<uint64_t> bits;
+  double scale = 1;  // A float32 value; 1 when unscaled.
+};
+
+Quantized Quantize(const std::vector<double>& x, const FormatSpec& f) {
+  Quantized q;
+  q.bits.resize(x.size());
+  if (IsScaledFormat(f)) {
+    double amax = 0;
+    for (double v : x) amax = std::max(amax, std::fabs(v));
+    q.scale = amax > 0 ? RoundToFloat32(amax / MaxMagnitude(f)) : 1;
+    for (size_t i = 0; i < x.size(); ++i) q.bits[i] = DoubleToFormat(f, x[i] / q.scale, true);
+  } else {
+    for (size_t i = 0; i < x.size(); ++i) q.bits[i] = DoubleToFormat(f, x[i], false);
+  }
+  return q;
+}
+
+// ---- Exact values (mpfr) times a scale. ----
+
+struct Mpfr {
+  mpfr_t v;
+  Mpfr() { mpfr_init2(v, 64); }
+  ~Mpfr() { mpfr_clear(v); }
+  Mpfr(const Mpfr&) = delete;
+  Mpfr& operator=(const Mpfr&) = delete;
+};
+
+// out = acc * scale exactly (scale a double).
+void ScaledExact(const ExactAccumulator& acc, double scale, mpfr_ptr out) {
+  Mpfr tmp;
+  acc.ToMpfr(tmp.v);
+  mpfr_set_prec(out, mpfr_get_prec(tmp.v) + 64);
+  mpfr_mul_d(out, tmp.v, scale, MPFR_RNDN);  // Exact: the precision holds the product.
+}
+
+// ---- Torch / JAX defaults (by output dtype). ----
+// torch/testing/_comparison.py `_DTYPE_PRECISIONS` (PyTorch 2.x): float16 (1e-3, 1e-5),
+// bfloat16 (1.6e-2, 1e-5), float32 (1.3e-6, 1e-5), float64 (1e-7, 1e-7).
+// jax/_src/public_test_util.py `_default_tolerance` (used as both atol and rtol by
+// `assert_allclose`/`check_close`): bfloat16 1e-2, float16 1e-3, float32 1e-6, float64 1e-15.
+struct DefaultTolerance {
+  double torch_rtol, torch_atol, jax_tol;
+};
+DefaultTolerance DefaultsFor(const FormatSpec& out) {
+  if (&out == &BFloat16()) return {1.6e-2, 1e-5, 1e-2};
+  if (&out == &Float16()) return {1e-3, 1e-5, 1e-3};
+  if (&out == &Float64()) return {1e-7, 1e-7, 1e-15};
+  return {1.3e-6, 1e-5, 1e-6};  // float32 (and tfloat32 / reduced-precision float32 outputs).
+}
+
+// ---- Mutations. ----
+enum Mutation : int {
+  kBf16Accumulation,
+  kDroppedTile,
+  kDoubledTile,
+  kMissingScale,
+  kTransposed,
+  kSignFlip,
+  kMutations
+};
+constexpr std::array<const char*, kMutations> kMutationNames = {
+    "bf16_accumulation", "dropped_k_tile", "doubled_k_tile",
+    "missing_scale",     "transposed_operand", "sign_flip"};
+
+// The bf16-accumulation mutant: a sequential chain of FMAs into a bfloat16 accumulator (RNE).
+Model Bf16AccumulationModel(const FormatSpec& fa, const FormatSpec& fb, bool sum) {
+  Model m;
+  m.name = "mutation-bf16-accumulation";
+  m.description = "sequential FMA chain accumulating in bfloat16";
+  m.op_sum = sum;
+  m.inputs.a = &fa;
+  m.inputs.b = &fb;
+  m.adder.kind = sum ? AdderKind::kIeee : AdderKind::kFma;
+  m.accumulator.format = &BFloat16();
+  m.accumulator.fraction_bits = BFloat16().fraction_bits;
+  m.chain.kind = ChainKind::kSequential;
+  m.output.format = &BFloat16();
+  return m;
+}
+
+// ---- Per-sample observations of one platform. ----
+struct Obs {
+  bool finite = true;
+  double x = 0;         // Exact value (rounded to double).
+  double y = 0;         // Output value.
+  uint64_t y_bits = 0;  // Output bits in out_format.
+  double err = 0;       // |y - x| (rounded to double).
+  double ulp_err = 0, bn = 0, rel = 0;
+  double ulp_x = 0;     // ulp of x in the output format.
+  double us = 0;        // u * sum|a_i b_i| (scaled).
+  double bound = 0;     // Worst-case |y - x|.
+  std::array<double, kMutations> mut_err{};  // |mutant - x|; NaN when not applicable.
+};
+
+struct PlatformInfo {
+  std::string name;
+  const Model* model = nullptr;       // nullptr: int32 exact accumulation.
+  const FormatSpec* fa = nullptr;     // Input formats handed to the platform.
+  const FormatSpec* fb = nullptr;
+  const FormatSpec* out = nullptr;    // Output format of the row (float32 when scaled).
+  const FormatSpec* acc = nullptr;    // Accumulation format (u of the bound-normalized error).
+  int acc_fraction_bits = 0;
+};
+
+struct Unit {
+  std::string op;     // matmul | sum | quantize
+  const DtypeSpec* dtype = nullptr;
+  std::string dist;
+  int64_t k = 0;
+  int samples = 0;
+  std::vector<std::string> platforms;  // Tolerance rows, in order.
+  std::vector<const CrossSpec*> cross;
+  std::string Label() const {
+    return op == "quantize" ? Cat("quantize ", dist)
+                            : Cat(op, " ", dtype->name, " ", dist, " K=", k);
+  }
+  uint64_t Key() const {
+    return Fnv1a(Cat(op, "/", dtype != nullptr ? dtype->name : "", "/", dist));
+  }
+};
+
+std::string AccumulatorName(const PlatformInfo& p) {
+  std::string n(p.acc->name);
+  if (p.acc_fraction_bits != p.acc->fraction_bits) n += "/f" + std::to_string(p.acc_fraction_bits);
+  return n;
+}
+
+double UnitRoundoff(const PlatformInfo& p) { return std::ldexp(1.0, -(p.acc_fraction_bits + 1)); }
+
+// Inputs of one (input-format pair, sample): quantized operands and the platform-independent
+// exact values and mutants.
+struct SampleInputs {
+  Quantized qa, qb, qb_other;
+  const FormatSpec* fa = nullptr;  // Formats of the bits above (int8 is carried as float32).
+  const FormatSpec* fb = nullptr;
+  double scale = 1;              // s_a * s_b (exact in double).
+  double scale32 = 1;            // fl32(s_a * s_b).
+  Mpfr x, abs_sum;
+  double x_d = 0, us_base = 0;   // us_base = sum|ab| * scale (double).
+  std::array<double, kMutations> mutant{};  // Mutant output values (NaN: not applicable).
+};
+
+class Sweeper {
+ public:
+  Sweeper(const SweepSpec& spec, const std::map<std::string, Model>& models)
+      : spec_(spec), models_(models) {}
+
+  PlatformInfo Info(const std::string& name, const DtypeSpec& d) const {
+    PlatformInfo p;
+    p.name = name;
+    if (d.integer) {
+      p.fa = p.fb = &Int8();
+      p.out = &Float32();
+      p.acc = &Float32();
+      p.acc_fraction_bits = Float32().fraction_bits;
+      return p;
+    }
+    const Model& m = models_.at(name);
+    p.model = &m;
+    p.fa = m.inputs.a;
+    p.fb = m.inputs.b != nullptr ? m.inputs.b : m.inputs.a;
+    const bool scaled = IsScaledFormat(*p.fa) || IsScaledFormat(*p.fb);
+    p.out = scaled ? &Float32() : m.output.format;
+    p.acc = &m.FinalAccumulatorFormat();
+    p.acc_fraction_bits = m.chain.kind == ChainKind::kPromote ? p.acc->fraction_bits
+                                                              : m.accumulator.fraction_bits;
+    return p;
+  }
+
+  // Builds the inputs of one sample for input formats (fa, fb).
+  void MakeInputs(const Unit& u, int s, const PlatformInfo& p, bool sum, SampleInputs& in) const {
+    const uint64_t key = u.Key();
+    auto draw = [&](uint64_t operand) {
+      return DrawVector(DeriveSeed(spec_.seed, {key, uint64_t(u.k), uint64_t(s), operand}), u.dist,
+                        u.k);
+    };
+    in.qa = Quantize(draw(0), *p.fa);
+    if (!sum) {
+      in.qb = Quantize(draw(1), *p.fb);
+      in.qb_other = Quantize(draw(2), *p.fb);
+    }
+    // Integer inputs are carried as float32 values from here on (exact: |q| <= 127), since the
+    // exact accumulator and the models take float formats.
+    in.fa = p.fa;
+    in.fb = sum ? p.fa : p.fb;
+    if (p.fa->kind == FormatKind::kInteger) {
+      for (auto* q : {&in.qa, &in.qb, &in.qb_other}) {
+        for (uint64_t& v : q->bits) v = Convert(*p.fa, Float32(), v, OpEnv{}).bits;
+      }
+      in.fa = in.fb = &Float32();
+    }
+    in.scale = in.qa.scale * (sum ? 1.0 : in.qb.scale);
+    in.scale32 = RoundToFloat32(in.scale);
+    const FormatSpec& fa = *in.fa;
+    const FormatSpec& fb = *in.fb;
+    std::vector<uint64_t> ones;
+    if (sum) ones.assign(in.qa.bits.size(), DoubleToFormat(fb, 1.0, false));
+    const std::vector<uint64_t>& b = sum ? ones : in.qb.bits;
+    const ExactAccumulator exact = ExactDot(fa, in.qa.bits, fb, b);
+    ScaledExact(exact, in.scale, in.x.v);
+    in.x_d = mpfr_get_d(in.x.v, MPFR_RNDN);
+    const ExactAccumulator abs = ExactAbsDot(fa, in.qa.bits, fb, b);
+    ScaledExact(abs, in.scale, in.abs_sum.v);
+    in.us_base = mpfr_get_d(in.abs_sum.v, MPFR_RNDN);
+
+    // Mutants: exact value of the mutated computation, rounded once to the output format.
+    PinnedRng rng(DeriveSeed(spec_.seed, {key, uint64_t(u.k), uint64_t(s), 3}));
+    const int64_t tile = std::max<int64_t>(1, std::min<int64_t>(128, u.k / 4));
+    const int64_t tiles = (u.k + tile - 1) / tile;
+    const int64_t t0 = static_cast<int64_t>(rng.Below(static_cast<uint64_t>(tiles))) * tile;
+    const int64_t t1 = std::min(u.k, t0 + tile);
+    const int64_t j = static_cast<int64_t>(rng.Below(static_cast<uint64_t>(u.k)));
+    const std::span<const uint64_t> ta(in.qa.bits.data() + t0, static_cast<size_t>(t1 - t0));
+    const std::span<const uint64_t> tb(b.data() + t0, static_cast<size_t>(t1 - t0));
+    const FormatSpec& model_out = p.model != nullptr ? *p.model->output.format : Float32();
+    auto mutant_value = [&](const ExactAccumulator& m, double scale) {
+      const double v = BitsToDouble(model_out, m.Round(model_out, OpEnv{}).bits);
+      return scale == 1 ? v : RoundToFloat32(RoundToFloat32(v) * RoundToFloat32(scale));
+    };
+    in.mutant.fill(NAN);
+    {
+      // exact - tile: the tile added again with a negated.
+      std::vector<uint64_t> na(ta.begin(), ta.end());
+      for (uint64_t& v : na) v = NegateBits(fa, v);
+      ExactAccumulator m = exact;
+      m.AddDot(fa, na, fb, tb);
+      in.mutant[kDroppedTile] = mutant_value(m, in.scale);
+      ExactAccumulator d = exact;
+      d.AddDot(fa, ta, fb, tb);
+      in.mutant[kDoubledTile] = mutant_value(d, in.scale);
+    }
+    {
+      // exact - 2 a_j b_j: (-a_j) b_j added twice.
+      ExactAccumulator m = exact;
+      const uint64_t naj = NegateBits(fa, in.qa.bits[static_cast<size_t>(j)]);
+      m.AddProduct(fa, naj, fb, b[static_cast<size_t>(j)]);
+      m.AddProduct(fa, naj, fb, b[static_cast<size_t>(j)]);
+      in.mutant[kSignFlip] = mutant_value(m, in.scale);
+    }
+    if (!sum) {
+      const ExactAccumulator t = ExactDot(fa, in.qa.bits, fb, in.qb_other.bits);
+      in.mutant[kTransposed] = mutant_value(t, in.qa.scale * in.qb_other.scale);
+      if (in.scale != 1) in.mutant[kMissingScale] = mutant_value(exact, in.qa.scale);
+    }
+    const Model bm = Bf16AccumulationModel(fa, fb, sum);
+    absl::StatusOr<EvalResult> r = sum ? EvaluateSum(bm, in.qa.bits, 0, {0, false})
+                                       : EvaluateDot(bm, in.qa.bits, b, 0, {0, false});
+    if (r.ok()) {
+      const double v = BitsToDouble(BFloat16(), r->bits);
+      in.mutant[kBf16Accumulation] =
+          in.scale == 1 ? v : RoundToFloat32(RoundToFloat32(v) * in.scale32);
+    }
+  }
+
+  // Runs platform p on prepared inputs and measures.
+  Obs Observe(const PlatformInfo& p, const SampleInputs& in, bool sum) const {
+    Obs o;
+    double y_acc = 0, bound = 0;  // Before dequantization.
+    uint64_t y_bits = 0;
+    const FormatSpec& model_out = p.model != nullptr ? *p.model->output.format : Float32();
+    if (p.model == nullptr) {
+      // int8 x int8 summed exactly in int32 (|sum| <= 127^2 K < 2^31 for K <= 2^17), converted
+      // to float32 (RNE): one rounding, bound u |sum|.
+      const ExactAccumulator exact = ExactDot(*in.fa, in.qa.bits, *in.fb, in.qb.bits);
+      y_bits = exact.Round(Float32(), OpEnv{}).bits;
+      y_acc = BitsToDouble(Float32(), y_bits);
+      bound = std::ldexp(std::fabs(y_acc), -23);  // u |s| <= 2^-24 |s| (1 + 2^-23) ... safe.
+    } else {
+      absl::StatusOr<EvalResult> r =
+          sum ? EvaluateSum(*p.model, in.qa.bits, 0) : EvaluateDot(*p.model, in.qa.bits, in.qb.bits, 0);
+      if (!r.ok()) {
+        o.finite = false;
+        return o;
+      }
+      y_bits = r->bits;
+      y_acc = BitsToDouble(model_out, y_bits);
+      bound = r->bound;
+    }
+    const double u32 = 0x1p-24;
+    if (in.scale != 1) {
+      o.y_bits = DoubleToFormat(Float32(), RoundToFloat32(y_acc) * in.scale32, false);
+      o.y = BitsToDouble(Float32(), o.y_bits);
+      // |fl(y S32) - x S| <= b S32 (1 + u) + |x| S (2u + u^2) + eta (see sweep.h).
+      const double up = 1 + 0x1p-50;
+      o.bound = (bound * in.scale32 * (1 + u32) * up +
+                 (std::fabs(in.x_d) * (2 * u32 + u32 * u32)) * up * up + 0x1p-149) * up;
+    } else {
+      o.y_bits = y_bits;
+      o.y = y_acc;
+      o.bound = bound;
+    }
+    o.finite = std::isfinite(o.y);
+    o.x = in.x_d;
+    Mpfr yv, diff;
+    ErrorMeasureValue(*p.out, o.y_bits, yv.v);
+    mpfr_set_prec(diff.v, 256);
+    mpfr_sub(diff.v, yv.v, in.x.v, MPFR_RNDN);
+    o.err = std::fabs(mpfr_get_d(diff.v, MPFR_RNDU));
+    o.ulp_err = std::fabs(UlpError(*p.out, o.y_bits, in.x.v));
+    o.ulp_x = std::ldexp(1.0, static_cast<int>(UlpExponent(*p.out, in.x.v)));
+    o.rel = RelativeError(*p.out, o.y_bits, in.x.v);
+    o.us = UnitRoundoff(p) * in.us_base;
+    o.bn = o.us > 0 ? o.err / o.us : (o.err == 0 ? 0 : INFINITY);
+    for (int m = 0; m < kMutations; ++m) o.mut_err[m] = std::fabs(in.mutant[m] - in.x_d);
+    return o;
+  }
+
+  const SweepSpec& spec() const { return spec_; }
+
+ private:
+  const SweepSpec& spec_;
+  const std::map<std::string, Model>& models_;
+};
+
+// ---- Recommendation rule. ----
+struct Recommendation {
+  double ulp = 0, bn = 0, rtol = 0, atol = 0;
+  double bound_ulp = 0, bound_bn = 0;
+};
+
+Recommendation Recommend(const std::vector<Obs>& obs, double factor) {
+  Recommendation r;
+  std::vector<double> ulp, bn, rel;
+  for (const Obs& o : obs) {
+    ulp.push_back(o.ulp_err);
+    bn.push_back(o.bn);
+    if (std::isfinite(o.rel)) rel.push_back(o.rel);
+    r.bound_ulp = std::max(r.bound_ulp, o.bound / o.ulp_x);
+    r.bound_bn = std::max(r.bound_bn, o.us > 0 ? o.bound / o.us : 0.0);
+  }
+  const Summary su = Summarize(ulp), sb = Summarize(bn), sr = Summarize(rel);
+  r.ulp = std::min(factor * su.max, r.bound_ulp);
+  r.bn = std::min(factor * sb.max, r.bound_bn);
+  r.rtol = factor * sr.median;
+  for (const Obs& o : obs) {
+    const double e = std::min(factor * o.err, o.bound);
+    r.atol = std::max(r.atol, e - r.rtol * std::fabs(o.x));
+  }
+  // atol + rtol |x| must cover every observation exactly as compared (|y - x| <= ...): nudge up
+  // by the rounding of the comparison itself.
+  r.atol = r.atol > 0 ? r.atol * (1 + 0x1p-40) : 0;
+  return r;
+}
+
+bool Rejects(double err, double x, double atol, double rtol) {
+  return !(err <= atol + rtol * std::fabs(x));
+}
+
+// ---- Table layouts. ----
+Column I(std::string n, std::string d) { return {std::move(n), ColumnType::kInt, "", std::move(d)}; }
+Column S(std::string n, std::string d) { return {std::move(n), ColumnType::kString, "", std::move(d)}; }
+Column F(std::string n, std::string unit, std::string d) {
+  return {std::move(n), ColumnType::kFloat, std::move(unit), std::move(d)};
+}
+
+Table ToleranceTable() {
+  Table t;
+  t.name = "tolerance";
+  t.title = "Observed errors and recommended tolerances";
+  t.columns = {
+      I("unit", "sweep unit (op, dtype, distribution, K) index"),
+      I("item", "row within the unit"),
+      S("op", "matmul (dot along K) or sum"),
+      S("dtype", "input dtype of the row"),
+      S("platform", "accumulation model (accumulation/models) or int32-exact"),
+      S("input_format", "format the platform receives (a operand)"),
+      S("output_format", "format of the compared output"),
+      S("accumulator", "accumulation format (/fN: only N fraction bits kept)"),
+      S("distribution", "input distribution"),
+      I("k", "reduction length"),
+      I("samples", "dot products (outputs) measured"),
+      S("seed", "sweep seed (stream keys: unit, K, sample)"),
+      F("ulp_max", "ulp", "max |ULP error| of the output"),
+      F("ulp_p99", "ulp", "99th percentile (nearest rank)"),
+      F("ulp_median", "ulp", "median"),
+      F("bn_max", "u*sum|ab|", "max bound-normalized error"),
+      F("bn_p99", "u*sum|ab|", "99th percentile"),
+      F("bn_median", "u*sum|ab|", "median"),
+      F("rel_max", "", "max relative error"),
+      F("rel_p99", "", "99th percentile"),
+      F("rel_median", "", "median"),
+      F("bound_ulp", "ulp", "worst-case analytical bound, max over samples"),
+      F("bound_bn", "u*sum|ab|", "worst-case analytical bound, max over samples"),
+      F("prob_bn", "u*sum|ab|", "probabilistic estimate lambda*sqrt(K)"),
+      F("rec_ulp", "ulp", "recommended max ULP error"),
+      F("rec_bn", "u*sum|ab|", "recommended bound-normalized tolerance"),
+      F("rec_rtol", "", "recommended assert_close rtol"),
+      F("rec_atol", "", "recommended assert_close atol"),
+      S("note", "flags: capped by the worst-case bound, above the probabilistic estimate, "
+                "non-finite outputs"),
+      F("torch_rtol", "", "torch.testing.assert_close default rtol for the output dtype"),
+      F("torch_atol", "", "torch default atol"),
+      F("torch_rejects", "", "fraction of these correct outputs torch's default rejects"),
+      F("jax_tol", "", "JAX test default tolerance (atol = rtol)"),
+      F("jax_rejects", "", "fraction of these correct outputs JAX's default rejects"),
+  };
+  return t;
+}
+
+Table CrossTable() {
+  Table t;
+  t.name = "cross_platform";
+  t.title = "Cross-platform envelopes";
+  t.columns = {
+      I("unit", "sweep unit index"),
+      I("item", "row within the unit"),
+      S("op", "matmul or quantize"),
+      S("dtype", "input dtype"),
+      S("name", "pair name (sweep file)"),
+      S("platform_a", "reference platform (CUDA side)"),
+      S("platform_b", "port platform(s); several joined by '+' form an envelope (worst member)"),
+      S("distribution", "input distribution"),
+      I("k", "reduction length (quantize: elements)"),
+      I("samples", "outputs compared"),
+      F("diff_ulp_max", "ulp", "max integer ULP distance between the two outputs"),
+      F("diff_ulp_p99", "ulp", "99th percentile"),
+      F("diff_bn_max", "u*sum|ab|", "max |a - b| in units of platform a's u*sum|ab|"),
+      F("diff_bn_p99", "u*sum|ab|", "99th percentile"),
+      F("diff_rel_max", "", "max |a - b| / |a|"),
+      F("worst_bn", "u*sum|ab|", "worst case: bound_a + bound_b + |x_a - x_b|, max over samples"),
+      F("rec_ulp", "ulp", "recommended ULP tolerance between the two outputs"),
+      F("rec_bn", "u*sum|ab|", "recommended bound-normalized tolerance"),
+      F("rec_rtol", "", "recommended assert_close rtol (expected = platform a)"),
+      F("rec_atol", "", "recommended assert_close atol"),
+  };
+  return t;
+}
+
+Table PowerTable() {
+  Table t;
+  t.name = "power";
+  t.title = "Tolerance power against known-wrong variants";
+  t.columns = {
+      I("unit", "sweep unit index"),
+      I("item", "row within the unit"),
+      S("op", "matmul or sum"),
+      S("dtype", "input dtype"),
+      S("platform", "accumulation model"),
+      S("distribution", "input distribution"),
+      I("k", "reduction length"),
+      S("mutation", "known-wrong variant (sweep.h)"),
+      F("rejected_assert_close", "", "fraction of mutant outputs the recommended rtol/atol rejects"),
+      F("rejected_ulp", "", "... the recommended ULP tolerance rejects"),
+      F("rejected_bn", "", "... the recommended bound-normalized tolerance rejects"),
+      F("rejected_torch", "", "... torch's default rejects"),
+      F("rejected_jax", "", "... JAX's default rejects"),
+  };
+  return t;
+}
+
+Table QuantizeTable() {
+  Table t;
+  t.name = "quantize";
+  t.title = "Elementwise quantization (per-tensor scale amax / max)";
+  t.columns = {
+      I("unit", "sweep unit index"),
+      I("item", "row within the unit"),
+      S("format", "target format"),
+      S("distribution", "input distribution"),
+      I("elements", "elements per tensor"),
+      I("samples", "tensors"),
+      F("ulp_max", "ulp", "max |q - x/s| in ulp of the target format"),
+      F("ulp_p99", "ulp", "99th percentile"),
+      F("rel_max", "", "max |q s - x| / |x|"),
+      F("rel_p99", "", "99th percentile"),
+      F("saturated", "", "fraction of elements that saturated"),
+      F("rec_rtol", "", "recommended rtol (dequantized vs input)"),
+      F("rec_atol", "", "recommended atol"),
+      F("rec_ulp", "ulp", "recommended ULP tolerance"),
+  };
+  return t;
+}
+
+std::string Note(const Recommendation& r, const Summary& sb, double prob, int non_finite,
+                 double factor) {
+  std::vector<std::string> notes;
+  if (r.bn < factor * sb.max) notes.push_back("capped by worst-case bound");
+  if (r.bn > prob) notes.push_back("above lambda*sqrt(K)");
+  if (non_finite > 0) notes.push_back(Cat(non_finite, " non-finite outputs"));
+  return Join(notes, "; ");
+}
+
+}  // namespace
+
+// ---- The driver. ----
+absl::StatusOr<Report> RunSweep(const SweepSpec& input_spec, const SweepOptions& options) {
+  if (options.shard_count < 1 || options.shard_index < 0 ||
+      options.shard_index >= options.shard_count) {
+    return absl::InvalidArgumentError(Cat("bad shard ", options.shard_index + 1, "/",
+                                                   options.shard_count));
+  }
+  // Load every model named anywhere in the spec; envelopes in cross pairs become their members
+  // (the row keeps the envelope's name).
+  ModelCatalog catalog(options.models_dir);
+  SweepSpec spec = input_spec;
+  std::map<std::string, std::string> b_labels;  // Cross name -> label of its b side.
+  for (CrossSpec& c : spec.cross) {
+    if (c.dtype == "quantize") continue;
+    b_labels[c.name] = Join(c.b, "+");
+    std::vector<std::string> members;
+    for (const std::string& b : c.b) {
+      if (!catalog.IsEnvelope(b)) {
+        members.push_back(b);
+        continue;
+      }
+      absl::StatusOr<std::vector<const Model*>> e = catalog.Expand(b);
+      if (!e.ok()) return e.status();
+      for (const Model* m : *e) members.push_back(m->name);
+    }
+    c.b = members;
+  }
+  std::map<std::string, Model> models;
+  std::vector<std::pair<std::string, std::string>> model_files;
+  auto need = [&](const std::string& name) -> absl::Status {
+    if (models.count(name) != 0) return absl::OkStatus();
+    const absl::StatusOr<Model>& m = catalog.Find(name);
+    if (!m.ok()) return m.status();
+    models.emplace(name, *m);
+    const std::string path = Cat(options.models_dir, "/", name, ".toml");
+    absl::StatusOr<std::string> text = ReadFileToString(path);
+    model_files.emplace_back(
+        Cat("model ", name),
+        text.ok() ? HexHash(Fnv1a(*text)) : "?");
+    return absl::OkStatus();
+  };
+  for (const DtypeSpec& d : spec.dtypes) {
+    if (d.integer) continue;
+    for (const auto* list : {&d.matmul, &d.sum}) {
+      for (const std::string& p : *list) {
+        if (absl::Status s = need(p); !s.ok()) return s;
+      }
+    }
+  }
+  for (const CrossSpec& c : spec.cross) {
+    if (c.dtype == "quantize") continue;
+    if (absl::Status s = need(c.a); !s.ok()) return s;
+    for (const std::string& b : c.b) {
+      if (absl::Status s = need(b); !s.ok()) return s;
+    }
+  }
+  std::sort(model_files.begin(), model_files.end());
+
+  // Units, in a fixed order.
+  std::vector<Unit> units;
+  for (const std::string& op : spec.ops) {
+    if (op == "quantize") {
+      if (spec.quantize_formats.empty()) continue;
+      for (const std::string& dist : spec.distributions) {
+        Unit u;
+        u.op = op;
+        u.dist = dist;
+        u.k = spec.quantize_elements;
+        u.samples = spec.samples;
+        for (const CrossSpec& c : spec.cross) {
+          if (c.dtype == "quantize") u.cross.push_back(&c);
+        }
+        units.push_back(std::move(u));
+      }
+      continue;
+    }
+    for (const DtypeSpec& d : spec.dtypes) {
+      const bool sum = op == "sum";
+      const std::vector<std::string>& plats = sum ? d.sum : d.matmul;
+      if (plats.empty() && !(d.integer && !sum)) continue;
+      for (const std::string& dist : spec.distributions) {
+        for (int64_t k : spec.ks) {
+          Unit u;
+          u.op = op;
+          u.dtype = &d;
+          u.dist = dist;
+          u.k = k;
+          const int64_t by_budget = spec.max_terms_per_row / k;
+          u.samples = static_cast<int>(std::clamp<int64_t>(by_budget, spec.min_samples, spec.samples));
+          u.platforms = d.integer ? std::vector<std::string>{"int32-exact"} : plats;
+          if (!sum) {
+            for (const CrossSpec& c : spec.cross) {
+              if (c.dtype == d.name) u.cross.push_back(&c);
+            }
+          }
+          units.push_back(std::move(u));
+        }
+      }
+    }
+  }
+
+  Report report;
+  report.provenance = {
+      {"fpconform", FPCONFORM_REPORT_VERSION},
+      {"sweep file", spec.source},
+      {"seed", std::to_string(spec.seed)},
+      {"samples", Cat("per row: clamp(", spec.max_terms_per_row, " / K, ", spec.min_samples,
+                               ", ", spec.samples, ")")},
+      {"ops", Join(spec.ops, ",")},
+      {"ks", Join(spec.ks, ",")},
+      {"distributions", Join(spec.distributions, ",")},
+      {"factor", FormatDouble(spec.factor)},
+      {"lambda", FormatDouble(spec.lambda)},
+      {"units", std::to_string(units.size())},
+      {"rule",
+       "ULP: min(factor * max observed, max worst-case bound); bound-normalized: min(factor * max "
+       "observed, max worst-case bound); assert_close: rtol = factor * median relative error, "
+       "atol = max_i max(0, min(factor * e_i, bound_i) - rtol * |x_i|); percentiles are nearest-"
+       "rank"},
+      {"inputs",
+       "cases/pinned_random.h streams DeriveSeed(seed, {fnv1a64(op/dtype/distribution), K, "
+       "sample, operand}); scaled formats: s = fl32(amax / max), q = RNE_sat(x / s)"},
+      {"mutants", "exact mutated value rounded once to the output format (bf16_accumulation: "
+                  "a sequential bfloat16 FMA chain)"},
+  };
+  for (auto& mf : model_files) report.provenance.push_back(mf);
+  if (options.shard_count > 1) {
+    report.provenance.push_back(
+        {"shard", Cat(options.shard_index + 1, "/", options.shard_count)});
+  }
+  Table tol = ToleranceTable(), cross = CrossTable(), power = PowerTable(), quant = QuantizeTable();
+
+  Sweeper sweeper(spec, models);
+  const int threads = std::max(1, options.threads);
+  int64_t shard_units = 0;
+  for (size_t ui = 0; ui < units.size(); ++ui) {
+    if (static_cast<int>(ui % options.shard_count) == options.shard_index) ++shard_units;
+  }
+  int64_t done = 0;
+  for (size_t ui = 0; ui < units.size(); ++ui) {
+    if (static_cast<int>(ui % options.shard_count) != options.shard_index) continue;
+    const Unit& u = units[ui];
+    const int64_t unit_index = static_cast<int64_t>(ui);
+    if (u.op == "quantize") {
+      // Per format: pooled element errors over all tensors.
+      std::vector<std::string> fmts = spec.quantize_formats;
+      struct QObs {
+        std::vector<double> ulp, rel, err, xabs, scale;
+        int64_t saturated = 0;
+        std::vector<double> deq;  // Dequantized values of all tensors (for cross rows).
+      };
+      std::vector<QObs> qo(fmts.size());
+      std::vector<std::vector<double>> xs(static_cast<size_t>(u.samples));
+      for (int s = 0; s < u.samples; ++s) {
+        xs[static_cast<size_t>(s)] = DrawVector(DeriveSeed(spec.seed, {u.Key(), uint64_t(u.k), uint64_t(s), 0}), u.dist, u.k);
+      }
+      for (size_t fi = 0; fi < fmts.size(); ++fi) {
+        const FormatSpec& f = *FindFormat(fmts[fi]);
+        const double maxv = MaxMagnitude(f);
+        for (int s = 0; s < u.samples; ++s) {
+          const std::vector<double>& x = xs[static_cast<size_t>(s)];
+          const Quantized q = Quantize(x, f);
+          for (size_t i = 0; i < x.size(); ++i) {
+            const double qv = BitsToDouble(f, q.bits[i]);
+            const double deq = qv * q.scale;  // Exact in double.
+            const double xs_v = x[i] / q.scale;
+            Mpfr xv;
+            mpfr_set_prec(xv.v, 53);
+            mpfr_set_d(xv.v, xs_v, MPFR_RNDN);
+            qo[fi].ulp.push_back(f.kind == FormatKind::kInteger ? std::fabs(qv - xs_v)
+                                                               : std::fabs(UlpError(f, q.bits[i], xv.v)));
+            const double e = std::fabs(deq - x[i]);
+            qo[fi].err.push_back(e);
+            qo[fi].xabs.push_back(std::fabs(x[i]));
+            qo[fi].scale.push_back(q.scale);
+            qo[fi].rel.push_back(x[i] != 0 ? e / std::fabs(x[i]) : (e == 0 ? 0 : INFINITY));
+            if (std::fabs(xs_v) > maxv) ++qo[fi].saturated;
+            qo[fi].deq.push_back(deq);
+          }
+        }
+        const Summary su = Summarize(qo[fi].ulp), sr = Summarize(qo[fi].rel);
+        // rtol from the elements in the format's normal range (relative error <= 2^-p there);
+        // atol covers the subnormal and zero ones.
+        const double normal_min = std::ldexp(1.0, f.kind == FormatKind::kInteger ? 0 : f.d.emin);
+        double rel_normal = 0;
+        for (size_t i = 0; i < qo[fi].rel.size(); ++i) {
+          if (qo[fi].xabs[i] >= normal_min * qo[fi].scale[i]) {
+            rel_normal = std::max(rel_normal, qo[fi].rel[i]);
+          }
+        }
+        const double rtol = spec.factor * rel_normal;
+        double atol = 0;
+        for (size_t i = 0; i < qo[fi].err.size(); ++i) {
+          atol = std::max(atol, spec.factor * qo[fi].err[i] - rtol * qo[fi].xabs[i]);
+        }
+        const double n = static_cast<double>(qo[fi].ulp.size());
+        quant.rows.push_back({Cell{unit_index}, Cell{static_cast<int64_t>(fi)}, Cell{fmts[fi]},
+                              Cell{u.dist}, Cell{u.k}, Cell{int64_t{u.samples}}, Cell{su.max},
+                              Cell{su.p99}, Cell{sr.max}, Cell{sr.p99},
+                              Cell{static_cast<double>(qo[fi].saturated) / n}, Cell{rtol},
+                              Cell{atol * (1 + 0x1p-40)}, Cell{spec.factor * su.max}});
+      }
+      int64_t item = 0;
+      for (const CrossSpec* c : u.cross) {
+        const size_t ia = static_cast<size_t>(std::find(fmts.begin(), fmts.end(), c->a) - fmts.begin());
+        const size_t ib = static_cast<size_t>(std::find(fmts.begin(), fmts.end(), c->b[0]) - fmts.begin());
+        std::vector<double> rel, diff;
+        std::vector<double> ref;
+        for (size_t i = 0; i < qo[ia].deq.size(); ++i) {
+          const double d = std::fabs(qo[ia].deq[i] - qo[ib].deq[i]);
+          diff.push_back(d);
+          ref.push_back(std::fabs(qo[ia].deq[i]));
+          rel.push_back(qo[ia].deq[i] != 0 ? d / std::fabs(qo[ia].deq[i]) : (d == 0 ? 0 : INFINITY));
+        }
+        // As for the quantize rows: rtol from the elements inside both formats' normal ranges.
+        const Summary sr = Summarize(rel);
+        const FormatSpec& fa_q = *FindFormat(fmts[ia]);
+        const FormatSpec& fb_q = *FindFormat(fmts[ib]);
+        auto normal_min = [](const FormatSpec& f) {
+          return std::ldexp(1.0, f.kind == FormatKind::kInteger ? 0 : f.d.emin);
+        };
+        double rel_normal = 0;
+        for (size_t i = 0; i < diff.size(); ++i) {
+          if (qo[ia].xabs[i] >= normal_min(fa_q) * qo[ia].scale[i] &&
+              qo[ib].xabs[i] >= normal_min(fb_q) * qo[ib].scale[i]) {
+            rel_normal = std::max(rel_normal, rel[i]);
+          }
+        }
+        const double rtol = spec.factor * rel_normal;
+        double atol = 0;
+        for (size_t i = 0; i < diff.size(); ++i) atol = std::max(atol, spec.factor * diff[i] - rtol * ref[i]);
+        cross.rows.push_back({Cell{unit_index}, Cell{item++}, Cell{std::string("quantize")},
+                              Cell{c->a + " vs " + c->b[0]}, Cell{c->name}, Cell{c->a},
+                              Cell{c->b[0]}, Cell{u.dist}, Cell{u.k},
+                              Cell{int64_t{u.samples}}, Cell{}, Cell{}, Cell{}, Cell{},
+                              Cell{sr.max}, Cell{}, Cell{}, Cell{}, Cell{rtol},
+                              Cell{atol * (1 + 0x1p-40)}});
+      }
+    } else {
+      const bool sum = u.op == "sum";
+      // Every platform this unit evaluates: the rows', then the cross pairs'.
+      std::vector<std::string> plats = u.platforms;
+      for (const CrossSpec* c : u.cross) {
+        for (const std::string& n : std::vector<std::string>{c->a}) {
+          if (std::find(plats.begin(), plats.end(), n) == plats.end()) plats.push_back(n);
+        }
+        for (const std::string& n : c->b) {
+          if (std::find(plats.begin(), plats.end(), n) == plats.end()) plats.push_back(n);
+        }
+      }
+      std::vector<PlatformInfo> infos;
+      for (const std::string& n : plats) infos.push_back(sweeper.Info(n, *u.dtype));
+      // obs[platform][sample]
+      std::vector<std::vector<Obs>> obs(infos.size(), std::vector<Obs>(static_cast<size_t>(u.samples)));
+      std::atomic<int> next{0};
+      auto work = [&]() {
+        for (int s = next++; s < u.samples; s = next++) {
+          // Inputs are shared by platforms with the same input formats.
+          std::map<std::pair<const FormatSpec*, const FormatSpec*>, std::unique_ptr<SampleInputs>> cache;
+          for (size_t pi = 0; pi < infos.size(); ++pi) {
+            const PlatformInfo& p = infos[pi];
+            auto& slot = cache[{p.fa, p.fb}];
+            if (!slot) {
+              slot = std::make_unique<SampleInputs>();
+              sweeper.MakeInputs(u, s, p, sum, *slot);
+            }
+            obs[pi][static_cast<size_t>(s)] = sweeper.Observe(p, *slot, sum);
+          }
+        }
+      };
+      std::vector<std::thread> pool;
+      for (int t = 1; t < threads; ++t) pool.emplace_back(work);
+      work();
+      for (std::thread& t : pool) t.join();
+
+      const double prob = spec.lambda * std::sqrt(static_cast<double>(u.k));
+      int64_t item = 0;
+      for (size_t pi = 0; pi < u.platforms.size(); ++pi) {
+        const PlatformInfo& p = infos[pi];
+        const std::vector<Obs>& o = obs[pi];
+        std::vector<double> ulp, bn, rel;
+        int non_finite = 0;
+        for (const Obs& x : o) {
+          ulp.push_back(x.finite ? x.ulp_err : INFINITY);
+          bn.push_back(x.finite ? x.bn : INFINITY);
+          rel.push_back(x.finite ? x.rel : INFINITY);
+          if (!x.finite) ++non_finite;
+        }
+        const Summary su = Summarize(ulp), sb = Summarize(bn), sr = Summarize(rel);
+        const Recommendation r = Recommend(o, spec.factor);
+        const DefaultTolerance dt = DefaultsFor(*p.out);
+        int torch_rej = 0, jax_rej = 0;
+        for (const Obs& x : o) {
+          torch_rej += Rejects(x.err, x.x, dt.torch_atol, dt.torch_rtol);
+          jax_rej += Rejects(x.err, x.x, dt.jax_tol, dt.jax_tol);
+        }
+        const double n = static_cast<double>(o.size());
+        const int64_t row_item = item++;
+        tol.rows.push_back({Cell{unit_index}, Cell{row_item}, Cell{u.op}, Cell{u.dtype->name},
+                            Cell{p.name}, Cell{std::string(p.fa->name)},
+                            Cell{std::string(p.out->name)}, Cell{AccumulatorName(p)},
+                            Cell{u.dist}, Cell{u.k},
+                            Cell{int64_t{u.samples}}, Cell{std::to_string(spec.seed)},
+                            Cell{su.max}, Cell{su.p99}, Cell{su.median}, Cell{sb.max},
+                            Cell{sb.p99}, Cell{sb.median}, Cell{sr.max}, Cell{sr.p99},
+                            Cell{sr.median}, Cell{r.bound_ulp}, Cell{r.bound_bn}, Cell{prob},
+                            Cell{r.ulp}, Cell{r.bn}, Cell{r.rtol}, Cell{r.atol},
+                            Cell{Note(r, sb, prob, non_finite, spec.factor)},
+                            Cell{dt.torch_rtol}, Cell{dt.torch_atol},
+                            Cell{torch_rej / n}, Cell{dt.jax_tol}, Cell{jax_rej / n}});
+        for (int m = 0; m < kMutations; ++m) {
+          if (std::isnan(o[0].mut_err[m])) {
+            power.rows.push_back({Cell{unit_index}, Cell{row_item * kMutations + m}, Cell{u.op},
+                                  Cell{u.dtype->name}, Cell{p.name}, Cell{u.dist}, Cell{u.k},
+                                  Cell{std::string(kMutationNames[m])}, Cell{}, Cell{}, Cell{},
+                                  Cell{}, Cell{}});
+            continue;
+          }
+          int ac = 0, ul = 0, bnr = 0, tr = 0, jr = 0;
+          for (const Obs& x : o) {
+            const double e = x.mut_err[m];
+            ac += Rejects(e, x.x, r.atol, r.rtol);
+            ul += !(e / x.ulp_x <= r.ulp);
+            bnr += !(x.us > 0 ? e / x.us <= r.bn : e == 0);
+            tr += Rejects(e, x.x, dt.torch_atol, dt.torch_rtol);
+            jr += Rejects(e, x.x, dt.jax_tol, dt.jax_tol);
+          }
+          power.rows.push_back({Cell{unit_index}, Cell{row_item * kMutations + m}, Cell{u.op},
+                                Cell{u.dtype->name}, Cell{p.name}, Cell{u.dist}, Cell{u.k},
+                                Cell{std::string(kMutationNames[m])}, Cell{ac / n}, Cell{ul / n},
+                                Cell{bnr / n}, Cell{tr / n}, Cell{jr / n}});
+        }
+      }
+      int64_t citem = 0;
+      for (const CrossSpec* c : u.cross) {
+        const size_t ia = static_cast<size_t>(std::find(plats.begin(), plats.end(), c->a) - plats.begin());
+        std::vector<double> dulp, dbn, drel, worst, dabs, aref;
+        for (int s = 0; s < u.samples; ++s) {
+          const Obs& a = obs[ia][static_cast<size_t>(s)];
+          double mu = 0, mb = 0, mr = 0, mw = 0, md = 0;
+          for (const std::string& bn : c->b) {
+            const size_t ib = static_cast<size_t>(std::find(plats.begin(), plats.end(), bn) - plats.begin());
+            const Obs& b = obs[ib][static_cast<size_t>(s)];
+            const double d = std::fabs(a.y - b.y);
+            double du = INFINITY;
+            if (infos[ia].out == infos[ib].out) {
+              const std::optional<int64_t> dist = UlpDistance(*infos[ia].out, a.y_bits, b.y_bits);
+              if (dist) du = std::fabs(static_cast<double>(*dist));
+            }
+            mu = std::max(mu, du);
+            md = std::max(md, d);
+            mb = std::max(mb, a.us > 0 ? d / a.us : (d == 0 ? 0 : INFINITY));
+            mr = std::max(mr, a.y != 0 ? d / std::fabs(a.y) : (d == 0 ? 0 : INFINITY));
+            const double w = a.bound + b.bound + std::fabs(a.x - b.x);
+            mw = std::max(mw, a.us > 0 ? w / a.us : INFINITY);
+          }
+          dulp.push_back(mu);
+          dbn.push_back(mb);
+          drel.push_back(mr);
+          worst.push_back(mw);
+          dabs.push_back(md);
+          aref.push_back(std::fabs(a.y));
+        }
+        const Summary su = Summarize(dulp), sb = Summarize(dbn), sr = Summarize(drel),
+                      sw = Summarize(worst);
+        std::vector<double> frel;
+        for (double r : drel) {
+          if (std::isfinite(r)) frel.push_back(r);
+        }
+        const double rtol = spec.factor * Summarize(frel).median;
+        double atol = 0;
+        for (size_t i = 0; i < dabs.size(); ++i) {
+          const Obs& a = obs[ia][i];
+          const double cap = worst[i] * a.us;
+          atol = std::max(atol, std::min(spec.factor * dabs[i], cap) - rtol * aref[i]);
+        }
+        cross.rows.push_back({Cell{unit_index}, Cell{citem++}, Cell{u.op}, Cell{u.dtype->name},
+                              Cell{c->name}, Cell{c->a}, Cell{b_labels[c->name]},
+                              Cell{u.dist}, Cell{u.k}, Cell{int64_t{u.samples}}, Cell{su.max},
+                              Cell{su.p99}, Cell{sb.max}, Cell{sb.p99}, Cell{sr.max},
+                              Cell{sw.max}, Cell{spec.factor * su.max},
+                              Cell{std::min(spec.factor * sb.max, sw.max)}, Cell{rtol},
+                              Cell{atol > 0 ? atol * (1 + 0x1p-40) : 0.0}});
+      }
+    }
+    ++done;
+    if (options.progress) options.progress(done, shard_units, u.Label());
+  }
+  report.tables = {std::move(tol), std::move(cross), std::move(power), std::move(quant)};
+  report.tables[0].description =
+      "One row per (op, dtype, platform, distribution, K). Errors are measured against the "
+      "exact value of the computation the platform was given. Recommended tolerances follow "
+      "the rule in the provenance; `note` says when a recommendation was capped by the "
+      "worst-case bound or lies above the probabilistic estimate lambda*sqrt(K).";
+  report.tables[1].description =
+      "Difference between two platforms' outputs on the same inputs (each quantizing them to its "
+      "own input format). An envelope (several b platforms) takes, per sample, the member "
+      "farthest from a. Use rec_rtol/rec_atol with the CUDA output as `expected`. The ULP "
+      "distance counts every representable value between the two outputs, so outputs of "
+      "opposite sign near zero give huge counts: under cancellation use the bound-normalized or "
+      "assert_close columns.";
+  report.tables[2].description =
+      "Fraction of known-wrong outputs each tolerance rejects (1 = catches every sample). A "
+      "value below 0.5 means the tolerance passes that bug more often than not.";
+  report.tables[3].description =
+      "Quantization of float inputs to 8-bit formats with a per-tensor scale amax / max "
+      "(int8: 127), RNE with saturation. rtol = factor * the largest relative error among "
+      "elements in the format's normal range; atol covers the subnormal and zero ones.";
+  return report;
+}
+
+}  // namespace fpconform::reports

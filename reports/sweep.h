@@ -1,0 +1,148 @@
+// The tolerance sweep behind `fpconform tolerance`: for every (op, dtype, distribution, K) it
+// draws pinned random inputs, runs them through every platform model of that dtype, measures
+// each output against the exact oracle, and turns the observations into recommended tolerances
+// with their power against known-wrong variants. The result is a Report (report.h) with the
+// tables "tolerance", "cross_platform", "power", "quantize" and the summaries "defaults" and
+// "rubric"; ToMarkdown renders the rubric-ready report.md.
+//
+// What is swept is data: a sweep file (TOML; the standard one is reports/standard_sweep.toml,
+// documented field by field in that file) names the seed, samples, K values, distributions,
+// dtypes with their platform models, the cross-platform pairs and the tolerance rule's factor.
+// Command-line filters (SweepFilter) narrow it; unknown names are errors listing the valid ones.
+//
+// Inputs (all from cases/pinned_random.h; sample s of unit u uses DeriveSeed(seed, {FNV-1a of
+// "op/dtype/distribution", K, s, operand}) so any thread count and any shard split draw the same
+// numbers):
+//   normal        N(0, 1)
+//   uniform_pm1   U(-1, 1)
+//   uniform_01    U(0, 1)                           (no cancellation)
+//   loguniform    +-(1 + U(0,1)) * 2^e, e uniform in [-8, 8]   (wide dynamic range)
+//   normal_sqrtk  N(0, 1) / sqrt(K) on both operands (products of unit scale after the sum)
+// The doubles are then cast to the platform's input format: RNE for float32/bfloat16/float16
+// (tfloat32 platforms receive float32 and convert as the model says); 8-bit floats and int8 get
+// a per-tensor scale s = fl32(amax / max_finite) (int8: 127) and q = RNE_sat(x / s), as scaled
+// FP8/INT8 kernels do; the output is then dequantized as fl32(y * fl32(s_a * s_b)).
+//
+// Measures per sample (oracles/error_measures.h): ULP error of the output in its format, the
+// bound-normalized error |y - x| / (u * sum|a_i b_i|) with u = 2^-p of the model's final
+// accumulator, and the relative error, all against the exact value x of the computation the
+// platform was given (its quantized inputs, times the scales). Worst-case bound: the model's
+// analytical bound (accumulation/evaluate.h), carried through the dequantization.
+//
+// Tolerance rule (also printed in the report): with f = factor (default 2):
+//   ULP:              min(f * max observed ULP error, max worst-case bound in ULP)
+//   bound-normalized: min(f * max observed, max worst-case bound, both in u * sum|a_i b_i|)
+//   assert_close:     rtol = f * median relative error; atol = max_i max(0, e_i' - rtol |x_i|)
+//                     with e_i' = min(f * |y_i - x_i|, worst-case bound_i) >= |y_i - x_i|
+// so every recommendation is >= every observed error of its row, and the ULP and
+// bound-normalized ones are <= the row's worst-case bound. The probabilistic estimate
+// lambda * sqrt(K) (Higham & Mary, SIAM J. Sci. Comput. 41(5), 2019, Thm. 3.1, in units of
+// u * sum|a_i b_i|; lambda from the sweep file) is printed beside the bound-normalized
+// recommendation; rows above it are flagged (biased rounding such as RZ grows like K, not sqrt K).
+//
+// Mutations (power table), each evaluated as the mutated computation's exact value rounded once
+// to the output format (so only the mutation, not extra rounding, is measured), except
+// bf16_accumulation, which is run as a sequential bfloat16 FMA chain model:
+//   bf16_accumulation  the whole sum accumulated in bfloat16 (RNE) instead of the platform's
+//   dropped_k_tile     one K tile (min(128, K/4) elements, a pinned random tile) left out
+//   doubled_k_tile     that tile added twice
+//   missing_scale      the dequantization forgets s_b (scaled dtypes only)
+//   transposed_operand b replaced by an unrelated vector of the same distribution (what reading
+//                      a square B transposed gives: the wrong elements, same statistics)
+//   sign_flip          one element a_j (pinned random j) negated
+// rejected fraction = share of samples whose mutated output falls outside the tolerance.
+//
+// Determinism: each unit's numbers depend only on the sweep file and the unit; rows are emitted
+// in unit order; threads only split samples. A shard (index i of n) runs units u with
+// u % n == i; MergeReports puts shard reports back together into the single-run report.
+#ifndef FPCONFORM_REPORTS_SWEEP_H_
+#define FPCONFORM_REPORTS_SWEEP_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "reports/report.h"
+
+namespace fpconform::reports {
+
+struct DtypeSpec {
+  std::string name;                  // Label, e.g. "bfloat16", "float8_e4m3", "int8".
+  std::vector<std::string> matmul;   // Platform model names (accumulation/models).
+  std::vector<std::string> sum;      // Models for the sum reduction.
+  bool integer = false;              // int8 x int8 -> int32 (exact), float32 rescale.
+};
+
+struct CrossSpec {
+  std::string name;                  // Row label, e.g. "H100 bf16 vs Trainium2 bf16 envelope".
+  std::string dtype;                 // A DtypeSpec name.
+  std::string a;                     // Reference platform (e.g. the CUDA one).
+  std::vector<std::string> b;        // Port platform(s) or model envelopes (MODEL_FORMAT.md,
+                                     // "Envelopes"); several = envelope (worst member).
+};
+
+struct SweepSpec {
+  std::string source;                // File it came from (provenance).
+  uint64_t seed = 0;
+  int samples = 0;                   // Per row, before the term budget.
+  int min_samples = 0;
+  int64_t max_terms_per_row = 0;     // samples(K) = clamp(max_terms / K, min_samples, samples).
+  double factor = 2;
+  double lambda = 1;
+  std::vector<std::string> ops;      // matmul, sum, quantize.
+  std::vector<int64_t> ks;
+  std::vector<std::string> distributions;
+  std::vector<DtypeSpec> dtypes;
+  std::vector<CrossSpec> cross;
+  std::vector<std::string> quantize_formats;  // Format names, e.g. float8_e4m3fn.
+  int64_t quantize_elements = 4096;           // Elements per quantized tensor.
+};
+
+// Valid names (for messages and --help).
+const std::vector<std::string>& ValidOps();
+const std::vector<std::string>& ValidDistributions();
+
+absl::StatusOr<SweepSpec> ParseSweepSpec(std::string_view toml_text, std::string_view file_name);
+absl::StatusOr<SweepSpec> LoadSweepSpec(const std::string& path);
+
+// Command-line narrowing; empty vectors keep everything. Names are checked against the spec.
+struct SweepFilter {
+  std::vector<std::string> ops, dtypes, platforms, distributions;
+  std::vector<int64_t> ks;          // Replace the spec's K list (any K >= 1).
+  int samples = 0;                  // > 0: replace samples (and min_samples if larger).
+  int64_t seed = -1;                // >= 0: replace the seed.
+  bool quick = false;               // Small K, few samples: under a minute.
+};
+absl::StatusOr<SweepSpec> ApplyFilter(SweepSpec spec, const SweepFilter& filter);
+
+struct SweepOptions {
+  std::string models_dir;
+  int threads = 1;
+  int shard_index = 0, shard_count = 1;
+  // Called from the calling thread after every unit: (units done, units in this shard, label).
+  std::function<void(int64_t, int64_t, const std::string&)> progress;
+};
+
+// Runs the sweep (or one shard of it). Errors: unknown models, bad shard.
+absl::StatusOr<Report> RunSweep(const SweepSpec& spec, const SweepOptions& options);
+
+// Combines shard reports (any order) into the report one run gives. Errors name the shard file
+// (as given in `names`) when they do not belong together, overlap or leave a shard out.
+absl::StatusOr<Report> MergeReports(const std::vector<Report>& shards,
+                                    const std::vector<std::string>& names);
+
+// Adds the summary tables ("rubric", "defaults") computed from the row tables. Deterministic.
+void AddSummaries(Report& report);
+
+// report.md.
+std::string ToMarkdown(const Report& report);
+
+// All files of a report directory: report.md, report.json, report.csv (tolerance), one CSV per
+// other table.
+std::vector<std::pair<std::string, std::string>> ReportFiles(const Report& report);
+
+}  // namespace fpconform::reports
+
+#endif  // FPCONFORM_REPORTS_SWEEP_H_
