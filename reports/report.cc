@@ -10,7 +10,7 @@
 #include <sstream>
 #include <system_error>
 
-#include "reports/strings_internal.h"
+#include "formats/str_cat.h"
 #include "nlohmann/json.hpp"
 
 namespace fpconform::reports {

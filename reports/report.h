@@ -56,6 +56,17 @@ struct Column {
   std::string description;  // One line.
 };
 
+// Column constructors for the common cases.
+inline Column IntColumn(std::string name, std::string description) {
+  return {std::move(name), ColumnType::kInt, "", std::move(description)};
+}
+inline Column StringColumn(std::string name, std::string description) {
+  return {std::move(name), ColumnType::kString, "", std::move(description)};
+}
+inline Column FloatColumn(std::string name, std::string unit, std::string description) {
+  return {std::move(name), ColumnType::kFloat, std::move(unit), std::move(description)};
+}
+
 // std::monostate: empty ("not applicable").
 using Cell = std::variant<std::monostate, int64_t, double, std::string>;
 

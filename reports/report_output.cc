@@ -6,7 +6,7 @@
 #include <set>
 #include <tuple>
 
-#include "reports/strings_internal.h"
+#include "formats/str_cat.h"
 #include "reports/sweep.h"
 
 namespace fpconform::reports {
@@ -53,11 +53,9 @@ double MaxNan(double a, double b) {
   return std::max(a, b);
 }
 
-Column I(std::string n, std::string d) { return {std::move(n), ColumnType::kInt, "", std::move(d)}; }
-Column S(std::string n, std::string d) { return {std::move(n), ColumnType::kString, "", std::move(d)}; }
-Column F(std::string n, std::string unit, std::string d) {
-  return {std::move(n), ColumnType::kFloat, std::move(unit), std::move(d)};
-}
+constexpr auto I = IntColumn;
+constexpr auto S = StringColumn;
+constexpr auto F = FloatColumn;
 
 void MdTable(std::string& out, const std::vector<std::string>& header,
              const std::vector<std::vector<std::string>>& rows) {

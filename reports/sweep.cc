@@ -14,7 +14,7 @@
 #include <set>
 #include <thread>
 
-#include "reports/strings_internal.h"
+#include "formats/str_cat.h"
 #include "accumulation/evaluate.h"
 #include "accumulation/model.h"
 #include "accumulation/model_catalog.h"
@@ -445,16 +445,41 @@ Recommendation Recommend(const std::vector<Obs>& obs, double factor) {
   return r;
 }
 
+// The elementwise (quantization) assert_close rule: rtol = factor * the largest relative error
+// err_i / ref_i among the elements inside the format's normal range (where RNE keeps it below
+// 2^-p), atol = max_i max(0, factor * err_i - rtol * ref_i) for the rest (subnormals, zeros).
+struct ElementwiseTolerance {
+  double rtol = 0, atol = 0;
+};
+ElementwiseTolerance ElementwiseRule(const std::vector<double>& err,
+                                     const std::vector<double>& ref_abs,
+                                     const std::vector<bool>& in_normal, double factor) {
+  double rel = 0;
+  for (size_t i = 0; i < err.size(); ++i) {
+    if (in_normal[i] && ref_abs[i] > 0) rel = std::max(rel, err[i] / ref_abs[i]);
+  }
+  ElementwiseTolerance t;
+  t.rtol = factor * rel;
+  for (size_t i = 0; i < err.size(); ++i) {
+    t.atol = std::max(t.atol, factor * err[i] - t.rtol * ref_abs[i]);
+  }
+  t.atol *= 1 + 0x1p-40;  // Covers the rounding of the comparison itself.
+  return t;
+}
+
+// Smallest normal magnitude of a format (1 for integers).
+double NormalMin(const FormatSpec& f) {
+  return std::ldexp(1.0, f.kind == FormatKind::kInteger ? 0 : f.d.emin);
+}
+
 bool Rejects(double err, double x, double atol, double rtol) {
   return !(err <= atol + rtol * std::fabs(x));
 }
 
 // ---- Table layouts. ----
-Column I(std::string n, std::string d) { return {std::move(n), ColumnType::kInt, "", std::move(d)}; }
-Column S(std::string n, std::string d) { return {std::move(n), ColumnType::kString, "", std::move(d)}; }
-Column F(std::string n, std::string unit, std::string d) {
-  return {std::move(n), ColumnType::kFloat, std::move(unit), std::move(d)};
-}
+constexpr auto I = IntColumn;
+constexpr auto S = StringColumn;
+constexpr auto F = FloatColumn;
 
 Table ToleranceTable() {
   Table t;
@@ -566,7 +591,8 @@ Table QuantizeTable() {
       F("ulp_p99", "ulp", "99th percentile"),
       F("rel_max", "", "max |q s - x| / |x|"),
       F("rel_p99", "", "99th percentile"),
-      F("saturated", "", "fraction of elements that saturated"),
+      F("saturated", "", "fraction of elements where saturation changed the result (RNE alone "
+                         "would have overflowed)"),
       F("rec_rtol", "", "recommended rtol (dequantized vs input)"),
       F("rec_atol", "", "recommended atol"),
       F("rec_ulp", "ulp", "recommended ULP tolerance"),
@@ -761,31 +787,31 @@ absl::StatusOr<Report> RunSweep(const SweepSpec& input_spec, const SweepOptions&
             qo[fi].xabs.push_back(std::fabs(x[i]));
             qo[fi].scale.push_back(q.scale);
             qo[fi].rel.push_back(x[i] != 0 ? e / std::fabs(x[i]) : (e == 0 ? 0 : INFINITY));
-            if (std::fabs(xs_v) > maxv) ++qo[fi].saturated;
+            // Saturation mattered only where plain RNE would have overflowed (OCP OFP8: beyond
+            // max + half an ulp); values just above max round to max either way.
+            const bool overflows =
+                f.kind == FormatKind::kInteger
+                    ? std::fabs(xs_v) >= maxv + 0.5
+                    : !std::isfinite(BitsToDouble(f, DoubleToFormat(f, xs_v, false)));
+            if (std::fabs(xs_v) > maxv && overflows) {
+              ++qo[fi].saturated;
+            }
             qo[fi].deq.push_back(deq);
           }
         }
         const Summary su = Summarize(qo[fi].ulp), sr = Summarize(qo[fi].rel);
-        // rtol from the elements in the format's normal range (relative error <= 2^-p there);
-        // atol covers the subnormal and zero ones.
-        const double normal_min = std::ldexp(1.0, f.kind == FormatKind::kInteger ? 0 : f.d.emin);
-        double rel_normal = 0;
-        for (size_t i = 0; i < qo[fi].rel.size(); ++i) {
-          if (qo[fi].xabs[i] >= normal_min * qo[fi].scale[i]) {
-            rel_normal = std::max(rel_normal, qo[fi].rel[i]);
-          }
+        std::vector<bool> in_normal(qo[fi].err.size());
+        for (size_t i = 0; i < in_normal.size(); ++i) {
+          in_normal[i] = qo[fi].xabs[i] >= NormalMin(f) * qo[fi].scale[i];
         }
-        const double rtol = spec.factor * rel_normal;
-        double atol = 0;
-        for (size_t i = 0; i < qo[fi].err.size(); ++i) {
-          atol = std::max(atol, spec.factor * qo[fi].err[i] - rtol * qo[fi].xabs[i]);
-        }
+        const ElementwiseTolerance et =
+            ElementwiseRule(qo[fi].err, qo[fi].xabs, in_normal, spec.factor);
         const double n = static_cast<double>(qo[fi].ulp.size());
         quant.rows.push_back({Cell{unit_index}, Cell{static_cast<int64_t>(fi)}, Cell{fmts[fi]},
                               Cell{u.dist}, Cell{u.k}, Cell{int64_t{u.samples}}, Cell{su.max},
                               Cell{su.p99}, Cell{sr.max}, Cell{sr.p99},
-                              Cell{static_cast<double>(qo[fi].saturated) / n}, Cell{rtol},
-                              Cell{atol * (1 + 0x1p-40)}, Cell{spec.factor * su.max}});
+                              Cell{static_cast<double>(qo[fi].saturated) / n}, Cell{et.rtol},
+                              Cell{et.atol}, Cell{spec.factor * su.max}});
       }
       int64_t item = 0;
       for (const CrossSpec* c : u.cross) {
@@ -803,25 +829,18 @@ absl::StatusOr<Report> RunSweep(const SweepSpec& input_spec, const SweepOptions&
         const Summary sr = Summarize(rel);
         const FormatSpec& fa_q = *FindFormat(fmts[ia]);
         const FormatSpec& fb_q = *FindFormat(fmts[ib]);
-        auto normal_min = [](const FormatSpec& f) {
-          return std::ldexp(1.0, f.kind == FormatKind::kInteger ? 0 : f.d.emin);
-        };
-        double rel_normal = 0;
+        std::vector<bool> in_normal(diff.size());
         for (size_t i = 0; i < diff.size(); ++i) {
-          if (qo[ia].xabs[i] >= normal_min(fa_q) * qo[ia].scale[i] &&
-              qo[ib].xabs[i] >= normal_min(fb_q) * qo[ib].scale[i]) {
-            rel_normal = std::max(rel_normal, rel[i]);
-          }
+          in_normal[i] = qo[ia].xabs[i] >= NormalMin(fa_q) * qo[ia].scale[i] &&
+                         qo[ib].xabs[i] >= NormalMin(fb_q) * qo[ib].scale[i];
         }
-        const double rtol = spec.factor * rel_normal;
-        double atol = 0;
-        for (size_t i = 0; i < diff.size(); ++i) atol = std::max(atol, spec.factor * diff[i] - rtol * ref[i]);
+        const ElementwiseTolerance et = ElementwiseRule(diff, ref, in_normal, spec.factor);
         cross.rows.push_back({Cell{unit_index}, Cell{item++}, Cell{std::string("quantize")},
                               Cell{c->a + " vs " + c->b[0]}, Cell{c->name}, Cell{c->a},
                               Cell{c->b[0]}, Cell{u.dist}, Cell{u.k},
                               Cell{int64_t{u.samples}}, Cell{}, Cell{}, Cell{}, Cell{},
-                              Cell{sr.max}, Cell{}, Cell{}, Cell{}, Cell{rtol},
-                              Cell{atol * (1 + 0x1p-40)}});
+                              Cell{sr.max}, Cell{}, Cell{}, Cell{}, Cell{et.rtol},
+                              Cell{et.atol}});
       }
     } else {
       const bool sum = u.op == "sum";

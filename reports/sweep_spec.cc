@@ -4,7 +4,7 @@
 #include <string>
 #include <toml++/toml.h>
 
-#include "reports/strings_internal.h"
+#include "formats/str_cat.h"
 #include "formats/format_spec.h"
 #include "reports/sweep.h"
 

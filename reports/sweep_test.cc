@@ -4,6 +4,9 @@
 #include "reports/sweep.h"
 
 #include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <string>
 
@@ -175,6 +178,27 @@ TEST_F(SweepTest, MergedShardsEqualTheSingleRun) {
   std::vector<Report> dup = {shards[0], shards[0], shards[1]};
   EXPECT_FALSE(MergeReports(dup, {"x", "y", "z"}).ok());
   EXPECT_FALSE(MergeReports({*single_}, {"full"}).ok());  // Not a shard.
+}
+
+// The tiny sweep's CSV files, pinned: the inputs come from pinned streams and every result is
+// exact arithmetic, so these bytes must be the same on every machine, compiler and thread count.
+// A change here is a change of results: review it, then regenerate with
+// FPCONFORM_UPDATE_GOLDEN=1 ./sweep_test --gtest_filter=*Golden*.
+TEST_F(SweepTest, CsvFilesMatchTheGoldenCopies) {
+  const std::string dir = std::string(FPCONFORM_REPORTS_SOURCE_DIR) + "/testdata/tiny_sweep";
+  const bool update = std::getenv("FPCONFORM_UPDATE_GOLDEN") != nullptr;
+  if (update) std::filesystem::create_directories(dir);
+  for (const auto& [name, content] : ReportFiles(*single_)) {
+    if (name.size() < 4 || name.substr(name.size() - 4) != ".csv") continue;
+    const std::string path = dir + "/" + name;
+    if (update) {
+      std::ofstream(path, std::ios::binary) << content;
+      continue;
+    }
+    absl::StatusOr<std::string> golden = ReadFileToString(path);
+    ASSERT_TRUE(golden.ok()) << golden.status();
+    EXPECT_EQ(content, *golden) << "differs from " << path;
+  }
 }
 
 TEST_F(SweepTest, FrameworkDefaultsAreReported) {
