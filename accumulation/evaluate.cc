@@ -11,6 +11,7 @@
 #include <sstream>
 #include <string>
 
+#include "accumulation/chain_walk.h"
 #include "accumulation/strings_internal.h"
 #include "formats/ops.h"
 #include "formats/round_pack.h"
@@ -183,6 +184,8 @@ double Up(double x) { return x * kUp; }
 
 class Evaluator {
  public:
+  using Node = ::fpconform::Node;  // The chain walk's node (chain_walk.h).
+
   Evaluator(const Model& model, const EvalOptions& options)
       : m_(model),
         opt_(options),
@@ -243,84 +246,11 @@ class Evaluator {
     const FormatSpec& final_format = m_.FinalAccumulatorFormat();
     Node c = Leaf(final_format, c_bits);
     const int k = static_cast<int>(leaves_.size());
-    Node total;
-    const Model::Chain& ch = m_.chain;
-    switch (ch.kind) {
-      case ChainKind::kSequential:
-        total = m_.adder.kind == AdderKind::kKahan ? Kahan(c, 0, k) : Sequential(c, 0, k);
-        break;
-      case ChainKind::kPairwise:
-        if (ch.chunk == 0) {
-          total = Combine(c, Pairwise(0, k));
-        } else {
-          // (((c + P(chunk_0)) + P(chunk_1)) + ...); at least one (possibly empty) chunk.
-          total = c;
-          int i = 0;
-          do {
-            total = Combine(total, Pairwise(i, std::min(k, i + ch.chunk)));
-            i += ch.chunk;
-          } while (i < k);
-        }
-        break;
-      case ChainKind::kSimd:
-        total = Simd(c);
-        break;
-      case ChainKind::kCascade:
-        total = Cascade(c);
-        break;
-      case ChainKind::kBlocked: {
-        total = c;
-        for (int i = 0; i < k; i += ch.block) {
-          total = Combine(total, Sequential(Zero(), i, std::min(k, i + ch.block)));
-        }
-        break;
-      }
-      case ChainKind::kStrided: {
-        std::vector<Node> accs(ch.ways, Zero());
-        accs[0] = c;
-        int unit = 0;
-        for (int i = 0; i < k; i += group_, ++unit) {
-          Node& acc = accs[unit % ch.ways];
-          acc = Step(acc, i, std::min(k, i + group_));
-        }
-        if (ch.combine == CombineOrder::kSequential) {
-          total = accs[0];
-          for (int j = 1; j < ch.ways; ++j) total = Combine(total, accs[j]);
-        } else {
-          total = Tree(accs, 0, ch.ways);
-        }
-        break;
-      }
-      case ChainKind::kSplitK: {
-        int slice = (k + ch.slices - 1) / ch.slices;
-        slice = (slice + group_ - 1) / group_ * group_;
-        std::vector<Node> parts;
-        for (int s = 0; s < ch.slices; ++s) {
-          const int lo = std::min(k, s * slice), hi = std::min(k, (s + 1) * slice);
-          parts.push_back(Sequential(Zero(), lo, hi));
-        }
-        std::vector<int> order(ch.slices);
-        for (int s = 0; s < ch.slices; ++s) order[s] = s;
-        if (ch.order == SplitOrder::kRandom) {
-          uint64_t state = opt_.seed ^ 0x5851F42D4C957F2Dull;
-          for (int s = ch.slices - 1; s > 0; --s) {
-            const uint64_t r = SplitMix(state);
-            std::swap(order[s], order[static_cast<int>(r % static_cast<uint64_t>(s + 1))]);
-          }
-        }
-        total = c;
-        for (int s : order) total = Combine(total, parts[s]);
-        break;
-      }
-      case ChainKind::kPromote: {
-        total = c;
-        for (int i = 0; i < k; i += ch.every) {
-          Node inner = Sequential(Zero(), i, std::min(k, i + ch.every));
-          total = Add2(total, inner, promote_, ch.promote_env);
-        }
-        break;
-      }
-    }
+    // Kahan's compensated loop is not a tree of additions: it runs here, not in the chain walk.
+    const Node total =
+        m_.chain.kind == ChainKind::kSequential && m_.adder.kind == AdderKind::kKahan
+            ? Kahan(c, 0, k)
+            : accumulation_internal::WalkChain(m_, k, opt_.seed, c, *this);
     // Output conversion.
     EvalResult out;
     const FormatSpec& of = *m_.output.format;
@@ -331,7 +261,7 @@ class Evaluator {
       OpEnv env = m_.output.env;
       if (env.rounding == Rounding::kStochastic) {
         uint64_t state = opt_.seed ^ 0x2545F4914F6CDD1Dull;
-        env.sr_random = SplitMix(state);
+        env.sr_random = accumulation_internal::SplitMix64(state);
       }
       out.bits = Convert(final_format, of, total.bits, env).bits;
       if (opt_.want_bound) {
@@ -344,13 +274,6 @@ class Evaluator {
   }
 
  private:
-  static uint64_t SplitMix(uint64_t& state) {
-    uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
-
   // The model's input conversion (inputs.convert_rounding, e.g. rtz for tf32), plus daz.
   OpEnv ConvEnv(bool daz) const {
     OpEnv e = m_.inputs.convert_env;
@@ -487,103 +410,13 @@ class Evaluator {
     return acc;
   }
 
-  // The SIMD loop (chain.kind = "simd"): `lanes` lane accumulators (lane 0 starts from c, the
-  // others from +0); vector step s hands lane l the unit s*lanes + l (units of `unit`
-  // consecutive products, added in index order or reversed); the products are padded with +0
-  // to whole vector steps (a zero-filled tail vector); then the lanes are reduced.
-  Node Simd(const Node& c) {
-    const Model::Chain& ch = m_.chain;
-    const int w = ch.lanes, u = ch.unit;
-    const int64_t k = static_cast<int64_t>(leaves_.size());
-    const int64_t per_step = int64_t{w} * u;
-    const int64_t steps = (k + per_step - 1) / per_step;
-    leaves_.resize(static_cast<size_t>(steps * per_step), Zero());
-    std::vector<Node> lanes(w, Zero());
-    lanes[0] = c;
-    for (int64_t s = 0; s < steps; ++s) {
-      for (int l = 0; l < w; ++l) {
-        const int64_t base = s * per_step + int64_t{l} * u;
-        for (int j = 0; j < u; ++j) {
-          const int64_t i = ch.unit_order == UnitOrder::kForward ? base + j : base + (u - 1 - j);
-          lanes[l] = Step(lanes[l], static_cast<int>(i), static_cast<int>(i) + 1);
-        }
-      }
-    }
-    switch (ch.reduce) {
-      case CombineOrder::kSequential: {
-        Node total = lanes[0];
-        for (int l = 1; l < w; ++l) total = Combine(total, lanes[l]);
-        return total;
-      }
-      case CombineOrder::kPairwise:
-        return Tree(lanes, 0, w);
-      case CombineOrder::kHalving:
-        for (int h = w / 2; h >= 1; h /= 2) {
-          for (int l = 0; l < h; ++l) lanes[l] = Combine(lanes[l], lanes[l + h]);
-        }
-        return lanes[0];
-    }
-    return lanes[0];
-  }
+  // The operations of the chain walk (accumulation/chain_walk.h): Zero above, then Combine, Step,
+  // Promote, RoundTerm and PadTerms.
+  friend class accumulation_internal::ChainWalk<Evaluator>;
 
-  // PyTorch's cascade sum (chain.kind = "cascade", MODEL_FORMAT.md): lane `lane` of a row of
-  // `vectors` vectors of `w` leaves (leaf of vector v = v*w + lane): ATen row_sum with
-  // ilp_factor 4 over multi_row_sum with 4 levels.
-  Node CascadeLane(int64_t vectors, int w, int lane) {
-    auto leaf = [&](int64_t v) { return static_cast<int>(v * w + lane); };
-    constexpr int kRows = 4, kLevels = 4;
-    const int64_t s = vectors / kRows;  // size_ilp.
-    const int64_t ceil_log2 = s <= 2 ? 1 : std::bit_width(static_cast<uint64_t>(s - 1));
-    const int64_t level_power = std::max<int64_t>(4, ceil_log2 / kLevels);
-    const int64_t level_step = int64_t{1} << level_power;
-    const int64_t level_mask = level_step - 1;
-    Node acc[kLevels][kRows];
-    for (auto& lv : acc) for (auto& a : lv) a = Zero();
-    int64_t i = 0;
-    while (i + level_step <= s) {
-      for (int64_t j = 0; j < level_step; ++j, ++i) {
-        for (int r = 0; r < kRows; ++r) {
-          const int li = leaf(i * kRows + r);
-          acc[0][r] = Step(acc[0][r], li, li + 1);
-        }
-      }
-      for (int j = 1; j < kLevels; ++j) {
-        for (int r = 0; r < kRows; ++r) {
-          acc[j][r] = Combine(acc[j][r], acc[j - 1][r]);
-          acc[j - 1][r] = Zero();
-        }
-        if ((i & (level_mask << (j * level_power))) != 0) break;
-      }
-    }
-    for (; i < s; ++i) {
-      for (int r = 0; r < kRows; ++r) {
-        const int li = leaf(i * kRows + r);
-        acc[0][r] = Step(acc[0][r], li, li + 1);
-      }
-    }
-    for (int j = 1; j < kLevels; ++j) {
-      for (int r = 0; r < kRows; ++r) acc[0][r] = Combine(acc[0][r], acc[j][r]);
-    }
-    Node p0 = acc[0][0];
-    for (int64_t v = s * kRows; v < vectors; ++v) p0 = Step(p0, leaf(v), leaf(v) + 1);
-    for (int r = 1; r < kRows; ++r) p0 = Combine(p0, acc[0][r]);
-    return p0;
+  Node Combine(const Node& x, const Node& y) {
+    return Add2(x, y, combine_, m_.accumulator.combine_env);
   }
-
-  Node Cascade(const Node& c) {
-    const int w = m_.chain.lanes;
-    const int64_t k = static_cast<int64_t>(leaves_.size());
-    if (k < w) return Combine(c, CascadeLane(k, 1, 0));  // Scalar row_sum (size0 < W).
-    const int64_t vectors = k / w;
-    Node fin = Zero();
-    for (int64_t i = vectors * w; i < k; ++i) {
-      fin = Step(fin, static_cast<int>(i), static_cast<int>(i) + 1);
-    }
-    for (int l = 0; l < w; ++l) fin = Combine(fin, CascadeLane(vectors, w, l));
-    return Combine(c, fin);
-  }
-
-  Node Combine(const Node& x, const Node& y) { return Add2(x, y, combine_, m_.accumulator.combine_env); }
 
   // One adder step: acc with leaves [lo, hi) (one leaf for ieee/fma; a group for fused).
   Node Step(const Node& acc, int lo, int hi) {
@@ -600,38 +433,15 @@ class Evaluator {
     return Add2(acc, leaves_[lo], acc_, m_.adder.env);
   }
 
-  Node Sequential(Node acc, int lo, int hi) {
-    for (int i = lo; i < hi; i += group_) acc = Step(acc, i, std::min(hi, i + group_));
-    return acc;
+  // outer + inner rounded into chain.format (chain.kind = "promote").
+  Node Promote(const Node& outer, const Node& inner) {
+    return Add2(outer, inner, promote_, m_.chain.promote_env);
   }
 
-  // Balanced tree: the first half takes ceil(n/2).
-  Node Tree(const std::vector<Node>& v, int lo, int hi) {
-    if (hi - lo == 1) return v[lo];
-    const int mid = lo + (hi - lo + 1) / 2;
-    return Combine(Tree(v, lo, mid), Tree(v, mid, hi));
-  }
+  Node RoundTerm(int i) { return RoundOne(leaves_[i]); }
 
-  Node Pairwise(int lo, int hi) {
-    const Model::Chain& ch = m_.chain;
-    const int n = hi - lo;
-    if (n == 0) return Zero();
-    if (n > ch.leaf) {
-      int mid = n / 2;
-      mid -= mid % ch.split_multiple;
-      if (mid > 0 && mid < n) return Combine(Pairwise(lo, lo + mid), Pairwise(lo + mid, hi));
-    }
-    if (ch.unroll == 1 || n < ch.unroll) return Sequential(Zero(), lo, hi);
-    std::vector<Node> r(ch.unroll);
-    for (int j = 0; j < ch.unroll; ++j) r[j] = RoundOne(leaves_[lo + j]);
-    int i = ch.unroll;
-    for (; i + ch.unroll <= n; i += ch.unroll) {
-      for (int j = 0; j < ch.unroll; ++j) r[j] = Step(r[j], lo + i + j, lo + i + j + 1);
-    }
-    Node acc = Tree(r, 0, ch.unroll);
-    for (; i < n; ++i) acc = Step(acc, lo + i, lo + i + 1);
-    return acc;
-  }
+  // The simd loop's zero-filled tail vector: leaves up to `total` are +0.
+  void PadTerms(int64_t total) { leaves_.resize(static_cast<size_t>(total), Zero()); }
 
   // A leaf as an accumulator value (exact when representable; -0 kept).
   Node RoundOne(const Node& leaf) {

@@ -9,6 +9,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "accumulation/chain_walk.h"
 #include "accumulation/evaluate.h"
 #include "formats/format_spec.h"
 #include "formats/ops.h"
@@ -25,12 +26,13 @@ std::string FormatLabel(const FormatSpec& f, int fraction_bits) {
   return s;
 }
 
-// Mirrors accumulation/evaluate.cc's Evaluator: each method returns the node that the
-// evaluator's method of the same name computes.
+// The tree of the chain walk (accumulation/chain_walk.h, shared with evaluate.cc's Evaluator):
+// each operation adds the node that the evaluator computes at the same point of the walk.
 class Builder {
  public:
+  using Node = int;  // The chain walk's node: an id in tree_.
+
   Builder(const Model& model, int n, uint64_t seed) : m_(model), n_(n), seed_(seed) {
-    group_ = model.adder.kind == AdderKind::kFused ? model.adder.group : 1;
     tree_.n = n;
   }
 
@@ -43,93 +45,37 @@ class Builder {
       default:
         return Unknown("adder.kind", static_cast<int>(m_.adder.kind));
     }
-    for (int i = 0; i < n_; ++i) leaves_.push_back(Leaf(Kind::kTerm, i));
-    const int c = Leaf(Kind::kInit, -1);
-    const int k = n_;
+    // Settings the walk would treat as another one (chain_walk.h) are refused here.
     const Model::Chain& ch = m_.chain;
-    int total = -1;
     switch (ch.kind) {
       case ChainKind::kSequential:
-        total = Sequential(c, 0, k);
-        break;
       case ChainKind::kPairwise:
-        if (ch.chunk == 0) {
-          total = Combine(c, Pairwise(0, k));
-        } else {
-          total = c;
-          int i = 0;
-          do {
-            total = Combine(total, Pairwise(i, std::min(k, i + ch.chunk)));
-            i += ch.chunk;
-          } while (i < k);
-        }
-        break;
       case ChainKind::kBlocked:
-        total = c;
-        for (int i = 0; i < k; i += ch.block) {
-          total = Combine(total, Sequential(Zero(), i, std::min(k, i + ch.block)));
-        }
+      case ChainKind::kSplitK:
+      case ChainKind::kPromote:
+      case ChainKind::kCascade:
         break;
-      case ChainKind::kStrided: {
-        std::vector<int> accs(ch.ways);
-        for (int& a : accs) a = Zero();
-        accs[0] = c;
-        int unit = 0;
-        for (int i = 0; i < k; i += group_, ++unit) {
-          int& acc = accs[unit % ch.ways];
-          acc = Step(acc, i, std::min(k, i + group_));
-        }
-        if (ch.combine == CombineOrder::kSequential) {
-          total = accs[0];
-          for (int j = 1; j < ch.ways; ++j) total = Combine(total, accs[j]);
-        } else if (ch.combine == CombineOrder::kPairwise) {
-          total = Tree(accs, 0, ch.ways);
-        } else {
+      case ChainKind::kStrided:
+        if (ch.combine != CombineOrder::kSequential && ch.combine != CombineOrder::kPairwise) {
           return Unknown("chain.combine", static_cast<int>(ch.combine));
         }
         break;
-      }
-      case ChainKind::kSplitK: {
-        int slice = (k + ch.slices - 1) / ch.slices;
-        slice = (slice + group_ - 1) / group_ * group_;
-        std::vector<int> parts;
-        for (int s = 0; s < ch.slices; ++s) {
-          const int lo = std::min(k, s * slice), hi = std::min(k, (s + 1) * slice);
-          parts.push_back(Sequential(Zero(), lo, hi));
+      case ChainKind::kSimd:
+        switch (ch.reduce) {
+          case CombineOrder::kSequential:
+          case CombineOrder::kPairwise:
+          case CombineOrder::kHalving:
+            break;
+          default:
+            return Unknown("chain.reduce", static_cast<int>(ch.reduce));
         }
-        std::vector<int> order(ch.slices);
-        for (int s = 0; s < ch.slices; ++s) order[s] = s;
-        if (ch.order == SplitOrder::kRandom) {
-          // The same Fisher-Yates shuffle and SplitMix64 stream as evaluate.cc.
-          uint64_t state = seed_ ^ 0x5851F42D4C957F2Dull;
-          for (int s = ch.slices - 1; s > 0; --s) {
-            const uint64_t r = SplitMix(state);
-            std::swap(order[s], order[static_cast<int>(r % static_cast<uint64_t>(s + 1))]);
-          }
-        }
-        total = c;
-        for (int s : order) total = Combine(total, parts[s]);
-        break;
-      }
-      case ChainKind::kPromote:
-        total = c;
-        for (int i = 0; i < k; i += ch.every) {
-          const int inner = Sequential(Zero(), i, std::min(k, i + ch.every));
-          total = AddNode(total, inner, Role::kPromote);
-        }
-        break;
-      case ChainKind::kSimd: {
-        absl::StatusOr<int> t = Simd(c);
-        if (!t.ok()) return t.status();
-        total = *t;
-        break;
-      }
-      case ChainKind::kCascade:
-        total = Cascade(c);
         break;
       default:
         return Unknown("chain.kind", static_cast<int>(ch.kind));
     }
+    for (int i = 0; i < n_; ++i) leaves_.push_back(Leaf(Kind::kTerm, i));
+    const int c = Leaf(Kind::kInit, -1);
+    int total = accumulation_internal::WalkChain(m_, n_, seed_, c, *this);
     const FormatSpec& final_format = m_.FinalAccumulatorFormat();
     if (m_.output.format != &final_format) {
       SumTree::Node cvt;
@@ -154,19 +100,16 @@ class Builder {
                                                  " is not a summation tree this builder knows"));
   }
 
-  static uint64_t SplitMix(uint64_t& state) {
-    uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
-
   int Leaf(Kind kind, int term) {
     SumTree::Node node;
     node.kind = kind;
     node.term = term;
     return tree_.Add(std::move(node));
   }
+
+  // The operations of the chain walk (accumulation/chain_walk.h): Zero, Combine, Step, Promote,
+  // RoundTerm and PadTerms.
+  friend class accumulation_internal::ChainWalk<Builder>;
 
   int Zero() { return Leaf(Kind::kZero, -1); }
 
@@ -194,143 +137,23 @@ class Builder {
 
   int TermOrPad(int i) { return i < n_ ? leaves_[i] : Zero(); }
 
-  int Sequential(int acc, int lo, int hi) {
-    for (int i = lo; i < hi; i += group_) acc = Step(acc, i, std::min(hi, i + group_));
-    return acc;
+  int Promote(int outer, int inner) { return AddNode(outer, inner, Role::kPromote); }
+
+  // RoundOne: a pairwise unroll lane starts at p_i rounded into the accumulator.
+  int RoundTerm(int i) {
+    SumTree::Node cvt;
+    cvt.kind = Kind::kConvert;
+    cvt.format = FormatLabel(*m_.accumulator.format, m_.accumulator.fraction_bits);
+    cvt.children = {leaves_[i]};
+    return tree_.Add(std::move(cvt));
   }
 
-  // Balanced tree: the first half takes ceil(n/2).
-  int Tree(const std::vector<int>& v, int lo, int hi) {
-    if (hi - lo == 1) return v[lo];
-    const int mid = lo + (hi - lo + 1) / 2;
-    return Combine(Tree(v, lo, mid), Tree(v, mid, hi));
-  }
-
-  int Pairwise(int lo, int hi) {
-    const Model::Chain& ch = m_.chain;
-    const int n = hi - lo;
-    if (n == 0) return Zero();
-    if (n > ch.leaf) {
-      int mid = n / 2;
-      mid -= mid % ch.split_multiple;
-      if (mid > 0 && mid < n) return Combine(Pairwise(lo, lo + mid), Pairwise(lo + mid, hi));
-    }
-    if (ch.unroll == 1 || n < ch.unroll) return Sequential(Zero(), lo, hi);
-    std::vector<int> r(ch.unroll);
-    for (int j = 0; j < ch.unroll; ++j) {
-      SumTree::Node cvt;  // RoundOne: the lane starts at p_j rounded into the accumulator.
-      cvt.kind = Kind::kConvert;
-      cvt.format = FormatLabel(*m_.accumulator.format, m_.accumulator.fraction_bits);
-      cvt.children = {leaves_[lo + j]};
-      r[j] = tree_.Add(std::move(cvt));
-    }
-    int i = ch.unroll;
-    for (; i + ch.unroll <= n; i += ch.unroll) {
-      for (int j = 0; j < ch.unroll; ++j) r[j] = Step(r[j], lo + i + j, lo + i + j + 1);
-    }
-    int acc = Tree(r, 0, ch.unroll);
-    for (; i < n; ++i) acc = Step(acc, lo + i, lo + i + 1);
-    return acc;
-  }
-
-  absl::StatusOr<int> Simd(int c) {
-    const Model::Chain& ch = m_.chain;
-    const int w = ch.lanes, u = ch.unit;
-    const int64_t per_step = int64_t{w} * u;
-    const int64_t steps = (n_ + per_step - 1) / per_step;
-    std::vector<int> lanes(w);
-    for (int& l : lanes) l = Zero();
-    lanes[0] = c;
-    for (int64_t s = 0; s < steps; ++s) {
-      for (int l = 0; l < w; ++l) {
-        const int64_t base = s * per_step + int64_t{l} * u;
-        for (int j = 0; j < u; ++j) {
-          const int64_t i = ch.unit_order == UnitOrder::kForward ? base + j : base + (u - 1 - j);
-          lanes[l] = Step(lanes[l], static_cast<int>(i), static_cast<int>(i) + 1);
-        }
-      }
-    }
-    switch (ch.reduce) {
-      case CombineOrder::kSequential: {
-        int total = lanes[0];
-        for (int l = 1; l < w; ++l) total = Combine(total, lanes[l]);
-        return total;
-      }
-      case CombineOrder::kPairwise:
-        return Tree(lanes, 0, w);
-      case CombineOrder::kHalving:
-        for (int h = w / 2; h >= 1; h /= 2) {
-          for (int l = 0; l < h; ++l) lanes[l] = Combine(lanes[l], lanes[l + h]);
-        }
-        return lanes[0];
-      default:
-        return Unknown("chain.reduce", static_cast<int>(ch.reduce));
-    }
-  }
-
-  // PyTorch's cascade sum (chain.kind = "cascade"): as evaluate.cc's CascadeLane / Cascade,
-  // ATen's row_sum with ilp_factor 4 over multi_row_sum with 4 levels, for lane `lane` of
-  // `vectors` vectors of w terms (term of vector v: v*w + lane).
-  int CascadeLane(int64_t vectors, int w, int lane) {
-    auto leaf = [&](int64_t v) { return static_cast<int>(v * w + lane); };
-    constexpr int kRows = 4, kLevels = 4;
-    const int64_t s = vectors / kRows;
-    const int64_t ceil_log2 = s <= 2 ? 1 : std::bit_width(static_cast<uint64_t>(s - 1));
-    const int64_t level_power = std::max<int64_t>(4, ceil_log2 / kLevels);
-    const int64_t level_step = int64_t{1} << level_power;
-    const int64_t level_mask = level_step - 1;
-    int acc[kLevels][kRows];
-    for (auto& lv : acc) {
-      for (int& a : lv) a = Zero();
-    }
-    int64_t i = 0;
-    while (i + level_step <= s) {
-      for (int64_t j = 0; j < level_step; ++j, ++i) {
-        for (int r = 0; r < kRows; ++r) {
-          const int li = leaf(i * kRows + r);
-          acc[0][r] = Step(acc[0][r], li, li + 1);
-        }
-      }
-      for (int j = 1; j < kLevels; ++j) {
-        for (int r = 0; r < kRows; ++r) {
-          acc[j][r] = Combine(acc[j][r], acc[j - 1][r]);
-          acc[j - 1][r] = Zero();
-        }
-        if ((i & (level_mask << (j * level_power))) != 0) break;
-      }
-    }
-    for (; i < s; ++i) {
-      for (int r = 0; r < kRows; ++r) {
-        const int li = leaf(i * kRows + r);
-        acc[0][r] = Step(acc[0][r], li, li + 1);
-      }
-    }
-    for (int j = 1; j < kLevels; ++j) {
-      for (int r = 0; r < kRows; ++r) acc[0][r] = Combine(acc[0][r], acc[j][r]);
-    }
-    int p0 = acc[0][0];
-    for (int64_t v = s * kRows; v < vectors; ++v) p0 = Step(p0, leaf(v), leaf(v) + 1);
-    for (int r = 1; r < kRows; ++r) p0 = Combine(p0, acc[0][r]);
-    return p0;
-  }
-
-  int Cascade(int c) {
-    const int w = m_.chain.lanes;
-    const int64_t k = n_;
-    if (k < w) return Combine(c, CascadeLane(k, 1, 0));  // Scalar row_sum.
-    const int64_t vectors = k / w;
-    int fin = Zero();
-    for (int64_t i = vectors * w; i < k; ++i) {
-      fin = Step(fin, static_cast<int>(i), static_cast<int>(i) + 1);
-    }
-    for (int l = 0; l < w; ++l) fin = Combine(fin, CascadeLane(vectors, w, l));
-    return Combine(c, fin);
-  }
+  // Nothing to pad: Step reads terms at or past n as +0 (TermOrPad).
+  void PadTerms(int64_t) {}
 
   const Model& m_;
   const int n_;
   const uint64_t seed_;
-  int group_ = 1;
   SumTree tree_;
   std::vector<int> leaves_;
 };
