@@ -210,25 +210,36 @@ absl::StatusOr<std::string> GetString(const json& j, std::string_view file,
   return j.get<std::string>();
 }
 
-absl::StatusOr<Cell> ParseCell(const json& j, ColumnType type, std::string_view file,
-                               const std::string& where) {
-  if (j.is_null()) return Cell{};
+// Writes the cell into *out (an out-parameter rather than StatusOr<Cell>: GCC 12 reports a false
+// -Wmaybe-uninitialized on moving a StatusOr of a variant in sanitizer builds).
+absl::Status ParseCell(const json& j, ColumnType type, std::string_view file,
+                       const std::string& where, Cell* out) {
+  if (j.is_null()) {
+    *out = std::monostate{};
+    return absl::OkStatus();
+  }
   switch (type) {
     case ColumnType::kInt:
-      if (j.is_number_integer()) return Cell{j.get<int64_t>()};
-      return JsonError(file, where, "expected int");
+      if (!j.is_number_integer()) return JsonError(file, where, "expected int");
+      *out = j.get<int64_t>();
+      return absl::OkStatus();
     case ColumnType::kFloat:
-      if (j.is_number()) return Cell{j.get<double>()};
+      if (j.is_number()) {
+        *out = j.get<double>();
+        return absl::OkStatus();
+      }
       if (j.is_string()) {
         const std::string s = j.get<std::string>();
-        if (s == "inf") return Cell{INFINITY};
-        if (s == "-inf") return Cell{-INFINITY};
-        if (s == "nan") return Cell{NAN};
+        if (s == "inf" || s == "-inf" || s == "nan") {
+          *out = s == "inf" ? INFINITY : s == "-inf" ? -INFINITY : NAN;
+          return absl::OkStatus();
+        }
       }
       return JsonError(file, where, "expected float");
     case ColumnType::kString:
-      if (j.is_string()) return Cell{j.get<std::string>()};
-      return JsonError(file, where, "expected string");
+      if (!j.is_string()) return JsonError(file, where, "expected string");
+      *out = j.get<std::string>();
+      return absl::OkStatus();
   }
   return JsonError(file, where, "bad column type");
 }
@@ -317,10 +328,13 @@ absl::StatusOr<Report> FromJson(std::string_view text, std::string_view file_nam
       std::vector<Cell> row;
       row.reserve(t.columns.size());
       for (size_t c = 0; c < t.columns.size(); ++c) {
-        absl::StatusOr<Cell> cell =
-            ParseCell(rows[r][c], t.columns[c].type, file_name, Cat(rw, "[", c, "]"));
-        if (!cell.ok()) return cell.status();
-        row.push_back(*std::move(cell));
+        Cell cell;
+        if (absl::Status s =
+                ParseCell(rows[r][c], t.columns[c].type, file_name, Cat(rw, "[", c, "]"), &cell);
+            !s.ok()) {
+          return s;
+        }
+        row.push_back(std::move(cell));
       }
       t.rows.push_back(std::move(row));
     }
