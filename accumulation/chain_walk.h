@@ -12,7 +12,8 @@
 //   Node Zero()                 a partial sum that starts at +0
 //   Node Step(acc, lo, hi)      one adder step: acc with terms [lo, hi) (one term for ieee/fma/
 //                               kahan, a group of up to adder.group terms for fused); the simd
-//                               loop passes indices at or past n: +0 padding
+//                               loop passes indices at or past n: +0 padding. A tree leaf is
+//                               Step(Zero(), lo, hi) (chain.kind = "tree")
 //   Node Combine(x, y)          a combine add (accumulator.rounding)
 //   Node Promote(outer, inner)  outer + inner rounded into chain.format (chain.kind = promote)
 //   Node RoundTerm(i)           term i rounded into the accumulator (a pairwise unroll lane start)
@@ -133,6 +134,17 @@ class ChainWalk {
         for (int s : order) total = ops_.Combine(total, parts[s]);
         break;
       }
+      case ChainKind::kTree: {
+        // Blocks of m units, each reduced by the explicit tree, added to c in order.
+        const int64_t block = int64_t{ch.tree_units} * group_;
+        total = c;
+        for (int64_t lo = 0; lo < k; lo += block) {
+          Node r{};
+          TreeNodeValue(ch.tree_root, lo, r);  // Present: unit 0 of the block starts below k.
+          total = ops_.Combine(total, r);
+        }
+        break;
+      }
       case ChainKind::kPromote:
         total = c;
         for (int i = 0; i < k; i += ch.every) {
@@ -148,6 +160,30 @@ class ChainWalk {
   Node Sequential(Node acc, int lo, int hi) {
     for (int i = lo; i < hi; i += group_) acc = ops_.Step(acc, i, std::min(hi, i + group_));
     return acc;
+  }
+
+  // chain.kind = "tree": the value of shape node `id` for the block whose unit 0 is term `lo`;
+  // false (and `out` untouched) when the node is absent (every unit below it starts at or past
+  // n: the pruned partial last block, MODEL_FORMAT.md). A leaf is one adder step from +0; a
+  // list folds its present children left to right with combine adds (one present child passes
+  // through). Recursion depth < 4096 (model.cc: <= 4096 leaves, every list >= 2 children).
+  bool TreeNodeValue(int id, int64_t lo, Node& out) {
+    const Model::Chain::TreeNode& t = m_.chain.tree[static_cast<size_t>(id)];
+    if (t.unit >= 0) {
+      const int64_t first = lo + int64_t{t.unit} * group_;
+      if (first >= n_) return false;
+      const int hi = static_cast<int>(std::min<int64_t>(n_, first + group_));
+      out = ops_.Step(ops_.Zero(), static_cast<int>(first), hi);
+      return true;
+    }
+    bool any = false;
+    for (int child : t.children) {
+      Node v{};
+      if (!TreeNodeValue(child, lo, v)) continue;
+      out = any ? ops_.Combine(out, v) : v;
+      any = true;
+    }
+    return any;
   }
 
   // Balanced tree: the first half takes ceil(n/2).

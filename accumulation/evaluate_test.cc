@@ -5,11 +5,14 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <limits>
+#include <span>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "accumulation/fast_eval.h"
 #include "cases/pinned_random.h"
 #include "formats/ops.h"
 #include "oracles/exact_sum.h"
@@ -673,6 +676,256 @@ TEST(EvaluateTest, ChunkedPairwiseMatchesReference) {
     } while (i < n);
     SCOPED_TRACE(testing::Message() << "case " << t << " n " << n);
     EXPECT_EQ(EvaluateSum(m, xb, 0)->bits, F32(want));
+  }
+}
+
+
+// ---- chain.kind = "tree" (MODEL_FORMAT.md): an explicit tree over blocks of m units. ----
+
+// An exact-product fma model (bfloat16 inputs, float32 accumulator) with the given [chain] body.
+Model ExactFmaModel(const std::string& chain) {
+  return MakeModel("[inputs]\na = \"bfloat16\"\n[product]\npolicy = \"exact\"\n[adder]\n"
+                   "kind = \"fma\"\n[accumulator]\nformat = \"float32\"\n[chain]\n" + chain);
+}
+
+// Random bfloat16 bits (the top half of a pinned float32; exponent 2^[-e, e]).
+uint64_t PinnedBf16(PinnedRng& rng, int e) { return PinnedF32(rng, e) >> 16; }
+
+TEST(EvaluateTest, TreeGoesToTheGenericEngine) {
+  const Model m = ExactFmaModel("kind = \"tree\"\nshape = \"((0 1) (2 3))\"\n");
+  EXPECT_FALSE(FastPathEligible(m));
+  EXPECT_STREQ(FastPathIneligibleReason(m), "chain.kind");
+  PinnedRng rng(DeriveSeed(4101, {}));
+  std::vector<uint64_t> a(37), b(37);
+  for (size_t i = 0; i < a.size(); ++i) {
+    a[i] = PinnedBf16(rng, 8);
+    b[i] = PinnedBf16(rng, 8);
+  }
+  const uint64_t c = PinnedF32(rng, 8);
+  const EvalResult r = *EvaluateDot(m, a, b, c), g = *GenericEvaluateDot(m, a, b, c);
+  EXPECT_EQ(r.bits, g.bits);
+  EXPECT_EQ(r.bound, g.bound);
+}
+
+// "((0 1) (2 3))" is pairwise with leaf 1 on K = 4 (c + ((p0 + p1) + (p2 + p3)), each p_i one
+// fma from +0), and the 8-leaf balanced tree is pairwise leaf 1 on K = 8. With chain.chunk = 4
+// (c + P(chunk_0)) + P(chunk_1) + ... it is the tree over any K whose last block has 1 or 2
+// units: the pruned tree of 2 units is (p0 + p1) = P(2), of 1 unit p0 = P(1). (A last block of 3
+// differs: pruned (p0 + p1) + p2, but P(3) = p0 + (p1 + p2).)
+TEST(EvaluateTest, TreeMatchesEquivalentPairwise) {
+  const Model tree4 = ExactFmaModel("kind = \"tree\"\nshape = \"((0 1) (2 3))\"\n");
+  const Model tree8 =
+      ExactFmaModel("kind = \"tree\"\nshape = \"(((0 1) (2 3)) ((4 5) (6 7)))\"\n");
+  const Model pw = ExactFmaModel("kind = \"pairwise\"\nleaf = 1\n");
+  const Model pw_chunk = ExactFmaModel("kind = \"pairwise\"\nleaf = 1\nchunk = 4\n");
+  for (uint64_t t = 0; t < 300; ++t) {
+    PinnedRng rng(DeriveSeed(4102, {t}));
+    // t >= 200: K = 4j + r with r in {0, 1, 2} (a last block of 1 or 2 units when r > 0).
+    const int k = t < 100   ? 4
+                  : t < 200 ? 8
+                            : 1 + static_cast<int>(4 * rng.Below(10) + rng.Below(3));
+    std::vector<uint64_t> a(k), b(k);
+    for (int i = 0; i < k; ++i) {
+      a[i] = PinnedBf16(rng, 10);
+      b[i] = PinnedBf16(rng, 10);
+    }
+    const uint64_t c = PinnedF32(rng, 10);
+    SCOPED_TRACE(testing::Message() << "case " << t << " k " << k);
+    if (k == 4) {
+      EXPECT_EQ(EvaluateDot(tree4, a, b, c)->bits, EvaluateDot(pw, a, b, c)->bits);
+    }
+    if (k == 8) {
+      EXPECT_EQ(EvaluateDot(tree8, a, b, c)->bits, EvaluateDot(pw, a, b, c)->bits);
+    }
+    if (k % 4 != 3) {
+      EXPECT_EQ(EvaluateDot(tree4, a, b, c)->bits, EvaluateDot(pw_chunk, a, b, c)->bits);
+    }
+  }
+}
+
+// A flat list folds left to right, so with representable terms (a sum of float32 values, or
+// products rounded into float32) "(0 1 ... m-1)" is "blocked" with block m, for every K (the
+// pruned partial last block is the sequential sum of its units).
+TEST(EvaluateTest, FlatTreeMatchesBlocked) {
+  const Model tree = MakeModel(std::string(kIeeeBase) +
+                               "[chain]\nkind = \"tree\"\nshape = \"(0 1 2 3 4 5 6)\"\n");
+  const Model blocked = MakeModel(std::string(kIeeeBase) + "[chain]\nkind = \"blocked\"\n"
+                                  "block = 7\n");
+  for (uint64_t t = 0; t < 200; ++t) {
+    PinnedRng rng(DeriveSeed(4103, {t}));
+    const int k = static_cast<int>(rng.Below(40));
+    std::vector<uint64_t> a(k), b(k);
+    for (int i = 0; i < k; ++i) {
+      a[i] = PinnedF32(rng, 12);
+      b[i] = PinnedF32(rng, 12);
+    }
+    const uint64_t c = PinnedF32(rng, 12);
+    SCOPED_TRACE(testing::Message() << "case " << t << " k " << k);
+    EXPECT_EQ(EvaluateDot(tree, a, b, c)->bits, EvaluateDot(blocked, a, b, c)->bits);
+    EXPECT_EQ(EvaluateSum(tree, a, c)->bits, EvaluateSum(blocked, a, c)->bits);
+  }
+}
+
+constexpr const char* kSumF32 =
+    "[inputs]\na = \"float32\"\n[adder]\nkind = \"ieee\"\n[accumulator]\nformat = \"float32\"\n";
+
+TEST(EvaluateTest, TreeDiffersFromSequentialByHand) {
+  // x = (1, 2^-24, 2^-24) in float32, c = +0.
+  // Sequential: (1 + 2^-24) is a tie between 1 and 1 + 2^-23 -> 1 (even); again -> 1: 0x3F800000.
+  // Tree "(0 (1 2))": 2^-24 + 2^-24 = 2^-23 exactly; 1 + 2^-23 is representable: 0x3F800001.
+  const std::vector<uint64_t> x = {0x3F800000, 0x33800000, 0x33800000};
+  const Model seq = MakeModel(std::string(kSumF32) + "[chain]\nkind = \"sequential\"\n");
+  const Model tree =
+      MakeModel(std::string(kSumF32) + "[chain]\nkind = \"tree\"\nshape = \"(0 (1 2))\"\n");
+  EXPECT_EQ(EvaluateSum(seq, x, 0)->bits, 0x3F800000u);
+  EXPECT_EQ(EvaluateSum(tree, x, 0)->bits, 0x3F800001u);
+  // K = 0 gives c itself (no add: -0 stays -0).
+  EXPECT_EQ(EvaluateSum(tree, {}, 0x80000000)->bits, 0x80000000u);
+}
+
+// The pruning rule of a partial last block against host float32 (-ffp-contract=off, rne):
+// shape "((0 3) (1 2))" (m = 4) on a block with r present units: r = 4: (x0 + x3) + (x1 + x2);
+// r = 3: x0 + (x1 + x2) (leaf 3 absent, (0 3) passes x0 through); r = 2: x0 + x1 ((1 2) passes
+// x1); r = 1: x0. Blocks are added to c in order.
+TEST(EvaluateTest, TreePrunesPartialLastBlock) {
+  const Model tree =
+      MakeModel(std::string(kSumF32) + "[chain]\nkind = \"tree\"\nshape = \"((0 3) (1 2))\"\n");
+  for (uint64_t t = 0; t < 200; ++t) {
+    PinnedRng rng(DeriveSeed(4104, {t}));
+    const int n = static_cast<int>(rng.Below(30));
+    std::vector<uint64_t> xb(n);
+    std::vector<float> x(n);
+    for (int i = 0; i < n; ++i) {
+      xb[i] = PinnedF32(rng, 12);
+      x[i] = std::bit_cast<float>(static_cast<uint32_t>(xb[i]));
+    }
+    const uint32_t cb = PinnedF32(rng, 12);
+    float want = std::bit_cast<float>(cb);
+    for (int lo = 0; lo < n; lo += 4) {
+      const float* v = x.data() + lo;
+      float blk = 0.0f;
+      switch (std::min(4, n - lo)) {
+        case 4: blk = (v[0] + v[3]) + (v[1] + v[2]); break;
+        case 3: blk = v[0] + (v[1] + v[2]); break;
+        case 2: blk = v[0] + v[1]; break;
+        default: blk = v[0]; break;
+      }
+      want = want + blk;
+    }
+    SCOPED_TRACE(testing::Message() << "case " << t << " n " << n);
+    EXPECT_EQ(EvaluateSum(tree, xb, cb)->bits, F32(want));
+  }
+}
+
+// The deepest legal shape (4096 leaves nested to the right, depth 4095) evaluates, matching host
+// float32 c + (x0 + (x1 + (... + (x4094 + x4095)))), with a finite bound.
+TEST(EvaluateTest, DeepestTreeEvaluates) {
+  constexpr int kM = 4096;
+  std::string shape;
+  for (int i = 0; i < kM - 1; ++i) {
+    shape.push_back('(');
+    shape.append(std::to_string(i));
+    shape.push_back(' ');
+  }
+  shape.append(std::to_string(kM - 1));
+  shape.append(kM - 1, ')');
+  const Model tree = MakeModel(std::string(kSumF32) + "[chain]\nkind = \"tree\"\nshape = \"" +
+                               shape + "\"\n");
+  ASSERT_EQ(tree.chain.tree_units, kM);
+  PinnedRng rng(DeriveSeed(4109, {}));
+  std::vector<uint64_t> xb(kM);
+  std::vector<float> x(kM);
+  for (int i = 0; i < kM; ++i) {
+    xb[i] = PinnedF32(rng, 12);
+    x[i] = std::bit_cast<float>(static_cast<uint32_t>(xb[i]));
+  }
+  float s = x[kM - 1];
+  for (int i = kM - 2; i >= 0; --i) s = x[i] + s;
+  const uint32_t c = PinnedF32(rng, 12);
+  const float want = std::bit_cast<float>(c) + s;
+  const EvalResult r = *EvaluateSum(tree, xb, c);
+  EXPECT_EQ(r.bits, F32(want));
+  EXPECT_TRUE(std::isfinite(r.bound));
+}
+
+// The analytical bound (from the tree's own Step/Combine nodes) holds against the exact oracle.
+void CheckTreeBound(const Model& m, const FormatSpec& in, int cases, int max_k, uint64_t seed) {
+  const FormatSpec& cf = m.FinalAccumulatorFormat();
+  for (uint64_t t = 0; t < static_cast<uint64_t>(cases); ++t) {
+    PinnedRng rng(DeriveSeed(seed, {t}));
+    const int k = 1 + static_cast<int>(rng.Below(static_cast<uint64_t>(max_k)));
+    std::vector<uint64_t> a(k), b(k);
+    OpEnv env;
+    for (int i = 0; i < k; ++i) {
+      a[i] = Convert(Float32(), in, PinnedF32(rng, 12), env).bits;
+      b[i] = Convert(Float32(), in, PinnedF32(rng, 12), env).bits;
+      if (t % 2 == 1 && i % 2 == 1) {  // Cancellation: b_i = -b_{i-1} on a_i = a_{i-1}.
+        a[i] = a[i - 1];
+        b[i] = b[i - 1] ^ in.d.sign_bit << in.pad_bits;
+      }
+    }
+    const uint64_t c = Convert(Float32(), cf, PinnedF32(rng, 12), env).bits;
+    const EvalResult r = *EvaluateDot(m, a, b, c);
+    ExactAccumulator diff = ExactDot(*m.inputs.a, a, *m.inputs.b, b, FormatValue{&cf, c});
+    diff.Add(*m.output.format, r.bits ^ (m.output.format->d.sign_bit << m.output.format->pad_bits));
+    OpEnv up;
+    up.rounding = Rounding::kUpward;
+    const double err = std::nextafter(
+        std::fabs(std::bit_cast<double>(diff.Round(Float64(), up).bits)), INFINITY);
+    SCOPED_TRACE(testing::Message() << "case " << t << " k " << k << " seed " << seed);
+    EXPECT_LE(err, r.bound * (1 + 0x1p-40) + std::numeric_limits<double>::denorm_min());
+    EXPECT_GT(r.bound, 0.0);
+  }
+}
+
+TEST(EvaluateTest, WithinBoundTree) {
+  CheckTreeBound(ExactFmaModel("kind = \"tree\"\nshape = \"((0 (1 2)) (3 4 5) 6)\"\n"), BFloat16(),
+                 1000, 60, 4105);
+  CheckTreeBound(MakeModel(std::string(kIeeeBase) +
+                           "[chain]\nkind = \"tree\"\nshape = \"(3 (1 0) 2)\"\n"
+                           "[output]\nformat = \"bfloat16\"\n"),
+                 Float32(), 1000, 60, 4106);
+  // Fused units (G = 4): a leaf is one fused group from +0.
+  CheckTreeBound(MakeModel("[inputs]\na = \"float16\"\n[adder]\nkind = \"fused\"\ngroup = 4\n"
+                           "fraction_bits = 23\n[accumulator]\nformat = \"float32\"\n"
+                           "[chain]\nkind = \"tree\"\nshape = \"((0 1) 2)\"\n"),
+                 Float16(), 1000, 50, 4107);
+}
+
+// A fused tree leaf is one fused step of its unit's G = 4 products from +0 (g_j: the sequential
+// fused model on unit j alone with c = +0), so "(0 1 2)" is c + ((g0 + g1) + g2) per block of 12
+// products (combine adds: float32 rne, here through a float32 sum model), pruned for K < 12.
+TEST(EvaluateTest, FusedTreeLeafIsOneGroupFromZero) {
+  const std::string fused = "[inputs]\na = \"float16\"\n[adder]\nkind = \"fused\"\ngroup = 4\n"
+                            "fraction_bits = 23\n[accumulator]\nformat = \"float32\"\n";
+  const Model tree = MakeModel(fused + "[chain]\nkind = \"tree\"\nshape = \"(0 1 2)\"\n");
+  const Model one = MakeModel(fused + "[chain]\nkind = \"sequential\"\n");
+  const Model add = MakeModel(std::string(kSumF32) + "[chain]\nkind = \"sequential\"\n");
+  for (uint64_t t = 0; t < 100; ++t) {
+    PinnedRng rng(DeriveSeed(4108, {t}));
+    const int k = 1 + static_cast<int>(rng.Below(12));  // One block, 1..3 units.
+    std::vector<uint64_t> a(k), b(k);
+    OpEnv env;
+    for (int i = 0; i < k; ++i) {
+      a[i] = Convert(Float32(), Float16(), PinnedF32(rng, 6), env).bits;
+      b[i] = Convert(Float32(), Float16(), PinnedF32(rng, 6), env).bits;
+    }
+    const uint64_t c = PinnedF32(rng, 6);
+    // Group values: one fused step of each unit's (up to) 4 products from +0.
+    std::vector<uint64_t> g;
+    for (int lo = 0; lo < k; lo += 4) {
+      const int hi = std::min(k, lo + 4);
+      g.push_back(EvaluateDot(one, std::span(a).subspan(lo, hi - lo),
+                              std::span(b).subspan(lo, hi - lo), 0)->bits);
+    }
+    // c + ((g0 + g1) + g2) as float32 combine adds (a flat list folds left to right).
+    uint64_t blk = g[0];
+    for (size_t j = 1; j < g.size(); ++j) {
+      blk = EvaluateSum(add, std::vector<uint64_t>{g[j]}, blk)->bits;
+    }
+    const uint64_t want = EvaluateSum(add, std::vector<uint64_t>{blk}, c)->bits;
+    SCOPED_TRACE(testing::Message() << "case " << t << " k " << k);
+    EXPECT_EQ(EvaluateDot(tree, a, b, c)->bits, want);
   }
 }
 

@@ -36,7 +36,7 @@ static_assert(sizeof(Model::Inputs) == 56, "Model::Inputs changed: extend MakePl
 static_assert(sizeof(Model::Product) == 40, "Model::Product changed: extend MakePlan");
 static_assert(sizeof(Model::Adder) == 48, "Model::Adder changed: extend MakePlan");
 static_assert(sizeof(Model::Accumulator) == 40, "Model::Accumulator changed: extend MakePlan");
-static_assert(sizeof(Model::Chain) == 96, "Model::Chain changed: extend MakePlan");
+static_assert(sizeof(Model::Chain) == 128, "Model::Chain changed: extend MakePlan");
 static_assert(sizeof(Model::Output) == 32, "Model::Output changed: extend MakePlan");
 
 std::atomic<uint64_t> g_fallbacks{0};

@@ -1,11 +1,13 @@
 #include "accumulation/model.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <fstream>
 #include <optional>
 #include <set>
 #include <sstream>
 #include <utility>
+#include <vector>
 
 #include <toml++/toml.h>
 
@@ -177,6 +179,97 @@ const toml::table* SubTable(Reader& r, const toml::table& root, std::string_view
   return t;
 }
 
+// Parses chain.shape (MODEL_FORMAT.md, chain.kind = "tree") into ch.tree, ch.tree_root and
+// ch.tree_units. Returns "" or the error (without the "file:line: chain.shape: " prefix).
+// Iterative (an explicit stack of open lists), so deeply nested text cannot exhaust the stack;
+// the result has at most 4096 leaves and every list >= 2 children, so its depth is < 4096.
+std::string ParseTreeShape(std::string_view s, Model::Chain& ch) {
+  constexpr int64_t kMaxLeaves = 4096;
+  std::vector<Model::Chain::TreeNode> nodes;
+  std::vector<std::pair<int, size_t>> open;  // (node, column of its '(').
+  struct Leaf {
+    int64_t value;
+    std::string_view text;
+  };
+  std::vector<Leaf> leaves;
+  int root = -1;
+  auto attach = [&](int id) {
+    if (open.empty()) {
+      root = id;
+    } else {
+      nodes[open.back().first].children.push_back(id);
+    }
+  };
+  size_t i = 0;
+  while (i < s.size()) {
+    const char ch_i = s[i];
+    const size_t col = i + 1;
+    if (ch_i == ' ' || ch_i == '\t' || ch_i == '\n' || ch_i == '\r') {
+      ++i;
+      continue;
+    }
+    const bool is_digit = ch_i >= '0' && ch_i <= '9';
+    if (ch_i != '(' && ch_i != ')' && !is_digit) {
+      return Cat("unexpected character '", std::string_view(&s[i], 1), "' at column ", col);
+    }
+    if (ch_i != ')' && open.empty() && root >= 0) {
+      return Cat("text after the tree at column ", col);
+    }
+    if (ch_i == '(') {
+      nodes.emplace_back();
+      const int id = static_cast<int>(nodes.size()) - 1;
+      attach(id);
+      open.emplace_back(id, col);
+      ++i;
+    } else if (ch_i == ')') {
+      if (open.empty()) return Cat("unbalanced parentheses: unmatched ')' at column ", col);
+      const auto [id, open_col] = open.back();
+      const size_t n = nodes[id].children.size();
+      if (n == 0) return Cat("empty list at column ", open_col);
+      if (n == 1) return Cat("a list needs at least 2 children (column ", open_col, ")");
+      open.pop_back();
+      ++i;
+    } else {
+      const size_t start = i;
+      int64_t v = 0;
+      for (; i < s.size() && s[i] >= '0' && s[i] <= '9'; ++i) {
+        v = std::min<int64_t>(v * 10 + (s[i] - '0'), int64_t{1} << 40);
+      }
+      if (static_cast<int64_t>(leaves.size()) == kMaxLeaves) {
+        return Cat("more than ", kMaxLeaves, " leaves");
+      }
+      leaves.push_back({v, s.substr(start, i - start)});
+      Model::Chain::TreeNode leaf;
+      leaf.unit = static_cast<int>(std::min<int64_t>(v, kMaxLeaves));  // Checked below.
+      nodes.push_back(std::move(leaf));
+      attach(static_cast<int>(nodes.size()) - 1);
+    }
+  }
+  if (!open.empty()) {
+    return Cat("unbalanced parentheses: missing ')' for the '(' at column ", open.back().second);
+  }
+  if (root < 0) return "empty shape";
+  const int64_t m = static_cast<int64_t>(leaves.size());
+  std::vector<bool> seen(static_cast<size_t>(m), false);
+  for (const Leaf& l : leaves) {
+    if (l.value < m) seen[static_cast<size_t>(l.value)] = true;
+  }
+  const int64_t missing = std::find(seen.begin(), seen.end(), false) - seen.begin();
+  std::fill(seen.begin(), seen.end(), false);
+  for (const Leaf& l : leaves) {
+    if (l.value >= m) {
+      return Cat("index ", l.text, " out of range 0..", m - 1, " (", m, " leaves; index ",
+                 missing, " is missing)");
+    }
+    if (seen[static_cast<size_t>(l.value)]) return Cat("duplicate index ", l.value);
+    seen[static_cast<size_t>(l.value)] = true;
+  }
+  ch.tree = std::move(nodes);
+  ch.tree_root = root;
+  ch.tree_units = static_cast<int>(m);
+  return "";
+}
+
 // Rejects `key` in `t` (it does not apply to the chosen kind).
 void Reject(Reader& r, const toml::table& t, std::string_view prefix, std::string_view key,
             std::string_view why) {
@@ -342,12 +435,11 @@ absl::StatusOr<Model> Parse(const toml::table& root, std::string_view file) {
     r.CheckKeys(*t, "chain",
                 {"kind", "leaf", "unroll", "split_multiple", "chunk", "block", "ways", "combine",
                  "slices", "order", "every", "format", "rounding", "lanes", "unit", "unit_order",
-                 "reduce"});
+                 "reduce", "shape"});
     int k = r.Choice(*t, "chain", "kind", true,
                      {"sequential", "pairwise", "blocked", "strided", "split_k", "promote",
                       "tree", "simd", "cascade"},
                      0, t);
-    if (k == 6) r.Fail(t->get("kind"), "chain.kind", "\"tree\" is reserved, not implemented");
     // Choice index -> (ChainKind, keys that apply).
     const std::map<int, std::pair<ChainKind, std::set<std::string_view>>> applies = {
         {0, {ChainKind::kSequential, {}}},
@@ -356,6 +448,7 @@ absl::StatusOr<Model> Parse(const toml::table& root, std::string_view file) {
         {3, {ChainKind::kStrided, {"ways", "combine"}}},
         {4, {ChainKind::kSplitK, {"slices", "order"}}},
         {5, {ChainKind::kPromote, {"every", "format", "rounding"}}},
+        {6, {ChainKind::kTree, {"shape"}}},
         {7, {ChainKind::kSimd, {"lanes", "unit", "unit_order", "reduce"}}},
         {8, {ChainKind::kCascade, {"lanes"}}}};
     if (auto it = applies.find(k); it != applies.end() && r.ok()) {
@@ -452,6 +545,12 @@ absl::StatusOr<Model> Parse(const toml::table& root, std::string_view file) {
       }
       case ChainKind::kCascade:
         if (auto v = r.Int(*t, "chain", "lanes", true, 1, 4096, t)) m.chain.lanes = int(*v);
+        break;
+      case ChainKind::kTree:
+        if (auto v = r.String(*t, "chain", "shape", true, t)) {
+          const std::string err = ParseTreeShape(*v, m.chain);
+          if (!err.empty()) r.Fail(t->get("shape"), "chain.shape", err);
+        }
         break;
     }
   }

@@ -47,7 +47,7 @@ enum class AdderKind : uint8_t { kIeee, kFma, kFused, kKahan };
 enum class Alignment : uint8_t { kTruncate, kRoundDown };
 enum class AlignmentExponent : uint8_t { kNominal, kActual };
 enum class ChainKind : uint8_t {
-  kSequential, kPairwise, kBlocked, kStrided, kSplitK, kPromote, kSimd, kCascade
+  kSequential, kPairwise, kBlocked, kStrided, kSplitK, kPromote, kSimd, kCascade, kTree
 };
 enum class CombineOrder : uint8_t { kSequential, kPairwise, kHalving };
 enum class UnitOrder : uint8_t { kForward, kReverse };
@@ -106,6 +106,18 @@ struct Model {
     int unit = 1;                                   // simd: products per lane step.
     UnitOrder unit_order = UnitOrder::kForward;     // simd.
     CombineOrder reduce = CombineOrder::kHalving;   // simd: lane reduction.
+    // tree: chain.shape as parsed by ParseModel (pre-order); tree[tree_root] is the root; a
+    // node is a leaf (unit >= 0, no children: the unit index within a block) or a list
+    // (unit = -1, >= 2 children, indices into tree). tree_units = m, the number of leaves
+    // (1..4096), each index 0..m-1 once. "((0 1) (2 3))" gives {list {1, 4}, list {2, 3},
+    // leaf 0, leaf 1, list {5, 6}, leaf 2, leaf 3}, root 0.
+    struct TreeNode {
+      int unit = -1;
+      std::vector<int> children;
+    };
+    std::vector<TreeNode> tree;
+    int tree_root = 0;
+    int tree_units = 0;
   } chain;
 
   struct Output {

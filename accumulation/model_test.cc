@@ -306,8 +306,8 @@ TEST(ModelTest, NewKeysErrorsNameFileLineAndField) {
       {"chunk range", "kind = \"simd\"\nlanes = 16\nunit = 2\nunit_order = \"reverse\"\n"
        "reduce = \"halving\"", "kind = \"pairwise\"\nchunk = 0",
        "s.toml:13: chain.chunk: must be an integer in 1..1073741824, got 0"},
-      {"tree still reserved", "kind = \"simd\"", "kind = \"tree\"",
-       "s.toml:12: chain.kind: \"tree\" is reserved"},
+      {"simd key on tree", "kind = \"simd\"", "kind = \"tree\"\nshape = \"(0 1)\"",
+       "s.toml:14: chain.lanes: does not apply to this chain.kind"},
       {"envelope read as model", "name = \"s\"", "envelope = [\"a\", \"b\"]\nname = \"s\"",
        "s.toml:1: envelope: this file is an envelope, not a model"},
   };
@@ -318,6 +318,140 @@ TEST(ModelTest, NewKeysErrorsNameFileLineAndField) {
     const std::string msg(m.status().message());
     EXPECT_EQ(msg.rfind(std::string("dir/") + c.expected, 0), 0u) << msg;
   }
+}
+
+// ---- chain.kind = "tree" (MODEL_FORMAT.md): chain.shape. ----
+
+// Line numbers below count from the first line of this text (line 1: name).
+constexpr const char* kTree = R"toml(name = "t"
+description = "tree test"
+[inputs]
+a = "float32"
+[adder]
+kind = "ieee"
+[accumulator]
+format = "float32"
+[chain]
+kind = "tree"
+shape = "((0 1) (2 3))"
+[provenance]
+"inputs.a" = "x"
+"adder.kind" = "x"
+"accumulator.format" = "x"
+"chain.kind" = "x"
+"chain.shape" = "x"
+)toml";
+
+TEST(ModelTest, ParsesTreeShape) {
+  absl::StatusOr<Model> m = ParseModel(kTree, "dir/t.toml");
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->chain.kind, ChainKind::kTree);
+  EXPECT_EQ(m->chain.tree_units, 4);
+  // Pre-order: list(0) -> {list(1) -> {leaf 0, leaf 1}, list(4) -> {leaf 2, leaf 3}}.
+  const auto& t = m->chain.tree;
+  ASSERT_EQ(t.size(), 7u);
+  EXPECT_EQ(m->chain.tree_root, 0);
+  EXPECT_EQ(t[0].unit, -1);
+  EXPECT_EQ(t[0].children, (std::vector<int>{1, 4}));
+  EXPECT_EQ(t[1].children, (std::vector<int>{2, 3}));
+  EXPECT_EQ(t[2].unit, 0);
+  EXPECT_EQ(t[3].unit, 1);
+  EXPECT_EQ(t[4].children, (std::vector<int>{5, 6}));
+  EXPECT_EQ(t[5].unit, 2);
+  EXPECT_EQ(t[6].unit, 3);
+  // `fpconform models show` lists the parameters generically: chain.shape is among them.
+  bool listed = false;
+  for (const auto& [k, v] : m->parameters) {
+    listed |= k == "chain.shape" && v == "\"((0 1) (2 3))\"";
+  }
+  EXPECT_TRUE(listed);
+
+  // A flat list, whitespace of every kind, a single leaf, and a permuted deep tree.
+  m = ParseModel(Replace(kTree, "((0 1) (2 3))", " ( 2\\t0 1\\n3 ) "), "dir/t.toml");
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->chain.tree_units, 4);
+  ASSERT_EQ(m->chain.tree.size(), 5u);
+  EXPECT_EQ(m->chain.tree[0].children, (std::vector<int>{1, 2, 3, 4}));
+  EXPECT_EQ(m->chain.tree[1].unit, 2);
+  EXPECT_EQ(m->chain.tree[4].unit, 3);
+  m = ParseModel(Replace(kTree, "((0 1) (2 3))", "0"), "dir/t.toml");
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->chain.tree_units, 1);
+  ASSERT_EQ(m->chain.tree.size(), 1u);
+  EXPECT_EQ(m->chain.tree[0].unit, 0);
+  m = ParseModel(Replace(kTree, "((0 1) (2 3))", "(((3 1) 0) 2)"), "dir/t.toml");
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->chain.tree_units, 4);
+
+  // 4096 leaves is the limit; one more is an error (below).
+  std::string big = "(";
+  for (int i = 0; i < 4096; ++i) big += std::to_string(4095 - i) + " ";
+  big += ")";
+  m = ParseModel(Replace(kTree, "((0 1) (2 3))", big), "dir/t.toml");
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->chain.tree_units, 4096);
+  EXPECT_EQ(m->chain.tree[1].unit, 4095);
+  // A fused adder takes any shape (a unit is a group).
+  m = ParseModel(Replace(Replace(kTree, "kind = \"ieee\"", "kind = \"fused\"\ngroup = 4\n"
+                                 "fraction_bits = 23"),
+                         "\"adder.kind\" = \"x\"", "\"adder.kind\" = \"x\"\n\"adder.group\" = "
+                         "\"x\"\n\"adder.fraction_bits\" = \"x\""),
+                 "dir/t.toml");
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->chain.tree_units, 4);
+}
+
+TEST(ModelTest, TreeShapeErrorsNameFileLineAndField) {
+  std::string too_many = "(";
+  for (int i = 0; i <= 4096; ++i) too_many += std::to_string(i) + " ";
+  too_many += ")";
+  const struct {
+    const char* comment;
+    std::string shape_line;  // Replaces line 11.
+    std::string expected;    // The whole message.
+  } cases[] = {
+      {"missing shape", "", "dir/t.toml:9: chain.shape: required key missing"},
+      {"shape type", "shape = 3", "dir/t.toml:11: chain.shape: must be a string"},
+      {"empty", "shape = \"  \"", "dir/t.toml:11: chain.shape: empty shape"},
+      {"unmatched close", "shape = \"(0 1))\"",
+       "dir/t.toml:11: chain.shape: unbalanced parentheses: unmatched ')' at column 6"},
+      {"missing close", "shape = \"((0 1) (2 3)\"",
+       "dir/t.toml:11: chain.shape: unbalanced parentheses: missing ')' for the '(' at column 1"},
+      {"missing inner close", "shape = \"((0 1 (2 3)\"",
+       "dir/t.toml:11: chain.shape: unbalanced parentheses: missing ')' for the '(' at column 2"},
+      {"empty list", "shape = \"((0 1) () 2)\"",
+       "dir/t.toml:11: chain.shape: empty list at column 8"},
+      {"one child", "shape = \"((0) 1)\"",
+       "dir/t.toml:11: chain.shape: a list needs at least 2 children (column 2)"},
+      {"two trees", "shape = \"(0 1) (2 3)\"",
+       "dir/t.toml:11: chain.shape: text after the tree at column 7"},
+      {"bad character", "shape = \"(0, 1)\"",
+       "dir/t.toml:11: chain.shape: unexpected character ',' at column 3"},
+      {"negative", "shape = \"(0 -1)\"",
+       "dir/t.toml:11: chain.shape: unexpected character '-' at column 4"},
+      {"out of range", "shape = \"((0 1) (4 3))\"",
+       "dir/t.toml:11: chain.shape: index 4 out of range 0..3 (4 leaves; index 2 is missing)"},
+      {"huge index", "shape = \"(0 99999999999999999999)\"",
+       "dir/t.toml:11: chain.shape: index 99999999999999999999 out of range 0..1 (2 leaves; "
+       "index 1 is missing)"},
+      {"duplicate", "shape = \"((0 1) (1 3))\"", "dir/t.toml:11: chain.shape: duplicate index 1"},
+      {"too many leaves", "shape = \"" + too_many + "\"",
+       "dir/t.toml:11: chain.shape: more than 4096 leaves"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.comment);
+    std::string text = Replace(kTree, "shape = \"((0 1) (2 3))\"", c.shape_line);
+    if (c.shape_line.empty()) text = Replace(text, "\"chain.shape\" = \"x\"\n", "");
+    absl::StatusOr<Model> m = ParseModel(text, "dir/t.toml");
+    ASSERT_FALSE(m.ok());
+    EXPECT_EQ(std::string(m.status().message()), c.expected);
+  }
+  // Kahan's correction does not fit a tree.
+  absl::StatusOr<Model> m = ParseModel(Replace(kTree, "kind = \"ieee\"", "kind = \"kahan\""),
+                                       "dir/t.toml");
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(std::string(m.status().message()),
+            "dir/t.toml:10: chain.kind: adder.kind = \"kahan\" needs chain.kind = \"sequential\"");
 }
 
 constexpr const char* kEnvelope = R"toml(name = "e"

@@ -54,6 +54,7 @@ class Builder {
       case ChainKind::kSplitK:
       case ChainKind::kPromote:
       case ChainKind::kCascade:
+      case ChainKind::kTree:
         break;
       case ChainKind::kStrided:
         if (ch.combine != CombineOrder::kSequential && ch.combine != CombineOrder::kPairwise) {

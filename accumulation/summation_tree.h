@@ -24,7 +24,7 @@
 //
 // Chain kinds handled: sequential, pairwise (leaf, unroll, split_multiple, chunk), blocked,
 // strided, split_k (fixed, and random with `seed` exactly as EvaluateDot's EvalOptions::seed),
-// promote, simd, cascade. Other chain kinds and adder kinds (kahan: a compensated sum is not a
+// promote, simd, cascade, tree. Other chain kinds and adder kinds (kahan: a compensated sum is not a
 // tree of additions) give Unimplemented naming the kind.
 //
 // The FPRev probe on a model (RevealModelTree): the black box is EvaluateDot (models with the

@@ -104,6 +104,27 @@ TEST(SummationTree, StridedSplitKBlockedPromote) {
   EXPECT_EQ(Text(blocked, 3), "((c +c ((0 + x0) + x1)) +c (0 + x2))");
 }
 
+TEST(SummationTree, ExplicitTree) {
+  // MODEL_FORMAT.md, chain.kind = "tree": leaves are adder steps from +0, a 2-list one combine
+  // add, a longer list a left fold; blocks of m = 4 units added to c in order; in the partial
+  // last block absent leaves are pruned and a list with one present child passes it through.
+  const Model m = MakeModel(R"(kind = "ieee")", "kind = \"tree\"\nshape = \"((3 0) 1 2)\"",
+                            "\"chain.shape\" = \"t\"\n");
+  EXPECT_EQ(Text(m, 0), "c");
+  EXPECT_EQ(Text(m, 4), "(c +c ((((0 + x3) +c (0 + x0)) +c (0 + x1)) +c (0 + x2)))");
+  // n = 6: block 2 has units 4, 5: (3 0) keeps only x4, then + x5; 2 is absent.
+  EXPECT_EQ(Text(m, 6), "((c +c ((((0 + x3) +c (0 + x0)) +c (0 + x1)) +c (0 + x2))) +c "
+                        "((0 + x4) +c (0 + x5)))");
+  // n = 1: one present leaf, no add at all inside the block.
+  EXPECT_EQ(Text(m, 1), "(c +c (0 + x0))");
+  // A fused unit is a group of G = 2 products: leaf 1 of "(1 0)" is x2, x3; n = 3 cuts unit 1.
+  const Model f = MakeModel("kind = \"fused\"\ngroup = 2\nfraction_bits = 25",
+                            "kind = \"tree\"\nshape = \"(1 0)\"",
+                            "\"adder.group\" = \"t\"\n\"adder.fraction_bits\" = \"t\"\n"
+                            "\"chain.shape\" = \"t\"\n");
+  EXPECT_EQ(Text(f, 3), "(c +c (fused[x2 0] +c fused[x0 x1 0]))");
+}
+
 // ---- The probe on host-double black boxes. ----
 
 TEST(Fprev, SequentialDoubleLoop) {

@@ -227,6 +227,12 @@ TEST(Fprev, ChainKindsWithoutPresets) {
       {"blocked 8 fused", Parse(fused, "kind = \"blocked\"\nblock = 8", bf16)},
       {"pairwise leaf 8 fused", Parse(fused, "kind = \"pairwise\"\nleaf = 8\nsplit_multiple = 4",
                                       bf16)},
+      // Explicit trees: an unbalanced permuted shape over blocks of 6 (n = 7, 37, 100 prune the
+      // last block), a flat 3-way fold, and one over fused units of 4 products.
+      {"tree ((3 0) (1 (5 2)) 4)",
+       Parse(ieee, "kind = \"tree\"\nshape = \"((3 0) (1 (5 2)) 4)\"")},
+      {"tree (2 0 1)", Parse(ieee, "kind = \"tree\"\nshape = \"(2 0 1)\"")},
+      {"tree fused ((1 2) 0)", Parse(fused, "kind = \"tree\"\nshape = \"((1 2) 0)\"", bf16)},
   };
   for (const auto& [label, model] : models) {
     SCOPED_TRACE(label);
