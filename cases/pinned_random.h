@@ -1,8 +1,9 @@
 // Pinned random generation: the same bits on every machine, compiler, thread count and shard
-// (DESIGN.md, "Reproducible"). Nothing here uses std::*_distribution, absl::BitGen or libm
-// transcendentals (whose last bits differ between C libraries): only integer mixing and the
-// IEEE basic operations (+ - * / sqrt, exactly rounded by IEEE 754 and never contracted, since
-// the project builds with -ffp-contract=off) and exact scalings by powers of two.
+// (DESIGN.md, "Reproducible"). Nothing here uses the standard library's distribution classes,
+// Abseil's bit generators or libm transcendentals (whose last bits differ between C
+// libraries): only integer mixing and the IEEE basic operations (+ - * / sqrt, exactly rounded
+// by IEEE 754 and never contracted, since the project builds with -ffp-contract=off) and exact
+// scalings by powers of two.
 //
 // Streams: a stream is named by (seed, key_1, key_2, ...) through DeriveSeed, so that case i of
 // row r of a sweep draws the same numbers whichever thread or shard computes it.
