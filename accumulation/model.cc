@@ -287,21 +287,14 @@ bool ValidName(std::string_view s) {
   return true;
 }
 
-absl::StatusOr<Model> Parse(const toml::table& root, std::string_view file) {
-  Reader r(file);
-  Model m;
-  if (const toml::node* env = root.get("envelope")) {
-    r.Fail(env, "envelope", "this file is an envelope, not a model (LoadEnvelopeFile, "
-                            "ModelCatalog::FindEnvelope)");
-    return r.status();
-  }
-  r.CheckKeys(root, "",
-              {"name", "description", "operations", "inputs", "product", "adder", "accumulator",
-               "chain", "output", "provenance"});
-  // Top level.
+
+// `name` (a valid preset name equal to the file's stem when the file is a .toml) and the one-line
+// `description`, shared by model and envelope files.
+void ReadNameAndDescription(Reader& r, const toml::table& root, std::string_view file,
+                            std::string* name, std::string* description) {
   if (auto s = r.String(root, "", "name", true, nullptr)) {
     if (!ValidName(*s)) r.Fail(root.get("name"), "name", "must match [a-z0-9.-]+");
-    m.name = *s;
+    *name = *s;
     if (file.size() > 5 && file.substr(file.size() - 5) == ".toml") {
       std::string_view stem = file.substr(0, file.size() - 5);
       if (size_t slash = stem.find_last_of('/'); slash != std::string_view::npos) {
@@ -317,8 +310,23 @@ absl::StatusOr<Model> Parse(const toml::table& root, std::string_view file) {
     if (s->find('\n') != std::string::npos) {
       r.Fail(root.get("description"), "description", "must be one line");
     }
-    m.description = *s;
+    *description = *s;
   }
+}
+
+absl::StatusOr<Model> Parse(const toml::table& root, std::string_view file) {
+  Reader r(file);
+  Model m;
+  if (const toml::node* env = root.get("envelope")) {
+    r.Fail(env, "envelope", "this file is an envelope, not a model (LoadEnvelopeFile, "
+                            "ModelCatalog::FindEnvelope)");
+    return r.status();
+  }
+  r.CheckKeys(root, "",
+              {"name", "description", "operations", "inputs", "product", "adder", "accumulator",
+               "chain", "output", "provenance"});
+  // Top level.
+  ReadNameAndDescription(r, root, file, &m.name, &m.description);
   if (const toml::node* ops = root.get("operations"); ops != nullptr && r.ok()) {
     const toml::array* arr = ops->as_array();
     if (arr == nullptr) {
@@ -640,26 +648,7 @@ absl::StatusOr<Envelope> ParseEnvelopeTable(const toml::table& root, std::string
   Reader r(file);
   Envelope e;
   r.CheckKeys(root, "", {"name", "description", "envelope", "provenance"});
-  if (auto s = r.String(root, "", "name", true, nullptr)) {
-    if (!ValidName(*s)) r.Fail(root.get("name"), "name", "must match [a-z0-9.-]+");
-    e.name = *s;
-    if (file.size() > 5 && file.substr(file.size() - 5) == ".toml") {
-      std::string_view stem = file.substr(0, file.size() - 5);
-      if (size_t slash = stem.find_last_of('/'); slash != std::string_view::npos) {
-        stem = stem.substr(slash + 1);
-      }
-      if (stem != *s) {
-        r.Fail(root.get("name"), "name",
-               Cat("must equal the file's stem \"", stem, "\", got \"", *s, "\""));
-      }
-    }
-  }
-  if (auto s = r.String(root, "", "description", true, nullptr)) {
-    if (s->find('\n') != std::string::npos) {
-      r.Fail(root.get("description"), "description", "must be one line");
-    }
-    e.description = *s;
-  }
+  ReadNameAndDescription(r, root, file, &e.name, &e.description);
   if (r.ok()) {
     const toml::node* n = root.get("envelope");
     const toml::array* arr = n != nullptr ? n->as_array() : nullptr;
