@@ -287,7 +287,6 @@ bool ValidName(std::string_view s) {
   return true;
 }
 
-
 // `name` (a valid preset name equal to the file's stem when the file is a .toml) and the one-line
 // `description`, shared by model and envelope files.
 void ReadNameAndDescription(Reader& r, const toml::table& root, std::string_view file,
