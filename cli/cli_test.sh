@@ -173,6 +173,31 @@ grep -q "unknown model 'no-such' in .*(valid: .*cpu-f32-seq" "$TMP/err" \
 "$BIN" reveal cpu-f32-seq --n 3 --format svg > /dev/null 2>&1; expect_rc "reveal --format svg" "$?" 2
 "$BIN" reveal --help > /dev/null 2>&1; expect_rc "reveal --help" "$?" 0
 
+# ---- tolerance / merge: a tiny sweep, shards merged back byte for byte, atomic output ----
+tiny=(--quick --dtypes bfloat16,float8_e4m3fn --platforms nvidia-h100-bf16,trainium2-bf16 --k 64
+      --samples 6 --no-html --progress never)
+"$BIN" tolerance "${tiny[@]}" --threads 1 --out "$TMP/full" 2>"$TMP/err"
+expect_rc "tolerance" "$?" 0
+for f in report.md report.csv report.json cross_platform.csv power.csv quantize.csv rubric.csv \
+         defaults.csv; do
+  [ -s "$TMP/full/$f" ] || fail "tolerance: $f missing or empty"
+done
+grep -q '^## matmul: recommended tolerances' "$TMP/full/report.md" || fail "report.md: no matmul table"
+"$BIN" tolerance "${tiny[@]}" --threads 2 --shard 1/2 --out "$TMP/s1" 2>/dev/null
+expect_rc "tolerance --shard 1/2" "$?" 0
+"$BIN" tolerance "${tiny[@]}" --threads 2 --shard 2/2 --out "$TMP/s2" 2>/dev/null
+"$BIN" merge "$TMP/s2" "$TMP/s1" --out "$TMP/merged" --no-html 2>/dev/null
+expect_rc "merge" "$?" 0
+for f in report.csv report.json power.csv cross_platform.csv rubric.csv; do
+  cmp -s "$TMP/full/$f" "$TMP/merged/$f" || fail "merge: $f differs from the single run"
+done
+"$BIN" merge "$TMP/s1" --out "$TMP/bad" --no-html 2>"$TMP/err"; expect_rc "merge missing shard" "$?" 2
+grep -q "shard 2/2 missing" "$TMP/err" || fail "merge missing shard message: $(cat "$TMP/err")"
+[ -e "$TMP/bad" ] && fail "merge: a failed merge left $TMP/bad"
+"$BIN" tolerance --platforms nope --out "$TMP/x" 2>"$TMP/err"; expect_rc "tolerance unknown platform" "$?" 2
+grep -q "unknown platform 'nope' (valid: " "$TMP/err" || fail "unknown platform message: $(cat "$TMP/err")"
+"$BIN" tolerance --shard 3/2 --out "$TMP/x" 2>/dev/null; expect_rc "tolerance --shard 3/2" "$?" 2
+
 if (( FAILS > 0 )); then
   echo "$FAILS check(s) failed"
   exit 1

@@ -122,10 +122,12 @@ CLI::App* AddToleranceCommand(CLI::App& root, ToleranceOptions& o) {
                   "Input distributions (comma list): normal, uniform_pm1, uniform_01, "
                   "loguniform, normal_sqrtk");
   app->add_option("--samples", o.samples, "Samples per row (maximum; large K may use fewer, "
-                                          "see the sweep file)");
-  app->add_option("--seed", o.seed, "Seed (default: the sweep file's)");
+                                          "see the sweep file)")
+      ->check(CLI::Range(1, 1000000));
+  app->add_option("--seed", o.seed, "Seed (default: the sweep file's)")->check(CLI::NonNegativeNumber);
   app->add_option("--threads", o.threads, "Worker threads (default: all cores); results do not "
-                                          "depend on it");
+                                          "depend on it")
+      ->check(CLI::Range(1, 1024));
   app->add_option("--out", o.out, "Report directory (replaced atomically)")->capture_default_str();
   app->add_flag("--quick", o.quick, "Small sweep (K 64, 256, 1024; 24 samples; two "
                                     "distributions): under a minute");
@@ -135,7 +137,8 @@ CLI::App* AddToleranceCommand(CLI::App& root, ToleranceOptions& o) {
   app->add_flag("--no-html", o.no_html, "Skip report.html");
   app->add_option("--progress", o.progress, "Progress on stderr: auto (a terminal, not CI), "
                                             "always, never")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "always", "never"}));
   app->footer(
       "Examples:\n"
       "  fpconform tolerance                                   # the standard table -> "
