@@ -621,24 +621,32 @@ absl::StatusOr<Model> Parse(const toml::table& root, std::string_view file) {
   return m;
 }
 
+// Parses `text` as TOML and hands the table to `parse_table` (which may throw on a toml++ type
+// error): every failure becomes InvalidArgument naming the file (and the line for syntax errors).
+template <typename T, typename ParseTable>
+absl::StatusOr<T> ParseTomlFile(std::string_view text, std::string_view file_name,
+                                ParseTable parse_table) {
+  const std::string file(file_name);
+  toml::table root;
+  try {
+    root = toml::parse(text, file);
+  } catch (const toml::parse_error& e) {
+    return absl::InvalidArgumentError(
+        Cat(file, ":", e.source().begin.line, ": TOML syntax: ", e.description()));
+  } catch (const std::exception& e) {
+    return absl::InvalidArgumentError(Cat(file, ": ", e.what()));
+  }
+  try {
+    return parse_table(root, file);
+  } catch (const std::exception& e) {
+    return absl::InvalidArgumentError(Cat(file, ": ", e.what()));
+  }
+}
+
 }  // namespace
 
 absl::StatusOr<Model> ParseModel(std::string_view toml_text, std::string_view file_name) {
-  const std::string file = file_name.empty() ? std::string("<model>") : std::string(file_name);
-  toml::table root;
-  try {
-    root = toml::parse(toml_text, file);
-  } catch (const toml::parse_error& e) {
-    return absl::InvalidArgumentError(Cat(file, ":", e.source().begin.line,
-                                                   ": TOML syntax: ", e.description()));
-  } catch (const std::exception& e) {
-    return absl::InvalidArgumentError(Cat(file, ": ", e.what()));
-  }
-  try {
-    return Parse(root, file);
-  } catch (const std::exception& e) {
-    return absl::InvalidArgumentError(Cat(file, ": ", e.what()));
-  }
+  return ParseTomlFile<Model>(toml_text, file_name.empty() ? "<model>" : file_name, Parse);
 }
 
 namespace {
@@ -714,21 +722,8 @@ absl::StatusOr<std::string> ReadText(const std::string& path, std::string_view w
 }  // namespace
 
 absl::StatusOr<Envelope> ParseEnvelope(std::string_view toml_text, std::string_view file_name) {
-  const std::string file = file_name.empty() ? std::string("<envelope>") : std::string(file_name);
-  toml::table root;
-  try {
-    root = toml::parse(toml_text, file);
-  } catch (const toml::parse_error& e) {
-    return absl::InvalidArgumentError(Cat(file, ":", e.source().begin.line,
-                                          ": TOML syntax: ", e.description()));
-  } catch (const std::exception& e) {
-    return absl::InvalidArgumentError(Cat(file, ": ", e.what()));
-  }
-  try {
-    return ParseEnvelopeTable(root, file);
-  } catch (const std::exception& e) {
-    return absl::InvalidArgumentError(Cat(file, ": ", e.what()));
-  }
+  return ParseTomlFile<Envelope>(toml_text, file_name.empty() ? "<envelope>" : file_name,
+                                 ParseEnvelopeTable);
 }
 
 absl::StatusOr<Envelope> LoadEnvelopeFile(const std::string& path) {

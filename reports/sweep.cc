@@ -846,13 +846,12 @@ absl::StatusOr<Report> RunSweep(const SweepSpec& input_spec, const SweepOptions&
       const bool sum = u.op == "sum";
       // Every platform this unit evaluates: the rows', then the cross pairs'.
       std::vector<std::string> plats = u.platforms;
+      auto add = [&plats](const std::string& n) {
+        if (std::find(plats.begin(), plats.end(), n) == plats.end()) plats.push_back(n);
+      };
       for (const CrossSpec* c : u.cross) {
-        for (const std::string& n : std::vector<std::string>{c->a}) {
-          if (std::find(plats.begin(), plats.end(), n) == plats.end()) plats.push_back(n);
-        }
-        for (const std::string& n : c->b) {
-          if (std::find(plats.begin(), plats.end(), n) == plats.end()) plats.push_back(n);
-        }
+        add(c->a);
+        for (const std::string& n : c->b) add(n);
       }
       std::vector<PlatformInfo> infos;
       for (const std::string& n : plats) infos.push_back(sweeper.Info(n, *u.dtype));
