@@ -50,3 +50,20 @@ function(fpconform_benchmark)
   target_link_libraries(${ARG_NAME} PRIVATE ${ARG_DEPS} benchmark::benchmark benchmark::benchmark_main)
   _fpconform_common(${ARG_NAME})
 endfunction()
+
+# libFuzzer harnesses (FPCONFORM_FUZZ=ON, clang only): each one defines LLVMFuzzerTestOneInput.
+#   fpconform_fuzzer(NAME npy_fuzzer SRCS npy_fuzzer.cc DEPS fpconform::tensor_file
+#                    CORPUS ${CMAKE_CURRENT_SOURCE_DIR}/testdata/fuzz/npy)
+# CORPUS: the checked-in seed corpus (and regression inputs) the fuzz run starts from.
+function(fpconform_fuzzer)
+  cmake_parse_arguments(ARG "" "NAME;CORPUS" "SRCS;DEPS" ${ARGN})
+  if(NOT FPCONFORM_FUZZ)
+    return()
+  endif()
+  add_executable(${ARG_NAME} ${ARG_SRCS})
+  target_link_libraries(${ARG_NAME} PRIVATE ${ARG_DEPS})
+  _fpconform_common(${ARG_NAME})
+  target_compile_options(${ARG_NAME} PRIVATE -fsanitize=fuzzer)
+  target_link_options(${ARG_NAME} PRIVATE -fsanitize=fuzzer)
+  set_property(GLOBAL APPEND PROPERTY FPCONFORM_FUZZERS "${ARG_NAME}=${ARG_CORPUS}")
+endfunction()
