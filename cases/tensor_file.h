@@ -93,10 +93,13 @@ absl::StatusOr<Tensor> MakeTensor(std::string_view dtype, std::vector<int64_t> s
 // Element size of a dtype name, or nullopt when it is not a tensor dtype.
 std::optional<int> TensorDtypeBytes(std::string_view dtype);
 
+// The `= {}` initializers keep designated initializers ({.dtype = "bfloat16"}) free of GCC's
+// -Wmissing-field-initializers.
 struct TensorReadOptions {
-  std::string dtype;            // Required for void / 1-byte float .npy descrs and raw files.
-  std::vector<int64_t> shape;   // Raw files only (required there).
-  std::string option_name;      // The CLI option to suggest in messages ("--a-dtype"); optional.
+  std::string dtype = {};           // Required for void / 1-byte float .npy descrs and raw files.
+  std::vector<int64_t> shape = {};  // Raw files only (required there); elsewhere it must match.
+  std::string option_name = {};     // The CLI option to suggest in messages ("--a-dtype");
+                                    // "--a-shape" is derived from it. Default "--dtype".
 };
 
 // Reads "path" or "path:name", choosing the reader by content (.npy magic, else a plausible
@@ -117,8 +120,8 @@ absl::StatusOr<std::vector<std::string>> SafetensorsNames(std::string_view bytes
                                                           std::string_view file_name);
 
 // Writers. .npy: version 1.0 ('<f4', '<f2', '<f8', '|i1', '|u1', '<i4', ...; bfloat16 as '<V2'
-// and 1-byte ml_dtypes floats as '|V1', float8_e5m2 as '<f1', exactly as numpy writes them for
-// ml_dtypes arrays), C order. .safetensors: the tensors in the given order, 8-byte aligned data
+// and 1-byte ml_dtypes floats as '<V1', float8_e5m2 as '<f1', exactly as numpy writes them for
+// ml_dtypes arrays; tfloat32 as '|V4'), C order, byte for byte what np.save writes. .safetensors: the tensors in the given order, 8-byte aligned data
 // offsets are not required and not produced (offsets are packed), header padded with spaces to a
 // multiple of 8 as the reference writer does; `metadata` becomes __metadata__.
 std::string NpyBytes(const Tensor& t);
