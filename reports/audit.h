@@ -1,0 +1,245 @@
+// Audits of a real kernel's outputs (`fpconform audit`, `fpconform compare`): given the tensors
+// a kernel received and the output it produced, every output element is checked against the
+// exact value (oracles/exact_sum.h), the platform model's emulated output and its analytical
+// bound (accumulation/evaluate.h), and the tolerance the tolerance report recommends for this
+// dtype, K and platform (reports/sweep.h, the same rule), and gets a class with evidence.
+//
+// Operations:
+//   matmul  out[..., i, j] = fl_out( C[..., i, j] + sum_k A[..., i, k] * B[..., k, j] ), A and B
+//           at least 2-D; leading (batch) dimensions broadcast as numpy.matmul does. With
+//           scales (FP8 / INT8 kernels): out = fl_out( fl32( scale_a[i] * scale_b[j] * acc ) )
+//           where acc is the platform's output of the unscaled dot (in its output format) and
+//           the exact value is scale_a[i] * scale_b[j] * (sum_k a b), exactly; scale_a is a
+//           scalar or one value per row of A, scale_b a scalar or one per column of B (float32).
+//           The formula is printed in every report.
+//   sum     out = the sum of X along one axis (the output has X's shape without that axis, or
+//           with it kept as size 1).
+//   cast    out = fl_to( X / scale ) elementwise, X / scale exact (scale a scalar, default 1),
+//           one rounding into --to under --rounding (sr<k> included, see below).
+//
+// Inputs as the kernel received them: each input tensor's format must be the platform's input
+// format (Model::inputs.a / .b), else the audit is an error naming both, unless `cast_inputs` says
+// how the kernel converted them (then the audit converts and says so in the notes). The
+// output's format comes from its file; where it differs from the model's output format (a
+// float32 PSUM written out as bfloat16), the emulated value is converted to it with
+// `out_rounding` (default rne) and the bound widens by that conversion (see Classes).
+//
+// Classes, per output element, the first that applies (against one platform):
+//   identical         bits equal to the platform's emulated output (NaN equals NaN by class)
+//   within_bound      |out - exact| <= B, B the model's analytical bound for this element plus,
+//                     when the output is converted, the conversion's own error |conv - emu| and
+//                     half an ulp of the output format at |exact| + B (so that any output that
+//                     the correctly rounded value of some x within B of exact could give passes)
+//   within_tolerance  |out - exact| <= atol + rtol |exact|, or |ULP error| <= rec_ulp, with the
+//                     tolerance report's recommendation for (op, dtype, K, platform) (N(0, 1)
+//                     inputs; atol is scale-dependent: the report prints it as such)
+//   unexplained       anything else; also a NaN or Inf output where the exact value and the
+//                     model's output are finite ("NaN where none is expected: uninitialized
+//                     memory?"), and a finite output where both are non-finite.
+// Verdict: pass when no element is unexplained and (strict) none is only within_tolerance.
+//
+// Differences from the obvious expectation:
+//   * |out - exact| is computed exactly (the exact accumulator holds exact - out) and rounded up
+//     to a double before comparing with B, so within_bound is never granted by a rounding.
+//   * With several platforms every element is classed against each; counts, `classes` and the
+//     verdict are against the first platform (with `auto`: the platform with the most identical
+//     elements, ties in catalog order).
+//   * cast under sr<k>: the bits cannot be predicted. Each output must be one of the two
+//     neighbours of the exact value (else unexplained); the share rounded away from zero is
+//     checked against its expectation sum_i p_i (p_i = the SR probability of element i) with a
+//     normal approximation: |observed - expected| <= 4.5 sigma (a false alarm below 1 in 10^5)
+//     where sigma^2 = sum_i p_i (1 - p_i); a violation fails the audit with the z-score.
+//
+// Diagnoses of unexplained elements (matmul, sum): the first relation that holds, where a
+// relation "holds" for a candidate value r when |out - r| <= B + half an ulp of out at |r|:
+//   sign flipped (out = -exact), off by a power of two (out = 2^e exact, 1 <= |e| <= 8),
+//   one K tile missing / added twice (tiles of 16, 32, 64, 128, 256 and 512 along K, and the
+//   model's own block), the transposed operand's result (square B: A B^T; square A: A^T B),
+//   accumulated in bfloat16 (a sequential bfloat16 FMA chain gives these bits), FP8 scale
+//   missing (out = exact / scale_a[i] or / scale_b[j]), otherwise "no simple relation found".
+//
+// Soundness of the tolerance on these inputs: the fraction of elements that the recommended
+// rtol/atol would still accept for an all-zero output, for the output permuted (a pinned
+// shuffle), and for each of the sweep's mutations applied to these very inputs (on a pinned
+// sample of at most 256 elements), with the sentence "atol 1e-2 here accepts an all-zero
+// output: max |exact| is 4e-3" when zeros pass everywhere.
+//
+// Determinism: the result (and every file written from it) depends only on the inputs and the
+// options, not on the thread count.
+//
+// Errors (InvalidArgument, the message names the tensor and what was expected): shape
+// mismatches, a dtype that is not the platform's input format without cast_inputs, an unknown
+// platform (the message lists the valid ones), a platform that has no matmul/sum operation.
+//
+// Example:
+//   Tensor a = *ReadTensor("a.npy", {.dtype = "bfloat16"}), b = ..., out = ...;
+//   MatmulAuditInput in{.a = &a, .b = &b, .out = &out};
+//   AuditOptions o{.platforms = {"trainium2-bf16"}, .models_dir = "accumulation/models"};
+//   absl::StatusOr<AuditResult> r = AuditMatmul(in, o);
+//   r->verdict == "pass";  std::puts(AuditSummaryText(*r).c_str());
+#ifndef FPCONFORM_REPORTS_AUDIT_H_
+#define FPCONFORM_REPORTS_AUDIT_H_
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "cases/tensor_file.h"
+#include "formats/op_env.h"
+
+namespace fpconform::reports {
+
+enum class AuditClass : uint8_t { kIdentical, kWithinBound, kWithinTolerance, kUnexplained };
+inline constexpr int kAuditClasses = 4;
+// "identical", "within_bound", "within_tolerance", "unexplained".
+const char* AuditClassName(AuditClass c);
+
+struct AuditOptions {
+  // Platform model or envelope names (an envelope stands for its members); {"auto"}: every
+  // preset whose input formats are the tensors' formats and that has the operation.
+  std::vector<std::string> platforms;
+  std::string models_dir;
+  std::string sweep_file;    // For the tolerance rule's parameters (seed, factor): the
+                             // standard sweep when empty (FPCONFORM_REPORTS_SOURCE_DIR).
+  int max_listed = 100;      // Elements listed: every unexplained first, then the worst others.
+  bool strict = false;       // within_tolerance fails the verdict too.
+  bool recommend = true;     // Run the tolerance rule (a small sweep) for each platform.
+  int tolerance_samples = 200;  // Samples of that sweep.
+  int threads = 1;
+  bool keep_bounds = false;  // Fill AuditResult::bounds and ::best_classes (compare uses them).
+  // Called from the calling thread: (work done, total, phase label).
+  std::function<void(int64_t, int64_t, const std::string&)> progress;
+};
+
+struct MatmulAuditInput {
+  const Tensor* a = nullptr;
+  const Tensor* b = nullptr;
+  const Tensor* out = nullptr;
+  const Tensor* c = nullptr;        // Optional, the shape of out (broadcast over batch dims).
+  bool transpose_a = false;         // The file holds A^T (k x m).
+  bool transpose_b = false;         // The file holds B^T (n x k).
+  const Tensor* scale_a = nullptr;  // Optional: 1 element or m (per row).
+  const Tensor* scale_b = nullptr;  // Optional: 1 element or n (per column).
+  std::optional<OpEnv> cast_inputs; // How the kernel converted mismatched inputs.
+  OpEnv out_rounding;               // Model output -> output file format.
+};
+
+struct SumAuditInput {
+  const Tensor* x = nullptr;
+  int axis = -1;                    // Negative counts from the end.
+  const Tensor* out = nullptr;
+  std::optional<OpEnv> cast_inputs;
+  OpEnv out_rounding;
+};
+
+struct CastAuditInput {
+  const Tensor* x = nullptr;
+  const Tensor* out = nullptr;
+  const FormatSpec* to = nullptr;   // Must be out's format.
+  OpEnv env;                        // Rounding (sr<k>: statistical check), sat.
+  double scale = 1;                 // out = fl_to(x / scale).
+};
+
+struct AuditElement {
+  std::vector<int64_t> index;       // Position in `out`.
+  AuditClass cls = AuditClass::kUnexplained;
+  uint64_t actual_bits = 0;         // In out's format.
+  double actual = 0;
+  std::string exact;                // Exact value, hex-float (full precision).
+  double exact_value = 0;           // Rounded to double.
+  uint64_t emulated_bits = 0;       // In out's format (after the output conversion).
+  double emulated = 0;
+  double error_ulp = 0;             // (out - exact) / ulp_out(exact).
+  double error_over_bound = 0;      // |out - exact| / B (inf when B = 0 and out != exact).
+  double abs_sum = 0;               // sum |a_k b_k| (|x_k| for sum) of the element's slice.
+  double bound = 0;                 // B.
+  std::string diagnosis;            // Unexplained elements; "" otherwise.
+};
+
+struct PlatformAudit {
+  std::string name;
+  std::array<int64_t, kAuditClasses> counts{};
+  // The tolerance report's recommendation for (op, dtype, K, this platform); zero when not run.
+  double rec_rtol = 0, rec_atol = 0, rec_ulp = 0, rec_bn = 0;
+  std::string model_hash;           // FNV-1a of the model file's parameters (provenance).
+};
+
+struct AuditResult {
+  std::string op;                   // matmul | sum | cast
+  std::string verdict;              // pass | fail
+  std::array<int64_t, kAuditClasses> counts{};  // Against platforms[0].
+  std::vector<PlatformAudit> platforms;
+  std::string best_platform;        // Most identical elements.
+  std::vector<uint8_t> classes;     // Per element of out (C order), AuditClass against [0].
+  std::vector<int64_t> out_shape;
+  std::vector<AuditElement> elements;  // Listed elements.
+  int64_t k = 0;                    // Reduction length (matmul, sum).
+  std::string out_format, input_format;
+  std::string formula;              // What was assumed, one line.
+  // torch.testing-shaped summary figures (against platforms[0]).
+  int64_t mismatched = 0;           // Unexplained (plus within_tolerance under strict).
+  double max_abs_diff = 0, max_abs_allowed = 0;
+  std::vector<int64_t> max_abs_index;
+  double max_rel_diff = 0, max_rel_allowed = 0;
+  std::vector<int64_t> max_rel_index;
+  std::vector<std::string> notes;   // Conversions made, hints (bf16-fitting float32, NaNs, ...).
+  std::vector<std::string> soundness;  // Sentences on what the tolerance would accept.
+  std::vector<std::pair<std::string, double>> soundness_rates;  // (case, accepted fraction).
+  std::vector<std::pair<std::string, std::string>> provenance;  // Files, hashes, version.
+  // With AuditOptions::keep_bounds: per element, the largest bound over the platforms and the
+  // best class over them (an envelope's element is unexplained only if every member says so).
+  std::vector<double> bounds;
+  std::vector<uint8_t> best_classes;
+  // The mismatch map: out viewed as 2-D (rows = all dimensions but the last), reduced to at most
+  // 256 x 256 cells, each the largest |out - exact| / bound of its elements (0: identical; inf:
+  // zero bound but an error; NaN: non-finite). map_cell_rows/cols: elements per cell.
+  int64_t map_rows = 0, map_cols = 0, map_cell_rows = 1, map_cell_cols = 1;
+  std::vector<float> map;
+  // Histogram of log10(|out - exact| / bound) over the non-identical finite elements: bins of
+  // width 0.5 from -8 to +8 (32 bins), plus below (and exact zero error) and above.
+  std::vector<int64_t> histogram;   // 34 counts: [below, 32 bins, above].
+  // cast under sr<k>: the rate of rounding away from zero against its expectation.
+  struct SrTest {
+    bool run = false;
+    int64_t inexact = 0, away = 0;
+    double expected = 0, sigma = 0, z = 0;
+  } sr_test;
+};
+
+absl::StatusOr<AuditResult> AuditMatmul(const MatmulAuditInput& input, const AuditOptions& options);
+absl::StatusOr<AuditResult> AuditSum(const SumAuditInput& input, const AuditOptions& options);
+absl::StatusOr<AuditResult> AuditCast(const CastAuditInput& input, const AuditOptions& options);
+
+// `fpconform compare`: out_ref audited against platform_ref, out against platform; per element
+// "consistent" when |out - out_ref| <= B_ref + B (each side's element bound, envelopes: the max
+// over members), else "inconsistent", with the side at fault (the one whose own audit is
+// unexplained at that element; "both" or "neither").
+struct CompareResult {
+  AuditResult ref, port;
+  int64_t consistent = 0, inconsistent = 0;
+  int64_t fault_ref = 0, fault_port = 0, fault_both = 0, fault_neither = 0;
+  std::vector<std::pair<std::vector<int64_t>, std::string>> listed;  // (index, fault side).
+  std::string verdict;              // pass | fail
+};
+absl::StatusOr<CompareResult> CompareMatmul(const MatmulAuditInput& ref, const std::string& platform_ref,
+                                            const MatmulAuditInput& port, const std::string& platform,
+                                            const AuditOptions& options);
+
+// Text for the terminal: the torch.testing-shaped lines, the class counts, the platforms, the
+// listed elements, notes and soundness.
+std::string AuditSummaryText(const AuditResult& r);
+std::string CompareSummaryText(const CompareResult& r);
+// The --json document (schema: reports/AUDIT.md).
+std::string AuditToJson(const AuditResult& r);
+std::string CompareToJson(const CompareResult& r);
+// The files of --report DIR: report.md, elements.csv, report.json.
+std::vector<std::pair<std::string, std::string>> AuditReportFiles(const AuditResult& r);
+
+}  // namespace fpconform::reports
+
+#endif  // FPCONFORM_REPORTS_AUDIT_H_

@@ -1,0 +1,378 @@
+// Audits (audit.h): outputs made by the models themselves, by independent host-float loops, in
+// another order, and with every known mutation at chosen indices.
+#include "reports/audit.h"
+
+#include <cmath>
+#include <cstring>
+#include <set>
+
+#include "accumulation/evaluate.h"
+#include "accumulation/model_catalog.h"
+#include "cases/pinned_random.h"
+#include "formats/ops.h"
+#include "gtest/gtest.h"
+#include "oracles/exact_sum.h"
+
+namespace fpconform::reports {
+namespace {
+
+const std::string kModels = FPCONFORM_MODELS_SOURCE_DIR;
+
+uint64_t ToFormat(const FormatSpec& f, double v) {
+  uint64_t d;
+  std::memcpy(&d, &v, sizeof d);
+  return Convert(Float64(), f, d, OpEnv{}).bits;
+}
+double FromFormat(const FormatSpec& f, uint64_t bits) {
+  const uint64_t d = Convert(f, Float64(), bits, OpEnv{}).bits;
+  double v;
+  std::memcpy(&v, &d, sizeof v);
+  return v;
+}
+
+Tensor Random(const FormatSpec& f, std::vector<int64_t> shape, uint64_t seed) {
+  Tensor t = *MakeTensor(f.name, shape);
+  PinnedRng rng(DeriveSeed(seed, {7}));
+  for (int64_t i = 0; i < t.size(); ++i) t.SetBits(i, ToFormat(f, rng.Normal()));
+  t.source = "random";
+  return t;
+}
+
+// out = A @ B under `model` (the engine), as a tensor of the model's output format.
+Tensor Emulate(const Model& model, const Tensor& a, const Tensor& b) {
+  const int m = static_cast<int>(a.shape[0]), k = static_cast<int>(a.shape[1]);
+  const int n = static_cast<int>(b.shape[1]);
+  std::vector<uint64_t> av(static_cast<size_t>(a.size())), bv(static_cast<size_t>(b.size()));
+  a.CopyBits(0, av);
+  b.CopyBits(0, bv);
+  std::vector<uint64_t> d(static_cast<size_t>(m) * n);
+  EXPECT_TRUE(EvaluateMatmul(model, m, n, k, av, Layout::kRowMajor, bv, Layout::kRowMajor, {}, d).ok());
+  Tensor out = *MakeTensor(model.output.format->name, {m, n});
+  for (size_t i = 0; i < d.size(); ++i) out.SetBits(static_cast<int64_t>(i), d[i]);
+  out.source = "emulated";
+  return out;
+}
+
+AuditOptions Options(std::vector<std::string> platforms, bool recommend = false) {
+  AuditOptions o;
+  o.platforms = std::move(platforms);
+  o.models_dir = kModels;
+  o.recommend = recommend;
+  o.tolerance_samples = 16;
+  o.threads = 2;
+  return o;
+}
+
+int64_t Count(const AuditResult& r, AuditClass c) { return r.counts[static_cast<int>(c)]; }
+
+class AuditTest : public ::testing::Test {
+ protected:
+  ModelCatalog catalog_{kModels};
+  const Model& M(const std::string& name) {
+    const absl::StatusOr<Model>& m = catalog_.Find(name);
+    EXPECT_TRUE(m.ok()) << m.status();
+    return *m;
+  }
+};
+
+TEST_F(AuditTest, ModelsOwnOutputsAreIdentical) {
+  for (const std::string name : {"trainium2-bf16", "nvidia-h100-bf16", "cpu-f32-seq", "nvidia-a100-tf32"}) {
+    SCOPED_TRACE(name);
+    const Model& m = M(name);
+    const Tensor a = Random(*m.inputs.a, {9, 130}, 1), b = Random(*m.inputs.a, {130, 7}, 2);
+    const Tensor out = Emulate(m, a, b);
+    MatmulAuditInput in; in.a = &a; in.b = &b; in.out = &out;
+    absl::StatusOr<AuditResult> r = AuditMatmul(in, Options({name}));
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->verdict, "pass");
+    EXPECT_EQ(Count(*r, AuditClass::kIdentical), 63);
+    EXPECT_EQ(r->best_platform, name);
+  }
+}
+
+// Independent implementations: host float32 loops, a plain one (what cpu-f32-seq claims to be:
+// product rounded, then added; this file builds with -ffp-contract=off) and an fmaf one
+// (cuda-f32-fma).
+TEST_F(AuditTest, HostFloatLoopsAreIdenticalToTheirPresets) {
+  const Tensor a = Random(Float32(), {6, 300}, 3), b = Random(Float32(), {300, 5}, 4);
+  for (const bool fused : {false, true}) {
+    Tensor out = *MakeTensor("float32", {6, 5});
+    for (int i = 0; i < 6; ++i) {
+      for (int j = 0; j < 5; ++j) {
+        float acc = 0;
+        for (int k = 0; k < 300; ++k) {
+          const float x = static_cast<float>(FromFormat(Float32(), a.Bits(i * 300 + k)));
+          const float y = static_cast<float>(FromFormat(Float32(), b.Bits(k * 5 + j)));
+          acc = fused ? std::fma(x, y, acc) : acc + x * y;
+        }
+        uint32_t bits;
+        std::memcpy(&bits, &acc, sizeof bits);
+        out.SetBits(i * 5 + j, bits);
+      }
+    }
+    const std::string platform = fused ? "cuda-f32-fma" : "cpu-f32-seq";
+    SCOPED_TRACE(platform);
+    MatmulAuditInput in; in.a = &a; in.b = &b; in.out = &out;
+    absl::StatusOr<AuditResult> r = AuditMatmul(in, Options({platform, fused ? "cpu-f32-seq" : "cuda-f32-fma"}));
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(Count(*r, AuditClass::kIdentical), 30);
+    EXPECT_EQ(r->best_platform, platform);
+    EXPECT_LT(r->platforms[1].counts[0], 30);  // The other loop differs somewhere.
+  }
+}
+
+TEST_F(AuditTest, AnotherOrderIsWithinBoundNotIdentical) {
+  const Model& pairwise = M("trainium2-bf16-pairwise");
+  const Tensor a = Random(BFloat16(), {16, 1024}, 5), b = Random(BFloat16(), {1024, 16}, 6);
+  const Tensor out = Emulate(pairwise, a, b);
+  MatmulAuditInput in; in.a = &a; in.b = &b; in.out = &out;
+  absl::StatusOr<AuditResult> r = AuditMatmul(in, Options({"trainium2-bf16-sequential"}));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(Count(*r, AuditClass::kUnexplained), 0);
+  EXPECT_GT(Count(*r, AuditClass::kWithinBound), 0);
+  EXPECT_LT(Count(*r, AuditClass::kIdentical), 256);
+  EXPECT_EQ(r->verdict, "pass");
+}
+
+TEST_F(AuditTest, SeveralPlatformsNameTheBestMatch) {
+  const Model& m = M("trainium2-bf16");
+  const Tensor a = Random(BFloat16(), {8, 512}, 7), b = Random(BFloat16(), {512, 8}, 8);
+  const Tensor out = Emulate(m, a, b);
+  MatmulAuditInput in; in.a = &a; in.b = &b; in.out = &out;
+  absl::StatusOr<AuditResult> r = AuditMatmul(in, Options({"nvidia-h100-bf16", "trainium2-bf16"}));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->best_platform, "trainium2-bf16");
+  ASSERT_EQ(r->platforms.size(), 2u);
+  EXPECT_EQ(r->platforms[1].counts[0], 64);
+  EXPECT_NE(AuditSummaryText(*r).find("bit-identical to trainium2-bf16 on 100.0% of elements"),
+            std::string::npos)
+      << AuditSummaryText(*r);
+  // auto: every preset taking bfloat16 x bfloat16; trainium2-bf16 (or an identical twin) wins.
+  absl::StatusOr<AuditResult> a2 = AuditMatmul(in, Options({"auto"}));
+  ASSERT_TRUE(a2.ok()) << a2.status();
+  EXPECT_GT(a2->platforms.size(), 3u);
+  int64_t best = 0;
+  for (const PlatformAudit& p : a2->platforms) best = std::max(best, p.counts[0]);
+  EXPECT_EQ(best, 64);
+}
+
+// Every mutation at chosen elements: unexplained there (and only there), with its diagnosis.
+TEST_F(AuditTest, MutationsAreUnexplainedWithTheirDiagnosis) {
+  const Model& m = M("trainium2-bf16");
+  const int64_t n = 128, k = 128;  // Square B and A: the transposed diagnoses apply.
+  const Tensor a = Random(BFloat16(), {n, k}, 9), b = Random(BFloat16(), {k, n}, 10);
+  Tensor out = Emulate(m, a, b);
+  std::vector<uint64_t> av(static_cast<size_t>(a.size())), bv(static_cast<size_t>(b.size()));
+  a.CopyBits(0, av);
+  b.CopyBits(0, bv);
+  auto row = [&](int64_t i) { return std::vector<uint64_t>(av.begin() + i * k, av.begin() + (i + 1) * k); };
+  auto col = [&](int64_t j) {
+    std::vector<uint64_t> c(static_cast<size_t>(k));
+    for (int64_t t = 0; t < k; ++t) c[static_cast<size_t>(t)] = bv[static_cast<size_t>(t * n + j)];
+    return c;
+  };
+  auto exact_f32 = [&](const std::vector<uint64_t>& x, const std::vector<uint64_t>& y) {
+    return ExactDot(BFloat16(), x, BFloat16(), y).Round(Float32(), OpEnv{}).bits;
+  };
+  struct Case {
+    int64_t e;
+    std::string diagnosis;
+  };
+  std::vector<Case> cases;
+  // Sign flip.
+  cases.push_back({3 * n + 4, "sign flipped"});
+  out.SetBits(cases.back().e, out.Bits(cases.back().e) ^ 0x80000000u);
+  // Doubled.
+  cases.push_back({10 * n + 11, "2^1 (doubled)"});
+  out.SetBits(cases.back().e, Mul(Float32(), out.Bits(cases.back().e), 0x40000000u, OpEnv{}).bits);
+  // One 32-wide K tile missing.
+  {
+    const int64_t e = 20 * n + 21;
+    std::vector<uint64_t> r = row(20), c = col(21);
+    for (int64_t t = 32; t < 64; ++t) r[static_cast<size_t>(t)] = 0;
+    out.SetBits(e, exact_f32(r, c));
+    cases.push_back({e, "one K tile missing"});
+  }
+  // One 64-wide tile added twice.
+  {
+    const int64_t e = 30 * n + 31;
+    std::vector<uint64_t> r = row(30), c = col(31);
+    r.insert(r.end(), r.begin(), r.begin() + 64);
+    c.insert(c.end(), c.begin(), c.begin() + 64);
+    out.SetBits(e, exact_f32(r, c));
+    cases.push_back({e, "added twice"});
+  }
+  // B read transposed: (A B^T)[i, j].
+  {
+    const int64_t e = 40 * n + 41;
+    std::vector<uint64_t> brow(bv.begin() + 41 * n, bv.begin() + 42 * n);
+    out.SetBits(e, exact_f32(row(40), brow));
+    cases.push_back({e, "B transposed"});
+  }
+  // Accumulated in bfloat16.
+  {
+    const int64_t e = 50 * n + 51;
+    // A sequential bfloat16 FMA chain.
+    uint64_t acc = 0;
+    const std::vector<uint64_t> r = row(50), c = col(51);
+    for (int64_t t = 0; t < k; ++t) acc = Fma(BFloat16(), r[static_cast<size_t>(t)], c[static_cast<size_t>(t)], acc, OpEnv{}).bits;
+    out.SetBits(e, Convert(BFloat16(), Float32(), acc, OpEnv{}).bits);
+    cases.push_back({e, "bfloat16"});
+  }
+  // Uninitialized memory: NaN.
+  cases.push_back({60 * n + 61, "uninitialized"});
+  out.SetBits(cases.back().e, 0x7FC00000u);
+  MatmulAuditInput in; in.a = &a; in.b = &b; in.out = &out;
+  absl::StatusOr<AuditResult> r = AuditMatmul(in, Options({"trainium2-bf16"}));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->verdict, "fail");
+  std::set<int64_t> bad;
+  for (const Case& c : cases) bad.insert(c.e);
+  for (int64_t e = 0; e < out.size(); ++e) {
+    const bool unexplained = r->classes[static_cast<size_t>(e)] == static_cast<uint8_t>(AuditClass::kUnexplained);
+    EXPECT_EQ(unexplained, bad.count(e) == 1) << "element " << e;
+  }
+  EXPECT_EQ(r->mismatched, static_cast<int64_t>(cases.size()));
+  for (const Case& c : cases) {
+    bool found = false;
+    for (const AuditElement& el : r->elements) {
+      if (el.index == std::vector<int64_t>{c.e / n, c.e % n}) {
+        found = true;
+        EXPECT_NE(el.diagnosis.find(c.diagnosis), std::string::npos)
+            << "element " << c.e << ": '" << el.diagnosis << "', expected '" << c.diagnosis << "'";
+      }
+    }
+    EXPECT_TRUE(found) << c.e;
+  }
+  const std::string text = AuditSummaryText(*r);
+  EXPECT_NE(text.find("Tensor-likes are not close!"), std::string::npos);
+  EXPECT_NE(text.find("Mismatched elements: 7 / 16384 (0.0427%)"), std::string::npos) << text;
+}
+
+TEST_F(AuditTest, ScaledFp8AndScaleMissing) {
+  const Model& m = M("nvidia-h100-fp8e4m3");
+  const Tensor a = Random(*m.inputs.a, {8, 64}, 11), b = Random(m.inputs.b != nullptr ? *m.inputs.b : *m.inputs.a, {64, 8}, 12);
+  const Tensor raw = Emulate(m, a, b);
+  Tensor sa = *MakeTensor("float32", {}), sb = *MakeTensor("float32", {8});
+  sa.SetBits(0, ToFormat(Float32(), 0.125));
+  for (int j = 0; j < 8; ++j) sb.SetBits(j, ToFormat(Float32(), 0.5 + j));
+  Tensor out = *MakeTensor("float32", {8, 8});
+  for (int i = 0; i < 8; ++i) {
+    for (int j = 0; j < 8; ++j) {
+      const double s32 = FromFormat(Float32(), ToFormat(Float32(), 0.125 * (0.5 + j)));
+      const double y = FromFormat(*m.output.format, raw.Bits(i * 8 + j));
+      out.SetBits(i * 8 + j, ToFormat(Float32(), s32 * y));
+    }
+  }
+  const int64_t e = 2 * 8 + 3;
+  out.SetBits(e, ToFormat(Float32(), FromFormat(*m.output.format, raw.Bits(e)) * (0.5 + 3)));  // s_a forgotten
+  MatmulAuditInput in; in.a = &a; in.b = &b; in.out = &out; in.scale_a = &sa; in.scale_b = &sb;
+  absl::StatusOr<AuditResult> r = AuditMatmul(in, Options({"nvidia-h100-fp8e4m3"}));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(Count(*r, AuditClass::kIdentical), 63);
+  EXPECT_EQ(Count(*r, AuditClass::kUnexplained), 1);
+  ASSERT_FALSE(r->elements.empty());
+  EXPECT_NE(r->elements[0].diagnosis.find("scale_a missing"), std::string::npos) << r->elements[0].diagnosis;
+  EXPECT_NE(r->formula.find("scale_a[i] * scale_b[j]"), std::string::npos);
+}
+
+TEST_F(AuditTest, ResultDoesNotDependOnThreads) {
+  const Tensor a = Random(BFloat16(), {33, 200}, 13), b = Random(BFloat16(), {200, 17}, 14);
+  Tensor out = Emulate(M("trainium2-bf16"), a, b);
+  out.SetBits(5, out.Bits(5) ^ 0x80000000u);
+  MatmulAuditInput in; in.a = &a; in.b = &b; in.out = &out;
+  AuditOptions o1 = Options({"nvidia-h100-bf16", "trainium2-bf16"}, /*recommend=*/true);
+  o1.threads = 1;
+  AuditOptions o3 = o1;
+  o3.threads = 3;
+  absl::StatusOr<AuditResult> r1 = AuditMatmul(in, o1), r3 = AuditMatmul(in, o3);
+  ASSERT_TRUE(r1.ok() && r3.ok());
+  EXPECT_EQ(AuditToJson(*r1), AuditToJson(*r3));
+  EXPECT_GT(r1->platforms[0].rec_rtol, 0);
+  EXPECT_FALSE(r1->soundness_rates.empty());
+}
+
+TEST_F(AuditTest, SumAgainstItsModelAndAMutation) {
+  const Model& m = M("numpy-sum-f32");
+  const Tensor x = Random(Float32(), {4, 3, 1000}, 15);
+  Tensor out = *MakeTensor("float32", {4, 3});
+  std::vector<uint64_t> v(1000);
+  for (int64_t r = 0; r < 12; ++r) {
+    x.CopyBits(r * 1000, v);
+    out.SetBits(r, EvaluateSum(m, v, 0)->bits);
+  }
+  out.SetBits(7, Mul(Float32(), out.Bits(7), 0x3F000000u, OpEnv{}).bits);  // halved
+  SumAuditInput in; in.x = &x; in.axis = -1; in.out = &out;
+  absl::StatusOr<AuditResult> r = AuditSum(in, Options({"numpy-sum-f32"}));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(Count(*r, AuditClass::kIdentical), 11);
+  EXPECT_EQ(Count(*r, AuditClass::kUnexplained), 1);
+  EXPECT_NE(r->elements[0].diagnosis.find("halved"), std::string::npos) << r->elements[0].diagnosis;
+  EXPECT_EQ(r->elements[0].index, (std::vector<int64_t>{2, 1}));
+}
+
+TEST_F(AuditTest, CastRneAndStochastic) {
+  const Tensor x = Random(Float32(), {4096}, 16);
+  const FormatSpec& to = Float8E4M3FN();
+  Tensor rne = *MakeTensor(to.name, {4096});
+  OpEnv sat;
+  sat.saturate = true;
+  for (int64_t i = 0; i < x.size(); ++i) rne.SetBits(i, Convert(Float32(), to, x.Bits(i), sat).bits);
+  CastAuditInput in; in.x = &x; in.out = &rne; in.to = &to; in.env = sat;
+  absl::StatusOr<AuditResult> r = AuditCast(in, Options({}));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(Count(*r, AuditClass::kIdentical), 4096);
+  // Stochastic rounding with honest random bits passes; always rounding toward zero fails the
+  // rate check although every element is one of the two neighbours.
+  OpEnv sr = sat;
+  sr.rounding = Rounding::kStochastic;
+  sr.sr_bits = 8;
+  Tensor honest = rne, biased = rne;
+  PinnedRng rng(99);
+  for (int64_t i = 0; i < x.size(); ++i) {
+    OpEnv e = sr;
+    e.sr_random = rng.Below(256);
+    honest.SetBits(i, Convert(Float32(), to, x.Bits(i), e).bits);
+    e.sr_random = 0;
+    biased.SetBits(i, Convert(Float32(), to, x.Bits(i), e).bits);
+  }
+  in.env = sr;
+  in.out = &honest;
+  r = AuditCast(in, Options({}));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->verdict, "pass") << AuditSummaryText(*r);
+  EXPECT_TRUE(r->sr_test.run);
+  EXPECT_LT(std::fabs(r->sr_test.z), 4.5);
+  in.out = &biased;
+  r = AuditCast(in, Options({}));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(Count(*r, AuditClass::kUnexplained), 0);
+  EXPECT_EQ(r->verdict, "fail");
+  EXPECT_LT(r->sr_test.z, -4.5);
+}
+
+TEST_F(AuditTest, BadInputsAreErrorsThatSayWhy) {
+  const Tensor a = Random(BFloat16(), {4, 8}, 17), b = Random(BFloat16(), {6, 4}, 18);
+  const Tensor out = *MakeTensor("float32", {4, 4});
+  MatmulAuditInput in; in.a = &a; in.b = &b; in.out = &out;
+  absl::StatusOr<AuditResult> r = AuditMatmul(in, Options({"trainium2-bf16"}));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("inner dimensions differ"), std::string::npos) << r.status();
+  const Tensor b2 = Random(BFloat16(), {8, 4}, 18);
+  in.b = &b2;
+  r = AuditMatmul(in, Options({"no-such-platform"}));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("no-such-platform"), std::string::npos) << r.status();
+  const Tensor f32 = Random(Float32(), {4, 8}, 19);
+  in.a = &f32;
+  r = AuditMatmul(in, Options({"trainium2-bf16"}));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("--cast-inputs"), std::string::npos) << r.status();
+  in.cast_inputs = OpEnv{};
+  r = AuditMatmul(in, Options({"trainium2-bf16"}));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_FALSE(r->notes.empty());
+}
+
+}  // namespace
+}  // namespace fpconform::reports
