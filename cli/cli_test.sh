@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # End-to-end test of the fpconform binary: calc from stdin and --input, exit codes, the formats
-# table and --values. Usage: cli_test.sh path/to/fpconform
+# table and --values, models, reveal, tolerance and merge (--out safety, interrupts, shard
+# schema checks). Usage: cli_test.sh path/to/fpconform
 set -u
 BIN=${1:?usage: cli_test.sh path/to/fpconform}
+[[ "$BIN" == /* ]] || BIN="$PWD/$BIN"  # Some checks run in another directory.
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 FAILS=0
@@ -197,6 +199,137 @@ grep -q "shard 2/2 missing" "$TMP/err" || fail "merge missing shard message: $(c
 "$BIN" tolerance --platforms nope --out "$TMP/x" 2>"$TMP/err"; expect_rc "tolerance unknown platform" "$?" 2
 grep -q "unknown platform 'nope' (valid: " "$TMP/err" || fail "unknown platform message: $(cat "$TMP/err")"
 "$BIN" tolerance --shard 3/2 --out "$TMP/x" 2>/dev/null; expect_rc "tolerance --shard 3/2" "$?" 2
+
+# ---- --out: only a new path, an empty directory or an fpconform report directory is replaced ----
+grep -q '"kind": "tolerance"' "$TMP/full/fpconform-manifest.json" || fail "tolerance: no manifest"
+grep -q '"report.csv"' "$TMP/full/fpconform-manifest.json" || fail "manifest does not list report.csv"
+cp "$TMP/full/report.json" "$TMP/full.json"
+"$BIN" tolerance "${tiny[@]}" --threads 1 --out "$TMP/full" 2>"$TMP/err"
+expect_rc "tolerance over its own report" "$?" 0
+cmp -s "$TMP/full/report.json" "$TMP/full.json" || fail "rewritten report differs"
+mkdir "$TMP/empty"
+"$BIN" tolerance "${tiny[@]}" --out "$TMP/empty" 2>/dev/null; expect_rc "tolerance into an empty dir" "$?" 0
+[ -s "$TMP/empty/report.json" ] || fail "tolerance into an empty dir: no report.json"
+# Each refusal comes before the sweep (the standard sweep would take minutes: timeout, 124) and
+# leaves the path as it was.
+echo "my notes" > "$TMP/notes.txt"
+mkdir -p "$TMP/project/src"; echo "int main() {}" > "$TMP/project/src/main.cc"
+ln -s "$TMP/project" "$TMP/link"
+ln -s "$TMP/nowhere" "$TMP/dangling"
+mkfifo "$TMP/fifo"
+echo "mine" > "$TMP/full/NOTES.md"
+refuse() {  # name, path, message regex
+  timeout 60 "$BIN" tolerance --progress never --out "$2" 2>"$TMP/err"
+  expect_rc "tolerance --out $1" "$?" 2
+  grep -Eq -- "^fpconform tolerance: --out: .*$3" "$TMP/err" || fail "--out $1 message: $(cat "$TMP/err")"
+}
+refuse "a regular file" "$TMP/notes.txt" "notes.txt: exists and is a regular file, not an fpconform report directory; refusing to replace it"
+refuse "an unrelated directory" "$TMP/project" "project: exists and is not an fpconform report directory \\(it has no fpconform-manifest.json\\)"
+refuse "a symlink" "$TMP/link" "link: exists and is a symbolic link, not an fpconform"
+refuse "a dangling symlink" "$TMP/dangling" "dangling: exists and is a symbolic link \\(dangling\\)"
+refuse "a FIFO" "$TMP/fifo" "fifo: exists and is a FIFO"
+refuse "a report with user files" "$TMP/full" "full: holds files that are not part of the report: NOTES.md"
+refuse "under a file" "$TMP/notes.txt/sub" "sub: cannot be used: Not a directory"
+mkdir "$TMP/cwd"
+(cd "$TMP/cwd" && timeout 60 "$BIN" tolerance --progress never --out '' 2>"$TMP/err")
+expect_rc "tolerance --out ''" "$?" 2
+grep -q "^fpconform tolerance: --out: the output directory path is empty$" "$TMP/err" \
+  || fail "--out '' message: $(cat "$TMP/err")"
+expect_eq "--out '' left nothing" "$(ls -A "$TMP/cwd")" ""
+timeout 60 "$BIN" merge "$TMP/s1" "$TMP/s2" --out "$TMP/notes.txt" 2>"$TMP/err"
+expect_rc "merge --out a regular file" "$?" 2
+grep -q "^fpconform merge: --out: .*notes.txt: exists and is a regular file" "$TMP/err" \
+  || fail "merge --out file message: $(cat "$TMP/err")"
+expect_eq "notes.txt kept" "$(cat "$TMP/notes.txt")" "my notes"
+expect_eq "project kept" "$(cat "$TMP/project/src/main.cc")" "int main() {}"
+[[ -L "$TMP/link" && "$(readlink "$TMP/link")" == "$TMP/project" ]] || fail "symlink changed"
+[[ -L "$TMP/dangling" && ! -e "$TMP/nowhere" ]] || fail "dangling symlink changed"
+[ -p "$TMP/fifo" ] || fail "FIFO replaced"
+expect_eq "user file in a report kept" "$(cat "$TMP/full/NOTES.md")" "mine"
+cmp -s "$TMP/full/report.json" "$TMP/full.json" || fail "refused report changed"
+rm "$TMP/full/NOTES.md"
+expect_eq "no staging directories after refusals" \
+  "$(cd "$TMP" && ls -d ./*.partial-* ./*.old-* 2>/dev/null)" ""
+
+# ---- --shard 1/1 can be merged; merge checks each shard's tables against the sweep's ----
+"$BIN" tolerance "${tiny[@]}" --threads 1 --shard 1/1 --out "$TMP/one" 2>/dev/null
+expect_rc "tolerance --shard 1/1" "$?" 0
+"$BIN" merge "$TMP/one" --out "$TMP/one-merged" --no-html 2>"$TMP/err"
+expect_rc "merge of a 1/1 shard" "$?" 0
+for f in report.csv report.json power.csv cross_platform.csv rubric.csv; do
+  cmp -s "$TMP/full/$f" "$TMP/one-merged/$f" || fail "merge 1/1: $f differs from the single run"
+done
+# k's type changed from int to float (the cells, JSON integers, still read as floats).
+mkdir "$TMP/typed"
+sed '0,/{"name": "k", "type": "int"/s//{"name": "k", "type": "float"/' "$TMP/one/report.json" \
+  > "$TMP/typed/report.json"
+"$BIN" merge "$TMP/typed" --out "$TMP/m-typed" --no-html 2>"$TMP/err"
+expect_rc "merge: a column of another type" "$?" 2
+grep -q "typed/report.json: table 'tolerance': column 'k' is a float column, the sweep writes int$" \
+  "$TMP/err" || fail "merge type message: $(cat "$TMP/err")"
+[ -e "$TMP/m-typed" ] && fail "merge with a bad shard wrote $TMP/m-typed"
+if command -v python3 > /dev/null; then
+  # bn_max (read by the summaries) removed from the columns and from every row.
+  mkdir "$TMP/cut"
+  python3 - "$TMP/one/report.json" "$TMP/cut/report.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+t = next(t for t in r["tables"] if t["name"] == "tolerance")
+i = [c["name"] for c in t["columns"]].index("bn_max")
+del t["columns"][i]
+for row in t["rows"]:
+  del row[i]
+json.dump(r, open(sys.argv[2], "w"))
+PY
+  "$BIN" merge "$TMP/cut" --out "$TMP/m-cut" --no-html 2>"$TMP/err"
+  expect_rc "merge: a column missing" "$?" 2
+  grep -q "cut/report.json: table 'tolerance': column 'bn_max' missing$" "$TMP/err" \
+    || fail "merge missing column message: $(cat "$TMP/err")"
+  [ -e "$TMP/m-cut" ] && fail "merge with a bad shard wrote $TMP/m-cut"
+else
+  echo "note: python3 not found: the merge missing-column check was not run"
+fi
+
+# ---- interrupts: exit 128 + signal, the old report intact, no staging directory, child gone ----
+tiny_html=(--quick --dtypes float32 --k 64 --samples 2 --progress never --threads 1)
+printf '#!/bin/sh\necho $$ > "%s"\nexec sleep 60\n' "$TMP/slowpy.pid" > "$TMP/slowpy"
+chmod +x "$TMP/slowpy"
+interrupt_render() {  # signal, wanted exit status
+  rm -f "$TMP/slowpy.pid"
+  set -m  # Job control: the background run does not start with SIGINT ignored.
+  FPCONFORM_PYTHON="$TMP/slowpy" "$BIN" tolerance "${tiny_html[@]}" --out "$TMP/full" 2>"$TMP/err" &
+  local pid=$! i
+  set +m
+  for ((i = 0; i < 400; ++i)); do [ -s "$TMP/slowpy.pid" ] && break; sleep 0.05; done
+  [ -s "$TMP/slowpy.pid" ] || fail "SIG$1: the renderer never started"
+  kill "-$1" "$pid"
+  wait "$pid"; expect_rc "SIG$1 while rendering report.html" "$?" "$2"
+  grep -q "interrupted (SIG$1); .*full was left as it was" "$TMP/err" \
+    || fail "SIG$1 message: $(cat "$TMP/err")"
+  cmp -s "$TMP/full/report.json" "$TMP/full.json" || fail "SIG$1: the old report changed"
+  [ -e "$TMP/full/report.html" ] && fail "SIG$1: the new report.html was installed"
+  kill -0 "$(cat "$TMP/slowpy.pid")" 2>/dev/null && fail "SIG$1: the renderer is still running"
+  expect_eq "SIG$1: no staging directory" "$(cd "$TMP" && ls -d ./*.partial-* ./*.old-* 2>/dev/null)" ""
+}
+interrupt_render INT 130
+interrupt_render TERM 143
+interrupt_sweep() {  # signal, wanted exit status: the standard sweep (minutes) stops at once
+  set -m
+  "$BIN" tolerance --progress never --out "$TMP/never" 2>"$TMP/err" &
+  local pid=$! i
+  set +m
+  sleep 1
+  kill "-$1" "$pid"
+  for ((i = 0; i < 300; ++i)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
+  if kill -0 "$pid" 2>/dev/null; then
+    fail "SIG$1 did not stop the sweep within 15 s"; kill -KILL "$pid"
+  fi
+  wait "$pid"; expect_rc "SIG$1 during the sweep" "$?" "$2"
+  [ -e "$TMP/never" ] && fail "SIG$1 during the sweep: $TMP/never was made"
+  expect_eq "SIG$1 during the sweep: no staging" "$(cd "$TMP" && ls -d ./*.partial-* 2>/dev/null)" ""
+}
+interrupt_sweep INT 130
+interrupt_sweep TERM 143
 
 if (( FAILS > 0 )); then
   echo "$FAILS check(s) failed"

@@ -3,6 +3,8 @@
 //   0  success
 //   1  the input had bad lines (calc)
 //   2  usage or I/O error (unknown format, unreadable file, ...)
+//   130, 143  interrupted by SIGINT / SIGTERM (128 + the signal; tolerance, merge): the old report
+//      directory, or none, is left and no staging directory (reports/process.h)
 #ifndef FPCONFORM_CLI_COMMANDS_H_
 #define FPCONFORM_CLI_COMMANDS_H_
 

@@ -3,15 +3,17 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "cli/commands.h"
+#include "reports/process.h"
 #include "reports/report.h"
 #include "reports/sweep.h"
 
@@ -40,18 +42,6 @@ std::vector<std::string> SplitList(const std::vector<std::string>& args) {
   return out;
 }
 
-std::string ShellQuote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) {
-    if (c == '\'') {
-      out += "'\\''";
-    } else {
-      out += c;
-    }
-  }
-  return out + "'";
-}
-
 std::string PythonPath() {
   const char* env = std::getenv("FPCONFORM_PYTHON");
   if (env != nullptr && *env != '\0') return env;
@@ -59,19 +49,28 @@ std::string PythonPath() {
   return "python3";
 }
 
+bool Interrupted() { return reports::InterruptGuard::Interrupted(); }
+
 // Renders report.html in the staging directory with reports/plot_report.py (matplotlib); without
 // matplotlib the page is written without plots, and without Python at all a minimal page says so.
+// An interrupt stops the renderer and returns CancelledError (the report is then not installed).
 absl::Status RenderHtml(const std::string& staging, bool plots) {
   const std::string script = std::string(FPCONFORM_REPORTS_SOURCE_DIR) + "/plot_report.py";
   const std::string json = staging + "/report.json", html = staging + "/report.html";
-  const std::string base = PythonPath() + " " + ShellQuote(script) + " " + ShellQuote(json) +
-                           " " + ShellQuote(html);
+  const std::vector<std::string> base = {PythonPath(), script, json, html};
+  reports::RunProgramOptions run;
+  run.cancelled = Interrupted;
   if (plots) {
-    const int rc = std::system((base + " 2>/dev/null").c_str());
-    if (rc == 0) return absl::OkStatus();
+    run.discard_stderr = true;
+    const absl::Status s = reports::RunProgram(base, run);
+    if (s.ok() || absl::IsCancelled(s)) return s;
+    run.discard_stderr = false;
   }
-  const int rc = std::system((base + " --no-plots").c_str());
-  if (rc == 0) {
+  std::vector<std::string> no_plots = base;
+  no_plots.push_back("--no-plots");
+  const absl::Status s = reports::RunProgram(no_plots, run);
+  if (absl::IsCancelled(s)) return s;
+  if (s.ok()) {
     if (plots) std::fprintf(stderr, "fpconform: matplotlib not available: report.html has no plots\n");
     return absl::OkStatus();
   }
@@ -82,8 +81,39 @@ absl::Status RenderHtml(const std::string& staging, bool plots) {
              "report is in <a href=\"report.md\">report.md</a> and report.json.</p></body></html>\n",
              f);
   std::fclose(f);
-  std::fprintf(stderr, "fpconform: python3 not found: report.html is a placeholder\n");
+  std::fprintf(stderr, "fpconform: python3 not found: report.html is a placeholder (%s)\n",
+               std::string(s.message()).c_str());
   return absl::OkStatus();
+}
+
+// The finalize step of both commands: report.html unless --no-html, and a last look for an
+// interrupt before the new report is installed.
+std::function<absl::Status(const std::string&)> Finalize(bool html) {
+  return [html](const std::string& staging) {
+    if (html) {
+      if (absl::Status s = RenderHtml(staging, true); !s.ok()) return s;
+    }
+    if (Interrupted()) return absl::CancelledError("interrupted");
+    return absl::OkStatus();
+  };
+}
+
+// The exit status of an interrupted command (128 + signal: 130 SIGINT, 143 SIGTERM), after
+// saying what was left.
+int ExitInterrupted(const char* command, const std::string& out) {
+  std::fprintf(stderr, "\nfpconform %s: interrupted (%s); %s was left as it was\n", command,
+               reports::InterruptGuard::Signal() == SIGINT ? "SIGINT" : "SIGTERM",
+               out.c_str());
+  return 128 + reports::InterruptGuard::Signal();
+}
+
+// --out, checked before any work (reports/report.h, CheckOutputDirectory).
+bool OutputOk(const char* command, const std::string& out) {
+  if (absl::Status s = reports::CheckOutputDirectory(out); !s.ok()) {
+    std::fprintf(stderr, "fpconform %s: --out: %s\n", command, std::string(s.message()).c_str());
+    return false;
+  }
+  return true;
 }
 
 std::string Duration(double s) {
@@ -128,7 +158,9 @@ CLI::App* AddToleranceCommand(CLI::App& root, ToleranceOptions& o) {
   app->add_option("--threads", o.threads, "Worker threads (default: all cores); results do not "
                                           "depend on it")
       ->check(CLI::Range(1, 1024));
-  app->add_option("--out", o.out, "Report directory (replaced atomically)")->capture_default_str();
+  app->add_option("--out", o.out, "Report directory: created, or replaced atomically when it is "
+                                  "an fpconform report directory (see README.md, \"--out\")")
+      ->capture_default_str();
   app->add_flag("--quick", o.quick, "Small sweep (K 64, 256, 1024; 24 samples; two "
                                     "distributions): under a minute");
   app->add_option("--shard", o.shard, "Run slice i of n (i/n, 1-based); combine with "
@@ -155,6 +187,8 @@ CLI::App* AddToleranceCommand(CLI::App& root, ToleranceOptions& o) {
 }
 
 int RunToleranceCommand(const ToleranceOptions& o) {
+  if (!OutputOk("tolerance", o.out)) return kExitUsage;
+  reports::InterruptGuard interrupts;
   const std::string sweep_path = o.sweep.empty()
                                      ? std::string(FPCONFORM_REPORTS_SOURCE_DIR) +
                                            "/standard_sweep.toml"
@@ -202,6 +236,7 @@ int RunToleranceCommand(const ToleranceOptions& o) {
     }
     options.shard_index = i - 1;
     options.shard_count = n;
+    options.record_shard = true;  // Also for 1/1: the report can be merged.
   }
   const auto start = std::chrono::steady_clock::now();
   if (ShowProgress(o.progress)) {
@@ -216,17 +251,18 @@ int RunToleranceCommand(const ToleranceOptions& o) {
       std::fflush(stderr);
     };
   }
+  options.cancelled = Interrupted;
   absl::StatusOr<reports::Report> report = reports::RunSweep(*narrowed, options);
+  if (!report.ok() && Interrupted()) return ExitInterrupted("tolerance", o.out);
   if (!report.ok()) {
     std::fprintf(stderr, "fpconform tolerance: %s\n", std::string(report.status().message()).c_str());
     return kExitUsage;
   }
   reports::AddSummaries(*report);
-  const bool html = !o.no_html;
-  absl::Status w = reports::WriteDirectoryAtomically(
-      o.out, reports::ReportFiles(*report),
-      html ? [](const std::string& staging) { return RenderHtml(staging, true); }
-           : std::function<absl::Status(const std::string&)>());
+  absl::Status w = reports::WriteDirectoryAtomically(o.out, "tolerance",
+                                                     reports::ReportFiles(*report),
+                                                     Finalize(!o.no_html));
+  if (!w.ok() && Interrupted()) return ExitInterrupted("tolerance", o.out);
   if (!w.ok()) {
     std::fprintf(stderr, "fpconform tolerance: %s\n", std::string(w.message()).c_str());
     return kExitUsage;
@@ -246,13 +282,16 @@ CLI::App* AddMergeCommand(CLI::App& root, MergeOptions& o) {
                "report a single run gives (byte-identical CSV and JSON)");
   app->add_option("dirs", o.dirs, "Shard report directories (each holds report.json)")
       ->required();
-  app->add_option("--out", o.out, "Merged report directory")->required();
+  app->add_option("--out", o.out, "Merged report directory (the same rules as tolerance --out)")
+      ->required();
   app->add_flag("--no-html", o.no_html, "Skip report.html");
   app->footer("Example:\n  fpconform merge shard1 shard2 shard3 --out report");
   return app;
 }
 
 int RunMergeCommand(const MergeOptions& o) {
+  if (!OutputOk("merge", o.out)) return kExitUsage;
+  reports::InterruptGuard interrupts;
   std::vector<reports::Report> shards;
   std::vector<std::string> names;
   for (const std::string& d : o.dirs) {
@@ -275,10 +314,10 @@ int RunMergeCommand(const MergeOptions& o) {
     std::fprintf(stderr, "fpconform merge: %s\n", std::string(merged.status().message()).c_str());
     return kExitUsage;
   }
-  absl::Status w = reports::WriteDirectoryAtomically(
-      o.out, reports::ReportFiles(*merged),
-      !o.no_html ? [](const std::string& staging) { return RenderHtml(staging, true); }
-                 : std::function<absl::Status(const std::string&)>());
+  absl::Status w = reports::WriteDirectoryAtomically(o.out, "tolerance",
+                                                     reports::ReportFiles(*merged),
+                                                     Finalize(!o.no_html));
+  if (!w.ok() && Interrupted()) return ExitInterrupted("merge", o.out);
   if (!w.ok()) {
     std::fprintf(stderr, "fpconform merge: %s\n", std::string(w.message()).c_str());
     return kExitUsage;

@@ -1,10 +1,15 @@
 #include "reports/report.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -393,55 +398,411 @@ absl::StatusOr<std::string> ReadFileToString(const std::string& path) {
   return ss.str();
 }
 
-absl::Status WriteDirectoryAtomically(
-    const std::string& dir, const std::vector<std::pair<std::string, std::string>>& files,
-    const std::function<absl::Status(const std::string& staging_dir)>& finalize) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  fs::path target = fs::path(dir).lexically_normal();
-  if (target.filename().empty()) target = target.parent_path();
-  const fs::path parent = target.has_parent_path() ? target.parent_path() : fs::path(".");
-  fs::create_directories(parent, ec);
-  if (ec) return absl::InternalError(Cat(parent.string(), ": ", ec.message()));
-  const std::string pid = std::to_string(::getpid());
-  const fs::path staging = fs::path(target.string() + ".partial-" + pid);
-  fs::remove_all(staging, ec);
-  if (!fs::create_directory(staging, ec) || ec) {
-    return absl::InternalError(Cat(staging.string(), ": cannot create: ", ec.message()));
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string ErrnoText(int e) { return std::strerror(e); }
+
+// What is at a path, for messages ("a regular file", "a symbolic link (dangling)", ...).
+std::string DescribeType(const struct stat& st, const std::string& path) {
+  switch (st.st_mode & S_IFMT) {
+    case S_IFREG:
+      return "a regular file";
+    case S_IFDIR:
+      return "a directory";
+    case S_IFLNK: {
+      struct stat target {};
+      return stat(path.c_str(), &target) == 0 ? "a symbolic link" : "a symbolic link (dangling)";
+    }
+    case S_IFCHR:
+      return "a character device";
+    case S_IFBLK:
+      return "a block device";
+    case S_IFIFO:
+      return "a FIFO";
+    case S_IFSOCK:
+      return "a socket";
   }
+  return "not a file or directory";
+}
+
+bool ValidEntryName(std::string_view n) {
+  return !n.empty() && n != "." && n != ".." && n.find('/') == std::string_view::npos &&
+         n.find('\0') == std::string_view::npos;
+}
+
+bool ValidKind(std::string_view k) {
+  if (k.empty()) return false;
+  for (char c : k) {
+    if (!((c >= 'a' && c <= 'z') || c == '_')) return false;
+  }
+  return true;
+}
+
+// An output path split into its parent directory and last component, without resolving
+// anything (the kernel, not a lexical rule, decides what ".." means behind a symbolic link).
+struct OutputPath {
+  std::string target;  // Without trailing slashes.
+  std::string parent;  // "." for a bare name.
+};
+
+absl::StatusOr<OutputPath> SplitOutputPath(const std::string& dir) {
+  if (dir.empty()) {
+    return absl::InvalidArgumentError("the output directory path is empty");
+  }
+  std::string t = dir;
+  while (t.size() > 1 && t.back() == '/') t.pop_back();
+  const size_t slash = t.rfind('/');
+  const std::string last = slash == std::string::npos ? t : t.substr(slash + 1);
+  if (last.empty() || last == "." || last == "..") {
+    return absl::InvalidArgumentError(
+        Cat(dir, ": names no directory entry that could be replaced (use a new directory's "
+                 "path)"));
+  }
+  OutputPath p;
+  p.target = t;
+  p.parent = slash == std::string::npos ? "." : slash == 0 ? "/" : t.substr(0, slash);
+  return p;
+}
+
+// Reads a small regular file without following a symbolic link and without blocking on a FIFO.
+absl::StatusOr<std::string> ReadSmallRegularFile(const std::string& path, size_t limit) {
+  const int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    const int e = errno;
+    return absl::FailedPreconditionError(Cat(path, ": cannot open: ", ErrnoText(e)));
+  }
+  struct stat st {};
+  if (fstat(fd, &st) != 0) {
+    const int e = errno;
+    close(fd);
+    return absl::FailedPreconditionError(Cat(path, ": cannot stat: ", ErrnoText(e)));
+  }
+  if (!S_ISREG(st.st_mode) || static_cast<uint64_t>(st.st_size) > limit) {
+    close(fd);
+    return absl::FailedPreconditionError(
+        Cat(path, S_ISREG(st.st_mode) ? ": too large for a manifest" : ": not a regular file"));
+  }
+  std::string out(static_cast<size_t>(st.st_size), '\0');
+  size_t got = 0;
+  while (got < out.size()) {
+    const ssize_t n = read(fd, out.data() + got, out.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int e = errno;
+      close(fd);
+      return absl::FailedPreconditionError(Cat(path, ": read error: ", ErrnoText(e)));
+    }
+    if (n == 0) break;
+    got += static_cast<size_t>(n);
+  }
+  close(fd);
+  out.resize(got);
+  return out;
+}
+
+// The file names a manifest lists, or why it is not a valid manifest.
+absl::StatusOr<std::vector<std::string>> ParseManifest(const std::string& text,
+                                                       const std::string& path) {
+  const nlohmann::json j =
+      nlohmann::json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
+  auto bad = [&](std::string_view why) {
+    return absl::FailedPreconditionError(
+        Cat(path, ": not a valid fpconform manifest (", why, "); refusing to replace ",
+            fs::path(path).parent_path().string()));
+  };
+  if (j.is_discarded() || !j.is_object()) return bad("not a JSON object");
+  if (!j.contains("fpconform_output") || j["fpconform_output"] != 1) {
+    return bad("fpconform_output is not 1");
+  }
+  if (!j.contains("kind") || !j["kind"].is_string() ||
+      !ValidKind(j["kind"].get<std::string>())) {
+    return bad("kind is not a [a-z_]+ string");
+  }
+  if (!j.contains("files") || !j["files"].is_array()) return bad("files is not an array");
+  std::vector<std::string> files;
+  for (const nlohmann::json& f : j["files"]) {
+    if (!f.is_string() || !ValidEntryName(f.get<std::string>()) ||
+        f.get<std::string>() == kManifestFileName) {
+      return bad("files holds something that is not a plain file name");
+    }
+    files.push_back(f.get<std::string>());
+  }
+  return files;
+}
+
+// What CheckOutputDirectory found.
+struct TargetState {
+  bool exists = false;
+  std::vector<std::string> listed;  // Entries present that the manifest lists (to delete later).
+  bool has_manifest = false;
+};
+
+absl::StatusOr<TargetState> InspectTarget(const OutputPath& p) {
+  TargetState state;
+  const std::string& t = p.target;
+  struct stat st {};
+  if (lstat(t.c_str(), &st) != 0) {
+    const int e = errno;
+    if (e != ENOENT) {
+      return absl::FailedPreconditionError(Cat(t, ": cannot be used: ", ErrnoText(e)));
+    }
+    // Nothing there: the nearest existing ancestor must be a directory (the rest is created).
+    fs::path a = p.parent;
+    while (true) {
+      struct stat ast {};
+      if (stat(a.c_str(), &ast) == 0) {
+        if (!S_ISDIR(ast.st_mode)) {
+          return absl::FailedPreconditionError(
+              Cat(t, ": cannot be created: ", a.string(), " is not a directory"));
+        }
+        break;
+      }
+      const int ae = errno;
+      if (ae != ENOENT || !a.has_parent_path() || a.parent_path() == a) {
+        return absl::FailedPreconditionError(
+            Cat(t, ": cannot be created: ", a.string(), ": ", ErrnoText(ae)));
+      }
+      a = a.parent_path();
+    }
+    return state;
+  }
+  state.exists = true;
+  if (!S_ISDIR(st.st_mode)) {
+    return absl::FailedPreconditionError(
+        Cat(t, ": exists and is ", DescribeType(st, t),
+            ", not an fpconform report directory; refusing to replace it"));
+  }
+  std::vector<std::string> entries;
+  std::error_code ec;
+  for (fs::directory_iterator it(t, ec), end; !ec && it != end; it.increment(ec)) {
+    entries.push_back(it->path().filename().string());
+  }
+  if (ec) {
+    return absl::FailedPreconditionError(Cat(t, ": cannot list: ", ec.message()));
+  }
+  std::sort(entries.begin(), entries.end());
+  if (entries.empty()) return state;  // An empty directory: nothing to lose.
+  const std::string manifest_path = t + "/" + kManifestFileName;
+  struct stat mst {};
+  if (lstat(manifest_path.c_str(), &mst) != 0) {
+    const int e = errno;
+    if (e == ENOENT) {
+      return absl::FailedPreconditionError(
+          Cat(t, ": exists and is not an fpconform report directory (it has no ",
+              kManifestFileName, "); refusing to replace it: choose a new directory, or remove "
+              "it yourself"));
+    }
+    return absl::FailedPreconditionError(Cat(manifest_path, ": ", ErrnoText(e)));
+  }
+  if (!S_ISREG(mst.st_mode)) {
+    return absl::FailedPreconditionError(
+        Cat(manifest_path, ": is ", DescribeType(mst, manifest_path),
+            ", not a manifest; refusing to replace ", t));
+  }
+  absl::StatusOr<std::string> text = ReadSmallRegularFile(manifest_path, size_t{1} << 20);
+  if (!text.ok()) return text.status();
+  absl::StatusOr<std::vector<std::string>> listed = ParseManifest(*text, manifest_path);
+  if (!listed.ok()) return listed.status();
+  state.has_manifest = true;
+  std::vector<std::string> extra, odd;
+  for (const std::string& name : entries) {
+    if (name == kManifestFileName) continue;
+    const std::string path = t + "/" + name;
+    struct stat est {};
+    const bool is_dir = lstat(path.c_str(), &est) == 0 && S_ISDIR(est.st_mode);
+    if (std::find(listed->begin(), listed->end(), name) == listed->end()) {
+      extra.push_back(is_dir ? name + "/" : name);
+    } else if (!S_ISREG(est.st_mode)) {
+      odd.push_back(Cat(name, " (", DescribeType(est, path), ")"));
+    } else {
+      state.listed.push_back(name);
+    }
+  }
+  if (!extra.empty()) {
+    return absl::FailedPreconditionError(
+        Cat(t, ": holds files that are not part of the report: ", Join(extra, ", "),
+            "; move them away (or choose another directory)"));
+  }
+  if (!odd.empty()) {
+    return absl::FailedPreconditionError(
+        Cat(t, ": report entries that are not regular files: ", Join(odd, ", "),
+            "; refusing to replace it"));
+  }
+  return state;
+}
+
+// Deletes a report directory that InspectTarget accepted: its listed files, the manifest, then
+// the directory itself (rmdir: fails rather than delete anything that appeared since).
+absl::Status RemoveReportDirectory(const std::string& dir, const TargetState& state) {
+  for (const std::string& name : state.listed) {
+    const std::string path = dir + "/" + name;
+    if (unlink(path.c_str()) != 0 && errno != ENOENT) {
+      const int e = errno;
+      return absl::InternalError(Cat(path, ": cannot remove: ", ErrnoText(e)));
+    }
+  }
+  if (state.has_manifest) {
+    const std::string path = dir + "/" + kManifestFileName;
+    if (unlink(path.c_str()) != 0 && errno != ENOENT) {
+      const int e = errno;
+      return absl::InternalError(Cat(path, ": cannot remove: ", ErrnoText(e)));
+    }
+  }
+  if (rmdir(dir.c_str()) != 0) {
+    const int e = errno;
+    return absl::InternalError(Cat(dir, ": cannot remove: ", ErrnoText(e)));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status WriteWholeFile(const std::string& path, std::string_view content) {
+  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+  if (fd < 0) {
+    const int e = errno;
+    return absl::InternalError(Cat(path, ": cannot create: ", ErrnoText(e)));
+  }
+  size_t done = 0;
+  while (done < content.size()) {
+    const ssize_t n = write(fd, content.data() + done, content.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int e = errno;
+      close(fd);
+      return absl::InternalError(Cat(path, ": write failed: ", ErrnoText(e)));
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (close(fd) != 0) {
+    const int e = errno;
+    return absl::InternalError(Cat(path, ": write failed: ", ErrnoText(e)));
+  }
+  return absl::OkStatus();
+}
+
+// A sibling name that does not exist yet: base, base-1, base-2, ...
+std::string FreeSibling(const std::string& base) {
+  for (int n = 0;; ++n) {
+    const std::string p = n == 0 ? base : Cat(base, "-", n);
+    struct stat st {};
+    if (lstat(p.c_str(), &st) != 0 && errno == ENOENT) return p;
+  }
+}
+
+}  // namespace
+
+absl::Status CheckOutputDirectory(const std::string& dir) {
+  absl::StatusOr<OutputPath> p = SplitOutputPath(dir);
+  if (!p.ok()) return p.status();
+  return InspectTarget(*p).status();
+}
+
+absl::Status WriteDirectoryAtomically(
+    const std::string& dir, const std::string& kind,
+    const std::vector<std::pair<std::string, std::string>>& files,
+    const std::function<absl::Status(const std::string& staging_dir)>& finalize) {
+  if (!ValidKind(kind)) {
+    return absl::InvalidArgumentError(Cat("report kind '", kind, "' is not [a-z_]+"));
+  }
+  for (const auto& f : files) {
+    if (!ValidEntryName(f.first) || f.first == kManifestFileName) {
+      return absl::InvalidArgumentError(Cat(dir, ": '", f.first, "' is not a report file name"));
+    }
+  }
+  absl::StatusOr<OutputPath> p = SplitOutputPath(dir);
+  if (!p.ok()) return p.status();
+  if (absl::StatusOr<TargetState> s = InspectTarget(*p); !s.ok()) return s.status();
+  const std::string& target = p->target;
+  std::error_code ec;
+  fs::create_directories(p->parent, ec);
+  if (ec) return absl::InternalError(Cat(p->parent, ": cannot create: ", ec.message()));
+
+  const std::string pid = std::to_string(::getpid());
+  std::string staging;
+  for (int n = 0;; ++n) {
+    staging = n == 0 ? Cat(target, ".partial-", pid) : Cat(target, ".partial-", pid, "-", n);
+    if (mkdir(staging.c_str(), 0777) == 0) break;
+    const int e = errno;
+    if (e != EEXIST || n >= 1000) {
+      return absl::InternalError(Cat(staging, ": cannot create: ", ErrnoText(e)));
+    }
+  }
+  // From here on every failure removes the staging directory (ours alone: we just made it).
+  auto fail = [&staging](absl::Status s) {
+    std::error_code ignored;
+    fs::remove_all(staging, ignored);
+    return s;
+  };
   for (const auto& [name, content] : files) {
-    const fs::path p = staging / name;
-    std::ofstream out(p, std::ios::binary | std::ios::trunc);
-    out.write(content.data(), static_cast<std::streamsize>(content.size()));
-    out.close();
-    if (!out) {
-      fs::remove_all(staging, ec);
-      return absl::InternalError(Cat(p.string(), ": write failed"));
+    if (absl::Status s = WriteWholeFile(staging + "/" + name, content); !s.ok()) {
+      return fail(std::move(s));
     }
   }
   if (finalize) {
-    if (absl::Status s = finalize(staging.string()); !s.ok()) {
-      fs::remove_all(staging, ec);
-      return s;
+    if (absl::Status s = finalize(staging); !s.ok()) return fail(std::move(s));
+  }
+  std::vector<std::string> names;
+  for (fs::directory_iterator it(staging, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    std::error_code tec;
+    if (!it->is_regular_file(tec) || it->is_symlink(tec) || name == kManifestFileName) {
+      return fail(absl::InternalError(
+          Cat(staging, "/", name, ": not a regular report file (made while finalizing)")));
     }
+    names.push_back(name);
   }
-  const fs::path aside = fs::path(target.string() + ".old-" + pid);
-  const bool existed = fs::exists(target, ec);
-  if (existed) {
-    fs::rename(target, aside, ec);
-    if (ec) {
-      fs::remove_all(staging, ec);
-      return absl::InternalError(Cat(target.string(), ": cannot move the old report "
-                                              "aside: ", ec.message()));
+  if (ec) return fail(absl::InternalError(Cat(staging, ": cannot list: ", ec.message())));
+  std::sort(names.begin(), names.end());
+  std::string manifest = "{\n  \"fpconform_output\": 1,\n  \"kind\": ";
+  AppendJsonString(manifest, kind);
+  manifest += ",\n  \"files\": [";
+  for (size_t i = 0; i < names.size(); ++i) {
+    manifest += i == 0 ? "\n    " : ",\n    ";
+    AppendJsonString(manifest, names[i]);
+  }
+  manifest += "\n  ]\n}\n";
+  if (absl::Status s = WriteWholeFile(staging + "/" + kManifestFileName, manifest); !s.ok()) {
+    return fail(std::move(s));
+  }
+
+  // Install: check the target again (it may have changed during a long run), then swap.
+  absl::StatusOr<TargetState> old = InspectTarget(*p);
+  if (!old.ok()) return fail(old.status());
+  if (!old->exists) {
+    if (rename(staging.c_str(), target.c_str()) != 0) {
+      const int e = errno;
+      return fail(absl::InternalError(Cat(target, ": cannot install: ", ErrnoText(e))));
     }
+    return absl::OkStatus();
   }
-  fs::rename(staging, target, ec);
-  if (ec) {
-    const std::string msg = ec.message();
-    if (existed) fs::rename(aside, target, ec);
-    return absl::InternalError(Cat(target.string(), ": cannot install: ", msg));
+  std::string old_at;  // Where the old report is once the new one is in place.
+  if (renameat2(AT_FDCWD, staging.c_str(), AT_FDCWD, target.c_str(), RENAME_EXCHANGE) == 0) {
+    old_at = staging;
+  } else {
+    // No atomic exchange on this file system: move the old report aside, then install.
+    const std::string aside = FreeSibling(Cat(target, ".old-", pid));
+    if (rename(target.c_str(), aside.c_str()) != 0) {
+      const int e = errno;
+      return fail(absl::InternalError(
+          Cat(target, ": cannot move the old report aside to ", aside, ": ", ErrnoText(e))));
+    }
+    if (rename(staging.c_str(), target.c_str()) != 0) {
+      const int e = errno;
+      if (rename(aside.c_str(), target.c_str()) != 0) {
+        const int back = errno;
+        return fail(absl::InternalError(
+            Cat(target, ": cannot install: ", ErrnoText(e), "; the old report is now ", aside,
+                " (cannot move it back: ", ErrnoText(back), ")")));
+      }
+      return fail(absl::InternalError(Cat(target, ": cannot install: ", ErrnoText(e))));
+    }
+    old_at = aside;
   }
-  if (existed) fs::remove_all(aside, ec);
+  if (absl::Status s = RemoveReportDirectory(old_at, *old); !s.ok()) {
+    return absl::InternalError(Cat("the new report is in ", target, ", but the old one (now ",
+                                   old_at, ") could not be removed: ", s.message()));
+  }
   return absl::OkStatus();
 }
 

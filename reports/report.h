@@ -1,5 +1,6 @@
 // A report: ordered provenance entries plus named tables of typed cells, and its file forms
-// (JSON, CSV, Markdown) and atomic directory output. The tolerance sweep (sweep.h) fills one;
+// (JSON, CSV, Markdown) and safe, atomic directory output (WriteDirectoryAtomically, with a
+// manifest that marks the directory as fpconform's). The tolerance sweep (sweep.h) fills one;
 // `fpconform merge` reads shard reports back from JSON and writes the combined one.
 //
 // JSON form (report.json; the schema is also in README.md, "Report files"):
@@ -100,14 +101,53 @@ std::string ToJson(const Report& report);
 absl::StatusOr<Report> FromJson(std::string_view text, std::string_view file_name);
 std::string ToCsv(const Table& table);
 
-// Writes `files` (name -> content) into `dir` atomically: everything is written into a fresh
-// sibling directory "<dir>.partial-<pid>" first, then that directory replaces `dir` (an existing
-// `dir` is renamed aside and removed only after the swap). An interrupted run leaves `dir` as it
-// was (plus, at worst, a stale *.partial-* sibling). `finalize`, when set, runs on the staging
-// directory after the files are written and before the swap (e.g. to render report.html from
-// report.json); its error aborts the write. Errors name the path.
+// ---- Report directories (`--out DIR` of tolerance, merge and audit) ----
+//
+// Every report directory fpconform writes holds a manifest, fpconform-manifest.json:
+//   {"fpconform_output": 1, "kind": "tolerance", "files": ["cross_platform.csv", ...]}
+// naming the kind of report ([a-z_]+: "tolerance", "audit", ...) and every other file in the
+// directory (sorted). It is what makes a directory safe to replace: fpconform replaces `dir`
+// only when
+//   * nothing is at `dir` (its missing parent directories are created), or
+//   * `dir` is an empty directory, or
+//   * `dir` is a real directory (not a symbolic link) with a valid manifest, holding no entry
+//     other than the manifest and the files it lists, each of them a regular file
+//     (a user's own notes put into a report directory are never deleted silently).
+// Anything else is refused: an empty path, a path ending in "." or "..", a regular file, a
+// symbolic link (also a dangling one), a device, FIFO or socket, a directory without a manifest
+// (e.g. one written by fpconform before manifests, or any unrelated directory: remove it
+// yourself), a directory holding unlisted files (they are named), or a parent that is not a
+// directory. Directories written before manifests existed must be removed by hand once.
+
+// The manifest's file name.
+inline constexpr char kManifestFileName[] = "fpconform-manifest.json";
+
+// Checks that `dir` may be replaced by a report directory (the rules above). Read-only: it
+// changes nothing. Commands call it before any long work, so that a bad --out is reported at
+// once, and WriteDirectoryAtomically calls it again just before it installs the new directory.
+// Errors (InvalidArgument for a malformed path, FailedPrecondition for something that must not
+// be replaced) name the path and say what is there, e.g.
+//   "notes.txt: exists and is a regular file, not an fpconform report directory; refusing to
+//    replace it"
+//   "r: holds files that are not part of the report: notes.txt, plots/; move them away (or
+//    choose another directory)"
+absl::Status CheckOutputDirectory(const std::string& dir);
+
+// Writes `files` (name -> content; plain names, no '/', never the manifest's) into `dir`
+// atomically, as a report directory of `kind` ([a-z_]+). Steps: CheckOutputDirectory(dir);
+// write everything into a fresh sibling "<dir>.partial-<pid>[-<n>]"; run `finalize` (when set)
+// on that staging directory (e.g. to render report.html from report.json); write the manifest
+// listing every file then in the staging directory (each must be a regular file); check `dir`
+// again; swap the staging directory into place (renameat2 RENAME_EXCHANGE where the file system
+// has it, else `dir` is renamed aside to "<dir>.old-<pid>[-<n>]" first); then delete the old
+// report's listed files, its manifest and the emptied directory (never anything else).
+// Any error, including one returned by `finalize` (e.g. CancelledError on an interrupt), removes
+// the staging directory and leaves `dir` as it was; so does an interrupt handled as in
+// process.h. Only a crash (or SIGKILL) can leave a stale *.partial-* or *.old-* sibling.
+// Errors name the path and carry the failing call's own error text.
 absl::Status WriteDirectoryAtomically(
-    const std::string& dir, const std::vector<std::pair<std::string, std::string>>& files,
+    const std::string& dir, const std::string& kind,
+    const std::vector<std::pair<std::string, std::string>>& files,
     const std::function<absl::Status(const std::string& staging_dir)>& finalize = nullptr);
 
 // Reads a whole file (NotFound / Internal naming the path).

@@ -16,7 +16,13 @@ namespace {
 struct RowView {
   const Table& t;
   const std::vector<Cell>& r;
-  const Cell& At(std::string_view c) const { return r[static_cast<size_t>(t.ColumnIndex(c))]; }
+  // A column the table lacks reads as empty (MergeReports checks shards against the schema,
+  // so this only guards against a bug; it must never index out of the row).
+  const Cell& At(std::string_view c) const {
+    static const Cell kEmpty;
+    const int i = t.ColumnIndex(c);
+    return i >= 0 && static_cast<size_t>(i) < r.size() ? r[static_cast<size_t>(i)] : kEmpty;
+  }
   std::string Str(std::string_view c) const {
     const Cell& x = At(c);
     return std::holds_alternative<std::string>(x) ? std::get<std::string>(x) : "";
@@ -378,6 +384,75 @@ std::string ToMarkdown(const Report& report) {
   return out;
 }
 
+namespace {
+
+const char* ColumnTypeName(ColumnType t) {
+  switch (t) {
+    case ColumnType::kInt:
+      return "int";
+    case ColumnType::kFloat:
+      return "float";
+    case ColumnType::kString:
+      return "string";
+  }
+  return "?";
+}
+
+// A shard's tables against the sweep's own: every row table present once, with the same
+// columns (name and type, in order), and no other tables but the recomputed summaries. The
+// summaries and the merge read cells by column name, so this is what keeps them in bounds.
+absl::Status CheckAgainstSchema(const Report& shard, const std::vector<Table>& schema,
+                                const std::string& name) {
+  for (const Table& t : shard.tables) {
+    if (t.name == "rubric" || t.name == "defaults") continue;
+    const bool known = std::any_of(schema.begin(), schema.end(),
+                                   [&](const Table& w) { return w.name == t.name; });
+    if (!known) {
+      return absl::InvalidArgumentError(
+          Cat(name, ": table '", t.name, "' is not a table the tolerance sweep writes"));
+    }
+    const auto copies = std::count_if(shard.tables.begin(), shard.tables.end(),
+                                      [&](const Table& x) { return x.name == t.name; });
+    if (copies > 1) {
+      return absl::InvalidArgumentError(Cat(name, ": table '", t.name, "' appears ", copies,
+                                            " times"));
+    }
+  }
+  for (const Table& want : schema) {
+    const Table* t = shard.Find(want.name);
+    if (t == nullptr) {
+      return absl::InvalidArgumentError(Cat(name, ": table '", want.name, "' missing"));
+    }
+    for (size_t c = 0; c < want.columns.size(); ++c) {
+      const Column& w = want.columns[c];
+      const int at = t->ColumnIndex(w.name);
+      if (at < 0) {
+        return absl::InvalidArgumentError(
+            Cat(name, ": table '", want.name, "': column '", w.name, "' missing"));
+      }
+      const Column& got = t->columns[static_cast<size_t>(at)];
+      if (got.type != w.type) {
+        return absl::InvalidArgumentError(
+            Cat(name, ": table '", want.name, "': column '", w.name, "' is a ",
+                ColumnTypeName(got.type), " column, the sweep writes ", ColumnTypeName(w.type)));
+      }
+      if (static_cast<size_t>(at) != c) {
+        return absl::InvalidArgumentError(
+            Cat(name, ": table '", want.name, "': column '", w.name, "' is column ", at + 1,
+                ", the sweep writes it as column ", c + 1));
+      }
+    }
+    if (t->columns.size() != want.columns.size()) {
+      return absl::InvalidArgumentError(
+          Cat(name, ": table '", want.name, "': column '",
+              t->columns[want.columns.size()].name, "' is not a column the sweep writes"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<Report> MergeReports(const std::vector<Report>& shards,
                                     const std::vector<std::string>& names) {
   if (shards.empty()) return absl::InvalidArgumentError("merge: no reports given");
@@ -418,21 +493,18 @@ absl::StatusOr<Report> MergeReports(const std::vector<Report>& shards,
       return absl::InvalidArgumentError(Cat("merge: shard ", s, "/", count, " missing"));
     }
   }
+  const std::vector<Table> schema = SweepTableSchemas();
+  for (size_t i = 0; i < shards.size(); ++i) {
+    if (absl::Status s = CheckAgainstSchema(shards[i], schema, names[i]); !s.ok()) return s;
+  }
   Report merged;
   merged.provenance = base;
-  for (const Table& t : shards[0].tables) {
-    if (t.name == "rubric" || t.name == "defaults") continue;
+  for (const Table& want : schema) {
+    const Table& t = *shards[0].Find(want.name);
     Table m = t;
     m.rows.clear();
     for (size_t i = 0; i < shards.size(); ++i) {
       const Table* st = shards[i].Find(t.name);
-      if (st == nullptr) {
-        return absl::InvalidArgumentError(Cat(names[i], ": table '", t.name, "' missing"));
-      }
-      if (st->columns.size() != t.columns.size()) {
-        return absl::InvalidArgumentError(
-            Cat(names[i], ": table '", t.name, "' has other columns"));
-      }
       m.rows.insert(m.rows.end(), st->rows.begin(), st->rows.end());
     }
     const int ui = m.ColumnIndex("unit"), ii = m.ColumnIndex("item");

@@ -1,12 +1,22 @@
 // The report writers and readers on a hand-built report (expected texts written by hand), the
-// JSON round trip, and the atomic directory write.
+// JSON round trip, the atomic directory write and its refusals (report directories only), and
+// RunProgram / InterruptGuard (process.h).
 #include "reports/report.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <string>
+#include <vector>
 
 #include "gtest/gtest.h"
+#include "reports/process.h"
 
 namespace fpconform::reports {
 namespace {
@@ -111,15 +121,49 @@ std::string Slurp(const std::filesystem::path& p) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
+void Spit(const std::filesystem::path& p, std::string_view text) {
+  std::ofstream(p, std::ios::binary) << text;
+}
+
+// A fresh directory made by mkdtemp, removed with everything in it at the end of the test.
+class TempDir {
+ public:
+  TempDir() {
+    std::string t = (std::filesystem::temp_directory_path() / "fpconform_report_test.XXXXXX").string();
+    if (mkdtemp(t.data()) == nullptr) std::abort();
+    path_ = t;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+// Names in `dir` that look like staging or set-aside directories.
+std::vector<std::string> Leftovers(const std::filesystem::path& dir) {
+  std::vector<std::string> out;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    const std::string n = e.path().filename().string();
+    if (n.find(".partial-") != std::string::npos || n.find(".old-") != std::string::npos) {
+      out.push_back(n);
+    }
+  }
+  return out;
+}
+
 TEST(ReportTest, DirectoryIsReplacedAtomically) {
   namespace fs = std::filesystem;
-  const fs::path dir = fs::temp_directory_path() / ("fpconform_report_test_" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  ASSERT_TRUE(WriteDirectoryAtomically(dir.string(), {{"a.txt", "one"}, {"b.txt", "two"}}).ok());
+  TempDir tmp;
+  const fs::path dir = tmp.path() / "report";
+  ASSERT_TRUE(WriteDirectoryAtomically(dir.string(), "tolerance", {{"a.txt", "one"}, {"b.txt", "two"}}).ok());
   EXPECT_EQ(Slurp(dir / "a.txt"), "one");
   // A failing finalize leaves the old report untouched and no staging directory behind.
   absl::Status s = WriteDirectoryAtomically(
-      dir.string(), {{"a.txt", "NEW"}},
+      dir.string(), "tolerance", {{"a.txt", "NEW"}},
       [](const std::string&) { return absl::InternalError("interrupted"); });
   EXPECT_FALSE(s.ok());
   EXPECT_EQ(Slurp(dir / "a.txt"), "one");
@@ -129,7 +173,7 @@ TEST(ReportTest, DirectoryIsReplacedAtomically) {
               std::string::npos);
   }
   // A successful rewrite replaces the whole directory (b.txt goes away).
-  ASSERT_TRUE(WriteDirectoryAtomically(dir.string(), {{"a.txt", "NEW"}},
+  ASSERT_TRUE(WriteDirectoryAtomically(dir.string(), "tolerance", {{"a.txt", "NEW"}},
                                        [](const std::string& staging) {
                                          std::ofstream(staging + "/c.txt") << "made by finalize";
                                          return absl::OkStatus();
@@ -138,7 +182,267 @@ TEST(ReportTest, DirectoryIsReplacedAtomically) {
   EXPECT_EQ(Slurp(dir / "a.txt"), "NEW");
   EXPECT_FALSE(fs::exists(dir / "b.txt"));
   EXPECT_EQ(Slurp(dir / "c.txt"), "made by finalize");
-  fs::remove_all(dir);
+  EXPECT_TRUE(Leftovers(tmp.path()).empty());
+}
+
+TEST(ReportTest, ManifestListsEveryFileAndTheKind) {
+  TempDir tmp;
+  const auto dir = tmp.path() / "r";
+  ASSERT_TRUE(WriteDirectoryAtomically(dir.string(), "audit", {{"z.csv", "1"}, {"a.json", "{}"}},
+                                       [](const std::string& staging) {
+                                         std::ofstream(staging + "/report.html") << "<html>";
+                                         return absl::OkStatus();
+                                       })
+                  .ok());
+  EXPECT_EQ(Slurp(dir / kManifestFileName),
+            "{\n"
+            "  \"fpconform_output\": 1,\n"
+            "  \"kind\": \"audit\",\n"
+            "  \"files\": [\n"
+            "    \"a.json\",\n"
+            "    \"report.html\",\n"
+            "    \"z.csv\"\n"
+            "  ]\n"
+            "}\n");
+  EXPECT_TRUE(CheckOutputDirectory(dir.string()).ok());
+  // Missing parents are created; a trailing slash names the same directory.
+  EXPECT_TRUE(WriteDirectoryAtomically((tmp.path() / "p/q/r/").string(), "tolerance", {{"x", ""}}).ok());
+  EXPECT_EQ(Slurp(tmp.path() / "p/q/r/x"), "");
+  // Bad kinds and file names are refused before anything is written.
+  EXPECT_FALSE(WriteDirectoryAtomically((tmp.path() / "k").string(), "Tol", {}).ok());
+  EXPECT_FALSE(WriteDirectoryAtomically((tmp.path() / "k").string(), "t", {{"../x", ""}}).ok());
+  EXPECT_FALSE(WriteDirectoryAtomically((tmp.path() / "k").string(), "t", {{kManifestFileName, ""}}).ok());
+  EXPECT_FALSE(std::filesystem::exists(tmp.path() / "k"));
+  EXPECT_TRUE(Leftovers(tmp.path()).empty());
+}
+
+// What --out must never destroy: each is refused by CheckOutputDirectory and by
+// WriteDirectoryAtomically, left exactly as it was, and no staging directory is left.
+TEST(ReportTest, RefusesToReplaceWhatIsNotAReport) {
+  namespace fs = std::filesystem;
+  TempDir tmp;
+  const fs::path t = tmp.path();
+  Spit(t / "notes.txt", "my notes");
+  fs::create_directory(t / "project");
+  Spit(t / "project" / "main.cc", "int main() {}");
+  fs::create_directory(t / "real");
+  Spit(t / "real" / "keep", "k");
+  fs::create_directory_symlink(t / "real", t / "link");
+  fs::create_symlink(t / "nowhere", t / "dangling");
+  ASSERT_EQ(mkfifo((t / "fifo").c_str(), 0600), 0);
+  // A report directory into which the user put their own files.
+  ASSERT_TRUE(WriteDirectoryAtomically((t / "rep").string(), "tolerance", {{"report.csv", "x"}}).ok());
+  Spit(t / "rep" / "my-notes.md", "mine");
+  fs::create_directory(t / "rep" / "plots");
+  // A directory whose manifest is not one.
+  fs::create_directory(t / "fake");
+  Spit(t / "fake" / kManifestFileName, "{\"fpconform_output\": 2, \"kind\": \"x\", \"files\": []}");
+  Spit(t / "fake" / "data", "d");
+  // A report directory where a listed name is a directory.
+  ASSERT_TRUE(WriteDirectoryAtomically((t / "odd").string(), "tolerance", {{"a.csv", "x"}}).ok());
+  fs::remove(t / "odd" / "a.csv");
+  fs::create_directory(t / "odd" / "a.csv");
+  Spit(t / "odd" / "a.csv" / "inner", "i");
+  Spit(t / "file", "f");
+
+  const struct {
+    std::string path, message;
+  } cases[] = {
+      {"", "the output directory path is empty"},
+      {(t / "notes.txt").string(), "notes.txt: exists and is a regular file, not an fpconform "
+                                   "report directory; refusing to replace it"},
+      {(t / "project").string(), "project: exists and is not an fpconform report directory (it "
+                                 "has no fpconform-manifest.json)"},
+      {(t / "link").string(), "link: exists and is a symbolic link, not an fpconform report"},
+      {(t / "link/").string(), "link: exists and is a symbolic link, not an fpconform report"},
+      {(t / "dangling").string(), "dangling: exists and is a symbolic link (dangling), not"},
+      {(t / "fifo").string(), "fifo: exists and is a FIFO, not an fpconform report directory"},
+      {(t / "rep").string(), "rep: holds files that are not part of the report: my-notes.md, "
+                             "plots/; move them away"},
+      {(t / "fake").string(), "fpconform-manifest.json: not a valid fpconform manifest "
+                              "(fpconform_output is not 1)"},
+      {(t / "odd").string(), "odd: report entries that are not regular files: a.csv (a "
+                             "directory)"},
+      {(t / "file" / "sub").string(), "sub: cannot be used: Not a directory"},
+      {(t / "file" / "a" / "b").string(), "b: cannot be used: Not a directory"},
+      {(t / "real" / ".").string(), "names no directory entry that could be replaced"},
+      {(t / "real" / "..").string(), "names no directory entry that could be replaced"},
+      {"/", "names no directory entry that could be replaced"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.path);
+    const absl::Status check = CheckOutputDirectory(c.path);
+    EXPECT_FALSE(check.ok());
+    EXPECT_NE(check.message().find(c.message), std::string::npos) << check.message();
+    const absl::Status write = WriteDirectoryAtomically(c.path, "tolerance", {{"report.csv", "NEW"}});
+    EXPECT_EQ(write, check);
+  }
+  EXPECT_EQ(Slurp(t / "notes.txt"), "my notes");
+  EXPECT_EQ(Slurp(t / "project" / "main.cc"), "int main() {}");
+  EXPECT_TRUE(fs::is_symlink(t / "link"));
+  EXPECT_EQ(fs::read_symlink(t / "link"), t / "real");
+  EXPECT_EQ(Slurp(t / "real" / "keep"), "k");
+  EXPECT_TRUE(fs::is_symlink(t / "dangling"));
+  EXPECT_FALSE(fs::exists(t / "nowhere"));
+  EXPECT_TRUE(fs::is_fifo(fs::symlink_status(t / "fifo")));
+  EXPECT_EQ(Slurp(t / "rep" / "report.csv"), "x");
+  EXPECT_EQ(Slurp(t / "rep" / "my-notes.md"), "mine");
+  EXPECT_EQ(Slurp(t / "fake" / "data"), "d");
+  EXPECT_EQ(Slurp(t / "odd" / "a.csv" / "inner"), "i");
+  EXPECT_EQ(Slurp(t / "file"), "f");
+  EXPECT_TRUE(Leftovers(t).empty());
+  size_t entries = 0;
+  for ([[maybe_unused]] const auto& e : fs::directory_iterator(t)) ++entries;
+  EXPECT_EQ(entries, 10u);  // Nothing new was made.
+}
+
+TEST(ReportTest, AcceptsAnEmptyDirectoryAndAReportMissingSomeFiles) {
+  TempDir tmp;
+  const auto empty = tmp.path() / "empty";
+  std::filesystem::create_directory(empty);
+  EXPECT_TRUE(CheckOutputDirectory(empty.string()).ok());
+  ASSERT_TRUE(WriteDirectoryAtomically(empty.string(), "tolerance", {{"a", "1"}, {"b", "2"}}).ok());
+  std::filesystem::remove(empty / "b");  // A user deleted one listed file: still a report.
+  ASSERT_TRUE(WriteDirectoryAtomically(empty.string(), "tolerance", {{"c", "3"}}).ok());
+  EXPECT_FALSE(std::filesystem::exists(empty / "a"));
+  EXPECT_EQ(Slurp(empty / "c"), "3");
+  EXPECT_TRUE(Leftovers(tmp.path()).empty());
+}
+
+// The target is checked again just before the install: a change made while the report was being
+// produced is not overwritten.
+TEST(ReportTest, ChecksTheTargetAgainAtInstallTime) {
+  TempDir tmp;
+  const std::string dir = (tmp.path() / "r").string();
+  ASSERT_TRUE(WriteDirectoryAtomically(dir, "tolerance", {{"a", "old"}}).ok());
+  const absl::Status s = WriteDirectoryAtomically(dir, "tolerance", {{"a", "new"}},
+                                                  [&dir](const std::string&) {
+                                                    Spit(dir + "/late.txt", "user");
+                                                    return absl::OkStatus();
+                                                  });
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("holds files that are not part of the report: late.txt"),
+            std::string::npos)
+      << s.message();
+  EXPECT_EQ(Slurp(dir + "/a"), "old");
+  EXPECT_EQ(Slurp(dir + "/late.txt"), "user");
+  EXPECT_TRUE(Leftovers(tmp.path()).empty());
+}
+
+// A sibling that happens to carry the name of the set-aside directory is neither clobbered nor
+// a reason to fail, and no message ever reports "Success" for a failed call.
+TEST(ReportTest, ASiblingNamedLikeTheAsideDirectoryIsLeftAlone) {
+  TempDir tmp;
+  const std::string dir = (tmp.path() / "r").string();
+  ASSERT_TRUE(WriteDirectoryAtomically(dir, "tolerance", {{"a", "old"}}).ok());
+  const std::string aside = dir + ".old-" + std::to_string(::getpid());
+  std::filesystem::create_directory(aside);
+  Spit(aside + "/precious", "p");
+  const absl::Status s = WriteDirectoryAtomically(dir, "tolerance", {{"a", "new"}});
+  EXPECT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(s.message().find("Success"), std::string::npos);
+  EXPECT_EQ(Slurp(dir + "/a"), "new");
+  EXPECT_EQ(Slurp(aside + "/precious"), "p");
+}
+
+TEST(ReportTest, ErrorsCarryTheFailingCallsOwnText) {
+  TempDir tmp;
+  // The staging directory's name is too long for the file system (NAME_MAX 255).
+  const std::string dir = (tmp.path() / std::string(250, 'x')).string();
+  const absl::Status s = WriteDirectoryAtomically(dir, "tolerance", {{"a", "1"}});
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find(": cannot create: File name too long"), std::string::npos)
+      << s.message();
+  EXPECT_TRUE(Leftovers(tmp.path()).empty());
+}
+
+TEST(ProcessTest, RunProgramReportsHowTheProgramEnded) {
+  EXPECT_TRUE(RunProgram({"/bin/sh", "-c", "exit 0"}).ok());
+  EXPECT_TRUE(RunProgram({"sh", "-c", "exit 0"}).ok());  // Looked up in PATH.
+  const absl::Status three = RunProgram({"/bin/sh", "-c", "exit 3"});
+  EXPECT_EQ(three, absl::InternalError("/bin/sh: exited with status 3"));
+  const absl::Status killed = RunProgram({"/bin/sh", "-c", "kill -9 $$"});
+  EXPECT_EQ(killed, absl::InternalError("/bin/sh: killed by signal 9"));
+  const absl::Status missing = RunProgram({"/nonexistent/fpconform-no-such-program"});
+  EXPECT_EQ(missing, absl::NotFoundError("/nonexistent/fpconform-no-such-program: cannot run: No "
+                                         "such file or directory"));
+  EXPECT_EQ(RunProgram({"fpconform-no-such-program-in-path"}),
+            absl::NotFoundError("fpconform-no-such-program-in-path: not found in PATH"));
+  EXPECT_FALSE(RunProgram({}).ok());
+  // Arguments reach the program as they are: no shell in between.
+  TempDir tmp;
+  const std::string out = (tmp.path() / "arg out").string();
+  ASSERT_TRUE(RunProgram({"/bin/sh", "-c", "printf '%s' \"$1\" > \"$2\"", "sh", "a 'b' $c;", out}).ok());
+  EXPECT_EQ(Slurp(out), "a 'b' $c;");
+}
+
+TEST(ProcessTest, CancellationStopsTheProgramAndItsChildren) {
+  TempDir tmp;
+  const std::string pid_file = (tmp.path() / "pid").string();
+  RunProgramOptions o;
+  const auto start = std::chrono::steady_clock::now();
+  o.cancelled = [&] {
+    return std::chrono::steady_clock::now() - start > std::chrono::milliseconds(300);
+  };
+  // The shell starts a grandchild (sleep) and waits for it; both must be gone afterwards.
+  const absl::Status s =
+      RunProgram({"/bin/sh", "-c", "sleep 30 & echo $! > \"$1\"; wait", "sh", pid_file}, o);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_TRUE(absl::IsCancelled(s)) << s;
+  EXPECT_LT(seconds, 10);
+  const pid_t grandchild = static_cast<pid_t>(std::atoi(Slurp(pid_file).c_str()));
+  ASSERT_GT(grandchild, 0);
+  // The grandchild was killed; it is reaped by init, so give it a moment.
+  bool gone = false;
+  for (int i = 0; i < 200 && !gone; ++i) {
+    // Gone, or a zombie waiting for a reaper (in a container PID 1 may not reap it).
+    const std::string stat = Slurp("/proc/" + std::to_string(grandchild) + "/stat");
+    const size_t paren = stat.rfind(')');
+    gone = kill(grandchild, 0) != 0 ||
+           (paren != std::string::npos && stat.compare(paren, 3, ") Z") == 0);
+    if (!gone) usleep(10000);
+  }
+  EXPECT_TRUE(gone);
+  // A program that ignores SIGTERM is killed after the grace period.
+  o.kill_grace_ms = 200;
+  const auto start2 = std::chrono::steady_clock::now();
+  o.cancelled = [&] {
+    return std::chrono::steady_clock::now() - start2 > std::chrono::milliseconds(300);
+  };
+  EXPECT_TRUE(absl::IsCancelled(RunProgram({"/bin/sh", "-c", "trap '' TERM; exec sleep 30"}, o)));
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start2).count(), 10);
+}
+
+TEST(ProcessTest, InterruptGuardOnlyRecordsTheSignal) {
+  struct sigaction before {};
+  ASSERT_EQ(sigaction(SIGTERM, nullptr, &before), 0);
+  InterruptGuard::Reset();
+  {
+    InterruptGuard guard;
+    EXPECT_FALSE(InterruptGuard::Interrupted());
+    ASSERT_EQ(raise(SIGTERM), 0);  // Would end the test process without the guard.
+    EXPECT_EQ(InterruptGuard::Signal(), SIGTERM);
+    EXPECT_TRUE(InterruptGuard::Interrupted());
+  }
+  struct sigaction after {};
+  ASSERT_EQ(sigaction(SIGTERM, nullptr, &after), 0);
+  EXPECT_EQ(after.sa_handler, before.sa_handler);  // Restored.
+  InterruptGuard::Reset();
+  EXPECT_EQ(InterruptGuard::Signal(), 0);
+  // An ignored signal stays ignored.
+  struct sigaction ign {}, old {};
+  ign.sa_handler = SIG_IGN;
+  ASSERT_EQ(sigaction(SIGINT, &ign, &old), 0);
+  {
+    InterruptGuard guard;
+    struct sigaction now {};
+    sigaction(SIGINT, nullptr, &now);
+    EXPECT_EQ(now.sa_handler, SIG_IGN);
+    raise(SIGINT);
+    EXPECT_FALSE(InterruptGuard::Interrupted());
+  }
+  sigaction(SIGINT, &old, nullptr);
 }
 
 }  // namespace

@@ -611,6 +611,10 @@ std::string Note(const Recommendation& r, const Summary& sb, double prob, int no
 
 }  // namespace
 
+std::vector<Table> SweepTableSchemas() {
+  return {ToleranceTable(), CrossTable(), PowerTable(), QuantizeTable()};
+}
+
 // ---- The driver. ----
 absl::StatusOr<Report> RunSweep(const SweepSpec& input_spec, const SweepOptions& options) {
   if (options.shard_count < 1 || options.shard_index < 0 ||
@@ -737,7 +741,7 @@ absl::StatusOr<Report> RunSweep(const SweepSpec& input_spec, const SweepOptions&
                   "a sequential bfloat16 FMA chain)"},
   };
   for (auto& mf : model_files) report.provenance.push_back(mf);
-  if (options.shard_count > 1) {
+  if (options.shard_count > 1 || options.record_shard) {
     report.provenance.push_back(
         {"shard", Cat(options.shard_index + 1, "/", options.shard_count)});
   }
@@ -750,8 +754,10 @@ absl::StatusOr<Report> RunSweep(const SweepSpec& input_spec, const SweepOptions&
     if (static_cast<int>(ui % options.shard_count) == options.shard_index) ++shard_units;
   }
   int64_t done = 0;
+  auto cancelled = [&options] { return options.cancelled && options.cancelled(); };
   for (size_t ui = 0; ui < units.size(); ++ui) {
     if (static_cast<int>(ui % options.shard_count) != options.shard_index) continue;
+    if (cancelled()) return absl::CancelledError("tolerance sweep interrupted");
     const Unit& u = units[ui];
     const int64_t unit_index = static_cast<int64_t>(ui);
     if (u.op == "quantize") {
@@ -768,6 +774,7 @@ absl::StatusOr<Report> RunSweep(const SweepSpec& input_spec, const SweepOptions&
         xs[static_cast<size_t>(s)] = DrawVector(DeriveSeed(spec.seed, {u.Key(), uint64_t(u.k), uint64_t(s), 0}), u.dist, u.k);
       }
       for (size_t fi = 0; fi < fmts.size(); ++fi) {
+        if (cancelled()) return absl::CancelledError("tolerance sweep interrupted");
         const FormatSpec& f = *FindFormat(fmts[fi]);
         const double maxv = MaxMagnitude(f);
         for (int s = 0; s < u.samples; ++s) {
@@ -859,7 +866,7 @@ absl::StatusOr<Report> RunSweep(const SweepSpec& input_spec, const SweepOptions&
       std::vector<std::vector<Obs>> obs(infos.size(), std::vector<Obs>(static_cast<size_t>(u.samples)));
       std::atomic<int> next{0};
       auto work = [&]() {
-        for (int s = next++; s < u.samples; s = next++) {
+        for (int s = next++; s < u.samples && !cancelled(); s = next++) {
           // Inputs are shared by platforms with the same input formats.
           std::map<std::pair<const FormatSpec*, const FormatSpec*>, std::unique_ptr<SampleInputs>> cache;
           for (size_t pi = 0; pi < infos.size(); ++pi) {
@@ -877,6 +884,7 @@ absl::StatusOr<Report> RunSweep(const SweepSpec& input_spec, const SweepOptions&
       for (int t = 1; t < threads; ++t) pool.emplace_back(work);
       work();
       for (std::thread& t : pool) t.join();
+      if (cancelled()) return absl::CancelledError("tolerance sweep interrupted");
 
       const double prob = spec.lambda * std::sqrt(static_cast<double>(u.k));
       int64_t item = 0;

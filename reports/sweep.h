@@ -123,13 +123,30 @@ struct SweepOptions {
   int shard_index = 0, shard_count = 1;
   // Called from the calling thread after every unit: (units done, units in this shard, label).
   std::function<void(int64_t, int64_t, const std::string&)> progress;
+  // Polled before every unit and every sample, from the worker threads too (so it must be
+  // thread-safe, e.g. process.h's InterruptGuard::Interrupted). Once it returns true the sweep
+  // stops early and RunSweep returns CancelledError. Null: never.
+  std::function<bool()> cancelled;
+  // Record "shard i/n" in the provenance also for a 1/1 split (`--shard 1/1`), so that the
+  // report can be merged; without it only splits into 2 or more shards record their shard.
+  bool record_shard = false;
 };
 
-// Runs the sweep (or one shard of it). Errors: unknown models, bad shard.
+// Runs the sweep (or one shard of it). Errors: unknown models, bad shard; CancelledError when
+// options.cancelled stopped it.
 absl::StatusOr<Report> RunSweep(const SweepSpec& spec, const SweepOptions& options);
 
-// Combines shard reports (any order) into the report one run gives. Errors name the shard file
-// (as given in `names`) when they do not belong together, overlap or leave a shard out.
+// The row tables RunSweep writes ("tolerance", "cross_platform", "power", "quantize"), in that
+// order, with their columns and no rows: the schema MergeReports checks shards against.
+std::vector<Table> SweepTableSchemas();
+
+// Combines shard reports (any order) into the report one run gives; a single report of a
+// `--shard 1/1` run merges into the unsharded report. Every shard's row tables must be those of
+// SweepTableSchemas(), each column with the same name and type in the same place ("rubric" and
+// "defaults" are recomputed, so theirs are ignored). Errors name the shard file (as given in
+// `names`), and the table and column where it matters, when shards do not fit the schema
+// ("s1/report.json: table 'tolerance': column 'k' is a string column, the sweep writes int"),
+// do not belong together, overlap or leave a shard out.
 absl::StatusOr<Report> MergeReports(const std::vector<Report>& shards,
                                     const std::vector<std::string>& names);
 

@@ -3,6 +3,7 @@
 // against the bfloat16-accumulation bug, sweep-file errors, and the standard sweep file.
 #include "reports/sweep.h"
 
+#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -178,6 +179,124 @@ TEST_F(SweepTest, MergedShardsEqualTheSingleRun) {
   std::vector<Report> dup = {shards[0], shards[0], shards[1]};
   EXPECT_FALSE(MergeReports(dup, {"x", "y", "z"}).ok());
   EXPECT_FALSE(MergeReports({*single_}, {"full"}).ok());  // Not a shard.
+}
+
+// A `--shard 1/1` report (provenance "shard 1/1") merges into the single run.
+TEST_F(SweepTest, AOneShardSplitMergesIntoTheSingleRun) {
+  Report one = *single_;
+  one.provenance.push_back({"shard", "1/1"});
+  absl::StatusOr<Report> back = FromJson(ToJson(one), "one/report.json");
+  ASSERT_TRUE(back.ok()) << back.status();
+  absl::StatusOr<Report> merged = MergeReports({*back}, {"one/report.json"});
+  ASSERT_TRUE(merged.ok()) << merged.status();
+  EXPECT_EQ(ToJson(*merged), ToJson(*single_));
+}
+
+TEST_F(SweepTest, RecordShardMarksEvenAOneShardSplit) {
+  SweepSpec spec = TinySpec();
+  spec.ops = {"sum"};
+  spec.ks = {64};
+  SweepOptions o;
+  o.models_dir = FPCONFORM_MODELS_SOURCE_DIR;
+  absl::StatusOr<Report> plain = RunSweep(spec, o);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_EQ(plain->Provenance("shard"), "");
+  o.record_shard = true;
+  absl::StatusOr<Report> marked = RunSweep(spec, o);
+  ASSERT_TRUE(marked.ok()) << marked.status();
+  EXPECT_EQ(marked->Provenance("shard"), "1/1");
+}
+
+// The schema MergeReports checks against is exactly what RunSweep writes.
+TEST_F(SweepTest, SchemaIsTheSweepsOwnTables) {
+  const std::vector<Table> schema = SweepTableSchemas();
+  ASSERT_EQ(schema.size(), 4u);
+  for (size_t i = 0; i < schema.size(); ++i) {
+    const Table& t = single_->tables[i];
+    EXPECT_EQ(t.name, schema[i].name);
+    ASSERT_EQ(t.columns.size(), schema[i].columns.size()) << t.name;
+    for (size_t c = 0; c < t.columns.size(); ++c) {
+      EXPECT_EQ(t.columns[c].name, schema[i].columns[c].name);
+      EXPECT_EQ(t.columns[c].type, schema[i].columns[c].type);
+    }
+    EXPECT_TRUE(schema[i].rows.empty());
+  }
+}
+
+// A shard whose tables do not fit the sweep's schema is refused, naming file, table and column
+// (the summaries read cells by column name: a missing column read past the end of every row).
+TEST_F(SweepTest, MergeRefusesShardsThatDoNotFitTheSchema) {
+  Report one = *single_;
+  one.provenance.push_back({"shard", "1/1"});
+  auto merge_error = [](const Report& r) {
+    return std::string(MergeReports({r}, {"s/report.json"}).status().message());
+  };
+  auto drop = [](Table& t, std::string_view column) {
+    const int i = t.ColumnIndex(column);
+    t.columns.erase(t.columns.begin() + i);
+    for (auto& row : t.rows) row.erase(row.begin() + i);
+  };
+  {
+    Report r = one;
+    drop(*r.Find("tolerance"), "bn_max");
+    EXPECT_EQ(merge_error(r), "s/report.json: table 'tolerance': column 'bn_max' missing");
+  }
+  {
+    Report r = one;
+    Table& t = *r.Find("power");
+    const int k = t.ColumnIndex("k");
+    t.columns[static_cast<size_t>(k)].type = ColumnType::kString;
+    for (auto& row : t.rows) row[static_cast<size_t>(k)] = Cell{std::string("64")};
+    ASSERT_TRUE(Validate(r).ok());
+    EXPECT_EQ(merge_error(r),
+              "s/report.json: table 'power': column 'k' is a string column, the sweep writes int");
+  }
+  {
+    Report r = one;
+    Table& t = *r.Find("quantize");
+    std::swap(t.columns[2], t.columns[3]);
+    for (auto& row : t.rows) std::swap(row[2], row[3]);
+    EXPECT_EQ(merge_error(r), "s/report.json: table 'quantize': column 'format' is column 4, the "
+                              "sweep writes it as column 3");
+  }
+  {
+    Report r = one;
+    Table& t = *r.Find("cross_platform");
+    t.columns.push_back(IntColumn("extra", "x"));
+    for (auto& row : t.rows) row.emplace_back();  // Empty (std::monostate).
+    EXPECT_EQ(merge_error(r), "s/report.json: table 'cross_platform': column 'extra' is not a "
+                              "column the sweep writes");
+  }
+  {
+    Report r = one;
+    r.tables.erase(r.tables.begin() + 2);  // power
+    EXPECT_EQ(merge_error(r), "s/report.json: table 'power' missing");
+  }
+  {
+    Report r = one;
+    r.tables.push_back(r.tables[0]);
+    r.tables.back().name = "bogus";
+    EXPECT_EQ(merge_error(r), "s/report.json: table 'bogus' is not a table the tolerance sweep "
+                              "writes");
+  }
+}
+
+TEST_F(SweepTest, CancellationStopsTheSweep) {
+  SweepOptions o;
+  o.models_dir = FPCONFORM_MODELS_SOURCE_DIR;
+  o.threads = 2;
+  o.cancelled = [] { return true; };
+  EXPECT_TRUE(absl::IsCancelled(RunSweep(TinySpec(), o).status()));
+  // Cancelled after the first unit: stops there.
+  int units = 0;
+  std::atomic<bool> stop{false};
+  o.cancelled = [&stop] { return stop.load(); };
+  o.progress = [&](int64_t, int64_t, const std::string&) {
+    ++units;
+    stop = true;
+  };
+  EXPECT_TRUE(absl::IsCancelled(RunSweep(TinySpec(), o).status()));
+  EXPECT_EQ(units, 1);
 }
 
 // The tiny sweep's CSV files, pinned: the inputs come from pinned streams and every result is
