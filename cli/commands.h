@@ -80,6 +80,43 @@ struct MergeOptions {
 CLI::App* AddMergeCommand(CLI::App& root, MergeOptions& options);
 int RunMergeCommand(const MergeOptions& options);
 
+// `fpconform audit matmul|sum|cast` and `fpconform compare matmul` (audit_command.cc).
+// One tensor option: --NAME FILE, --NAME-dtype D, --NAME-shape 64,128.
+struct TensorArg {
+  explicit TensorArg(std::string n) : name(std::move(n)) {}
+  std::string name;  // "a", "out-ref", ...
+  std::string file, dtype, shape;
+};
+struct AuditCommonOptions {
+  std::string platform;
+  std::string cast_inputs, out_rounding = "rne";
+  std::string json, report;
+  int max_listed = 100;
+  bool strict = false;
+  bool no_tolerance = false;
+  int tolerance_samples = 200;
+  int threads = 0;  // 0: all cores.
+  std::string models_dir, sweep, progress = "auto";
+};
+struct AuditCommandState {
+  CLI::App* matmul = nullptr;
+  CLI::App* sum = nullptr;
+  CLI::App* cast = nullptr;
+  CLI::App* compare_matmul = nullptr;
+  TensorArg a{"a"}, b{"b"}, out{"out"}, c{"c"}, scale_a{"scale-a"}, scale_b{"scale-b"}, x{"x"},
+      out_ref{"out-ref"};
+  bool transpose_a = false, transpose_b = false;
+  int axis = -1;
+  std::string to, rounding = "rne";
+  double scale = 1;
+  std::string platform_ref;
+  AuditCommonOptions common;
+};
+CLI::App* AddAuditCommand(CLI::App& root, AuditCommandState& state);
+CLI::App* AddCompareCommand(CLI::App& root, AuditCommandState& state);
+// Runs whichever of audit matmul/sum/cast or compare matmul was parsed.
+int RunAuditCommand(const AuditCommandState& state);
+
 }  // namespace fpconform::cli
 
 #endif  // FPCONFORM_CLI_COMMANDS_H_

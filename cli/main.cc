@@ -28,6 +28,8 @@ int main(int argc, char** argv) {
       "  fpconform reveal nvidia-h100-bf16 --n 40 --probe\n"
       "  fpconform tolerance            # the standard tolerance table -> fpconform-report/\n"
       "  fpconform tolerance --quick --dtypes bfloat16 --out /tmp/r\n"
+      "  fpconform audit matmul --a a.npy --a-dtype bfloat16 --b b.npy --b-dtype bfloat16 \\\n"
+      "      --out c.npy --platform trainium2-bf16          # is this kernel output legitimate?\n"
       "  echo 'mdot nvidia-h100-bf16 2 0x3f80 0xb300 0x3f80 0x3f80 0x0' | fpconform calc  # -> 0x3f7fffff -\n"
       "\n"
       "Run 'fpconform <command> --help' for a command's options.");
@@ -44,6 +46,9 @@ int main(int argc, char** argv) {
   CLI::App* tolerance_app = AddToleranceCommand(app, tolerance);
   MergeOptions merge;
   CLI::App* merge_app = AddMergeCommand(app, merge);
+  AuditCommandState audit;
+  CLI::App* audit_app = AddAuditCommand(app, audit);
+  CLI::App* compare_app = AddCompareCommand(app, audit);
 
   try {
     app.parse(argc, argv);
@@ -57,5 +62,6 @@ int main(int argc, char** argv) {
   if (reveal_app->parsed()) return RunRevealCommand(reveal);
   if (tolerance_app->parsed()) return RunToleranceCommand(tolerance);
   if (merge_app->parsed()) return RunMergeCommand(merge);
+  if (audit_app->parsed() || compare_app->parsed()) return RunAuditCommand(audit);
   return kExitUsage;
 }

@@ -112,6 +112,8 @@ struct AuditOptions {
   int tolerance_samples = 200;  // Samples of that sweep.
   int threads = 1;
   bool keep_bounds = false;  // Fill AuditResult::bounds and ::best_classes (compare uses them).
+  // Polled between blocks of work; true stops the audit with CancelledError (SIGINT/SIGTERM).
+  std::function<bool()> cancelled;
   // Called from the calling thread: (work done, total, phase label).
   std::function<void(int64_t, int64_t, const std::string&)> progress;
 };

@@ -1,0 +1,450 @@
+// `fpconform audit matmul|sum|cast` and `fpconform compare matmul`: read the user's tensor files
+// (cases/tensor_file.h), run the audit (reports/audit.h), print the summary, and write --json /
+// --report. Exit: 0 pass, 1 fail (an unexplained element, or a failed SR rate check), 2 bad
+// input.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cases/tensor_file.h"
+#include "cli/commands.h"
+#include "formats/op_env.h"
+#include "formats/str_cat.h"
+#include "reports/audit.h"
+#include "reports/process.h"
+#include "reports/report.h"
+
+#ifndef FPCONFORM_REPORTS_SOURCE_DIR
+#define FPCONFORM_REPORTS_SOURCE_DIR "reports"
+#endif
+
+namespace fpconform::cli {
+namespace {
+
+void AddTensorOption(CLI::App* app, TensorArg& t, const std::string& what) {
+  app->add_option("--" + t.name, t.file, what + " (.npy, .safetensors[:NAME] or raw .bin)");
+  app->add_option("--" + t.name + "-dtype", t.dtype,
+                  "dtype of --" + t.name + " where the file cannot say (ml_dtypes name: "
+                  "bfloat16, float8_e4m3fn, float8_e4m3, ...)");
+  app->add_option("--" + t.name + "-shape", t.shape,
+                  "shape of a raw --" + t.name + " file, row-major (e.g. 64,128)");
+}
+
+absl::StatusOr<std::vector<int64_t>> ParseShape(const std::string& text, const std::string& option) {
+  std::vector<int64_t> shape;
+  if (text.empty()) return shape;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    const size_t comma = text.find(',', pos);
+    const std::string item = text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    int64_t v = 0;
+    const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
+    if (item.empty() || ec != std::errc() || end != item.data() + item.size() || v < 0) {
+      return absl::InvalidArgumentError(Cat(option, ": '", text, "' is not a shape like 64,128"));
+    }
+    shape.push_back(v);
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  return shape;
+}
+
+absl::StatusOr<Tensor> LoadTensor(const TensorArg& t) {
+  TensorReadOptions o;
+  o.dtype = t.dtype;
+  o.option_name = "--" + t.name + "-dtype";
+  absl::StatusOr<std::vector<int64_t>> shape = ParseShape(t.shape, "--" + t.name + "-shape");
+  if (!shape.ok()) return shape.status();
+  o.shape = *shape;
+  return ReadTensor(t.file, o);
+}
+
+bool ParseDouble(const std::string& s, double& v) {
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  return !s.empty() && ec == std::errc() && end == s.data() + s.size();
+}
+
+// --scale-a S: a number, or a tensor file (scalar, per-row or per-column vector).
+absl::StatusOr<std::optional<Tensor>> LoadScale(const TensorArg& t) {
+  if (t.file.empty()) return std::optional<Tensor>();
+  double v = 0;
+  if (ParseDouble(t.file, v)) {
+    absl::StatusOr<Tensor> s = MakeTensor("float64", {});
+    if (!s.ok()) return s.status();
+    uint64_t bits;
+    std::memcpy(&bits, &v, sizeof bits);
+    s->SetBits(0, bits);
+    s->source = Cat("--", t.name, " ", t.file);
+    return std::optional<Tensor>(*std::move(s));
+  }
+  absl::StatusOr<Tensor> s = LoadTensor(t);
+  if (!s.ok()) return s.status();
+  return std::optional<Tensor>(*std::move(s));
+}
+
+absl::StatusOr<OpEnv> ParseMode(const std::string& text, const std::string& option) {
+  OpEnv env;
+  std::string mode = text;
+  const size_t colon = mode.find(':');
+  if (colon != std::string::npos) {
+    if (mode.substr(colon + 1) != "sat") {
+      return absl::InvalidArgumentError(Cat(option, ": '", text, "': the only option is :sat"));
+    }
+    env.saturate = true;
+    mode = mode.substr(0, colon);
+  }
+  if (!ParseRounding(mode, env)) {
+    return absl::InvalidArgumentError(
+        Cat(option, ": '", text, "' is not a rounding mode (rne rna rtz rup rdn rto sr<k>)"));
+  }
+  return env;
+}
+
+std::vector<std::string> SplitComma(const std::string& s) {
+  std::vector<std::string> out;
+  size_t pos = 0;
+  while (pos <= s.size() && !s.empty()) {
+    const size_t c = s.find(',', pos);
+    std::string item = s.substr(pos, c == std::string::npos ? std::string::npos : c - pos);
+    if (!item.empty()) out.push_back(item);
+    if (c == std::string::npos) break;
+    pos = c + 1;
+  }
+  return out;
+}
+
+bool ShowProgress(const std::string& mode) {
+  if (mode == "always") return true;
+  if (mode == "never") return false;
+  const char* ci = std::getenv("CI");
+  if (ci != nullptr && std::string(ci) == "true") return false;
+  return isatty(STDERR_FILENO) != 0;
+}
+
+// Writes `text` to `path`: "-" is standard output; an existing device or FIFO (/dev/null,
+// /dev/stdout) is written in place; a regular file (or a new path) is replaced atomically
+// through a temporary sibling, never left partial; a directory is refused.
+absl::Status WriteTextFile(const std::string& path, const std::string& text) {
+  if (path == "-") {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    std::fflush(stdout);
+    return absl::OkStatus();
+  }
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    if (S_ISDIR(st.st_mode)) return absl::InvalidArgumentError(Cat(path, ": is a directory"));
+    FILE* f = std::fopen(path.c_str(), "w");
+    if (f == nullptr) {
+      const int err = errno;
+      return absl::InvalidArgumentError(Cat(path, ": cannot open for writing: ", std::strerror(err)));
+    }
+    std::fwrite(text.data(), 1, text.size(), f);
+    std::fclose(f);
+    return absl::OkStatus();
+  }
+  // A symlink to a regular file: replace the target, keep the link.
+  char resolved[PATH_MAX];
+  const std::string target = ::realpath(path.c_str(), resolved) != nullptr ? std::string(resolved) : path;
+  const std::string tmp = Cat(target, ".tmp-", ::getpid());
+  FILE* f = std::fopen(tmp.c_str(), "wx");
+  if (f == nullptr) {
+    const int err = errno;
+    return absl::InvalidArgumentError(Cat(tmp, ": cannot create: ", std::strerror(err)));
+  }
+  const size_t n = std::fwrite(text.data(), 1, text.size(), f);
+  const bool ok = n == text.size() && std::fflush(f) == 0;
+  std::fclose(f);
+  if (!ok || std::rename(tmp.c_str(), target.c_str()) != 0) {
+    const int err = errno;
+    std::remove(tmp.c_str());
+    return absl::InvalidArgumentError(Cat(target, ": cannot write: ", std::strerror(err)));
+  }
+  return absl::OkStatus();
+}
+
+void AddCommon(CLI::App* app, AuditCommonOptions& c, bool with_platform) {
+  if (with_platform) {
+    app->add_option("--platform", c.platform,
+                    "Platform model(s) or envelope (comma list; see `fpconform models`), or auto: "
+                    "every preset whose input formats are the tensors'");
+  }
+  app->add_option("--cast-inputs", c.cast_inputs,
+                  "How the kernel converted inputs whose dtype is not the platform's (rne, rtz, "
+                  "...[:sat]); without it such inputs are an error");
+  app->add_option("--out-rounding", c.out_rounding,
+                  "Rounding of the platform's output into the output file's dtype (default rne)");
+  app->add_option("--json", c.json, "Write the audit as JSON (schema: reports/AUDIT.md); - for stdout");
+  app->add_option("--report", c.report,
+                  "Write a report directory (report.md, elements.csv, report.json, report.html), "
+                  "replaced atomically");
+  app->add_option("--max-listed", c.max_listed, "Elements listed (every unexplained first)")
+      ->check(CLI::Range(0, 1000000));
+  app->add_flag("--strict", c.strict, "Elements only within the recommended tolerance fail too");
+  app->add_flag("--no-tolerance", c.no_tolerance,
+                "Skip the tolerance rule (no within_tolerance class; faster)");
+  app->add_option("--tolerance-samples", c.tolerance_samples,
+                  "Samples of the tolerance rule's sweep (default 200)")
+      ->check(CLI::Range(8, 100000));
+  app->add_option("--threads", c.threads, "Worker threads (default: all cores); results do not depend on it")
+      ->check(CLI::Range(1, 1024));
+  app->add_option("--models-dir", c.models_dir, "Directory of model files");
+  app->add_option("--sweep", c.sweep, "Sweep file for the tolerance rule's parameters "
+                                      "(default: reports/standard_sweep.toml)");
+  app->add_option("--progress", c.progress, "Progress on stderr: auto, always, never")
+      ->check(CLI::IsMember({"auto", "always", "never"}));
+}
+
+absl::StatusOr<reports::AuditOptions> MakeOptions(const AuditCommonOptions& c, const std::string& platforms) {
+  reports::AuditOptions o;
+  o.platforms = SplitComma(platforms);
+  o.models_dir = ResolveModelsDir(c.models_dir);
+  o.sweep_file = c.sweep;
+  o.max_listed = c.max_listed;
+  o.strict = c.strict;
+  o.recommend = !c.no_tolerance;
+  o.tolerance_samples = c.tolerance_samples;
+  o.cancelled = [] { return reports::InterruptGuard::Interrupted(); };
+  o.threads = c.threads > 0 ? c.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (ShowProgress(c.progress)) {
+    const auto start = std::chrono::steady_clock::now();
+    o.progress = [start](int64_t done, int64_t total, const std::string& label) {
+      const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      std::fprintf(stderr, "\r\033[K[%lld/%lld] %s  %.0fs", static_cast<long long>(done),
+                   static_cast<long long>(total), label.c_str(), el);
+      if (done == total) std::fputc('\n', stderr);
+      std::fflush(stderr);
+    };
+  }
+  return o;
+}
+
+int Fail(const char* cmd, const absl::Status& s) {
+  std::fprintf(stderr, "fpconform %s: %s\n", cmd, std::string(s.message()).c_str());
+  return kExitUsage;
+}
+
+// Checks the output paths before any work (a bad --report is reported before the audit runs).
+absl::Status CheckOutputs(const AuditCommonOptions& c) {
+  if (!c.report.empty()) {
+    if (absl::Status s = reports::CheckOutputDirectory(c.report); !s.ok()) return s;
+  }
+  if (!c.json.empty() && c.json != "-") {
+    struct stat st;
+    if (::stat(c.json.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+      return absl::InvalidArgumentError(Cat("--json ", c.json, ": is a directory"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+int Emit(const char* cmd, const AuditCommonOptions& c, const std::string& summary, const std::string& json,
+         const std::vector<std::pair<std::string, std::string>>& files, bool pass) {
+  std::fputs(summary.c_str(), stdout);
+  std::fflush(stdout);
+  if (!c.json.empty()) {
+    if (absl::Status s = WriteTextFile(c.json, json); !s.ok()) return Fail(cmd, s);
+  }
+  if (!c.report.empty()) {
+    if (absl::Status s = reports::WriteDirectoryAtomically(c.report, "audit", files); !s.ok()) {
+      return Fail(cmd, s);
+    }
+    std::fprintf(stderr, "fpconform %s: report -> %s/\n", cmd, c.report.c_str());
+  }
+  return pass ? kExitOk : kExitBadLines;
+}
+
+}  // namespace
+
+static int RunAudit(const AuditCommandState& s);
+
+CLI::App* AddAuditCommand(CLI::App& root, AuditCommandState& s) {
+  CLI::App* app = root.add_subcommand(
+      "audit", "Audit a kernel's outputs against a platform model: per element identical, "
+               "within the model's bound, within the recommended tolerance, or unexplained");
+  app->require_subcommand(1);
+  app->footer(
+      "Examples:\n"
+      "  fpconform audit matmul --a a.npy --a-dtype bfloat16 --b b.npy --b-dtype bfloat16 \\\n"
+      "      --out c.npy --platform trainium2-bf16\n"
+      "  fpconform audit matmul --a w.safetensors:a --b w.safetensors:b --out out.npy --platform auto\n"
+      "  fpconform audit sum --x x.npy --axis -1 --out y.npy --platform numpy-sum-f32 --json audit.json\n"
+      "  fpconform audit cast --x x.npy --out q.npy --out-dtype float8_e4m3fn --to float8_e4m3fn:sat \\\n"
+      "      --rounding rne --scale 0.25\n"
+      "Exit status: 0 pass, 1 an element is unexplained, 2 bad input. JSON schema: reports/AUDIT.md.");
+
+  s.matmul = app->add_subcommand("matmul", "out = [C +] A @ B (batched: numpy.matmul broadcasting)");
+  AddTensorOption(s.matmul, s.a, "A (m x k; k x m with --transpose-a)");
+  AddTensorOption(s.matmul, s.b, "B (k x n; n x k with --transpose-b)");
+  AddTensorOption(s.matmul, s.out, "The kernel's output (m x n)");
+  AddTensorOption(s.matmul, s.c, "C added to the product (m x n), optional");
+  AddTensorOption(s.matmul, s.scale_a, "FP8/INT8 scale of A: a number or a file (1 or m values)");
+  AddTensorOption(s.matmul, s.scale_b, "FP8/INT8 scale of B: a number or a file (1 or n values)");
+  s.matmul->add_flag("--transpose-a", s.transpose_a, "The A file holds A^T (k x m)");
+  s.matmul->add_flag("--transpose-b", s.transpose_b, "The B file holds B^T (n x k)");
+  AddCommon(s.matmul, s.common, true);
+
+  s.sum = app->add_subcommand("sum", "out = the sum of X along one axis");
+  AddTensorOption(s.sum, s.x, "X");
+  AddTensorOption(s.sum, s.out, "The kernel's output");
+  s.sum->add_option("--axis", s.axis, "Axis summed (negative counts from the end; default -1)");
+  AddCommon(s.sum, s.common, true);
+
+  s.cast = app->add_subcommand("cast", "out = cast(X / scale) elementwise (quantization)");
+  AddTensorOption(s.cast, s.x, "X");
+  AddTensorOption(s.cast, s.out, "The kernel's output");
+  s.cast->add_option("--to", s.to, "Target format[:sat] (e.g. float8_e4m3fn:sat)")->required();
+  s.cast->add_option("--rounding", s.rounding, "rne rna rtz rup rdn rto or sr<k> (default rne)");
+  s.cast->add_option("--scale", s.scale, "out = cast(fl32(X / scale)) (default 1: cast(X))");
+  AddCommon(s.cast, s.common, false);
+
+  return app;
+}
+
+CLI::App* AddCompareCommand(CLI::App& root, AuditCommandState& s) {
+  CLI::App* app = root.add_subcommand(
+      "compare", "Compare two platforms' outputs on the same inputs: each audited against its own "
+                 "platform, their difference checked against both platforms' bounds");
+  app->require_subcommand(1);
+  s.compare_matmul = app->add_subcommand("matmul", "Two outputs of out = A @ B");
+  AddTensorOption(s.compare_matmul, s.a, "A");
+  AddTensorOption(s.compare_matmul, s.b, "B");
+  AddTensorOption(s.compare_matmul, s.out_ref, "The reference platform's output (e.g. the GPU's)");
+  s.compare_matmul->add_option("--platform-ref", s.platform_ref, "Platform of --out-ref")->required();
+  AddTensorOption(s.compare_matmul, s.out, "The port's output (e.g. NKI's)");
+  s.compare_matmul->add_flag("--transpose-a", s.transpose_a, "The A file holds A^T");
+  s.compare_matmul->add_flag("--transpose-b", s.transpose_b, "The B file holds B^T");
+  AddCommon(s.compare_matmul, s.common, true);
+  app->footer(
+      "Example:\n"
+      "  fpconform compare matmul --a a.npy --a-dtype bfloat16 --b b.npy --b-dtype bfloat16 \\\n"
+      "      --out-ref c_gpu.npy --platform-ref nvidia-h100-bf16 --out c_nki.npy \\\n"
+      "      --platform trainium2-bf16-envelope\n"
+      "Exit status: 0 consistent, 1 an inconsistent element, 2 bad input.");
+  return app;
+}
+
+int RunAuditCommand(const AuditCommandState& s) {
+  reports::InterruptGuard interrupts;
+  const int rc = RunAudit(s);
+  if (reports::InterruptGuard::Interrupted()) {
+    std::fprintf(stderr, "fpconform audit: interrupted: nothing was written\n");
+    return 128 + reports::InterruptGuard::Signal();
+  }
+  return rc;
+}
+
+static int RunAudit(const AuditCommandState& s) {
+  const AuditCommonOptions& c = s.common;
+  const char* cmd = "audit";
+  if (absl::Status st = CheckOutputs(c); !st.ok()) return Fail(cmd, st);
+  absl::StatusOr<reports::AuditOptions> options =
+      MakeOptions(c, c.platform.empty() && !s.cast->parsed() ? std::string() : c.platform);
+  if (!options.ok()) return Fail(cmd, options.status());
+  std::optional<OpEnv> cast_inputs;
+  if (!c.cast_inputs.empty()) {
+    absl::StatusOr<OpEnv> e = ParseMode(c.cast_inputs, "--cast-inputs");
+    if (!e.ok()) return Fail(cmd, e.status());
+    cast_inputs = *e;
+  }
+  absl::StatusOr<OpEnv> out_rounding = ParseMode(c.out_rounding, "--out-rounding");
+  if (!out_rounding.ok()) return Fail(cmd, out_rounding.status());
+  auto need = [&](const TensorArg& t) -> absl::StatusOr<Tensor> {
+    if (t.file.empty()) return absl::InvalidArgumentError(Cat("--", t.name, " is required"));
+    return LoadTensor(t);
+  };
+  absl::StatusOr<Tensor> out = need(s.out);
+  if (!out.ok()) return Fail(cmd, out.status());
+  absl::StatusOr<reports::AuditResult> r;
+  if (s.matmul->parsed() || (s.compare_matmul != nullptr && s.compare_matmul->parsed())) {
+    absl::StatusOr<Tensor> a = need(s.a);
+    if (!a.ok()) return Fail(cmd, a.status());
+    absl::StatusOr<Tensor> b = need(s.b);
+    if (!b.ok()) return Fail(cmd, b.status());
+    reports::MatmulAuditInput in;
+    in.a = &*a;
+    in.b = &*b;
+    in.transpose_a = s.transpose_a;
+    in.transpose_b = s.transpose_b;
+    in.cast_inputs = cast_inputs;
+    in.out_rounding = *out_rounding;
+    if (s.compare_matmul != nullptr && s.compare_matmul->parsed()) {
+      cmd = "compare";
+      absl::StatusOr<Tensor> out_ref = need(s.out_ref);
+      if (!out_ref.ok()) return Fail(cmd, out_ref.status());
+      reports::MatmulAuditInput ref = in;
+      ref.out = &*out_ref;
+      in.out = &*out;
+      if (c.platform.empty()) return Fail(cmd, absl::InvalidArgumentError("--platform is required"));
+      absl::StatusOr<reports::CompareResult> cr =
+          reports::CompareMatmul(ref, s.platform_ref, in, c.platform, *options);
+      if (!cr.ok()) return Fail(cmd, cr.status());
+      return Emit(cmd, c, reports::CompareSummaryText(*cr), reports::CompareToJson(*cr),
+                  reports::AuditReportFiles(cr->port), cr->verdict == "pass");
+    }
+    absl::StatusOr<Tensor> ct;
+    if (!s.c.file.empty()) {
+      ct = LoadTensor(s.c);
+      if (!ct.ok()) return Fail(cmd, ct.status());
+      in.c = &*ct;
+    }
+    absl::StatusOr<std::optional<Tensor>> sa = LoadScale(s.scale_a);
+    if (!sa.ok()) return Fail(cmd, sa.status());
+    absl::StatusOr<std::optional<Tensor>> sb = LoadScale(s.scale_b);
+    if (!sb.ok()) return Fail(cmd, sb.status());
+    if (sa->has_value()) in.scale_a = &**sa;
+    if (sb->has_value()) in.scale_b = &**sb;
+    in.out = &*out;
+    r = reports::AuditMatmul(in, *options);
+  } else if (s.sum->parsed()) {
+    absl::StatusOr<Tensor> x = need(s.x);
+    if (!x.ok()) return Fail(cmd, x.status());
+    reports::SumAuditInput in;
+    in.x = &*x;
+    in.axis = s.axis;
+    in.out = &*out;
+    in.cast_inputs = cast_inputs;
+    in.out_rounding = *out_rounding;
+    r = reports::AuditSum(in, *options);
+  } else {
+    absl::StatusOr<Tensor> x = need(s.x);
+    if (!x.ok()) return Fail(cmd, x.status());
+    reports::CastAuditInput in;
+    std::string to = s.to;
+    OpEnv env;
+    const size_t colon = to.find(':');
+    if (colon != std::string::npos) {
+      if (to.substr(colon + 1) != "sat") {
+        return Fail(cmd, absl::InvalidArgumentError(Cat("--to '", s.to, "': the only option is :sat")));
+      }
+      env.saturate = true;
+      to = to.substr(0, colon);
+    }
+    in.to = FindFormat(to);
+    if (in.to == nullptr) {
+      return Fail(cmd, absl::InvalidArgumentError(Cat("--to: unknown format '", to, "' (see `fpconform formats`)")));
+    }
+    if (!ParseRounding(s.rounding, env)) {
+      return Fail(cmd, absl::InvalidArgumentError(Cat("--rounding: '", s.rounding, "' is not a rounding mode")));
+    }
+    in.env = env;
+    in.scale = s.scale;
+    in.x = &*x;
+    in.out = &*out;
+    r = reports::AuditCast(in, *options);
+  }
+  if (!r.ok()) return Fail(cmd, r.status());
+  return Emit(cmd, c, reports::AuditSummaryText(*r), reports::AuditToJson(*r),
+              reports::AuditReportFiles(*r), r->verdict == "pass");
+}
+
+}  // namespace fpconform::cli
