@@ -21,7 +21,8 @@ inline constexpr int kExitBadLines = 1;
 inline constexpr int kExitUsage = 2;
 
 // The models directory: `flag` when non-empty, else $FPCONFORM_MODELS_DIR when set and
-// non-empty, else the source tree's accumulation/models (compiled in).
+// non-empty, else DefaultModelsDir() (cli/data_dir.h: the installed presets next to the
+// executable, else the source tree's accumulation/models).
 std::string ResolveModelsDir(const std::string& flag);
 
 struct CalcOptions {

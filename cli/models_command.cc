@@ -9,10 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "accumulation/model_catalog.h"
 #include "cli/commands.h"
-
-#ifndef FPCONFORM_MODELS_SOURCE_DIR
-#define FPCONFORM_MODELS_SOURCE_DIR "accumulation/models"
-#endif
+#include "cli/data_dir.h"
 
 namespace fpconform::cli {
 
@@ -20,14 +17,14 @@ std::string ResolveModelsDir(const std::string& flag) {
   if (!flag.empty()) return flag;
   const char* env = std::getenv("FPCONFORM_MODELS_DIR");
   if (env != nullptr && *env != '\0') return env;
-  return FPCONFORM_MODELS_SOURCE_DIR;
+  return DefaultModelsDir();
 }
 
 namespace {
 
 constexpr const char* kDirHelp =
-    "Directory of model files (default: $FPCONFORM_MODELS_DIR, else the source tree's "
-    "accumulation/models)";
+    "Directory of model files (default: $FPCONFORM_MODELS_DIR, else the installed "
+    "share/fpconform/models, else the source tree's accumulation/models)";
 
 int List(const ModelCatalog& catalog) {
   absl::StatusOr<std::vector<ModelFile>> files = catalog.LoadAll();

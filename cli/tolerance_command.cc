@@ -13,13 +13,10 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/data_dir.h"
 #include "reports/process.h"
 #include "reports/report.h"
 #include "reports/sweep.h"
-
-#ifndef FPCONFORM_REPORTS_SOURCE_DIR
-#define FPCONFORM_REPORTS_SOURCE_DIR "reports"
-#endif
 
 namespace fpconform::cli {
 namespace {
@@ -55,7 +52,7 @@ bool Interrupted() { return reports::InterruptGuard::Interrupted(); }
 // matplotlib the page is written without plots, and without Python at all a minimal page says so.
 // An interrupt stops the renderer and returns CancelledError (the report is then not installed).
 absl::Status RenderHtml(const std::string& staging, bool plots) {
-  const std::string script = std::string(FPCONFORM_REPORTS_SOURCE_DIR) + "/plot_report.py";
+  const std::string script = DefaultReportsFile("plot_report.py");
   const std::string json = staging + "/report.json", html = staging + "/report.html";
   const std::vector<std::string> base = {PythonPath(), script, json, html};
   reports::RunProgramOptions run;
@@ -189,10 +186,8 @@ CLI::App* AddToleranceCommand(CLI::App& root, ToleranceOptions& o) {
 int RunToleranceCommand(const ToleranceOptions& o) {
   if (!OutputOk("tolerance", o.out)) return kExitUsage;
   reports::InterruptGuard interrupts;
-  const std::string sweep_path = o.sweep.empty()
-                                     ? std::string(FPCONFORM_REPORTS_SOURCE_DIR) +
-                                           "/standard_sweep.toml"
-                                     : o.sweep;
+  const std::string sweep_path =
+      o.sweep.empty() ? DefaultReportsFile("standard_sweep.toml") : o.sweep;
   absl::StatusOr<reports::SweepSpec> spec = reports::LoadSweepSpec(sweep_path);
   if (!spec.ok()) {
     std::fprintf(stderr, "fpconform tolerance: %s\n", std::string(spec.status().message()).c_str());
