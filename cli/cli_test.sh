@@ -200,6 +200,55 @@ grep -q "shard 2/2 missing" "$TMP/err" || fail "merge missing shard message: $(c
 grep -q "unknown platform 'nope' (valid: " "$TMP/err" || fail "unknown platform message: $(cat "$TMP/err")"
 "$BIN" tolerance --shard 3/2 --out "$TMP/x" 2>/dev/null; expect_rc "tolerance --shard 3/2" "$?" 2
 
+# ---- --shard auto: the shard from a Slurm job array or a Kubernetes Indexed Job ----
+# Each case runs with the job-array variables of the test's own environment removed first.
+clean=(env -u SLURM_ARRAY_TASK_ID -u SLURM_ARRAY_TASK_MIN -u SLURM_ARRAY_TASK_MAX
+       -u SLURM_ARRAY_TASK_STEP -u SLURM_ARRAY_TASK_COUNT -u JOB_COMPLETION_INDEX
+       -u FPCONFORM_SHARD_COUNT)
+# sbatch --array=1-2, task 1 = shard 1/2: the same report as --shard 1/2.
+"${clean[@]}" SLURM_ARRAY_TASK_ID=1 SLURM_ARRAY_TASK_MIN=1 SLURM_ARRAY_TASK_MAX=2 \
+  SLURM_ARRAY_TASK_COUNT=2 SLURM_ARRAY_TASK_STEP=1 \
+  "$BIN" tolerance "${tiny[@]}" --threads 2 --shard auto --out "$TMP/auto1" 2>"$TMP/err"
+expect_rc "tolerance --shard auto (Slurm)" "$?" 0
+grep -q "shard 1/2 from SLURM_ARRAY_TASK_ID=1 (MIN 1, STEP 1, COUNT 2)" "$TMP/err" \
+  || fail "--shard auto (Slurm) log line: $(cat "$TMP/err")"
+cmp -s "$TMP/s1/report.json" "$TMP/auto1/report.json" || fail "--shard auto (Slurm) differs from 1/2"
+# An Indexed Job with completions: 2, pod index 1 = shard 2/2.
+"${clean[@]}" JOB_COMPLETION_INDEX=1 FPCONFORM_SHARD_COUNT=2 \
+  "$BIN" tolerance "${tiny[@]}" --threads 2 --shard auto --out "$TMP/auto2" 2>"$TMP/err"
+expect_rc "tolerance --shard auto (Kubernetes)" "$?" 0
+cmp -s "$TMP/s2/report.json" "$TMP/auto2/report.json" || fail "--shard auto (Kubernetes) differs from 2/2"
+"$BIN" merge "$TMP/auto2" "$TMP/auto1" --out "$TMP/auto" --no-html 2>/dev/null
+expect_rc "merge of --shard auto reports" "$?" 0
+cmp -s "$TMP/full/report.csv" "$TMP/auto/report.csv" || fail "merged --shard auto differs from the single run"
+shard_auto_error() {  # name, message fragment, env assignments...
+  local name=$1 want=$2; shift 2
+  "${clean[@]}" "$@" "$BIN" tolerance --shard auto --out "$TMP/never" 2>"$TMP/err"
+  expect_rc "--shard auto: $name" "$?" 2
+  grep -qF -- "$want" "$TMP/err" || fail "--shard auto: $name message: $(cat "$TMP/err")"
+  [ -e "$TMP/never" ] && fail "--shard auto: $name made $TMP/never"
+}
+shard_auto_error "no engine" "--shard: auto: no job-array index in the environment: expected SLURM_ARRAY_TASK_ID"
+shard_auto_error "no count" "FPCONFORM_SHARD_COUNT is not" JOB_COMPLETION_INDEX=0
+shard_auto_error "index >= count" "JOB_COMPLETION_INDEX 2 is not below FPCONFORM_SHARD_COUNT 2" \
+  JOB_COMPLETION_INDEX=2 FPCONFORM_SHARD_COUNT=2
+shard_auto_error "bad count" "FPCONFORM_SHARD_COUNT='2x' is not a shard count" \
+  JOB_COMPLETION_INDEX=0 FPCONFORM_SHARD_COUNT=2x
+shard_auto_error "both engines" "both SLURM_ARRAY_TASK_ID and JOB_COMPLETION_INDEX" \
+  JOB_COMPLETION_INDEX=0 FPCONFORM_SHARD_COUNT=2 SLURM_ARRAY_TASK_ID=0 SLURM_ARRAY_TASK_MIN=0 \
+  SLURM_ARRAY_TASK_COUNT=1
+shard_auto_error "Slurm without MIN" "SLURM_ARRAY_TASK_MIN or SLURM_ARRAY_TASK_COUNT is not" \
+  SLURM_ARRAY_TASK_ID=3
+shard_auto_error "Slurm list" "the Slurm array is not one range (MIN 1, MAX 9, STEP 1, COUNT 3)" \
+  SLURM_ARRAY_TASK_ID=2 SLURM_ARRAY_TASK_MIN=1 SLURM_ARRAY_TASK_MAX=9 SLURM_ARRAY_TASK_COUNT=3
+shard_auto_error "Slurm bad id" "SLURM_ARRAY_TASK_ID='-1' is not an array index" \
+  SLURM_ARRAY_TASK_ID=-1 SLURM_ARRAY_TASK_MIN=0 SLURM_ARRAY_TASK_COUNT=2
+# --array=1-7:2 (1, 3, 5, 7): task 5 is shard 3/4.
+"${clean[@]}" SLURM_ARRAY_TASK_ID=5 SLURM_ARRAY_TASK_MIN=1 SLURM_ARRAY_TASK_MAX=7 \
+  SLURM_ARRAY_TASK_STEP=2 SLURM_ARRAY_TASK_COUNT=4 \
+  "$BIN" tolerance --platforms nope --shard auto --out "$TMP/never" 2>"$TMP/err"
+grep -q "shard 3/4 from SLURM_ARRAY_TASK_ID=5" "$TMP/err" || fail "--shard auto step 2: $(cat "$TMP/err")"
+
 # ---- --out: only a new path, an empty directory or an fpconform report directory is replaced ----
 grep -q '"kind": "tolerance"' "$TMP/full/fpconform-manifest.json" || fail "tolerance: no manifest"
 grep -q '"report.csv"' "$TMP/full/fpconform-manifest.json" || fail "manifest does not list report.csv"

@@ -14,6 +14,7 @@
 
 #include "cli/commands.h"
 #include "cli/data_dir.h"
+#include "cli/shard_auto.h"
 #include "reports/process.h"
 #include "reports/report.h"
 #include "reports/sweep.h"
@@ -160,8 +161,10 @@ CLI::App* AddToleranceCommand(CLI::App& root, ToleranceOptions& o) {
       ->capture_default_str();
   app->add_flag("--quick", o.quick, "Small sweep (K 64, 256, 1024; 24 samples; two "
                                     "distributions): under a minute");
-  app->add_option("--shard", o.shard, "Run slice i of n (i/n, 1-based); combine with "
-                                      "`fpconform merge`");
+  app->add_option("--shard", o.shard, "Run slice i of n (i/n, 1-based), or auto: the Slurm "
+                                      "array task or Kubernetes Indexed Job index (README.md); "
+                                      "combine with `fpconform merge`")
+      ->transform(ShardAutoTransform("tolerance"));
   app->add_option("--models-dir", o.models_dir, "Directory of model files");
   app->add_flag("--no-html", o.no_html, "Skip report.html");
   app->add_option("--progress", o.progress, "Progress on stderr: auto (a terminal, not CI), "
