@@ -223,12 +223,10 @@ void AddSummaries(Report& report) {
 
 std::string ToMarkdown(const Report& report) {
   std::string out = "# fpconform tolerance report\n\n";
-  out += "Provenance (everything needed to reproduce this report):\n\n";
-  {
-    std::vector<std::vector<std::string>> rows;
-    for (const auto& [k, v] : report.provenance) rows.push_back({k, "`" + v + "`"});
-    MdTable(out, {"key", "value"}, rows);
-  }
+  out += "The recommended tolerances come first (one table per op), then the cross-platform "
+         "table, the power of each tolerance against known-wrong results and the default "
+         "tolerances of torch and JAX; provenance (everything needed to reproduce the report) "
+         "is at the end.\n\n";
   const Table* rubric = report.Find("rubric");
   const Table* tol = report.Find("tolerance");
   if (tol != nullptr) {
@@ -380,7 +378,13 @@ std::string ToMarkdown(const Report& report) {
             rows);
   }
   out += "Full data: report.csv (tolerance rows), cross_platform.csv, power.csv, quantize.csv, "
-         "rubric.csv, defaults.csv, report.json (all tables; schema in README.md).\n";
+         "rubric.csv, defaults.csv, report.json (all tables; schema in README.md).\n\n";
+  out += "## Provenance\n\nEverything needed to reproduce this report:\n\n";
+  {
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& [k, v] : report.provenance) rows.push_back({k, "`" + v + "`"});
+    MdTable(out, {"key", "value"}, rows);
+  }
   return out;
 }
 
