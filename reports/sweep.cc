@@ -22,6 +22,8 @@
 #include "formats/ops.h"
 #include "oracles/error_measures.h"
 #include "oracles/exact_sum.h"
+#include "reports/hash.h"
+#include "reports/mutations.h"
 #include "reports/stats.h"
 
 namespace fpconform::reports {
@@ -50,17 +52,6 @@ uint64_t DoubleToFormat(const FormatSpec& f, double v, bool saturate) {
 
 double RoundToFloat32(double v) { return BitsToDouble(Float32(), DoubleToFormat(Float32(), v, false)); }
 
-uint64_t Fnv1a(std::string_view s) {
-  uint64_t h = 0xcbf29ce484222325ULL;
-  for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ULL;
-  return h;
-}
-
-std::string HexHash(uint64_t h) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "fnv1a64:%016llx", static_cast<unsigned long long>(h));
-  return buf;
-}
 
 // Largest finite magnitude of a format (int8: 127).
 double MaxMagnitude(const FormatSpec& f) {
@@ -164,22 +155,6 @@ enum Mutation : int {
 constexpr std::array<const char*, kMutations> kMutationNames = {
     "bf16_accumulation", "dropped_k_tile", "doubled_k_tile",
     "missing_scale",     "transposed_operand", "sign_flip"};
-
-// The bf16-accumulation mutant: a sequential chain of FMAs into a bfloat16 accumulator (RNE).
-Model Bf16AccumulationModel(const FormatSpec& fa, const FormatSpec& fb, bool sum) {
-  Model m;
-  m.name = "mutation-bf16-accumulation";
-  m.description = "sequential FMA chain accumulating in bfloat16";
-  m.op_sum = sum;
-  m.inputs.a = &fa;
-  m.inputs.b = &fb;
-  m.adder.kind = sum ? AdderKind::kIeee : AdderKind::kFma;
-  m.accumulator.format = &BFloat16();
-  m.accumulator.fraction_bits = BFloat16().fraction_bits;
-  m.chain.kind = ChainKind::kSequential;
-  m.output.format = &BFloat16();
-  return m;
-}
 
 // ---- Per-sample observations of one platform. ----
 struct Obs {
