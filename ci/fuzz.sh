@@ -62,10 +62,12 @@ trap 'rm -rf "$probe_dir" "$work"' EXIT
 export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1:symbolize=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 
-# The lines of a libFuzzer log that say what went wrong and where (fpconform frames only).
+# The lines of a libFuzzer log that say what went wrong and where: the first report's message,
+# its fpconform frames and summary (libFuzzer's own repeat of the stack is left out).
 show_errors() {
-  grep -E 'ERROR|SUMMARY|^[a-z_]+_fuzzer: |#[0-9]+ 0x[0-9a-f]+ in fpconform' "$1" | head -12 |
-    sed 's/^/  /'
+  awk '/ERROR: libFuzzer: deadly signal/ { print; exit }
+       /ERROR|SUMMARY|runtime error|^[a-z_]+_fuzzer: |#[0-9]+ 0x[0-9a-f]+ in fpconform/ { print }' "$1" |
+    head -12 | cut -c1-220 | sed 's/^/  /'
 }
 
 failed=0
