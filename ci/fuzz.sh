@@ -127,7 +127,7 @@ while IFS=$'\t' read -r name binary corpus dict; do
     if [ -n "$repro" ]; then
       echo "  reproducer: $repro"
       echo "  replay:     $binary $repro"
-      echo "  minimize:   $binary -minimize_crash=1 -runs=100000 -exact_artifact_path=min $repro"
+      echo "  minimize:   $binary -minimize_crash=1 -runs=100000 -exact_artifact_path=$artifacts/$name/minimized $repro"
       echo "  then check the minimized input in as $corpus/regression-<short-name>"
     fi
     cp "$log" "$artifacts/$name/last.log"
