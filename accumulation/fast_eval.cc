@@ -430,7 +430,9 @@ struct MatScratch {
 
 // =============================================================================================
 // Kernels (compiled for AVX2+FMA; only called after HostReady()).
-#if defined(__x86_64__)
+#if defined(__x86_64__) && defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2,fma"))), apply_to = function)
+#elif defined(__x86_64__)
 #pragma GCC push_options
 #pragma GCC target("avx2,fma")
 #endif
@@ -1304,7 +1306,9 @@ void MatmulRows(const MatIn& in, int i_lo, int i_hi) {
 }
 
 }  // namespace
-#if defined(__x86_64__)
+#if defined(__x86_64__) && defined(__clang__)
+#pragma clang attribute pop
+#elif defined(__x86_64__)
 #pragma GCC pop_options
 #endif
 // =============================================================================================
