@@ -331,6 +331,13 @@ interrupt_sweep() {  # signal, wanted exit status: the standard sweep (minutes) 
 interrupt_sweep INT 130
 interrupt_sweep TERM 143
 
+# merge reads report.json only from regular files: a FIFO shard is refused at once, not read
+# (it used to block forever).
+mkdir -p "$TMP/fifo_shard" && mkfifo "$TMP/fifo_shard/report.json"
+timeout 10 "$BIN" merge "$TMP/fifo_shard" --out "$TMP/fifo_merged" >/dev/null 2>"$TMP/fifo.err"
+expect_rc "merge of a FIFO report.json" "$?" 2
+grep -q "not a regular file" "$TMP/fifo.err" || fail "merge of a FIFO: $(cat "$TMP/fifo.err")"
+
 if (( FAILS > 0 )); then
   echo "$FAILS check(s) failed"
   exit 1

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "formats/user_file.h"
 #include "reports/process.h"
 #include "reports/report.h"
 #include "reports/sweep.h"
@@ -296,7 +297,7 @@ int RunMergeCommand(const MergeOptions& o) {
   std::vector<std::string> names;
   for (const std::string& d : o.dirs) {
     const std::string path = d + "/report.json";
-    absl::StatusOr<std::string> text = reports::ReadFileToString(path);
+    absl::StatusOr<std::string> text = ReadUserFile(path, kMaxReportJsonBytes, "report.json");
     if (!text.ok()) {
       std::fprintf(stderr, "fpconform merge: %s\n", std::string(text.status().message()).c_str());
       return kExitUsage;
