@@ -411,6 +411,65 @@ TEST(BrokenFiles, EveryTruncationOfGoldenFilesFailsCleanly) {
   }
 }
 
+// safetensors JSON edges (nlohmann's limits, decided in tensor_file.h).
+std::string St(const std::string& header, size_t data_bytes) {
+  std::string out(8, '\0');
+  for (int i = 0; i < 8; ++i) out[static_cast<size_t>(i)] = static_cast<char>((header.size() >> (8 * i)) & 0xFF);
+  return out + header + std::string(data_bytes, '\x01');
+}
+
+TEST(BrokenFiles, SafetensorsJsonEdges) {
+  struct Case {
+    const char* shape;
+    const char* fragment;  // nullptr: reads.
+  } cases[] = {
+      {"[2]", nullptr},
+      {"[-0]", "expected a non-negative integer"},
+      {"[2.0]", "expected a non-negative integer"},
+      {"[1e3]", "expected a non-negative integer"},
+      {"[18446744073709551616]", "expected a non-negative integer"},
+      {"[9223372036854775808]", "larger than 2^63-1"},
+      {"[-1]", "expected a non-negative integer"},
+      {"2", "shape: expected an array"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.shape);
+    const std::string h = std::string("{\"x\":{\"dtype\":\"U8\",\"shape\":") + c.shape +
+                          ",\"data_offsets\":[0,2]}}";
+    absl::StatusOr<Tensor> t = ParseSafetensors(St(h, 2), "j.safetensors", "");
+    if (c.fragment == nullptr) {
+      EXPECT_TRUE(t.ok()) << t.status();
+    } else {
+      ASSERT_FALSE(t.ok());
+      EXPECT_NE(t.status().message().find(c.fragment), std::string::npos) << t.status();
+    }
+  }
+  // As in the reference: unknown fields ignored, null __metadata__, other dtypes' tensors fine.
+  const std::string h =
+      "{\"__metadata__\":null,\"m\":{\"dtype\":\"BOOL\",\"shape\":[3],\"data_offsets\":[0,3]},"
+      "\"x\":{\"dtype\":\"I16\",\"shape\":[1],\"data_offsets\":[3,5],\"extra\":{\"a\":[1]}}}";
+  absl::StatusOr<Tensor> t = ParseSafetensors(St(h, 5), "j.safetensors", "x");
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->dtype, "int16");
+  EXPECT_EQ(t->Bits(0), 0x0101u);
+  t = ParseSafetensors(St(h, 5), "j.safetensors", "m");
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.status().message().find("j.safetensors:m: header: dtype BOOL is not supported"),
+            std::string::npos)
+      << t.status();
+  // Sub-byte dtypes of the reference: sizes in bits.
+  t = ParseSafetensors(St("{\"f\":{\"dtype\":\"F4\",\"shape\":[3],\"data_offsets\":[0,2]}}", 2),
+                       "j.safetensors", "f");
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.status().message().find("not a whole number of bytes"), std::string::npos)
+      << t.status();
+  // Trailing bytes after .npy data: read, with a note.
+  std::string npy = ReadBytes(GoldenDir() + "/npy_f4_le.npy") + "xyz";
+  t = ParseNpy(npy, "t.npy");
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_TRUE(HasNote(*t, "3 bytes after the array's data"));
+}
+
 // ---- Writers. ----
 
 TEST(Writers, WriteAndReadBack) {
