@@ -612,7 +612,7 @@ TEST(TensorType, FortranOrderTransposed) {
 TEST(NarrowestExactFloat, Float32AndFloat64Dumps) {
   auto f32 = [](std::vector<float> v) {
     Tensor t = *MakeTensor("float32", {static_cast<int64_t>(v.size())});
-    std::memcpy(t.data.data(), v.data(), v.size() * 4);
+    if (!v.empty()) std::memcpy(t.data.data(), v.data(), v.size() * 4);
     return t;
   };
   const float inf = INFINITY, nan = NAN;
