@@ -181,42 +181,54 @@ void SwapBytes(std::vector<uint8_t>& data, int bytes) {
   }
 }
 
+// dst (cols x rows) = transpose of src (rows x cols), elements of B bytes, in cache-sized tiles.
 template <int B>
-void TransposeFortranImpl(const uint8_t* src, uint8_t* dst, const std::vector<int64_t>& shape) {
-  // src is in Fortran order (first index fastest); walk it linearly and track the offset of the
-  // same element in C order with an odometer.
-  // rank <= kMaxRank (checked by ShapeBytes); fixed arrays keep this loop free of allocations.
-  const size_t rank = std::min(shape.size(), kMaxRank);
-  std::array<uint64_t, kMaxRank> cstride{};
-  uint64_t s = 1;
-  for (size_t k = rank; k-- > 0;) {
-    cstride[k] = s;
-    s *= static_cast<uint64_t>(shape[k]);
-  }
-  const uint64_t total = s;
-  std::array<int64_t, kMaxRank> idx{};
-  uint64_t off = 0;
-  for (uint64_t i = 0; i < total; ++i) {
-    std::memcpy(dst + off * B, src + i * B, B);
-    for (size_t k = 0; k < rank; ++k) {
-      off += cstride[k];
-      if (++idx[k] < shape[k]) break;
-      off -= cstride[k] * static_cast<uint64_t>(shape[k]);
-      idx[k] = 0;
+void TransposeTiled(const uint8_t* src, uint8_t* dst, uint64_t rows, uint64_t cols) {
+  constexpr uint64_t kTile = 32;
+  for (uint64_t i0 = 0; i0 < rows; i0 += kTile) {
+    const uint64_t i1 = std::min(rows, i0 + kTile);
+    for (uint64_t j0 = 0; j0 < cols; j0 += kTile) {
+      const uint64_t j1 = std::min(cols, j0 + kTile);
+      for (uint64_t i = i0; i < i1; ++i) {
+        for (uint64_t j = j0; j < j1; ++j) {
+          std::memcpy(dst + (j * rows + i) * B, src + (i * cols + j) * B, B);
+        }
+      }
     }
   }
 }
 
-std::vector<uint8_t> TransposeFortran(const std::vector<uint8_t>& src,
-                                      const std::vector<int64_t>& shape, int bytes) {
-  std::vector<uint8_t> dst(src.size());
-  switch (bytes) {
-    case 1: TransposeFortranImpl<1>(src.data(), dst.data(), shape); break;
-    case 2: TransposeFortranImpl<2>(src.data(), dst.data(), shape); break;
-    case 4: TransposeFortranImpl<4>(src.data(), dst.data(), shape); break;
-    default: TransposeFortranImpl<8>(src.data(), dst.data(), shape); break;
+// Fortran order to C order. An F-order array of shape (d0, d1, ...) is, in memory, a C-order
+// matrix [r][i0] with r the F-order index over (d1, ...); transposing it gives d0 blocks, each an
+// F-order array of shape (d1, ...). Repeat per axis, alternating between the two buffers; the
+// result is in `data` on return (`data` and one scratch buffer: one extra copy at most).
+template <int B>
+void FortranToCImpl(std::vector<uint8_t>& data, const std::vector<int64_t>& shape) {
+  std::vector<uint8_t> other(data.size());
+  std::vector<uint8_t>* x = &data;
+  std::vector<uint8_t>* y = &other;
+  const uint64_t total = data.size() / B;
+  uint64_t batch = 1;
+  for (size_t k = 0; k + 1 < shape.size(); ++k) {
+    const uint64_t dk = static_cast<uint64_t>(shape[k]);
+    const uint64_t block = total / batch;  // Elements per block: dk x rest.
+    const uint64_t rest = block / dk;
+    for (uint64_t b = 0; b < batch; ++b) {
+      TransposeTiled<B>(x->data() + b * block * B, y->data() + b * block * B, rest, dk);
+    }
+    std::swap(x, y);
+    batch *= dk;
   }
-  return dst;
+  if (x != &data) data.swap(other);
+}
+
+void FortranToC(std::vector<uint8_t>& data, const std::vector<int64_t>& shape, int bytes) {
+  switch (bytes) {
+    case 1: FortranToCImpl<1>(data, shape); break;
+    case 2: FortranToCImpl<2>(data, shape); break;
+    case 4: FortranToCImpl<4>(data, shape); break;
+    default: FortranToCImpl<8>(data, shape); break;
+  }
 }
 
 // Allocates n bytes for tensor data; an allocation failure is an error, not a crash.
@@ -645,7 +657,7 @@ absl::StatusOr<Tensor> ReadNpy(const Source& src, std::string_view file,
   if (absl::Status st = src.Read(h->data_offset, t.data.data(), t.data.size()); !st.ok()) return st;
   if (r->big_endian) SwapBytes(t.data, d.bytes);
   if (h->fortran && h->shape.size() >= 2 && !t.data.empty()) {
-    t.data = TransposeFortran(t.data, t.shape, d.bytes);
+    FortranToC(t.data, t.shape, d.bytes);
   }
   if (*nbytes < available) {
     t.notes.push_back(Cat(available - *nbytes, " bytes after the array's data (from byte ",

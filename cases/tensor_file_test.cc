@@ -609,6 +609,40 @@ TEST(TensorType, FortranOrderTransposed) {
   ExpectSameTensor(*t, *c);
 }
 
+// Shapes that cross the 32-element tiles of the transposition, ranks 2 to 5, every element
+// size: element (i0, i1, ...) holds its C-order index.
+TEST(TensorType, FortranOrderAnyRankAndSize) {
+  const std::vector<std::vector<int64_t>> shapes = {
+      {33, 65}, {1, 70}, {70, 1}, {3, 40, 5}, {2, 3, 4, 5}, {2, 1, 35, 1, 3}, {64, 64}};
+  for (const char* dtype : {"uint8", "int16", "int32", "int64"}) {
+    for (const std::vector<int64_t>& shape : shapes) {
+      SCOPED_TRACE(std::string(dtype) + " rank " + std::to_string(shape.size()));
+      absl::StatusOr<Tensor> c = MakeTensor(dtype, shape);
+      ASSERT_TRUE(c.ok());
+      for (int64_t i = 0; i < c->size(); ++i) c->SetBits(i, static_cast<uint64_t>(i * 7919));
+      Tensor f = *c;  // The same elements in Fortran order.
+      std::vector<int64_t> idx(shape.size(), 0);
+      for (int64_t i = 0; i < c->size(); ++i) {
+        int64_t fo = 0, stride = 1;
+        for (size_t k = 0; k < shape.size(); ++k) {
+          fo += idx[k] * stride;
+          stride *= shape[k];
+        }
+        f.SetBits(fo, c->Bits(i));
+        for (size_t k = shape.size(); k-- > 0;) {
+          if (++idx[k] < shape[k]) break;
+          idx[k] = 0;
+        }
+      }
+      std::string bytes = NpyBytes(f);
+      bytes.replace(bytes.find("'fortran_order': False"), 22, "'fortran_order': True ");
+      absl::StatusOr<Tensor> t = ParseNpy(bytes, "f.npy");
+      ASSERT_TRUE(t.ok()) << t.status();
+      ExpectSameTensor(*t, *c);
+    }
+  }
+}
+
 TEST(NarrowestExactFloat, Float32AndFloat64Dumps) {
   auto f32 = [](std::vector<float> v) {
     Tensor t = *MakeTensor("float32", {static_cast<int64_t>(v.size())});
