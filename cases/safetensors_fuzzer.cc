@@ -9,7 +9,8 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view bytes(reinterpret_cast<const char*>(data), size);
-  absl::StatusOr<fpconform::Tensor> only = fpconform::ParseSafetensors(bytes, "fuzz.safetensors", "");
+  absl::StatusOr<fpconform::Tensor> only =
+      fpconform::ParseSafetensors(bytes, "fuzz.safetensors", "");
   if (only.ok()) fpconform::fuzz::CheckRoundTrips(*only);
   absl::StatusOr<std::vector<std::string>> names =
       fpconform::SafetensorsNames(bytes, "fuzz.safetensors");

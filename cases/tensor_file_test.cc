@@ -192,8 +192,7 @@ TEST(GoldenFiles, MultiTensorFileRewritesIdentically) {
   }
   std::vector<std::pair<std::string, const Tensor*>> list;
   for (size_t i = 0; i < tensors.size(); ++i) list.emplace_back((*names)[i], &tensors[i]);
-  absl::StatusOr<std::string> written =
-      SafetensorsBytes(list, {{"producer", "make_golden.py"}});
+  absl::StatusOr<std::string> written = SafetensorsBytes(list, {{"producer", "make_golden.py"}});
   ASSERT_TRUE(written.ok()) << written.status();
   EXPECT_TRUE(*written == bytes);
 }
@@ -217,8 +216,7 @@ TEST(GoldenFiles, VoidAndOneByteFloatDescrsNeedTheDtype) {
     absl::StatusOr<Tensor> t = ReadTensor(path, {.option_name = "--a-dtype"});
     ASSERT_FALSE(t.ok());
     EXPECT_EQ(t.status().code(), absl::StatusCode::kInvalidArgument);
-    EXPECT_TRUE(std::string(t.status().message()).starts_with(path + ": header: "))
-        << t.status();
+    EXPECT_TRUE(std::string(t.status().message()).starts_with(path + ": header: ")) << t.status();
     EXPECT_NE(t.status().message().find(c.fragment), std::string::npos) << t.status();
   }
 }
@@ -293,8 +291,7 @@ TEST(GoldenFiles, Names) {
   // A raw file: no shape, or the wrong size.
   t = ReadTensor(dir + "/raw_bf16_4x6.bin");
   ASSERT_FALSE(t.ok());
-  EXPECT_NE(t.status().message().find("for a raw dump give the dtype and shape"),
-            std::string::npos)
+  EXPECT_NE(t.status().message().find("for a raw dump give the dtype and shape"), std::string::npos)
       << t.status();
   t = ReadTensor(dir + "/raw_bf16_4x6.bin", {.dtype = "bfloat16", .shape = {4, 5}});
   ASSERT_FALSE(t.ok());
@@ -334,8 +331,9 @@ TEST(BrokenFiles, EachNamesWhatIsWrong) {
       {"npy_unknown_descr.npy", "header: descr '<q7' is not supported"},
       {"npy_bool.npy", "descr '|b1' (bool) is not supported"},
       {"npy_uint64.npy", "descr '<u8' (uint64) is not supported"},
-      {"npy_2p60.npy", "shape [1152921504606846976] x 4 bytes of float32 is 4611686018427387904 "
-                       "bytes, but the file has only 16 bytes after the header"},
+      {"npy_2p60.npy",
+       "shape [1152921504606846976] x 4 bytes of float32 is 4611686018427387904 "
+       "bytes, but the file has only 16 bytes after the header"},
       {"npy_overflow.npy", "overflows 2^63 bytes"},
       {"npy_data_truncated.npy", "is 24 bytes, but the file has only 20 bytes after the header"},
       {"npy_extra_key.npy", "unexpected key 'extra'"},
@@ -404,8 +402,8 @@ TEST(BrokenFiles, EveryTruncationOfGoldenFilesFailsCleanly) {
     const bool npy = std::string_view(file).ends_with(".npy");
     for (size_t n = 0; n < bytes.size(); ++n) {
       const std::string_view cut(bytes.data(), n);
-      absl::StatusOr<Tensor> t = npy ? ParseNpy(cut, file, {.dtype = "bfloat16"})
-                                     : ParseSafetensors(cut, file, "b");
+      absl::StatusOr<Tensor> t =
+          npy ? ParseNpy(cut, file, {.dtype = "bfloat16"}) : ParseSafetensors(cut, file, "b");
       EXPECT_FALSE(t.ok()) << file << " cut at " << n;
     }
   }
@@ -414,7 +412,8 @@ TEST(BrokenFiles, EveryTruncationOfGoldenFilesFailsCleanly) {
 // safetensors JSON edges (nlohmann's limits, decided in tensor_file.h).
 std::string St(const std::string& header, size_t data_bytes) {
   std::string out(8, '\0');
-  for (int i = 0; i < 8; ++i) out[static_cast<size_t>(i)] = static_cast<char>((header.size() >> (8 * i)) & 0xFF);
+  for (int i = 0; i < 8; ++i)
+    out[static_cast<size_t>(i)] = static_cast<char>((header.size() >> (8 * i)) & 0xFF);
   return out + header + std::string(data_bytes, '\x01');
 }
 
@@ -434,8 +433,8 @@ TEST(BrokenFiles, SafetensorsJsonEdges) {
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.shape);
-    const std::string h = std::string("{\"x\":{\"dtype\":\"U8\",\"shape\":") + c.shape +
-                          ",\"data_offsets\":[0,2]}}";
+    const std::string h =
+        std::string("{\"x\":{\"dtype\":\"U8\",\"shape\":") + c.shape + ",\"data_offsets\":[0,2]}}";
     absl::StatusOr<Tensor> t = ParseSafetensors(St(h, 2), "j.safetensors", "");
     if (c.fragment == nullptr) {
       EXPECT_TRUE(t.ok()) << t.status();
@@ -493,9 +492,11 @@ TEST(Writers, WriteAndReadBack) {
   back = ReadTensor(st + ":u");
   ASSERT_TRUE(back.ok()) << back.status();
   ExpectSameTensor(*back, *u);
-  const std::vector<std::pair<std::string, std::string>> md = {
-      {"format", "safetensors"}, {"tensor", "u"},      {"dtype", "I64"},
-      {"metadata.k", "v"},       {"metadata.a", "b"}};
+  const std::vector<std::pair<std::string, std::string>> md = {{"format", "safetensors"},
+                                                               {"tensor", "u"},
+                                                               {"dtype", "I64"},
+                                                               {"metadata.k", "v"},
+                                                               {"metadata.a", "b"}};
   EXPECT_EQ(back->metadata, md);
   const std::string bytes = ReadBytes(st);
   EXPECT_EQ((bytes.size() - 8 - 12 - 8) % 8, 0u);  // Header padded to a multiple of 8.
@@ -533,10 +534,11 @@ TEST(Writers, NpyDescrsMatchNumpy) {
   struct Case {
     const char* dtype;
     const char* descr;
-  } cases[] = {{"float64", "<f8"}, {"float32", "<f4"}, {"float16", "<f2"}, {"bfloat16", "<V2"},
-               {"float8_e4m3fn", "<V1"}, {"float8_e5m2", "<f1"}, {"float8_e8m0fnu", "<V1"},
-               {"float8_e4m3fnuz", "<V1"}, {"int8", "|i1"}, {"uint8", "|u1"}, {"int16", "<i2"},
-               {"uint16", "<u2"}, {"int32", "<i4"}, {"uint32", "<u4"}, {"int64", "<i8"},
+  } cases[] = {{"float64", "<f8"},        {"float32", "<f4"},         {"float16", "<f2"},
+               {"bfloat16", "<V2"},       {"float8_e4m3fn", "<V1"},   {"float8_e5m2", "<f1"},
+               {"float8_e8m0fnu", "<V1"}, {"float8_e4m3fnuz", "<V1"}, {"int8", "|i1"},
+               {"uint8", "|u1"},          {"int16", "<i2"},           {"uint16", "<u2"},
+               {"int32", "<i4"},          {"uint32", "<u4"},          {"int64", "<i8"},
                {"tfloat32", "|V4"}};
   for (const Case& c : cases) {
     absl::StatusOr<Tensor> t = MakeTensor(c.dtype, {3});
@@ -573,7 +575,8 @@ TEST(TensorType, BitsAndShapes) {
   EXPECT_EQ(t->Bits(0), 0x3FF0000000000000ull);
   t = MakeTensor("float8_e5m2", {5});
   ASSERT_TRUE(t.ok());
-  for (int i = 0; i < 5; ++i) t->SetBits(i, 0x10u * static_cast<unsigned>(i) + 0x1FFu);  // Truncated.
+  for (int i = 0; i < 5; ++i)
+    t->SetBits(i, 0x10u * static_cast<unsigned>(i) + 0x1FFu);  // Truncated.
   std::vector<uint64_t> out(3);
   t->CopyBits(2, out);
   EXPECT_EQ(out, (std::vector<uint64_t>{0x1F, 0x2F, 0x3F}));
@@ -690,13 +693,19 @@ TEST(LiveWriters, WriteForPython) {
     ASSERT_TRUE(t.ok()) << t.status();
     const std::string base = std::string(out) + "/w" + std::to_string(i++);
     ASSERT_TRUE(WriteNpy(*t, base + ".npy").ok());
-    written.push_back({{"file", base + ".npy"}, {"dtype", t->dtype}, {"shape", t->shape},
-                       {"hex", Hex(t->data)}, {"from", spec}});
+    written.push_back({{"file", base + ".npy"},
+                       {"dtype", t->dtype},
+                       {"shape", t->shape},
+                       {"hex", Hex(t->data)},
+                       {"from", spec}});
     absl::StatusOr<std::string> st = SafetensorsBytes({{"t", &*t}}, {{"from", file}});
     if (st.ok()) {
       ASSERT_TRUE(WriteSafetensors({{"t", &*t}}, {{"from", file}}, base + ".safetensors").ok());
-      written.push_back({{"file", base + ".safetensors"}, {"dtype", t->dtype},
-                         {"shape", t->shape}, {"hex", Hex(t->data)}, {"from", spec}});
+      written.push_back({{"file", base + ".safetensors"},
+                         {"dtype", t->dtype},
+                         {"shape", t->shape},
+                         {"hex", Hex(t->data)},
+                         {"from", spec}});
     }
   }
   std::ofstream(std::string(out) + "/written.json") << written.dump(1) << "\n";

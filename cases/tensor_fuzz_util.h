@@ -33,7 +33,8 @@ inline void CheckRoundTrips(const Tensor& t) {
   }
   const std::string npy = NpyBytes(t);
   absl::StatusOr<Tensor> back = ParseNpy(npy, "roundtrip.npy", {.dtype = t.dtype});
-  if (!back.ok()) Fail(std::string("NpyBytes output does not parse: ") + std::string(back.status().message()), t);
+  if (!back.ok())
+    Fail(std::string("NpyBytes output does not parse: ") + std::string(back.status().message()), t);
   ExpectSame(t, *back, ".npy round trip changed the tensor");
   if (NpyBytes(*back) != npy) Fail("NpyBytes is not stable", t);
   absl::StatusOr<std::string> st = SafetensorsBytes({{"t", &t}}, {{"k", "v"}});
