@@ -1536,17 +1536,37 @@ std::optional<std::string> NarrowestExactFloat(const Tensor& t) {
   if (!f32 && !f64) return std::nullopt;
   const int64_t n = static_cast<int64_t>(t.data.size()) / t.element_bytes;
   bool any = false, bf16 = true, fp16 = true, fp32 = f64;
+  if (f32) {
+    // Bit tests (a 2 GiB dump is 2^29 elements): bfloat16 is float32's top half, so a finite
+    // float32 fits it iff its low 16 bits are zero (subnormals included: same exponent field).
+    // float16 (IEEE 754 binary16: emin -14, p 11, subnormals down to 2^-24) keeps 10 fraction
+    // bits for exponents -14..15 and e + 24 of them for e in -24..-15.
+    for (int64_t i = 0; i < n && (bf16 || fp16); ++i) {
+      const uint32_t b = static_cast<uint32_t>(t.Bits(i));
+      const uint32_t mag = b & 0x7FFFFFFFu;
+      if ((mag >> 23) == 0xFF) continue;  // Inf, NaN.
+      if (mag == 0) continue;
+      any = true;
+      if (bf16) bf16 = (b & 0xFFFFu) == 0;
+      if (fp16) {
+        const int e = static_cast<int>(mag >> 23) - 127;
+        if (e == -127 || e > 15 || e < -24) {
+          fp16 = false;  // float32 subnormal (< 2^-126), past 65504, or below 2^-24.
+        } else {
+          const int drop = e >= -14 ? 13 : -1 - e;
+          fp16 = (mag & ((uint32_t{1} << drop) - 1)) == 0;
+        }
+      }
+    }
+    if (!any) return std::nullopt;
+    if (bf16) return std::string("bfloat16");
+    if (fp16) return std::string("float16");
+    return std::nullopt;
+  }
   for (int64_t i = 0; i < n && (bf16 || fp16 || fp32); ++i) {
     const uint64_t bits = t.Bits(i);
     double v;
-    if (f32) {
-      float x;
-      const uint32_t b32 = static_cast<uint32_t>(bits);
-      std::memcpy(&x, &b32, 4);
-      v = x;
-    } else {
-      std::memcpy(&v, &bits, 8);
-    }
+    std::memcpy(&v, &bits, 8);
     if (!std::isfinite(v)) continue;
     if (v != 0) any = true;
     if (bf16) bf16 = FitsFormat(v, BFloat16());

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -672,6 +673,46 @@ TEST(NarrowestExactFloat, Float32AndFloat64Dumps) {
   Tensor b = *MakeTensor("bfloat16", {1});
   b.SetBits(0, 0x3F80);
   EXPECT_EQ(NarrowestExactFloat(b), std::nullopt);
+}
+
+// The float32 bit tests against a value check done here with doubles, over a spread of
+// patterns (every top half, several low halves): x fits bfloat16 / float16 exactly.
+bool FitsByValue(float x, int emin, int emax, int p) {
+  const double a = std::fabs(static_cast<double>(x));
+  if (a == 0) return true;
+  int ex;
+  std::frexp(a, &ex);
+  const int e = ex - 1;
+  if (e > emax) return false;
+  const double scaled = std::ldexp(a, -(std::max(e, emin) - (p - 1)));
+  return scaled == std::floor(scaled);
+}
+
+TEST(NarrowestExactFloat, Float32BitTestsMatchValues) {
+  Tensor one = *MakeTensor("float32", {1});
+  Tensor two = *MakeTensor("float32", {2});
+  two.SetBits(1, 0x3F802000);  // 1 + 2^-10: float16, not bfloat16.
+  for (uint32_t hi = 0; hi < 0x10000; ++hi) {
+    for (uint32_t lo : {0x0000u, 0x0001u, 0x1000u, 0x2000u, 0x8000u, 0xE000u, 0xFFFFu}) {
+      const uint32_t b = hi << 16 | lo;
+      float x;
+      std::memcpy(&x, &b, 4);
+      one.SetBits(0, b);
+      two.SetBits(0, b);
+      const bool finite_nonzero = std::isfinite(x) && x != 0;
+      const bool bf16 = std::isfinite(x) && FitsByValue(x, -126, 127, 8);
+      const bool f16 = std::isfinite(x) && FitsByValue(x, -14, 15, 11);
+      ASSERT_EQ(NarrowestExactFloat(one), finite_nonzero
+                                              ? (bf16  ? std::optional<std::string>("bfloat16")
+                                                 : f16 ? std::optional<std::string>("float16")
+                                                       : std::nullopt)
+                                              : std::nullopt)
+          << std::hex << b;
+      ASSERT_EQ(NarrowestExactFloat(two),
+                !std::isfinite(x) || f16 ? std::optional<std::string>("float16") : std::nullopt)
+          << std::hex << b;
+    }
+  }
 }
 
 // ---- For the live test: our writers' output, for numpy/ml_dtypes/safetensors to read. ----
