@@ -1,9 +1,11 @@
 // fpconform: numerical-correctness conformance suite. Thin dispatcher over the subcommands in
 // commands.h.
 #include <cstdio>
+#include <string>
 
 #include "CLI/CLI.hpp"
 #include "cli/commands.h"
+#include "formats/isa.h"
 
 #ifndef FPCONFORM_VERSION
 #define FPCONFORM_VERSION "unknown"
@@ -32,6 +34,9 @@ int main(int argc, char** argv) {
       "      --out c.npy --platform trainium2-bf16          # is this kernel output legitimate?\n"
       "  echo 'mdot nvidia-h100-bf16 2 0x3f80 0xb300 0x3f80 0x3f80 0x0' | fpconform calc  # -> 0x3f7fffff -\n"
       "\n"
+      "Environment: FPCONFORM_ISA=portable|avx2|avx512 picks the fast paths' instruction set\n"
+      "(default: the best this CPU has; results are the same bytes on every level).\n"
+      "\n"
       "Run 'fpconform <command> --help' for a command's options.");
 
   CalcOptions calc;
@@ -49,6 +54,12 @@ int main(int argc, char** argv) {
   AuditCommandState audit;
   CLI::App* audit_app = AddAuditCommand(app, audit);
   CLI::App* compare_app = AddCompareCommand(app, audit);
+
+  // FPCONFORM_ISA (formats/isa.h) is read once, here, before any fast path runs.
+  if (absl::Status isa = fpconform::SetIsaFromEnvironment(); !isa.ok()) {
+    std::fprintf(stderr, "fpconform: %s\n", std::string(isa.message()).c_str());
+    return kExitUsage;
+  }
 
   try {
     app.parse(argc, argv);

@@ -6,6 +6,7 @@
 #include <set>
 #include <tuple>
 
+#include "formats/isa.h"
 #include "formats/str_cat.h"
 #include "reports/sweep.h"
 
@@ -385,6 +386,9 @@ std::string ToMarkdown(const Report& report) {
     for (const auto& [k, v] : report.provenance) rows.push_back({k, "`" + v + "`"});
     MdTable(out, {"key", "value"}, rows);
   }
+  // Not a provenance entry: report.json and the CSV files are the same bytes on every level.
+  out += Cat("\nThis file was written on instruction set `", IsaName(ActiveIsa()),
+             "` (FPCONFORM_ISA); the CSV and JSON files are the same bytes on every level.\n");
   return out;
 }
 
