@@ -18,6 +18,7 @@
 #include "accumulation/evaluate.h"
 #include "accumulation/model.h"
 #include "accumulation/model_catalog.h"
+#include "formats/user_file.h"
 #include "cases/pinned_random.h"
 #include "formats/ops.h"
 #include "oracles/error_measures.h"
@@ -621,6 +622,7 @@ absl::StatusOr<Report> RunSweep(const SweepSpec& input_spec, const SweepOptions&
   // Load every model named anywhere in the spec; envelopes in cross pairs become their members
   // (the row keeps the envelope's name).
   ModelCatalog catalog(options.models_dir);
+  if (absl::Status s = CheckSweepModels(input_spec, catalog); !s.ok()) return s;
   SweepSpec spec = input_spec;
   std::map<std::string, std::string> b_labels;  // Cross name -> label of its b side.
   for (CrossSpec& c : spec.cross) {
@@ -646,7 +648,7 @@ absl::StatusOr<Report> RunSweep(const SweepSpec& input_spec, const SweepOptions&
     if (!m.ok()) return m.status();
     models.emplace(name, *m);
     const std::string path = Cat(options.models_dir, "/", name, ".toml");
-    absl::StatusOr<std::string> text = ReadFileToString(path);
+    absl::StatusOr<std::string> text = ReadUserFile(path, kMaxTextFileBytes, "model file");
     model_files.emplace_back(
         Cat("model ", name),
         text.ok() ? HexHash(Fnv1a(*text)) : "?");

@@ -60,11 +60,17 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "reports/report.h"
+
+namespace fpconform {
+class ModelCatalog;
+}  // namespace fpconform
 
 namespace fpconform::reports {
 
@@ -83,6 +89,17 @@ struct CrossSpec {
                                      // "Envelopes"); several = envelope (worst member).
 };
 
+// Limits of a sweep file and of the command-line values that replace its entries.
+inline constexpr int64_t kMaxSweepK = int64_t{1} << 24;  // ks, --k, quantize_elements.
+inline constexpr int64_t kMaxSweepSamples = 1000000;     // samples, min_samples, --samples.
+
+// Where a value of a sweep file was written (for the checks made after parsing, e.g. against the
+// model catalog): its line and the field as the file names it ("dtype[2].matmul").
+struct SweepSource {
+  int64_t line = 0;
+  std::string field;
+};
+
 struct SweepSpec {
   std::string source;                // File it came from (provenance).
   uint64_t seed = 0;
@@ -98,7 +115,26 @@ struct SweepSpec {
   std::vector<CrossSpec> cross;
   std::vector<std::string> quantize_formats;  // Format names, e.g. float8_e4m3fn.
   int64_t quantize_elements = 4096;           // Elements per quantized tensor.
+
+  // Source positions, set by ParseSweepSpec; keys:
+  //   "dtype/<dtype>"                 the dtype's name
+  //   "dtype/<dtype>/matmul/<model>"  an entry of its matmul list ("dtype/<dtype>/sum/<model>")
+  //   "cross/<name>/dtype", "cross/<name>/a", "cross/<name>/b/<model>"
+  //   "ks/<K>"
+  std::map<std::string, SweepSource> sources;
+  // "<source>:<line>: <field>" for a key of `sources`, or just `source` when it has none (a
+  // value that came from the command line or from code).
+  std::string Where(const std::string& key) const;
 };
+
+// Checks a parsed sweep against the model catalog, before anything runs: every platform model
+// exists and parses, is a model (not an envelope) and defines the op of its list (a model whose
+// `operations` lack "matmul" cannot be a matmul platform, nor a sum-less one a sum platform);
+// every cross-pair model (envelopes expanded) defines matmul and takes the same inputs (inputs.a,
+// inputs.b, inputs.convert_to) as one of the matmul platforms of the pair's dtype (a model of
+// another dtype is an error). Errors are "file:line: field: problem" with the positions kept in
+// spec.sources. RunSweep calls it first.
+absl::Status CheckSweepModels(const SweepSpec& spec, const ModelCatalog& catalog);
 
 // Valid names (for messages and --help).
 const std::vector<std::string>& ValidOps();
@@ -110,9 +146,10 @@ absl::StatusOr<SweepSpec> LoadSweepSpec(const std::string& path);
 // Command-line narrowing; empty vectors keep everything. Names are checked against the spec.
 struct SweepFilter {
   std::vector<std::string> ops, dtypes, platforms, distributions;
-  std::vector<int64_t> ks;          // Replace the spec's K list (any K >= 1).
+  // Replace the spec's K list (distinct, 1..kMaxSweepK; see also CheckSweepResources).
+  std::vector<int64_t> ks;
   int samples = 0;                  // > 0: replace samples (and min_samples if larger).
-  int64_t seed = -1;                // >= 0: replace the seed.
+  std::optional<uint64_t> seed;     // Set: replace the seed (any of 0..2^64-1).
   bool quick = false;               // Small K, few samples: under a minute.
 };
 absl::StatusOr<SweepSpec> ApplyFilter(SweepSpec spec, const SweepFilter& filter);
