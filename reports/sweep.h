@@ -52,6 +52,17 @@
 //   sign_flip          one element a_j (pinned random j) negated
 // rejected fraction = share of samples whose mutated output falls outside the tolerance.
 //
+// Memory: RunSweep estimates each unit's memory before any unit runs and refuses
+// (ResourceExhausted, naming the unit, the estimate and the budget) a sweep above
+// kSweepMemoryBudgetBytes, 8 GiB. Measured (GCC 12, -O2, reports/sweep.cc): a matmul or sum
+// unit holds about 64 * (1 + P) bytes per term K per worker thread, P = the number of distinct
+// input-format pairs among its platforms (K = 1048576, one thread: 125 MiB for bfloat16, one
+// pair; 160 MiB for float8_e4m3 with e4m3fn and e4m3 platforms, two pairs; so K = 16777216 is
+// about 2 GiB per thread), and threads split samples, so min(threads, samples) count; a quantize
+// unit holds about 16 + 56 F bytes per element per sample in one thread (F formats; the
+// standard sweep's 500 x 4096 x 4: 450 MiB). With SweepOptions::fit_threads (the CLI without
+// --threads) the thread count is lowered until the estimate fits instead.
+//
 // Determinism: each unit's numbers depend only on the sweep file and the unit; rows are emitted
 // in unit order; threads only split samples. A shard (index i of n) runs units u with
 // u % n == i; MergeReports puts shard reports back together into the single-run report.
@@ -88,6 +99,12 @@ struct CrossSpec {
   std::vector<std::string> b;        // Port platform(s) or model envelopes (MODEL_FORMAT.md,
                                      // "Envelopes"); several = envelope (worst member).
 };
+
+// Memory model and budget (see "Memory" above).
+inline constexpr int64_t kSweepMemoryBudgetBytes = int64_t{8} << 30;
+inline constexpr int64_t kMatmulBytesPerTermPerPair = 64;
+inline constexpr int64_t kQuantizeBytesPerElement = 16;
+inline constexpr int64_t kQuantizeBytesPerElementFormat = 56;
 
 // Limits of a sweep file and of the command-line values that replace its entries.
 inline constexpr int64_t kMaxSweepK = int64_t{1} << 24;  // ks, --k, quantize_elements.
@@ -157,12 +174,16 @@ absl::StatusOr<SweepSpec> ApplyFilter(SweepSpec spec, const SweepFilter& filter)
 struct SweepOptions {
   std::string models_dir;
   int threads = 1;
+  // True: use fewer than `threads` workers where the memory estimate needs it (results do not
+  // depend on the thread count); false: a sweep whose estimate exceeds the budget is an error.
+  bool fit_threads = false;
   int shard_index = 0, shard_count = 1;
   // Called from the calling thread after every unit: (units done, units in this shard, label).
   std::function<void(int64_t, int64_t, const std::string&)> progress;
 };
 
-// Runs the sweep (or one shard of it). Errors: unknown models, bad shard.
+// Runs the sweep (or one shard of it). Errors, all before any unit runs: CheckSweepModels, a bad
+// shard, the memory estimate above kSweepMemoryBudgetBytes (ResourceExhausted).
 absl::StatusOr<Report> RunSweep(const SweepSpec& spec, const SweepOptions& options);
 
 // Combines shard reports (any order) into the report one run gives. Errors name the shard file
