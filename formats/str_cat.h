@@ -8,12 +8,17 @@
 //   Cat("a.toml:", 7, ": ", std::string_view("k")) == "a.toml:7: k"
 //   Join(std::vector<int>{64, 128}, ",") == "64,128"
 //   EscapeText("a\x1b[2Jb\xff") == "a\\x1b[2Jb\\xff"   (as printed: a\x1b[2Jb\xff)
+//   ParseDecimal<int64_t>("64", 1, 1 << 24) == 64;  ParseDecimal<int64_t>(" 64", 1, 100) == nullopt
 #ifndef FPCONFORM_FORMATS_STR_CAT_H_
 #define FPCONFORM_FORMATS_STR_CAT_H_
 
+#include <charconv>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <sstream>
+#include <system_error>
+#include <type_traits>
 #include <string>
 #include <string_view>
 
@@ -91,6 +96,20 @@ inline std::string EscapeText(std::string_view s, size_t max_bytes = std::string
     out += os.str();
   }
   return out;
+}
+
+// A decimal integer typed by a user (a command-line value), parsed strictly: the whole of `s` is
+// the number (std::from_chars: digits, a leading '-' only for signed T; no '+', no whitespace,
+// no "0x", no "1e3"), and it lies in lo..hi. nullopt otherwise, including on overflow: a value
+// is never wrapped or saturated. The caller's message names the valid range.
+template <typename T>
+std::optional<T> ParseDecimal(std::string_view s, T lo, T hi) {
+  static_assert(std::is_integral_v<T> && !std::is_same_v<T, bool>);
+  T v{};
+  const char* end = s.data() + s.size();
+  const auto [p, ec] = std::from_chars(s.data(), end, v, 10);
+  if (s.empty() || ec != std::errc() || p != end || v < lo || v > hi) return std::nullopt;
+  return v;
 }
 
 }  // namespace fpconform
