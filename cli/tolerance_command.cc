@@ -136,7 +136,8 @@ CLI::App* AddToleranceCommand(CLI::App& root, ToleranceOptions& o) {
   app->add_option("--ops", o.ops, "Ops to run (comma list): matmul, sum, quantize");
   app->add_option("--dtypes", o.dtypes, "Input dtypes (comma list; names of the sweep file's "
                                         "[[dtype]] tables and quantize formats)");
-  app->add_option("--k", o.ks, "K values (comma list), replacing the sweep file's");
+  app->add_option("--k", o.ks, "K values (comma list; each 1..16777216, decimal, distinct), "
+                              "replacing the sweep file's");
   app->add_option("--platforms", o.platforms, "Platform models (comma list)");
   app->add_option("--distributions", o.distributions,
                   "Input distributions (comma list): normal, uniform_pm1, uniform_01, "

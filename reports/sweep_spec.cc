@@ -1,5 +1,6 @@
 // Sweep files (TOML) and command-line filters: see sweep.h and reports/standard_sweep.toml.
 #include <algorithm>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -80,12 +81,13 @@ class SpecReader {
       return Error(n, dotted, Cat("must be an array of strings, got ", TypeName(*n)));
     }
     std::vector<std::string> out;
+    std::set<std::string> seen;  // Not a linear search: a 16 MiB file may list millions.
     for (const toml::node& e : *a) {
       const auto* s = e.as_string();
       if (s == nullptr) {
         return Error(&e, dotted, Cat("must be an array of strings, got ", TypeName(e)));
       }
-      if (std::find(out.begin(), out.end(), s->get()) != out.end()) {
+      if (!seen.insert(s->get()).second) {
         return Error(&e, dotted, Cat("'", s->get(), "' listed twice"));
       }
       out.push_back(s->get());
@@ -156,8 +158,9 @@ class SpecReader {
 // is escaped here (command-line names); names from a file are escaped by SpecReader::Error.
 absl::Status CheckNames(const std::vector<std::string>& got, const std::vector<std::string>& valid,
                         std::string_view what, bool escape = true) {
+  const std::set<std::string> valid_set(valid.begin(), valid.end());
   for (const std::string& g : got) {
-    if (std::find(valid.begin(), valid.end(), g) == valid.end()) {
+    if (!valid_set.contains(g)) {
       return absl::InvalidArgumentError(Cat("unknown ", what, " '",
                                             escape ? EscapeText(g, 200) : g,
                                             "' (valid: ", Join(valid, ", "), ")"));
@@ -214,12 +217,13 @@ absl::StatusOr<SweepSpec> Parse(const toml::table& root, std::string_view file) 
   if (ks == nullptr || ks->empty()) {
     return r.Error(ks_node != nullptr ? ks_node : &root, "ks", "missing (an array of K >= 1)");
   }
+  std::set<int64_t> seen_ks;
   for (const toml::node& e : *ks) {
     const auto* k = e.as_integer();
     if (k == nullptr || k->get() < 1 || k->get() > kMaxSweepK) {
       return r.Error(&e, "ks", Cat("must be integers in 1..", kMaxSweepK));
     }
-    if (std::find(spec.ks.begin(), spec.ks.end(), k->get()) != spec.ks.end()) {
+    if (!seen_ks.insert(k->get()).second) {
       return r.Error(&e, "ks", Cat(k->get(), " listed twice"));
     }
     spec.ks.push_back(k->get());
@@ -291,6 +295,8 @@ absl::StatusOr<SweepSpec> Parse(const toml::table& root, std::string_view file) 
       spec.dtypes.push_back(std::move(d));
     }
   }
+  std::map<std::string, size_t> dtype_index;  // Name -> index in spec.dtypes.
+  for (size_t i = 0; i < spec.dtypes.size(); ++i) dtype_index[spec.dtypes[i].name] = i;
   std::set<std::string> cross_names;
   if (const toml::node* cn = root.get("cross")) {
     const toml::array* arr = cn->as_array();
@@ -332,9 +338,9 @@ absl::StatusOr<SweepSpec> Parse(const toml::table& root, std::string_view file) 
           }
         }
       } else {
-        auto d = std::find_if(spec.dtypes.begin(), spec.dtypes.end(),
-                              [&](const DtypeSpec& x) { return x.name == c.dtype; });
-        if (d == spec.dtypes.end()) {
+        auto it = dtype_index.find(c.dtype);
+        const DtypeSpec* d = it != dtype_index.end() ? &spec.dtypes[it->second] : nullptr;
+        if (d == nullptr) {
           return r.Error(t->get("dtype"), where + "dtype",
                          Cat("'", c.dtype, "' is not a [[dtype]] name (nor 'quantize')"));
         }
@@ -483,49 +489,49 @@ absl::StatusOr<SweepSpec> ApplyFilter(SweepSpec spec, const SweepFilter& f) {
     return s;
   }
   // These two replace the spec's lists: a repeated entry would repeat rows.
-  for (size_t i = 0; i < f.distributions.size(); ++i) {
-    if (std::find(f.distributions.begin(), f.distributions.begin() + i, f.distributions[i]) !=
-        f.distributions.begin() + i) {
-      return absl::InvalidArgumentError(
-          Cat("distribution '", f.distributions[i], "' given twice"));
+  std::set<std::string> seen_dists;
+  for (const std::string& d : f.distributions) {
+    if (!seen_dists.insert(d).second) {
+      return absl::InvalidArgumentError(Cat("distribution '", d, "' given twice"));
     }
   }
-  for (size_t i = 0; i < f.ks.size(); ++i) {
-    if (f.ks[i] < 1 || f.ks[i] > kMaxSweepK) {
-      return absl::InvalidArgumentError(
-          Cat("K ", f.ks[i], " is not an integer in 1..", kMaxSweepK));
+  std::set<int64_t> seen_ks;
+  for (const int64_t k : f.ks) {
+    if (k < 1 || k > kMaxSweepK) {
+      return absl::InvalidArgumentError(Cat("K ", k, " is not an integer in 1..", kMaxSweepK));
     }
-    if (std::find(f.ks.begin(), f.ks.begin() + i, f.ks[i]) != f.ks.begin() + i) {
-      return absl::InvalidArgumentError(Cat("K ", f.ks[i], " given twice"));
-    }
+    if (!seen_ks.insert(k).second) return absl::InvalidArgumentError(Cat("K ", k, " given twice"));
   }
   if (f.samples < 0 || f.samples > kMaxSweepSamples) {
     return absl::InvalidArgumentError(
         Cat("samples ", f.samples, " is not an integer in 1..", kMaxSweepSamples));
   }
   std::vector<std::string> dtype_names, platform_names;
+  std::set<std::string> platform_set;
   for (const DtypeSpec& d : spec.dtypes) {
     dtype_names.push_back(d.name);
     for (const auto* list : {&d.matmul, &d.sum}) {
       for (const std::string& p : *list) {
-        if (std::find(platform_names.begin(), platform_names.end(), p) == platform_names.end()) {
-          platform_names.push_back(p);
-        }
+        if (platform_set.insert(p).second) platform_names.push_back(p);
       }
     }
   }
   for (const std::string& q : spec.quantize_formats) dtype_names.push_back(q);
   if (absl::Status s = CheckNames(f.dtypes, dtype_names, "dtype"); !s.ok()) return s;
   if (absl::Status s = CheckNames(f.platforms, platform_names, "platform"); !s.ok()) return s;
-  auto keep = [](const std::vector<std::string>& filter, const std::string& name) {
-    return filter.empty() || std::find(filter.begin(), filter.end(), name) != filter.end();
+  // Sets, not linear searches: lists from a file or a command line may be long.
+  const std::set<std::string> f_ops(f.ops.begin(), f.ops.end());
+  const std::set<std::string> f_dtypes(f.dtypes.begin(), f.dtypes.end());
+  const std::set<std::string> f_platforms(f.platforms.begin(), f.platforms.end());
+  auto keep = [](const std::set<std::string>& filter, const std::string& name) {
+    return filter.empty() || filter.contains(name);
   };
   if (!f.ops.empty()) {
     std::vector<std::string> ops;
     for (const std::string& o : spec.ops) {
-      if (keep(f.ops, o)) ops.push_back(o);
+      if (keep(f_ops, o)) ops.push_back(o);
     }
-    for (const std::string& o : f.ops) {
+    for (const std::string& o : f.ops) {  // f.ops are valid names: at most 3 of them.
       if (std::find(ops.begin(), ops.end(), o) == ops.end()) ops.push_back(o);
     }
     spec.ops = ops;
@@ -534,11 +540,11 @@ absl::StatusOr<SweepSpec> ApplyFilter(SweepSpec spec, const SweepFilter& f) {
   if (!f.ks.empty()) spec.ks = f.ks;
   std::vector<DtypeSpec> dtypes;
   for (DtypeSpec& d : spec.dtypes) {
-    if (!keep(f.dtypes, d.name)) continue;
+    if (!keep(f_dtypes, d.name)) continue;
     for (auto* list : {&d.matmul, &d.sum}) {
       std::vector<std::string> kept;
       for (const std::string& p : *list) {
-        if (keep(f.platforms, p)) kept.push_back(p);
+        if (keep(f_platforms, p)) kept.push_back(p);
       }
       *list = kept;
     }
@@ -547,9 +553,11 @@ absl::StatusOr<SweepSpec> ApplyFilter(SweepSpec spec, const SweepFilter& f) {
     dtypes.push_back(std::move(d));
   }
   spec.dtypes = std::move(dtypes);
+  std::set<std::string> kept_dtypes;
+  for (const DtypeSpec& d : spec.dtypes) kept_dtypes.insert(d.name);
   std::vector<std::string> qf;
   for (const std::string& q : spec.quantize_formats) {
-    if (keep(f.dtypes, q)) qf.push_back(q);
+    if (keep(f_dtypes, q)) qf.push_back(q);
   }
   spec.quantize_formats = qf;
   std::vector<CrossSpec> cross;
@@ -558,12 +566,11 @@ absl::StatusOr<SweepSpec> ApplyFilter(SweepSpec spec, const SweepFilter& f) {
         c.dtype == "quantize"
             ? std::find(qf.begin(), qf.end(), c.a) != qf.end() &&
                   std::find(qf.begin(), qf.end(), c.b[0]) != qf.end()
-            : std::any_of(spec.dtypes.begin(), spec.dtypes.end(),
-                          [&](const DtypeSpec& d) { return d.name == c.dtype; });
+            : kept_dtypes.contains(c.dtype);
     bool platforms_ok = true;
     if (c.dtype != "quantize" && !f.platforms.empty()) {
-      platforms_ok = keep(f.platforms, c.a);
-      for (const std::string& b : c.b) platforms_ok = platforms_ok && keep(f.platforms, b);
+      platforms_ok = keep(f_platforms, c.a);
+      for (const std::string& b : c.b) platforms_ok = platforms_ok && keep(f_platforms, b);
     }
     if (dtype_ok && platforms_ok) cross.push_back(std::move(c));
   }
