@@ -212,10 +212,12 @@ absl::StatusOr<SweepSpec> Parse(const toml::table& root, std::string_view file) 
   if (absl::Status s = CheckNames(spec.ops, ValidOps(), "op", false); !s.ok()) {
     return r.Error(root.get("ops"), "ops", std::string(s.message()));
   }
+  if (spec.ops.empty()) return r.Error(root.get("ops"), "ops", "must name at least one op");
   const toml::node* ks_node = root.get("ks");
   const toml::array* ks = ks_node != nullptr ? ks_node->as_array() : nullptr;
+  if (ks_node == nullptr) return r.Error(&root, "ks", "missing (an array of K >= 1)");
   if (ks == nullptr || ks->empty()) {
-    return r.Error(ks_node != nullptr ? ks_node : &root, "ks", "missing (an array of K >= 1)");
+    return r.Error(ks_node, "ks", "must be a non-empty array of integers K >= 1");
   }
   std::set<int64_t> seen_ks;
   for (const toml::node& e : *ks) {
@@ -234,6 +236,10 @@ absl::StatusOr<SweepSpec> Parse(const toml::table& root, std::string_view file) 
           CheckNames(spec.distributions, ValidDistributions(), "distribution", false);
       !s.ok()) {
     return r.Error(root.get("distributions"), "distributions", std::string(s.message()));
+  }
+  if (spec.distributions.empty()) {
+    return r.Error(root.get("distributions"), "distributions",
+                   "must name at least one distribution");
   }
   FPC_ASSIGN(spec.quantize_formats,
              r.Strings(root, "quantize_formats", "quantize_formats", false));
@@ -292,7 +298,30 @@ absl::StatusOr<SweepSpec> Parse(const toml::table& root, std::string_view file) 
           }
         }
       }
+      if (!d.integer && d.matmul.empty() && d.sum.empty()) {
+        return r.Error(t, where.substr(0, where.size() - 1),
+                       Cat("dtype '", d.name, "' has no matmul or sum platforms (and is not "
+                           "integer = true): it would add no rows"));
+      }
       spec.dtypes.push_back(std::move(d));
+    }
+  }
+  // An op that no table of the file can produce would silently add nothing.
+  for (const std::string& op : spec.ops) {
+    bool produces = false;
+    if (op == "quantize") {
+      produces = !spec.quantize_formats.empty();
+    } else {
+      for (const DtypeSpec& d : spec.dtypes) {
+        produces |= op == "sum" ? !d.sum.empty() : (!d.matmul.empty() || d.integer);
+      }
+    }
+    if (!produces) {
+      return r.Error(Element(root.get("ops"), op), "ops",
+                     op == "quantize" ? std::string("'quantize' needs quantize_formats")
+                                      : Cat("'", op, "' is listed, but no [[dtype]] has ", op,
+                                            op == "matmul" ? " platforms (or integer = true)"
+                                                           : " platforms"));
     }
   }
   std::map<std::string, size_t> dtype_index;  // Name -> index in spec.dtypes.

@@ -184,6 +184,27 @@ TEST(SweepSpecTest, CrossPairOfADtypeWithoutMatmulPlatformsIsAnError) {
             "never run (cross pairs compare matmul outputs)");
 }
 
+// A file whose tables could add no rows is refused rather than giving an empty report.
+TEST(SweepSpecTest, NothingToRunIsAnError) {
+  EXPECT_EQ(ParseError(Replace(kSpec, "ops = [\"matmul\", \"sum\", \"quantize\"]", "ops = []")),
+            "s.toml:5: ops: must name at least one op");
+  EXPECT_EQ(ParseError(Replace(kSpec, "distributions = [\"normal\", \"uniform_01\"]",
+                               "distributions = []")),
+            "s.toml:7: distributions: must name at least one distribution");
+  EXPECT_EQ(ParseError(Replace(kSpec, "ks = [64, 1024]", "ks = []")),
+            "s.toml:6: ks: must be a non-empty array of integers K >= 1");
+  EXPECT_EQ(ParseError(Replace(kSpec, "ks = [64, 1024]", "ks = 64")),
+            "s.toml:6: ks: must be a non-empty array of integers K >= 1");
+  EXPECT_EQ(ParseError(Replace(kSpec, "name = \"int8\"\ninteger = true", "name = \"int8\"")),
+            "s.toml:19: dtype[2]: dtype 'int8' has no matmul or sum platforms (and is not "
+            "integer = true): it would add no rows");
+  EXPECT_EQ(ParseError(Replace(kSpec, "sum = [\"numpy-sum-f32\"]\n", "")),
+            "s.toml:5: ops: 'sum' is listed, but no [[dtype]] has sum platforms");
+  std::string no_q = Replace(kSpec, "quantize_formats = [\"float8_e4m3fn\", \"float8_e4m3\", \"int8\"]\n", "");
+  no_q = no_q.substr(0, no_q.find("[[cross]]\nname = \"fp8 formats\""));
+  EXPECT_EQ(ParseError(no_q), "s.toml:5: ops: 'quantize' needs quantize_formats");
+}
+
 TEST(SweepSpecTest, MessagesEscapeUserText) {
   EXPECT_EQ(ParseError(Replace(kSpec, "\"uniform_01\"", "\"\\u001b[2J\"")),
             "s.toml:7: distributions: unknown distribution '\\x1b[2J' (valid: normal, "
