@@ -463,6 +463,11 @@ absl::Status CheckSweepModels(const SweepSpec& spec, const ModelCatalog& catalog
     for (const Model* m : platforms) {
       if (signatures.insert(Signature(*m)).second) described.push_back(DescribeInputs(*m));
     }
+    if (catalog.IsEnvelope(c.a)) {
+      return ModelError(spec, Cat("cross/", c.name, "/a"), c.a,
+                        "is an envelope; a is one reference platform (an envelope goes on the b "
+                        "side)");
+    }
     std::vector<std::pair<std::string, std::string>> sides = {{Cat("cross/", c.name, "/a"), c.a}};
     for (const std::string& b : c.b) sides.emplace_back(Cat("cross/", c.name, "/b/", b), b);
     for (const auto& [key, name] : sides) {

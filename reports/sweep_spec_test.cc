@@ -260,6 +260,9 @@ TEST(SweepSpecTest, ModelsAreCheckedAgainstTheirListAndDtype) {
       ModelError(Replace(kSpec, "b = [\"trainium2-bf16\"]", "b = [\"nope\"]"));
   EXPECT_EQ(cross_unknown.rfind("s.toml:27: cross[0].b: 'nope': unknown model 'nope' in ", 0), 0u)
       << cross_unknown;
+  EXPECT_EQ(ModelError(Replace(kSpec, "a = \"nvidia-h100-bf16\"", "a = \"trainium2-bf16-envelope\"")),
+            "s.toml:26: cross[0].a: 'trainium2-bf16-envelope': is an envelope; a is one "
+            "reference platform (an envelope goes on the b side)");
   // An envelope of the right dtype is fine on the b side.
   EXPECT_EQ(ModelError(Replace(kSpec, "b = [\"trainium2-bf16\"]",
                                "b = [\"trainium2-bf16-envelope\"]")),
