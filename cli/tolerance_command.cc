@@ -223,6 +223,8 @@ int RunToleranceCommand(const ToleranceOptions& o) {
   // Without --threads, fewer workers where the sweep's memory estimate needs it (sweep.h,
   // "Memory"); with --threads, an estimate above the budget is an error before any work.
   options.fit_threads = o.threads == 0;
+  int threads_used = options.threads;
+  options.threads_used = &threads_used;
   if (!o.shard.empty()) {
     // i/n, both decimal, 1 <= i <= n <= kMaxShards: parsed strictly, so that no value wraps
     // (4294967297/4294967298 is not 1/2).
@@ -276,7 +278,7 @@ int RunToleranceCommand(const ToleranceOptions& o) {
   const reports::Table* tol = report->Find("tolerance");
   std::fprintf(stderr, "fpconform tolerance: %zu tolerance rows in %s (%d threads) -> %s/\n",
                tol != nullptr ? tol->rows.size() : size_t{0}, Duration(elapsed).c_str(),
-               options.threads, o.out.c_str());
+               threads_used, o.out.c_str());
   return kExitOk;
 }
 

@@ -817,6 +817,7 @@ absl::StatusOr<Report> RunSweep(const SweepSpec& input_spec, const SweepOptions&
   absl::StatusOr<int> fitted = FitThreads(units, options, sweeper);
   if (!fitted.ok()) return fitted.status();
   const int threads = *fitted;
+  if (options.threads_used != nullptr) *options.threads_used = threads;
   int64_t shard_units = 0;
   for (size_t ui = 0; ui < units.size(); ++ui) {
     if (static_cast<int>(ui % options.shard_count) == options.shard_index) ++shard_units;

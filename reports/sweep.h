@@ -177,6 +177,8 @@ struct SweepOptions {
   // True: use fewer than `threads` workers where the memory estimate needs it (results do not
   // depend on the thread count); false: a sweep whose estimate exceeds the budget is an error.
   bool fit_threads = false;
+  // When set, receives the number of worker threads RunSweep used.
+  int* threads_used = nullptr;
   int shard_index = 0, shard_count = 1;
   // Called from the calling thread after every unit: (units done, units in this shard, label).
   std::function<void(int64_t, int64_t, const std::string&)> progress;

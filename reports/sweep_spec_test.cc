@@ -277,6 +277,51 @@ TEST(SweepSpecTest, StandardSweepPassesTheModelChecks) {
   EXPECT_TRUE(CheckSweepModels(*s, catalog).ok()) << CheckSweepModels(*s, catalog);
 }
 
+// ---- Memory: estimated before any unit runs (sweep.h, "Memory"). ----
+
+TEST(SweepSpecTest, MemoryAboveTheBudgetIsRefusedBeforeAnyWork) {
+  absl::StatusOr<SweepSpec> spec = ParseSweepSpec(kSpec, "s.toml");
+  ASSERT_TRUE(spec.ok());
+  SweepFilter f;
+  f.ks = {kMaxSweepK};
+  f.ops = {"matmul"};
+  f.dtypes = {"bfloat16"};
+  absl::StatusOr<SweepSpec> big = ApplyFilter(*spec, f);
+  ASSERT_TRUE(big.ok()) << big.status();
+  SweepOptions o;
+  o.models_dir = FPCONFORM_MODELS_SOURCE_DIR;
+  o.threads = 16;
+  int used = -1;
+  o.threads_used = &used;
+  absl::StatusOr<Report> r = RunSweep(*big, o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted);
+  // 2 GiB per thread at K = 2^24 (one input-format pair: 64 * 2 bytes per term), 12 threads
+  // (samples = 12 caps them), plus the observations.
+  EXPECT_EQ(std::string(r.status().message()).rfind(
+                "matmul bfloat16 normal K=16777216 needs about 24577 MiB of memory (2048 MiB per "
+                "worker thread at K = 16777216, 12 threads), more than the 8192 MiB a sweep may "
+                "use", 0),
+            0u)
+      << r.status();
+  EXPECT_EQ(used, -1);  // Nothing ran.
+  // A quantize unit too large for one thread: refused even when threads may be lowered.
+  f = {};
+  f.ops = {"quantize"};
+  f.samples = 1000000;
+  absl::StatusOr<SweepSpec> q = ApplyFilter(*spec, f);
+  ASSERT_TRUE(q.ok()) << q.status();
+  o.fit_threads = true;
+  r = RunSweep(*q, o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("quantize normal needs about "), std::string::npos)
+      << r.status();
+  EXPECT_NE(r.status().message().find("(1000000 samples x 4096 elements x 3 formats), more than "
+                                      "the 8192 MiB a sweep may use"),
+            std::string::npos)
+      << r.status();
+}
+
 // ---- Command-line filters. ----
 
 TEST(SweepSpecTest, FiltersRejectRepeatsAndKeepFullSeeds) {
