@@ -19,11 +19,11 @@ absl::string_view Av(std::string_view s) { return absl::string_view(s.data(), s.
 // A name echoed in a message is escaped (EscapeText) and cut to this many bytes.
 constexpr size_t kMaxNameInMessage = 64;
 
-// The *.toml entries of `dir` (whatever their type), sorted by file name; `regular[i]` says
-// whether files[i] is (or links to) a regular file. False when `dir` cannot be listed. Nothing
-// here opens an entry, so a FIFO or a device in the directory cannot block or be read.
+// The *.toml entries of `dir` that are (or link to) regular files, or with all_types every
+// *.toml entry whatever its type; sorted by file name. False when `dir` cannot be listed.
+// Nothing here opens an entry, so a FIFO or a device in the directory cannot block or be read.
 bool ListTomlFiles(const std::string& dir, std::vector<std::filesystem::path>& files,
-                   std::vector<bool>* regular = nullptr) {
+                   bool all_types = false) {
   std::error_code ec;
   std::filesystem::directory_iterator it(dir, ec);
   if (ec) return false;
@@ -38,9 +38,7 @@ bool ListTomlFiles(const std::string& dir, std::vector<std::filesystem::path>& f
   std::sort(found.begin(), found.end(),
             [](const auto& x, const auto& y) { return x.first.filename() < y.first.filename(); });
   for (const auto& [p, is_regular] : found) {
-    if (regular == nullptr && !is_regular) continue;
-    files.push_back(p);
-    if (regular != nullptr) regular->push_back(is_regular);
+    if (all_types || is_regular) files.push_back(p);
   }
   return true;
 }
@@ -168,8 +166,7 @@ absl::StatusOr<std::vector<const Model*>> ModelCatalog::Expand(std::string_view 
 
 absl::StatusOr<std::vector<ModelFile>> ModelCatalog::LoadAll() const {
   std::vector<std::filesystem::path> files;
-  std::vector<bool> regular;
-  if (!ListTomlFiles(dir_, files, &regular)) {
+  if (!ListTomlFiles(dir_, files, /*all_types=*/true)) {
     return absl::NotFoundError(absl::StrCat("cannot list the models directory '", dir_, "'"));
   }
   std::vector<ModelFile> out;
