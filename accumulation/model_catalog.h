@@ -49,7 +49,8 @@ class ModelCatalog {
   // The model `name` (<dir>/<name>.toml), parsed once. Errors: InvalidArgument for a malformed
   // name (echoed escaped, formats/str_cat.h EscapeText), a bad file (the message names file,
   // line and field), or a file that is not a regular file or is too large (user_file.h);
-  // NotFound for no such file (the message lists the valid names). The reference stays valid as long as the catalog.
+  // NotFound for no such file (the message lists the valid names). The reference stays valid as
+  // long as the catalog.
   const absl::StatusOr<Model>& Find(std::string_view name) const;
 
   // The envelope `name` (<dir>/<name>.toml with a top-level `envelope`), parsed once, with every

@@ -70,7 +70,10 @@ std::string BadSeparator(std::string_view line) {
     }
     if (c == '#' && token_start) break;
     if (c == '\r' || c == '\v' || c == '\f') {
-      return absl::StrCat("control character ", c == '\r' ? "'\\x0d' (CR)" : c == '\v' ? "'\\x0b' (VT)" : "'\\x0c' (FF)",
+      return absl::StrCat("control character ",
+                          c == '\r'   ? "'\\x0d' (CR)"
+                          : c == '\v' ? "'\\x0b' (VT)"
+                                      : "'\\x0c' (FF)",
                           " at column ", i + 1,
                           ": only spaces and tabs separate tokens, and a CR is allowed only "
                           "right before the newline");

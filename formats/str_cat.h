@@ -70,7 +70,10 @@ inline std::string EscapeText(std::string_view s, size_t max_bytes = std::string
     }
     // A well-formed UTF-8 sequence (RFC 3629: no overlongs, no surrogates, <= U+10FFFF) of a
     // code point >= U+00A0, entirely within the shown bytes.
-    size_t len = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+    const size_t len = c >= 0xc2 && c <= 0xdf   ? 2
+                       : c >= 0xe0 && c <= 0xef ? 3
+                       : c >= 0xf0 && c <= 0xf4 ? 4
+                                                : 0;
     if (len > 0 && i + len <= n) {
       uint32_t cp = c & (len == 2 ? 0x1f : len == 3 ? 0x0f : 0x07);
       bool ok = true;

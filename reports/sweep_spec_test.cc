@@ -103,16 +103,18 @@ TEST(SweepSpecTest, TypesAreStrict) {
        "s.toml:2: samples: must be an integer in 1..1000000, got a float"},
       {"min_samples = 6", "min_samples = \"6\"",
        "s.toml:3: min_samples: must be an integer in 1..1000000, got a string"},
-      {"factor = 2.0", "factor = true", "s.toml:4: factor: must be a number in 1..1000, got a "
-                                        "boolean"},
+      {"factor = 2.0", "factor = true",
+       "s.toml:4: factor: must be a number in 1..1000, got a "
+       "boolean"},
       {"ks = [64, 1024]", "ks = [64, 1024.0]", "s.toml:6: ks: must be integers in 1..16777216"},
       {"ks = [64, 1024]", "ks = [true]", "s.toml:6: ks: must be integers in 1..16777216"},
       {"integer = true", "integer = 7",
        "s.toml:21: dtype[2].integer: must be true or false, got an integer"},
       {"integer = true", "integer = \"yes\"",
        "s.toml:21: dtype[2].integer: must be true or false, got a string"},
-      {"name = \"int8\"", "name = 8", "s.toml:20: dtype[2].name: must be a string, got an "
-                                      "integer"},
+      {"name = \"int8\"", "name = 8",
+       "s.toml:20: dtype[2].name: must be a string, got an "
+       "integer"},
       {"a = \"nvidia-h100-bf16\"", "a = [\"nvidia-h100-bf16\"]",
        "s.toml:26: cross[0].a: must be a string, got an array"},
       {"ops = [\"matmul\", \"sum\", \"quantize\"]", "ops = [\"matmul\", 1]",
@@ -137,10 +139,11 @@ TEST(SweepSpecTest, DuplicateEntriesAreErrors) {
       {"ops = [\"matmul\", \"sum\", \"quantize\"]", "ops = [\"matmul\", \"sum\", \"matmul\"]",
        "s.toml:5: ops: 'matmul' listed twice"},
       {"ks = [64, 1024]", "ks = [64, 1024, 64]", "s.toml:6: ks: 64 listed twice"},
-      {"distributions = [\"normal\", \"uniform_01\"]",
-       "distributions = [\"normal\", \"normal\"]", "s.toml:7: distributions: 'normal' listed twice"},
+      {"distributions = [\"normal\", \"uniform_01\"]", "distributions = [\"normal\", \"normal\"]",
+       "s.toml:7: distributions: 'normal' listed twice"},
       {"quantize_formats = [\"float8_e4m3fn\", \"float8_e4m3\", \"int8\"]",
-       "quantize_formats = [\"int8\", \"int8\"]", "s.toml:8: quantize_formats: 'int8' listed twice"},
+       "quantize_formats = [\"int8\", \"int8\"]",
+       "s.toml:8: quantize_formats: 'int8' listed twice"},
       {"matmul = [\"nvidia-h100-bf16\", \"trainium2-bf16\"]",
        "matmul = [\"nvidia-h100-bf16\",\n  \"nvidia-h100-bf16\"]",
        "s.toml:13: dtype[0].matmul: 'nvidia-h100-bf16' listed twice"},
@@ -200,7 +203,8 @@ TEST(SweepSpecTest, NothingToRunIsAnError) {
             "integer = true): it would add no rows");
   EXPECT_EQ(ParseError(Replace(kSpec, "sum = [\"numpy-sum-f32\"]\n", "")),
             "s.toml:5: ops: 'sum' is listed, but no [[dtype]] has sum platforms");
-  std::string no_q = Replace(kSpec, "quantize_formats = [\"float8_e4m3fn\", \"float8_e4m3\", \"int8\"]\n", "");
+  std::string no_q =
+      Replace(kSpec, "quantize_formats = [\"float8_e4m3fn\", \"float8_e4m3\", \"int8\"]\n", "");
   no_q = no_q.substr(0, no_q.find("[[cross]]\nname = \"fp8 formats\""));
   EXPECT_EQ(ParseError(no_q), "s.toml:5: ops: 'quantize' needs quantize_formats");
 }
@@ -235,10 +239,11 @@ TEST(SweepSpecTest, ModelsAreCheckedAgainstTheirListAndDtype) {
             "s.toml:18: dtype[1].sum: 'cuda-f32-splitk4': does not define sum (its "
             "operations), so it cannot be a sum platform");
   // Unknown and envelope platforms name the sweep file, line and field.
-  const std::string unknown = ModelError(Replace(kSpec, "\"trainium2-bf16\"]\n\n[[dtype]]",
-                                                 "\"trainium9-bf16\"]\n\n[[dtype]]"));
+  const std::string unknown = ModelError(
+      Replace(kSpec, "\"trainium2-bf16\"]\n\n[[dtype]]", "\"trainium9-bf16\"]\n\n[[dtype]]"));
   EXPECT_EQ(unknown.rfind("s.toml:12: dtype[0].matmul: 'trainium9-bf16': unknown model "
-                          "'trainium9-bf16' in ", 0),
+                          "'trainium9-bf16' in ",
+                          0),
             0u)
       << unknown;
   EXPECT_EQ(ModelError(Replace(kSpec, "\"trainium2-bf16\"]\n\n[[dtype]]",
@@ -260,13 +265,14 @@ TEST(SweepSpecTest, ModelsAreCheckedAgainstTheirListAndDtype) {
       ModelError(Replace(kSpec, "b = [\"trainium2-bf16\"]", "b = [\"nope\"]"));
   EXPECT_EQ(cross_unknown.rfind("s.toml:27: cross[0].b: 'nope': unknown model 'nope' in ", 0), 0u)
       << cross_unknown;
-  EXPECT_EQ(ModelError(Replace(kSpec, "a = \"nvidia-h100-bf16\"", "a = \"trainium2-bf16-envelope\"")),
-            "s.toml:26: cross[0].a: 'trainium2-bf16-envelope': is an envelope; a is one "
-            "reference platform (an envelope goes on the b side)");
+  EXPECT_EQ(
+      ModelError(Replace(kSpec, "a = \"nvidia-h100-bf16\"", "a = \"trainium2-bf16-envelope\"")),
+      "s.toml:26: cross[0].a: 'trainium2-bf16-envelope': is an envelope; a is one "
+      "reference platform (an envelope goes on the b side)");
   // An envelope of the right dtype is fine on the b side.
-  EXPECT_EQ(ModelError(Replace(kSpec, "b = [\"trainium2-bf16\"]",
-                               "b = [\"trainium2-bf16-envelope\"]")),
-            "(ok)");
+  EXPECT_EQ(
+      ModelError(Replace(kSpec, "b = [\"trainium2-bf16\"]", "b = [\"trainium2-bf16-envelope\"]")),
+      "(ok)");
 }
 
 TEST(SweepSpecTest, StandardSweepPassesTheModelChecks) {
@@ -298,11 +304,13 @@ TEST(SweepSpecTest, MemoryAboveTheBudgetIsRefusedBeforeAnyWork) {
   EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted);
   // 2 GiB per thread at K = 2^24 (one input-format pair: 64 * 2 bytes per term), 12 threads
   // (samples = 12 caps them), plus the observations.
-  EXPECT_EQ(std::string(r.status().message()).rfind(
-                "matmul bfloat16 normal K=16777216 needs about 24577 MiB of memory (2048 MiB per "
-                "worker thread at K = 16777216, 12 threads), more than the 8192 MiB a sweep may "
-                "use", 0),
-            0u)
+  EXPECT_EQ(
+      std::string(r.status().message())
+          .rfind("matmul bfloat16 normal K=16777216 needs about 24577 MiB of memory (2048 MiB per "
+                 "worker thread at K = 16777216, 12 threads), more than the 8192 MiB a sweep may "
+                 "use",
+                 0),
+      0u)
       << r.status();
   EXPECT_EQ(used, -1);  // Nothing ran.
   // A quantize unit too large for one thread: refused even when threads may be lowered.
@@ -332,12 +340,15 @@ TEST(SweepSpecTest, FiltersRejectRepeatsAndKeepFullSeeds) {
   EXPECT_EQ(ApplyFilter(*spec, f).status().message(), "K 64 given twice");
   f = {};
   f.ks = {int64_t{1} << 25};
-  EXPECT_EQ(ApplyFilter(*spec, f).status().message(), "K 33554432 is not an integer in 1..16777216");
+  EXPECT_EQ(ApplyFilter(*spec, f).status().message(),
+            "K 33554432 is not an integer in 1..16777216");
   f = {};
   f.distributions = {"normal", "normal"};
   EXPECT_EQ(ApplyFilter(*spec, f).status().message(), "distribution 'normal' given twice");
   f = {};
-  f.platforms = {"a\x1b" "b"};
+  f.platforms = {
+      "a\x1b"
+      "b"};
   EXPECT_EQ(std::string(ApplyFilter(*spec, f).status().message()).substr(0, 27),
             "unknown platform 'a\\x1bb' (");
   f = {};
