@@ -1,11 +1,13 @@
 // fpconform: numerical-correctness conformance suite. Thin dispatcher over the subcommands in
 // commands.h.
 #include <cstdio>
+#include <exception>
 #include <string>
 
 #include "CLI/CLI.hpp"
 #include "cli/commands.h"
 #include "formats/isa.h"
+#include "formats/str_cat.h"
 
 #ifndef FPCONFORM_VERSION
 #define FPCONFORM_VERSION "unknown"
@@ -67,12 +69,25 @@ int main(int argc, char** argv) {
     // --help and --version exit 0; every usage error exits 2.
     return app.exit(e) == 0 ? kExitOk : kExitUsage;
   }
-  if (calc_app->parsed()) return RunCalcCommand(calc);
-  if (formats_app->parsed()) return RunFormatsCommand(formats);
-  if (models_app->parsed()) return RunModelsCommand(models);
-  if (reveal_app->parsed()) return RunRevealCommand(reveal);
-  if (tolerance_app->parsed()) return RunToleranceCommand(tolerance);
-  if (merge_app->parsed()) return RunMergeCommand(merge);
-  if (audit_app->parsed() || compare_app->parsed()) return RunAuditCommand(audit);
+  // A last resort only: every command reports bad input as a status value; an exception that
+  // still escapes is a bug, reported as one (exit 2) rather than an abort (exit 134).
+  try {
+    if (calc_app->parsed()) return RunCalcCommand(calc);
+    if (formats_app->parsed()) return RunFormatsCommand(formats);
+    if (models_app->parsed()) return RunModelsCommand(models);
+    if (reveal_app->parsed()) return RunRevealCommand(reveal);
+    if (tolerance_app->parsed()) return RunToleranceCommand(tolerance);
+    if (merge_app->parsed()) return RunMergeCommand(merge);
+    if (audit_app->parsed() || compare_app->parsed()) return RunAuditCommand(audit);
+  } catch (const std::exception& e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "fpconform: internal error: %s\n",
+                 fpconform::EscapeText(e.what(), 1000).c_str());
+    return kExitUsage;
+  } catch (...) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "fpconform: internal error: unknown exception\n");
+    return kExitUsage;
+  }
   return kExitUsage;
 }
