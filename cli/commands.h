@@ -9,6 +9,7 @@
 #define FPCONFORM_CLI_COMMANDS_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -60,8 +61,8 @@ int RunRevealCommand(const RevealOptions& options);
 struct ToleranceOptions {
   std::string sweep;  // --sweep FILE; empty: reports/standard_sweep.toml.
   std::vector<std::string> ops, dtypes, ks, platforms, distributions;  // Comma lists.
-  int samples = 0;
-  int64_t seed = -1;
+  int samples = 0;                // 0: the sweep file's.
+  std::optional<uint64_t> seed;   // Unset: the sweep file's.
   int threads = 0;  // 0: all cores.
   std::string out = "fpconform-report";
   bool quick = false;
