@@ -22,8 +22,8 @@ bool ParseInt(const char* text, long long lo, long long hi, long long& v) {
 constexpr long long kMaxIndex = 1LL << 30;
 
 absl::Status Bad(const std::string& name, const char* value, const std::string& expected) {
-  return absl::InvalidArgumentError(Cat("--shard auto: ", name, "='", value == nullptr ? "" : value,
-                                        "' is not ", expected));
+  return absl::InvalidArgumentError(
+      Cat("--shard auto: ", name, "='", value == nullptr ? "" : value, "' is not ", expected));
 }
 
 absl::StatusOr<AutoShard> FromSlurm(const std::function<const char*(const char*)>& getenv) {
@@ -39,7 +39,8 @@ absl::StatusOr<AutoShard> FromSlurm(const std::function<const char*(const char*)
         "--shard auto: SLURM_ARRAY_TASK_ID is set but SLURM_ARRAY_TASK_MIN or "
         "SLURM_ARRAY_TASK_COUNT is not (a job array started by sbatch --array sets all three)");
   }
-  if (!ParseInt(min_s, 0, kMaxIndex, min)) return Bad("SLURM_ARRAY_TASK_MIN", min_s, "an array index");
+  if (!ParseInt(min_s, 0, kMaxIndex, min))
+    return Bad("SLURM_ARRAY_TASK_MIN", min_s, "an array index");
   if (!ParseInt(count_s, 1, kMaxIndex, count)) {
     return Bad("SLURM_ARRAY_TASK_COUNT", count_s, "a task count >= 1");
   }
@@ -47,12 +48,13 @@ absl::StatusOr<AutoShard> FromSlurm(const std::function<const char*(const char*)
     return Bad("SLURM_ARRAY_TASK_STEP", step_s, "a step >= 1");
   }
   if (max_s != nullptr) {
-    if (!ParseInt(max_s, 0, kMaxIndex, max)) return Bad("SLURM_ARRAY_TASK_MAX", max_s, "an array index");
+    if (!ParseInt(max_s, 0, kMaxIndex, max))
+      return Bad("SLURM_ARRAY_TASK_MAX", max_s, "an array index");
     if (min + (count - 1) * step != max) {
-      return absl::InvalidArgumentError(Cat(
-          "--shard auto: the Slurm array is not one range (MIN ", min, ", MAX ", max, ", STEP ",
-          step, ", COUNT ", count, "): submit it as --array=0-", count - 1, " (or 1-", count,
-          ") so that every task has a shard"));
+      return absl::InvalidArgumentError(Cat("--shard auto: the Slurm array is not one range (MIN ",
+                                            min, ", MAX ", max, ", STEP ", step, ", COUNT ", count,
+                                            "): submit it as --array=0-", count - 1, " (or 1-",
+                                            count, ") so that every task has a shard"));
     }
   }
   if (id < min || (id - min) % step != 0 || (id - min) / step >= count) {
@@ -63,7 +65,8 @@ absl::StatusOr<AutoShard> FromSlurm(const std::function<const char*(const char*)
   AutoShard s;
   s.index = static_cast<int>((id - min) / step + 1);
   s.count = static_cast<int>(count);
-  s.source = Cat("SLURM_ARRAY_TASK_ID=", id, " (MIN ", min, ", STEP ", step, ", COUNT ", count, ")");
+  s.source =
+      Cat("SLURM_ARRAY_TASK_ID=", id, " (MIN ", min, ", STEP ", step, ", COUNT ", count, ")");
   return s;
 }
 

@@ -29,7 +29,7 @@
 namespace fpconform::cli {
 
 struct AutoShard {
-  int index = 0;       // 1-based, as --shard i/n.
+  int index = 0;  // 1-based, as --shard i/n.
   int count = 0;
   std::string source;  // "SLURM_ARRAY_TASK_ID=4 (MIN 1, STEP 1, COUNT 8)", for the log.
 };

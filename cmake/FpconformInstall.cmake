@@ -49,11 +49,13 @@ add_library(fpconform_fpconform INTERFACE)
 add_library(fpconform::fpconform ALIAS fpconform_fpconform)
 set_target_properties(fpconform_fpconform PROPERTIES EXPORT_NAME fpconform)
 target_link_libraries(fpconform_fpconform INTERFACE ${_fpconform_libraries})
+set(_src "${PROJECT_SOURCE_DIR}")
+set(_data "$<INSTALL_PREFIX>/${FPCONFORM_INSTALL_DATADIR}")
 target_compile_definitions(fpconform_fpconform INTERFACE
-  "$<BUILD_INTERFACE:FPCONFORM_DEFAULT_MODELS_DIR=\"${PROJECT_SOURCE_DIR}/accumulation/models\">"
-  "$<BUILD_INTERFACE:FPCONFORM_DEFAULT_SWEEP_FILE=\"${PROJECT_SOURCE_DIR}/reports/standard_sweep.toml\">"
-  "$<INSTALL_INTERFACE:FPCONFORM_DEFAULT_MODELS_DIR=\"$<INSTALL_PREFIX>/${FPCONFORM_INSTALL_DATADIR}/models\">"
-  "$<INSTALL_INTERFACE:FPCONFORM_DEFAULT_SWEEP_FILE=\"$<INSTALL_PREFIX>/${FPCONFORM_INSTALL_DATADIR}/standard_sweep.toml\">")
+  "$<BUILD_INTERFACE:FPCONFORM_DEFAULT_MODELS_DIR=\"${_src}/accumulation/models\">"
+  "$<BUILD_INTERFACE:FPCONFORM_DEFAULT_SWEEP_FILE=\"${_src}/reports/standard_sweep.toml\">"
+  "$<INSTALL_INTERFACE:FPCONFORM_DEFAULT_MODELS_DIR=\"${_data}/models\">"
+  "$<INSTALL_INTERFACE:FPCONFORM_DEFAULT_SWEEP_FILE=\"${_data}/standard_sweep.toml\">")
 
 # fpconform::gtest: reports/gtest_audit.h (header only; the consumer's GoogleTest).
 add_library(fpconform_gtest INTERFACE)
@@ -103,7 +105,8 @@ include(fpconformAudit)
 # ---- The test of all the above: install this build into a temporary prefix, then build and run
 # examples/cmake_consumer against it (examples/cmake_consumer_test.sh; nothing is rebuilt).
 add_test(NAME cmake_consumer_test
-         COMMAND bash "${PROJECT_SOURCE_DIR}/examples/cmake_consumer_test.sh" "${PROJECT_BINARY_DIR}"
-                 "${PROJECT_SOURCE_DIR}" "${CMAKE_COMMAND}" "${CMAKE_CTEST_COMMAND}"
+         COMMAND bash "${PROJECT_SOURCE_DIR}/examples/cmake_consumer_test.sh"
+                 "${PROJECT_BINARY_DIR}" "${PROJECT_SOURCE_DIR}" "${CMAKE_COMMAND}"
+                 "${CMAKE_CTEST_COMMAND}"
                  "${CMAKE_GENERATOR}")
 set_tests_properties(cmake_consumer_test PROPERTIES LABELS oracle TIMEOUT 300)

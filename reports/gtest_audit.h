@@ -48,23 +48,22 @@ namespace fpconform::gtest {
 // The `= {}` initializers keep designated initializers ({.strict = true}) free of GCC's
 // -Wmissing-field-initializers.
 struct ConformsOptions {
-  std::string models_dir = {};   // Empty: $FPCONFORM_MODELS_DIR, else FPCONFORM_DEFAULT_MODELS_DIR.
-  std::string sweep_file = {};   // Empty: FPCONFORM_DEFAULT_SWEEP_FILE.
-  bool strict = false;           // within_tolerance fails too (`fpconform audit --strict`).
-  bool tolerance = true;         // Run the tolerance rule (false: `--no-tolerance`, faster).
-  int tolerance_samples = 200;   // Samples of the tolerance rule's sweep.
+  std::string models_dir = {};  // Empty: $FPCONFORM_MODELS_DIR, else FPCONFORM_DEFAULT_MODELS_DIR.
+  std::string sweep_file = {};  // Empty: FPCONFORM_DEFAULT_SWEEP_FILE.
+  bool strict = false;          // within_tolerance fails too (`fpconform audit --strict`).
+  bool tolerance = true;        // Run the tolerance rule (false: `--no-tolerance`, faster).
+  int tolerance_samples = 200;  // Samples of the tolerance rule's sweep.
   int threads = 1;
-  int max_listed = 20;           // Elements listed in the failure message.
-  const Tensor* c = nullptr;     // matmul: C added to the product (optional).
-  bool transpose_a = false;      // matmul: `a` holds A^T.
-  bool transpose_b = false;      // matmul: `b` holds B^T.
+  int max_listed = 20;                    // Elements listed in the failure message.
+  const Tensor* c = nullptr;              // matmul: C added to the product (optional).
+  bool transpose_a = false;               // matmul: `a` holds A^T.
+  bool transpose_b = false;               // matmul: `b` holds B^T.
   std::optional<OpEnv> cast_inputs = {};  // How the kernel converted inputs of another dtype.
 };
 
 namespace internal {
 
-inline reports::AuditOptions MakeAuditOptions(std::string_view platform,
-                                              const ConformsOptions& o) {
+inline reports::AuditOptions MakeAuditOptions(std::string_view platform, const ConformsOptions& o) {
   reports::AuditOptions a;
   a.platforms = {std::string(platform)};
   a.models_dir = o.models_dir;
@@ -144,11 +143,11 @@ inline ::testing::AssertionResult SumConformsToPlatform(const Tensor& out, const
 }  // namespace fpconform::gtest
 
 // EXPECT_CONFORMS(out, a, b, platform[, ConformsOptions]) / ASSERT_CONFORMS(...): matmul.
-#define EXPECT_CONFORMS(out, a, b, platform, ...)                                   \
-  EXPECT_TRUE(::fpconform::gtest::ConformsToPlatform((out), (a), (b), (platform)    \
-                                                     __VA_OPT__(, ) __VA_ARGS__))
-#define ASSERT_CONFORMS(out, a, b, platform, ...)                                   \
-  ASSERT_TRUE(::fpconform::gtest::ConformsToPlatform((out), (a), (b), (platform)    \
-                                                     __VA_OPT__(, ) __VA_ARGS__))
+#define EXPECT_CONFORMS(out, a, b, platform, ...)                     \
+  EXPECT_TRUE(::fpconform::gtest::ConformsToPlatform((out), (a), (b), \
+                                                     (platform)__VA_OPT__(, ) __VA_ARGS__))
+#define ASSERT_CONFORMS(out, a, b, platform, ...)                     \
+  ASSERT_TRUE(::fpconform::gtest::ConformsToPlatform((out), (a), (b), \
+                                                     (platform)__VA_OPT__(, ) __VA_ARGS__))
 
 #endif  // FPCONFORM_REPORTS_GTEST_AUDIT_H_

@@ -46,9 +46,8 @@ class GtestAuditTest : public ::testing::Test {
     a.CopyBits(0, av);
     b.CopyBits(0, bv);
     std::vector<uint64_t> d(static_cast<size_t>(m) * n);
-    EXPECT_TRUE(EvaluateMatmul(*model, m, n, k, av, Layout::kRowMajor, bv, Layout::kRowMajor, {},
-                               d)
-                    .ok());
+    EXPECT_TRUE(
+        EvaluateMatmul(*model, m, n, k, av, Layout::kRowMajor, bv, Layout::kRowMajor, {}, d).ok());
     Tensor out = *MakeTensor(model->output.format->name, {m, n});
     for (size_t i = 0; i < d.size(); ++i) out.SetBits(static_cast<int64_t>(i), d[i]);
     out.source = "kernel";
@@ -101,8 +100,10 @@ TEST_F(GtestAuditTest, BadInputIsAnError) {
   const Tensor short_b = Matrix(100, 6, 2);  // K 100, not A's 160.
   const AssertionResult r = ConformsToPlatform(out, a_, short_b, kPlatform, {.tolerance = false});
   ASSERT_FALSE(r);
-  EXPECT_EQ(std::string(r.message()).rfind("fpconform audit error (matmul, platform "
-                                           "trainium2-bf16): ", 0),
+  EXPECT_EQ(std::string(r.message())
+                .rfind("fpconform audit error (matmul, platform "
+                       "trainium2-bf16): ",
+                       0),
             0u)
       << r.message();
   const AssertionResult unknown = ConformsToPlatform(out, a_, b_, "no-such-platform");

@@ -19,7 +19,8 @@ constexpr int kM = 16, kK = 256, kN = 8;
 uint64_t BFloat16Bits(double v) {
   uint64_t d;
   std::memcpy(&d, &v, sizeof d);
-  return fpconform::Convert(fpconform::Float64(), fpconform::BFloat16(), d, fpconform::OpEnv{}).bits;
+  return fpconform::Convert(fpconform::Float64(), fpconform::BFloat16(), d, fpconform::OpEnv{})
+      .bits;
 }
 
 int Fail(const std::string& what) {
@@ -41,8 +42,8 @@ int main(int argc, char** argv) {
   for (int i = 0; i < kM * kK; ++i) a[i] = BFloat16Bits(((i * 37) % 41 - 20) / 16.0);
   for (int i = 0; i < kK * kN; ++i) b[i] = BFloat16Bits(((i * 29) % 31 - 15) / 8.0);
   std::vector<uint64_t> out(kM * kN), wrong(kM * kN);
-  absl::Status s = fpconform::EvaluateMatmul(*model, kM, kN, kK, a, fpconform::Layout::kRowMajor,
-                                             b, fpconform::Layout::kRowMajor, {}, out);
+  absl::Status s = fpconform::EvaluateMatmul(*model, kM, kN, kK, a, fpconform::Layout::kRowMajor, b,
+                                             fpconform::Layout::kRowMajor, {}, out);
   if (!s.ok()) return Fail(std::string(s.message()));
   std::vector<uint64_t> a_dropped = a;
   for (int k = 128; k < kK; ++k) a_dropped[3 * kK + k] = 0;  // Row 3: the second K tile lost.
