@@ -68,8 +68,10 @@ function(fpconform_add_audit)
     set(exe "${FPCONFORM_EXECUTABLE}")
   elseif(TARGET fpconform::cli)
     set(exe "$<TARGET_FILE:fpconform::cli>")
-  elseif(TARGET fpconform)
-    set(exe "$<TARGET_FILE:fpconform>")  # In the fpconform tree, before FpconformInstall.
+  elseif(TARGET fpconform OR DEFINED fpconform_SOURCE_DIR)
+    # In the fpconform tree (include(fpconformAudit)), also before cli/ is added: the generator
+    # expression is resolved once every target exists.
+    set(exe "$<TARGET_FILE:fpconform>")
   else()
     message(FATAL_ERROR "${where}: no fpconform CLI: find_package(fpconform) first, or set "
                         "FPCONFORM_EXECUTABLE")
