@@ -208,6 +208,7 @@ absl::StatusOr<reports::AuditOptions> MakeOptions(const AuditCommonOptions& c, c
   o.sweep_file = c.sweep.empty() ? DefaultReportsFile("standard_sweep.toml") : c.sweep;
   o.max_listed = c.max_listed;
   o.strict = c.strict;
+  o.all_unexplained = !c.report.empty();
   o.recommend = !c.no_tolerance;
   o.tolerance_samples = c.tolerance_samples;
   o.cancelled = [] { return reports::InterruptGuard::Interrupted(); };

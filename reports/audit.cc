@@ -937,6 +937,24 @@ AuditResult Auditor::Finish(const std::string& op) {
     listed.insert(listed.end(), others.begin(), others.begin() + static_cast<std::ptrdiff_t>(want));
   }
   for (int64_t e : listed) r.elements.push_back(Detail(e, true));
+  r.unexplained_total = unexplained;
+  if (ctx_.options->all_unexplained) {
+    size_t next_listed = 0;
+    for (int64_t e = 0; e < ctx_.elements &&
+                        static_cast<int64_t>(r.unexplained.size()) < kMaxUnexplainedDetails; ++e) {
+      if (classes_[static_cast<size_t>(e)] != static_cast<uint8_t>(AuditClass::kUnexplained)) continue;
+      // The listed ones are already computed (they come first, in the same order).
+      if (next_listed < listed.size() && listed[next_listed] == e) {
+        r.unexplained.push_back(r.elements[next_listed++]);
+      } else {
+        r.unexplained.push_back(Detail(e, static_cast<int64_t>(r.unexplained.size()) < kMaxDiagnosed));
+      }
+    }
+    if (unexplained > static_cast<int64_t>(r.unexplained.size())) {
+      r.notes.push_back(Cat("elements.csv lists the first ", r.unexplained.size(), " of ", unexplained,
+                            " unexplained elements"));
+    }
+  }
   Soundness(r);
   // Mismatch map and histogram.
   const int64_t cols = ctx_.out_shape.empty() ? 1 : std::max<int64_t>(1, ctx_.out_shape.back());
