@@ -201,7 +201,9 @@ absl::StatusOr<SweepSpec> Parse(const toml::table& root, std::string_view file) 
       const toml::table* t = (*arr)[i].as_table();
       const std::string where = Cat("cross[", i, "].");
       if (t == nullptr) return r.Error(&(*arr)[i], where, "must be a table");
-      if (absl::Status s = r.CheckKeys(*t, where, {"name", "dtype", "a", "b"}); !s.ok()) return s;
+      if (absl::Status s = r.CheckKeys(*t, where, {"name", "dtype", "op", "a", "b"}); !s.ok()) {
+        return s;
+      }
       CrossSpec c;
       for (const char* key : {"name", "dtype", "a"}) {
         const toml::node* n = t->get(key);
@@ -210,11 +212,28 @@ absl::StatusOr<SweepSpec> Parse(const toml::table& root, std::string_view file) 
         (std::string_view(key) == "name" ? c.name : std::string_view(key) == "dtype" ? c.dtype
                                                                                    : c.a) = *s;
       }
+      if (const toml::node* on = t->get("op")) {
+        const std::optional<std::string> op = on->value<std::string>();
+        if (!op || (*op != "matmul" && *op != "sum")) {
+          return r.Error(on, where + "op", "must be \"matmul\" or \"sum\"");
+        }
+        c.op = *op;
+      }
       FPC_ASSIGN(c.b, r.Strings(*t, "b", where + "b", true));
       if (c.b.empty()) return r.Error(t->get("b"), where + "b", "must name at least one platform");
       if (c.dtype != "quantize" && dtype_names.count(c.dtype) == 0) {
         return r.Error(t->get("dtype"), where + "dtype",
                        Cat("'", c.dtype, "' is not a [[dtype]] name (nor 'quantize')"));
+      }
+      if (c.dtype != "quantize") {
+        const auto d = std::find_if(spec.dtypes.begin(), spec.dtypes.end(),
+                                    [&](const DtypeSpec& x) { return x.name == c.dtype; });
+        if ((c.op == "sum" ? d->sum : d->matmul).empty() && !(c.op == "matmul" && d->integer)) {
+          return r.Error(t->get("dtype"), where + "op",
+                         Cat("[[dtype]] '", c.dtype, "' has no ", c.op, " platforms"));
+        }
+      } else if (c.op != "matmul") {
+        return r.Error(t->get("op"), where + "op", "a quantize pair takes no op");
       }
       if (c.dtype == "quantize") {
         for (const std::string& f : std::vector<std::string>{c.a, c.b[0]}) {
