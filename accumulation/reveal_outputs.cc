@@ -535,6 +535,15 @@ std::string RevealedDraftModel(const Revealed& r) {
   std::vector<std::string> unconfirmed;
   std::string t = absl::StrCat(
       "# Draft model revealed by fpconform reveal; review before adding to accumulation/models.\n",
+      [&] {
+        std::vector<std::string> full;
+        for (const PresetMatch& m : r.presets) {
+          if (m.behaviour) full.push_back(m.name);
+        }
+        return full.empty() ? std::string("# No preset has this tree and behaviour.\n")
+                            : absl::StrCat("# Presets with this tree and behaviour: ",
+                                           absl::StrJoin(full, " "), "\n");
+      }(),
       "name = ", Quote(absl::StrCat("revealed-", r.outputs_hash.substr(8, 8))), "\n",
       "description = ", Quote(absl::StrCat("Revealed from ", r.outputs_source, " (", s.op,
                                            ", K = ", s.k, ", ", s.dtype, ")")), "\n",
