@@ -4,7 +4,7 @@
 //
 // Probe design (op, K, dtype; dtype float32 or bfloat16, 3 <= K <= 1024):
 //   terms are built from two powers of two, M0 = 2^32 and u0 = 2^-32 (both normal in float32 and
-//   bfloat16): for a sum the term values are u = u0... (see below), for a matmul the products.
+//   bfloat16): a sum's terms are the values themselves, a matmul's the products.
 //   matmul: A is R x K, B is K x R, R = K + P. For m, n < K: A[m][k] = M0 if k == m else u0,
 //     B[k][n] = -M0 if k == n else u0, so output (m, n), m != n, is the FPRev probe with +M at
 //     term m and -M at term n (M = M0 u0 = 1, u = u0^2 = 2^-64, M/u = 2^64): K(K-1) outputs,
@@ -23,7 +23,7 @@
 //                         whose alignment rounds toward -inf it leaves -2^-F, not 0
 //     round_pos/round_neg (+-2, +-(2^-23 + 2^-24)): 2 + 1.5 ulp/2: to nearest gives 2 + 2^-22,
 //                         toward zero 2 (Fasi et al. 2021, test C)
-//   For K = 256 (matmul): A 376 x 256, B 256 x 376, 141376 outputs; (sum) X 32760 x 256.
+//   P = 127. For K = 256 (matmul): A 383 x 256, B 256 x 383, 146689 outputs; (sum) X 32767 x 256.
 // Files: A.npy, B.npy (matmul) or X.npy (sum) in dtype, and manifest.json:
 //   {"fpconform_reveal_probes": 1, "op", "k", "dtype", "big", "unit", "inputs": {...shapes},
 //    "output_shape": [...], "probes": [{"name", "row", "col"}...] (behaviour probes; the pair
