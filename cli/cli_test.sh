@@ -174,6 +174,29 @@ grep -q "unknown model 'no-such' in .*(valid: .*cpu-f32-seq" "$TMP/err" \
   || fail "reveal unknown model message: $(cat "$TMP/err")"
 "$BIN" reveal cpu-f32-seq --n 3 --format svg > /dev/null 2>&1; expect_rc "reveal --format svg" "$?" 2
 "$BIN" reveal --help > /dev/null 2>&1; expect_rc "reveal --help" "$?" 0
+"$BIN" reveal cpu-f32-seq > /dev/null 2>&1; expect_rc "reveal without --n" "$?" 2
+
+# ---- reveal from a device's outputs: probes, NumPy as the device, errors ----
+"$BIN" reveal --make-probes --op sum --k 16 --dtype float32 --out "$TMP/probes" > /dev/null
+expect_rc "reveal --make-probes" "$?" 0
+[ -s "$TMP/probes/X.npy" ] && [ -s "$TMP/probes/manifest.json" ] || fail "make-probes: files missing"
+"$BIN" reveal --make-probes --op sum --k 16 --dtype float32 --out "$TMP/probes" > /dev/null 2>"$TMP/err"
+expect_rc "reveal --make-probes existing --out" "$?" 2
+grep -q "exists" "$TMP/err" || fail "make-probes existing --out message: $(cat "$TMP/err")"
+"$BIN" reveal --make-probes --dtype float16 --out "$TMP/p16" > /dev/null 2>&1
+expect_rc "reveal --make-probes float16" "$?" 2
+"$BIN" reveal --from "$TMP/probes" --outputs "$TMP/probes/X.npy" > /dev/null 2>"$TMP/err"
+expect_rc "reveal --from wrong shape" "$?" 2
+grep -q "shape \[247, 16\], expected \[247\]" "$TMP/err" || fail "wrong shape message: $(cat "$TMP/err")"
+if /usr/bin/python3 -c 'import numpy' 2>/dev/null; then
+  /usr/bin/python3 -c "import numpy as np; np.save('$TMP/out.npy', np.load('$TMP/probes/X.npy').sum(axis=-1))"
+  out=$("$BIN" reveal --from "$TMP/probes" --outputs "$TMP/out.npy"); rc=$?
+  expect_rc "reveal --from numpy" "$rc" 0
+  grep -q '^presets with this tree and behaviour: numpy-sum-f32$' <<<"$out" \
+    || fail "reveal --from numpy: $out"
+  out=$("$BIN" reveal --from "$TMP/probes" --outputs "$TMP/out.npy" --format toml)
+  grep -q 'equals the revealed tree: yes' <<<"$out" || fail "reveal --format toml: $out"
+fi
 
 # ---- tolerance / merge: a tiny sweep, shards merged back byte for byte, atomic output ----
 tiny=(--quick --dtypes bfloat16,float8_e4m3fn --platforms nvidia-h100-bf16,trainium2-bf16 --k 64

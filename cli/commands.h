@@ -49,11 +49,20 @@ int RunModelsCommand(const ModelsOptions& options);
 
 struct RevealOptions {
   std::string model;       // Model name (see `fpconform models`).
-  int n = 0;               // --n: length of the dot / sum.
+  int n = -1;              // --n: length of the dot / sum (-1: not given).
   std::string format = "text";  // --format text|dot.
   std::string models_dir;  // --models-dir; see ResolveModelsDir.
   bool probe = false;      // --probe: reveal the tree with FPRev and compare.
   uint64_t seed = 0;       // --seed: split_k order = "random".
+  // From a real device (accumulation/reveal_outputs.h).
+  bool make_probes = false;  // --make-probes --op --k --dtype --out.
+  std::string op = "matmul";
+  int k = 256;
+  std::string dtype = "bfloat16";
+  std::string out;           // --out DIR (must not exist).
+  std::string from;          // --from DIR (a probe directory).
+  std::string outputs;       // --outputs FILE (the kernel's result).
+  std::string outputs_dtype; // --outputs-dtype (for '<V2' .npy files and raw dumps).
 };
 CLI::App* AddRevealCommand(CLI::App& root, RevealOptions& options);
 int RunRevealCommand(const RevealOptions& options);

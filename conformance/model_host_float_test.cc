@@ -23,6 +23,10 @@
 //  * promote with a bfloat16 outer accumulator (Trainium3 BF16 PSUM): round(outer + inner) to
 //    bfloat16 computed as TwoSum in double (exact error) followed by a round-to-nearest-even to
 //    8 significant bits that looks at the error only to break an exact tie in the double sum.
+//    The same rounding serves a bfloat16 running sum (every step round(acc + x) to bfloat16)
+//    and a float32 result cast to a bfloat16 output (then exact in double: no tie error).
+//  * chain.kind "tree": the shape (as ParseModel stored it in Model::chain.tree) evaluated
+//    recursively per block, absent leaves pruned, block results added to c in order.
 // Presets needing anything else (directed roundings, DAZ/FTZ, input conversion, random split-K
 // order, the simd and cascade chains) are printed as not covered; the IEEE-step presets that
 // exist on 2026-11-29 are required to be covered (kRequired).
@@ -56,7 +60,16 @@ const char* const kRequired[] = {
     "kahan-f32",         "numpy-sum-f32",  "trainium1-bf16",
     "trainium2-bf16",    "trainium2-bf16-sequential", "trainium2-bf16-pairwise",
     "trainium3-bf16",    "trainium3-bf16-psumbf16",   "trainium2-fp8e4m3",
-    "trainium2-fp8e4m3-doublerow"};
+    "trainium2-fp8e4m3-doublerow",
+    // Trainium reductions (models/SOURCES.md §3b): free axis (Vector Engine), compiler flag,
+    // partition axis (nc_matmul with ones, GpSimd).
+    "trainium2-reduce-f32-sequential", "trainium2-reduce-f32-pairwise",
+    "trainium2-reduce-f32-datapath",   "trainium2-reduce-bf16-sequential",
+    "trainium2-reduce-bf16-pairwise",  "trainium2-reduce-bf16-datapath",
+    "trainium2-xla-sum-bf16-mixedacc", "trainium2-xla-sum-bf16-bf16acc",
+    "trainium2-partsum-bf16-sequential", "trainium2-partsum-bf16-pairwise",
+    "trainium2-gpsimd-sum-f32-sequential", "trainium2-gpsimd-sum-f32-pairwise",
+    "trainium2-gpsimd-sum-f32-blocked16"};
 
 // ---- Input formats, from their published layouts (independent of formats/format_spec). ----
 struct HostFormat {
@@ -189,6 +202,23 @@ struct HostChain {
     if (h < sm) h = sm;
     return Pairwise(lo, h) + Pairwise(lo + h, n - h);
   }
+  // The value of tree node v over the block starting at lo; nullopt when no leaf below it is
+  // present (its unit is at or beyond n). The shape is Model::chain.tree as ParseModel read it.
+  std::optional<T> TreeValue(int v, size_t lo, size_t n) const {
+    const Model::Chain::TreeNode& node = m.chain.tree[static_cast<size_t>(v)];
+    if (node.unit >= 0) {
+      const size_t i = lo + static_cast<size_t>(node.unit);
+      if (i >= n) return std::nullopt;
+      return Step(T(0), i);
+    }
+    std::optional<T> acc;
+    for (int child : node.children) {
+      const std::optional<T> x = TreeValue(child, lo, n);
+      if (!x) continue;
+      acc = acc ? *acc + *x : *x;
+    }
+    return acc;
+  }
   T Run(T c) const {
     const size_t n = a.size();
     switch (m.chain.kind) {
@@ -235,6 +265,16 @@ struct HostChain {
         }
         return acc;
       }
+      case ChainKind::kTree: {
+        // Blocks of m units, each reduced by the shape (a leaf: the step +0 + p_i; a list: the
+        // left-to-right fold of its present children; absent leaves pruned), added to c in order.
+        const size_t units = static_cast<size_t>(m.chain.tree_units);
+        T acc = c;
+        for (size_t lo = 0; lo < n; lo += units) {
+          acc = acc + *TreeValue(m.chain.tree_root, lo, n);
+        }
+        return acc;
+      }
       default:
         return T(0);  // kPromote is handled by the caller (its outer format differs).
     }
@@ -260,6 +300,18 @@ std::string Unsupported(const Model& m) {
     return "non-RNE rounding";
   }
   const std::string acc(m.accumulator.format->name);
+  if (acc == "bfloat16") {
+    // A bfloat16 running sum (e.g. trainium2-xla-sum-bf16-bf16acc): sequential IEEE steps only.
+    if (m.chain.kind != ChainKind::kSequential || m.adder.kind != AdderKind::kIeee) {
+      return "bfloat16 accumulator outside a sequential ieee chain";
+    }
+    if (m.output.format->name != "bfloat16") return "bfloat16 accumulator, other output";
+    if (m.product.policy == ProductPolicy::kRound) return "bfloat16 accumulator, rounded products";
+    if (!FindHost(m.inputs.a->name) || (m.inputs.b && !FindHost(m.inputs.b->name))) {
+      return "input format";
+    }
+    return "";
+  }
   if (acc != "float32" && acc != "float64") return "accumulator " + acc;
   if (m.accumulator.fraction_bits != m.accumulator.format->fraction_bits) return "reduced acc";
   if (m.product.policy == ProductPolicy::kRound && m.product.format != m.accumulator.format) {
@@ -280,7 +332,10 @@ std::string Unsupported(const Model& m) {
     return "";
   }
   const std::string out(m.output.format->name);
-  if (out != acc && !(acc == "float64" && out == "float32")) return "output " + out;
+  if (out != acc && !(acc == "float64" && out == "float32") &&
+      !(acc == "float32" && out == "bfloat16")) {
+    return "output " + out;
+  }
   return "";
 }
 
@@ -303,7 +358,21 @@ uint64_t HostResult(const Model& m, const std::vector<double>& a, const std::vec
     const uint32_t bits = std::bit_cast<uint32_t>(outer);
     return bf16 ? bits >> 16 : bits;
   }
+  if (m.accumulator.format->name == "bfloat16") {
+    // Every step rounds acc + x (x a bfloat16 input, or an exact bf16 x bf16 product in float)
+    // once to bfloat16: AddBf16's TwoSum in double.
+    float acc = static_cast<float>(c);
+    for (size_t i = 0; i < a.size(); ++i) {
+      acc = AddBf16(acc, is_sum ? static_cast<float>(a[i])
+                                : static_cast<float>(a[i]) * static_cast<float>(b[i]));
+    }
+    return std::bit_cast<uint32_t>(acc) >> 16;
+  }
   const T r = h.Run(static_cast<T>(c));
+  if (out == "bfloat16") {
+    // The float32 result cast once to bfloat16 (RNE): exact in double, so no tie-breaking error.
+    return std::bit_cast<uint32_t>(RoundToBf16(static_cast<double>(r), 0)) >> 16;
+  }
   if (out == "float64") return std::bit_cast<uint64_t>(static_cast<double>(r));
   return std::bit_cast<uint32_t>(static_cast<float>(r));
 }

@@ -508,7 +508,7 @@ Table CrossTable() {
   t.columns = {
       I("unit", "sweep unit index"),
       I("item", "row within the unit"),
-      S("op", "matmul or quantize"),
+      S("op", "matmul, sum or quantize"),
       S("dtype", "input dtype"),
       S("name", "pair name (sweep file)"),
       S("platform_a", "reference platform (CUDA side)"),
@@ -750,10 +750,8 @@ absl::StatusOr<Report> RunSweep(const SweepSpec& input_spec, const SweepOptions&
           const int64_t by_budget = spec.max_terms_per_row / k;
           u.samples = static_cast<int>(std::clamp<int64_t>(by_budget, spec.min_samples, spec.samples));
           u.platforms = d.integer ? std::vector<std::string>{"int32-exact"} : plats;
-          if (!sum) {
-            for (const CrossSpec& c : spec.cross) {
-              if (c.dtype == d.name) u.cross.push_back(&c);
-            }
+          for (const CrossSpec& c : spec.cross) {
+            if (c.dtype == d.name && c.op == op) u.cross.push_back(&c);
           }
           units.push_back(std::move(u));
         }

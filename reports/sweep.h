@@ -95,6 +95,7 @@ struct DtypeSpec {
 struct CrossSpec {
   std::string name;                  // Row label, e.g. "H100 bf16 vs Trainium2 bf16 envelope".
   std::string dtype;                 // A DtypeSpec name.
+  std::string op = "matmul";         // The op whose units carry the pair: matmul or sum.
   std::string a;                     // Reference platform (e.g. the CUDA one).
   std::vector<std::string> b;        // Port platform(s) or model envelopes (MODEL_FORMAT.md,
                                      // "Envelopes"); several = envelope (worst member).

@@ -334,7 +334,9 @@ absl::StatusOr<SweepSpec> Parse(const toml::table& root, std::string_view file) 
       const toml::table* t = (*arr)[i].as_table();
       const std::string where = Cat("cross[", i, "].");
       if (t == nullptr) return r.Error(&(*arr)[i], where, "must be a table");
-      if (absl::Status s = r.CheckKeys(*t, where, {"name", "dtype", "a", "b"}); !s.ok()) return s;
+      if (absl::Status s = r.CheckKeys(*t, where, {"name", "dtype", "op", "a", "b"}); !s.ok()) {
+        return s;
+      }
       CrossSpec c;
       FPC_ASSIGN(c.name, r.String(*t, "name", where + "name"));
       if (!cross_names.insert(c.name).second) {
@@ -345,11 +347,21 @@ absl::StatusOr<SweepSpec> Parse(const toml::table& root, std::string_view file) 
       const std::string key = Cat("cross/", c.name, "/");
       r.Remember(key + "dtype", *t->get("dtype"), where + "dtype");
       r.Remember(key + "a", *t->get("a"), where + "a");
+      if (const toml::node* on = t->get("op")) {
+        const std::optional<std::string> op = on->value<std::string>();
+        if (!op || (*op != "matmul" && *op != "sum")) {
+          return r.Error(on, where + "op", "must be \"matmul\" or \"sum\"");
+        }
+        c.op = *op;
+      }
       FPC_ASSIGN(c.b, r.Strings(*t, "b", where + "b", true, key + "b/"));
       if (c.b.empty()) return r.Error(t->get("b"), where + "b", "must name at least one platform");
       if (std::find(c.b.begin(), c.b.end(), c.a) != c.b.end()) {
         return r.Error(Element(t->get("b"), c.a), where + "b",
                        Cat("'", c.a, "' is also a: a pair compares two different platforms"));
+      }
+      if (c.dtype == "quantize" && c.op != "matmul") {
+        return r.Error(t->get("op"), where + "op", "a quantize pair takes no op");
       }
       if (c.dtype == "quantize") {
         if (c.b.size() != 1) {
@@ -378,10 +390,10 @@ absl::StatusOr<SweepSpec> Parse(const toml::table& root, std::string_view file) 
                          Cat("'", c.dtype, "' is an integer dtype (exact, no platforms): "
                              "there is nothing to compare"));
         }
-        if (d->matmul.empty()) {
+        if ((c.op == "sum" ? d->sum : d->matmul).empty()) {
           return r.Error(t->get("dtype"), where + "dtype",
-                         Cat("dtype '", c.dtype, "' has no matmul platforms, so this pair "
-                             "would never run (cross pairs compare matmul outputs)"));
+                         Cat("dtype '", c.dtype, "' has no ", c.op, " platforms, so this pair "
+                             "would never run (the pair compares ", c.op, " outputs)"));
         }
       }
       spec.cross.push_back(std::move(c));
@@ -437,7 +449,7 @@ absl::StatusOr<const Model*> PlatformModel(const SweepSpec& spec, const ModelCat
 }  // namespace
 
 absl::Status CheckSweepModels(const SweepSpec& spec, const ModelCatalog& catalog) {
-  std::map<std::string, std::vector<const Model*>> matmul_models;  // dtype -> its platforms.
+  std::map<std::string, std::vector<const Model*>> matmul_models, sum_models;  // dtype -> platforms.
   for (const DtypeSpec& d : spec.dtypes) {
     if (d.integer) continue;
     for (const bool sum : {false, true}) {
@@ -451,13 +463,14 @@ absl::Status CheckSweepModels(const SweepSpec& spec, const ModelCatalog& catalog
                                 " (its operations), so it cannot be a ",
                                 sum ? "sum" : "matmul", " platform"));
         }
-        if (!sum) matmul_models[d.name].push_back(*m);
+        (sum ? sum_models : matmul_models)[d.name].push_back(*m);
       }
     }
   }
   for (const CrossSpec& c : spec.cross) {
     if (c.dtype == "quantize") continue;
-    const std::vector<const Model*>& platforms = matmul_models[c.dtype];
+    const bool sum = c.op == "sum";
+    const std::vector<const Model*>& platforms = (sum ? sum_models : matmul_models)[c.dtype];
     std::set<InputSignature> signatures;
     std::vector<std::string> described;
     for (const Model* m : platforms) {
@@ -475,15 +488,15 @@ absl::Status CheckSweepModels(const SweepSpec& spec, const ModelCatalog& catalog
       if (!models.ok()) return ModelError(spec, key, name, std::string(models.status().message()));
       for (const Model* m : *models) {
         const std::string who = m->name == name ? "" : Cat("member '", m->name, "' ");
-        if (!m->op_matmul) {
+        if (!(sum ? m->op_sum : m->op_matmul)) {
           return ModelError(spec, key, name,
-                            Cat(who, "does not define matmul (its operations): cross pairs "
-                                     "compare matmul outputs"));
+                            Cat(who, "does not define ", c.op, " (its operations): this pair "
+                                "compares ", c.op, " outputs"));
         }
         if (!signatures.empty() && !signatures.contains(Signature(*m))) {
           return ModelError(
               spec, key, name,
-              Cat(who, "takes ", DescribeInputs(*m), " inputs, but the matmul platforms of dtype '",
+              Cat(who, "takes ", DescribeInputs(*m), " inputs, but the ", c.op, " platforms of dtype '",
                   EscapeText(c.dtype, 200), "' take ", Join(described, " or "),
                   " (a model of another dtype?)"));
         }

@@ -394,6 +394,52 @@ TEST(SweepSpecTest, FiltersRejectUnknownNamesWithTheValidList) {
   for (const CrossSpec& c : s->cross) EXPECT_NE(c.dtype, "bfloat16");  // Needs nvidia-h100-bf16.
 }
 
+// A [[cross]] pair with op = "sum" joins the sum rows of its dtype (a GPU sum against a
+// Trainium reduction envelope); op is checked when the file is read.
+TEST(SweepSpecTest, SumPairsJoinTheSumRows) {
+  const std::string spec = R"(
+seed = 3
+samples = 6
+ops = ["matmul", "sum"]
+ks = [64, 300]
+distributions = ["normal"]
+
+[[dtype]]
+name = "float32"
+matmul = ["cuda-f32-fma"]
+sum = ["torch-cuda-sum-f32", "trainium2-reduce-f32-sequential"]
+
+[[cross]]
+name = "gpu sum vs trainium reduce"
+dtype = "float32"
+op = "sum"
+a = "torch-cuda-sum-f32"
+b = ["trainium2-reduce-f32-envelope"]
+)";
+  absl::StatusOr<SweepSpec> s = ParseSweepSpec(spec, "s.toml");
+  ASSERT_TRUE(s.ok()) << s.status();
+  ASSERT_EQ(s->cross.size(), 1u);
+  EXPECT_EQ(s->cross[0].op, "sum");
+  const Report r = RunTiny(*s, 2);
+  const Table& t = *r.Find("cross_platform");
+  ASSERT_EQ(t.rows.size(), 2u);  // One per K, sum units only.
+  for (const auto& row : t.rows) {
+    EXPECT_EQ(Str(t, row, "op"), "sum");
+    EXPECT_EQ(Str(t, row, "platform_b"), "trainium2-reduce-f32-envelope");
+  }
+  std::string bad = spec;
+  bad.replace(bad.find("op = \"sum\""), 10, "op = \"dot\"");
+  EXPECT_EQ(ParseSweepSpec(bad, "s.toml").status().message(),
+            "s.toml:16: cross[0].op: must be \"matmul\" or \"sum\"");
+  std::string no_rows = spec;
+  const size_t line = no_rows.find("sum = [\"torch");
+  no_rows.erase(line, no_rows.find('\n', line) - line);
+  EXPECT_NE(ParseSweepSpec(no_rows, "s.toml").status().message().find(
+                "cross[0].op: [[dtype]] 'float32' has no sum platforms"),
+            std::string::npos)
+      << ParseSweepSpec(no_rows, "s.toml").status();
+}
+
 TEST(SweepSpecTest, StandardSweepLoadsAndNamesExistingModels) {
   absl::StatusOr<SweepSpec> s =
       LoadSweepSpec(std::string(FPCONFORM_REPORTS_SOURCE_DIR) + "/standard_sweep.toml");

@@ -1,0 +1,647 @@
+#include "accumulation/reveal_outputs.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <set>
+#include <sstream>
+#include <string>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "accumulation/evaluate.h"
+#include "accumulation/model.h"
+#include "accumulation/summation_tree.h"
+#include "formats/format_spec.h"
+#include "formats/ops.h"
+#include "nlohmann/json.hpp"
+
+namespace fpconform {
+namespace {
+
+constexpr double kM0 = 0x1p32, kU0 = 0x1p-32;
+constexpr int kFracMax = 60;
+
+uint64_t Fnv1a(std::string_view s) {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 0x100000001b3ULL;
+  }
+  return h;
+}
+
+std::string HexHash(uint64_t h) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return absl::StrCat("fnv1a64:", buf);
+}
+
+uint64_t ToBits(const FormatSpec& f, double x) {
+  return Convert(Float64(), f, std::bit_cast<uint64_t>(x), OpEnv{}).bits;
+}
+double ToDouble(const FormatSpec& f, uint64_t bits) {
+  return std::bit_cast<double>(Convert(f, Float64(), bits, OpEnv{}).bits);
+}
+
+absl::StatusOr<std::string> ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open"));
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+int64_t PairCount(int k) { return int64_t{k} * (k - 1) / 2; }
+// Row of the pair (i, j), i < j, in the sum layout (lexicographic).
+int64_t PairRow(int k, int i, int j) {
+  return int64_t{i} * k - int64_t{i} * (i + 1) / 2 + (j - i - 1);
+}
+
+std::vector<BehaviourProbe> Behaviour(const ProbeSpec& s, double big, double unit) {
+  const int k = s.k;
+  const bool mm = s.op == "matmul";
+  std::vector<BehaviourProbe> out;
+  auto add = [&](std::string name) -> BehaviourProbe& {
+    out.push_back({std::move(name), std::vector<double>(k, 0.0), std::vector<double>(k, 1.0)});
+    return out.back();
+  };
+  // Calibration: units everywhere, then +-M at term 0 and K-1.
+  auto units = [&](BehaviourProbe& p) {
+    for (int t = 0; t < k; ++t) {
+      p.a[t] = mm ? kU0 : unit;
+      p.b[t] = mm ? kU0 : 1.0;
+    }
+  };
+  units(add("cal_units"));
+  for (int pos : {0, k - 1}) {
+    for (int sign : {1, -1}) {
+      BehaviourProbe& p = add(absl::StrCat("cal_", sign > 0 ? "plus" : "minus", "_",
+                                           pos == 0 ? "first" : "last"));
+      units(p);
+      if (mm) {
+        p.a[pos] = kM0;
+        p.b[pos] = sign * kU0;
+      } else {
+        p.a[pos] = sign * big;
+      }
+    }
+  }
+  for (int sign : {1, -1}) {
+    for (int e = 1; e <= kFracMax; ++e) {
+      BehaviourProbe& p = add(absl::StrCat(sign > 0 ? "frac_plus_" : "frac_minus_", e));
+      std::fill(p.b.begin(), p.b.end(), 0.0);
+      p.a[0] = 1;
+      p.a[1] = sign * std::ldexp(1.0, -e);
+      p.a[2] = -1;
+      p.b[0] = p.b[1] = p.b[2] = 1;
+    }
+  }
+  for (int sign : {1, -1}) {
+    BehaviourProbe& p = add(sign > 0 ? "round_pos" : "round_neg");
+    std::fill(p.b.begin(), p.b.end(), 0.0);
+    p.a[0] = sign * 2.0;
+    p.a[1] = sign * (0x1p-23 + 0x1p-24);
+    p.b[0] = p.b[1] = 1;
+  }
+  return out;
+}
+
+// The canonical tree as a chain.shape S-expression over the term indices.
+std::string Shape(const SumTree& t) {
+  std::string out;
+  std::vector<std::pair<int, size_t>> stack = {{t.root, 0}};
+  while (!stack.empty()) {
+    auto& [v, k] = stack.back();
+    const SumTree::Node& node = t.nodes[v];
+    if (node.kind == SumTree::Kind::kTerm) {
+      absl::StrAppend(&out, node.term);
+      stack.pop_back();
+      continue;
+    }
+    if (k == 0) out += "(";
+    if (k < node.children.size()) {
+      if (k > 0) out += " ";
+      const int c = node.children[k];
+      ++k;
+      stack.emplace_back(c, 0);
+    } else {
+      out += ")";
+      stack.pop_back();
+    }
+  }
+  return out;
+}
+
+std::string Quote(std::string_view s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+}  // namespace
+
+absl::StatusOr<ProbeSet> MakeProbes(const ProbeSpec& spec) {
+  if (spec.op != "matmul" && spec.op != "sum") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--op must be matmul or sum, got '", spec.op, "'"));
+  }
+  if (spec.dtype != "float32" && spec.dtype != "bfloat16") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--dtype must be float32 or bfloat16, got '", spec.dtype,
+        "' (the probes need M / u = 2^64 with both normal in the input format)"));
+  }
+  if (spec.k < 3 || spec.k > 1024) {
+    return absl::InvalidArgumentError(absl::StrCat("--k must be in 3..1024, got ", spec.k));
+  }
+  const FormatSpec& f = *FindFormat(spec.dtype);
+  ProbeSet p;
+  p.spec = spec;
+  const bool mm = spec.op == "matmul";
+  p.big = mm ? kM0 * kU0 : kM0;
+  p.unit = mm ? kU0 * kU0 : kU0;
+  p.behaviour = Behaviour(spec, p.big, p.unit);
+  const int k = spec.k;
+  const int np = static_cast<int>(p.behaviour.size());
+  nlohmann::ordered_json probes = nlohmann::ordered_json::array();
+  if (mm) {
+    const int r = k + np;
+    absl::StatusOr<Tensor> a = MakeTensor(spec.dtype, {r, k});
+    absl::StatusOr<Tensor> b = MakeTensor(spec.dtype, {k, r});
+    if (!a.ok()) return a.status();
+    if (!b.ok()) return b.status();
+    const uint64_t m0 = ToBits(f, kM0), mm0 = ToBits(f, -kM0), u0 = ToBits(f, kU0);
+    for (int m = 0; m < k; ++m) {
+      for (int t = 0; t < k; ++t) {
+        a->SetBits(int64_t{m} * k + t, t == m ? m0 : u0);
+        b->SetBits(int64_t{t} * r + m, t == m ? mm0 : u0);
+      }
+    }
+    for (int q = 0; q < np; ++q) {
+      for (int t = 0; t < k; ++t) {
+        a->SetBits(int64_t{k + q} * k + t, ToBits(f, p.behaviour[q].a[t]));
+        b->SetBits(int64_t{t} * r + k + q, ToBits(f, p.behaviour[q].b[t]));
+      }
+      probes.push_back({{"name", p.behaviour[q].name}, {"row", k + q}, {"col", k + q}});
+    }
+    p.a = *std::move(a);
+    p.b = *std::move(b);
+    p.output_shape = {r, r};
+  } else {
+    const int64_t rows = PairCount(k) + np;
+    absl::StatusOr<Tensor> x = MakeTensor(spec.dtype, {rows, k});
+    if (!x.ok()) return x.status();
+    const uint64_t u = ToBits(f, p.unit), pm = ToBits(f, p.big), mm_ = ToBits(f, -p.big);
+    int64_t row = 0;
+    for (int i = 0; i < k; ++i) {
+      for (int j = i + 1; j < k; ++j, ++row) {
+        for (int t = 0; t < k; ++t) x->SetBits(row * k + t, t == i ? pm : t == j ? mm_ : u);
+      }
+    }
+    for (int q = 0; q < np; ++q, ++row) {
+      for (int t = 0; t < k; ++t) x->SetBits(row * k + t, ToBits(f, p.behaviour[q].a[t]));
+      probes.push_back({{"name", p.behaviour[q].name}, {"row", row}});
+    }
+    p.a = *std::move(x);
+    p.output_shape = {rows};
+  }
+  nlohmann::ordered_json j;
+  j["fpconform_reveal_probes"] = 1;
+  j["op"] = spec.op;
+  j["k"] = k;
+  j["dtype"] = spec.dtype;
+  j["big"] = p.big;
+  j["unit"] = p.unit;
+  if (mm) {
+    j["inputs"] = {{"A.npy", p.a.shape}, {"B.npy", p.b.shape}};
+    j["computation"] = "out = A @ B (float accumulation of your kernel), saved as out.npy";
+    j["pairs"] = "output (m, n), m != n < k: FPRev probe with +big at term m, -big at term n";
+  } else {
+    j["inputs"] = {{"X.npy", p.a.shape}};
+    j["computation"] = "out = X.sum(axis=-1) (your kernel's reduction), saved as out.npy";
+    j["pairs"] = "row r < k(k-1)/2: the pair (i, j), i < j, in lexicographic order: +big at i, "
+                 "-big at j";
+  }
+  j["output_shape"] = p.output_shape;
+  j["probes"] = probes;
+  p.manifest = j.dump(1) + "\n";
+  return p;
+}
+
+absl::Status WriteProbes(const ProbeSet& p, const std::string& dir) {
+  std::error_code ec;
+  if (std::filesystem::exists(dir, ec)) {
+    return absl::AlreadyExistsError(absl::StrCat(dir, ": exists (give a new directory)"));
+  }
+  if (!std::filesystem::create_directories(dir, ec)) {
+    return absl::InvalidArgumentError(absl::StrCat(dir, ": cannot create: ", ec.message()));
+  }
+  auto fail = [&](absl::Status s) {
+    std::filesystem::remove_all(dir, ec);
+    return s;
+  };
+  const bool mm = p.spec.op == "matmul";
+  if (absl::Status s = WriteNpy(p.a, dir + (mm ? "/A.npy" : "/X.npy")); !s.ok()) return fail(s);
+  if (mm) {
+    if (absl::Status s = WriteNpy(p.b, dir + "/B.npy"); !s.ok()) return fail(s);
+  }
+  const std::string tmp = dir + "/.manifest.json.tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary);
+    out << p.manifest;
+    if (!out) return fail(absl::InternalError(absl::StrCat(tmp, ": write failed")));
+  }
+  std::filesystem::rename(tmp, dir + "/manifest.json", ec);
+  if (ec) return fail(absl::InternalError(absl::StrCat(dir, "/manifest.json: ", ec.message())));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Revealed> RevealFromOutputs(const std::string& dir, const std::string& outputs,
+                                           const std::string& outputs_dtype,
+                                           const ModelCatalog& catalog) {
+  const std::string mpath = dir + "/manifest.json";
+  absl::StatusOr<std::string> mtext = ReadFile(mpath);
+  if (!mtext.ok()) return mtext.status();
+  ProbeSpec spec;
+  try {
+    const nlohmann::json j = nlohmann::json::parse(*mtext);
+    if (!j.contains("fpconform_reveal_probes")) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(mpath, ": not a probe manifest (no fpconform_reveal_probes key)"));
+    }
+    spec.op = j.at("op").get<std::string>();
+    spec.k = j.at("k").get<int>();
+    spec.dtype = j.at("dtype").get<std::string>();
+  } catch (const std::exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat(mpath, ": ", e.what()));
+  }
+  absl::StatusOr<ProbeSet> probes = MakeProbes(spec);
+  if (!probes.ok()) return absl::InvalidArgumentError(
+      absl::StrCat(mpath, ": ", probes.status().message()));
+  if (probes->manifest != *mtext) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        mpath, ": does not match the probes this fpconform makes for op ", spec.op, ", k ",
+        spec.k, ", dtype ", spec.dtype, " (edited, or written by another version)"));
+  }
+  Revealed r;
+  r.probes = *std::move(probes);
+  r.outputs_source = outputs;
+  TensorReadOptions ro;
+  ro.dtype = outputs_dtype;
+  ro.option_name = "--outputs-dtype";
+  absl::StatusOr<Tensor> out = ReadTensor(outputs, ro);
+  if (!out.ok()) return out.status();
+  if (out->format == nullptr || out->format->kind != FormatKind::kFloat) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        outputs, ": dtype ", out->dtype, ": the outputs must be floating point (the kernel's "
+        "result as float32, bfloat16, ...)"));
+  }
+  r.outputs_dtype = out->dtype;
+  {
+    const std::string path = outputs.substr(0, outputs.find(':') == std::string::npos
+                                                   ? outputs.size()
+                                                   : outputs.find(':'));
+    absl::StatusOr<std::string> bytes = ReadFile(std::filesystem::exists(outputs) ? outputs
+                                                                                  : path);
+    r.outputs_hash = bytes.ok() ? HexHash(Fnv1a(*bytes)) : "?";
+  }
+  const ProbeSet& p = r.probes;
+  const int k = spec.k;
+  const bool mm = spec.op == "matmul";
+  std::vector<int64_t> shape = out->shape;
+  if (!mm && shape.size() == 2 && shape[1] == 1) shape.pop_back();
+  if (shape != p.output_shape) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        outputs, ": shape [", absl::StrJoin(out->shape, ", "), "], expected [",
+        absl::StrJoin(p.output_shape, ", "), "]", mm ? " (A @ B)" : " (X summed along its last axis)"));
+  }
+  std::vector<double> v(static_cast<size_t>(out->size()));
+  const int64_t cols = mm ? p.output_shape[1] : 1;
+  for (int64_t i = 0; i < out->size(); ++i) {
+    v[static_cast<size_t>(i)] = ToDouble(*out->format, out->Bits(i));
+    if (std::isnan(v[static_cast<size_t>(i)])) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          outputs, ": element ", mm ? absl::StrCat("(", i / cols, ", ", i % cols, ")")
+                                    : absl::StrCat(i), " is NaN: the probes are finite and "
+          "their sums stay in range, so the kernel did not compute the probe (wrong inputs?)"));
+    }
+  }
+  auto pair_value = [&](int i, int j) {  // i < j.
+    return mm ? v[static_cast<size_t>(int64_t{i} * cols + j)]
+              : v[static_cast<size_t>(PairRow(k, i, j))];
+  };
+  auto behaviour_value = [&](size_t q) {
+    return mm ? v[static_cast<size_t>((k + static_cast<int64_t>(q)) * cols + k +
+                                      static_cast<int64_t>(q))]
+              : v[static_cast<size_t>(PairCount(k) + static_cast<int64_t>(q))];
+  };
+  if (mm) {
+    for (int i = 0; i < k; ++i) {
+      for (int j = i + 1; j < k; ++j) {
+        const double a = v[static_cast<size_t>(int64_t{i} * cols + j)];
+        const double b = v[static_cast<size_t>(int64_t{j} * cols + i)];
+        if (a != b) {
+          return absl::FailedPreconditionError(absl::StrCat(
+              "not a fixed summation tree: non-deterministic or data-dependent order? The pair "
+              "(", i, ", ", j, ") gave ", a, " at output (", i, ", ", j, ") and ", b,
+              " at output (", j, ", ", i, ") (the same probe with the signs swapped; a tree that "
+              "depends on the output position also gives this)"));
+        }
+      }
+    }
+  }
+  auto find_behaviour = [&](std::string_view name) -> size_t {
+    for (size_t q = 0; q < p.behaviour.size(); ++q) {
+      if (p.behaviour[q].name == name) return q;
+    }
+    return p.behaviour.size();
+  };
+  SumOracle oracle = [&](std::span<const double> x) -> absl::StatusOr<double> {
+    std::vector<int> plus, minus;
+    for (int t = 0; t < k; ++t) {
+      if (x[t] == p.big) plus.push_back(t);
+      if (x[t] == -p.big) minus.push_back(t);
+    }
+    std::string name;
+    if (plus.empty() && minus.empty()) name = "cal_units";
+    if (plus.size() + minus.size() == 1) {
+      const int pos = plus.empty() ? minus[0] : plus[0];
+      if (pos == 0 || pos == k - 1) {
+        name = absl::StrCat("cal_", plus.empty() ? "minus" : "plus", "_",
+                            pos == 0 ? "first" : "last");
+      }
+    }
+    if (!name.empty()) return behaviour_value(find_behaviour(name));
+    if (plus.size() == 1 && minus.size() == 1 && plus[0] < minus[0]) {
+      return pair_value(plus[0], minus[0]);
+    }
+    return absl::InternalError("reveal: the probe asked for is not in the table");
+  };
+  FprevOptions fo;
+  fo.big = p.big;
+  fo.unit = p.unit;
+  FprevStats stats;
+  absl::StatusOr<SumTree> tree = RevealSumTree(oracle, k, fo, &stats);
+  if (!tree.ok()) {
+    if (tree.status().code() == absl::StatusCode::kFailedPrecondition) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "not a fixed summation tree: non-deterministic or data-dependent order? (",
+          tree.status().message(), ")"));
+    }
+    return tree.status();
+  }
+  r.tree = *std::move(tree);
+  r.probes_used = stats.probes;
+  r.fused_group = FusedGroupSize(r.tree);
+
+  // Where x0, x1 and x2 meet.
+  std::vector<int> parent(r.tree.nodes.size(), -1), leaf(k, -1);
+  for (size_t v2 = 0; v2 < r.tree.nodes.size(); ++v2) {
+    for (int c : r.tree.nodes[v2].children) parent[static_cast<size_t>(c)] = static_cast<int>(v2);
+    if (r.tree.nodes[v2].kind == SumTree::Kind::kTerm) leaf[r.tree.nodes[v2].term] = static_cast<int>(v2);
+  }
+  auto lca = [&](int a, int b) {
+    std::set<int> up;
+    for (int x = b; x >= 0; x = parent[static_cast<size_t>(x)]) up.insert(x);
+    for (int x = a; x >= 0; x = parent[static_cast<size_t>(x)]) {
+      if (up.count(x)) return x;
+    }
+    return -1;
+  };
+  const int n01 = lca(leaf[0], leaf[1]);
+  const int n012 = lca(n01, leaf[2]);
+  const size_t kids = r.tree.nodes[static_cast<size_t>(n01)].children.size();
+  if (n01 == n012 && kids > 2) r.fraction_where = "fused group";
+  if (n01 != n012 && kids == 2) r.fraction_where = "first add";
+  if (!r.fraction_where.empty()) {
+    int bits = 0;
+    for (int e = 1; e <= kFracMax; ++e) {
+      if (behaviour_value(find_behaviour(absl::StrCat("frac_plus_", e))) != std::ldexp(1.0, -e)) {
+        break;
+      }
+      bits = e;
+    }
+    r.fraction_bits = bits;
+    if (r.fraction_where == "fused group" && bits < kFracMax) {
+      const double m = behaviour_value(find_behaviour(absl::StrCat("frac_minus_", bits + 1)));
+      r.alignment = m == 0 ? "truncate" : m < 0 ? "round_down" : "";
+    }
+  }
+  const double rp = behaviour_value(find_behaviour("round_pos"));
+  const double rn = behaviour_value(find_behaviour("round_neg"));
+  if (rp == 2 && rn == -2) {
+    r.output_rounding = "toward zero";
+  } else if (rp == 2 + 0x1p-22 && rn == -(2 + 0x1p-22)) {
+    r.output_rounding = "to nearest";
+  } else {
+    r.output_rounding = absl::StrCat("unknown (2 + 1.5 * 2^-23 gave ", rp, ", its negation ", rn,
+                                     ")");
+  }
+
+  // Presets.
+  absl::StatusOr<std::vector<ModelFile>> files = catalog.LoadAll();
+  if (files.ok()) {
+    for (const ModelFile& file : *files) {
+      if (!file.model.ok()) continue;
+      const Model& m = *file.model;
+      if (mm ? !m.op_dot : !m.op_sum) continue;
+      const FormatSpec* fb = m.inputs.b != nullptr ? m.inputs.b : m.inputs.a;
+      if (m.inputs.a->name != spec.dtype || (mm && fb->name != spec.dtype)) continue;
+      absl::StatusOr<SumTree> declared = BuildSummationTree(m, k);
+      if (!declared.ok() || !SameCanonicalTree(*declared, r.tree)) continue;
+      PresetMatch match{file.name, true, true, ""};
+      EvalOptions eo;
+      eo.want_bound = false;
+      for (size_t q = 0; q < p.behaviour.size() && match.behaviour; ++q) {
+        std::vector<uint64_t> a(k), b(k);
+        for (int t = 0; t < k; ++t) {
+          a[t] = ToBits(*m.inputs.a, p.behaviour[q].a[t] * (mm ? 1.0 : p.behaviour[q].b[t]));
+          b[t] = ToBits(*fb, p.behaviour[q].b[t]);
+        }
+        absl::StatusOr<EvalResult> e = mm ? EvaluateDot(m, a, b, 0, eo) : EvaluateSum(m, a, 0, eo);
+        if (!e.ok()) {
+          match.behaviour = false;
+          match.differs = std::string(e.status().message());
+          break;
+        }
+        const double got = ToDouble(*m.output.format, e->bits);
+        if (got != behaviour_value(q)) {
+          match.behaviour = false;
+          match.differs = absl::StrCat(p.behaviour[q].name, ": preset ", got, ", observed ",
+                                       behaviour_value(q));
+        }
+      }
+      r.presets.push_back(std::move(match));
+    }
+  }
+  std::stable_sort(r.presets.begin(), r.presets.end(),
+                   [](const PresetMatch& a, const PresetMatch& b) {
+                     return a.behaviour && !b.behaviour;
+                   });
+  return r;
+}
+
+std::string RevealedText(const Revealed& r) {
+  const ProbeSpec& s = r.probes.spec;
+  std::string out = absl::StrCat("probes: ", s.op, ", K = ", s.k, ", ", s.dtype, "; outputs ",
+                                 r.outputs_source, " (", r.outputs_dtype, ", ", r.outputs_hash,
+                                 ")\n");
+  absl::StrAppend(&out, "tree: ", RenderText(r.tree), "\n");
+  absl::StrAppend(&out, "probe outputs used: ", r.probes_used, " (M = ", r.probes.big,
+                  ", u = ", r.probes.unit, ")\n");
+  absl::StrAppend(&out, "fused group size: ", r.fused_group, "\n");
+  if (r.fraction_bits >= 0) {
+    absl::StrAppend(&out, "fraction bits: ", r.fraction_bits,
+                    r.fraction_bits >= kFracMax ? " or more" : "", " (", r.fraction_where,
+                    " holding x0, x1)\n");
+  } else {
+    absl::StrAppend(&out, "fraction bits: not shown (x0 and x1 are not added first)\n");
+  }
+  if (!r.alignment.empty()) absl::StrAppend(&out, "alignment: ", r.alignment, "\n");
+  absl::StrAppend(&out, "rounding of 2 + 1.5 * 2^-23: ", r.output_rounding, "\n");
+  std::vector<std::string> full, tree_only;
+  for (const PresetMatch& m : r.presets) {
+    if (m.behaviour) {
+      full.push_back(m.name);
+    } else {
+      tree_only.push_back(absl::StrCat(m.name, " (", m.differs, ")"));
+    }
+  }
+  absl::StrAppend(&out, "presets with this tree and behaviour: ",
+                  full.empty() ? "none" : absl::StrJoin(full, " "), "\n");
+  if (!tree_only.empty()) {
+    absl::StrAppend(&out, "presets with this tree, other behaviour: ",
+                    absl::StrJoin(tree_only, "; "), "\n");
+  }
+  return out;
+}
+
+std::string RevealedDraftModel(const Revealed& r) {
+  const ProbeSpec& s = r.probes.spec;
+  const bool mm = s.op == "matmul";
+  const bool fused = r.fused_group >= 2;
+  const std::string where = absl::StrCat("probe: fpconform reveal (", s.op, ", K = ", s.k, ", ",
+                                         s.dtype, "), outputs ", r.outputs_source, " ",
+                                         r.outputs_hash);
+  std::vector<std::pair<std::string, std::string>> prov;
+  std::vector<std::string> unconfirmed;
+  std::string t = absl::StrCat(
+      "# Draft model revealed by fpconform reveal; review before adding to accumulation/models.\n",
+      [&] {
+        std::vector<std::string> full;
+        for (const PresetMatch& m : r.presets) {
+          if (m.behaviour) full.push_back(m.name);
+        }
+        return full.empty() ? std::string("# No preset has this tree and behaviour.\n")
+                            : absl::StrCat("# Presets with this tree and behaviour: ",
+                                           absl::StrJoin(full, " "), "\n");
+      }(),
+      "name = ", Quote(absl::StrCat("revealed-", r.outputs_hash.substr(8, 8))), "\n",
+      "description = ", Quote(absl::StrCat("Revealed from ", r.outputs_source, " (", s.op,
+                                           ", K = ", s.k, ", ", s.dtype, ")")), "\n",
+      "operations = ", mm ? "[\"dot\", \"matmul\"]" : "[\"sum\"]", "\n\n[inputs]\na = ",
+      Quote(s.dtype), "\n");
+  prov.push_back({"inputs.a", where + ": the probe dtype"});
+  if (mm) {
+    absl::StrAppend(&t, "b = ", Quote(s.dtype), "\n\n[product]\npolicy = \"exact\"\n");
+    prov.push_back({"inputs.b", where + ": the probe dtype"});
+    prov.push_back({"product.policy", "every probe product is a product of powers of two (exact either way)"});
+    unconfirmed.push_back("product.policy");
+  }
+  const bool nearest = r.output_rounding == "to nearest";
+  if (fused) {
+    const int f = r.fraction_where == "fused group" ? r.fraction_bits : 24;
+    absl::StrAppend(&t, "\n[adder]\nkind = \"fused\"\ngroup = ", r.fused_group,
+                    "\nfraction_bits = ", std::clamp(f, 1, 100), "\nalignment = ",
+                    Quote(r.alignment.empty() ? "truncate" : r.alignment),
+                    "\nnormalization_rounding = ", nearest ? "\"rne\"" : "\"rtz\"", "\n");
+    prov.push_back({"adder.kind", where + ": tree nodes with more than two children"});
+    prov.push_back({"adder.group", absl::StrCat(where, ": fused group size ", r.fused_group)});
+    prov.push_back({"adder.fraction_bits", r.fraction_where == "fused group"
+                                               ? where + ": frac_plus probes"
+                                               : "not shown by the probes; 24 assumed"});
+    if (r.fraction_where != "fused group") unconfirmed.push_back("adder.fraction_bits");
+    prov.push_back({"adder.alignment", r.alignment.empty() ? "not shown; truncate assumed"
+                                                           : where + ": frac_minus probes"});
+    if (r.alignment.empty()) unconfirmed.push_back("adder.alignment");
+    prov.push_back({"adder.normalization_rounding", where + ": round_pos / round_neg probes"});
+    if (r.output_rounding.rfind("unknown", 0) == 0) unconfirmed.push_back("adder.normalization_rounding");
+  } else {
+    absl::StrAppend(&t, "\n[adder]\nkind = \"ieee\"\nrounding = ",
+                    r.output_rounding == "toward zero" ? "\"rtz\"" : "\"rne\"", "\n");
+    prov.push_back({"adder.kind", where + ": a binary tree (two-operand adds)"});
+    prov.push_back({"adder.rounding", where + ": round_pos / round_neg probes (" +
+                                          r.output_rounding + ")"});
+    if (r.fraction_where != "first add" || r.output_rounding.rfind("unknown", 0) == 0) {
+      unconfirmed.push_back("adder.rounding");
+    }
+  }
+  std::string acc = "float32";
+  std::string acc_note = "not shown by the probes; float32 assumed";
+  int acc_bits = -1;
+  if (!fused && r.fraction_where == "first add") {
+    acc_note = absl::StrCat(where, ": frac_plus probes keep ", r.fraction_bits, " fraction bits");
+    if (r.fraction_bits >= 52) {
+      acc = "float64";
+    } else if (r.fraction_bits == 7) {
+      acc = "bfloat16";
+    } else if (r.fraction_bits < 23) {
+      acc_bits = std::max(r.fraction_bits, 1);
+    }
+  } else {
+    unconfirmed.push_back("accumulator.format");
+  }
+  absl::StrAppend(&t, "\n[accumulator]\nformat = ", Quote(acc), "\n");
+  prov.push_back({"accumulator.format", acc_note});
+  if (acc_bits > 0) {
+    absl::StrAppend(&t, "fraction_bits = ", acc_bits, "\n");
+    prov.push_back({"accumulator.fraction_bits", acc_note});
+  }
+  absl::StrAppend(&t, "rounding = \"rne\"\n");
+  prov.push_back({"accumulator.rounding", "not shown by the probes; RNE assumed"});
+  unconfirmed.push_back("accumulator.rounding");
+  if (fused) {
+    absl::StrAppend(&t, "\n[chain]\nkind = \"sequential\"\n");
+    prov.push_back({"chain.kind", where + ": fused groups in order (checked below)"});
+  } else {
+    absl::StrAppend(&t, "\n[chain]\nkind = \"tree\"\nshape = ", Quote(Shape(r.tree)), "\n");
+    prov.push_back({"chain.kind", where + ": the revealed tree"});
+    prov.push_back({"chain.shape", absl::StrCat(where, ": the revealed tree, measured for K = ",
+                                                s.k, " only (other lengths not probed)")});
+    unconfirmed.push_back("chain.shape");
+  }
+  const FormatSpec* of = FindFormat(r.outputs_dtype);
+  const std::string out_fmt = of != nullptr ? r.outputs_dtype : "float32";
+  absl::StrAppend(&t, "\n[output]\nformat = ", Quote(out_fmt), "\nrounding = \"rne\"\n");
+  prov.push_back({"output.format", where + ": the outputs' dtype"});
+  prov.push_back({"output.rounding", "not shown by the probes; RNE assumed"});
+  unconfirmed.push_back("output.rounding");
+  absl::StrAppend(&t, "\n[provenance]\n");
+  for (const auto& [k, v] : prov) absl::StrAppend(&t, Quote(k), " = ", Quote(v), "\n");
+  std::vector<std::string> q;
+  for (const std::string& u : unconfirmed) q.push_back(Quote(u));
+  absl::StrAppend(&t, "unconfirmed = [", absl::StrJoin(q, ", "), "]\n");
+  absl::StatusOr<Model> m = ParseModel(t, "draft");
+  std::string check;
+  if (!m.ok()) {
+    check = absl::StrCat("no: the draft does not parse: ", m.status().message());
+  } else {
+    absl::StatusOr<SumTree> d = BuildSummationTree(*m, s.k);
+    check = d.ok() && SameCanonicalTree(*d, r.tree)
+                ? "yes"
+                : "no: the draft's tree differs from the revealed one (edit [chain])";
+  }
+  absl::StrAppend(&t, "# check: the draft's declared tree for K = ", s.k,
+                  " equals the revealed tree: ", check, "\n");
+  return t;
+}
+
+}  // namespace fpconform

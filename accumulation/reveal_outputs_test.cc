@@ -1,0 +1,230 @@
+// `fpconform reveal` from outputs, end to end on black boxes: probes written with WriteProbes,
+// outputs computed by every preset (float32 / bfloat16 inputs) through EvaluateDot / EvaluateSum
+// and by Debian's real NumPy (np.sum along the last axis, np.matmul) and saved as out.npy,
+// then RevealFromOutputs must give the preset's declared tree (and list the preset as a full
+// match); errors (shape, NaN, not a tree) have clear messages.
+#include "accumulation/reveal_outputs.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "accumulation/evaluate.h"
+#include "accumulation/model.h"
+#include "accumulation/model_catalog.h"
+#include "accumulation/summation_tree.h"
+#include "gtest/gtest.h"
+
+namespace fpconform {
+namespace {
+
+std::string TempDir() {
+  char tmpl[] = "/tmp/fpconform_reveal_XXXXXX";
+  const char* d = mkdtemp(tmpl);
+  EXPECT_NE(d, nullptr);
+  return d != nullptr ? d : "/tmp";
+}
+
+struct TempTree {
+  std::string dir = TempDir();
+  ~TempTree() { std::filesystem::remove_all(dir); }
+};
+
+// The outputs of `m` on the probes, in m's output format.
+Tensor RunModel(const Model& m, const ProbeSet& p) {
+  const int k = p.spec.k;
+  Tensor out = *MakeTensor(m.output.format->name, p.output_shape);
+  EvalOptions eo;
+  eo.want_bound = false;
+  if (p.spec.op == "matmul") {
+    const int64_t r = p.output_shape[0];
+    std::vector<uint64_t> a(k), b(k);
+    for (int64_t i = 0; i < r; ++i) {
+      p.a.CopyBits(i * k, a);
+      for (int64_t j = 0; j < r; ++j) {
+        for (int t = 0; t < k; ++t) b[t] = p.b.Bits(t * r + j);
+        absl::StatusOr<EvalResult> e = EvaluateDot(m, a, b, 0, eo);
+        EXPECT_TRUE(e.ok()) << e.status();
+        out.SetBits(i * r + j, e.ok() ? e->bits : 0);
+      }
+    }
+  } else {
+    std::vector<uint64_t> x(k);
+    for (int64_t i = 0; i < p.output_shape[0]; ++i) {
+      p.a.CopyBits(i * k, x);
+      absl::StatusOr<EvalResult> e = EvaluateSum(m, x, 0, eo);
+      EXPECT_TRUE(e.ok()) << e.status();
+      out.SetBits(i, e.ok() ? e->bits : 0);
+    }
+  }
+  return out;
+}
+
+absl::StatusOr<Revealed> RevealModel(const Model& m, const std::string& op, int k,
+                                     const std::string& dtype, const ModelCatalog& catalog,
+                                     Tensor* outputs = nullptr) {
+  TempTree tmp;
+  const std::string dir = tmp.dir + "/probes";
+  absl::StatusOr<ProbeSet> p = MakeProbes({op, k, dtype});
+  if (!p.ok()) return p.status();
+  if (absl::Status s = WriteProbes(*p, dir); !s.ok()) return s;
+  Tensor out = RunModel(m, *p);
+  if (outputs != nullptr) out = *outputs;
+  if (absl::Status s = WriteNpy(out, tmp.dir + "/out.npy"); !s.ok()) return s;
+  return RevealFromOutputs(dir, tmp.dir + "/out.npy", out.dtype, catalog);
+}
+
+TEST(RevealOutputs, ProbeLayoutAndSize) {
+  absl::StatusOr<ProbeSet> mm = MakeProbes({"matmul", 256, "bfloat16"});
+  ASSERT_TRUE(mm.ok()) << mm.status();
+  const int64_t p = static_cast<int64_t>(mm->behaviour.size());
+  EXPECT_EQ(p, 127);  // 5 calibration + 2 x 60 fraction + 2 rounding probes.
+  EXPECT_EQ(mm->a.shape, (std::vector<int64_t>{256 + p, 256}));
+  EXPECT_EQ(mm->b.shape, (std::vector<int64_t>{256, 256 + p}));
+  EXPECT_EQ(mm->a.Bits(0), 0x4F80u);  // A[0][0] = 2^32 in bfloat16.
+  EXPECT_EQ(mm->a.Bits(1), 0x2F80u);  // 2^-32.
+  EXPECT_EQ(mm->b.Bits(0), 0xCF80u);  // B[0][0] = -2^32.
+  absl::StatusOr<ProbeSet> s = MakeProbes({"sum", 256, "float32"});
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->a.shape, (std::vector<int64_t>{256 * 255 / 2 + p, 256}));
+  EXPECT_FALSE(MakeProbes({"matmul", 256, "float16"}).ok());
+  EXPECT_FALSE(MakeProbes({"conv", 256, "float32"}).ok());
+  EXPECT_FALSE(MakeProbes({"sum", 2, "float32"}).ok());
+  TempTree tmp;
+  EXPECT_TRUE(WriteProbes(*s, tmp.dir + "/p").ok());
+  EXPECT_TRUE(std::filesystem::exists(tmp.dir + "/p/X.npy"));
+  EXPECT_EQ(WriteProbes(*s, tmp.dir + "/p").code(), absl::StatusCode::kAlreadyExists);
+}
+
+// Every preset with float32 or bfloat16 inputs, revealed from its own outputs at K = 40.
+TEST(RevealOutputs, EveryPresetFromItsOwnOutputs) {
+  const ModelCatalog catalog(FPCONFORM_MODELS_SOURCE_DIR);
+  absl::StatusOr<std::vector<ModelFile>> files = catalog.LoadAll();
+  ASSERT_TRUE(files.ok());
+  int revealed = 0;
+  for (const ModelFile& f : *files) {
+    if (!f.model.ok()) continue;
+    const Model& m = *f.model;
+    const std::string dtype(m.inputs.a->name);
+    const FormatSpec* fb = m.inputs.b != nullptr ? m.inputs.b : m.inputs.a;
+    if ((dtype != "float32" && dtype != "bfloat16") || fb->name != dtype) {
+      std::printf("listed: %s (inputs %s: the probes need float32 or bfloat16)\n", f.name.c_str(),
+                  dtype.c_str());
+      continue;
+    }
+    const std::string op = m.op_dot ? "matmul" : "sum";
+    SCOPED_TRACE(f.name + " " + op);
+    absl::StatusOr<Revealed> r = RevealModel(m, op, 40, dtype, catalog);
+    if (m.adder.kind == AdderKind::kKahan) {
+      // A compensated sum has no declared tree: either no tree explains its outputs, or the
+      // one the probes show is reported without claiming the preset.
+      if (!r.ok()) {
+        EXPECT_TRUE(absl::StrContains(r.status().message(), "not a fixed summation tree"))
+            << r.status();
+      } else {
+        for (const PresetMatch& pm : r->presets) EXPECT_NE(pm.name, f.name);
+        std::printf("kahan-f32 (%s): the probes show %s\n", op.c_str(),
+                    RenderText(r->tree).substr(0, 120).c_str());
+      }
+      continue;
+    }
+    ASSERT_TRUE(r.ok()) << r.status();
+    const SumTree declared = *BuildSummationTree(m, 40);
+    EXPECT_TRUE(SameCanonicalTree(declared, r->tree))
+        << RenderText(r->tree) << "\n" << RenderText(Canonical(declared));
+    bool listed = false;
+    for (const PresetMatch& pm : r->presets) {
+      if (pm.name == f.name) {
+        listed = true;
+        EXPECT_TRUE(pm.behaviour) << pm.differs;
+      }
+    }
+    EXPECT_TRUE(listed) << RevealedText(*r);
+    if (m.adder.kind == AdderKind::kFused) {
+      EXPECT_EQ(r->fused_group, m.adder.group);
+      EXPECT_EQ(r->fraction_bits, m.adder.fraction_bits) << RevealedText(*r);
+    }
+    EXPECT_TRUE(absl::StrContains(RevealedDraftModel(*r), "equals the revealed tree: yes"))
+        << RevealedDraftModel(*r);
+    ++revealed;
+  }
+  std::printf("revealed %d presets from their outputs\n", revealed);
+  EXPECT_GE(revealed, 30);
+}
+
+TEST(RevealOutputs, K256) {
+  const ModelCatalog catalog(FPCONFORM_MODELS_SOURCE_DIR);
+  for (const auto& [name, op] : std::vector<std::pair<std::string, std::string>>{
+           {"trainium2-bf16", "matmul"}, {"trainium2-reduce-bf16-pairwise", "sum"}}) {
+    const Model& m = *catalog.Find(name);
+    absl::StatusOr<Revealed> r = RevealModel(m, op, 256, "bfloat16", catalog);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_TRUE(SameCanonicalTree(*BuildSummationTree(m, 256), r->tree)) << name;
+    std::printf("%s", RevealedText(*r).substr(0, 400).c_str());
+    EXPECT_TRUE(absl::StrContains(RevealedDraftModel(*r), "equals the revealed tree: yes"));
+  }
+}
+
+TEST(RevealOutputs, Errors) {
+  const ModelCatalog catalog(FPCONFORM_MODELS_SOURCE_DIR);
+  const Model& m = *catalog.Find("cpu-f32-seq");
+  absl::StatusOr<ProbeSet> p = MakeProbes({"matmul", 8, "float32"});
+  ASSERT_TRUE(p.ok());
+  Tensor good = RunModel(m, *p);
+  Tensor shape = *MakeTensor("float32", {3, 3});
+  absl::StatusOr<Revealed> r = RevealModel(m, "matmul", 8, "float32", catalog, &shape);
+  EXPECT_TRUE(absl::StrContains(r.status().message(), "shape [3, 3], expected [135, 135]"))
+      << r.status();
+  Tensor nan = good;
+  nan.SetBits(5, 0x7FC00000);
+  r = RevealModel(m, "matmul", 8, "float32", catalog, &nan);
+  EXPECT_TRUE(absl::StrContains(r.status().message(), "element (0, 5) is NaN")) << r.status();
+  Tensor asym = good;
+  asym.SetBits(1, asym.Bits(2));  // Output (0, 1) now differs from (1, 0).
+  r = RevealModel(m, "matmul", 8, "float32", catalog, &asym);
+  EXPECT_TRUE(absl::StrContains(r.status().message(), "not a fixed summation tree")) << r.status();
+  Tensor ints = *MakeTensor("int32", {135, 135});
+  r = RevealModel(m, "matmul", 8, "float32", catalog, &ints);
+  EXPECT_TRUE(absl::StrContains(r.status().message(), "must be floating point")) << r.status();
+}
+
+// Debian's NumPy as the black box (float32: np.sum along the last axis, np.matmul).
+TEST(RevealOutputs, RealNumpy) {
+  if (std::system("/usr/bin/python3 -c 'import numpy' >/dev/null 2>&1") != 0) {
+    GTEST_SKIP() << "no /usr/bin/python3 with numpy";
+  }
+  const ModelCatalog catalog(FPCONFORM_MODELS_SOURCE_DIR);
+  for (const char* op : {"sum", "matmul"}) {
+    SCOPED_TRACE(op);
+    TempTree tmp;
+    const std::string dir = tmp.dir + "/probes";
+    ASSERT_TRUE(WriteProbes(*MakeProbes({op, 256, "float32"}), dir).ok());
+    const std::string py =
+        std::string(op) == "sum"
+            ? absl::StrCat("import numpy as np; x = np.load('", dir,
+                           "/X.npy'); np.save('", tmp.dir, "/out.npy', np.sum(x, axis=-1))")
+            : absl::StrCat("import numpy as np; a = np.load('", dir, "/A.npy'); b = np.load('",
+                           dir, "/B.npy'); np.save('", tmp.dir, "/out.npy', np.matmul(a, b))");
+    ASSERT_EQ(std::system(("/usr/bin/python3 -c \"" + py + "\"").c_str()), 0);
+    absl::StatusOr<Revealed> r = RevealFromOutputs(dir, tmp.dir + "/out.npy", "", catalog);
+    ASSERT_TRUE(r.ok()) << r.status();
+    const std::string text = RevealedText(*r);
+    std::printf("numpy %s:\n%s", op, text.c_str());
+    if (std::string(op) == "sum") {
+      EXPECT_TRUE(SameCanonicalTree(*BuildSummationTree(*catalog.Find("numpy-sum-f32"), 256),
+                                    r->tree));
+      ASSERT_FALSE(r->presets.empty());
+      EXPECT_EQ(r->presets[0].name, "numpy-sum-f32");
+      EXPECT_TRUE(r->presets[0].behaviour);
+      EXPECT_EQ(r->fraction_bits, 23);
+    }
+    EXPECT_TRUE(absl::StrContains(RevealedDraftModel(*r), "equals the revealed tree: yes"));
+  }
+}
+
+}  // namespace
+}  // namespace fpconform
