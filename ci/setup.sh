@@ -7,7 +7,7 @@ packages=(
   build-essential cmake ninja-build pkg-config git
   libmpfr-dev libgmp-dev libboost-dev libabsl-dev
   libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev libtomlplusplus-dev
-  python3-numpy python3-matplotlib
+  python3-numpy python3-matplotlib python3-venv
 )
 
 missing=()

@@ -5,17 +5,25 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash ci/setup.sh
+# The Python virtual environment (numpy, ml_dtypes, safetensors, pytest from PyPI) for the live
+# tensor-file test; without it (no PyPI) that test prints why and skips.
+if venv_python=$(bash ci/venv.sh | tail -n 1); then
+  venv_flag=(-DFPCONFORM_VENV_PYTHON="$venv_python")
+else
+  echo "== ci/venv.sh failed: tests that need the venv will skip" >&2
+  venv_flag=()
+fi
 
 jobs=${JOBS:-$(nproc)}
 labels='quick|oracle'
 [ "${FPCONFORM_EXHAUSTIVE:-0}" = 1 ] && labels='quick|oracle|exhaustive'
 
 echo "== Release build, ctest -L '$labels'"
-BUILD_DIR=build bash ci/build.sh
+BUILD_DIR=build bash ci/build.sh "${venv_flag[@]}"
 ctest --test-dir build -L "$labels" --output-on-failure -j "$jobs"
 
 echo "== ASan+UBSan build, ctest -L quick"
 BUILD_DIR=build-asan bash ci/build.sh -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFPCONFORM_SANITIZE=ON \
-  -DFPCONFORM_BENCHMARKS=OFF
+  -DFPCONFORM_BENCHMARKS=OFF "${venv_flag[@]}"
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build-asan -L quick --output-on-failure -j "$jobs"
