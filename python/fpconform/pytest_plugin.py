@@ -27,6 +27,7 @@ class _State:
         self.item: Optional[pytest.Item] = None
         # (nodeid, kind, platform, verdict, counts)
         self.audits: List[Tuple[str, str, str, str, dict]] = []
+        self.saved_defaults: dict = {}
 
     def listener(self, audit: Any, kind: str) -> None:
         if kind == "compare":
@@ -52,6 +53,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     state = _State()
+    state.saved_defaults = dict(_testing.defaults)  # A pytester run inside a test restores them.
     setattr(config, _KEY, state)
     _testing.defaults["platform"] = config.getini("fpconform_platform") or "auto"
     _testing.defaults["strict"] = bool(config.getini("fpconform_strict"))
@@ -62,7 +64,8 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     state = getattr(config, _KEY, None)
     if state is not None and state.listener in fpconform._listeners:
         fpconform._listeners.remove(state.listener)
-    _testing.defaults.update({"platform": "auto", "strict": False})
+    if state is not None:
+        _testing.defaults.update(state.saved_defaults)
 
 
 @pytest.hookimpl(hookwrapper=True)

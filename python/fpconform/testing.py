@@ -50,9 +50,11 @@ def assert_conforms(out: Any, a: Any, b: Any = None, platform: Any = None, op: s
     cast(a / scale) into `to` (default out's dtype). platform: a model, an envelope, a list or
     "auto" (default: the pytest ini option fpconform_platform, else auto). strict (default: ini
     fpconform_strict): elements only within the recommended tolerance fail too. Other keyword
-    arguments go to fpconform.audit_matmul / audit_sum / audit_cast. Returns None, as
+    arguments go to fpconform.audit_matmul / audit_sum / audit_cast (max_listed defaults to 10
+    here: the message lists every unexplained element up to that many, then the worst others). Returns None, as
     torch.testing.assert_close does.
     """
+    kwargs.setdefault("max_listed", 10)  # A test failure lists the 10 worst elements.
     if platform is None:
         platform = defaults["platform"]
     if strict is None:
