@@ -119,6 +119,11 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     tr.section("fpconform audits")
     tr.write_line(f"{len(state.audits)} audits: {passed} pass, {len(state.audits) - passed} fail "
                   f"(default platform {_testing.defaults['platform']}, strict {_testing.defaults['strict']})")
+    verbose = config.getoption("verbose", 0) > 0
+    if not verbose and passed:
+        tr.write_line("(failed audits listed; -v lists them all)")
     for nodeid, kind, platform, verdict, counts in state.audits:
+        if verdict == "pass" and not verbose:
+            continue
         summary = " ".join(f"{k} {v}" for k, v in counts.items())
         tr.write_line(f"{verdict.upper():4}  {kind:7} {platform:32} {summary}  {nodeid}")

@@ -41,7 +41,7 @@ def test_fixture(conformance):
 def test_plugin_summary_verdicts_and_junit(pytester):
     pytester.makeini("[pytest]\nfpconform_platform = cpu-f32-seq\nfpconform_strict = true\n")
     pytester.makepyfile(test_kernel=KERNEL_TESTS)
-    result = pytester.runpytest(*plugin_args(), "--junitxml=junit.xml", "-p", "no:cacheprovider")
+    result = pytester.runpytest(*plugin_args(), "--junitxml=junit.xml", "-p", "no:cacheprovider", "-v")
     result.assert_outcomes(passed=2, failed=1)
     result.stdout.fnmatch_lines([
         "*= fpconform audits =*",
@@ -50,6 +50,10 @@ def test_plugin_summary_verdicts_and_junit(pytester):
         "FAIL  matmul  cpu-f32-seq*unexplained 4*test_kernel.py::test_bad",
         "*Tensor-likes are not close!*",
     ])
+    quiet = pytester.runpytest(*plugin_args(), "-p", "no:cacheprovider")
+    quiet.stdout.fnmatch_lines(["3 audits: 2 pass, 1 fail*", "(failed audits listed; -v lists them all)",
+                                "FAIL  matmul*test_bad"])
+    assert "PASS  matmul" not in quiet.stdout.str()
     xml = (pytester.path / "junit.xml").read_text()
     assert '<property name="fpconform_verdict" value="fail"' in xml
     assert '<property name="fpconform_verdict" value="pass"' in xml
