@@ -153,6 +153,8 @@ def _bits(x: Any, what: str, dtype: Any = None) -> Tuple[str, np.ndarray]:
                 raise ValueError(f"{what}: the array is {arr.dtype}, not {want}; pass {want}'s bits as "
                                  f"uint{8 * width} to reinterpret them")
             fmt = want
+    if arr.dtype.byteorder == ">":  # Bits cross little-endian (every supported host).
+        arr = arr.astype(arr.dtype.newbyteorder("="))
     if not arr.flags.c_contiguous:
         arr = arr.copy(order="C")
     return fmt, arr.view(_UINT[arr.dtype.itemsize])

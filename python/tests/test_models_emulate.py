@@ -141,3 +141,21 @@ def test_emulate_errors(rng):
         fpconform.exact_sum(np.int8([1, 2]))
     with pytest.raises(ValueError, match="rounding 'rnx'"):
         fpconform.exact_sum(a, rounding="rnx")
+
+
+def test_bad_model_file_message(tmp_path, monkeypatch):
+    (tmp_path / "broken.toml").write_text('name = "broken"\ndescription = "x"\n[inputs]\na = "float8_e4m3x"\n')
+    monkeypatch.setenv("FPCONFORM_MODELS_DIR", str(tmp_path))
+    with pytest.raises(ValueError, match=r"broken\.toml.*float8_e4m3x"):
+        fpconform.model("broken")
+    with pytest.raises(ValueError, match=r"broken\.toml"):
+        fpconform.emulate_sum(np.float32([[1.0]]), -1, "broken")
+    assert fpconform.models() == ["broken"] or "broken" in fpconform.models()
+
+
+def test_byte_order_and_layout_do_not_change_bits(rng):
+    a = rng.standard_normal((3, 40)).astype(np.float32)
+    b = rng.standard_normal((40, 2)).astype(np.float32)
+    want, _ = fpconform.emulate_matmul(a, b, "cpu-f32-seq")
+    big, _ = fpconform.emulate_matmul(a.astype(">f4"), np.asfortranarray(b), "cpu-f32-seq")
+    assert bits(big).tolist() == bits(want).tolist()
