@@ -3,7 +3,7 @@
 # (labels quick and oracle), the Python package's pytest suite (ci/python_test.sh: the module built
 # in the same Release tree), then the quick tests again under AddressSanitizer and
 # UndefinedBehaviorSanitizer. Set FPCONFORM_EXHAUSTIVE=1 to add the exhaustive label,
-# FPCONFORM_WHEEL=1 to add the full `pip wheel .` check of the package.
+# FPCONFORM_WHEEL=0 to skip the `pip wheel .` check of the package (about 2.5 minutes).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash ci/setup.sh
@@ -28,7 +28,7 @@ BUILD_DIR=build bash ci/build.sh "${venv_flag[@]}" "${python_flag[@]}"
 ctest --test-dir build -L "$labels" --output-on-failure -j "$jobs"
 
 if [ ${#python_flag[@]} -gt 0 ]; then
-  echo "== Python package: pytest suite, doctests, examples/pytest"
+  echo "== Python package: pytest suite, doctests, examples/pytest, pip wheel ."
   bash ci/python_test.sh build "$venv_python"
 else
   echo "== SKIPPED: the Python package's tests (no venv: ci/venv.sh needs PyPI)" >&2
