@@ -4,6 +4,13 @@
 
 namespace fpconform::python {
 
+bool PollInterrupt() {
+  nb::gil_scoped_acquire acquire;
+  if (PyErr_CheckSignals() == 0) return false;
+  PyErr_Clear();
+  return true;
+}
+
 const FormatSpec& NeedFormat(const std::string& name, const std::string& what) {
   const FormatSpec* f = FindFormat(name);
   if (f == nullptr) {

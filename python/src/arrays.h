@@ -32,10 +32,14 @@ using InArray = nb::ndarray<nb::c_contig, nb::device::cpu, nb::ro>;
 // A user error (ValueError in Python) with `message`.
 [[noreturn]] inline void ThrowValue(const std::string& message) { throw std::invalid_argument(message); }
 
-// InvalidArgument, NotFound, FailedPrecondition, OutOfRange -> ValueError; others RuntimeError.
+// InvalidArgument, NotFound, FailedPrecondition, OutOfRange -> ValueError; Cancelled (Ctrl-C seen
+// by PollInterrupt) -> KeyboardInterrupt; others RuntimeError. Call with the GIL held.
 [[noreturn]] inline void ThrowStatus(const absl::Status& s) {
   const std::string m(s.message());
   switch (s.code()) {
+    case absl::StatusCode::kCancelled:
+      PyErr_SetNone(PyExc_KeyboardInterrupt);
+      throw nb::python_error();
     case absl::StatusCode::kInvalidArgument:
     case absl::StatusCode::kNotFound:
     case absl::StatusCode::kFailedPrecondition:
@@ -45,6 +49,11 @@ using InArray = nb::ndarray<nb::c_contig, nb::device::cpu, nb::ro>;
       throw std::runtime_error(m);
   }
 }
+
+// For AuditOptions::cancelled while the GIL is released: true once Python has a pending signal
+// (Ctrl-C), which it consumes (the caller raises KeyboardInterrupt from the Cancelled status).
+// Only the main thread sees signals; polls from worker threads return false.
+bool PollInterrupt();
 
 // The table row of `name`, or ValueError naming `what` and the valid names.
 const FormatSpec& NeedFormat(const std::string& name, const std::string& what);

@@ -74,6 +74,7 @@ reports::AuditOptions MakeOptions(const Options& o) {
   r.recommend = o.recommend;
   r.tolerance_samples = o.tolerance_samples;
   r.threads = o.threads > 0 ? o.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  r.cancelled = &PollInterrupt;  // Ctrl-C stops an audit: KeyboardInterrupt.
   return r;
 }
 
@@ -167,8 +168,12 @@ AuditResult AuditMatmulPy(const TensorPair& a, const TensorPair& b, const Tensor
   if (cast_inputs.has_value()) in.cast_inputs = ParseMode(*cast_inputs, "cast_inputs");
   in.out_rounding = ParseMode(out_rounding, "out_rounding");
   const reports::AuditOptions opts = MakeOptions(o);
-  nb::gil_scoped_release release;
-  return Run(reports::AuditMatmul(in, opts));
+  absl::StatusOr<AuditResult> r;
+  {
+    nb::gil_scoped_release release;
+    r = reports::AuditMatmul(in, opts);
+  }
+  return Run(std::move(r));
 }
 
 AuditResult AuditSumPy(const TensorPair& x, int axis, const TensorPair& out, std::optional<std::string> cast_inputs,
@@ -181,8 +186,12 @@ AuditResult AuditSumPy(const TensorPair& x, int axis, const TensorPair& out, std
   if (cast_inputs.has_value()) in.cast_inputs = ParseMode(*cast_inputs, "cast_inputs");
   in.out_rounding = ParseMode(out_rounding, "out_rounding");
   const reports::AuditOptions opts = MakeOptions(o);
-  nb::gil_scoped_release release;
-  return Run(reports::AuditSum(in, opts));
+  absl::StatusOr<AuditResult> r;
+  {
+    nb::gil_scoped_release release;
+    r = reports::AuditSum(in, opts);
+  }
+  return Run(std::move(r));
 }
 
 AuditResult AuditCastPy(const TensorPair& x, const TensorPair& out, const std::string& to, const std::string& rounding,
@@ -198,8 +207,12 @@ AuditResult AuditCastPy(const TensorPair& x, const TensorPair& out, const std::s
   in.env = env;
   in.scale = scale;
   const reports::AuditOptions opts = MakeOptions(o);
-  nb::gil_scoped_release release;
-  return Run(reports::AuditCast(in, opts));
+  absl::StatusOr<AuditResult> r;
+  {
+    nb::gil_scoped_release release;
+    r = reports::AuditCast(in, opts);
+  }
+  return Run(std::move(r));
 }
 
 CompareResult CompareMatmulPy(const TensorPair& a, const TensorPair& b, const TensorPair& out_ref,
@@ -218,12 +231,12 @@ CompareResult CompareMatmulPy(const TensorPair& a, const TensorPair& b, const Te
   ref.out = &tref;
   port.out = &tout;
   const reports::AuditOptions opts = MakeOptions(o);
-  nb::gil_scoped_release release;
-  absl::StatusOr<CompareResult> r = reports::CompareMatmul(ref, platform_ref, port, platform, opts);
-  if (!r.ok()) {
-    nb::gil_scoped_acquire acquire;
-    ThrowStatus(r.status());
+  absl::StatusOr<CompareResult> r;
+  {
+    nb::gil_scoped_release release;
+    r = reports::CompareMatmul(ref, platform_ref, port, platform, opts);
   }
+  if (!r.ok()) ThrowStatus(r.status());
   return *std::move(r);
 }
 

@@ -203,3 +203,25 @@ def test_audit_every_input_dtype_round_trips(rng):
         r = fpconform.audit_cast(x, x, tolerance=False)
         assert r.verdict == "pass" and r.out_format == name
         assert np.asarray(out).dtype == np.float32
+
+
+def test_ctrl_c_stops_an_audit(rng):
+    """A pending SIGINT (here _thread.interrupt_main) stops a long audit with KeyboardInterrupt,
+    long before the audit would end (about 6 s on one thread here)."""
+    import _thread
+    import threading
+    import time
+
+    a = bf16(rng.standard_normal((4096, 2048)))
+    b = bf16(rng.standard_normal((2048, 256)))
+    out = np.zeros((4096, 256), np.float32)
+    timer = threading.Timer(0.2, _thread.interrupt_main)
+    start = time.monotonic()
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            fpconform.audit_matmul(a, b, out, platform="trainium2-bf16", tolerance=False, threads=1)
+            time.sleep(30)  # Not reached when the audit is interrupted.
+    finally:
+        timer.cancel()
+    assert time.monotonic() - start < 3
