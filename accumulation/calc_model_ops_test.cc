@@ -82,6 +82,15 @@ TEST_F(CalcModelOpsTest, Errors) {
   EXPECT_EQ(err_, "line 1: 'msum' needs the count n (decimal) after the model\n");
 }
 
+// A model name echoed in a message never carries raw control bytes (ESC, 0xff, NUL).
+TEST_F(CalcModelOpsTest, UnknownModelNamesAreEscaped) {
+  EXPECT_EQ(Run(std::string("mdot a\x1b[2J\xff\0b 0 0x0\n", 19)), "error\n");
+  EXPECT_EQ(err_, "line 1: bad model name 'a\\x1b[2J\\xff\\x00b' (want letters, digits, '.', "
+                  "'_', '-')\n");
+  EXPECT_EQ(Run("msum " + std::string(100, 'x') + "\x01 0\n"), "error\n");
+  EXPECT_NE(err_.find("'" + std::string(64, 'x') + "... (101 bytes)'"), std::string::npos) << err_;
+}
+
 TEST_F(CalcModelOpsTest, BuiltinOpsUnchangedAlongside) {
   EXPECT_EQ(Run("add float32 rne 0x3f800000 0x33800000\n"
                 "mdot cpu-f32-seq 1 0x40000000 0x40400000 0x0\n"),

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "accumulation/strings_internal.h"
+#include "formats/isa.h"
 #include "formats/ops.h"
 #include "formats/round_pack.h"
 
@@ -404,8 +405,9 @@ struct DotView {
 
 bool HostReady() {
 #if defined(__x86_64__)
-  static const bool cpu = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  if (!cpu) return false;
+  // ActiveIsa() (formats/isa.h): kAvx2 and kAvx512 both mean AVX2 and FMA are there;
+  // FPCONFORM_ISA=portable sends every call to the generic path.
+  if (ActiveIsa() == Isa::kPortable) return false;
   const unsigned csr = _mm_getcsr();
   // RC (bits 13-14) = 0: round to nearest even; FZ (bit 15) and DAZ (bit 6) clear.
   return (csr & 0xE040u) == 0 && std::fegetround() == FE_TONEAREST;
@@ -430,7 +432,9 @@ struct MatScratch {
 
 // =============================================================================================
 // Kernels (compiled for AVX2+FMA; only called after HostReady()).
-#if defined(__x86_64__)
+#if defined(__x86_64__) && defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2,fma"))), apply_to = function)
+#elif defined(__x86_64__)
 #pragma GCC push_options
 #pragma GCC target("avx2,fma")
 #endif
@@ -1304,7 +1308,9 @@ void MatmulRows(const MatIn& in, int i_lo, int i_hi) {
 }
 
 }  // namespace
-#if defined(__x86_64__)
+#if defined(__x86_64__) && defined(__clang__)
+#pragma clang attribute pop
+#elif defined(__x86_64__)
 #pragma GCC pop_options
 #endif
 // =============================================================================================

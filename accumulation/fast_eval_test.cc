@@ -18,6 +18,7 @@
 #include "accumulation/evaluate.h"
 #include "accumulation/model.h"
 #include "cases/pinned_random.h"
+#include "formats/isa.h"
 #include "formats/ops.h"
 #include "gtest/gtest.h"
 
@@ -422,6 +423,30 @@ TEST(FastEvalTest, NonDefaultMxcsrDelegates) {
   EXPECT_EQ(after, before + 1);
 }
 #endif
+
+// FPCONFORM_ISA=portable (formats/isa.h: ActiveIsa() kPortable) hands every call to the generic
+// path, with the same results; the detected level takes the fast path again.
+TEST(FastEvalTest, PortableIsaDelegates) {
+  const Model m = *LoadModelFile(std::string(FPCONFORM_MODELS_SOURCE_DIR) + "/cuda-f32-fma.toml");
+  const Case cs = MakeCase(m, 100, kNarrow, DeriveSeed(kSeed, {78}));
+  const EvalResult gen = *GenericEvaluateDot(m, cs.a, cs.b, cs.c);
+  const Isa saved = ActiveIsa();
+  ASSERT_TRUE(SetActiveIsa(Isa::kPortable).ok());
+  uint64_t before = FastEvalFallbacks();
+  const absl::StatusOr<EvalResult> portable = FastEvaluateDot(m, cs.a, cs.b, cs.c);
+  EXPECT_EQ(FastEvalFallbacks(), before + 1);
+  ASSERT_TRUE(SetActiveIsa(DetectedIsa()).ok());
+  before = FastEvalFallbacks();
+  const absl::StatusOr<EvalResult> fast = FastEvaluateDot(m, cs.a, cs.b, cs.c);
+  const uint64_t fast_fallbacks = FastEvalFallbacks() - before;
+  ASSERT_TRUE(SetActiveIsa(saved).ok());
+  ASSERT_TRUE(portable.ok() && fast.ok());
+  ExpectSame(*portable, gen, "portable");
+  ExpectSame(*fast, gen, "detected");
+  if (DetectedIsa() != Isa::kPortable) {
+    EXPECT_EQ(fast_fallbacks, 0u);
+  }
+}
 
 TEST(FastEvalTest, ErrorsAsGeneric) {
   const Model m = *LoadModelFile(std::string(FPCONFORM_MODELS_SOURCE_DIR) + "/cuda-f32-fma.toml");

@@ -2,10 +2,8 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <fstream>
 #include <optional>
 #include <set>
-#include <sstream>
 #include <utility>
 #include <vector>
 
@@ -13,6 +11,7 @@
 
 #include "absl/status/status.h"
 #include "accumulation/strings_internal.h"
+#include "formats/user_file.h"
 
 namespace fpconform {
 namespace {
@@ -31,9 +30,11 @@ class Reader {
   void Fail(const toml::node* where, std::string_view key, std::string_view what) {
     if (!status_.ok()) return;
     int64_t line = where != nullptr ? static_cast<int64_t>(where->source().begin.line) : 0;
-    status_ = absl::InvalidArgumentError(
-        line > 0 ? Cat(file_, ":", line, ": ", key, ": ", what)
-                 : Cat(file_, ": ", key, ": ", what));
+    // The key and the message may echo the file's bytes (an unknown quoted key, a bad value):
+    // escaped, so a message never carries control characters (formats/str_cat.h).
+    const std::string k = EscapeText(key, 200), w = EscapeText(what, 1000);
+    status_ = absl::InvalidArgumentError(line > 0 ? Cat(file_, ":", line, ": ", k, ": ", w)
+                                                  : Cat(file_, ": ", k, ": ", w));
   }
 
   // Every key of `t` must be in `allowed`.
@@ -710,15 +711,6 @@ absl::StatusOr<Envelope> ParseEnvelopeTable(const toml::table& root, std::string
   return e;
 }
 
-absl::StatusOr<std::string> ReadText(const std::string& path, std::string_view what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(Cat(path, ": cannot open ", what, " file"));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) return absl::NotFoundError(Cat(path, ": cannot read ", what, " file"));
-  return ss.str();
-}
-
 }  // namespace
 
 absl::StatusOr<Envelope> ParseEnvelope(std::string_view toml_text, std::string_view file_name) {
@@ -727,7 +719,7 @@ absl::StatusOr<Envelope> ParseEnvelope(std::string_view toml_text, std::string_v
 }
 
 absl::StatusOr<Envelope> LoadEnvelopeFile(const std::string& path) {
-  absl::StatusOr<std::string> text = ReadText(path, "envelope");
+  absl::StatusOr<std::string> text = ReadUserFile(path, kMaxTextFileBytes, "model file");
   if (!text.ok()) return text.status();
   return ParseEnvelope(*text, path);
 }
@@ -742,12 +734,9 @@ bool IsEnvelopeText(std::string_view toml_text) {
 }
 
 absl::StatusOr<Model> LoadModelFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(Cat(path, ": cannot open model file"));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) return absl::NotFoundError(Cat(path, ": cannot read model file"));
-  return ParseModel(ss.str(), path);
+  absl::StatusOr<std::string> text = ReadUserFile(path, kMaxTextFileBytes, "model file");
+  if (!text.ok()) return text.status();
+  return ParseModel(*text, path);
 }
 
 }  // namespace fpconform

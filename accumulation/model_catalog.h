@@ -47,8 +47,10 @@ class ModelCatalog {
   const std::string& dir() const { return dir_; }
 
   // The model `name` (<dir>/<name>.toml), parsed once. Errors: InvalidArgument for a malformed
-  // name or a bad file (the message names file, line and field); NotFound for no such file (the
-  // message lists the valid names). The reference stays valid as long as the catalog.
+  // name (echoed escaped, formats/str_cat.h EscapeText), a bad file (the message names file,
+  // line and field), or a file that is not a regular file or is too large (user_file.h);
+  // NotFound for no such file (the message lists the valid names). The reference stays valid as
+  // long as the catalog.
   const absl::StatusOr<Model>& Find(std::string_view name) const;
 
   // The envelope `name` (<dir>/<name>.toml with a top-level `envelope`), parsed once, with every
@@ -60,14 +62,18 @@ class ModelCatalog {
   // model `name`. Pointers stay valid as long as the catalog. Errors: as Find / FindEnvelope.
   absl::StatusOr<std::vector<const Model*>> Expand(std::string_view name) const;
 
-  // True when <dir>/<name>.toml exists and is an envelope file.
+  // True when <dir>/<name>.toml is a readable regular file with a top-level `envelope`.
   bool IsEnvelope(std::string_view name) const;
 
-  // Every regular *.toml file of the directory, sorted by file name, each parsed (not cached).
-  // NotFound when the directory cannot be listed.
+  // Every *.toml entry of the directory, sorted by file name, each read once through
+  // ReadUserFile (formats/user_file.h) and parsed (not cached). An entry that is not a regular
+  // file (a directory, FIFO, device, a symlink to one) or is larger than kMaxTextFileBytes is
+  // listed with that error as its `model` ("<dir>/x.toml: not a regular file (a FIFO); ...");
+  // nothing blocks or reads without bound. NotFound when the directory cannot be listed.
   absl::StatusOr<std::vector<ModelFile>> LoadAll() const;
 
-  // The stems of the *.toml files, sorted (empty when the directory cannot be listed).
+  // The stems of the regular *.toml files (symlinks followed), sorted; other entries are
+  // skipped (empty when the directory cannot be listed).
   std::vector<std::string> Names() const;
 
  private:

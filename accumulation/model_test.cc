@@ -1,5 +1,9 @@
 #include "accumulation/model.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -7,6 +11,7 @@
 #include <vector>
 
 #include "accumulation/model_catalog.h"
+#include "formats/user_file.h"
 #include "gtest/gtest.h"
 
 namespace fpconform {
@@ -559,6 +564,113 @@ TEST(ModelTest, NewPresets) {
   absl::StatusOr<Envelope> env = LoadEnvelopeFile(dir + "/trainium2-bf16-envelope.toml");
   ASSERT_TRUE(env.ok()) << env.status();
   EXPECT_GE(env->members.size(), 2u);
+}
+
+
+// ---- Files that are not regular files, or too large: errors, never a hang, throw or OOM. ----
+
+// A fresh directory under $TMPDIR (mkdtemp), removed at the end of the test.
+class ScratchDir {
+ public:
+  ScratchDir() {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "model_test.XXXXXX").string();
+    if (mkdtemp(tmpl.data()) != nullptr) path_ = tmpl;
+  }
+  ~ScratchDir() {
+    std::error_code ec;
+    if (!path_.empty()) std::filesystem::remove_all(path_, ec);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+std::string CopyPreset(const std::string& dir, const std::string& name) {
+  const std::string to = dir + "/" + name + ".toml";
+  std::filesystem::copy_file(std::string(FPCONFORM_MODELS_SOURCE_DIR) + "/" + name + ".toml", to);
+  return to;
+}
+
+TEST(ModelTest, NonRegularAndHugeModelFilesAreErrors) {
+  ScratchDir tmp;
+  ASSERT_FALSE(tmp.path().empty());
+  const std::string d = tmp.path();
+  CopyPreset(d, "cpu-f32-seq");
+  std::filesystem::create_directory(d + "/dir.toml");
+  ASSERT_EQ(mkfifo((d + "/fifo.toml").c_str(), 0600), 0);
+  std::filesystem::create_symlink("/dev/zero", d + "/zero.toml");
+  {
+    // 1 GiB, sparse: refused by its size before a byte is read.
+    std::ofstream(d + "/huge.toml") << "";
+    std::filesystem::resize_file(d + "/huge.toml", uint64_t{1} << 30);
+  }
+
+  for (const char* name : {"dir", "fifo", "zero"}) {
+    SCOPED_TRACE(name);
+    const std::string path = d + "/" + name + ".toml";
+    absl::StatusOr<Model> m = LoadModelFile(path);
+    ASSERT_FALSE(m.ok());
+    EXPECT_NE(m.status().message().find(path + ": not a regular file ("), std::string::npos)
+        << m.status();
+    EXPECT_FALSE(LoadEnvelopeFile(path).ok());
+  }
+  absl::StatusOr<Model> huge = LoadModelFile(d + "/huge.toml");
+  ASSERT_FALSE(huge.ok());
+  EXPECT_NE(huge.status().message().find("1073741824 bytes, more than the 16777216-byte limit "
+                                         "for a model file"),
+            std::string::npos)
+      << huge.status();
+
+  ModelCatalog catalog(d);
+  // Names: regular files only (symlinks followed), sorted.
+  EXPECT_EQ(catalog.Names(), (std::vector<std::string>{"cpu-f32-seq", "huge"}));
+  for (const char* name : {"dir", "fifo", "zero", "huge"}) {
+    SCOPED_TRACE(name);
+    EXPECT_FALSE(catalog.IsEnvelope(name));
+    const absl::StatusOr<Model>& m = catalog.Find(name);
+    ASSERT_FALSE(m.ok());
+    EXPECT_EQ(m.status().code(), absl::StatusCode::kInvalidArgument) << m.status();
+    EXPECT_NE(m.status().message().find(d + "/" + name + ".toml: "), std::string::npos)
+        << m.status();
+    EXPECT_FALSE(catalog.FindEnvelope(name).ok());
+    EXPECT_FALSE(catalog.Expand(name).ok());
+  }
+  EXPECT_TRUE(catalog.Find("cpu-f32-seq").ok());
+
+  // LoadAll: every *.toml entry, the bad ones with their error, the good one parsed.
+  absl::StatusOr<std::vector<ModelFile>> all = catalog.LoadAll();
+  ASSERT_TRUE(all.ok()) << all.status();
+  std::vector<std::string> names;
+  for (const ModelFile& f : *all) names.push_back(f.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"cpu-f32-seq", "dir", "fifo", "huge", "zero"}));
+  for (const ModelFile& f : *all) {
+    SCOPED_TRACE(f.name);
+    EXPECT_FALSE(f.is_envelope);
+    EXPECT_EQ(f.model.ok(), f.name == "cpu-f32-seq") << f.model.status();
+    if (f.name != "cpu-f32-seq" && f.name != "huge") {
+      EXPECT_NE(f.model.status().message().find("not a regular file"), std::string::npos)
+          << f.model.status();
+    }
+  }
+}
+
+// Names and values echoed in messages are escaped: no control bytes reach a terminal.
+TEST(ModelTest, MessagesEscapeControlBytes) {
+  ModelCatalog catalog(FPCONFORM_MODELS_SOURCE_DIR);
+  const absl::StatusOr<Model>& m = catalog.Find(std::string("a\x1b[2J\xff\0b", 8));
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.status().message(),
+            "bad model name 'a\\x1b[2J\\xff\\x00b' (want letters, digits, '.', '_', '-')");
+  absl::StatusOr<Model> bad = ParseModel(
+      Replace(kSimd, "kind = \"fma\"", "kind = \"f\\u001b[31m\""), "s.toml");
+  ASSERT_FALSE(bad.ok());
+  const std::string msg(bad.status().message());
+  EXPECT_EQ(msg.find('\x1b'), std::string::npos) << msg;
+  EXPECT_NE(msg.find("got \"f\\x1b[31m\""), std::string::npos) << msg;
+  absl::StatusOr<Model> key = ParseModel("\"\\u0007bell\" = 1\n", "k.toml");
+  ASSERT_FALSE(key.ok());
+  EXPECT_EQ(key.status().message(), "k.toml:1: \\x07bell: unknown key");
 }
 
 }  // namespace

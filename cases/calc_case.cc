@@ -53,8 +53,34 @@ absl::string_view Av(std::string_view s) { return absl::string_view(s.data(), s.
 
 // ---- Character classes and tokens. ----
 
-constexpr bool IsSpace(char c) {
-  return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f';
+// Only spaces and tabs separate tokens (CALC.md, "Layout"); a '\r' is dropped only right before
+// the '\n' (StripCr). Any other control character is part of a token, which then cannot parse.
+constexpr bool IsSpace(char c) { return c == ' ' || c == '\t'; }
+
+// For a line that failed to parse: when it holds a '\r', '\v' or '\f' outside a comment, the
+// message that says so (the token holding it is what failed), else "".
+std::string BadSeparator(std::string_view line) {
+  if (line.size() > kMaxCalcLineBytes) return "";  // Reported as over-long, not scanned.
+  bool token_start = true;
+  for (size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (IsSpace(c)) {
+      token_start = true;
+      continue;
+    }
+    if (c == '#' && token_start) break;
+    if (c == '\r' || c == '\v' || c == '\f') {
+      return absl::StrCat("control character ",
+                          c == '\r'   ? "'\\x0d' (CR)"
+                          : c == '\v' ? "'\\x0b' (VT)"
+                                      : "'\\x0c' (FF)",
+                          " at column ", i + 1,
+                          ": only spaces and tabs separate tokens, and a CR is allowed only "
+                          "right before the newline");
+    }
+    token_start = false;
+  }
+  return "";
 }
 
 // Hex digit value, or -1.
@@ -442,6 +468,9 @@ CalcLineResult EvalCalcLine(std::string_view line, std::span<const CalcOp> extra
   CalcCase c;
   std::vector<uint64_t> values;
   r.kind = ParseLine(StripCr(line), extra_ops, values, c, r.error);
+  if (r.kind == CalcLineResult::Kind::kError) {
+    if (std::string bad = BadSeparator(StripCr(line)); !bad.empty()) r.error = std::move(bad);
+  }
   if (r.kind == CalcLineResult::Kind::kResult) {
     r.format = c.dst;
     r.result = c.op->eval(c);
@@ -463,6 +492,7 @@ void CalcRunner::FeedLine(std::string_view line, std::string& out, std::string& 
     case CalcLineResult::Kind::kError:
       ++stats_.cases;
       ++stats_.errors;
+      if (std::string bad = BadSeparator(StripCr(line)); !bad.empty()) error = std::move(bad);
       out.append("error\n");
       absl::StrAppend(&err, "line ", stats_.lines, ": ", error, "\n");
       return;

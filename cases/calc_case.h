@@ -21,9 +21,11 @@
 //             format's container; its value must fit the container width (integers as two's
 //             complement), and a tfloat32 operand must have its low 13 bits zero.
 //
-//   Tokens are separated by spaces or tabs. A '#' at the start of a token starts a comment that
-//   runs to the end of the line. Blank lines and comment-only lines produce no output. Lines end
-//   at '\n'; a '\r' before it is dropped (CRLF input); the last line needs no newline. A line
+//   Tokens are separated by spaces or tabs, nothing else: a '\r' anywhere but right before the
+//   '\n', a '\v' or a '\f' outside a comment makes the line an error ("control character
+//   '\x0b' (VT) at column 4: ..."). A '#' at the start of a token starts a comment that runs to
+//   the end of the line. Blank lines and comment-only lines produce no output. Lines end at
+//   '\n'; one '\r' before it is dropped (CRLF input); the last line needs no newline. A line
 //   longer than kMaxCalcLineBytes is an error whatever it holds.
 //
 // Output, one line per case line, in input order:

@@ -305,6 +305,36 @@ TEST(CalcTest, CommentsBlankLinesAndLineEndings) {
   EXPECT_EQ(s.errors, 1);
 }
 
+// CALC.md, "Layout": spaces and tabs separate tokens; CR (except right before the newline), VT
+// and FF are errors that say which character and where, not separators or blanks.
+TEST(CalcTest, OnlySpacesAndTabsSeparateTokens) {
+  std::string out, err;
+  CalcStats s = RunCalc(
+      "add\vfloat32 rne 0x3f800000 0x3f800000\n"      // 1: VT between tokens.
+      "add float32 rne 0x3f800000\f0x3f800000\n"      // 2: FF.
+      "add float32 rne 0x3f800000\r0x3f800000\n"      // 3: CR inside the line.
+      "\f\n"                                          // 4: FF alone: not a blank line.
+      "add float32 rne 0x3f800000 0x3f800000\r\r\n"  // 5: only the last CR is the CRLF's.
+      "add float32 rne 0x3f800000 0x3f800000 # \v\f\r ok in a comment\r\n"  // 6.
+      "add float32 rne 0x3f800000 0x3f800000\r\n",   // 7: CRLF.
+      out, err);
+  EXPECT_EQ(out, "error\nerror\nerror\nerror\nerror\n0x40000000 -\n0x40000000 -\n");
+  EXPECT_EQ(err,
+            "line 1: control character '\\x0b' (VT) at column 4: only spaces and tabs separate "
+            "tokens, and a CR is allowed only right before the newline\n"
+            "line 2: control character '\\x0c' (FF) at column 27: only spaces and tabs separate "
+            "tokens, and a CR is allowed only right before the newline\n"
+            "line 3: control character '\\x0d' (CR) at column 27: only spaces and tabs separate "
+            "tokens, and a CR is allowed only right before the newline\n"
+            "line 4: control character '\\x0c' (FF) at column 1: only spaces and tabs separate "
+            "tokens, and a CR is allowed only right before the newline\n"
+            "line 5: control character '\\x0d' (CR) at column 38: only spaces and tabs separate "
+            "tokens, and a CR is allowed only right before the newline\n");
+  EXPECT_EQ(s.errors, 5);
+  EXPECT_EQ(EvalCalcLine("\v").kind, CalcLineResult::Kind::kError);
+  EXPECT_EQ(EvalCalcLine("\r").kind, CalcLineResult::Kind::kSkip);  // An empty CRLF line.
+}
+
 TEST(CalcTest, EmptyInput) {
   std::string out, err;
   CalcStats s = RunCalc("", out, err);
@@ -464,12 +494,13 @@ uint64_t SplitMix64(uint64_t& state) {
 }
 
 // Independent of the parser: a line produces no output iff, after dropping one trailing '\r',
-// it is spaces/tabs/\r/\v/\f only, optionally followed by a '#' and anything.
+// it is spaces/tabs only, optionally followed by a '#' and anything (CALC.md, "Layout": only
+// spaces and tabs separate tokens; a '\r', '\v' or '\f' outside a comment is an error).
 bool IsSkipLine(std::string_view line) {
   if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
   for (char c : line) {
     if (c == '#') return true;
-    if (c != ' ' && c != '\t' && c != '\r' && c != '\v' && c != '\f') return false;
+    if (c != ' ' && c != '\t') return false;
   }
   return true;
 }

@@ -44,10 +44,30 @@ constexpr std::string_view kNpyMagic = "\x93NUMPY";
 struct DtypeInfo {
   std::string_view name;
   int bytes;
-  const FormatSpec* format;   // nullptr for int16/uint16/uint32/int64.
+  const FormatSpec* format;    // nullptr for int16/uint16/uint32/int64.
   std::string_view npy_descr;  // What numpy writes for an array of this dtype.
   std::string_view st_dtype;   // safetensors dtype, empty when it has none.
   bool is_float;
+};
+
+// What numpy writes for each table row (np.save of a numpy or ml_dtypes array: ml_dtypes
+// registers float8_e5m2 with type char 'f', every other 1-byte float as void) and its
+// safetensors dtype. Rows not listed: 1-byte floats '<V1', tfloat32 '|V4' (NKI shows it as V4),
+// no safetensors dtype.
+struct KnownRow {
+  std::string_view name, npy_descr, st_dtype;
+};
+constexpr KnownRow kKnownRows[] = {
+    {"float64", "<f8", "F64"},
+    {"float32", "<f4", "F32"},
+    {"float16", "<f2", "F16"},
+    {"bfloat16", "<V2", "BF16"},
+    {"float8_e5m2", "<f1", "F8_E5M2"},
+    {"float8_e4m3fn", "<V1", "F8_E4M3"},
+    {"float8_e8m0fnu", "<V1", "F8_E8M0"},
+    {"int8", "|i1", "I8"},
+    {"uint8", "|u1", "U8"},
+    {"int32", "<i4", "I32"},
 };
 
 const std::vector<DtypeInfo>& Dtypes() {
@@ -55,20 +75,13 @@ const std::vector<DtypeInfo>& Dtypes() {
     auto* v = new std::vector<DtypeInfo>;
     for (const FormatSpec& f : AllFormats()) {
       DtypeInfo d{f.name, f.width / 8, &f, "", "", IsFloat(f)};
-      if (f.name == "float64") d.npy_descr = "<f8", d.st_dtype = "F64";
-      else if (f.name == "float32") d.npy_descr = "<f4", d.st_dtype = "F32";
-      else if (f.name == "float16") d.npy_descr = "<f2", d.st_dtype = "F16";
-      else if (f.name == "bfloat16") d.npy_descr = "<V2", d.st_dtype = "BF16";
-      // ml_dtypes registers float8_e5m2 with type char 'f' and every other 1-byte float as void.
-      else if (f.name == "float8_e5m2") d.npy_descr = "<f1", d.st_dtype = "F8_E5M2";
-      else if (f.name == "float8_e4m3fn") d.npy_descr = "<V1", d.st_dtype = "F8_E4M3";
-      else if (f.name == "float8_e8m0fnu") d.npy_descr = "<V1", d.st_dtype = "F8_E8M0";
-      else if (f.name == "int8") d.npy_descr = "|i1", d.st_dtype = "I8";
-      else if (f.name == "uint8") d.npy_descr = "|u1", d.st_dtype = "U8";
-      else if (f.name == "int32") d.npy_descr = "<i4", d.st_dtype = "I32";
-      else if (IsFloat(f) && f.width == 8) d.npy_descr = "<V1";
-      else if (IsFloat(f)) d.npy_descr = f.width == 32 ? "|V4" : "|V2";  // tfloat32: NKI's V4.
-      else continue;  // An integer row this file does not know: not a tensor dtype.
+      for (const KnownRow& k : kKnownRows) {
+        if (k.name == f.name) d.npy_descr = k.npy_descr, d.st_dtype = k.st_dtype;
+      }
+      if (d.npy_descr.empty() && IsFloat(f)) {
+        d.npy_descr = f.width == 8 ? "<V1" : f.width == 16 ? "|V2" : f.width == 32 ? "|V4" : "|V8";
+      }
+      if (d.npy_descr.empty()) continue;  // An integer row this file does not know.
       v->push_back(d);
     }
     v->push_back({"int16", 2, nullptr, "<i2", "I16", false});
@@ -128,13 +141,27 @@ std::string Printable(std::string_view s) {
   return out;
 }
 
+// A name from a JSON header (valid UTF-8, checked by the parser) in a message: only control
+// characters are escaped, so that a name cannot move the cursor of the user's terminal.
+std::string PrintableName(std::string_view s) {
+  std::string out;
+  for (char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c < 0x20 || c == 0x7F) {
+      out += Printable(std::string_view(&ch, 1));
+    } else {
+      out.push_back(ch);
+    }
+  }
+  return out;
+}
+
 absl::Status Invalid(std::string_view file, const std::string& msg) {
   return absl::InvalidArgumentError(Cat(file, ": ", msg));
 }
 
 // The requested dtype (options.dtype) as a table row, or nullptr when none was given.
-absl::StatusOr<const DtypeInfo*> RequestedDtype(std::string_view file,
-                                                const TensorReadOptions& o) {
+absl::StatusOr<const DtypeInfo*> RequestedDtype(std::string_view file, const TensorReadOptions& o) {
   if (o.dtype.empty()) return nullptr;
   const DtypeInfo* d = FindDtype(o.dtype);
   if (d == nullptr) {
@@ -149,8 +176,8 @@ absl::StatusOr<const DtypeInfo*> RequestedDtype(std::string_view file,
 absl::StatusOr<uint64_t> ShapeBytes(std::string_view file, std::string_view field,
                                     const std::vector<int64_t>& shape, int bytes) {
   if (shape.size() > kMaxRank) {
-    return Invalid(file, Cat(field, ": ", shape.size(), " dimensions, more than the ", kMaxRank,
-                             " allowed"));
+    return Invalid(
+        file, Cat(field, ": ", shape.size(), " dimensions, more than the ", kMaxRank, " allowed"));
   }
   uint64_t n = static_cast<uint64_t>(bytes);
   bool zero = false;
@@ -175,48 +202,69 @@ absl::StatusOr<uint64_t> ShapeBytes(std::string_view file, std::string_view fiel
 
 void SwapBytes(std::vector<uint8_t>& data, int bytes) {
   if (bytes <= 1) return;
-  for (size_t i = 0; i + static_cast<size_t>(bytes) <= data.size(); i += static_cast<size_t>(bytes)) {
+  for (size_t i = 0; i + static_cast<size_t>(bytes) <= data.size();
+       i += static_cast<size_t>(bytes)) {
     std::reverse(data.begin() + static_cast<std::ptrdiff_t>(i),
                  data.begin() + static_cast<std::ptrdiff_t>(i) + bytes);
   }
 }
 
+// dst (cols x rows) = transpose of src (rows x cols), elements of B bytes, in cache-sized tiles.
 template <int B>
-void TransposeFortranImpl(const uint8_t* src, uint8_t* dst, const std::vector<int64_t>& shape) {
-  // src is in Fortran order (first index fastest); walk it linearly and track the offset of the
-  // same element in C order with an odometer.
-  // rank <= kMaxRank (checked by ShapeBytes); fixed arrays keep this loop free of allocations.
-  const size_t rank = std::min(shape.size(), kMaxRank);
-  std::array<uint64_t, kMaxRank> cstride{};
-  uint64_t s = 1;
-  for (size_t k = rank; k-- > 0;) {
-    cstride[k] = s;
-    s *= static_cast<uint64_t>(shape[k]);
-  }
-  const uint64_t total = s;
-  std::array<int64_t, kMaxRank> idx{};
-  uint64_t off = 0;
-  for (uint64_t i = 0; i < total; ++i) {
-    std::memcpy(dst + off * B, src + i * B, B);
-    for (size_t k = 0; k < rank; ++k) {
-      off += cstride[k];
-      if (++idx[k] < shape[k]) break;
-      off -= cstride[k] * static_cast<uint64_t>(shape[k]);
-      idx[k] = 0;
+void TransposeTiled(const uint8_t* src, uint8_t* dst, uint64_t rows, uint64_t cols) {
+  constexpr uint64_t kTile = 32;
+  for (uint64_t i0 = 0; i0 < rows; i0 += kTile) {
+    const uint64_t i1 = std::min(rows, i0 + kTile);
+    for (uint64_t j0 = 0; j0 < cols; j0 += kTile) {
+      const uint64_t j1 = std::min(cols, j0 + kTile);
+      for (uint64_t i = i0; i < i1; ++i) {
+        for (uint64_t j = j0; j < j1; ++j) {
+          std::memcpy(dst + (j * rows + i) * B, src + (i * cols + j) * B, B);
+        }
+      }
     }
   }
 }
 
-std::vector<uint8_t> TransposeFortran(const std::vector<uint8_t>& src,
-                                      const std::vector<int64_t>& shape, int bytes) {
-  std::vector<uint8_t> dst(src.size());
-  switch (bytes) {
-    case 1: TransposeFortranImpl<1>(src.data(), dst.data(), shape); break;
-    case 2: TransposeFortranImpl<2>(src.data(), dst.data(), shape); break;
-    case 4: TransposeFortranImpl<4>(src.data(), dst.data(), shape); break;
-    default: TransposeFortranImpl<8>(src.data(), dst.data(), shape); break;
+// Fortran order to C order. An F-order array of shape (d0, d1, ...) is, in memory, a C-order
+// matrix [r][i0] with r the F-order index over (d1, ...); transposing it gives d0 blocks, each an
+// F-order array of shape (d1, ...). Repeat per axis, alternating between the two buffers; the
+// result is in `data` on return (`data` and one scratch buffer: one extra copy at most).
+template <int B>
+void FortranToCImpl(std::vector<uint8_t>& data, const std::vector<int64_t>& shape) {
+  std::vector<uint8_t> other(data.size());
+  std::vector<uint8_t>* x = &data;
+  std::vector<uint8_t>* y = &other;
+  const uint64_t total = data.size() / B;
+  uint64_t batch = 1;
+  for (size_t k = 0; k + 1 < shape.size(); ++k) {
+    const uint64_t dk = static_cast<uint64_t>(shape[k]);
+    const uint64_t block = total / batch;  // Elements per block: dk x rest.
+    const uint64_t rest = block / dk;
+    for (uint64_t b = 0; b < batch; ++b) {
+      TransposeTiled<B>(x->data() + b * block * B, y->data() + b * block * B, rest, dk);
+    }
+    std::swap(x, y);
+    batch *= dk;
   }
-  return dst;
+  if (x != &data) data.swap(other);
+}
+
+void FortranToC(std::vector<uint8_t>& data, const std::vector<int64_t>& shape, int bytes) {
+  switch (bytes) {
+    case 1:
+      FortranToCImpl<1>(data, shape);
+      break;
+    case 2:
+      FortranToCImpl<2>(data, shape);
+      break;
+    case 4:
+      FortranToCImpl<4>(data, shape);
+      break;
+    default:
+      FortranToCImpl<8>(data, shape);
+      break;
+  }
 }
 
 // Allocates n bytes for tensor data; an allocation failure is an error, not a crash.
@@ -257,9 +305,9 @@ uint64_t LoadLE(const uint8_t* p, int n) {
 
 struct PyValue {
   enum Kind { kString, kBool, kTuple, kList, kInt, kOther } kind = kOther;
-  std::string text;            // kString
-  bool flag = false;           // kBool
-  std::vector<int64_t> ints;   // kTuple (of non-negative ints)
+  std::string text;           // kString
+  bool flag = false;          // kBool
+  std::vector<int64_t> ints;  // kTuple (of non-negative ints)
 };
 
 class PyLiteralParser {
@@ -428,8 +476,9 @@ absl::StatusOr<NpyHeader> ParseNpyPrefix(const Source& src, std::string_view fil
       static constexpr char kHex[] = "0123456789abcdef";
       found += Cat(i ? " " : "", kHex[pre[i] >> 4], kHex[pre[i] & 15]);
     }
-    return Invalid(file, Cat("byte 0: expected the .npy magic \\x93NUMPY (93 4e 55 4d 50 59), found ",
-                             have == 0 ? std::string("an empty file") : Cat("'", found, "'")));
+    return Invalid(file,
+                   Cat("byte 0: expected the .npy magic \\x93NUMPY (93 4e 55 4d 50 59), found ",
+                       have == 0 ? std::string("an empty file") : Cat("'", found, "'")));
   }
   if (have < 8) {
     return Invalid(file, Cat("byte 6: file ends inside the .npy version (", size, " bytes)"));
@@ -444,8 +493,8 @@ absl::StatusOr<NpyHeader> ParseNpyPrefix(const Source& src, std::string_view fil
   const int len_bytes = h.major == 1 ? 2 : 4;
   const uint64_t prefix = 8 + static_cast<uint64_t>(len_bytes);
   if (have < prefix) {
-    return Invalid(file, Cat("byte 8: file ends inside the ", len_bytes,
-                             "-byte header length (", size, " bytes)"));
+    return Invalid(file, Cat("byte 8: file ends inside the ", len_bytes, "-byte header length (",
+                             size, " bytes)"));
   }
   const uint64_t hlen = LoadLE(pre + 8, len_bytes);
   if (hlen > kMaxNpyHeaderBytes) {
@@ -466,9 +515,10 @@ absl::StatusOr<NpyHeader> ParseNpyPrefix(const Source& src, std::string_view fil
   }
   bool seen_descr = false, seen_fortran = false, seen_shape = false;
   for (auto& [key, v] : dict) {
-    bool* seen = key == "descr" ? &seen_descr
+    bool* seen = key == "descr"           ? &seen_descr
                  : key == "fortran_order" ? &seen_fortran
-                 : key == "shape" ? &seen_shape : nullptr;
+                 : key == "shape"         ? &seen_shape
+                                          : nullptr;
     if (seen == nullptr) {
       return Invalid(file, Cat("header: unexpected key '", Printable(key),
                                "' (expected exactly 'descr', 'fortran_order', 'shape')"));
@@ -494,7 +544,9 @@ absl::StatusOr<NpyHeader> ParseNpyPrefix(const Source& src, std::string_view fil
   }
   if (!seen_descr || !seen_fortran || !seen_shape) {
     return Invalid(file, Cat("header: missing key '",
-                             !seen_descr ? "descr" : !seen_fortran ? "fortran_order" : "shape",
+                             !seen_descr     ? "descr"
+                             : !seen_fortran ? "fortran_order"
+                                             : "shape",
                              "' (expected 'descr', 'fortran_order', 'shape')"));
   }
   return h;
@@ -531,8 +583,8 @@ absl::StatusOr<ResolvedDtype> ResolveDescr(std::string_view file, std::string_vi
     const std::string_view digits = descr.substr(2);
     for (char c : digits) {
       if (c < '0' || c > '9' || digits.size() > 3) {
-        return Invalid(file, Cat("header: ", quoted, ": unknown dtype (bad size '",
-                                 Printable(digits), "')"));
+        return Invalid(
+            file, Cat("header: ", quoted, ": unknown dtype (bad size '", Printable(digits), "')"));
       }
     }
     size = std::stoi(std::string(digits));
@@ -540,18 +592,24 @@ absl::StatusOr<ResolvedDtype> ResolveDescr(std::string_view file, std::string_vi
     if (kind == 'f') {
       name = size == 8 ? "float64" : size == 4 ? "float32" : size == 2 ? "float16" : "";
     } else if (kind == 'i') {
-      name = size == 1 ? "int8" : size == 2 ? "int16" : size == 4 ? "int32" : size == 8 ? "int64" : "";
+      name = size == 1   ? "int8"
+             : size == 2 ? "int16"
+             : size == 4 ? "int32"
+             : size == 8 ? "int64"
+                         : "";
     } else if (kind == 'u') {
       name = size == 1 ? "uint8" : size == 2 ? "uint16" : size == 4 ? "uint32" : "";
     }
     if (!name.empty()) named = FindDtype(name);
     const bool ambiguous = kind == 'V' || (kind == 'f' && size == 1);
     if (named == nullptr && !ambiguous) {
-      std::string_view what = kind == 'b' ? " (bool)" : kind == 'c' ? " (complex)"
-                              : kind == 'u' && size == 8 ? " (uint64)"
+      std::string_view what = kind == 'b'                  ? " (bool)"
+                              : kind == 'c'                ? " (complex)"
+                              : kind == 'u' && size == 8   ? " (uint64)"
                               : kind == 'U' || kind == 'S' ? " (strings)"
-                              : kind == 'O' ? " (Python objects)"
-                              : kind == 'M' || kind == 'm' ? " (dates)" : "";
+                              : kind == 'O'                ? " (Python objects)"
+                              : kind == 'M' || kind == 'm' ? " (dates)"
+                                                           : "";
       return Invalid(file, Cat("header: ", quoted, what,
                                " is not supported (expected f8 f4 f2 i1 u1 i2 u2 i4 u4 i8, V1/V2"
                                " of ml_dtypes arrays, or 'bfloat16')"));
@@ -560,29 +618,31 @@ absl::StatusOr<ResolvedDtype> ResolveDescr(std::string_view file, std::string_vi
       if (*req == nullptr) {
         std::string why;
         if (kind == 'f') {
-          why = Cat("'", Printable(descr), "' is what numpy writes for ml_dtypes float8_e5m2 arrays, but a"
+          why = Cat("'", Printable(descr),
+                    "' is what numpy writes for ml_dtypes float8_e5m2 arrays, but a"
                     " 1-byte float descr does not name the format: give the dtype (",
                     DtypeOption(o), " float8_e5m2, ...)");
         } else if (size == 1) {
-          why = Cat("numpy writes every 1-byte ml_dtypes float but float8_e5m2 as '<V1': give"
-                    " the dtype (", DtypeOption(o), " float8_e4m3fn, ...; one of ",
-                    DtypeNames(1), "); float8_e4m3fn (OCP, max 448) is not NKI's float8_e4m3"
-                    " (IEEE-like, max 240), so fpconform does not guess");
+          why =
+              Cat("numpy writes every 1-byte ml_dtypes float but float8_e5m2 as '<V1': give"
+                  " the dtype (",
+                  DtypeOption(o), " float8_e4m3fn, ...; one of ", DtypeNames(1),
+                  "); float8_e4m3fn (OCP, max 448) is not NKI's float8_e4m3"
+                  " (IEEE-like, max 240), so fpconform does not guess");
         } else if (size == 2) {
           why = Cat("numpy writes ml_dtypes bfloat16 arrays as '<V2': give the dtype (",
                     DtypeOption(o), " bfloat16, ...; one of ", DtypeNames(2), ")");
         } else {
           why = Cat("give the dtype (", DtypeOption(o), " ...; one of ",
-                    size > 0 && size <= 8 ? DtypeNames(size) : std::string("no dtype fits"),
-                    ")");
+                    size > 0 && size <= 8 ? DtypeNames(size) : std::string("no dtype fits"), ")");
         }
-        return Invalid(file, Cat("header: ", quoted,
-                                 " does not say which format the data holds: ", why));
+        return Invalid(file,
+                       Cat("header: ", quoted, " does not say which format the data holds: ", why));
       }
       if ((*req)->bytes != size) {
-        return Invalid(file, Cat("header: ", quoted, " holds ", size, "-byte elements, but ",
-                                 DtypeOption(o), " ", (*req)->name, " is ", (*req)->bytes,
-                                 " bytes"));
+        return Invalid(
+            file, Cat("header: ", quoted, " holds ", size, "-byte elements, but ", DtypeOption(o),
+                      " ", (*req)->name, " is ", (*req)->bytes, " bytes"));
       }
       if (kind == 'f' && !(*req)->is_float) {
         return Invalid(file, Cat("header: ", quoted, " is a 1-byte float, but ", DtypeOption(o),
@@ -604,7 +664,8 @@ absl::StatusOr<ResolvedDtype> ResolveDescr(std::string_view file, std::string_vi
     return r;
   }
   return Invalid(file, Cat("header: ", quoted, " is ", named->name, ", but ", DtypeOption(o),
-                           " says ", (*req)->name, " (only unsigned or void descrs of the same"
+                           " says ", (*req)->name,
+                           " (only unsigned or void descrs of the same"
                            " width are reinterpreted)"));
 }
 
@@ -627,9 +688,10 @@ absl::StatusOr<Tensor> ReadNpy(const Source& src, std::string_view file,
   if (!nbytes.ok()) return nbytes.status();
   const uint64_t available = src.size() - h->data_offset;
   if (*nbytes > available) {
-    return Invalid(file, Cat("data at byte ", h->data_offset, ": shape ", ShapeText(h->shape),
-                             " x ", d.bytes, " bytes of ", d.name, " is ", *nbytes,
-                             " bytes, but the file has only ", available, " bytes after the header"));
+    return Invalid(
+        file, Cat("data at byte ", h->data_offset, ": shape ", ShapeText(h->shape), " x ", d.bytes,
+                  " bytes of ", d.name, " is ", *nbytes, " bytes, but the file has only ",
+                  available, " bytes after the header"));
   }
   Tensor t;
   t.dtype = std::string(d.name);
@@ -645,7 +707,7 @@ absl::StatusOr<Tensor> ReadNpy(const Source& src, std::string_view file,
   if (absl::Status st = src.Read(h->data_offset, t.data.data(), t.data.size()); !st.ok()) return st;
   if (r->big_endian) SwapBytes(t.data, d.bytes);
   if (h->fortran && h->shape.size() >= 2 && !t.data.empty()) {
-    t.data = TransposeFortran(t.data, t.shape, d.bytes);
+    FortranToC(t.data, t.shape, d.bytes);
   }
   if (*nbytes < available) {
     t.notes.push_back(Cat(available - *nbytes, " bytes after the array's data (from byte ",
@@ -711,8 +773,8 @@ class StrictJsonBuilder final : public nlohmann::json_sax<Json> {
     auto& obj = parent.get_ref<Json::object_t&>();
     auto [it, inserted] = obj.emplace(key_, std::move(v));
     if (!inserted) {
-      error = Cat("key '", key_, "' appears twice",
-                  stack_.size() == 1 ? "" : Cat(" in '", root_key_, "'"));
+      error = Cat("key '", PrintableName(key_), "' appears twice",
+                  stack_.size() == 1 ? "" : Cat(" in '", PrintableName(root_key_), "'"));
       return nullptr;
     }
     return &it->second;
@@ -744,12 +806,27 @@ struct StDtype {
 
 // Every dtype of the reference (safetensors/src/tensor.rs, enum Dtype and bitsize()).
 constexpr StDtype kStDtypes[] = {
-    {"BOOL", 8, ""}, {"F4", 4, ""}, {"F6_E2M3", 6, ""}, {"F6_E3M2", 6, ""},
-    {"U8", 8, "uint8"}, {"I8", 8, "int8"}, {"F8_E5M2", 8, "float8_e5m2"},
-    {"F8_E4M3", 8, "float8_e4m3fn"}, {"F8_E8M0", 8, "float8_e8m0fnu"},
-    {"F8_E4M3FNUZ", 8, ""}, {"F8_E5M2FNUZ", 8, ""}, {"I16", 16, "int16"}, {"U16", 16, ""},
-    {"F16", 16, "float16"}, {"BF16", 16, "bfloat16"}, {"I32", 32, "int32"}, {"U32", 32, ""},
-    {"F32", 32, "float32"}, {"C64", 64, ""}, {"F64", 64, "float64"}, {"I64", 64, "int64"},
+    {"BOOL", 8, ""},
+    {"F4", 4, ""},
+    {"F6_E2M3", 6, ""},
+    {"F6_E3M2", 6, ""},
+    {"U8", 8, "uint8"},
+    {"I8", 8, "int8"},
+    {"F8_E5M2", 8, "float8_e5m2"},
+    {"F8_E4M3", 8, "float8_e4m3fn"},
+    {"F8_E8M0", 8, "float8_e8m0fnu"},
+    {"F8_E4M3FNUZ", 8, ""},
+    {"F8_E5M2FNUZ", 8, ""},
+    {"I16", 16, "int16"},
+    {"U16", 16, ""},
+    {"F16", 16, "float16"},
+    {"BF16", 16, "bfloat16"},
+    {"I32", 32, "int32"},
+    {"U32", 32, ""},
+    {"F32", 32, "float32"},
+    {"C64", 64, ""},
+    {"F64", 64, "float64"},
+    {"I64", 64, "int64"},
     {"U64", 64, ""},
 };
 
@@ -769,13 +846,12 @@ struct StEntry {
 
 struct StHeader {
   uint64_t header_len = 0;
-  uint64_t data_start = 0;  // 8 + header_len.
-  std::vector<StEntry> entries;  // Sorted by data offsets.
+  uint64_t data_start = 0;                                    // 8 + header_len.
+  std::vector<StEntry> entries;                               // Sorted by data offsets.
   std::vector<std::pair<std::string, std::string>> metadata;  // In file order.
 };
 
-absl::StatusOr<uint64_t> JsonIndex(std::string_view file, const std::string& field,
-                                   const Json& v) {
+absl::StatusOr<uint64_t> JsonIndex(std::string_view file, const std::string& field, const Json& v) {
   if (!v.is_number_unsigned()) {
     return Invalid(file, Cat("header: ", field, ": expected a non-negative integer, found ",
                              v.dump(-1, ' ', false, Json::error_handler_t::replace)));
@@ -788,7 +864,8 @@ absl::StatusOr<uint64_t> JsonIndex(std::string_view file, const std::string& fie
 absl::StatusOr<StHeader> ParseStHeader(const Source& src, std::string_view file) {
   const uint64_t size = src.size();
   if (size < 8) {
-    return Invalid(file, Cat("byte 0: ", size, " bytes, too short for the 8-byte safetensors"
+    return Invalid(file, Cat("byte 0: ", size,
+                             " bytes, too short for the 8-byte safetensors"
                              " header length"));
   }
   uint8_t len[8];
@@ -801,9 +878,9 @@ absl::StatusOr<StHeader> ParseStHeader(const Source& src, std::string_view file)
   }
   h.data_start = 8 + h.header_len;
   if (h.data_start > size) {
-    return Invalid(file, Cat("byte 0: header length ", h.header_len,
-                             " runs past the end of the file (", size,
-                             " bytes; the header would end at byte ", h.data_start, ")"));
+    return Invalid(
+        file, Cat("byte 0: header length ", h.header_len, " runs past the end of the file (", size,
+                  " bytes; the header would end at byte ", h.data_start, ")"));
   }
   std::string text;
   try {
@@ -837,18 +914,19 @@ absl::StatusOr<StHeader> ParseStHeader(const Source& src, std::string_view file)
   for (auto& [name, v] : json.root.items()) {
     if (name == "__metadata__") {
       if (v.is_null()) continue;
-      if (!v.is_object()) return Invalid(file, "header: __metadata__: expected an object of strings");
+      if (!v.is_object())
+        return Invalid(file, "header: __metadata__: expected an object of strings");
       for (const std::string& k : json.metadata_order) {
         const Json& mv = v.at(k);
         if (!mv.is_string()) {
-          return Invalid(file, Cat("header: __metadata__['", k, "']: expected a string, found ",
-                                   mv.type_name()));
+          return Invalid(file, Cat("header: __metadata__['", PrintableName(k),
+                                   "']: expected a string, found ", mv.type_name()));
         }
         h.metadata.emplace_back(k, mv.get<std::string>());
       }
       continue;
     }
-    const std::string where = Cat("tensor '", name, "'");
+    const std::string where = Cat("tensor '", PrintableName(name), "'");
     if (!v.is_object()) return Invalid(file, Cat("header: ", where, ": expected an object"));
     StEntry e;
     e.name = name;
@@ -857,15 +935,19 @@ absl::StatusOr<StHeader> ParseStHeader(const Source& src, std::string_view file)
     auto off = v.find("data_offsets");
     if (dt == v.end() || sh == v.end() || off == v.end()) {
       return Invalid(file, Cat("header: ", where, ": missing field '",
-                               dt == v.end() ? "dtype" : sh == v.end() ? "shape" : "data_offsets",
+                               dt == v.end()   ? "dtype"
+                               : sh == v.end() ? "shape"
+                                               : "data_offsets",
                                "'"));
     }
-    if (!dt->is_string()) return Invalid(file, Cat("header: ", where, ": dtype: expected a string"));
+    if (!dt->is_string())
+      return Invalid(file, Cat("header: ", where, ": dtype: expected a string"));
     e.dtype = FindStDtype(dt->get<std::string>());
     if (e.dtype == nullptr) {
-      return Invalid(file, Cat("header: ", where, ": unknown dtype '", dt->get<std::string>(),
-                               "' (supported: F64 F32 F16 BF16 F8_E4M3 F8_E5M2 F8_E8M0 I8 U8 I16"
-                               " I32 I64)"));
+      return Invalid(
+          file, Cat("header: ", where, ": unknown dtype '", PrintableName(dt->get<std::string>()),
+                    "' (supported: F64 F32 F16 BF16 F8_E4M3 F8_E5M2 F8_E8M0 I8 U8 I16"
+                    " I32 I64)"));
     }
     if (!sh->is_array()) return Invalid(file, Cat("header: ", where, ": shape: expected an array"));
     if (sh->size() > kMaxRank) {
@@ -901,14 +983,15 @@ absl::StatusOr<StHeader> ParseStHeader(const Source& src, std::string_view file)
   uint64_t expect = 0;
   const StEntry* prev = nullptr;
   for (const StEntry& e : h.entries) {
-    const std::string where = Cat("tensor '", e.name, "'");
+    const std::string where = Cat("tensor '", PrintableName(e.name), "'");
     if (e.begin != expect) {
-      std::string after = prev == nullptr ? std::string("the first tensor starts the data")
-                          : Cat("tensor '", prev->name, "' ends there");
+      std::string after = prev == nullptr
+                              ? std::string("the first tensor starts the data")
+                              : Cat("tensor '", PrintableName(prev->name), "' ends there");
       return Invalid(file, Cat("header: ", where, ": data_offsets [", e.begin, ", ", e.end,
-                               "] begin at ", e.begin, ", expected ", expect, " (", after, "): ",
-                               e.begin > expect ? "a gap" : "an overlap", " in the data at byte ",
-                               h.data_start + std::min(e.begin, expect)));
+                               "] begin at ", e.begin, ", expected ", expect, " (", after,
+                               "): ", e.begin > expect ? "a gap" : "an overlap",
+                               " in the data at byte ", h.data_start + std::min(e.begin, expect)));
     }
     // Elements x bits, as the reference's checked arithmetic, but in bytes for messages.
     uint64_t n = 1;
@@ -924,16 +1007,16 @@ absl::StatusOr<StHeader> ParseStHeader(const Source& src, std::string_view file)
                                e.dtype->bits, " bits of ", e.dtype->name, " overflows"));
     }
     if (bits % 8 != 0) {
-      return Invalid(file, Cat("header: ", where, ": shape ", ShapeText(e.shape), " x ",
-                               e.dtype->bits, " bits of ", e.dtype->name,
-                               " is not a whole number of bytes"));
+      return Invalid(file,
+                     Cat("header: ", where, ": shape ", ShapeText(e.shape), " x ", e.dtype->bits,
+                         " bits of ", e.dtype->name, " is not a whole number of bytes"));
     }
     const uint64_t want = bits / 8;
     if (e.end - e.begin != want) {
-      std::string elem = e.dtype->bits % 8 == 0 ? Cat(e.dtype->bits / 8, " bytes")
-                                                : Cat(e.dtype->bits, " bits");
-      return Invalid(file, Cat("header: ", where, ": data_offsets [", e.begin, ", ", e.end,
-                               "] is ", e.end - e.begin, " bytes, expected ", want, " (shape ",
+      std::string elem =
+          e.dtype->bits % 8 == 0 ? Cat(e.dtype->bits / 8, " bytes") : Cat(e.dtype->bits, " bits");
+      return Invalid(file, Cat("header: ", where, ": data_offsets [", e.begin, ", ", e.end, "] is ",
+                               e.end - e.begin, " bytes, expected ", want, " (shape ",
                                ShapeText(e.shape), " x ", elem, " of ", e.dtype->name, ")"));
     }
     expect = e.end;
@@ -941,11 +1024,11 @@ absl::StatusOr<StHeader> ParseStHeader(const Source& src, std::string_view file)
   }
   const uint64_t data_len = size - h.data_start;
   if (expect != data_len) {
-    return Invalid(file, Cat("data: the tensors cover ", expect, " bytes (to byte ",
-                             h.data_start + expect, "), but the file has ", data_len,
-                             " bytes of data after the header (to byte ", size, "): ",
-                             expect < data_len ? "the file is not fully covered"
-                                               : "the file is truncated"));
+    return Invalid(
+        file,
+        Cat("data: the tensors cover ", expect, " bytes (to byte ", h.data_start + expect,
+            "), but the file has ", data_len, " bytes of data after the header (to byte ", size,
+            "): ", expect < data_len ? "the file is not fully covered" : "the file is truncated"));
   }
   return h;
 }
@@ -957,7 +1040,7 @@ std::string NameList(const std::vector<StEntry>& entries) {
       names.push_back(Cat("... (", entries.size(), " in all)"));
       break;
     }
-    names.push_back(Cat("'", e.name, "'"));
+    names.push_back(Cat("'", PrintableName(e.name), "'"));
   }
   return Join(names, ", ");
 }
@@ -972,9 +1055,8 @@ absl::StatusOr<Tensor> ReadSafetensors(const Source& src, std::string_view file,
   if (tensor_name.empty()) {
     if (h->entries.empty()) return Invalid(file, "the file holds no tensors");
     if (h->entries.size() > 1) {
-      return Invalid(file, Cat("the file holds ", h->entries.size(),
-                               " tensors: name one as ", file, ":NAME (", NameList(h->entries),
-                               ")"));
+      return Invalid(file, Cat("the file holds ", h->entries.size(), " tensors: name one as ", file,
+                               ":NAME (", NameList(h->entries), ")"));
     }
     e = &h->entries[0];
   } else {
@@ -982,9 +1064,9 @@ absl::StatusOr<Tensor> ReadSafetensors(const Source& src, std::string_view file,
       if (x.name == tensor_name) e = &x;
     }
     if (e == nullptr) {
-      return absl::NotFoundError(Cat(file, ": no tensor '", tensor_name, "' (the file holds ",
-                                     h->entries.empty() ? std::string("none") : NameList(h->entries),
-                                     ")"));
+      return absl::NotFoundError(
+          Cat(file, ": no tensor '", PrintableName(tensor_name), "' (the file holds ",
+              h->entries.empty() ? std::string("none") : NameList(h->entries), ")"));
     }
   }
   const std::string source = Cat(file, ":", e->name);
@@ -1080,8 +1162,7 @@ bool LooksLikeNpy(const Source& src) {
 
 std::string NpyHeaderBytes(const Tensor& t) {
   const DtypeInfo* d = FindDtype(t.dtype);
-  const std::string descr =
-      d ? std::string(d->npy_descr) : Cat("|V", t.element_bytes);
+  const std::string descr = d ? std::string(d->npy_descr) : Cat("|V", t.element_bytes);
   // numpy.lib.format._write_array_header: sorted keys, repr(shape), then spare spaces so that
   // the first axis can grow in place (GROWTH_AXIS_MAX_DIGITS = 21), then _wrap_header pads
   // with spaces and a final '\n' so that magic + length + header is a multiple of 64.
@@ -1089,8 +1170,8 @@ std::string NpyHeaderBytes(const Tensor& t) {
   for (size_t i = 0; i < t.shape.size(); ++i) shape += Cat(i ? ", " : "", t.shape[i]);
   if (t.shape.size() == 1) shape += ",";
   shape += ")";
-  std::string header = Cat("{'descr': '", descr, "', 'fortran_order': False, 'shape': ", shape,
-                           ", }");
+  std::string header =
+      Cat("{'descr': '", descr, "', 'fortran_order': False, 'shape': ", shape, ", }");
   if (!t.shape.empty()) {
     const size_t digits = Cat(t.shape[0]).size();
     if (digits < 21) header.append(21 - digits, ' ');
@@ -1123,15 +1204,17 @@ std::string NpyHeaderBytes(const Tensor& t) {
 absl::Status CheckWritable(const Tensor& t, std::string_view what) {
   if (TensorDtypeBytes(t.dtype) != t.element_bytes) {
     return absl::InvalidArgumentError(Cat(what, ": dtype '", t.dtype, "' with ", t.element_bytes,
-                                          "-byte elements is not a tensor dtype (",
-                                          DtypeNames(), ")"));
+                                          "-byte elements is not a tensor dtype (", DtypeNames(),
+                                          ")"));
   }
   absl::StatusOr<uint64_t> n = ShapeBytes(what, "shape", t.shape, t.element_bytes);
   if (!n.ok()) return n.status();
   if (*n != t.data.size()) {
     return absl::InvalidArgumentError(Cat(what, ": shape ", ShapeText(t.shape), " x ",
-                                          t.element_bytes, " bytes is ", *n, " bytes, but the"
-                                          " tensor holds ", t.data.size()));
+                                          t.element_bytes, " bytes is ", *n,
+                                          " bytes, but the"
+                                          " tensor holds ",
+                                          t.data.size()));
   }
   return absl::OkStatus();
 }
@@ -1183,13 +1266,11 @@ absl::StatusOr<std::string> SafetensorsHeaderBytes(
     for (size_t i = 0; i < metadata.size(); ++i) {
       const auto& [k, v] = metadata[i];
       if (!ValidUtf8(k) || !ValidUtf8(v)) {
-        return absl::InvalidArgumentError(Cat("safetensors metadata '", k,
-                                              "': not valid UTF-8"));
+        return absl::InvalidArgumentError(Cat("safetensors metadata '", k, "': not valid UTF-8"));
       }
       for (size_t j = 0; j < i; ++j) {
         if (metadata[j].first == k) {
-          return absl::InvalidArgumentError(Cat("safetensors metadata: key '", k,
-                                                "' given twice"));
+          return absl::InvalidArgumentError(Cat("safetensors metadata: key '", k, "' given twice"));
         }
       }
       json += Cat(i ? "," : "", JsonString(k), ":", JsonString(v));
@@ -1214,12 +1295,13 @@ absl::StatusOr<std::string> SafetensorsHeaderBytes(
     const DtypeInfo* d = FindDtype(t->dtype);
     if (d->st_dtype.empty()) {
       return absl::InvalidArgumentError(
-          Cat(what, ": dtype ", t->dtype, " has no safetensors dtype (safetensors has F64 F32 F16"
+          Cat(what, ": dtype ", t->dtype,
+              " has no safetensors dtype (safetensors has F64 F32 F16"
               " BF16 F8_E4M3 = float8_e4m3fn F8_E5M2 F8_E8M0 I8 U8 I16 I32 I64); write .npy"));
     }
-    json += Cat(first ? "" : ",", JsonString(name), ":{\"dtype\":\"", d->st_dtype,
-                "\",\"shape\":[", Join(t->shape, ","), "],\"data_offsets\":[", offset, ",",
-                offset + t->data.size(), "]}");
+    json += Cat(first ? "" : ",", JsonString(name), ":{\"dtype\":\"", d->st_dtype, "\",\"shape\":[",
+                Join(t->shape, ","), "],\"data_offsets\":[", offset, ",", offset + t->data.size(),
+                "]}");
     first = false;
     offset += t->data.size();
   }
@@ -1232,19 +1314,19 @@ absl::StatusOr<std::string> SafetensorsHeaderBytes(
                                           "-byte limit"));
   }
   std::string out(8, '\0');
-  for (int i = 0; i < 8; ++i) out[static_cast<size_t>(i)] = static_cast<char>((json.size() >> (8 * i)) & 0xFF);
+  for (int i = 0; i < 8; ++i)
+    out[static_cast<size_t>(i)] = static_cast<char>((json.size() >> (8 * i)) & 0xFF);
   return out + json;
 }
 
 // Writes the pieces to `path` through a temporary sibling and a rename.
-absl::Status WriteAtomically(const std::string& path,
-                             const std::vector<std::string_view>& pieces) {
+absl::Status WriteAtomically(const std::string& path, const std::vector<std::string_view>& pieces) {
   std::string tmpl = path + ".tmp.XXXXXX";
   const int fd = ::mkstemp(tmpl.data());
   if (fd < 0) {
     const int err = errno;
-    return absl::InvalidArgumentError(Cat(path, ": cannot create a temporary file beside it: ",
-                                          std::strerror(err)));
+    return absl::InvalidArgumentError(
+        Cat(path, ": cannot create a temporary file beside it: ", std::strerror(err)));
   }
   auto fail = [&](std::string_view what, int err) {
     ::close(fd);
@@ -1274,8 +1356,8 @@ absl::Status WriteAtomically(const std::string& path,
   if (::rename(tmpl.c_str(), path.c_str()) != 0) {
     const int err = errno;
     ::unlink(tmpl.c_str());
-    return absl::InvalidArgumentError(Cat(path, ": cannot rename the temporary file to it: ",
-                                          std::strerror(err)));
+    return absl::InvalidArgumentError(
+        Cat(path, ": cannot rename the temporary file to it: ", std::strerror(err)));
   }
   return absl::OkStatus();
 }
@@ -1329,8 +1411,8 @@ absl::StatusOr<Tensor> MakeTensor(std::string_view dtype, std::vector<int64_t> s
   absl::StatusOr<uint64_t> n = ShapeBytes("MakeTensor", "shape", shape, d->bytes);
   if (!n.ok()) return n.status();
   if (*n > kMaxMadeTensorBytes) {
-    return absl::InvalidArgumentError(Cat("MakeTensor: ", *n, " bytes is more than the ",
-                                          kMaxMadeTensorBytes, "-byte limit"));
+    return absl::InvalidArgumentError(
+        Cat("MakeTensor: ", *n, " bytes is more than the ", kMaxMadeTensorBytes, "-byte limit"));
   }
   Tensor t;
   t.dtype = std::string(d->name);
@@ -1395,8 +1477,10 @@ absl::StatusOr<Tensor> ReadTensor(std::string_view spec, const TensorReadOptions
   const bool npy = LooksLikeNpy(src);
   const bool safetensors = !npy && LooksLikeSafetensors(src);
   if (!name.empty() && !safetensors) {
-    return Invalid(path, Cat("a tensor name (':", name, "') is only for .safetensors files, and "
-                             "this is ", npy ? "a .npy file" : "not a safetensors file"));
+    return Invalid(path, Cat("a tensor name (':", name,
+                             "') is only for .safetensors files, and "
+                             "this is ",
+                             npy ? "a .npy file" : "not a safetensors file"));
   }
   if (npy) return ReadNpy(src, path, options);
   if (safetensors) return ReadSafetensors(src, path, name, options);
@@ -1405,8 +1489,8 @@ absl::StatusOr<Tensor> ReadTensor(std::string_view spec, const TensorReadOptions
   }
   return Invalid(path, Cat("not a .npy file (no \\x93NUMPY magic at byte 0) and not a "
                            "safetensors file (no plausible 8-byte header length then '{'); for a "
-                           "raw dump give the dtype and shape (", DtypeOption(options), " NAME ",
-                           ShapeOption(options), " 64,128)"));
+                           "raw dump give the dtype and shape (",
+                           DtypeOption(options), " NAME ", ShapeOption(options), " 64,128)"));
 }
 
 std::string NpyBytes(const Tensor& t) {
@@ -1430,7 +1514,8 @@ absl::Status WriteNpy(const Tensor& t, const std::string& path) {
   if (absl::Status st = CheckWritable(t, path); !st.ok()) return st;
   const std::string header = NpyHeaderBytes(t);
   return WriteAtomically(
-      path, {header, std::string_view(reinterpret_cast<const char*>(t.data.data()), t.data.size())});
+      path,
+      {header, std::string_view(reinterpret_cast<const char*>(t.data.data()), t.data.size())});
 }
 
 absl::Status WriteSafetensors(const std::vector<std::pair<std::string, const Tensor*>>& tensors,
@@ -1451,17 +1536,37 @@ std::optional<std::string> NarrowestExactFloat(const Tensor& t) {
   if (!f32 && !f64) return std::nullopt;
   const int64_t n = static_cast<int64_t>(t.data.size()) / t.element_bytes;
   bool any = false, bf16 = true, fp16 = true, fp32 = f64;
+  if (f32) {
+    // Bit tests (a 2 GiB dump is 2^29 elements): bfloat16 is float32's top half, so a finite
+    // float32 fits it iff its low 16 bits are zero (subnormals included: same exponent field).
+    // float16 (IEEE 754 binary16: emin -14, p 11, subnormals down to 2^-24) keeps 10 fraction
+    // bits for exponents -14..15 and e + 24 of them for e in -24..-15.
+    for (int64_t i = 0; i < n && (bf16 || fp16); ++i) {
+      const uint32_t b = static_cast<uint32_t>(t.Bits(i));
+      const uint32_t mag = b & 0x7FFFFFFFu;
+      if ((mag >> 23) == 0xFF) continue;  // Inf, NaN.
+      if (mag == 0) continue;
+      any = true;
+      if (bf16) bf16 = (b & 0xFFFFu) == 0;
+      if (fp16) {
+        const int e = static_cast<int>(mag >> 23) - 127;
+        if (e == -127 || e > 15 || e < -24) {
+          fp16 = false;  // float32 subnormal (< 2^-126), past 65504, or below 2^-24.
+        } else {
+          const int drop = e >= -14 ? 13 : -1 - e;
+          fp16 = (mag & ((uint32_t{1} << drop) - 1)) == 0;
+        }
+      }
+    }
+    if (!any) return std::nullopt;
+    if (bf16) return std::string("bfloat16");
+    if (fp16) return std::string("float16");
+    return std::nullopt;
+  }
   for (int64_t i = 0; i < n && (bf16 || fp16 || fp32); ++i) {
     const uint64_t bits = t.Bits(i);
     double v;
-    if (f32) {
-      float x;
-      const uint32_t b32 = static_cast<uint32_t>(bits);
-      std::memcpy(&x, &b32, 4);
-      v = x;
-    } else {
-      std::memcpy(&v, &bits, 8);
-    }
+    std::memcpy(&v, &bits, 8);
     if (!std::isfinite(v)) continue;
     if (v != 0) any = true;
     if (bf16) bf16 = FitsFormat(v, BFloat16());

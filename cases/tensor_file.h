@@ -35,7 +35,25 @@
 // is tried as a whole path first.
 //
 // Memory: a tensor is read with one allocation of its data size (plus a transient copy for
-// Fortran order or byte swapping); no reader holds the whole file in memory twice.
+// Fortran order; byte swapping is in place); no reader holds the whole file in memory twice.
+//
+// Limits and decisions beyond the formats' own rules:
+//   * at most 64 dimensions (numpy's NPY_MAXDIMS), in .npy and safetensors alike; every
+//     dimension and product(shape) x element size must stay below 2^63, and the data must fit
+//     the file, before anything is allocated (a header claiming 2^60 elements fails cleanly);
+//   * .npy header text at most 1 MiB; keys exactly descr, fortran_order, shape (as numpy),
+//     each once; Python 2 'L' suffixes accepted; a '>V2' descr is byte-swapped like '>i2';
+//     bytes after the data are ignored with a note (np.load ignores them too: np.save can
+//     append several arrays to one file);
+//   * safetensors JSON (nlohmann, never throwing out of here): a duplicate key anywhere is an
+//     error (serde_json keeps the last tensor of a name: ambiguous, so refused); nesting deeper
+//     than 128 (serde_json's limit) and NUL bytes (nlohmann would stop at one) are errors;
+//     shape and data_offsets entries must be JSON integers in [0, 2^63) (2.0, 1e3, -0 and
+//     numbers past 2^64, which nlohmann reads as floats, are refused); unknown fields of a
+//     tensor entry are ignored and __metadata__ may be null, as in the reference. A file whose
+//     other tensors have unsupported dtypes (BOOL, U16, ...) is still read, since the
+//     reference's size checks know every dtype's width; only reading such a tensor is refused.
+//   * messages escape input bytes outside printable ASCII as \xNN (they stay valid UTF-8).
 //
 // Errors (absl::Status, never a crash): InvalidArgument whose message starts with the file and
 // names the field or byte offset and what was expected, e.g.

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -192,8 +193,7 @@ TEST(GoldenFiles, MultiTensorFileRewritesIdentically) {
   }
   std::vector<std::pair<std::string, const Tensor*>> list;
   for (size_t i = 0; i < tensors.size(); ++i) list.emplace_back((*names)[i], &tensors[i]);
-  absl::StatusOr<std::string> written =
-      SafetensorsBytes(list, {{"producer", "make_golden.py"}});
+  absl::StatusOr<std::string> written = SafetensorsBytes(list, {{"producer", "make_golden.py"}});
   ASSERT_TRUE(written.ok()) << written.status();
   EXPECT_TRUE(*written == bytes);
 }
@@ -217,8 +217,7 @@ TEST(GoldenFiles, VoidAndOneByteFloatDescrsNeedTheDtype) {
     absl::StatusOr<Tensor> t = ReadTensor(path, {.option_name = "--a-dtype"});
     ASSERT_FALSE(t.ok());
     EXPECT_EQ(t.status().code(), absl::StatusCode::kInvalidArgument);
-    EXPECT_TRUE(std::string(t.status().message()).starts_with(path + ": header: "))
-        << t.status();
+    EXPECT_TRUE(std::string(t.status().message()).starts_with(path + ": header: ")) << t.status();
     EXPECT_NE(t.status().message().find(c.fragment), std::string::npos) << t.status();
   }
 }
@@ -293,8 +292,7 @@ TEST(GoldenFiles, Names) {
   // A raw file: no shape, or the wrong size.
   t = ReadTensor(dir + "/raw_bf16_4x6.bin");
   ASSERT_FALSE(t.ok());
-  EXPECT_NE(t.status().message().find("for a raw dump give the dtype and shape"),
-            std::string::npos)
+  EXPECT_NE(t.status().message().find("for a raw dump give the dtype and shape"), std::string::npos)
       << t.status();
   t = ReadTensor(dir + "/raw_bf16_4x6.bin", {.dtype = "bfloat16", .shape = {4, 5}});
   ASSERT_FALSE(t.ok());
@@ -334,8 +332,9 @@ TEST(BrokenFiles, EachNamesWhatIsWrong) {
       {"npy_unknown_descr.npy", "header: descr '<q7' is not supported"},
       {"npy_bool.npy", "descr '|b1' (bool) is not supported"},
       {"npy_uint64.npy", "descr '<u8' (uint64) is not supported"},
-      {"npy_2p60.npy", "shape [1152921504606846976] x 4 bytes of float32 is 4611686018427387904 "
-                       "bytes, but the file has only 16 bytes after the header"},
+      {"npy_2p60.npy",
+       "shape [1152921504606846976] x 4 bytes of float32 is 4611686018427387904 "
+       "bytes, but the file has only 16 bytes after the header"},
       {"npy_overflow.npy", "overflows 2^63 bytes"},
       {"npy_data_truncated.npy", "is 24 bytes, but the file has only 20 bytes after the header"},
       {"npy_extra_key.npy", "unexpected key 'extra'"},
@@ -404,11 +403,71 @@ TEST(BrokenFiles, EveryTruncationOfGoldenFilesFailsCleanly) {
     const bool npy = std::string_view(file).ends_with(".npy");
     for (size_t n = 0; n < bytes.size(); ++n) {
       const std::string_view cut(bytes.data(), n);
-      absl::StatusOr<Tensor> t = npy ? ParseNpy(cut, file, {.dtype = "bfloat16"})
-                                     : ParseSafetensors(cut, file, "b");
+      absl::StatusOr<Tensor> t =
+          npy ? ParseNpy(cut, file, {.dtype = "bfloat16"}) : ParseSafetensors(cut, file, "b");
       EXPECT_FALSE(t.ok()) << file << " cut at " << n;
     }
   }
+}
+
+// safetensors JSON edges (nlohmann's limits, decided in tensor_file.h).
+std::string St(const std::string& header, size_t data_bytes) {
+  std::string out(8, '\0');
+  for (int i = 0; i < 8; ++i)
+    out[static_cast<size_t>(i)] = static_cast<char>((header.size() >> (8 * i)) & 0xFF);
+  return out + header + std::string(data_bytes, '\x01');
+}
+
+TEST(BrokenFiles, SafetensorsJsonEdges) {
+  struct Case {
+    const char* shape;
+    const char* fragment;  // nullptr: reads.
+  } cases[] = {
+      {"[2]", nullptr},
+      {"[-0]", "expected a non-negative integer"},
+      {"[2.0]", "expected a non-negative integer"},
+      {"[1e3]", "expected a non-negative integer"},
+      {"[18446744073709551616]", "expected a non-negative integer"},
+      {"[9223372036854775808]", "larger than 2^63-1"},
+      {"[-1]", "expected a non-negative integer"},
+      {"2", "shape: expected an array"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.shape);
+    const std::string h =
+        std::string("{\"x\":{\"dtype\":\"U8\",\"shape\":") + c.shape + ",\"data_offsets\":[0,2]}}";
+    absl::StatusOr<Tensor> t = ParseSafetensors(St(h, 2), "j.safetensors", "");
+    if (c.fragment == nullptr) {
+      EXPECT_TRUE(t.ok()) << t.status();
+    } else {
+      ASSERT_FALSE(t.ok());
+      EXPECT_NE(t.status().message().find(c.fragment), std::string::npos) << t.status();
+    }
+  }
+  // As in the reference: unknown fields ignored, null __metadata__, other dtypes' tensors fine.
+  const std::string h =
+      "{\"__metadata__\":null,\"m\":{\"dtype\":\"BOOL\",\"shape\":[3],\"data_offsets\":[0,3]},"
+      "\"x\":{\"dtype\":\"I16\",\"shape\":[1],\"data_offsets\":[3,5],\"extra\":{\"a\":[1]}}}";
+  absl::StatusOr<Tensor> t = ParseSafetensors(St(h, 5), "j.safetensors", "x");
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->dtype, "int16");
+  EXPECT_EQ(t->Bits(0), 0x0101u);
+  t = ParseSafetensors(St(h, 5), "j.safetensors", "m");
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.status().message().find("j.safetensors:m: header: dtype BOOL is not supported"),
+            std::string::npos)
+      << t.status();
+  // Sub-byte dtypes of the reference: sizes in bits.
+  t = ParseSafetensors(St("{\"f\":{\"dtype\":\"F4\",\"shape\":[3],\"data_offsets\":[0,2]}}", 2),
+                       "j.safetensors", "f");
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.status().message().find("not a whole number of bytes"), std::string::npos)
+      << t.status();
+  // Trailing bytes after .npy data: read, with a note.
+  std::string npy = ReadBytes(GoldenDir() + "/npy_f4_le.npy") + "xyz";
+  t = ParseNpy(npy, "t.npy");
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_TRUE(HasNote(*t, "3 bytes after the array's data"));
 }
 
 // ---- Writers. ----
@@ -434,9 +493,11 @@ TEST(Writers, WriteAndReadBack) {
   back = ReadTensor(st + ":u");
   ASSERT_TRUE(back.ok()) << back.status();
   ExpectSameTensor(*back, *u);
-  const std::vector<std::pair<std::string, std::string>> md = {
-      {"format", "safetensors"}, {"tensor", "u"},      {"dtype", "I64"},
-      {"metadata.k", "v"},       {"metadata.a", "b"}};
+  const std::vector<std::pair<std::string, std::string>> md = {{"format", "safetensors"},
+                                                               {"tensor", "u"},
+                                                               {"dtype", "I64"},
+                                                               {"metadata.k", "v"},
+                                                               {"metadata.a", "b"}};
   EXPECT_EQ(back->metadata, md);
   const std::string bytes = ReadBytes(st);
   EXPECT_EQ((bytes.size() - 8 - 12 - 8) % 8, 0u);  // Header padded to a multiple of 8.
@@ -474,10 +535,11 @@ TEST(Writers, NpyDescrsMatchNumpy) {
   struct Case {
     const char* dtype;
     const char* descr;
-  } cases[] = {{"float64", "<f8"}, {"float32", "<f4"}, {"float16", "<f2"}, {"bfloat16", "<V2"},
-               {"float8_e4m3fn", "<V1"}, {"float8_e5m2", "<f1"}, {"float8_e8m0fnu", "<V1"},
-               {"float8_e4m3fnuz", "<V1"}, {"int8", "|i1"}, {"uint8", "|u1"}, {"int16", "<i2"},
-               {"uint16", "<u2"}, {"int32", "<i4"}, {"uint32", "<u4"}, {"int64", "<i8"},
+  } cases[] = {{"float64", "<f8"},        {"float32", "<f4"},         {"float16", "<f2"},
+               {"bfloat16", "<V2"},       {"float8_e4m3fn", "<V1"},   {"float8_e5m2", "<f1"},
+               {"float8_e8m0fnu", "<V1"}, {"float8_e4m3fnuz", "<V1"}, {"int8", "|i1"},
+               {"uint8", "|u1"},          {"int16", "<i2"},           {"uint16", "<u2"},
+               {"int32", "<i4"},          {"uint32", "<u4"},          {"int64", "<i8"},
                {"tfloat32", "|V4"}};
   for (const Case& c : cases) {
     absl::StatusOr<Tensor> t = MakeTensor(c.dtype, {3});
@@ -514,7 +576,8 @@ TEST(TensorType, BitsAndShapes) {
   EXPECT_EQ(t->Bits(0), 0x3FF0000000000000ull);
   t = MakeTensor("float8_e5m2", {5});
   ASSERT_TRUE(t.ok());
-  for (int i = 0; i < 5; ++i) t->SetBits(i, 0x10u * static_cast<unsigned>(i) + 0x1FFu);  // Truncated.
+  for (int i = 0; i < 5; ++i)
+    t->SetBits(i, 0x10u * static_cast<unsigned>(i) + 0x1FFu);  // Truncated.
   std::vector<uint64_t> out(3);
   t->CopyBits(2, out);
   EXPECT_EQ(out, (std::vector<uint64_t>{0x1F, 0x2F, 0x3F}));
@@ -550,10 +613,44 @@ TEST(TensorType, FortranOrderTransposed) {
   ExpectSameTensor(*t, *c);
 }
 
+// Shapes that cross the 32-element tiles of the transposition, ranks 2 to 5, every element
+// size: element (i0, i1, ...) holds its C-order index.
+TEST(TensorType, FortranOrderAnyRankAndSize) {
+  const std::vector<std::vector<int64_t>> shapes = {
+      {33, 65}, {1, 70}, {70, 1}, {3, 40, 5}, {2, 3, 4, 5}, {2, 1, 35, 1, 3}, {64, 64}};
+  for (const char* dtype : {"uint8", "int16", "int32", "int64"}) {
+    for (const std::vector<int64_t>& shape : shapes) {
+      SCOPED_TRACE(std::string(dtype) + " rank " + std::to_string(shape.size()));
+      absl::StatusOr<Tensor> c = MakeTensor(dtype, shape);
+      ASSERT_TRUE(c.ok());
+      for (int64_t i = 0; i < c->size(); ++i) c->SetBits(i, static_cast<uint64_t>(i * 7919));
+      Tensor f = *c;  // The same elements in Fortran order.
+      std::vector<int64_t> idx(shape.size(), 0);
+      for (int64_t i = 0; i < c->size(); ++i) {
+        int64_t fo = 0, stride = 1;
+        for (size_t k = 0; k < shape.size(); ++k) {
+          fo += idx[k] * stride;
+          stride *= shape[k];
+        }
+        f.SetBits(fo, c->Bits(i));
+        for (size_t k = shape.size(); k-- > 0;) {
+          if (++idx[k] < shape[k]) break;
+          idx[k] = 0;
+        }
+      }
+      std::string bytes = NpyBytes(f);
+      bytes.replace(bytes.find("'fortran_order': False"), 22, "'fortran_order': True ");
+      absl::StatusOr<Tensor> t = ParseNpy(bytes, "f.npy");
+      ASSERT_TRUE(t.ok()) << t.status();
+      ExpectSameTensor(*t, *c);
+    }
+  }
+}
+
 TEST(NarrowestExactFloat, Float32AndFloat64Dumps) {
   auto f32 = [](std::vector<float> v) {
     Tensor t = *MakeTensor("float32", {static_cast<int64_t>(v.size())});
-    std::memcpy(t.data.data(), v.data(), v.size() * 4);
+    if (!v.empty()) std::memcpy(t.data.data(), v.data(), v.size() * 4);
     return t;
   };
   const float inf = INFINITY, nan = NAN;
@@ -578,6 +675,46 @@ TEST(NarrowestExactFloat, Float32AndFloat64Dumps) {
   EXPECT_EQ(NarrowestExactFloat(b), std::nullopt);
 }
 
+// The float32 bit tests against a value check done here with doubles, over a spread of
+// patterns (every top half, several low halves): x fits bfloat16 / float16 exactly.
+bool FitsByValue(float x, int emin, int emax, int p) {
+  const double a = std::fabs(static_cast<double>(x));
+  if (a == 0) return true;
+  int ex;
+  std::frexp(a, &ex);
+  const int e = ex - 1;
+  if (e > emax) return false;
+  const double scaled = std::ldexp(a, -(std::max(e, emin) - (p - 1)));
+  return scaled == std::floor(scaled);
+}
+
+TEST(NarrowestExactFloat, Float32BitTestsMatchValues) {
+  Tensor one = *MakeTensor("float32", {1});
+  Tensor two = *MakeTensor("float32", {2});
+  two.SetBits(1, 0x3F802000);  // 1 + 2^-10: float16, not bfloat16.
+  for (uint32_t hi = 0; hi < 0x10000; ++hi) {
+    for (uint32_t lo : {0x0000u, 0x0001u, 0x1000u, 0x2000u, 0x8000u, 0xE000u, 0xFFFFu}) {
+      const uint32_t b = hi << 16 | lo;
+      float x;
+      std::memcpy(&x, &b, 4);
+      one.SetBits(0, b);
+      two.SetBits(0, b);
+      const bool finite_nonzero = std::isfinite(x) && x != 0;
+      const bool bf16 = std::isfinite(x) && FitsByValue(x, -126, 127, 8);
+      const bool f16 = std::isfinite(x) && FitsByValue(x, -14, 15, 11);
+      ASSERT_EQ(NarrowestExactFloat(one), finite_nonzero
+                                              ? (bf16  ? std::optional<std::string>("bfloat16")
+                                                 : f16 ? std::optional<std::string>("float16")
+                                                       : std::nullopt)
+                                              : std::nullopt)
+          << std::hex << b;
+      ASSERT_EQ(NarrowestExactFloat(two),
+                !std::isfinite(x) || f16 ? std::optional<std::string>("float16") : std::nullopt)
+          << std::hex << b;
+    }
+  }
+}
+
 // ---- For the live test: our writers' output, for numpy/ml_dtypes/safetensors to read. ----
 
 // With FPCONFORM_TENSOR_WRITE_DIR set (tensor_file_live_check.py sets it), writes every golden
@@ -597,13 +734,19 @@ TEST(LiveWriters, WriteForPython) {
     ASSERT_TRUE(t.ok()) << t.status();
     const std::string base = std::string(out) + "/w" + std::to_string(i++);
     ASSERT_TRUE(WriteNpy(*t, base + ".npy").ok());
-    written.push_back({{"file", base + ".npy"}, {"dtype", t->dtype}, {"shape", t->shape},
-                       {"hex", Hex(t->data)}, {"from", spec}});
+    written.push_back({{"file", base + ".npy"},
+                       {"dtype", t->dtype},
+                       {"shape", t->shape},
+                       {"hex", Hex(t->data)},
+                       {"from", spec}});
     absl::StatusOr<std::string> st = SafetensorsBytes({{"t", &*t}}, {{"from", file}});
     if (st.ok()) {
       ASSERT_TRUE(WriteSafetensors({{"t", &*t}}, {{"from", file}}, base + ".safetensors").ok());
-      written.push_back({{"file", base + ".safetensors"}, {"dtype", t->dtype},
-                         {"shape", t->shape}, {"hex", Hex(t->data)}, {"from", spec}});
+      written.push_back({{"file", base + ".safetensors"},
+                         {"dtype", t->dtype},
+                         {"shape", t->shape},
+                         {"hex", Hex(t->data)},
+                         {"from", spec}});
     }
   }
   std::ofstream(std::string(out) + "/written.json") << written.dump(1) << "\n";

@@ -8,6 +8,7 @@ packages=(
   libmpfr-dev libgmp-dev libboost-dev libabsl-dev
   libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev libtomlplusplus-dev
   python3-numpy python3-matplotlib python3-venv
+  clang libclang-rt-14-dev  # ci/fuzz.sh: clang++ and libFuzzer's runtime (libclang_rt.fuzzer)
 )
 
 missing=()

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # The README's test command: installs what is missing, builds, and runs the default ctest
 # (labels quick and oracle), the Python package's pytest suite (ci/python_test.sh: the module built
-# in the same Release tree), then the quick tests again under AddressSanitizer and
-# UndefinedBehaviorSanitizer. Set FPCONFORM_EXHAUSTIVE=1 to add the exhaustive label,
-# FPCONFORM_WHEEL=0 to skip the `pip wheel .` check of the package (about 2.5 minutes).
+# in the same Release tree, then `pip wheel .`), then the quick tests again under AddressSanitizer
+# and UndefinedBehaviorSanitizer, then the libFuzzer harnesses (ci/fuzz.sh: their checked-in
+# corpora and regression cases, then FPCONFORM_FUZZ_SECONDS of fuzzing each, default 20; skipped
+# with a message where clang/libFuzzer is missing). Set FPCONFORM_EXHAUSTIVE=1 to add the
+# exhaustive label, FPCONFORM_WHEEL=0 to skip the `pip wheel .` check (about 2.5 minutes).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash ci/setup.sh
@@ -39,3 +41,6 @@ BUILD_DIR=build-asan bash ci/build.sh -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFPCONF
   -DFPCONFORM_BENCHMARKS=OFF "${venv_flag[@]}"
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build-asan -L quick --output-on-failure -j "$jobs"
+
+echo "== libFuzzer harnesses (clang, ASan+UBSan), ${FPCONFORM_FUZZ_SECONDS:-20} s each"
+bash ci/fuzz.sh

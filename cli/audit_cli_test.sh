@@ -134,6 +134,12 @@ expect_rc 0 "report" "$fp" audit sum --x "$tmp/x.npy" --out "$tmp/y.npy" --platf
 for f in report.md report.json report.html elements.csv; do [ -s "$tmp/rep/$f" ] || fail "report lacks $f"; done
 expect_rc 0 "report replaced" "$fp" audit sum --x "$tmp/x.npy" --out "$tmp/y.npy" --platform numpy-sum-f32 \
   --report "$tmp/rep" --no-tolerance --progress never
+# elements.csv holds every unexplained element, not only the --max-listed ones.
+expect_rc 1 "report of a zero output" "$fp" audit matmul --a "$tmp/a_u16.npy" --a-dtype bfloat16 \
+  --b "$tmp/b_u16.npy" --b-dtype bfloat16 --out "$tmp/zero.npy" --platform trainium2-bf16 \
+  --report "$tmp/zrep" --no-tolerance --progress never
+[ "$(wc -l <"$tmp/zrep/elements.csv")" = 769 ] || fail "elements.csv: $(wc -l <"$tmp/zrep/elements.csv") lines, expected 769"
+grep -q "not written" "$tmp/zrep/elements.csv" || fail "elements.csv lacks the diagnosis"
 echo "my notes" >"$tmp/notes.txt"
 expect_rc 2 "report onto a user's file" "$fp" audit sum --x "$tmp/x.npy" --out "$tmp/y.npy" \
   --platform numpy-sum-f32 --report "$tmp/notes.txt" --no-tolerance --progress never

@@ -18,15 +18,12 @@
 
 #include "cases/tensor_file.h"
 #include "cli/commands.h"
+#include "cli/data_dir.h"
 #include "formats/op_env.h"
 #include "formats/str_cat.h"
 #include "reports/audit.h"
 #include "reports/process.h"
 #include "reports/report.h"
-
-#ifndef FPCONFORM_REPORTS_SOURCE_DIR
-#define FPCONFORM_REPORTS_SOURCE_DIR "reports"
-#endif
 
 namespace fpconform::cli {
 namespace {
@@ -208,9 +205,10 @@ absl::StatusOr<reports::AuditOptions> MakeOptions(const AuditCommonOptions& c, c
   reports::AuditOptions o;
   o.platforms = SplitComma(platforms);
   o.models_dir = ResolveModelsDir(c.models_dir);
-  o.sweep_file = c.sweep;
+  o.sweep_file = c.sweep.empty() ? DefaultReportsFile("standard_sweep.toml") : c.sweep;
   o.max_listed = c.max_listed;
   o.strict = c.strict;
+  o.all_unexplained = !c.report.empty();
   o.recommend = !c.no_tolerance;
   o.tolerance_samples = c.tolerance_samples;
   o.cancelled = [] { return reports::InterruptGuard::Interrupted(); };

@@ -200,6 +200,55 @@ grep -q "shard 2/2 missing" "$TMP/err" || fail "merge missing shard message: $(c
 grep -q "unknown platform 'nope' (valid: " "$TMP/err" || fail "unknown platform message: $(cat "$TMP/err")"
 "$BIN" tolerance --shard 3/2 --out "$TMP/x" 2>/dev/null; expect_rc "tolerance --shard 3/2" "$?" 2
 
+# ---- --shard auto: the shard from a Slurm job array or a Kubernetes Indexed Job ----
+# Each case runs with the job-array variables of the test's own environment removed first.
+clean=(env -u SLURM_ARRAY_TASK_ID -u SLURM_ARRAY_TASK_MIN -u SLURM_ARRAY_TASK_MAX
+       -u SLURM_ARRAY_TASK_STEP -u SLURM_ARRAY_TASK_COUNT -u JOB_COMPLETION_INDEX
+       -u FPCONFORM_SHARD_COUNT)
+# sbatch --array=1-2, task 1 = shard 1/2: the same report as --shard 1/2.
+"${clean[@]}" SLURM_ARRAY_TASK_ID=1 SLURM_ARRAY_TASK_MIN=1 SLURM_ARRAY_TASK_MAX=2 \
+  SLURM_ARRAY_TASK_COUNT=2 SLURM_ARRAY_TASK_STEP=1 \
+  "$BIN" tolerance "${tiny[@]}" --threads 2 --shard auto --out "$TMP/auto1" 2>"$TMP/err"
+expect_rc "tolerance --shard auto (Slurm)" "$?" 0
+grep -q "shard 1/2 from SLURM_ARRAY_TASK_ID=1 (MIN 1, STEP 1, COUNT 2)" "$TMP/err" \
+  || fail "--shard auto (Slurm) log line: $(cat "$TMP/err")"
+cmp -s "$TMP/s1/report.json" "$TMP/auto1/report.json" || fail "--shard auto (Slurm) differs from 1/2"
+# An Indexed Job with completions: 2, pod index 1 = shard 2/2.
+"${clean[@]}" JOB_COMPLETION_INDEX=1 FPCONFORM_SHARD_COUNT=2 \
+  "$BIN" tolerance "${tiny[@]}" --threads 2 --shard auto --out "$TMP/auto2" 2>"$TMP/err"
+expect_rc "tolerance --shard auto (Kubernetes)" "$?" 0
+cmp -s "$TMP/s2/report.json" "$TMP/auto2/report.json" || fail "--shard auto (Kubernetes) differs from 2/2"
+"$BIN" merge "$TMP/auto2" "$TMP/auto1" --out "$TMP/auto" --no-html 2>/dev/null
+expect_rc "merge of --shard auto reports" "$?" 0
+cmp -s "$TMP/full/report.csv" "$TMP/auto/report.csv" || fail "merged --shard auto differs from the single run"
+shard_auto_error() {  # name, message fragment, env assignments...
+  local name=$1 want=$2; shift 2
+  "${clean[@]}" "$@" "$BIN" tolerance --shard auto --out "$TMP/never" 2>"$TMP/err"
+  expect_rc "--shard auto: $name" "$?" 2
+  grep -qF -- "$want" "$TMP/err" || fail "--shard auto: $name message: $(cat "$TMP/err")"
+  [ -e "$TMP/never" ] && fail "--shard auto: $name made $TMP/never"
+}
+shard_auto_error "no engine" "--shard: auto: no job-array index in the environment: expected SLURM_ARRAY_TASK_ID"
+shard_auto_error "no count" "FPCONFORM_SHARD_COUNT is not" JOB_COMPLETION_INDEX=0
+shard_auto_error "index >= count" "JOB_COMPLETION_INDEX 2 is not below FPCONFORM_SHARD_COUNT 2" \
+  JOB_COMPLETION_INDEX=2 FPCONFORM_SHARD_COUNT=2
+shard_auto_error "bad count" "FPCONFORM_SHARD_COUNT='2x' is not a shard count" \
+  JOB_COMPLETION_INDEX=0 FPCONFORM_SHARD_COUNT=2x
+shard_auto_error "both engines" "both SLURM_ARRAY_TASK_ID and JOB_COMPLETION_INDEX" \
+  JOB_COMPLETION_INDEX=0 FPCONFORM_SHARD_COUNT=2 SLURM_ARRAY_TASK_ID=0 SLURM_ARRAY_TASK_MIN=0 \
+  SLURM_ARRAY_TASK_COUNT=1
+shard_auto_error "Slurm without MIN" "SLURM_ARRAY_TASK_MIN or SLURM_ARRAY_TASK_COUNT is not" \
+  SLURM_ARRAY_TASK_ID=3
+shard_auto_error "Slurm list" "the Slurm array is not one range (MIN 1, MAX 9, STEP 1, COUNT 3)" \
+  SLURM_ARRAY_TASK_ID=2 SLURM_ARRAY_TASK_MIN=1 SLURM_ARRAY_TASK_MAX=9 SLURM_ARRAY_TASK_COUNT=3
+shard_auto_error "Slurm bad id" "SLURM_ARRAY_TASK_ID='-1' is not an array index" \
+  SLURM_ARRAY_TASK_ID=-1 SLURM_ARRAY_TASK_MIN=0 SLURM_ARRAY_TASK_COUNT=2
+# --array=1-7:2 (1, 3, 5, 7): task 5 is shard 3/4.
+"${clean[@]}" SLURM_ARRAY_TASK_ID=5 SLURM_ARRAY_TASK_MIN=1 SLURM_ARRAY_TASK_MAX=7 \
+  SLURM_ARRAY_TASK_STEP=2 SLURM_ARRAY_TASK_COUNT=4 \
+  "$BIN" tolerance --platforms nope --shard auto --out "$TMP/never" 2>"$TMP/err"
+grep -q "shard 3/4 from SLURM_ARRAY_TASK_ID=5" "$TMP/err" || fail "--shard auto step 2: $(cat "$TMP/err")"
+
 # ---- --out: only a new path, an empty directory or an fpconform report directory is replaced ----
 grep -q '"kind": "tolerance"' "$TMP/full/fpconform-manifest.json" || fail "tolerance: no manifest"
 grep -q '"report.csv"' "$TMP/full/fpconform-manifest.json" || fail "manifest does not list report.csv"
@@ -330,6 +379,126 @@ interrupt_sweep() {  # signal, wanted exit status: the standard sweep (minutes) 
 }
 interrupt_sweep INT 130
 interrupt_sweep TERM 143
+
+# merge reads report.json only from regular files: a FIFO shard is refused at once, not read
+# (it used to block forever).
+mkdir -p "$TMP/fifo_shard" && mkfifo "$TMP/fifo_shard/report.json"
+timeout 10 "$BIN" merge "$TMP/fifo_shard" --out "$TMP/fifo_merged" >/dev/null 2>"$TMP/fifo.err"
+expect_rc "merge of a FIFO report.json" "$?" 2
+grep -q "not a regular file" "$TMP/fifo.err" || fail "merge of a FIFO: $(cat "$TMP/fifo.err")"
+
+# ---- hardening: numbers parsed strictly (never wrapped or saturated), ranges in the message ----
+for args in "--shard 4294967297/4294967298" "--shard 1/4294967297" "--shard 1/2/3" "--shard +1/2" \
+            "--shard 1/0" "--shard 0/2"; do
+  # shellcheck disable=SC2086
+  "$BIN" tolerance $args --out "$TMP/x" --no-html --progress never 2>"$TMP/err"
+  expect_rc "tolerance $args" "$?" 2
+  grep -q -- "--shard: expected i/n with 1 <= i <= n <= 1000000" "$TMP/err" \
+    || fail "tolerance $args message: $(cat "$TMP/err")"
+done
+"$BIN" tolerance --seed 18446744073709551616 --out "$TMP/x" 2>"$TMP/err"
+expect_rc "tolerance --seed 2^64" "$?" 2
+grep -q -- "--seed: '18446744073709551616' is not an integer in 0..18446744073709551615" "$TMP/err" \
+  || fail "tolerance --seed 2^64 message: $(cat "$TMP/err")"
+for args in "--seed=-1" "--samples=1e3" "--samples= 5" "--threads=0x10" "--threads=2 " \
+            "--samples=1000001"; do
+  "$BIN" tolerance "$args" --out "$TMP/x" 2>"$TMP/err"; expect_rc "tolerance $args" "$?" 2
+  grep -q "is not an integer in " "$TMP/err" || fail "tolerance $args message: $(cat "$TMP/err")"
+done
+for k in " 64" "64 " "+64" "0x40" "16777217"; do
+  "$BIN" tolerance --k "$k" --out "$TMP/x" 2>"$TMP/err"; expect_rc "tolerance --k '$k'" "$?" 2
+  grep -q -- "--k: '$k' is not an integer in 1..16777216" "$TMP/err" \
+    || fail "tolerance --k '$k' message: $(cat "$TMP/err")"
+done
+"$BIN" tolerance --k 64,64 --out "$TMP/x" 2>"$TMP/err"; expect_rc "tolerance --k 64,64" "$?" 2
+grep -q "K 64 given twice" "$TMP/err" || fail "tolerance --k 64,64 message: $(cat "$TMP/err")"
+"$BIN" reveal cpu-f32-seq --n 3 --seed=-1 > /dev/null 2>"$TMP/err"; expect_rc "reveal --seed -1" "$?" 2
+grep -q -- "--seed: '-1' is not an integer in 0..18446744073709551615" "$TMP/err" \
+  || fail "reveal --seed -1 message: $(cat "$TMP/err")"
+"$BIN" reveal cpu-f32-seq --n ' 3' > /dev/null 2>&1; expect_rc "reveal --n ' 3'" "$?" 2
+out=$("$BIN" reveal cpu-f32-seq --n 2 --seed 18446744073709551615); expect_rc "reveal --seed max" "$?" 0
+expect_eq "reveal --seed max" "$out" "((c + x0) + x1)"
+[ -e "$TMP/x" ] && fail "a refused tolerance run wrote $TMP/x"
+
+# ---- hardening: memory is estimated before any work; the budget and the reason are named ----
+"$BIN" tolerance --k 16777216 --threads 16 --out "$TMP/x" --no-html --progress never 2>"$TMP/err"
+expect_rc "tolerance --k 16777216 --threads 16" "$?" 2
+grep -q "needs about [0-9]* MiB of memory (2048 MiB per worker thread at K = 16777216, 16 threads), more than the 8192 MiB a sweep may use" "$TMP/err" \
+  || fail "tolerance memory message: $(cat "$TMP/err")"
+
+# ---- hardening: sweep files ----
+printf '%s\n' 'seed = 1' 'samples = 4' 'ops = ["sum"]' 'ks = [16]' 'distributions = ["normal"]' '' \
+  '[[dtype]]' 'name = "int8"' 'integer = true' 'sum = ["cpu-f32-seq"]' > "$TMP/int_sum.toml"
+"$BIN" tolerance --sweep "$TMP/int_sum.toml" --out "$TMP/x" --progress never 2>"$TMP/err"
+expect_rc "tolerance: integer dtype with sum platforms" "$?" 2
+grep -q "int_sum.toml:10: dtype\[0\].sum: an integer dtype (integer = true) takes no platform list" "$TMP/err" \
+  || fail "integer dtype sum message: $(cat "$TMP/err")"
+sed 's/^sum = .*/matmul = ["nvidia-h100-bf16", "numpy-sum-f32"]/; s/^integer = true$//; s/^name = "int8"/name = "bfloat16"/; s/^ops = .*/ops = ["matmul"]/' \
+  "$TMP/int_sum.toml" > "$TMP/sum_only.toml"
+"$BIN" tolerance --sweep "$TMP/sum_only.toml" --out "$TMP/x" --progress never 2>"$TMP/err"
+expect_rc "tolerance: sum-only model under matmul" "$?" 2
+grep -q "sum_only.toml:10: dtype\[0\].matmul: 'numpy-sum-f32': does not define matmul" "$TMP/err" \
+  || fail "sum-only model message: $(cat "$TMP/err")"
+sed 's/"numpy-sum-f32"/"no-such-model"/' "$TMP/sum_only.toml" > "$TMP/unknown.toml"
+"$BIN" tolerance --sweep "$TMP/unknown.toml" --out "$TMP/x" --progress never 2>"$TMP/err"
+expect_rc "tolerance: unknown platform in a sweep file" "$?" 2
+grep -q "unknown.toml:10: dtype\[0\].matmul: 'no-such-model': unknown model 'no-such-model' in " "$TMP/err" \
+  || fail "unknown platform message: $(cat "$TMP/err")"
+mkdir "$TMP/sweepdir.toml"
+timeout 20 "$BIN" tolerance --sweep "$TMP/sweepdir.toml" --out "$TMP/x" 2>"$TMP/err"
+expect_rc "tolerance --sweep DIR" "$?" 2
+grep -q "sweepdir.toml: not a regular file (a directory)" "$TMP/err" || fail "sweep dir message: $(cat "$TMP/err")"
+mkfifo "$TMP/sweep.fifo"
+timeout 20 "$BIN" tolerance --sweep "$TMP/sweep.fifo" --out "$TMP/x" 2>"$TMP/err"
+expect_rc "tolerance --sweep FIFO (no hang)" "$?" 2
+[ -e "$TMP/x" ] && fail "a refused tolerance run wrote $TMP/x"
+
+# ---- hardening: model directories with a directory, a FIFO, /dev/zero; escaped descriptions ----
+mkdir "$TMP/m2"
+cp "$(dirname "$0")/../accumulation/models/cpu-f32-seq.toml" "$TMP/m2/"
+mkdir "$TMP/m2/adir.toml"
+mkfifo "$TMP/m2/fifo.toml"
+ln -s /dev/zero "$TMP/m2/zero.toml"
+timeout 20 "$BIN" models --models-dir "$TMP/m2" > "$TMP/out" 2>"$TMP/err"
+expect_rc "models with non-regular entries" "$?" 2
+expect_eq "models with non-regular entries: listing" "$(cut -d' ' -f1 "$TMP/out")" "cpu-f32-seq"
+for f in adir fifo zero; do
+  grep -q "m2/$f.toml: not a regular file" "$TMP/err" || fail "models: no error for $f.toml: $(cat "$TMP/err")"
+done
+grep -q "3 of 4 model files in " "$TMP/err" || fail "models bad count: $(cat "$TMP/err")"
+for f in adir fifo zero; do
+  timeout 20 "$BIN" models show "$f" --models-dir "$TMP/m2" > /dev/null 2>"$TMP/err"
+  expect_rc "models show $f" "$?" 2
+  grep -q "not a regular file" "$TMP/err" || fail "models show $f message: $(cat "$TMP/err")"
+done
+printf '%s\n' 'seed = 1' 'samples = 4' 'ops = ["matmul"]' 'ks = [16]' 'distributions = ["normal"]' \
+  '' '[[dtype]]' 'name = "float32"' 'matmul = ["cpu-f32-seq", "zero"]' > "$TMP/zero_sweep.toml"
+timeout 20 "$BIN" tolerance --sweep "$TMP/zero_sweep.toml" --models-dir "$TMP/m2" --out "$TMP/x" \
+  --progress never 2>"$TMP/err"
+expect_rc "tolerance with a /dev/zero model" "$?" 2
+grep -q "zero_sweep.toml:9: dtype\[0\].matmul: 'zero': .*zero.toml: not a regular file" "$TMP/err" \
+  || fail "tolerance /dev/zero model message: $(cat "$TMP/err")"
+rm -f "$TMP/m2/fifo.toml" "$TMP/m2/zero.toml"
+rmdir "$TMP/m2/adir.toml"
+sed 's/^description = .*/description = "red \\u001b[31mX\\u0007 \\u00e9"/' \
+  "$(dirname "$0")/../accumulation/models/cpu-f32-seq.toml" > "$TMP/m2/cpu-f32-seq.toml"
+"$BIN" models --models-dir "$TMP/m2" > "$TMP/out" 2>&1; expect_rc "models: escaped description" "$?" 0
+expect_eq "models: escaped description" "$(cat "$TMP/out")" 'cpu-f32-seq  red \x1b[31mX\x07 é'
+"$BIN" models show cpu-f32-seq --models-dir "$TMP/m2" > "$TMP/out" 2>&1
+grep -q '^description: red \\x1b\[31mX\\x07 é$' "$TMP/out" \
+  || fail "models show: description not escaped: $(cat -v "$TMP/out")"
+
+# ---- hardening: calc echoes user text escaped; VT/FF/CR inside a line are errors ----
+printf 'mdot a\x1b[2J\xff\x00b 0 0x0\nadd\vfloat32 rne 0x3f800000 0x3f800000\n' \
+  | "$BIN" calc > "$TMP/out" 2>"$TMP/err"
+expect_rc "calc escaped model name" "$?" 1
+expect_eq "calc escaped output" "$(cat "$TMP/out")" $'error\nerror'
+grep -q "^line 1: bad model name 'a\\\\x1b\[2J\\\\xff\\\\x00b'" "$TMP/err" \
+  || fail "calc model name not escaped: $(cat -v "$TMP/err")"
+grep -q "^line 2: control character '\\\\x0b' (VT) at column 4" "$TMP/err" \
+  || fail "calc VT message: $(cat -v "$TMP/err")"
+LC_ALL=C grep -q $'[\x01-\x08\x0b-\x1f\x7f\xff]' "$TMP/err" \
+  && fail "calc stderr has raw control bytes: $(cat -v "$TMP/err")"
 
 if (( FAILS > 0 )); then
   echo "$FAILS check(s) failed"

@@ -9,6 +9,7 @@
 #define FPCONFORM_CLI_COMMANDS_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,7 +22,8 @@ inline constexpr int kExitBadLines = 1;
 inline constexpr int kExitUsage = 2;
 
 // The models directory: `flag` when non-empty, else $FPCONFORM_MODELS_DIR when set and
-// non-empty, else the source tree's accumulation/models (compiled in).
+// non-empty, else DefaultModelsDir() (cli/data_dir.h: the installed presets next to the
+// executable, else the source tree's accumulation/models).
 std::string ResolveModelsDir(const std::string& flag);
 
 struct CalcOptions {
@@ -59,8 +61,8 @@ int RunRevealCommand(const RevealOptions& options);
 struct ToleranceOptions {
   std::string sweep;  // --sweep FILE; empty: reports/standard_sweep.toml.
   std::vector<std::string> ops, dtypes, ks, platforms, distributions;  // Comma lists.
-  int samples = 0;
-  int64_t seed = -1;
+  int samples = 0;                // 0: the sweep file's.
+  std::optional<uint64_t> seed;   // Unset: the sweep file's.
   int threads = 0;  // 0: all cores.
   std::string out = "fpconform-report";
   bool quick = false;

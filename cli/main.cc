@@ -1,9 +1,13 @@
 // fpconform: numerical-correctness conformance suite. Thin dispatcher over the subcommands in
 // commands.h.
 #include <cstdio>
+#include <exception>
+#include <string>
 
 #include "CLI/CLI.hpp"
 #include "cli/commands.h"
+#include "formats/isa.h"
+#include "formats/str_cat.h"
 
 #ifndef FPCONFORM_VERSION
 #define FPCONFORM_VERSION "unknown"
@@ -32,6 +36,9 @@ int main(int argc, char** argv) {
       "      --out c.npy --platform trainium2-bf16          # is this kernel output legitimate?\n"
       "  echo 'mdot nvidia-h100-bf16 2 0x3f80 0xb300 0x3f80 0x3f80 0x0' | fpconform calc  # -> 0x3f7fffff -\n"
       "\n"
+      "Environment: FPCONFORM_ISA=portable|avx2|avx512 picks the fast paths' instruction set\n"
+      "(default: the best this CPU has; results are the same bytes on every level).\n"
+      "\n"
       "Run 'fpconform <command> --help' for a command's options.");
 
   CalcOptions calc;
@@ -50,18 +57,37 @@ int main(int argc, char** argv) {
   CLI::App* audit_app = AddAuditCommand(app, audit);
   CLI::App* compare_app = AddCompareCommand(app, audit);
 
+  // FPCONFORM_ISA (formats/isa.h) is read once, here, before any fast path runs.
+  if (absl::Status isa = fpconform::SetIsaFromEnvironment(); !isa.ok()) {
+    std::fprintf(stderr, "fpconform: %s\n", std::string(isa.message()).c_str());
+    return kExitUsage;
+  }
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     // --help and --version exit 0; every usage error exits 2.
     return app.exit(e) == 0 ? kExitOk : kExitUsage;
   }
-  if (calc_app->parsed()) return RunCalcCommand(calc);
-  if (formats_app->parsed()) return RunFormatsCommand(formats);
-  if (models_app->parsed()) return RunModelsCommand(models);
-  if (reveal_app->parsed()) return RunRevealCommand(reveal);
-  if (tolerance_app->parsed()) return RunToleranceCommand(tolerance);
-  if (merge_app->parsed()) return RunMergeCommand(merge);
-  if (audit_app->parsed() || compare_app->parsed()) return RunAuditCommand(audit);
+  // A last resort only: every command reports bad input as a status value; an exception that
+  // still escapes is a bug, reported as one (exit 2) rather than an abort (exit 134).
+  try {
+    if (calc_app->parsed()) return RunCalcCommand(calc);
+    if (formats_app->parsed()) return RunFormatsCommand(formats);
+    if (models_app->parsed()) return RunModelsCommand(models);
+    if (reveal_app->parsed()) return RunRevealCommand(reveal);
+    if (tolerance_app->parsed()) return RunToleranceCommand(tolerance);
+    if (merge_app->parsed()) return RunMergeCommand(merge);
+    if (audit_app->parsed() || compare_app->parsed()) return RunAuditCommand(audit);
+  } catch (const std::exception& e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "fpconform: internal error: %s\n",
+                 fpconform::EscapeText(e.what(), 1000).c_str());
+    return kExitUsage;
+  } catch (...) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "fpconform: internal error: unknown exception\n");
+    return kExitUsage;
+  }
   return kExitUsage;
 }

@@ -1,5 +1,7 @@
 // `fpconform models`: the accumulation-model presets (accumulation/models/*.toml, one line each)
-// and `fpconform models show NAME`: every parameter of one model with its source.
+// and `fpconform models show NAME`: every parameter of one model with its source. User text
+// (descriptions, values, sources) is printed through EscapeText (formats/str_cat.h): control
+// characters never reach the terminal raw.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -9,10 +11,8 @@
 #include "absl/strings/str_join.h"
 #include "accumulation/model_catalog.h"
 #include "cli/commands.h"
-
-#ifndef FPCONFORM_MODELS_SOURCE_DIR
-#define FPCONFORM_MODELS_SOURCE_DIR "accumulation/models"
-#endif
+#include "cli/data_dir.h"
+#include "formats/str_cat.h"
 
 namespace fpconform::cli {
 
@@ -20,14 +20,14 @@ std::string ResolveModelsDir(const std::string& flag) {
   if (!flag.empty()) return flag;
   const char* env = std::getenv("FPCONFORM_MODELS_DIR");
   if (env != nullptr && *env != '\0') return env;
-  return FPCONFORM_MODELS_SOURCE_DIR;
+  return DefaultModelsDir();
 }
 
 namespace {
 
 constexpr const char* kDirHelp =
-    "Directory of model files (default: $FPCONFORM_MODELS_DIR, else the source tree's "
-    "accumulation/models)";
+    "Directory of model files (default: $FPCONFORM_MODELS_DIR, else the installed "
+    "share/fpconform/models, else the source tree's accumulation/models)";
 
 int List(const ModelCatalog& catalog) {
   absl::StatusOr<std::vector<ModelFile>> files = catalog.LoadAll();
@@ -50,10 +50,11 @@ int List(const ModelCatalog& catalog) {
       ++bad;
     } else if (f.is_envelope) {
       std::printf("%-*s  %s [envelope: %s]\n", static_cast<int>(width), f.envelope->name.c_str(),
-                  f.envelope->description.c_str(), absl::StrJoin(f.envelope->members, " ").c_str());
+                  EscapeText(f.envelope->description).c_str(),
+                  absl::StrJoin(f.envelope->members, " ").c_str());
     } else {
       std::printf("%-*s  %s\n", static_cast<int>(width), f.model->name.c_str(),
-                  f.model->description.c_str());
+                  EscapeText(f.model->description).c_str());
     }
   }
   for (const ModelFile& f : *files) {
@@ -78,10 +79,10 @@ int Show(const ModelCatalog& catalog, const std::string& name) {
       return kExitUsage;
     }
     std::printf("name: %s\n", e->name.c_str());
-    std::printf("description: %s\n", e->description.c_str());
+    std::printf("description: %s\n", EscapeText(e->description).c_str());
     std::printf("file: %s/%s.toml\n", catalog.dir().c_str(), name.c_str());
     std::printf("envelope: %s\n", absl::StrJoin(e->members, " ").c_str());
-    std::printf("  source: %s%s\n", e->members_source.c_str(),
+    std::printf("  source: %s%s\n", EscapeText(e->members_source).c_str(),
                 e->members_unconfirmed ? "  [UNCONFIRMED]" : "");
     return kExitOk;
   }
@@ -95,7 +96,7 @@ int Show(const ModelCatalog& catalog, const std::string& name) {
   if (m->op_matmul) ops.push_back("matmul");
   if (m->op_sum) ops.push_back("sum");
   std::printf("name: %s\n", m->name.c_str());
-  std::printf("description: %s\n", m->description.c_str());
+  std::printf("description: %s\n", EscapeText(m->description).c_str());
   std::printf("file: %s/%s.toml\n", catalog.dir().c_str(), name.c_str());
   std::printf("operations: %s\n", absl::StrJoin(ops, " ").c_str());
   std::printf("unconfirmed: %s\n",
@@ -105,9 +106,10 @@ int Show(const ModelCatalog& catalog, const std::string& name) {
     if (key == "name" || key == "description") continue;
     const bool unconfirmed =
         std::find(m->unconfirmed.begin(), m->unconfirmed.end(), key) != m->unconfirmed.end();
-    std::printf("  %s = %s%s\n", key.c_str(), value.c_str(), unconfirmed ? "  [UNCONFIRMED]" : "");
+    std::printf("  %s = %s%s\n", key.c_str(), EscapeText(value).c_str(),
+                unconfirmed ? "  [UNCONFIRMED]" : "");
     auto it = m->provenance.find(key);
-    std::printf("    source: %s\n", it != m->provenance.end() ? it->second.c_str()
+    std::printf("    source: %s\n", it != m->provenance.end() ? EscapeText(it->second).c_str()
                                                              : "(none required)");
   }
   return kExitOk;

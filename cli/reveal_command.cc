@@ -2,7 +2,9 @@
 // sum), as text or Graphviz dot; with --probe, also the tree the FPRev probe recovers from the
 // model run as a black box, and whether the two agree (accumulation/summation_tree.h,
 // cases/fprev.h).
+#include <cstdint>
 #include <cstdio>
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -10,6 +12,7 @@
 #include "accumulation/summation_tree.h"
 #include "cases/fprev.h"
 #include "cli/commands.h"
+#include "formats/str_cat.h"
 
 namespace fpconform::cli {
 namespace {
@@ -28,9 +31,19 @@ CLI::App* AddRevealCommand(CLI::App& root, RevealOptions& options) {
   app->add_option("model", options.model, "Model name (see 'fpconform models')")
       ->required()
       ->type_name("MODEL");
-  app->add_option("--n", options.n, "Number of terms (products of the dot product)")
+  app->add_option_function<std::string>(
+         "--n",
+         [&options](const std::string& text) {
+           const std::optional<int> v = ParseDecimal<int>(text, 0, kMaxN);
+           if (!v) {
+             throw CLI::ValidationError(
+                 "--n", Cat("'", EscapeText(text, 100), "' is not an integer in 0..", kMaxN,
+                            " (decimal digits only)"));
+           }
+           options.n = *v;
+         },
+         "Number of terms (products of the dot product), 0..65536")
       ->required()
-      ->check(CLI::Range(0, kMaxN))
       ->type_name("N");
   app->add_option("--format", options.format, "Output format: text (default) or dot (Graphviz)")
       ->check(CLI::IsMember({"text", "dot"}))
@@ -39,8 +52,20 @@ CLI::App* AddRevealCommand(CLI::App& root, RevealOptions& options) {
                   "Directory of model files (default: $FPCONFORM_MODELS_DIR, else the source "
                   "tree's accumulation/models)")
       ->type_name("DIR");
-  app->add_option("--seed", options.seed,
-                  "Seed of a random split-K order (as EvalOptions::seed; default 0)")
+  app->add_option_function<std::string>(
+         "--seed",
+         [&options](const std::string& text) {
+           // Strict: -1 or 2^64 is an error, never a wrapped or saturated seed.
+           const std::optional<uint64_t> v = ParseDecimal<uint64_t>(text, 0, UINT64_MAX);
+           if (!v) {
+             throw CLI::ValidationError(
+                 "--seed", Cat("'", EscapeText(text, 100), "' is not an integer in 0..",
+                               UINT64_MAX, " (decimal digits only)"));
+           }
+           options.seed = *v;
+         },
+         "Seed of a random split-K order (as EvalOptions::seed), 0..18446744073709551615; "
+         "default 0")
       ->type_name("SEED");
   app->add_flag("--probe", options.probe,
                 "Also run the FPRev probe on the model as a black box and compare");

@@ -6,23 +6,42 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <functional>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/data_dir.h"
+#include "cli/shard_auto.h"
+#include "formats/str_cat.h"
+#include "formats/user_file.h"
 #include "reports/process.h"
 #include "reports/report.h"
 #include "reports/sweep.h"
 
-#ifndef FPCONFORM_REPORTS_SOURCE_DIR
-#define FPCONFORM_REPORTS_SOURCE_DIR "reports"
-#endif
-
 namespace fpconform::cli {
 namespace {
+
+constexpr int kMaxThreads = 1024;
+constexpr int kMaxShards = 1000000;
+
+// A CLI11 callback that parses a number strictly (ParseDecimal: the whole token, decimal, in
+// lo..hi) into `dest`; otherwise a usage error (exit 2) that names the option and the range.
+template <typename T, typename Dest>
+std::function<void(const std::string&)> StrictNumber(std::string name, T lo, T hi, Dest& dest) {
+  return [name = std::move(name), lo, hi, &dest](const std::string& text) {
+    const std::optional<T> v = ParseDecimal<T>(text, lo, hi);
+    if (!v) {
+      throw CLI::ValidationError(name, Cat("'", EscapeText(text, 100), "' is not an integer in ",
+                                           lo, "..", hi, " (decimal digits only)"));
+    }
+    dest = *v;
+  };
+}
 
 std::string JoinNames(const std::vector<std::string>& v) {
   std::string out;
@@ -55,7 +74,7 @@ bool Interrupted() { return reports::InterruptGuard::Interrupted(); }
 // matplotlib the page is written without plots, and without Python at all a minimal page says so.
 // An interrupt stops the renderer and returns CancelledError (the report is then not installed).
 absl::Status RenderHtml(const std::string& staging, bool plots) {
-  const std::string script = std::string(FPCONFORM_REPORTS_SOURCE_DIR) + "/plot_report.py";
+  const std::string script = DefaultReportsFile("plot_report.py");
   const std::string json = staging + "/report.json", html = staging + "/report.html";
   const std::vector<std::string> base = {PythonPath(), script, json, html};
   reports::RunProgramOptions run;
@@ -146,25 +165,36 @@ CLI::App* AddToleranceCommand(CLI::App& root, ToleranceOptions& o) {
   app->add_option("--ops", o.ops, "Ops to run (comma list): matmul, sum, quantize");
   app->add_option("--dtypes", o.dtypes, "Input dtypes (comma list; names of the sweep file's "
                                         "[[dtype]] tables and quantize formats)");
-  app->add_option("--k", o.ks, "K values (comma list), replacing the sweep file's");
+  app->add_option("--k", o.ks, "K values (comma list; each 1..16777216, decimal, distinct), "
+                              "replacing the sweep file's");
   app->add_option("--platforms", o.platforms, "Platform models (comma list)");
   app->add_option("--distributions", o.distributions,
                   "Input distributions (comma list): normal, uniform_pm1, uniform_01, "
                   "loguniform, normal_sqrtk");
-  app->add_option("--samples", o.samples, "Samples per row (maximum; large K may use fewer, "
-                                          "see the sweep file)")
-      ->check(CLI::Range(1, 1000000));
-  app->add_option("--seed", o.seed, "Seed (default: the sweep file's)")->check(CLI::NonNegativeNumber);
-  app->add_option("--threads", o.threads, "Worker threads (default: all cores); results do not "
-                                          "depend on it")
-      ->check(CLI::Range(1, 1024));
+  // Numbers are parsed strictly (StrictNumber): decimal digits only, range-checked, never
+  // wrapped or saturated.
+  app->add_option_function<std::string>(
+         "--samples", StrictNumber<int>("--samples", 1, 1000000, o.samples),
+         "Samples per row, 1..1000000 (maximum; large K may use fewer, see the sweep file)")
+      ->type_name("N");
+  app->add_option_function<std::string>(
+         "--seed", StrictNumber<uint64_t>("--seed", 0, UINT64_MAX, o.seed),
+         "Seed, 0..18446744073709551615 (default: the sweep file's)")
+      ->type_name("SEED");
+  app->add_option_function<std::string>(
+         "--threads", StrictNumber<int>("--threads", 1, kMaxThreads, o.threads),
+         "Worker threads, 1..1024 (default: all cores, fewer when the sweep's memory estimate "
+         "needs it); results do not depend on it")
+      ->type_name("N");
   app->add_option("--out", o.out, "Report directory: created, or replaced atomically when it is "
                                   "an fpconform report directory (see README.md, \"--out\")")
       ->capture_default_str();
   app->add_flag("--quick", o.quick, "Small sweep (K 64, 256, 1024; 24 samples; two "
                                     "distributions): under a minute");
-  app->add_option("--shard", o.shard, "Run slice i of n (i/n, 1-based); combine with "
-                                      "`fpconform merge`");
+  app->add_option("--shard", o.shard, "Run slice i of n (i/n, 1-based, n <= 1000000), or auto: "
+                                      "the Slurm array task or Kubernetes Indexed Job index "
+                                      "(README.md); combine with `fpconform merge`")
+      ->transform(ShardAutoTransform("tolerance"));
   app->add_option("--models-dir", o.models_dir, "Directory of model files");
   app->add_flag("--no-html", o.no_html, "Skip report.html");
   app->add_option("--progress", o.progress, "Progress on stderr: auto (a terminal, not CI), "
@@ -189,10 +219,8 @@ CLI::App* AddToleranceCommand(CLI::App& root, ToleranceOptions& o) {
 int RunToleranceCommand(const ToleranceOptions& o) {
   if (!OutputOk("tolerance", o.out)) return kExitUsage;
   reports::InterruptGuard interrupts;
-  const std::string sweep_path = o.sweep.empty()
-                                     ? std::string(FPCONFORM_REPORTS_SOURCE_DIR) +
-                                           "/standard_sweep.toml"
-                                     : o.sweep;
+  const std::string sweep_path =
+      o.sweep.empty() ? DefaultReportsFile("standard_sweep.toml") : o.sweep;
   absl::StatusOr<reports::SweepSpec> spec = reports::LoadSweepSpec(sweep_path);
   if (!spec.ok()) {
     std::fprintf(stderr, "fpconform tolerance: %s\n", std::string(spec.status().message()).c_str());
@@ -204,14 +232,13 @@ int RunToleranceCommand(const ToleranceOptions& o) {
   filter.platforms = SplitList(o.platforms);
   filter.distributions = SplitList(o.distributions);
   for (const std::string& k : SplitList(o.ks)) {
-    char* end = nullptr;
-    const long long v = std::strtoll(k.c_str(), &end, 10);
-    if (end == k.c_str() || *end != '\0' || v < 1 || v > (1LL << 24)) {
-      std::fprintf(stderr, "fpconform tolerance: --k: '%s' is not an integer in 1..16777216\n",
-                   k.c_str());
+    const std::optional<int64_t> v = ParseDecimal<int64_t>(k, 1, reports::kMaxSweepK);
+    if (!v) {
+      std::fprintf(stderr, "fpconform tolerance: --k: '%s' is not an integer in 1..%lld\n",
+                   EscapeText(k, 100).c_str(), static_cast<long long>(reports::kMaxSweepK));
       return kExitUsage;
     }
-    filter.ks.push_back(v);
+    filter.ks.push_back(*v);
   }
   filter.samples = o.samples;
   filter.seed = o.seed;
@@ -226,16 +253,30 @@ int RunToleranceCommand(const ToleranceOptions& o) {
   options.models_dir = ResolveModelsDir(o.models_dir);
   options.threads = o.threads > 0 ? o.threads
                                   : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  // Without --threads, fewer workers where the sweep's memory estimate needs it (sweep.h,
+  // "Memory"); with --threads, an estimate above the budget is an error before any work.
+  options.fit_threads = o.threads == 0;
+  int threads_used = options.threads;
+  options.threads_used = &threads_used;
   if (!o.shard.empty()) {
-    int i = 0, n = 0;
-    char tail = 0;
-    if (std::sscanf(o.shard.c_str(), "%d/%d%c", &i, &n, &tail) != 2 || n < 1 || i < 1 || i > n) {
-      std::fprintf(stderr, "fpconform tolerance: --shard: expected i/n with 1 <= i <= n, got '%s'\n",
-                   o.shard.c_str());
+    // i/n, both decimal, 1 <= i <= n <= kMaxShards: parsed strictly, so that no value wraps
+    // (4294967297/4294967298 is not 1/2).
+    const size_t slash = o.shard.find('/');
+    const std::string_view text(o.shard);
+    const std::optional<int> n =
+        slash == std::string::npos ? std::nullopt
+                                   : ParseDecimal<int>(text.substr(slash + 1), 1, kMaxShards);
+    const std::optional<int> i =
+        n ? ParseDecimal<int>(text.substr(0, slash), 1, *n) : std::nullopt;
+    if (!i) {
+      std::fprintf(stderr,
+                   "fpconform tolerance: --shard: expected i/n with 1 <= i <= n <= %d (decimal), "
+                   "got '%s'\n",
+                   kMaxShards, EscapeText(o.shard, 100).c_str());
       return kExitUsage;
     }
-    options.shard_index = i - 1;
-    options.shard_count = n;
+    options.shard_index = *i - 1;
+    options.shard_count = *n;
     options.record_shard = true;  // Also for 1/1: the report can be merged.
   }
   const auto start = std::chrono::steady_clock::now();
@@ -272,7 +313,7 @@ int RunToleranceCommand(const ToleranceOptions& o) {
   const reports::Table* tol = report->Find("tolerance");
   std::fprintf(stderr, "fpconform tolerance: %zu tolerance rows in %s (%d threads) -> %s/\n",
                tol != nullptr ? tol->rows.size() : size_t{0}, Duration(elapsed).c_str(),
-               options.threads, o.out.c_str());
+               threads_used, o.out.c_str());
   return kExitOk;
 }
 
@@ -296,7 +337,7 @@ int RunMergeCommand(const MergeOptions& o) {
   std::vector<std::string> names;
   for (const std::string& d : o.dirs) {
     const std::string path = d + "/report.json";
-    absl::StatusOr<std::string> text = reports::ReadFileToString(path);
+    absl::StatusOr<std::string> text = ReadUserFile(path, kMaxReportJsonBytes, "report.json");
     if (!text.ok()) {
       std::fprintf(stderr, "fpconform merge: %s\n", std::string(text.status().message()).c_str());
       return kExitUsage;

@@ -15,3 +15,8 @@ if(FPCONFORM_SANITIZE)
   set(FPCONFORM_SANITIZER_FLAGS -fsanitize=address,undefined -fno-sanitize-recover=all
       -fno-omit-frame-pointer)
 endif()
+# Fuzz builds (clang): coverage instrumentation for libFuzzer in every target; the harnesses add
+# -fsanitize=fuzzer (cmake/FpconformHelpers.cmake, fpconform_fuzzer).
+if(FPCONFORM_FUZZ)
+  list(APPEND FPCONFORM_SANITIZER_FLAGS -fsanitize=fuzzer-no-link)
+endif()

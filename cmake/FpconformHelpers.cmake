@@ -8,7 +8,7 @@
 
 function(_fpconform_common target)
   target_compile_options(${target} PRIVATE ${FPCONFORM_CXX_FLAGS} ${FPCONFORM_SANITIZER_FLAGS})
-  if(FPCONFORM_SANITIZE)
+  if(FPCONFORM_SANITIZER_FLAGS)
     target_link_options(${target} PRIVATE ${FPCONFORM_SANITIZER_FLAGS})
   endif()
 endfunction()
@@ -17,10 +17,12 @@ function(fpconform_library)
   cmake_parse_arguments(ARG "" "NAME" "SRCS;HDRS;DEPS" ${ARGN})
   add_library(fpconform_${ARG_NAME} STATIC ${ARG_SRCS} ${ARG_HDRS})
   add_library(fpconform::${ARG_NAME} ALIAS fpconform_${ARG_NAME})
-  target_include_directories(fpconform_${ARG_NAME} PUBLIC ${PROJECT_SOURCE_DIR})
+  # The source tree here; include/fpconform once installed (cmake/FpconformInstall.cmake).
+  target_include_directories(fpconform_${ARG_NAME} PUBLIC $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}>)
+  set_property(GLOBAL APPEND PROPERTY FPCONFORM_LIBRARIES fpconform_${ARG_NAME})
   target_link_libraries(fpconform_${ARG_NAME} PUBLIC ${ARG_DEPS})
   _fpconform_common(fpconform_${ARG_NAME})
-  if(FPCONFORM_SANITIZE)
+  if(FPCONFORM_SANITIZER_FLAGS)
     target_link_options(fpconform_${ARG_NAME} INTERFACE ${FPCONFORM_SANITIZER_FLAGS})
   endif()
 endfunction()
@@ -55,19 +57,57 @@ function(fpconform_benchmark)
   _fpconform_common(${ARG_NAME})
 endfunction()
 
-# libFuzzer harnesses (FPCONFORM_FUZZ=ON, clang only): each one defines LLVMFuzzerTestOneInput.
+# libFuzzer harnesses (FPCONFORM_FUZZ=ON, clang only; ci/fuzz.sh builds and runs them):
 #   fpconform_fuzzer(NAME npy_fuzzer SRCS npy_fuzzer.cc DEPS fpconform::tensor_file
-#                    CORPUS ${CMAKE_CURRENT_SOURCE_DIR}/testdata/fuzz/npy)
-# CORPUS: the checked-in seed corpus (and regression inputs) the fuzz run starts from.
+#                    CORPUS ${CMAKE_CURRENT_SOURCE_DIR}/testdata/fuzz/npy_fuzzer
+#                    [DICT ${CMAKE_CURRENT_SOURCE_DIR}/testdata/fuzz/npy_fuzzer.dict])
+# Each SRCS defines LLVMFuzzerTestOneInput. CORPUS: the checked-in seed corpus and regression
+# inputs (regression-<what>: a minimized input that once crashed); it must exist. DICT: an
+# optional libFuzzer dictionary. Every harness is built by the target `fuzzers`, gets a ctest
+# `<NAME>_replay` (label fuzz) that runs every file of CORPUS once, and is listed in
+# <build>/fuzzers.txt ("name<TAB>binary<TAB>corpus<TAB>dict" per line, written at generate time),
+# which ci/fuzz.sh reads: a new harness needs no edit there.
+# With FPCONFORM_FUZZ every fpconform target is compiled with -fsanitize=fuzzer-no-link, so the
+# coverage libFuzzer steers by includes the libraries' parsers, not only the harness.
 function(fpconform_fuzzer)
-  cmake_parse_arguments(ARG "" "NAME;CORPUS" "SRCS;DEPS" ${ARGN})
+  cmake_parse_arguments(ARG "" "NAME;CORPUS;DICT" "SRCS;DEPS" ${ARGN})
   if(NOT FPCONFORM_FUZZ)
     return()
+  endif()
+  if(NOT ARG_CORPUS OR NOT IS_DIRECTORY "${ARG_CORPUS}")
+    message(FATAL_ERROR "fpconform_fuzzer(${ARG_NAME}): CORPUS '${ARG_CORPUS}' is not a directory")
+  endif()
+  if(ARG_DICT AND NOT EXISTS "${ARG_DICT}")
+    message(FATAL_ERROR "fpconform_fuzzer(${ARG_NAME}): DICT '${ARG_DICT}' does not exist")
   endif()
   add_executable(${ARG_NAME} ${ARG_SRCS})
   target_link_libraries(${ARG_NAME} PRIVATE ${ARG_DEPS})
   _fpconform_common(${ARG_NAME})
   target_compile_options(${ARG_NAME} PRIVATE -fsanitize=fuzzer)
   target_link_options(${ARG_NAME} PRIVATE -fsanitize=fuzzer)
-  set_property(GLOBAL APPEND PROPERTY FPCONFORM_FUZZERS "${ARG_NAME}=${ARG_CORPUS}")
+  if(NOT TARGET fuzzers)
+    add_custom_target(fuzzers)
+  endif()
+  add_dependencies(fuzzers ${ARG_NAME})
+  add_test(NAME ${ARG_NAME}_replay COMMAND ${ARG_NAME} -runs=0 ${ARG_CORPUS})
+  set_tests_properties(${ARG_NAME}_replay PROPERTIES LABELS fuzz TIMEOUT 300)
+  set_property(GLOBAL APPEND PROPERTY FPCONFORM_FUZZERS
+               "${ARG_NAME}\t$<TARGET_FILE:${ARG_NAME}>\t${ARG_CORPUS}\t${ARG_DICT}")
 endfunction()
+
+# Writes <build>/fuzzers.txt once every directory has registered its harnesses.
+function(_fpconform_write_fuzzer_list)
+  get_property(fuzzers GLOBAL PROPERTY FPCONFORM_FUZZERS)
+  string(REPLACE ";" "\n" lines "${fuzzers}")
+  if(lines)
+    string(APPEND lines "\n")
+  endif()
+  file(GENERATE OUTPUT "${CMAKE_BINARY_DIR}/fuzzers.txt" CONTENT "${lines}")
+endfunction()
+
+if(FPCONFORM_FUZZ)
+  if(NOT CMAKE_CXX_COMPILER_ID MATCHES "Clang")
+    message(FATAL_ERROR "FPCONFORM_FUZZ needs clang (libFuzzer): -DCMAKE_CXX_COMPILER=clang++")
+  endif()
+  cmake_language(DEFER DIRECTORY "${CMAKE_SOURCE_DIR}" CALL _fpconform_write_fuzzer_list)
+endif()

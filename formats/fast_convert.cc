@@ -5,9 +5,9 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "formats/isa.h"
 
 #if defined(__x86_64__) || defined(__i386__)
-#include <cpuid.h>
 #include <immintrin.h>
 #define FPCONFORM_FAST_X86 1
 #else
@@ -121,39 +121,13 @@ struct Kernels {
 #endif
 };
 
-enum class Isa : int { kPortable, kAvx2, kAvx512 };
+// The path: ActiveIsa() (formats/isa.h: FPCONFORM_ISA or the best level of this CPU), unless
+// a test forced one on this thread (per thread, so that the exhaustive test's threads can each
+// pick a path). kNoForce: follow ActiveIsa().
+constexpr int kNoForce = -1;
+thread_local int forced_isa = kNoForce;
 
-Isa DetectIsa() {
-#if FPCONFORM_FAST_X86
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq")) {
-    return Isa::kAvx512;
-  }
-  if (__builtin_cpu_supports("avx2")) return Isa::kAvx2;
-#endif
-  return Isa::kPortable;
-}
-
-bool DetectF16c() {
-#if FPCONFORM_FAST_X86
-  __builtin_cpu_init();
-  // F16C from CPUID.1:ECX bit 29 (Clang's __builtin_cpu_supports has no "f16c"); "avx" also
-  // covers the OS's saving of the YMM state.
-  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-  if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return false;
-  return __builtin_cpu_supports("avx") && (ecx & bit_F16C) != 0;
-#else
-  return false;
-#endif
-}
-
-const Isa kDetectedIsa = DetectIsa();
-const bool kHasF16c = DetectF16c();
-// Per thread, so that the exhaustive test's threads can each pick a path.
-thread_local Isa forced_isa = kDetectedIsa;
-
-Isa CurrentIsa() { return forced_isa; }
+Isa CurrentIsa() { return forced_isa == kNoForce ? ActiveIsa() : static_cast<Isa>(forced_isa); }
 
 template <typename Lane, typename OutT>
 void Run(const uint32_t* in, OutT* out, size_t n) {
@@ -197,7 +171,7 @@ void ConvertF32ToF16(std::span<const uint32_t> in, std::span<uint16_t> out) {
   assert(in.size() == out.size());
   const size_t n = in.size() < out.size() ? in.size() : out.size();
 #if FPCONFORM_FAST_X86
-  if (kHasF16c && CurrentIsa() != Isa::kPortable && MxcsrIsDefaultForF16c()) {
+  if (CpuHasF16c() && CurrentIsa() != Isa::kPortable && MxcsrIsDefaultForF16c()) {
     F16cConvert(in.data(), out.data(), n);
     return;
   }
@@ -241,21 +215,20 @@ std::string_view FastConvertIsa() {
 
 bool FastF16UsesF16c() {
 #if FPCONFORM_FAST_X86
-  return kHasF16c && CurrentIsa() != Isa::kPortable && MxcsrIsDefaultForF16c();
+  return CpuHasF16c() && CurrentIsa() != Isa::kPortable && MxcsrIsDefaultForF16c();
 #else
   return false;
 #endif
 }
 
 bool SetFastConvertIsaForTesting(std::string_view isa) {
-  Isa want;
-  if (isa.empty()) want = kDetectedIsa;
-  else if (isa == "portable") want = Isa::kPortable;
-  else if (isa == "avx2") want = Isa::kAvx2;
-  else if (isa == "avx512") want = Isa::kAvx512;
-  else return false;
-  if (static_cast<int>(want) > static_cast<int>(kDetectedIsa)) return false;
-  forced_isa = want;
+  if (isa.empty()) {
+    forced_isa = kNoForce;
+    return true;
+  }
+  const std::optional<Isa> want = ParseIsa(isa);
+  if (!want || static_cast<int>(*want) > static_cast<int>(DetectedIsa())) return false;
+  forced_isa = static_cast<int>(*want);
   return true;
 }
 

@@ -22,9 +22,10 @@
 // Implementation: branchless integer code per lane (the (x + half - 1 + lsb) >> shift trick, a
 // per-lane variable shift for the targets' subnormals, and selects for NaN/Inf/overflow) that GCC
 // and Clang vectorize. On x86-64 the same loop is compiled for AVX-512 and AVX2 and chosen at
-// run time (__builtin_cpu_supports); every other machine runs the portable build of that loop.
-// float32 -> float16 additionally uses F16C (VCVTPS2PH, immediate RNE) where present and
-// MXCSR.DAZ is clear; the instruction is bit-identical to the general path for all 2^32 inputs
+// run time by ActiveIsa() (formats/isa.h: FPCONFORM_ISA, or the best level this CPU has); every
+// other machine, and FPCONFORM_ISA=portable, runs the portable build of that loop.
+// float32 -> float16 additionally uses F16C (VCVTPS2PH, immediate RNE) where present, the level
+// is not portable, and MXCSR.DAZ is clear; the instruction is bit-identical to the general path for all 2^32 inputs
 // (exhaustive test). AVX512-BF16's VCVTNEPS2BF16 is NOT used: it flushes subnormals
 // (conformance/hardware_test.cc models it as Convert with daz and ftz).
 //
@@ -68,9 +69,9 @@ absl::Status ConvertF32ToFp8(const FormatSpec& to, bool saturate, std::span<cons
 std::string_view FastConvertIsa();
 bool FastF16UsesF16c();
 
-// For tests: force a code path ("portable", "avx2", "avx512") or restore run-time dispatch ("").
+// For tests: force a code path ("portable", "avx2", "avx512") or follow ActiveIsa() again ("").
 // Returns false (and changes nothing) for a path this CPU cannot run. "portable" also turns off
-// F16C. Applies to the calling thread only.
+// F16C. Applies to the calling thread only (ActiveIsa() is the process-wide choice).
 bool SetFastConvertIsaForTesting(std::string_view isa);
 
 }  // namespace fpconform

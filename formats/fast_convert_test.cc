@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "formats/fp8_tables.h"
+#include "formats/isa.h"
 #include "formats/ops.h"
 #include "formats/text.h"
 #include "gtest/gtest.h"
@@ -170,6 +171,26 @@ TEST(FastConvertTest, RejectsUnsupportedFormatsAndSizes) {
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(out[0], 0xAA);  // Nothing written.
   EXPECT_FALSE(SetFastConvertIsaForTesting("sse9"));
+}
+
+// The fast conversions follow the process-wide choice (formats/isa.h, FPCONFORM_ISA) unless a
+// test forces a path on its thread; portable also turns F16C off.
+TEST(FastConvertTest, FollowsTheActiveIsa) {
+  const Isa saved = ActiveIsa();
+  for (Isa isa : AvailableIsas()) {
+    ASSERT_TRUE(SetActiveIsa(isa).ok());
+    EXPECT_EQ(FastConvertIsa(), IsaName(isa));
+    if (isa == Isa::kPortable) EXPECT_FALSE(FastF16UsesF16c());
+    else EXPECT_EQ(FastF16UsesF16c(), CpuHasF16c());
+  }
+  ASSERT_TRUE(SetActiveIsa(Isa::kPortable).ok());
+  if (DetectedIsa() != Isa::kPortable) {
+    ASSERT_TRUE(SetFastConvertIsaForTesting(IsaName(DetectedIsa())));
+    EXPECT_EQ(FastConvertIsa(), IsaName(DetectedIsa()));  // Forced on this thread.
+  }
+  ASSERT_TRUE(SetFastConvertIsaForTesting(""));
+  EXPECT_EQ(FastConvertIsa(), "portable");  // Follows ActiveIsa() again.
+  ASSERT_TRUE(SetActiveIsa(saved).ok());
 }
 
 // Every entry of every table against a fresh general-path call: all 65,536 pairs.

@@ -67,11 +67,23 @@ struct OpEnv {
   // given the bits; a caller drawing r uniformly gets P(away) = (top k bits) / 2^k. Tininess
   // after rounding is decided by the same rule, with the same r, at p bits and an unbounded
   // exponent.
+  // Overflow (as CPFloat, Fasi & Mikaitis 2023): sr<k> chooses between the two neighbours of
+  // the exact value x in the format *with its exponent range*; above max finite the upper
+  // neighbour is the overflow result (+-Inf, or NaN in a format without Inf; +-max finite under
+  // sat). So |x| >= max + ulp (ulp = 2^(emax - p + 1), the spacing at max finite) overflows for
+  // every r, and |x| in (max, max + ulp) overflows iff the rule above, applied to the discarded
+  // fraction (|x| - max) / ulp, rounds away (P = its top k bits / 2^k, about (|x| - max) / ulp),
+  // else gives +-max with x alone. An overflow raises o and x, as in the other modes. Examples
+  // under sr8 (formats/ops_test.cc, StochasticRoundingTest):
+  //   1536 -> float8_e4m3fn (max 448, ulp 32), every r: NaN 0x7F, o x (sat: 0x7E = 448, o x);
+  //   65536 -> float16 (max 65504, ulp 32), every r: +Inf 0x7C00, o x;
+  //   460 -> float8_e4m3fn: fraction (460 - 448) / 32 = 0.375, top 8 bits 96: NaN with o x
+  //     iff 96 + r >= 256 (r >= 160), else 448 with x.
   int sr_bits = 0;
   uint64_t sr_random = 0;
   // sat: a result that would overflow delivers +-max finite instead of +-Inf (or instead of NaN
-  // in formats without Inf), in every rounding mode. In conversions (only), +-Inf inputs
-  // become +-max finite (OCP OFP8 r1.0 Table 3); NaN stays NaN.
+  // in formats without Inf), in every rounding mode, still with o x. In conversions (only),
+  // +-Inf inputs become +-max finite (OCP OFP8 r1.0 Table 3); NaN stays NaN.
   bool saturate = false;
   // ftz: a tiny non-zero result (per `tininess`) is replaced by a zero of the same sign and
   // raises underflow and inexact (x86 MXCSR.FZ, CUDA .ftz).

@@ -6,11 +6,15 @@
 // Semantics beyond IEEE 754-2019 that fpconform fixes (and tests):
 //  * Results round as if the exponent range were unbounded, then the range is applied: in
 //    float8_e4m3fn (max 448) 464 rounds to 448 under RNE and anything above 464 overflows.
+//    Stochastic rounding is the exception: it chooses between the neighbours of the exact
+//    value in the format with its range (OpEnv::sr_bits), so above max finite its choice is
+//    max finite or the overflow result.
 //  * Overflow (§7.4): rne/rna deliver Inf; rtz and rto deliver max finite; rup/rdn deliver Inf
-//    toward their own infinity and max finite the other way; stochastic rounding overflows like
-//    rtz when it rounds toward zero and like rne when it rounds away. Where that would be Inf and
-//    the format has none, the result is NaN (invalid is not raised; overflow and inexact are).
-//    Under sat, every overflow delivers +-max finite. Flags: o and x.
+//    toward their own infinity and max finite the other way; stochastic rounding always delivers
+//    Inf (a value at or above max + ulp always overflows; one in (max, max + ulp) overflows with
+//    probability (x - max) / ulp, else gives max finite with x alone). Where that would be Inf
+//    and the format has none, the result is NaN (invalid is not raised; overflow and inexact
+//    are). Under sat, every overflow delivers +-max finite. Flags: o and x.
 //    Round to odd can carry past max finite (float8_e4m3fn 450 truncates to 448 = 1.110b, the
 //    odd fix-up makes 1.111b = 480): that is an overflow and delivers max finite, o and x.
 //  * Division of a finite non-zero by zero raises z and gives Inf, or NaN where the format has no

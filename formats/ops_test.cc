@@ -3,8 +3,12 @@
 // comment), plus the exact stochastic-rounding count and integer conversions.
 #include "formats/ops.h"
 
+#include <bit>
+#include <cmath>
 #include <string>
+#include <vector>
 
+#include "formats/round_pack.h"
 #include "formats/text.h"
 #include "gtest/gtest.h"
 
@@ -244,6 +248,170 @@ TEST(StochasticRoundingTest, ExactlyTopBitsOfTheRandomValuesRoundAway) {
         ASSERT_EQ(away, t) << "k=" << k << " x=" << std::hex << x;
       }
     }
+  }
+}
+
+// ---- sr<k> above max finite (OpEnv::sr_bits): the neighbours of x in the format with its range
+// are max finite and the overflow result (+-Inf; NaN without Inf; +-max finite under sat). ----
+
+// The formats of the overflow checks: NaN-only (e4m3fn, e8m0fnu), Inf (e5m2, e4m3, float16,
+// bfloat16, float32) and fnuz (single NaN 0x80, no -0, max finite with an all-ones field).
+std::vector<const FormatSpec*> SrOverflowFormats() {
+  return {&Float8E4M3FN(), &Float8E5M2(),  &Float8E4M3(), &Float8E4M3FNUZ(), &Float8E5M2FNUZ(),
+          &Float8E8M0FNU(), &Float16(),    &BFloat16(),   &Float32()};
+}
+
+// The overflow result of `f` without sat: +-Inf where the format has it, else a NaN (by class).
+bool IsOverflowResult(const FormatSpec& f, bool negative, uint64_t bits) {
+  if (f.nonfinite == NonFinite::kIeee) return bits == InfBits(f, negative);
+  return UnpackBits(f, bits).kind == Unpacked::Kind::kNaN;
+}
+
+// max finite and ulp = 2^(emax - p + 1), the spacing at max finite, from the format row; every
+// value below is a float64 made of at most p + 16 significant bits (exact, p <= 24).
+double MaxFiniteValue(const FormatSpec& f) {
+  return std::ldexp(static_cast<double>(MaxFiniteSignificand(f)), Emax(f) - f.fraction_bits);
+}
+double UlpAtMax(const FormatSpec& f) { return std::ldexp(1.0, Emax(f) - f.fraction_bits); }
+uint64_t F64(double x) { return std::bit_cast<uint64_t>(x); }
+
+// For x = max + (t + b / 2^8) / 2^k * ulp, in (max, max + ulp), exactly t of the 2^k random
+// values overflow (o x: the overflow result, or max finite under sat) and the others deliver max
+// finite with x alone; both signs, with and without sat. t = b = 0 is max itself: exact.
+TEST(StochasticRoundingTest, AboveMaxFiniteExactlyTopBitsOfTheRandomValuesOverflow) {
+  for (const FormatSpec* f : SrOverflowFormats()) {
+    const double max = MaxFiniteValue(*f), ulp = UlpAtMax(*f);
+    for (int k : {1, 2, 3, 5, 8}) {
+      for (bool sat : {false, true}) {
+        for (bool negative : {false, true}) {
+          if (negative && !f->has_sign) continue;
+          for (uint32_t t = 0; t < (1u << k); ++t) {
+            for (uint32_t b : {0u, 1u, 0x80u, 0xFFu}) {
+              const double frac = std::ldexp(static_cast<double>((t << 8) | b), -(k + 8));
+              const double x = (negative ? -1.0 : 1.0) * (max + frac * ulp);
+              SCOPED_TRACE(std::string(f->name) + " sr" + std::to_string(k) +
+                           (sat ? ":sat x=" : " x=") + std::to_string(x));
+              const bool exact = t == 0 && b == 0;
+              uint32_t over = 0;
+              OpEnv env;
+              env.rounding = Rounding::kStochastic;
+              env.sr_bits = k;
+              env.saturate = sat;
+              for (uint32_t r = 0; r < (1u << k); ++r) {
+                env.sr_random = r;
+                const OpResult res = Convert(Float64(), *f, F64(x), env);
+                if (res.flags & kOverflow) {
+                  ++over;
+                  ASSERT_EQ(res.flags, kOverflow | kInexact) << "r=" << r;
+                  if (sat) ASSERT_EQ(res.bits, MaxFiniteBits(*f, negative)) << "r=" << r;
+                  else ASSERT_TRUE(IsOverflowResult(*f, negative, res.bits)) << "r=" << r;
+                } else {
+                  ASSERT_EQ(res.bits, MaxFiniteBits(*f, negative)) << "r=" << r;
+                  ASSERT_EQ(res.flags, exact ? Flags{0} : kInexact) << "r=" << r;
+                }
+              }
+              ASSERT_EQ(over, t);
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// At or above max + ulp every random value overflows: exactly max + ulp (exact at p bits with
+// an unbounded exponent, so the old rule saw no rounding at all), just above it, 1.5 ulp above,
+// 2 max, and far above (2^100 max, and 1e300 beyond every format but float64).
+TEST(StochasticRoundingTest, AtOrAboveMaxPlusUlpOverflowsForEveryRandomValue) {
+  for (const FormatSpec* f : SrOverflowFormats()) {
+    const double max = MaxFiniteValue(*f), ulp = UlpAtMax(*f);
+    const double values[] = {max + ulp, max + ulp + ulp / 512, max + 1.5 * ulp, 2 * max,
+                             std::ldexp(max, 100), 1e300};
+    for (double v : values) {
+      for (int k : {1, 4, 8, 32}) {
+        for (bool sat : {false, true}) {
+          for (bool negative : {false, true}) {
+            if (negative && !f->has_sign) continue;
+            const double x = negative ? -v : v;
+            SCOPED_TRACE(std::string(f->name) + " sr" + std::to_string(k) +
+                         (sat ? ":sat x=" : " x=") + std::to_string(x));
+            OpEnv env;
+            env.rounding = Rounding::kStochastic;
+            env.sr_bits = k;
+            env.saturate = sat;
+            // Every r for k <= 8; for k = 32 the extremes and two values between.
+            static constexpr uint64_t kWide[] = {0, 1, 0x80000000u, 0xFFFFFFFFu};
+            const uint64_t n = k <= 8 ? (uint64_t{1} << k) : 4;
+            for (uint64_t j = 0; j < n; ++j) {
+              const uint64_t r = k <= 8 ? j : kWide[j];
+              env.sr_random = r;
+              const OpResult res = Convert(Float64(), *f, F64(x), env);
+              ASSERT_EQ(res.flags, kOverflow | kInexact) << "r=" << r;
+              if (sat) ASSERT_EQ(res.bits, MaxFiniteBits(*f, negative)) << "r=" << r;
+              else ASSERT_TRUE(IsOverflowResult(*f, negative, res.bits)) << "r=" << r;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// Regressions for the old rule (which overflowed sr<k> "like rtz when it rounded toward zero"):
+// 1536 = 1.1b * 2^10 is exact at p bits with an unbounded exponent, so it was never rounded
+// away and always gave 448 with o; it is 3.4 * 448 and must overflow for every r.
+TEST(StochasticRoundingTest, Regression1536ToE4m3fnOverflowsToNanForEveryRandomValue) {
+  OpEnv env;
+  env.rounding = Rounding::kStochastic;
+  env.sr_bits = 8;
+  for (uint32_t r = 0; r < 256; ++r) {
+    env.sr_random = r;
+    env.saturate = false;
+    EXPECT_EQ(Convert(Float32(), Float8E4M3FN(), 0x44C00000 /*1536*/, env),
+              (OpResult{0x7F, kOverflow | kInexact})) << "r=" << r;
+    EXPECT_EQ(Convert(Float32(), Float8E4M3FN(), 0xC4C00000 /*-1536*/, env),
+              (OpResult{0xFF, kOverflow | kInexact})) << "r=" << r;
+    // Every op overflows the same way: 448 * 2 = 896, 448 + 448 (exact at p bits, too).
+    EXPECT_EQ(Mul(Float8E4M3FN(), 0x7E /*448*/, 0x40 /*2*/, env),
+              (OpResult{0x7F, kOverflow | kInexact})) << "r=" << r;
+    EXPECT_EQ(Add(Float8E4M3FN(), 0x7E, 0x7E, env), (OpResult{0x7F, kOverflow | kInexact}))
+        << "r=" << r;
+    EXPECT_EQ(Fma(Float8E4M3FN(), 0x7E, 0x40, 0x38 /*1*/, env),
+              (OpResult{0x7F, kOverflow | kInexact})) << "r=" << r;
+    env.saturate = true;
+    EXPECT_EQ(Convert(Float32(), Float8E4M3FN(), 0x44C00000, env),
+              (OpResult{0x7E, kOverflow | kInexact})) << "r=" << r;
+  }
+}
+
+// 65536 = 2^16 = float16 max 65504 + ulp 32: exact at p bits, formerly 65504 with o for every r.
+TEST(StochasticRoundingTest, Regression65536ToFloat16OverflowsToInfForEveryRandomValue) {
+  OpEnv env;
+  env.rounding = Rounding::kStochastic;
+  env.sr_bits = 8;
+  for (uint32_t r = 0; r < 256; ++r) {
+    env.sr_random = r;
+    EXPECT_EQ(Convert(Float32(), Float16(), 0x47800000 /*65536*/, env),
+              (OpResult{0x7C00, kOverflow | kInexact})) << "r=" << r;
+    EXPECT_EQ(Convert(Float32(), Float16(), 0xC7800000 /*-65536*/, env),
+              (OpResult{0xFC00, kOverflow | kInexact})) << "r=" << r;
+    EXPECT_EQ(Add(Float16(), 0x7BFF /*65504*/, 0x7BFF, env),
+              (OpResult{0x7C00, kOverflow | kInexact})) << "r=" << r;
+    EXPECT_EQ(Mul(BFloat16(), 0x7F7F /*bf16 max*/, 0x4000 /*2*/, env),
+              (OpResult{0x7F80, kOverflow | kInexact})) << "r=" << r;
+  }
+}
+
+// The worked example of op_env.h: 460 -> float8_e4m3fn under sr8, fraction (460 - 448) / 32 =
+// 0.375, top 8 bits 96: NaN with o x iff r >= 160, else 448 with x.
+TEST(StochasticRoundingTest, OpEnvWorkedExample460) {
+  OpEnv env;
+  env.rounding = Rounding::kStochastic;
+  env.sr_bits = 8;
+  for (uint32_t r = 0; r < 256; ++r) {
+    env.sr_random = r;
+    const OpResult want = r >= 160 ? OpResult{0x7F, kOverflow | kInexact} : OpResult{0x7E, kInexact};
+    EXPECT_EQ(Convert(Float32(), Float8E4M3FN(), 0x43E60000 /*460*/, env), want) << "r=" << r;
   }
 }
 

@@ -143,7 +143,12 @@ template <typename U>
       case Rounding::kNearestAway: to_infinity = true; break;
       case Rounding::kUpward: to_infinity = !sign; break;
       case Rounding::kDownward: to_infinity = sign; break;
-      case Rounding::kStochastic: to_infinity = away; break;
+      // sr<k> chooses between the neighbours of x in the format with its range (op_env.h);
+      // above max finite the upper one is the overflow result. The p-bit rounding above
+      // exceeds max finite exactly when |x| >= max + ulp (its p-bit value is then at least
+      // max + ulp, whatever r) or when |x| is in (max, max + ulp) and the sr<k> rule picked the
+      // upper neighbour (the discarded fraction is then (|x| - max) / ulp): both overflow.
+      case Rounding::kStochastic: to_infinity = true; break;
       default: to_infinity = false; break;
     }
     if (!to_infinity) return {MaxFiniteBits(f, sign), flags};

@@ -1,5 +1,9 @@
 #include "formats/text.h"
 
+#include <string>
+
+#include "formats/str_cat.h"
+
 #include "gtest/gtest.h"
 
 namespace fpconform {
@@ -44,6 +48,25 @@ TEST(TextTest, ExactValues) {
   EXPECT_EQ(ExactDecimal(Float32(), 0x7F7FFFFF), "3.4028234663852885981170418348451692544e+38");
   EXPECT_EQ(ExactDecimal(Int8(), 0xFF), "-1");
   EXPECT_EQ(ExactDecimal(UInt8(), 0xFF), "255");
+}
+
+
+// EscapeText (str_cat.h): one class of bytes per row.
+TEST(TextTest, EscapeText) {
+  EXPECT_EQ(EscapeText("a\x1b[2Jb\xff"), "a\\x1b[2Jb\\xff");          // The header example.
+  EXPECT_EQ(EscapeText("cpu-f32-seq"), "cpu-f32-seq");              // Printable ASCII kept.
+  EXPECT_EQ(EscapeText(std::string("a\0b", 3)), "a\\x00b");          // NUL.
+  EXPECT_EQ(EscapeText("a\r\n\t\v\f"), "a\\x0d\\x0a\\x09\\x0b\\x0c");  // Line breaks, tabs.
+  EXPECT_EQ(EscapeText("\x7f"), "\\x7f");                            // DEL.
+  EXPECT_EQ(EscapeText("a\\b"), "a\\x5cb");                          // Backslash: unambiguous.
+  EXPECT_EQ(EscapeText("\xc3\xa9t\xc3\xa9 \xe2\x80\x94 \xf0\x9f\x98\x80"),
+            "\xc3\xa9t\xc3\xa9 \xe2\x80\x94 \xf0\x9f\x98\x80");     // Valid UTF-8 kept.
+  EXPECT_EQ(EscapeText("\xc2\x9b"), "\\xc2\\x9b");                   // C1 control (CSI).
+  EXPECT_EQ(EscapeText("\xc0\xaf"), "\\xc0\\xaf");                   // Overlong.
+  EXPECT_EQ(EscapeText("\xed\xa0\x80"), "\\xed\\xa0\\x80");          // Surrogate.
+  EXPECT_EQ(EscapeText("\xe2\x80"), "\\xe2\\x80");                   // Truncated sequence.
+  EXPECT_EQ(EscapeText("abcdef", 3), "abc... (6 bytes)");            // Cut.
+  EXPECT_EQ(EscapeText("\xc3\xa9", 1), "\\xc3... (2 bytes)");        // Cut inside a sequence.
 }
 
 }  // namespace

@@ -18,8 +18,9 @@
 // of 2^Emin ((2^p - 1) * 2^(Emin - p), odd, and 2^Emin, even) the same way.
 //
 // Semantics: the same contract as mpfr_dot.h (ops.h / op_env.h): overflow per mode (rne rna
-// -> Inf, rtz rto -> max finite, rup rdn toward their own infinity, sr<k> by its direction, an
-// exact value beyond max finite counting as toward zero), Inf -> NaN without Inf, sat -> max
+// -> Inf, rtz rto -> max finite, rup rdn toward their own infinity, sr<k> -> Inf: its two
+// neighbours above max finite are max finite and the overflow result, so |x| at or above the
+// successor always overflows), Inf -> NaN without Inf, sat -> max
 // finite; u = tiny (env.tininess) and inexact; ftz; daz; no -0 in fnuz; the special values and
 // exact-zero signs of mpfr_dot.h. NaN results are some NaN of the format (compare by class).
 //

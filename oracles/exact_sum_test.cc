@@ -936,6 +936,40 @@ TEST(ExactAccumulator, StochasticSatFtzThroughRoundPack) {
   EXPECT_EQ(tie.Round(Float8E4M3FN(), OpEnv{}), (OpResult{0x7F, kOverflow | kInexact}));
 }
 
+// sr<k> overflow of an accumulated value (op_env.h): a sum at or above max + ulp overflows for
+// every r; from (max, max + ulp) exactly t of the 2^k values of r overflow.
+TEST(ExactAccumulator, StochasticOverflowOfASum) {
+  OpEnv sr;
+  sr.rounding = Rounding::kStochastic;
+  sr.sr_bits = 8;
+  // 448 + 1088 = 1536 (exact at p bits, 3.4 x float8_e4m3fn's max); 65504 + 32 = 65536 = float16
+  // max + ulp. A dot of the same values: 2 * 768 = 1536.
+  const ExactAccumulator e4 = ExactSum(Float32(), std::vector<uint64_t>{0x43E00000, 0x44880000});
+  const ExactAccumulator f16 = ExactSum(Float32(), std::vector<uint64_t>{0x477FE000, 0x42000000});
+  const ExactAccumulator dot = ExactDot(Float32(), std::vector<uint64_t>{0x40000000},
+                                        Float32(), std::vector<uint64_t>{0x44400000});
+  // 448 + 12 = 460: fraction (460 - 448) / 32 = 0.375, top 8 bits 96.
+  const ExactAccumulator mid = ExactSum(Float32(), std::vector<uint64_t>{0x43E00000, 0x41400000});
+  int over = 0;
+  for (uint32_t r = 0; r < 256; ++r) {
+    sr.sr_random = r;
+    sr.saturate = false;
+    EXPECT_EQ(e4.Round(Float8E4M3FN(), sr), (OpResult{0x7F, kOverflow | kInexact})) << r;
+    EXPECT_EQ(dot.Round(Float8E4M3FN(), sr), (OpResult{0x7F, kOverflow | kInexact})) << r;
+    EXPECT_EQ(f16.Round(Float16(), sr), (OpResult{0x7C00, kOverflow | kInexact})) << r;
+    const OpResult m = mid.Round(Float8E4M3FN(), sr);
+    if (m.flags & kOverflow) {
+      ++over;
+      EXPECT_EQ(m, (OpResult{0x7F, kOverflow | kInexact})) << r;
+    } else {
+      EXPECT_EQ(m, (OpResult{0x7E, kInexact})) << r;
+    }
+    sr.saturate = true;
+    EXPECT_EQ(e4.Round(Float8E4M3FN(), sr), (OpResult{0x7E, kOverflow | kInexact})) << r;
+  }
+  EXPECT_EQ(over, 96);
+}
+
 TEST(ExactAccumulator, EveryFloatFormatFitsTheWindow) {
   // The extreme products of every float format of the table, through the scalar path.
   for (const FormatSpec& f : AllFormats()) {

@@ -512,8 +512,13 @@ OpResult MpfrRoundExact(const FormatSpec& to, const MpfrExact& x, const OpEnv& e
   const bool inexact_u = RoundMag(sc.u, sc.ax, p, nullptr, mode, env, &away_u);
   SetMaxFinite(to, sc.maxf);
   if (mpfr_cmp(sc.u, sc.maxf) > 0) {
+    // sr<k> (op_env.h): the neighbours of |x| above max finite are max finite and the overflow
+    // result, so an sr<k> overflow is always to Inf. u exceeds max finite exactly when |x| >=
+    // max + ulp (both p-bit neighbours of |x| are then >= max + ulp) or when |x| is in
+    // (max, max + ulp), whose p-bit neighbours z = max and a = max + ulp are the format's, and
+    // RoundMag picked a by the sr<k> rule on (|x| - max) / ulp.
     const bool to_inf = mode == Mag::kNearestEven || mode == Mag::kNearestAway ||
-                        mode == Mag::kAway || (mode == Mag::kStochastic && away_u);
+                        mode == Mag::kAway || mode == Mag::kStochastic;
     const Flags fl = kOverflow | kInexact;
     if (env.saturate || !to_inf) return {EncodeValue(to, neg, sc.maxf), fl};
     if (to.nonfinite == NonFinite::kIeee) return {InfBitsOf(to, neg), fl};

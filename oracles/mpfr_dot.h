@@ -25,7 +25,8 @@
 //
 // Semantics (ops.h, op_env.h and oracles/DISAGREEMENTS.md section 3, which formats/ follows):
 //  * Overflow: rne/rna -> Inf, rtz/rto -> max finite, rup/rdn -> Inf toward their own infinity,
-//    sr<k> -> Inf if it rounded away, max finite if toward zero; Inf -> NaN in formats without
+//    sr<k> -> Inf (op_env.h: above max finite its neighbours are max finite and the overflow
+//    result; |x| >= max + ulp always overflows); Inf -> NaN in formats without
 //    Inf (no v); sat -> max finite. Flags o x.
 //  * u = tiny (per env.tininess) and inexact; ftz replaces a tiny non-zero result by a zero of its
 //    sign with u x. Formats without -0 (fnuz) give +0 wherever -0 would be given.

@@ -189,7 +189,7 @@ QuantumRound RoundAtQuantum(mpfr_srcptr x, int64_t q, bool sticky, bool sign,
 }
 
 // Whether an overflow delivers Inf (true) or max finite (false), before the format and sat.
-bool OverflowToInf(const OpEnv& env, bool sign, bool rounded_away) {
+bool OverflowToInf(const OpEnv& env, bool sign) {
   switch (env.rounding) {
     case Rounding::kNearestEven:
     case Rounding::kNearestAway:
@@ -202,7 +202,9 @@ bool OverflowToInf(const OpEnv& env, bool sign, bool rounded_away) {
     case Rounding::kDownward:
       return sign;
     case Rounding::kStochastic:
-      return rounded_away;
+      // Unreachable: MpfrRoundToFormat decides sr<k> above max finite itself (the rule of
+      // op_env.h), and sr<k> of a value at most max finite never exceeds it.
+      return true;
   }
   return true;
 }
@@ -383,6 +385,27 @@ OpResult MpfrRoundToFormat(const FormatSpec& f, bool sign, mpfr_srcptr x, bool s
   const int64_t emax = Emax(f);
   const int64_t e = static_cast<int64_t>(mpfr_get_exp(x)) - 1;  // 2^e <= |x| < 2^(e+1).
 
+  // 0. sr<k> above max finite (op_env.h): the two neighbours of |x| in the format with its
+  // range are max finite and the overflow result. max + ulp = (M + 1) * 2^(emax - fb) <=
+  // 2^(emax + 1), so e > emax overflows; for e == emax, |x| / ulp splits into floor I and a
+  // fraction: I > M overflows, I == M with a non-zero fraction is the sr<k> choice on that
+  // fraction (the fraction is (|x| - max) / ulp).
+  if (env.rounding == Rounding::kStochastic && e >= emax) {
+    const uint64_t m = MaxFiniteSignificand(f);
+    bool over = e > emax;
+    bool above_max = over;
+    if (!over) {
+      const QuantumRound at_max = RoundAtQuantum(x, emax - fb, sticky, sign, env);
+      const uint64_t floor_i = at_max.i - (at_max.away ? 1 : 0);
+      above_max = floor_i > m || (floor_i == m && at_max.inexact);
+      over = floor_i > m || at_max.i > m;
+    }
+    if (over) {
+      return {env.saturate ? MaxFiniteOf(f, sign) : InfOrNanOf(f, sign), kOverflow | kInexact};
+    }
+    if (above_max) return {MaxFiniteOf(f, sign), kInexact};
+  }
+
   // 1. Unbounded exponent range, precision p.
   const QuantumRound unb = RoundAtQuantum(x, e - fb, sticky, sign, env);
   uint64_t iu = unb.i;
@@ -395,7 +418,7 @@ OpResult MpfrRoundToFormat(const FormatSpec& f, bool sign, mpfr_srcptr x, bool s
   const bool overflow =
       eu > emax || (eu == emax && iu > MaxFiniteSignificand(f));
   if (overflow) {
-    const bool to_inf = !env.saturate && OverflowToInf(env, sign, unb.away);
+    const bool to_inf = !env.saturate && OverflowToInf(env, sign);
     return {to_inf ? InfOrNanOf(f, sign) : MaxFiniteOf(f, sign), kOverflow | kInexact};
   }
   const bool tiny = env.tininess == Tininess::kBeforeRounding ? e < emin : eu < emin;

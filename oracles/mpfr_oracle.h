@@ -16,6 +16,10 @@
 //     overflow (it exceeds max finite: "round as if the exponent range were unbounded, then
 //     apply the range", ops.h) and tininess after rounding (it is below 2^Emin);
 //   * if E < Emin, at the subnormal quantum Q = Emin - p + 1: that is the delivered value.
+// sr<k> above max finite is decided first, from op_env.h's rule: E > Emax overflows (to Inf,
+// NaN without Inf, max finite under sat); for E == Emax, at the quantum of max finite
+// (Q = Emax - p + 1), I > M_max overflows and I == M_max with F > 0 overflows iff sr<k> rounds F
+// away (else max finite with x).
 // Flags follow IEEE 754-2019 §7: underflow = tiny AND inexact (tiny per OpEnv::tininess), with
 // the exceptions of the ops.h/op_env.h contracts (ftz always raises u x; float8_e8m0fnu
 // delivers 2^-127 below its range, with u only when tiny per env.tininess; formats without Inf

@@ -937,6 +937,24 @@ AuditResult Auditor::Finish(const std::string& op) {
     listed.insert(listed.end(), others.begin(), others.begin() + static_cast<std::ptrdiff_t>(want));
   }
   for (int64_t e : listed) r.elements.push_back(Detail(e, true));
+  r.unexplained_total = unexplained;
+  if (ctx_.options->all_unexplained) {
+    size_t next_listed = 0;
+    for (int64_t e = 0; e < ctx_.elements &&
+                        static_cast<int64_t>(r.unexplained.size()) < kMaxUnexplainedDetails; ++e) {
+      if (classes_[static_cast<size_t>(e)] != static_cast<uint8_t>(AuditClass::kUnexplained)) continue;
+      // The listed ones are already computed (they come first, in the same order).
+      if (next_listed < listed.size() && listed[next_listed] == e) {
+        r.unexplained.push_back(r.elements[next_listed++]);
+      } else {
+        r.unexplained.push_back(Detail(e, static_cast<int64_t>(r.unexplained.size()) < kMaxDiagnosed));
+      }
+    }
+    if (unexplained > static_cast<int64_t>(r.unexplained.size())) {
+      r.notes.push_back(Cat("elements.csv lists the first ", r.unexplained.size(), " of ", unexplained,
+                            " unexplained elements"));
+    }
+  }
   Soundness(r);
   // Mismatch map and histogram.
   const int64_t cols = ctx_.out_shape.empty() ? 1 : std::max<int64_t>(1, ctx_.out_shape.back());
@@ -980,15 +998,25 @@ absl::Status CheckFloat(const Tensor& t, const char* role) {
   return absl::OkStatus();
 }
 
-// The input bits of tensor t in format `want`: converted under cast_inputs, or an error naming
-// both formats.
-absl::StatusOr<std::vector<uint64_t>> InputBits(const Tensor& t, const FormatSpec& want,
-                                                const std::optional<OpEnv>& cast, const char* role,
-                                                const std::string& platform,
-                                                std::vector<std::string>& notes) {
-  std::vector<uint64_t> bits(static_cast<size_t>(t.size()));
-  t.CopyBits(0, bits);
-  if (t.format == &want) return bits;
+// Reads a tensor's elements in the platform's input format `want`: as they are, or converted
+// under cast_inputs (an error naming both formats without it). Nothing is copied: the drivers
+// fetch the rows and columns they need, so the audit holds the inputs about once.
+struct InputReader {
+  const Tensor* t = nullptr;
+  const FormatSpec* want = nullptr;
+  std::optional<OpEnv> cast;
+  uint64_t Get(int64_t i) const {
+    const uint64_t v = t->Bits(i);
+    return t->format == want ? v : Convert(*t->format, *want, v, *cast).bits;
+  }
+};
+
+absl::StatusOr<InputReader> MakeInputReader(const Tensor& t, const FormatSpec& want,
+                                            const std::optional<OpEnv>& cast, const char* role,
+                                            const std::string& platform,
+                                            std::vector<std::string>& notes) {
+  InputReader r{&t, &want, cast};
+  if (t.format == &want) return r;
   if (t.format == nullptr) {
     return absl::InvalidArgumentError(Cat(t.source, ": ", role, " has dtype ", t.dtype,
                                           ", which no platform takes"));
@@ -1000,15 +1028,13 @@ absl::StatusOr<std::vector<uint64_t>> InputBits(const Tensor& t, const FormatSpe
             "them, or choose a platform for ", t.format->name, " (see `fpconform models`)"));
   }
   int64_t inexact = 0;
-  for (uint64_t& v : bits) {
-    const OpResult r = Convert(*t.format, want, v, *cast);
-    if (r.flags & kInexact) ++inexact;
-    v = r.bits;
+  for (int64_t i = 0; i < t.size(); ++i) {
+    if (Convert(*t.format, want, t.Bits(i), *cast).flags & kInexact) ++inexact;
   }
   notes.push_back(Cat(role, " converted from ", t.format->name, " to ", want.name, " (",
                       RoundingName(*cast), cast->saturate ? ", sat" : "", "): ", inexact, " of ",
-                      bits.size(), " values changed"));
-  return bits;
+                      t.size(), " values changed"));
+  return r;
 }
 
 void NoteBf16Fit(const Tensor& t, const char* role, std::vector<std::string>& notes) {
@@ -1176,10 +1202,10 @@ absl::StatusOr<AuditResult> AuditMatmul(const MatmulAuditInput& in, const AuditO
               ": audit them in separate runs"));
     }
   }
-  absl::StatusOr<std::vector<uint64_t>> abits = InputBits(A, fa, in.cast_inputs, "A", m0.name, ctx.notes);
-  if (!abits.ok()) return abits.status();
-  absl::StatusOr<std::vector<uint64_t>> bbits = InputBits(B, fb, in.cast_inputs, "B", m0.name, ctx.notes);
-  if (!bbits.ok()) return bbits.status();
+  absl::StatusOr<InputReader> a_reader = MakeInputReader(A, fa, in.cast_inputs, "A", m0.name, ctx.notes);
+  if (!a_reader.ok()) return a_reader.status();
+  absl::StatusOr<InputReader> b_reader = MakeInputReader(B, fb, in.cast_inputs, "B", m0.name, ctx.notes);
+  if (!b_reader.ok()) return b_reader.status();
   // C in the final accumulator format (exactly).
   const FormatSpec& cf = m0.FinalAccumulatorFormat();
   std::vector<uint64_t> cbits;
@@ -1221,13 +1247,13 @@ absl::StatusOr<AuditResult> AuditMatmul(const MatmulAuditInput& in, const AuditO
   const int64_t batches = O.size() / (m * n);
   std::vector<std::vector<int64_t>> batch_index(static_cast<size_t>(batches));
   for (int64_t bi = 0; bi < batches; ++bi) batch_index[static_cast<size_t>(bi)] = Unflatten(bi, batch);
-  auto a_at = [&, abits = &*abits](int64_t bi, int64_t i, int64_t kk) {
+  auto a_at = [&, reader = *a_reader](int64_t bi, int64_t i, int64_t kk) {
     const int64_t base = BatchOffset(batch_index[static_cast<size_t>(bi)], a_batch) * a_mat;
-    return (*abits)[static_cast<size_t>(base + (in.transpose_a ? kk * m + i : i * k + kk))];
+    return reader.Get(base + (in.transpose_a ? kk * m + i : i * k + kk));
   };
-  auto b_at = [&, bbits = &*bbits](int64_t bi, int64_t kk, int64_t j) {
+  auto b_at = [&, reader = *b_reader](int64_t bi, int64_t kk, int64_t j) {
     const int64_t base = BatchOffset(batch_index[static_cast<size_t>(bi)], b_batch) * b_mat;
-    return (*bbits)[static_cast<size_t>(base + (in.transpose_b ? j * k + kk : kk * n + j))];
+    return reader.Get(base + (in.transpose_b ? j * k + kk : kk * n + j));
   };
   const std::vector<double>& sav = *sa;
   const std::vector<double>& sbv = *sb;
@@ -1309,14 +1335,16 @@ absl::StatusOr<AuditResult> AuditMatmul(const MatmulAuditInput& in, const AuditO
   // inputs where the file already has that layout, else one transposed copy); row blocks through
   // each platform's EvaluateMatmul, then the exact values and the classes. The hot pass reads
   // rows and columns in place (Slices::view).
-  std::vector<uint64_t> a_rm, b_cm;
-  const uint64_t* a_ptr = nullptr;
-  const uint64_t* b_ptr = nullptr;
+  // A is converted one row block at a time (a_block, rows [block_i0, block_i0 + mb)), B once
+  // per batch element into column-major order (b_cm): the audit holds one extra copy of B and a
+  // block of A, not of the whole inputs.
+  std::vector<uint64_t> a_block, b_cm;
+  int64_t block_i0 = 0;
   ctx.slices.view = [&](int64_t e, std::span<const uint64_t>& av, std::span<const uint64_t>& bv,
                         uint64_t& cv) {
     const int64_t i = (e / n) % m, j = e % n;
-    av = std::span<const uint64_t>(a_ptr + i * k, static_cast<size_t>(k));
-    bv = std::span<const uint64_t>(b_ptr + j * k, static_cast<size_t>(k));
+    av = std::span<const uint64_t>(a_block.data() + (i - block_i0) * k, static_cast<size_t>(k));
+    bv = std::span<const uint64_t>(b_cm.data() + j * k, static_cast<size_t>(k));
     cv = cbits.empty() ? 0 : cbits[static_cast<size_t>(c_full ? e : e % (m * n))];
   };
   Auditor auditor(std::move(ctx));
@@ -1327,30 +1355,20 @@ absl::StatusOr<AuditResult> AuditMatmul(const MatmulAuditInput& in, const AuditO
   std::vector<double> bounds;
   std::vector<std::vector<Emulated>> emu(c.platforms.size());
   for (int64_t bi = 0; bi < batches; ++bi) {
-    const int64_t a_base = BatchOffset(batch_index[static_cast<size_t>(bi)], a_batch) * a_mat;
-    const int64_t b_base = BatchOffset(batch_index[static_cast<size_t>(bi)], b_batch) * b_mat;
-    if (!in.transpose_a) {
-      a_ptr = abits->data() + a_base;
-    } else {
-      a_rm.resize(static_cast<size_t>(a_mat));
-      for (int64_t i = 0; i < m; ++i) {
-        for (int64_t kk = 0; kk < k; ++kk) a_rm[static_cast<size_t>(i * k + kk)] = a_at(bi, i, kk);
-      }
-      a_ptr = a_rm.data();
+    b_cm.resize(static_cast<size_t>(b_mat));
+    for (int64_t j = 0; j < n; ++j) {
+      for (int64_t kk = 0; kk < k; ++kk) b_cm[static_cast<size_t>(j * k + kk)] = b_at(bi, kk, j);
     }
-    if (in.transpose_b) {
-      b_ptr = bbits->data() + b_base;
-    } else {
-      b_cm.resize(static_cast<size_t>(b_mat));
-      for (int64_t kk = 0; kk < k; ++kk) {
-        for (int64_t j = 0; j < n; ++j) b_cm[static_cast<size_t>(j * k + kk)] = b_at(bi, kk, j);
-      }
-      b_ptr = b_cm.data();
-    }
+    const uint64_t* b_ptr = b_cm.data();
     const std::span<const uint64_t> bspan(b_ptr, static_cast<size_t>(b_mat));
     for (int64_t i0 = 0; i0 < m; i0 += block_rows) {
       const int64_t mb = std::min(block_rows, m - i0);
-      const std::span<const uint64_t> ablock(a_ptr + i0 * k, static_cast<size_t>(mb * k));
+      a_block.resize(static_cast<size_t>(mb * k));
+      for (int64_t i = 0; i < mb; ++i) {
+        for (int64_t kk = 0; kk < k; ++kk) a_block[static_cast<size_t>(i * k + kk)] = a_at(bi, i0 + i, kk);
+      }
+      block_i0 = i0;
+      const std::span<const uint64_t> ablock(a_block);
       const int64_t e0 = bi * m * n + i0 * n;
       cblock.clear();
       if (!cbits.empty()) {
@@ -1433,18 +1451,16 @@ absl::StatusOr<AuditResult> AuditSum(const SumAuditInput& in, const AuditOptions
                                             ": audit them in separate runs"));
     }
   }
-  absl::StatusOr<std::vector<uint64_t>> xbits = InputBits(X, fa, in.cast_inputs, "X", m0.name, ctx.notes);
-  if (!xbits.ok()) return xbits.status();
+  absl::StatusOr<InputReader> xr = MakeInputReader(X, fa, in.cast_inputs, "X", m0.name, ctx.notes);
+  if (!xr.ok()) return xr.status();
   ctx.slices.fa = &fa;
   ctx.slices.k = k;
   ctx.slices.scale = [](int64_t) { return 1.0; };
   ctx.slices.scale32 = [](int64_t) { return 1.0; };
-  ctx.slices.read = [&, xb = &*xbits](int64_t e, std::vector<uint64_t>& a, std::vector<uint64_t>& b, uint64_t& c) {
+  ctx.slices.read = [&, reader = *xr](int64_t e, std::vector<uint64_t>& a, std::vector<uint64_t>& b, uint64_t& c) {
     const int64_t outer = e / inner, in_i = e % inner;
     a.resize(static_cast<size_t>(k));
-    for (int64_t kk = 0; kk < k; ++kk) {
-      a[static_cast<size_t>(kk)] = (*xb)[static_cast<size_t>((outer * k + kk) * inner + in_i)];
-    }
+    for (int64_t kk = 0; kk < k; ++kk) a[static_cast<size_t>(kk)] = reader.Get((outer * k + kk) * inner + in_i);
     b.clear();
     c = 0;
   };

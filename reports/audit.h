@@ -111,7 +111,10 @@ struct AuditOptions {
   bool recommend = true;     // Run the tolerance rule (a small sweep) for each platform.
   int tolerance_samples = 200;  // Samples of that sweep.
   int threads = 1;
-  bool keep_bounds = false;  // Fill AuditResult::bounds and ::best_classes (compare uses them).
+  bool keep_bounds = false;
+  // Fill AuditResult::unexplained with every unexplained element (up to kMaxUnexplainedDetails;
+  // diagnoses for the first kMaxDiagnosed): the CLI sets it for --report (elements.csv).
+  bool all_unexplained = false;  // Fill AuditResult::bounds and ::best_classes (compare uses them).
   // Polled between blocks of work; true stops the audit with CancelledError (SIGINT/SIGTERM).
   std::function<bool()> cancelled;
   // Called from the calling thread: (work done, total, phase label).
@@ -147,6 +150,9 @@ struct CastAuditInput {
   double scale = 1;                 // out = fl_to(x / scale).
 };
 
+inline constexpr int64_t kMaxUnexplainedDetails = 100000;
+inline constexpr int64_t kMaxDiagnosed = 1000;
+
 struct AuditElement {
   std::vector<int64_t> index;       // Position in `out`.
   AuditClass cls = AuditClass::kUnexplained;
@@ -180,6 +186,10 @@ struct AuditResult {
   std::vector<uint8_t> classes;     // Per element of out (C order), AuditClass against [0].
   std::vector<int64_t> out_shape;
   std::vector<AuditElement> elements;  // Listed elements.
+  // With AuditOptions::all_unexplained: every unexplained element in C order (capped, see
+  // kMaxUnexplainedDetails; unexplained_total counts them all).
+  std::vector<AuditElement> unexplained;
+  int64_t unexplained_total = 0;
   int64_t k = 0;                    // Reduction length (matmul, sum).
   std::string out_format, input_format;
   std::string formula;              // What was assumed, one line.

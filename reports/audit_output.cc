@@ -391,7 +391,8 @@ std::string CompareToJson(const CompareResult& c) {
 
 std::vector<std::pair<std::string, std::string>> AuditReportFiles(const AuditResult& r) {
   std::string csv = "index,class,actual_bits,actual,exact,emulated_bits,emulated,error_ulp,error_over_bound,bound,abs_sum,diagnosis\n";
-  for (const AuditElement& e : r.elements) {
+  const bool all = !r.unexplained.empty() || r.unexplained_total == 0;
+  for (const AuditElement& e : all ? r.unexplained : r.elements) {
     if (e.cls != AuditClass::kUnexplained) continue;
     std::string idx;
     for (size_t i = 0; i < e.index.size(); ++i) idx += Cat(i ? " " : "", e.index[i]);

@@ -780,10 +780,6 @@ def build_page(provenance, tables, plotter):
     toc.append('<li><a href="#%s">%s</a></li>' % (anchor, esc(label)))
     sections.append(body)
 
-  prov_rows = [[esc(k), esc(v)] for k, v in provenance]
-  add("provenance", "Provenance",
-      '<h2 id="provenance">Provenance</h2>\n<div class="prov">%s</div>' %
-      html_table([("key", ""), ("value", "")], prov_rows))
   if plotter is None:
     sections.append('<p class="caption">Figures omitted (written with --no-plots); the values '
                     'they would show are in the "Plotted values" tables.</p>')
@@ -806,6 +802,11 @@ def build_page(provenance, tables, plotter):
     seen.add(t.name)
     if t.rows:
       add("table-" + slug(t.name), t.title or t.name, generic_section(t))
+  # Provenance last: the answers come first (the model hashes and versions are for reproducing).
+  prov_rows = [[esc(k), esc(v)] for k, v in provenance]
+  add("provenance", "Provenance",
+      '<h2 id="provenance">Provenance</h2>\n<div class="prov">%s</div>' %
+      html_table([("key", ""), ("value", "")], prov_rows))
   title = "fpconform tolerance report"
   version = dict(provenance).get("fpconform version")
   parts = [

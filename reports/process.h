@@ -14,7 +14,8 @@
 //     Internal          "/usr/bin/python3: exited with status 1" / "...: killed by signal 9"
 //     Cancelled         "/usr/bin/python3: interrupted (the program was stopped)"
 //     InvalidArgument   an empty argv
-//   Call it from a single-threaded process (it forks).
+//   Other threads may be running: between fork and exec the child calls only
+//   async-signal-safe functions (everything it needs is prepared before the fork).
 //
 // InterruptGuard: while one is alive, SIGINT and SIGTERM only record the signal (the handler
 // stores the signal number in a volatile sig_atomic_t, nothing else: async-signal-safe); a

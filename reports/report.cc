@@ -122,7 +122,9 @@ void AppendJsonCell(std::string& out, const Cell& c) {
   } else if (const int64_t* i = std::get_if<int64_t>(&c)) {
     out += std::to_string(*i);
   } else if (const double* d = std::get_if<double>(&c)) {
-    if (std::isfinite(*d)) {
+    if (*d == 0 && std::signbit(*d)) {
+      out += "-0.0";  // "-0" would read back as the integer 0, losing the sign.
+    } else if (std::isfinite(*d)) {
       out += FormatDouble(*d);
     } else {
       AppendJsonString(out, FormatDouble(*d));

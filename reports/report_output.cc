@@ -6,6 +6,7 @@
 #include <set>
 #include <tuple>
 
+#include "formats/isa.h"
 #include "formats/str_cat.h"
 #include "reports/sweep.h"
 
@@ -223,12 +224,10 @@ void AddSummaries(Report& report) {
 
 std::string ToMarkdown(const Report& report) {
   std::string out = "# fpconform tolerance report\n\n";
-  out += "Provenance (everything needed to reproduce this report):\n\n";
-  {
-    std::vector<std::vector<std::string>> rows;
-    for (const auto& [k, v] : report.provenance) rows.push_back({k, "`" + v + "`"});
-    MdTable(out, {"key", "value"}, rows);
-  }
+  out += "The recommended tolerances come first (one table per op), then the cross-platform "
+         "table, the power of each tolerance against known-wrong results and the default "
+         "tolerances of torch and JAX; provenance (everything needed to reproduce the report) "
+         "is at the end.\n\n";
   const Table* rubric = report.Find("rubric");
   const Table* tol = report.Find("tolerance");
   if (tol != nullptr) {
@@ -380,7 +379,16 @@ std::string ToMarkdown(const Report& report) {
             rows);
   }
   out += "Full data: report.csv (tolerance rows), cross_platform.csv, power.csv, quantize.csv, "
-         "rubric.csv, defaults.csv, report.json (all tables; schema in README.md).\n";
+         "rubric.csv, defaults.csv, report.json (all tables; schema in README.md).\n\n";
+  out += "## Provenance\n\nEverything needed to reproduce this report:\n\n";
+  {
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& [k, v] : report.provenance) rows.push_back({k, "`" + v + "`"});
+    MdTable(out, {"key", "value"}, rows);
+  }
+  // Not a provenance entry: report.json and the CSV files are the same bytes on every level.
+  out += Cat("\nThis file was written on instruction set `", IsaName(ActiveIsa()),
+             "` (FPCONFORM_ISA); the CSV and JSON files are the same bytes on every level.\n");
   return out;
 }
 

@@ -446,4 +446,21 @@ TEST(ProcessTest, InterruptGuardOnlyRecordsTheSignal) {
 }
 
 }  // namespace
+// Found by report_json_fuzzer (reports/testdata/fuzz/report_json_fuzzer/
+// regression-negative-zero-roundtrip.json): -0.0 written as "-0" read back as +0.
+TEST(ReportJson, NegativeZeroSurvivesTheRoundTrip) {
+  Report r;
+  Table& t = r.tables.emplace_back();
+  t.name = "t";
+  t.columns = {FloatColumn("x", "", "a value")};
+  t.rows.push_back({Cell{-0.0}});
+  const std::string json = ToJson(r);
+  absl::StatusOr<Report> back = FromJson(json, "t.json");
+  ASSERT_TRUE(back.ok()) << back.status();
+  const double v = std::get<double>(back->tables[0].rows[0][0]);
+  EXPECT_EQ(v, 0.0);
+  EXPECT_TRUE(std::signbit(v));
+  EXPECT_EQ(ToJson(*back), json);
+}
+
 }  // namespace fpconform::reports

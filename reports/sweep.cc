@@ -18,10 +18,13 @@
 #include "accumulation/evaluate.h"
 #include "accumulation/model.h"
 #include "accumulation/model_catalog.h"
+#include "formats/user_file.h"
 #include "cases/pinned_random.h"
 #include "formats/ops.h"
 #include "oracles/error_measures.h"
 #include "oracles/exact_sum.h"
+#include "reports/hash.h"
+#include "reports/mutations.h"
 #include "reports/stats.h"
 
 namespace fpconform::reports {
@@ -50,17 +53,6 @@ uint64_t DoubleToFormat(const FormatSpec& f, double v, bool saturate) {
 
 double RoundToFloat32(double v) { return BitsToDouble(Float32(), DoubleToFormat(Float32(), v, false)); }
 
-uint64_t Fnv1a(std::string_view s) {
-  uint64_t h = 0xcbf29ce484222325ULL;
-  for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ULL;
-  return h;
-}
-
-std::string HexHash(uint64_t h) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "fnv1a64:%016llx", static_cast<unsigned long long>(h));
-  return buf;
-}
 
 // Largest finite magnitude of a format (int8: 127).
 double MaxMagnitude(const FormatSpec& f) {
@@ -164,22 +156,6 @@ enum Mutation : int {
 constexpr std::array<const char*, kMutations> kMutationNames = {
     "bf16_accumulation", "dropped_k_tile", "doubled_k_tile",
     "missing_scale",     "transposed_operand", "sign_flip"};
-
-// The bf16-accumulation mutant: a sequential chain of FMAs into a bfloat16 accumulator (RNE).
-Model Bf16AccumulationModel(const FormatSpec& fa, const FormatSpec& fb, bool sum) {
-  Model m;
-  m.name = "mutation-bf16-accumulation";
-  m.description = "sequential FMA chain accumulating in bfloat16";
-  m.op_sum = sum;
-  m.inputs.a = &fa;
-  m.inputs.b = &fb;
-  m.adder.kind = sum ? AdderKind::kIeee : AdderKind::kFma;
-  m.accumulator.format = &BFloat16();
-  m.accumulator.fraction_bits = BFloat16().fraction_bits;
-  m.chain.kind = ChainKind::kSequential;
-  m.output.format = &BFloat16();
-  return m;
-}
 
 // ---- Per-sample observations of one platform. ----
 struct Obs {
@@ -609,6 +585,74 @@ std::string Note(const Recommendation& r, const Summary& sb, double prob, int no
   return Join(notes, "; ");
 }
 
+// Memory of one unit (sweep.h, "Memory"): bytes every worker thread holds, and bytes held once.
+struct UnitMemory {
+  int64_t per_thread = 0;
+  int64_t shared = 0;
+  int max_threads = 1;  // Threads split samples: no more than samples work.
+  int64_t Total(int threads) const {
+    return shared + static_cast<int64_t>(std::min(threads, max_threads)) * per_thread;
+  }
+};
+
+UnitMemory EstimateUnitMemory(const Unit& u, const SweepSpec& spec, const Sweeper& sweeper) {
+  UnitMemory m;
+  m.max_threads = std::max(1, u.samples);
+  if (u.op == "quantize") {
+    const auto f = static_cast<int64_t>(spec.quantize_formats.size());
+    m.shared = u.samples * u.k * (kQuantizeBytesPerElement + kQuantizeBytesPerElementFormat * f);
+    m.max_threads = 1;
+    return m;
+  }
+  std::set<std::pair<const FormatSpec*, const FormatSpec*>> pairs;
+  std::set<std::string> plats(u.platforms.begin(), u.platforms.end());
+  for (const CrossSpec* c : u.cross) {
+    plats.insert(c->a);
+    plats.insert(c->b.begin(), c->b.end());
+  }
+  for (const std::string& p : plats) {
+    const PlatformInfo info = sweeper.Info(p, *u.dtype);
+    pairs.emplace(info.fa, info.fb);
+  }
+  m.per_thread = u.k * kMatmulBytesPerTermPerPair * (1 + static_cast<int64_t>(pairs.size()));
+  m.shared = static_cast<int64_t>(plats.size()) * u.samples * static_cast<int64_t>(sizeof(Obs));
+  return m;
+}
+
+std::string MiB(int64_t bytes) { return Cat((bytes + (1 << 20) - 1) >> 20, " MiB"); }
+
+// The worker threads for this shard's units: options.threads, or with fit_threads as many of
+// them as fit in kSweepMemoryBudgetBytes (at least 1). An error, before any work, when even that
+// does not fit.
+absl::StatusOr<int> FitThreads(const std::vector<Unit>& units, const SweepOptions& options,
+                               const Sweeper& sweeper) {
+  int threads = std::max(1, options.threads);
+  const SweepSpec& spec = sweeper.spec();
+  for (size_t ui = 0; ui < units.size(); ++ui) {
+    if (static_cast<int>(ui % options.shard_count) != options.shard_index) continue;
+    const UnitMemory m = EstimateUnitMemory(units[ui], spec, sweeper);
+    if (options.fit_threads) {
+      while (threads > 1 && m.Total(threads) > kSweepMemoryBudgetBytes) --threads;
+    }
+    if (m.Total(threads) > kSweepMemoryBudgetBytes) {
+      const Unit& u = units[ui];
+      const int t = std::min(threads, m.max_threads);
+      return absl::ResourceExhaustedError(Cat(
+          u.Label(), " needs about ", MiB(m.Total(threads)), " of memory (",
+          u.op == "quantize"
+              ? Cat(u.samples, " samples x ", u.k, " elements x ", spec.quantize_formats.size(),
+                    " formats")
+              : Cat(MiB(m.per_thread), " per worker thread at K = ", u.k, ", ", t,
+                    t == 1 ? " thread" : " threads"),
+          "), more than the ", MiB(kSweepMemoryBudgetBytes),
+          " a sweep may use (reports/sweep.h, \"Memory\"); ",
+          u.op == "quantize" ? "use fewer samples or quantize_elements"
+                             : "use fewer threads (--threads) or a smaller K"));
+    }
+  }
+  return threads;
+}
+
 }  // namespace
 
 std::vector<Table> SweepTableSchemas() {
@@ -625,6 +669,7 @@ absl::StatusOr<Report> RunSweep(const SweepSpec& input_spec, const SweepOptions&
   // Load every model named anywhere in the spec; envelopes in cross pairs become their members
   // (the row keeps the envelope's name).
   ModelCatalog catalog(options.models_dir);
+  if (absl::Status s = CheckSweepModels(input_spec, catalog); !s.ok()) return s;
   SweepSpec spec = input_spec;
   std::map<std::string, std::string> b_labels;  // Cross name -> label of its b side.
   for (CrossSpec& c : spec.cross) {
@@ -650,7 +695,7 @@ absl::StatusOr<Report> RunSweep(const SweepSpec& input_spec, const SweepOptions&
     if (!m.ok()) return m.status();
     models.emplace(name, *m);
     const std::string path = Cat(options.models_dir, "/", name, ".toml");
-    absl::StatusOr<std::string> text = ReadFileToString(path);
+    absl::StatusOr<std::string> text = ReadUserFile(path, kMaxTextFileBytes, "model file");
     model_files.emplace_back(
         Cat("model ", name),
         text.ok() ? HexHash(Fnv1a(*text)) : "?");
@@ -748,7 +793,10 @@ absl::StatusOr<Report> RunSweep(const SweepSpec& input_spec, const SweepOptions&
   Table tol = ToleranceTable(), cross = CrossTable(), power = PowerTable(), quant = QuantizeTable();
 
   Sweeper sweeper(spec, models);
-  const int threads = std::max(1, options.threads);
+  absl::StatusOr<int> fitted = FitThreads(units, options, sweeper);
+  if (!fitted.ok()) return fitted.status();
+  const int threads = *fitted;
+  if (options.threads_used != nullptr) *options.threads_used = threads;
   int64_t shard_units = 0;
   for (size_t ui = 0; ui < units.size(); ++ui) {
     if (static_cast<int>(ui % options.shard_count) == options.shard_index) ++shard_units;

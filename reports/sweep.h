@@ -52,6 +52,17 @@
 //   sign_flip          one element a_j (pinned random j) negated
 // rejected fraction = share of samples whose mutated output falls outside the tolerance.
 //
+// Memory: RunSweep estimates each unit's memory before any unit runs and refuses
+// (ResourceExhausted, naming the unit, the estimate and the budget) a sweep above
+// kSweepMemoryBudgetBytes, 8 GiB. Measured (GCC 12, -O2, reports/sweep.cc): a matmul or sum
+// unit holds about 64 * (1 + P) bytes per term K per worker thread, P = the number of distinct
+// input-format pairs among its platforms (K = 1048576, one thread: 125 MiB for bfloat16, one
+// pair; 160 MiB for float8_e4m3 with e4m3fn and e4m3 platforms, two pairs; so K = 16777216 is
+// about 2 GiB per thread), and threads split samples, so min(threads, samples) count; a quantize
+// unit holds about 16 + 56 F bytes per element per sample in one thread (F formats; the
+// standard sweep's 500 x 4096 x 4: 450 MiB). With SweepOptions::fit_threads (the CLI without
+// --threads) the thread count is lowered until the estimate fits instead.
+//
 // Determinism: each unit's numbers depend only on the sweep file and the unit; rows are emitted
 // in unit order; threads only split samples. A shard (index i of n) runs units u with
 // u % n == i; MergeReports puts shard reports back together into the single-run report.
@@ -60,11 +71,17 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "reports/report.h"
+
+namespace fpconform {
+class ModelCatalog;
+}  // namespace fpconform
 
 namespace fpconform::reports {
 
@@ -83,6 +100,23 @@ struct CrossSpec {
                                      // "Envelopes"); several = envelope (worst member).
 };
 
+// Memory model and budget (see "Memory" above).
+inline constexpr int64_t kSweepMemoryBudgetBytes = int64_t{8} << 30;
+inline constexpr int64_t kMatmulBytesPerTermPerPair = 64;
+inline constexpr int64_t kQuantizeBytesPerElement = 16;
+inline constexpr int64_t kQuantizeBytesPerElementFormat = 56;
+
+// Limits of a sweep file and of the command-line values that replace its entries.
+inline constexpr int64_t kMaxSweepK = int64_t{1} << 24;  // ks, --k, quantize_elements.
+inline constexpr int64_t kMaxSweepSamples = 1000000;     // samples, min_samples, --samples.
+
+// Where a value of a sweep file was written (for the checks made after parsing, e.g. against the
+// model catalog): its line and the field as the file names it ("dtype[2].matmul").
+struct SweepSource {
+  int64_t line = 0;
+  std::string field;
+};
+
 struct SweepSpec {
   std::string source;                // File it came from (provenance).
   uint64_t seed = 0;
@@ -98,7 +132,26 @@ struct SweepSpec {
   std::vector<CrossSpec> cross;
   std::vector<std::string> quantize_formats;  // Format names, e.g. float8_e4m3fn.
   int64_t quantize_elements = 4096;           // Elements per quantized tensor.
+
+  // Source positions, set by ParseSweepSpec; keys:
+  //   "dtype/<dtype>"                 the dtype's name
+  //   "dtype/<dtype>/matmul/<model>"  an entry of its matmul list ("dtype/<dtype>/sum/<model>")
+  //   "cross/<name>/dtype", "cross/<name>/a", "cross/<name>/b/<model>"
+  //   "ks/<K>"
+  std::map<std::string, SweepSource> sources;
+  // "<source>:<line>: <field>" for a key of `sources`, or just `source` when it has none (a
+  // value that came from the command line or from code).
+  std::string Where(const std::string& key) const;
 };
+
+// Checks a parsed sweep against the model catalog, before anything runs: every platform model
+// exists and parses, is a model (not an envelope) and defines the op of its list (a model whose
+// `operations` lack "matmul" cannot be a matmul platform, nor a sum-less one a sum platform);
+// every cross-pair model (envelopes expanded) defines matmul and takes the same inputs (inputs.a,
+// inputs.b, inputs.convert_to) as one of the matmul platforms of the pair's dtype (a model of
+// another dtype is an error). Errors are "file:line: field: problem" with the positions kept in
+// spec.sources. RunSweep calls it first.
+absl::Status CheckSweepModels(const SweepSpec& spec, const ModelCatalog& catalog);
 
 // Valid names (for messages and --help).
 const std::vector<std::string>& ValidOps();
@@ -110,9 +163,10 @@ absl::StatusOr<SweepSpec> LoadSweepSpec(const std::string& path);
 // Command-line narrowing; empty vectors keep everything. Names are checked against the spec.
 struct SweepFilter {
   std::vector<std::string> ops, dtypes, platforms, distributions;
-  std::vector<int64_t> ks;          // Replace the spec's K list (any K >= 1).
+  // Replace the spec's K list (distinct, 1..kMaxSweepK; see also CheckSweepResources).
+  std::vector<int64_t> ks;
   int samples = 0;                  // > 0: replace samples (and min_samples if larger).
-  int64_t seed = -1;                // >= 0: replace the seed.
+  std::optional<uint64_t> seed;     // Set: replace the seed (any of 0..2^64-1).
   bool quick = false;               // Small K, few samples: under a minute.
 };
 absl::StatusOr<SweepSpec> ApplyFilter(SweepSpec spec, const SweepFilter& filter);
@@ -120,6 +174,11 @@ absl::StatusOr<SweepSpec> ApplyFilter(SweepSpec spec, const SweepFilter& filter)
 struct SweepOptions {
   std::string models_dir;
   int threads = 1;
+  // True: use fewer than `threads` workers where the memory estimate needs it (results do not
+  // depend on the thread count); false: a sweep whose estimate exceeds the budget is an error.
+  bool fit_threads = false;
+  // When set, receives the number of worker threads RunSweep used.
+  int* threads_used = nullptr;
   int shard_index = 0, shard_count = 1;
   // Called from the calling thread after every unit: (units done, units in this shard, label).
   std::function<void(int64_t, int64_t, const std::string&)> progress;
@@ -132,8 +191,9 @@ struct SweepOptions {
   bool record_shard = false;
 };
 
-// Runs the sweep (or one shard of it). Errors: unknown models, bad shard; CancelledError when
-// options.cancelled stopped it.
+// Runs the sweep (or one shard of it). Errors, all before any unit runs: CheckSweepModels, a bad
+// shard, the memory estimate above kSweepMemoryBudgetBytes (ResourceExhausted); CancelledError
+// when options.cancelled stopped it.
 absl::StatusOr<Report> RunSweep(const SweepSpec& spec, const SweepOptions& options);
 
 // The row tables RunSweep writes ("tolerance", "cross_platform", "power", "quantize"), in that

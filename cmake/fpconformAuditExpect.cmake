@@ -1,0 +1,25 @@
+# cmake -P fpconformAuditExpect.cmake -- <fpconform audit command...>
+# For fpconform_add_audit(... EXPECT_FAIL): runs the command and succeeds only when it exits with
+# status 1 (the audit's verdict is fail). Status 0 (pass) and 2 (bad input, an error) fail.
+set(cmd "")
+set(started FALSE)
+math(EXPR last "${CMAKE_ARGC} - 1")
+foreach(i RANGE ${last})
+  if(started)
+    list(APPEND cmd "${CMAKE_ARGV${i}}")
+  elseif("${CMAKE_ARGV${i}}" STREQUAL "--")
+    set(started TRUE)
+  endif()
+endforeach()
+if(NOT cmd)
+  message(FATAL_ERROR "usage: cmake -P fpconformAuditExpect.cmake -- <command...>")
+endif()
+execute_process(COMMAND ${cmd} RESULT_VARIABLE rc)
+if(rc STREQUAL "1")
+  message(STATUS "fpconform audit: verdict fail, as expected (EXPECT_FAIL)")
+elseif(rc STREQUAL "0")
+  message(FATAL_ERROR "fpconform audit passed, but EXPECT_FAIL expects the verdict fail")
+else()
+  message(FATAL_ERROR "fpconform audit did not give a verdict (exit status ${rc}): an error, "
+                      "not the expected fail")
+endif()
