@@ -10,9 +10,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 venv=${FPCONFORM_VENV:-$PWD/.venv}
 base_python=${FPCONFORM_BASE_PYTHON:-/usr/bin/python3}
-packages=(numpy ml_dtypes safetensors pytest)
+packages=(numpy ml_dtypes safetensors pytest nanobind scikit-build-core)
 # Import names of the packages above, in the same order.
-modules=(numpy ml_dtypes safetensors pytest)
+modules=(numpy ml_dtypes safetensors pytest nanobind scikit_build_core)
 
 if [ ! -x "$venv/bin/python" ]; then
   echo "fpconform venv: creating $venv with $base_python" >&2
@@ -23,7 +23,8 @@ py="$venv/bin/python"
 # One interpreter start checks every package (find_spec does not import them).
 read -r -a missing <<<"$("$py" -c '
 import importlib.util, sys
-pkgs, mods = sys.argv[1:5], sys.argv[5:]
+n = (len(sys.argv) - 1) // 2
+pkgs, mods = sys.argv[1:1 + n], sys.argv[1 + n:]
 print(" ".join(p for p, m in zip(pkgs, mods) if importlib.util.find_spec(m) is None))
 ' "${packages[@]}" "${modules[@]}")"
 if [ ${#missing[@]} -gt 0 ]; then

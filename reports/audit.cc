@@ -1107,6 +1107,36 @@ void Progress(const AuditOptions& o, int64_t done, int64_t total, const std::str
 
 }  // namespace
 
+absl::StatusOr<PlatformAudit> RecommendTolerance(const std::string& op, const std::string& platform,
+                                                 int64_t k, const AuditOptions& options) {
+  if (op != "matmul" && op != "sum") {
+    return absl::InvalidArgumentError(Cat("tolerance: op '", op, "' is not matmul or sum"));
+  }
+  if (k < 1) return absl::InvalidArgumentError(Cat("tolerance: K = ", k, " must be at least 1"));
+  const bool sum = op == "sum";
+  const ModelCatalog catalog(options.models_dir);
+  if (catalog.IsEnvelope(platform)) {
+    return absl::InvalidArgumentError(
+        Cat("tolerance: '", platform, "' is an envelope: name one of its members"));
+  }
+  const absl::StatusOr<Model>& m = catalog.Find(platform);
+  if (!m.ok()) return m.status();
+  if (!HasOp(*m, sum)) {
+    return absl::InvalidArgumentError(Cat("tolerance: model '", platform, "' has no ", op, " operation"));
+  }
+  Platform p;
+  p.name = platform;
+  p.model = &*m;
+  if (absl::Status s = Recommend(p, sum, k, options); !s.ok()) return s;
+  PlatformAudit out;
+  out.name = platform;
+  out.rec_rtol = p.rec_rtol;
+  out.rec_atol = p.rec_atol;
+  out.rec_ulp = p.rec_ulp;
+  out.rec_bn = p.rec_bn;
+  return out;
+}
+
 absl::StatusOr<AuditResult> AuditMatmul(const MatmulAuditInput& in, const AuditOptions& options) {
   if (in.a == nullptr || in.b == nullptr || in.out == nullptr) {
     return absl::InvalidArgumentError("audit matmul needs --a, --b and --out");

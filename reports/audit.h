@@ -242,6 +242,14 @@ absl::StatusOr<CompareResult> CompareMatmul(const MatmulAuditInput& ref, const s
                                             const MatmulAuditInput& port, const std::string& platform,
                                             const AuditOptions& options);
 
+// The tolerance recommendation an audit uses for (op "matmul" or "sum", one platform model, K):
+// the tolerance report's rule (reports/sweep.h) on options.tolerance_samples N(0, 1) samples,
+// with options.sweep_file's seed and factor; the same numbers as PlatformAudit::rec_* of an audit
+// with these options (the Python package's fpconform.tolerance). Only `name` and rec_* are set.
+// Errors: an unknown model or op, an envelope (name one member), a model without the op.
+absl::StatusOr<PlatformAudit> RecommendTolerance(const std::string& op, const std::string& platform,
+                                                 int64_t k, const AuditOptions& options);
+
 // Text for the terminal: the torch.testing-shaped lines, the class counts, the platforms, the
 // listed elements, notes and soundness.
 std::string AuditSummaryText(const AuditResult& r);

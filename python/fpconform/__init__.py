@@ -1,0 +1,481 @@
+"""fpconform: bit-exact number formats, hardware accumulation models, exact oracles and audits of
+a kernel's outputs, from Python.
+
+Every function here is a thin front end of fpconform's C++ libraries (the same code as the
+``fpconform`` command): arrays are recognized by their dtype (numpy, ml_dtypes, torch), passed as
+their bits (viewed as unsigned integers of their width, with the format's name beside them) and
+the results come back as numpy arrays, as ml_dtypes arrays where ml_dtypes has the format.
+
+>>> import numpy as np, ml_dtypes, fpconform
+>>> q = fpconform.cast(np.array([1.0, 464.0, -480.0], np.float32), "float8_e4m3fn")
+>>> print(q, q.dtype, [hex(v) for v in q.view(np.uint8)])
+[1 448 nan] float8_e4m3fn ['0x38', '0x7e', '0xff']
+>>> a = np.ones((2, 128), ml_dtypes.bfloat16); b = np.ones((128, 3), ml_dtypes.bfloat16)
+>>> out, bound = fpconform.emulate_matmul(a, b, "trainium2-bf16")
+>>> print(out.dtype, out[0].tolist())
+float32 [128.0, 128.0, 128.0]
+>>> print(fpconform.audit_matmul(a, b, out, platform="trainium2-bf16", tolerance=False).verdict)
+pass
+
+Errors (bad dtype, shape, unknown platform, bad model file) are ValueError with the C++
+library's message; nothing here crashes the interpreter.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from pathlib import Path
+from typing import Any, Callable, Iterable, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from . import _fpconform as _C
+
+try:  # ml_dtypes is optional: without it bfloat16 / float8 results come back as unsigned bits.
+    import ml_dtypes as _ml
+except ImportError:  # pragma: no cover - the venv has it
+    _ml = None
+
+__version__ = _C.__version__
+__all__ = [
+    "Audit", "Compare", "CLASS_NAMES", "IDENTICAL", "WITHIN_BOUND", "WITHIN_TOLERANCE", "UNEXPLAINED",
+    "formats", "cast", "ulp", "ulp_distance", "models", "model", "emulate_matmul", "emulate_sum",
+    "exact_matmul", "exact_sum", "tolerance", "audit_matmul", "audit_sum", "audit_cast",
+    "compare_matmul", "models_dir", "sweep_file", "dtype_name",
+]
+
+Audit = _C.Audit
+Compare = _C.Compare
+#: Class codes of Audit.classes, in order: identical, within_bound, within_tolerance, unexplained.
+CLASS_NAMES: Tuple[str, ...] = tuple(_C.CLASS_NAMES)
+IDENTICAL, WITHIN_BOUND, WITHIN_TOLERANCE, UNEXPLAINED = range(4)
+
+_DATA = Path(__file__).resolve().parent / "data"
+
+
+def models_dir() -> str:
+    """The model presets directory: $FPCONFORM_MODELS_DIR, else the package's data/models (an
+    installed wheel), else the source tree's accumulation/models (a build tree)."""
+    env = os.environ.get("FPCONFORM_MODELS_DIR")
+    if env:
+        return env
+    if (_DATA / "models").is_dir():
+        return str(_DATA / "models")
+    return _C.MODELS_SOURCE_DIR
+
+
+def sweep_file() -> str:
+    """The sweep file whose seed and factor the tolerance rule uses: $FPCONFORM_SWEEP_FILE, else
+    the standard sweep shipped with the package (or the source tree's reports/standard_sweep.toml)."""
+    env = os.environ.get("FPCONFORM_SWEEP_FILE")
+    if env:
+        return env
+    if (_DATA / "standard_sweep.toml").is_file():
+        return str(_DATA / "standard_sweep.toml")
+    return _C.SWEEP_SOURCE_FILE
+
+
+# ---- dtypes and bits ----
+
+_UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+_NUMPY = {"float64", "float32", "float16", "int8", "uint8", "int32", "int16", "uint16", "uint32", "int64"}
+_TORCH = {  # torch dtype name -> (format name, integer view dtype name)
+    "float64": ("float64", None), "float32": ("float32", None), "float16": ("float16", None),
+    "bfloat16": ("bfloat16", "int16"), "float8_e4m3fn": ("float8_e4m3fn", "uint8"),
+    "float8_e5m2": ("float8_e5m2", "uint8"), "float8_e4m3fnuz": ("float8_e4m3fnuz", "uint8"),
+    "float8_e5m2fnuz": ("float8_e5m2fnuz", "uint8"), "float8_e8m0fnu": ("float8_e8m0fnu", "uint8"),
+    "int8": ("int8", None), "uint8": ("uint8", None), "int32": ("int32", None),
+    "int16": ("int16", None), "int64": ("int64", None),
+}
+
+
+def dtype_name(dtype: Any) -> str:
+    """The fpconform format name of a numpy / ml_dtypes / torch dtype or a name.
+
+    >>> import numpy as np, ml_dtypes, fpconform
+    >>> fpconform.dtype_name(np.float32), fpconform.dtype_name(ml_dtypes.float8_e4m3)
+    ('float32', 'float8_e4m3')
+    """
+    if isinstance(dtype, str):
+        return dtype
+    if type(dtype).__module__.startswith("torch"):
+        name = str(dtype).replace("torch.", "")
+        if name not in _TORCH:
+            raise ValueError(f"torch dtype {dtype} has no fpconform format")
+        return _TORCH[name][0]
+    try:
+        return np.dtype(dtype).name
+    except TypeError as e:
+        raise ValueError(f"{dtype!r} is not a dtype") from e
+
+
+def _is_torch(x: Any) -> bool:
+    return type(x).__module__.split(".")[0] == "torch" and hasattr(x, "detach")
+
+
+def _numpy(x: Any, what: str) -> Tuple[np.ndarray, Optional[str]]:
+    """x as a numpy array, and the format name when the array's dtype cannot carry it (torch)."""
+    if _is_torch(x):
+        name = str(x.dtype).replace("torch.", "")
+        if name not in _TORCH:
+            raise ValueError(f"{what}: torch dtype {x.dtype} has no fpconform format")
+        fmt, view = _TORCH[name]
+        t = x.detach().cpu().contiguous()
+        if view is not None:  # torch's .numpy() refuses bfloat16 and the float8 types: their bits.
+            import torch
+
+            return t.view(getattr(torch, view)).numpy().view(_UINT[t.element_size()]), fmt
+        return t.numpy(), None
+    if isinstance(x, np.ndarray):
+        return x, None
+    if isinstance(x, (list, tuple, float, int, np.generic)):
+        return np.asarray(x), None
+    raise ValueError(f"{what}: expected a numpy array (or ml_dtypes / torch), got {type(x).__name__}")
+
+
+def _bits(x: Any, what: str, dtype: Any = None) -> Tuple[str, np.ndarray]:
+    """(format name, C-contiguous unsigned-integer view of x's bits): zero copy for contiguous
+    arrays. `dtype` names the format of an array of raw bits (unsigned integers of its width)."""
+    arr, fmt = _numpy(x, what)
+    if fmt is None:
+        fmt = arr.dtype.name
+        if fmt not in _FORMAT_NAMES and fmt not in _NUMPY:
+            raise ValueError(f"{what}: dtype {arr.dtype} is not a format fpconform knows "
+                             f"(see fpconform.formats())")
+    if dtype is not None:
+        want = dtype_name(dtype)
+        if want != fmt:
+            width = _C.tensor_dtype_bytes(want)
+            if width is None:
+                raise ValueError(f"{what}: unknown dtype '{want}' (see fpconform.formats())")
+            if arr.dtype.kind != "u" or arr.dtype.itemsize != width:
+                raise ValueError(f"{what}: the array is {arr.dtype}, not {want}; pass {want}'s bits as "
+                                 f"uint{8 * width} to reinterpret them")
+            fmt = want
+    if arr.dtype.byteorder == ">":  # Bits cross little-endian (every supported host).
+        arr = arr.astype(arr.dtype.newbyteorder("="))
+    if not arr.flags.c_contiguous:
+        arr = arr.copy(order="C")
+    return fmt, arr.view(_UINT[arr.dtype.itemsize])
+
+
+def _from_bits(name: str, bits: np.ndarray) -> np.ndarray:
+    """Bits of format `name` as an array of that dtype: ml_dtypes where it has the format, numpy's
+    own types, float32 for tfloat32 (its container); else the unsigned bits as they are."""
+    if name in _NUMPY:
+        return bits.view(np.dtype(name))
+    if name == "tfloat32":
+        return bits.view(np.float32)
+    if _ml is not None and hasattr(_ml, name):
+        return bits.view(getattr(_ml, name))
+    return bits
+
+
+_FORMATS = _C.formats()
+_FORMAT_NAMES = {f["name"] for f in _FORMATS}
+
+
+def formats() -> list:
+    """The format table, one dict per format in `fpconform formats` order (limits as bits).
+
+    >>> import fpconform
+    >>> f = {f["name"]: f for f in fpconform.formats()}["float8_e4m3fn"]
+    >>> f["precision"], f["emax"], hex(f["max_finite_bits"]), f["has_inf"]
+    (4, 8, '0x7e', False)
+    """
+    return [dict(f) for f in _FORMATS]
+
+
+def cast(x: Any, to: Any, rounding: str = "rne", sat: bool = False, ftz: bool = False,
+         random_bits: Any = None) -> np.ndarray:
+    """Bit-exact conversion of a whole array into format `to` (one rounding, IEEE 754 / OCP rules).
+
+    rounding: rne rna rtz rup rdn rto or sr<k> (stochastic: random_bits gives one uint64 per
+    element, of which the low k bits are used: away from zero iff top k discarded bits + r >= 2^k).
+    sat: overflow gives +-max finite (and +-Inf converts to it). ftz: tiny results flush to zero.
+    float32 -> bfloat16 / float16 / float8_e4m3fn / float8_e5m2 under rne take the vectorized
+    paths proven bit-identical to the general one. Returns an ml_dtypes array where one exists.
+
+    >>> import numpy as np, fpconform
+    >>> x = np.array([1.0, 1.00390625, 3e38, -1e-40], np.float32)
+    >>> print(fpconform.cast(x, "bfloat16"))  # ties to even; -1e-40 is a bfloat16 subnormal
+    [1 1 3.00406e+38 -9.18355e-41]
+    >>> print(fpconform.cast(np.float32([480.0]), "float8_e4m3fn", sat=True))
+    [448]
+    >>> print(fpconform.cast(np.float32([1.0 + 2**-9]), "bfloat16", "sr8", random_bits=[255]))
+    [1.00781]
+    """
+    name, b = _bits(x, "cast: x")
+    to = dtype_name(to)
+    rb = None
+    if random_bits is not None:
+        rb = np.ascontiguousarray(np.asarray(random_bits).astype(np.uint64, copy=False).reshape(-1))
+    return _from_bits(to, _C.cast_bits(name, b, to, rounding, bool(sat), bool(ftz), rb))
+
+
+def ulp(x: Any, dtype: Any = None) -> np.ndarray:
+    """ulp(x) in format `dtype` (default: x's own), DESIGN.md's definition: 2^(max(floor(log2|x|),
+    emin) - p + 1), the lower binade at an exact power of two; ulp(0) = the subnormal quantum.
+    float64 results; NaN for NaN and Inf.
+
+    >>> import numpy as np, fpconform
+    >>> fpconform.ulp(np.array([1.0, 3.0, 0.0], np.float32))
+    array([5.96046448e-08, 2.38418579e-07, 1.40129846e-45])
+    >>> float(fpconform.ulp(np.float64(1.0), "bfloat16"))
+    0.00390625
+    """
+    name, b = _bits(x, "ulp: x")
+    out = _C.ulp(name, b, dtype_name(dtype) if dtype is not None else name)
+    return out[()] if out.ndim == 0 else out
+
+
+def ulp_distance(a: Any, b: Any) -> np.ndarray:
+    """Signed number of representable steps from a to b (same dtype), elementwise; -0 and +0 are
+    the same value; ValueError for NaN.
+
+    >>> import numpy as np, fpconform
+    >>> fpconform.ulp_distance(np.float32([1.0, -0.0]), np.float32([1.0000002, 1e-45])).tolist()
+    [2, 1]
+    """
+    na, ba = _bits(a, "ulp_distance: a")
+    nb, bb = _bits(b, "ulp_distance: b")
+    if na != nb:
+        raise ValueError(f"ulp_distance: a is {na} but b is {nb}: distances need one format")
+    out = _C.ulp_distance(na, ba, bb)
+    return out[()] if out.ndim == 0 else out
+
+
+# ---- models ----
+
+def models() -> list:
+    """The platform model presets (and envelopes) by name, sorted.
+
+    >>> import fpconform
+    >>> "nvidia-h100-bf16" in fpconform.models(), "trainium2-bf16-envelope" in fpconform.models()
+    (True, True)
+    """
+    return list(_C.model_names(models_dir()))
+
+
+def model(name: str) -> dict:
+    """One model's parameters (as written in its file) and their provenance, as a dict.
+
+    >>> import fpconform
+    >>> m = fpconform.model("nvidia-h100-bf16")
+    >>> m["input_a"], m["output"], sorted(m)[:4]
+    ('bfloat16', 'float32', ['accumulator', 'description', 'file', 'input_a'])
+    """
+    return dict(_C.model_info(models_dir(), name))
+
+
+# ---- emulation and exact references ----
+
+def _threads(threads: Optional[int]) -> int:
+    return 0 if threads is None else int(threads)
+
+
+def emulate_matmul(a: Any, b: Any, platform: str, c: Any = None, threads: Optional[int] = None):
+    """(out, bound): the platform model's output bits of C + A @ B (2-D) and each element's
+    analytical error bound (|out - exact| <= bound). A and B must be in the platform's input
+    formats; C in its accumulator format.
+
+    >>> import numpy as np, fpconform
+    >>> a = np.float32([[1.0, 2**-24, 2**-24]]); b = np.float32([[1.0], [1.0], [1.0]])
+    >>> out, bound = fpconform.emulate_matmul(a, b, "cpu-f32-seq")
+    >>> out.tolist(), bool(bound[0, 0] > 0)
+    ([[1.0]], True)
+    """
+    na, ba = _bits(a, "emulate_matmul: a")
+    nb, bb = _bits(b, "emulate_matmul: b")
+    nc = bc = None
+    if c is not None:
+        nc, bc = _bits(c, "emulate_matmul: c")
+    name, out, bound = _C.emulate_matmul(models_dir(), platform, na, ba, nb, bb, nc, bc, _threads(threads))
+    return _from_bits(name, out), bound
+
+
+def emulate_sum(x: Any, axis: int, platform: str):
+    """(out, bound): the platform model's sum of x along `axis` and each element's bound.
+
+    >>> import numpy as np, fpconform
+    >>> out, bound = fpconform.emulate_sum(np.float32([[1.0, 2**-24, 2**-24]]), -1, "cpu-f32-seq")
+    >>> out.tolist()
+    [1.0]
+    """
+    nx, bx = _bits(x, "emulate_sum: x")
+    name, out, bound = _C.emulate_sum(models_dir(), platform, nx, bx, int(axis))
+    return _from_bits(name, out), bound
+
+
+def exact_matmul(a: Any, b: Any, out_dtype: Any = "float32", rounding: str = "rne") -> np.ndarray:
+    """The correctly rounded A @ B (2-D): each element's exact value rounded once into out_dtype.
+
+    >>> import numpy as np, fpconform
+    >>> a = np.float32([[1.0, 2**-24, 2**-24]]); b = np.float32([[1.0], [1.0], [1.0]])
+    >>> fpconform.exact_matmul(a, b).tolist()
+    [[1.0000001192092896]]
+    """
+    na, ba = _bits(a, "exact_matmul: a")
+    nb, bb = _bits(b, "exact_matmul: b")
+    to = dtype_name(out_dtype)
+    return _from_bits(to, _C.exact_matmul(na, ba, nb, bb, to, rounding))
+
+
+def exact_sum(x: Any, axis: int = -1, out_dtype: Any = "float32", rounding: str = "rne") -> np.ndarray:
+    """The correctly rounded sum of x along `axis`.
+
+    >>> import numpy as np, fpconform
+    >>> fpconform.exact_sum(np.float32([1.0, 2**-24, 2**-24])).tolist()
+    1.0000001192092896
+    """
+    nx, bx = _bits(x, "exact_sum: x")
+    to = dtype_name(out_dtype)
+    out = _from_bits(to, _C.exact_sum(nx, bx, int(axis), to, rounding))
+    return out[()] if out.ndim == 0 else out
+
+
+@functools.lru_cache(maxsize=256)
+def _tolerance(op: str, dtype: str, k: int, platform: str, samples: int, mdir: str, sweep: str) -> tuple:
+    return tuple(sorted(_C.tolerance(mdir, sweep, op, dtype, k, platform, samples, 0).items()))
+
+
+def tolerance(op: str, dtype: Any, k: int, platform: str, samples: int = 200) -> dict:
+    """The recommended tolerances for (op, dtype, K, platform) by the tolerance report's rule on
+    N(0, 1) inputs (the numbers an audit prints): rtol/atol (torch.testing.assert_close
+    convention), max ULP error, bound-normalized error. Computed on demand, cached per process.
+
+    >>> import fpconform
+    >>> t = fpconform.tolerance("matmul", "bfloat16", 128, "nvidia-h100-bf16")
+    >>> sorted(t), t["rtol"] > 0
+    (['atol', 'bound_normalized', 'dtype', 'k', 'op', 'platform', 'rtol', 'samples', 'ulp'], True)
+    """
+    return dict(_tolerance(op, dtype_name(dtype), int(k), platform, int(samples), models_dir(), sweep_file()))
+
+
+# ---- audits ----
+
+_listeners: list = []  # Callables (audit, kind) told of every audit run (the pytest plugin).
+
+
+def _notify(result: Any, kind: str) -> None:
+    for f in list(_listeners):
+        f(result, kind)
+
+
+def _platforms(platform: Union[str, Sequence[str], None]) -> list:
+    if platform is None:
+        return ["auto"]
+    if isinstance(platform, str):
+        return [p for p in platform.split(",") if p]
+    return list(platform)
+
+
+def _options(platform, strict, tolerance, tolerance_samples, max_listed, threads):
+    o = _C.AuditOptions()
+    o.platforms = _platforms(platform)
+    o.models_dir = models_dir()
+    o.sweep_file = sweep_file()
+    o.strict = bool(strict)
+    o.recommend = bool(tolerance)
+    o.tolerance_samples = int(tolerance_samples)
+    o.max_listed = int(max_listed)
+    o.threads = _threads(threads)
+    return o
+
+
+def _tensor(x: Any, what: str, dtype: Any = None):
+    return None if x is None else _bits(x, what, dtype)
+
+
+def _scale(s: Any, what: str):
+    if s is None:
+        return None
+    if isinstance(s, (int, float)):
+        s = np.float64(s)
+    return _bits(s, what)
+
+
+def audit_matmul(a: Any, b: Any, out: Any, platform: Union[str, Sequence[str]] = "auto", c: Any = None,
+                 scale_a: Any = None, scale_b: Any = None, *, transpose_a: bool = False,
+                 transpose_b: bool = False, cast_inputs: Optional[str] = None, out_rounding: str = "rne",
+                 strict: bool = False, tolerance: bool = True, tolerance_samples: int = 200,
+                 max_listed: int = 100, threads: Optional[int] = None, a_dtype: Any = None,
+                 b_dtype: Any = None, out_dtype: Any = None) -> Audit:
+    """Audit a kernel's out = [C +] A @ B (batched as numpy.matmul; scales for FP8/INT8) against
+    platform model(s): every element identical, within_bound, within_tolerance or unexplained
+    (reports/AUDIT.md). platform: a model, an envelope, a list, or "auto".
+
+    >>> import numpy as np, fpconform
+    >>> a = np.float32([[1.0, 2.0], [3.0, 4.0]]); b = np.float32([[1.0, 0.0], [0.0, 1.0]])
+    >>> r = fpconform.audit_matmul(a, b, a @ b, platform="cpu-f32-seq", tolerance=False)
+    >>> r.verdict, r.counts["identical"], r.classes.shape
+    ('pass', 4, (2, 2))
+    >>> bad = fpconform.audit_matmul(a, b, np.float32([[1, 2], [3, 5]]), platform="cpu-f32-seq", tolerance=False)
+    >>> bad.verdict, bad.classes.tolist(), bad.elements[0]["index"]
+    ('fail', [[0, 0], [0, 3]], (1, 1))
+    """
+    o = _options(platform, strict, tolerance, tolerance_samples, max_listed, threads)
+    r = _C.audit_matmul(_tensor(a, "a", a_dtype), _tensor(b, "b", b_dtype), _tensor(out, "out", out_dtype),
+                        _tensor(c, "c"), _scale(scale_a, "scale_a"), _scale(scale_b, "scale_b"),
+                        bool(transpose_a), bool(transpose_b), cast_inputs, out_rounding, o)
+    _notify(r, "matmul")
+    return r
+
+
+def audit_sum(x: Any, out: Any, axis: int = -1, platform: Union[str, Sequence[str]] = "auto", *,
+              cast_inputs: Optional[str] = None, out_rounding: str = "rne", strict: bool = False,
+              tolerance: bool = True, tolerance_samples: int = 200, max_listed: int = 100,
+              threads: Optional[int] = None, x_dtype: Any = None, out_dtype: Any = None) -> Audit:
+    """Audit out = the sum of x along `axis` (see audit_matmul).
+
+    >>> import numpy as np, fpconform
+    >>> x = np.float32([[1.0, 2**-24, 2**-24]])
+    >>> fpconform.audit_sum(x, np.float32([1.0]), platform="cpu-f32-seq", tolerance=False).verdict
+    'pass'
+    """
+    o = _options(platform, strict, tolerance, tolerance_samples, max_listed, threads)
+    r = _C.audit_sum(_tensor(x, "x", x_dtype), int(axis), _tensor(out, "out", out_dtype), cast_inputs,
+                     out_rounding, o)
+    _notify(r, "sum")
+    return r
+
+
+def audit_cast(x: Any, out: Any, to: Any = None, rounding: str = "rne", sat: bool = False, scale: float = 1.0, *,
+               tolerance: bool = True, max_listed: int = 100, threads: Optional[int] = None,
+               x_dtype: Any = None, out_dtype: Any = None) -> Audit:
+    """Audit out = cast(x / scale) into `to` (default: out's dtype) under `rounding` (sr<k>: the
+    rate of rounding away is checked statistically).
+
+    >>> import numpy as np, fpconform
+    >>> x = np.float32([1.0, 3.0, 500.0])
+    >>> fpconform.audit_cast(x, fpconform.cast(x, "float8_e4m3fn", sat=True), sat=True).verdict
+    'pass'
+    """
+    xb = _tensor(x, "x", x_dtype)
+    ob = _tensor(out, "out", out_dtype)
+    o = _options(None, False, tolerance, 200, max_listed, threads)
+    r = _C.audit_cast(xb, ob, dtype_name(to) if to is not None else ob[0], rounding, bool(sat), float(scale), o)
+    _notify(r, "cast")
+    return r
+
+
+def compare_matmul(a: Any, b: Any, out_ref: Any, platform_ref: str, out: Any, platform: str, *,
+                   transpose_a: bool = False, transpose_b: bool = False, cast_inputs: Optional[str] = None,
+                   out_rounding: str = "rne", strict: bool = False, tolerance: bool = True,
+                   tolerance_samples: int = 200, max_listed: int = 100, threads: Optional[int] = None) -> Compare:
+    """Two platforms' outputs of A @ B on the same inputs: each audited against its own platform,
+    their difference checked against both bounds (`fpconform compare matmul`).
+
+    >>> import numpy as np, fpconform
+    >>> a = np.float32([[1.0, 2.0]]); b = np.float32([[3.0], [4.0]])
+    >>> c = fpconform.compare_matmul(a, b, a @ b, "cpu-f32-seq", a @ b, "cuda-f32-fma", tolerance=False)
+    >>> c.verdict, c.consistent
+    ('pass', 1)
+    """
+    o = _options(platform, strict, tolerance, tolerance_samples, max_listed, threads)
+    r = _C.compare_matmul(_tensor(a, "a"), _tensor(b, "b"), _tensor(out_ref, "out_ref"), platform_ref,
+                          _tensor(out, "out"), platform, bool(transpose_a), bool(transpose_b), cast_inputs,
+                          out_rounding, o)
+    _notify(r, "compare")
+    return r

@@ -1,0 +1,336 @@
+// The audit library (reports/audit.h) for Python: audit_matmul / audit_sum / audit_cast /
+// compare_matmul returning the Audit and Compare objects (AuditResult and CompareResult as they
+// are, with their text, JSON and per-element class codes).
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "formats/op_env.h"
+#include "python/src/arrays.h"
+#include "reports/audit.h"
+
+namespace fpconform::python {
+namespace {
+
+using reports::AuditResult;
+using reports::CompareResult;
+
+// A tensor argument from Python: (dtype name, bits array) or None.
+using TensorPair = std::optional<std::pair<std::string, InArray>>;
+
+std::optional<Tensor> Load(const TensorPair& p, const std::string& what) {
+  if (!p.has_value()) return std::nullopt;
+  return ToTensor(p->first, p->second, what);
+}
+
+Tensor Need(const TensorPair& p, const std::string& what) {
+  if (!p.has_value()) ThrowValue(what + " is required");
+  return ToTensor(p->first, p->second, what);
+}
+
+// "rne", "rtz:sat", ... as the CLI's --cast-inputs / --out-rounding take them.
+OpEnv ParseMode(const std::string& text, const std::string& what) {
+  OpEnv env;
+  std::string mode = text;
+  const size_t colon = mode.find(':');
+  if (colon != std::string::npos) {
+    if (mode.substr(colon + 1) != "sat") ThrowValue(what + ": '" + text + "': the only option is :sat");
+    env.saturate = true;
+    mode = mode.substr(0, colon);
+  }
+  if (!ParseRounding(mode, env)) {
+    ThrowValue(what + ": '" + text + "' is not a rounding mode (rne rna rtz rup rdn rto sr<k>)");
+  }
+  return env;
+}
+
+struct Options {
+  std::vector<std::string> platforms;
+  std::string models_dir, sweep_file;
+  int max_listed = 100;
+  bool strict = false, recommend = true;
+  int tolerance_samples = 200, threads = 0;
+};
+
+reports::AuditOptions MakeOptions(const Options& o) {
+  reports::AuditOptions r;
+  r.platforms = o.platforms;
+  r.models_dir = o.models_dir;
+  r.sweep_file = o.sweep_file;
+  if (o.max_listed < 0) ThrowValue("max_listed must be >= 0");
+  if (o.tolerance_samples < 8) ThrowValue("tolerance_samples must be >= 8");
+  r.max_listed = o.max_listed;
+  r.strict = o.strict;
+  r.recommend = o.recommend;
+  r.tolerance_samples = o.tolerance_samples;
+  r.threads = o.threads > 0 ? o.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  r.cancelled = &PollInterrupt;  // Ctrl-C stops an audit: KeyboardInterrupt.
+  return r;
+}
+
+std::string IndexText(const std::vector<int64_t>& index) {
+  std::string s = "(";
+  for (size_t i = 0; i < index.size(); ++i) s += (i ? ", " : "") + std::to_string(index[i]);
+  return s + (index.size() == 1 ? ",)" : ")");
+}
+
+nb::tuple IndexTuple(const std::vector<int64_t>& index) {
+  nb::list l;
+  for (int64_t i : index) l.append(i);
+  return nb::tuple(l);
+}
+
+nb::dict Counts(const std::array<int64_t, reports::kAuditClasses>& c) {
+  nb::dict d;
+  for (int i = 0; i < reports::kAuditClasses; ++i) {
+    d[reports::AuditClassName(static_cast<reports::AuditClass>(i))] = c[static_cast<size_t>(i)];
+  }
+  return d;
+}
+
+nb::list Elements(const AuditResult& r) {
+  nb::list out;
+  for (const reports::AuditElement& e : r.elements) {
+    nb::dict d;
+    d["index"] = IndexTuple(e.index);
+    d["class"] = reports::AuditClassName(e.cls);
+    d["actual_bits"] = e.actual_bits;
+    d["actual"] = e.actual;
+    d["exact"] = e.exact;
+    d["exact_value"] = e.exact_value;
+    d["emulated_bits"] = e.emulated_bits;
+    d["emulated"] = e.emulated;
+    d["error_ulp"] = e.error_ulp;
+    d["error_over_bound"] = e.error_over_bound;
+    d["abs_sum"] = e.abs_sum;
+    d["bound"] = e.bound;
+    d["diagnosis"] = e.diagnosis;
+    out.append(d);
+  }
+  return out;
+}
+
+nb::list Platforms(const AuditResult& r) {
+  nb::list out;
+  for (const reports::PlatformAudit& p : r.platforms) {
+    nb::dict d;
+    d["name"] = p.name;
+    d["counts"] = Counts(p.counts);
+    d["rtol"] = p.rec_rtol;
+    d["atol"] = p.rec_atol;
+    d["ulp"] = p.rec_ulp;
+    d["bound_normalized"] = p.rec_bn;
+    d["model_hash"] = p.model_hash;
+    out.append(d);
+  }
+  return out;
+}
+
+std::string Repr(const AuditResult& r) {
+  int64_t total = 0;
+  for (int64_t c : r.counts) total += c;
+  return "<fpconform.Audit " + r.op + ": " + r.verdict + ", " +
+         std::to_string(r.counts[static_cast<size_t>(reports::AuditClass::kUnexplained)]) + " of " +
+         std::to_string(total) + " unexplained against " +
+         (r.platforms.empty() ? std::string("-") : r.platforms[0].name) + ">";
+}
+
+AuditResult Run(absl::StatusOr<AuditResult> r) {
+  if (!r.ok()) ThrowStatus(r.status());
+  return *std::move(r);
+}
+
+AuditResult AuditMatmulPy(const TensorPair& a, const TensorPair& b, const TensorPair& out, const TensorPair& c,
+                          const TensorPair& scale_a, const TensorPair& scale_b, bool transpose_a,
+                          bool transpose_b, std::optional<std::string> cast_inputs,
+                          const std::string& out_rounding, const Options& o) {
+  const Tensor ta = Need(a, "a"), tb = Need(b, "b"), tout = Need(out, "out");
+  const std::optional<Tensor> tc = Load(c, "c"), tsa = Load(scale_a, "scale_a"), tsb = Load(scale_b, "scale_b");
+  reports::MatmulAuditInput in;
+  in.a = &ta;
+  in.b = &tb;
+  in.out = &tout;
+  if (tc.has_value()) in.c = &*tc;
+  if (tsa.has_value()) in.scale_a = &*tsa;
+  if (tsb.has_value()) in.scale_b = &*tsb;
+  in.transpose_a = transpose_a;
+  in.transpose_b = transpose_b;
+  if (cast_inputs.has_value()) in.cast_inputs = ParseMode(*cast_inputs, "cast_inputs");
+  in.out_rounding = ParseMode(out_rounding, "out_rounding");
+  const reports::AuditOptions opts = MakeOptions(o);
+  absl::StatusOr<AuditResult> r;
+  {
+    nb::gil_scoped_release release;
+    r = reports::AuditMatmul(in, opts);
+  }
+  return Run(std::move(r));
+}
+
+AuditResult AuditSumPy(const TensorPair& x, int axis, const TensorPair& out, std::optional<std::string> cast_inputs,
+                       const std::string& out_rounding, const Options& o) {
+  const Tensor tx = Need(x, "x"), tout = Need(out, "out");
+  reports::SumAuditInput in;
+  in.x = &tx;
+  in.axis = axis;
+  in.out = &tout;
+  if (cast_inputs.has_value()) in.cast_inputs = ParseMode(*cast_inputs, "cast_inputs");
+  in.out_rounding = ParseMode(out_rounding, "out_rounding");
+  const reports::AuditOptions opts = MakeOptions(o);
+  absl::StatusOr<AuditResult> r;
+  {
+    nb::gil_scoped_release release;
+    r = reports::AuditSum(in, opts);
+  }
+  return Run(std::move(r));
+}
+
+AuditResult AuditCastPy(const TensorPair& x, const TensorPair& out, const std::string& to, const std::string& rounding,
+                        bool sat, double scale, const Options& o) {
+  const Tensor tx = Need(x, "x"), tout = Need(out, "out");
+  reports::CastAuditInput in;
+  in.x = &tx;
+  in.out = &tout;
+  in.to = &NeedFormat(to, "audit_cast: to");
+  OpEnv env;
+  if (!ParseRounding(rounding, env)) ThrowValue("audit_cast: rounding '" + rounding + "' is not a rounding mode");
+  env.saturate = sat;
+  in.env = env;
+  in.scale = scale;
+  const reports::AuditOptions opts = MakeOptions(o);
+  absl::StatusOr<AuditResult> r;
+  {
+    nb::gil_scoped_release release;
+    r = reports::AuditCast(in, opts);
+  }
+  return Run(std::move(r));
+}
+
+CompareResult CompareMatmulPy(const TensorPair& a, const TensorPair& b, const TensorPair& out_ref,
+                              const std::string& platform_ref, const TensorPair& out, const std::string& platform,
+                              bool transpose_a, bool transpose_b, std::optional<std::string> cast_inputs,
+                              const std::string& out_rounding, const Options& o) {
+  const Tensor ta = Need(a, "a"), tb = Need(b, "b"), tref = Need(out_ref, "out_ref"), tout = Need(out, "out");
+  reports::MatmulAuditInput port;
+  port.a = &ta;
+  port.b = &tb;
+  port.transpose_a = transpose_a;
+  port.transpose_b = transpose_b;
+  if (cast_inputs.has_value()) port.cast_inputs = ParseMode(*cast_inputs, "cast_inputs");
+  port.out_rounding = ParseMode(out_rounding, "out_rounding");
+  reports::MatmulAuditInput ref = port;
+  ref.out = &tref;
+  port.out = &tout;
+  const reports::AuditOptions opts = MakeOptions(o);
+  absl::StatusOr<CompareResult> r;
+  {
+    nb::gil_scoped_release release;
+    r = reports::CompareMatmul(ref, platform_ref, port, platform, opts);
+  }
+  if (!r.ok()) ThrowStatus(r.status());
+  return *std::move(r);
+}
+
+}  // namespace
+
+void BindAudit(nb::module_& m) {
+  nb::class_<Options>(m, "AuditOptions")
+      .def(nb::init<>())
+      .def_rw("platforms", &Options::platforms)
+      .def_rw("models_dir", &Options::models_dir)
+      .def_rw("sweep_file", &Options::sweep_file)
+      .def_rw("max_listed", &Options::max_listed)
+      .def_rw("strict", &Options::strict)
+      .def_rw("recommend", &Options::recommend)
+      .def_rw("tolerance_samples", &Options::tolerance_samples)
+      .def_rw("threads", &Options::threads);
+
+  nb::class_<AuditResult>(m, "Audit", "The result of an audit: verdict, class counts, per-element classes, "
+                                      "listed elements with evidence; str() is the CLI's summary.")
+      .def_ro("op", &AuditResult::op)
+      .def_ro("verdict", &AuditResult::verdict)
+      .def_ro("best_platform", &AuditResult::best_platform)
+      .def_ro("k", &AuditResult::k)
+      .def_ro("out_format", &AuditResult::out_format)
+      .def_ro("input_format", &AuditResult::input_format)
+      .def_ro("formula", &AuditResult::formula)
+      .def_ro("mismatched", &AuditResult::mismatched)
+      .def_ro("max_abs_diff", &AuditResult::max_abs_diff)
+      .def_ro("max_abs_allowed", &AuditResult::max_abs_allowed)
+      .def_ro("max_rel_diff", &AuditResult::max_rel_diff)
+      .def_ro("max_rel_allowed", &AuditResult::max_rel_allowed)
+      .def_ro("notes", &AuditResult::notes)
+      .def_ro("soundness", &AuditResult::soundness)
+      .def_prop_ro("out_shape", [](const AuditResult& r) { return IndexTuple(r.out_shape); })
+      .def_prop_ro("passed", [](const AuditResult& r) { return r.verdict == "pass"; })
+      .def_prop_ro("counts", [](const AuditResult& r) { return Counts(r.counts); })
+      .def_prop_ro("classes",
+                   [](const AuditResult& r) {
+                     std::vector<uint8_t> c = r.classes;
+                     return VectorArray<uint8_t>(std::move(c), r.out_shape);
+                   })
+      .def_prop_ro("elements", &Elements)
+      .def_prop_ro("platforms", &Platforms)
+      .def_prop_ro("bounds",
+                   [](const AuditResult& r) -> nb::object {
+                     if (r.bounds.empty()) return nb::none();
+                     std::vector<double> b = r.bounds;
+                     return VectorArray<double>(std::move(b), r.out_shape);
+                   })
+      .def("to_json", &reports::AuditToJson)
+      .def("report_files", &reports::AuditReportFiles)
+      .def("__str__", &reports::AuditSummaryText)
+      .def("__repr__", &Repr);
+
+  nb::class_<CompareResult>(m, "Compare", "Two platforms' outputs on the same inputs (fpconform compare).")
+      .def_ro("verdict", &CompareResult::verdict)
+      .def_ro("ref", &CompareResult::ref)
+      .def_ro("port", &CompareResult::port)
+      .def_ro("consistent", &CompareResult::consistent)
+      .def_ro("inconsistent", &CompareResult::inconsistent)
+      .def_prop_ro("faults",
+                   [](const CompareResult& c) {
+                     nb::dict d;
+                     d["ref"] = c.fault_ref;
+                     d["port"] = c.fault_port;
+                     d["both"] = c.fault_both;
+                     d["neither"] = c.fault_neither;
+                     return d;
+                   })
+      .def_prop_ro("listed",
+                   [](const CompareResult& c) {
+                     nb::list l;
+                     for (const auto& [index, side] : c.listed) l.append(nb::make_tuple(IndexTuple(index), side));
+                     return l;
+                   })
+      .def_prop_ro("passed", [](const CompareResult& c) { return c.verdict == "pass"; })
+      .def("to_json", &reports::CompareToJson)
+      .def("__str__", &reports::CompareSummaryText)
+      .def("__repr__", [](const CompareResult& c) {
+        return "<fpconform.Compare matmul: " + c.verdict + ", " + std::to_string(c.inconsistent) + " inconsistent>";
+      });
+
+  m.attr("CLASS_NAMES") = nb::make_tuple("identical", "within_bound", "within_tolerance", "unexplained");
+  m.def("index_text", &IndexText);
+  m.def("audit_matmul", &AuditMatmulPy, nb::arg("a").none(), nb::arg("b").none(), nb::arg("out").none(),
+        nb::arg("c").none(), nb::arg("scale_a").none(), nb::arg("scale_b").none(), nb::arg("transpose_a"),
+        nb::arg("transpose_b"), nb::arg("cast_inputs").none(), nb::arg("out_rounding"), nb::arg("options"));
+  m.def("audit_sum", &AuditSumPy, nb::arg("x").none(), nb::arg("axis"), nb::arg("out").none(),
+        nb::arg("cast_inputs").none(), nb::arg("out_rounding"), nb::arg("options"));
+  m.def("audit_cast", &AuditCastPy, nb::arg("x").none(), nb::arg("out").none(), nb::arg("to"), nb::arg("rounding"),
+        nb::arg("sat"), nb::arg("scale"), nb::arg("options"));
+  m.def("compare_matmul", &CompareMatmulPy, nb::arg("a").none(), nb::arg("b").none(), nb::arg("out_ref").none(),
+        nb::arg("platform_ref"), nb::arg("out").none(), nb::arg("platform"), nb::arg("transpose_a"),
+        nb::arg("transpose_b"), nb::arg("cast_inputs").none(), nb::arg("out_rounding"), nb::arg("options"));
+}
+
+}  // namespace fpconform::python
