@@ -38,11 +38,51 @@ bool ZeroSumSign(bool sx, bool sy, const OpEnv& env) {
   return env.rounding == Rounding::kDownward;
 }
 
-// x + y for finite x = (-1)^sx * mx * 2^ex (likewise y) in a U-bit window: each leading bit is
-// placed at kW - 3, y is aligned to x (bits shifted out become a sticky bit), and the sum is
-// rounded once. The window keeps every bit RoundPack reads as long as the significands have at
-// most kW - 5 bits and p + k <= kW - 6 (callers choose U accordingly).
-template <typename U>
+// The rounding of a 64-bit result: through the row (kE == 0), or with the IEEE binary layout's
+// fields as constants (the fast paths below). Both are RoundPack64's one body.
+template <int kE = 0, int kM = 0>
+[[gnu::always_inline]] inline OpResult Round64(const FormatSpec& f, bool sign, int32_t exponent,
+                                               uint64_t significand, bool sticky,
+                                               const OpEnv& env) {
+  if constexpr (kE == 0) {
+    return RoundPack64(f, sign, exponent, significand, sticky, env);
+  } else {
+    return round_pack_internal::RoundPack64Ieee<kE, kM>(f, sign, exponent, significand, sticky,
+                                                         env);
+  }
+}
+
+// x + y for finite x = (-1)^sx * mx * 2^ex (likewise y) with |x| >= |y|, each leading bit at
+// kW - 3 of a U-bit window, and d = ex - ey >= 0: y is aligned to x (bits shifted out become a
+// sticky bit), and the sum is rounded once. The window keeps every bit RoundPack reads as long
+// as the significands have at most kW - 5 bits and p + k <= kW - 6 (callers choose U
+// accordingly).
+template <typename U, int kE = 0, int kM = 0>
+[[gnu::always_inline]] inline OpResult AddOrdered(const FormatSpec& f, bool sx, int32_t ex, U mx,
+                                                  bool sy, int64_t d, U my, const OpEnv& env) {
+  // Without a branch (exponent differences of random operands are unpredictable): a shift of
+  // kW - 1 (for any d > kW - 3) leaves my = 0 with every bit of my (< 2^(kW - 2)) sticky.
+  constexpr int kMaxShift = static_cast<int>(sizeof(U)) * 8 - 1;
+  const int shift = d < kMaxShift ? static_cast<int>(d) : kMaxShift;
+  const bool sticky = (my & ((U{1} << shift) - 1)) != 0;
+  my >>= shift;
+  // Subtraction: x - (my + frac) with 0 < frac < 1 has integer part x - my - 1 and fraction
+  // 1 - frac, still sticky. Selected without a branch (the signs of random operands are
+  // unpredictable).
+  const U difference = mx - my - (sticky ? 1 : 0);
+  const U same_sign = U{0} - static_cast<U>(sx == sy);
+  const U sum = difference ^ ((difference ^ (mx + my)) & same_sign);
+  if (sum == 0 && !sticky) return RoundPack(f, ZeroSumSign(sx, sy, env), 0, 0, false, env);
+  if constexpr (sizeof(U) == 8) {
+    return Round64<kE, kM>(f, sx, ex, sum, sticky, env);
+  } else {
+    return RoundPack(f, sx, ex, sum, sticky, env);
+  }
+}
+
+// x + y for finite non-zero x = (-1)^sx * mx * 2^ex (likewise y): places each leading bit at
+// kW - 3, orders the operands and adds them (AddOrdered).
+template <typename U, int kE = 0, int kM = 0>
 [[gnu::always_inline]] inline OpResult AddAligned(const FormatSpec& f, bool sx, int32_t ex, U mx,
                                                   bool sy, int32_t ey, U my, const OpEnv& env) {
   constexpr int kTop = static_cast<int>(sizeof(U)) * 8 - 3;
@@ -51,42 +91,16 @@ template <typename U>
   ex -= kTop - (lx - 1);
   my <<= kTop - (ly - 1);
   ey -= kTop - (ly - 1);
-  {
-    // Order so that |x| >= |y|, with selects rather than a branch (the order of random operands
-    // is unpredictable).
-    const bool swap = (ey > ex) | ((ey == ex) & (my > mx));
-    const U m = U{0} - static_cast<U>(swap);
-    const U t = (mx ^ my) & m;
-    mx ^= t;
-    my ^= t;
-    const int32_t e_hi = swap ? ey : ex, e_lo = swap ? ex : ey;
-    const bool s_hi = swap ? sy : sx, s_lo = swap ? sx : sy;
-    ex = e_hi;
-    ey = e_lo;
-    sx = s_hi;
-    sy = s_lo;
-  }
-  // Now |x| >= |y|. Align y to x's exponent.
-  const int64_t d = int64_t{ex} - ey;
-  bool sticky = false;
-  if (d > kTop) {
-    sticky = true;
-    my = 0;
-  } else if (d > 0) {
-    sticky = (my & ((U{1} << d) - 1)) != 0;
-    my >>= d;
-  }
-  // Subtraction: x - (my + frac) with 0 < frac < 1 has integer part x - my - 1 and fraction
-  // 1 - frac, still sticky. Selected without a branch, as above.
-  const U difference = mx - my - (sticky ? 1 : 0);
-  const U same_sign = U{0} - static_cast<U>(sx == sy);
-  const U sum = difference ^ ((difference ^ (mx + my)) & same_sign);
-  if (sum == 0 && !sticky) return RoundPack(f, ZeroSumSign(sx, sy, env), 0, 0, false, env);
-  if constexpr (sizeof(U) == 8) {
-    return RoundPack64(f, sx, ex, sum, sticky, env);
-  } else {
-    return RoundPack(f, sx, ex, sum, sticky, env);
-  }
+  // Order so that |x| >= |y|, with selects rather than a branch (the order of random operands
+  // is unpredictable).
+  const bool swap = (ey > ex) | ((ey == ex) & (my > mx));
+  const U m = U{0} - static_cast<U>(swap);
+  const U t = (mx ^ my) & m;
+  mx ^= t;
+  my ^= t;
+  const int32_t e_hi = swap ? ey : ex, e_lo = swap ? ex : ey;
+  const bool s_hi = swap ? sy : sx, s_lo = swap ? sx : sy;
+  return AddOrdered<U, kE, kM>(f, s_hi, e_hi, mx, s_lo, int64_t{e_hi} - e_lo, my, env);
 }
 
 // Exact sum of two finite values (-1)^s * sig * 2^exp, sig < 2^107, rounded once.
@@ -103,7 +117,102 @@ OpResult AddFinite(const FormatSpec& f, bool sx, int32_t ex, uint128 mx, bool sy
   return AddAligned<uint128>(f, sx, ex, mx, sy, ey, my, env);
 }
 
-OpResult AddImpl(const FormatSpec& f, uint64_t a, uint64_t b, bool negate_b, const OpEnv& env) {
+// ---- The both-normal entry of the IEEE binary layouts (FastLayout: float32, bfloat16,
+// float16). For normal operands the fields are all there is to decode; their sizes are
+// constants here, the magnitude bits order as the values, and the result is rounded by
+// RoundPack64's body with the layout's constants (Round64<kE, kM>). Any other operand (zero,
+// subnormal, Inf, NaN) takes the general path. The environment needs no test: daz reads only
+// subnormal operands, and ftz, sat, tininess and the NaN profile only tiny, overflowing or NaN
+// results, which the rounding sends to RoundPackImpl as the general path does; stochastic
+// rounding fits the same 64-bit window (p + k <= 24 + 32 <= 58).
+template <int kE, int kM>
+struct Layout {
+  static constexpr int kBias = (1 << (kE - 1)) - 1;
+  static constexpr uint32_t kFieldMax = (1u << kE) - 1;
+  static constexpr uint32_t kFracMask = (1u << kM) - 1;
+  static constexpr int kSignShift = kE + kM;
+  static constexpr uint32_t kMagMask = (uint32_t{1} << kSignShift) - 1;
+  // The container's bits (high bits ignored, as UnpackBits does).
+  static uint32_t Bits(uint64_t a) { return static_cast<uint32_t>(a) & ((kMagMask << 1) | 1); }
+  static uint32_t Field(uint32_t x) { return (x >> kM) & kFieldMax; }
+  static bool Normal(uint32_t x) { return Field(x) - 1 < kFieldMax - 1; }
+  static uint64_t Significand(uint32_t x) { return (x & kFracMask) | (uint32_t{1} << kM); }
+  static bool Sign(uint32_t x) { return ((x >> kSignShift) & 1) != 0; }
+};
+
+template <int kE, int kM>
+[[gnu::always_inline]] inline OpResult AddNormal(const FormatSpec& f, uint32_t x, uint32_t y,
+                                                 bool negate_b, const OpEnv& env) {
+  using L = Layout<kE, kM>;
+  constexpr int kTop = 61;  // AddOrdered's leading-bit position in 64 bits.
+  const uint32_t mag_x = x & L::kMagMask, mag_y = y & L::kMagMask;
+  const bool sx = L::Sign(x), sy = L::Sign(y) != negate_b;
+  const bool swap = mag_y > mag_x;
+  const uint32_t hi = swap ? mag_y : mag_x, lo = swap ? mag_x : mag_y;
+  // The signs follow with bit operations (a branch here mispredicts on random operands).
+  const bool s_hi = sx ^ ((sx ^ sy) & swap), s_lo = sy ^ ((sx ^ sy) & swap);
+  const int32_t e_hi = static_cast<int32_t>(hi >> kM), e_lo = static_cast<int32_t>(lo >> kM);
+  return AddOrdered<uint64_t, kE, kM>(f, s_hi, e_hi - L::kBias - kTop,
+                                      L::Significand(hi) << (kTop - kM), s_lo, e_hi - e_lo,
+                                      L::Significand(lo) << (kTop - kM), env);
+}
+
+template <int kE, int kM>
+[[gnu::always_inline]] inline OpResult MulNormal(const FormatSpec& f, uint32_t x, uint32_t y,
+                                                 const OpEnv& env) {
+  using L = Layout<kE, kM>;
+  const int32_t e = static_cast<int32_t>(L::Field(x) + L::Field(y)) - 2 * (L::kBias + kM);
+  return Round64<kE, kM>(f, L::Sign(x) != L::Sign(y), e, L::Significand(x) * L::Significand(y),
+                         false, env);
+}
+
+template <int kE, int kM>
+[[gnu::always_inline]] inline OpResult FmaNormal(const FormatSpec& f, uint32_t x, uint32_t y,
+                                                 uint32_t z, const OpEnv& env) {
+  using L = Layout<kE, kM>;
+  const int32_t ep = static_cast<int32_t>(L::Field(x) + L::Field(y)) - 2 * (L::kBias + kM);
+  const int32_t ez = static_cast<int32_t>(L::Field(z)) - (L::kBias + kM);
+  // The product has at most 2p <= 48 bits, within AddAligned's 59.
+  return AddAligned<uint64_t, kE, kM>(f, L::Sign(x) != L::Sign(y), ep,
+                                      L::Significand(x) * L::Significand(y), L::Sign(z), ez,
+                                      L::Significand(z), env);
+}
+
+// Runs `entry.template operator()<kE, kM>(f, x, y[, z], env)` for f's FastLayout when every
+// operand is normal (c only for Fma: kN == 3), into *r; false for the general path.
+template <int kN, int kE, int kM, class Entry>
+[[gnu::always_inline]] inline bool FastEntryFor(const FormatSpec& f, const OpEnv& env,
+                                                OpResult* r, uint64_t a, uint64_t b, uint64_t c,
+                                                const Entry& entry) {
+  using L = Layout<kE, kM>;
+  const uint32_t x = L::Bits(a), y = L::Bits(b), z = L::Bits(c);
+  if (!L::Normal(x) || !L::Normal(y)) return false;
+  if constexpr (kN == 3) {
+    if (!L::Normal(z)) return false;
+    *r = entry.template operator()<kE, kM>(f, x, y, z, env);
+  } else {
+    *r = entry.template operator()<kE, kM>(f, x, y, env);
+  }
+  return true;
+}
+
+template <int kN, class Entry>
+[[gnu::always_inline]] inline bool FastEntry(const FormatSpec& f, const OpEnv& env, OpResult* r,
+                                             uint64_t a, uint64_t b, uint64_t c,
+                                             const Entry& entry) {
+  switch (f.d.fast_layout) {
+    case FastLayout::kBinary32: return FastEntryFor<kN, 8, 23>(f, env, r, a, b, c, entry);
+    case FastLayout::kBFloat16: return FastEntryFor<kN, 8, 7>(f, env, r, a, b, c, entry);
+    case FastLayout::kBinary16: return FastEntryFor<kN, 5, 10>(f, env, r, a, b, c, entry);
+    case FastLayout::kNone: break;
+  }
+  return false;
+}
+
+// Every operand class and every format; out of line, so that the fast entries that precede it
+// in the exported functions stay free of its register and stack set-up.
+[[gnu::noinline]] OpResult AddGeneral(const FormatSpec& f, uint64_t a, uint64_t b, bool negate_b,
+                                      const OpEnv& env) {
   Unpacked x = UnpackBits(f, a, env.denormals_are_zero);
   Unpacked y = UnpackBits(f, b, env.denormals_are_zero);
   if (x.kind == Kind::kNaN || y.kind == Kind::kNaN) {
@@ -125,6 +234,19 @@ OpResult AddImpl(const FormatSpec& f, uint64_t a, uint64_t b, bool negate_b, con
   return AddFinite(f, x.sign, x.exponent, x.significand, y.sign, y.exponent, y.significand, env);
 }
 
+[[gnu::always_inline]] inline OpResult AddImpl(const FormatSpec& f, uint64_t a, uint64_t b,
+                                               bool negate_b, const OpEnv& env) {
+  if (f.d.fast_layout != FastLayout::kNone) [[likely]] {
+    OpResult r;
+    const auto add = [negate_b]<int kE, int kM>(const FormatSpec& g, uint32_t x, uint32_t y,
+                                                const OpEnv& e) {
+      return AddNormal<kE, kM>(g, x, y, negate_b, e);
+    };
+    if (FastEntry<2>(f, env, &r, a, b, 0, add)) return r;
+  }
+  return AddGeneral(f, a, b, negate_b, env);
+}
+
 }  // namespace
 
 OpResult Add(const FormatSpec& f, uint64_t a, uint64_t b, const OpEnv& env) {
@@ -135,7 +257,10 @@ OpResult Sub(const FormatSpec& f, uint64_t a, uint64_t b, const OpEnv& env) {
   return AddImpl(f, a, b, true, env);
 }
 
-OpResult Mul(const FormatSpec& f, uint64_t a, uint64_t b, const OpEnv& env) {
+namespace {
+
+[[gnu::noinline]] OpResult MulGeneral(const FormatSpec& f, uint64_t a, uint64_t b,
+                                      const OpEnv& env) {
   Unpacked x = UnpackBits(f, a, env.denormals_are_zero);
   Unpacked y = UnpackBits(f, b, env.denormals_are_zero);
   if (x.kind == Kind::kNaN || y.kind == Kind::kNaN) {
@@ -153,6 +278,18 @@ OpResult Mul(const FormatSpec& f, uint64_t a, uint64_t b, const OpEnv& env) {
   }
   uint128 product = uint128{x.significand} * y.significand;
   return RoundPack(f, sign, x.exponent + y.exponent, product, false, env);
+}
+
+}  // namespace
+
+OpResult Mul(const FormatSpec& f, uint64_t a, uint64_t b, const OpEnv& env) {
+  if (f.d.fast_layout != FastLayout::kNone) [[likely]] {
+    OpResult r;
+    const auto mul = []<int kE, int kM>(const FormatSpec& g, uint32_t x, uint32_t y,
+                                        const OpEnv& e) { return MulNormal<kE, kM>(g, x, y, e); };
+    if (FastEntry<2>(f, env, &r, a, b, 0, mul)) return r;
+  }
+  return MulGeneral(f, a, b, env);
 }
 
 OpResult Div(const FormatSpec& f, uint64_t a, uint64_t b, const OpEnv& env) {
@@ -194,7 +331,10 @@ OpResult Div(const FormatSpec& f, uint64_t a, uint64_t b, const OpEnv& env) {
   return RoundPack(f, sign, x.exponent - s - s2 - y.exponent, q, r != 0, env);
 }
 
-OpResult Fma(const FormatSpec& f, uint64_t a, uint64_t b, uint64_t c, const OpEnv& env) {
+namespace {
+
+[[gnu::noinline]] OpResult FmaGeneral(const FormatSpec& f, uint64_t a, uint64_t b, uint64_t c,
+                                      const OpEnv& env) {
   Unpacked x = UnpackBits(f, a, env.denormals_are_zero);
   Unpacked y = UnpackBits(f, b, env.denormals_are_zero);
   Unpacked z = UnpackBits(f, c, env.denormals_are_zero);
@@ -218,6 +358,20 @@ OpResult Fma(const FormatSpec& f, uint64_t a, uint64_t b, uint64_t c, const OpEn
   uint128 product = uint128{x.significand} * y.significand;
   return AddFinite(f, sign, x.exponent + y.exponent, product, z.sign, z.exponent, z.significand,
                    env);
+}
+
+}  // namespace
+
+OpResult Fma(const FormatSpec& f, uint64_t a, uint64_t b, uint64_t c, const OpEnv& env) {
+  if (f.d.fast_layout != FastLayout::kNone) [[likely]] {
+    OpResult r;
+    const auto fma = []<int kE, int kM>(const FormatSpec& g, uint32_t x, uint32_t y, uint32_t z,
+                                        const OpEnv& e) {
+      return FmaNormal<kE, kM>(g, x, y, z, e);
+    };
+    if (FastEntry<3>(f, env, &r, a, b, c, fma)) return r;
+  }
+  return FmaGeneral(f, a, b, c, env);
 }
 
 OpResult Sqrt(const FormatSpec& f, uint64_t a, const OpEnv& env) {
