@@ -38,28 +38,19 @@ bool ZeroSumSign(bool sx, bool sy, const OpEnv& env) {
   return env.rounding == Rounding::kDownward;
 }
 
-// The rounding of a 64-bit result: through the row (kE == 0), or with the IEEE binary layout's
-// fields as constants (the fast paths below). Both are RoundPack64's one body.
-template <int kE = 0, int kM = 0>
-[[gnu::always_inline]] inline OpResult Round64(const FormatSpec& f, bool sign, int32_t exponent,
-                                               uint64_t significand, bool sticky,
-                                               const OpEnv& env) {
-  if constexpr (kE == 0) {
-    return RoundPack64(f, sign, exponent, significand, sticky, env);
-  } else {
-    return round_pack_internal::RoundPack64Ieee<kE, kM>(f, sign, exponent, significand, sticky,
-                                                         env);
-  }
-}
-
-// x + y for finite x = (-1)^sx * mx * 2^ex (likewise y) with |x| >= |y|, each leading bit at
-// kW - 3 of a U-bit window, and d = ex - ey >= 0: y is aligned to x (bits shifted out become a
-// sticky bit), and the sum is rounded once. The window keeps every bit RoundPack reads as long
-// as the significands have at most kW - 5 bits and p + k <= kW - 6 (callers choose U
-// accordingly).
-template <typename U, int kE = 0, int kM = 0>
-[[gnu::always_inline]] inline OpResult AddOrdered(const FormatSpec& f, bool sx, int32_t ex, U mx,
-                                                  bool sy, int64_t d, U my, const OpEnv& env) {
+// The alignment and the sum: x + y for x = (-1)^sx * mx * 2^ex (likewise y) with |x| >= |y|,
+// each leading bit at kW - 3 of a U-bit window, and d = ex - ey >= 0: y is aligned to x (bits
+// shifted out become a sticky bit). The exact sum is (-1)^sx * (sum + delta) * 2^ex with
+// 0 <= delta < 1, nonzero iff sticky (RoundPack's contract). The window keeps every bit
+// RoundPack reads as long as the significands have at most kW - 5 bits and p + k <= kW - 6
+// (callers choose U accordingly).
+template <typename U>
+struct AlignedSum {
+  U sum;
+  bool sticky;
+};
+template <typename U>
+[[gnu::always_inline]] inline AlignedSum<U> AlignAndAdd(bool sx, U mx, bool sy, int64_t d, U my) {
   // Without a branch (exponent differences of random operands are unpredictable): a shift of
   // kW - 1 (for any d > kW - 3) leaves my = 0 with every bit of my (< 2^(kW - 2)) sticky.
   constexpr int kMaxShift = static_cast<int>(sizeof(U)) * 8 - 1;
@@ -71,20 +62,22 @@ template <typename U, int kE = 0, int kM = 0>
   // unpredictable).
   const U difference = mx - my - (sticky ? 1 : 0);
   const U same_sign = U{0} - static_cast<U>(sx == sy);
-  const U sum = difference ^ ((difference ^ (mx + my)) & same_sign);
-  if (sum == 0 && !sticky) return RoundPack(f, ZeroSumSign(sx, sy, env), 0, 0, false, env);
-  if constexpr (sizeof(U) == 8) {
-    return Round64<kE, kM>(f, sx, ex, sum, sticky, env);
-  } else {
-    return RoundPack(f, sx, ex, sum, sticky, env);
-  }
+  return {difference ^ ((difference ^ (mx + my)) & same_sign), sticky};
 }
 
-// x + y for finite non-zero x = (-1)^sx * mx * 2^ex (likewise y): places each leading bit at
-// kW - 3, orders the operands and adds them (AddOrdered).
-template <typename U, int kE = 0, int kM = 0>
-[[gnu::always_inline]] inline OpResult AddAligned(const FormatSpec& f, bool sx, int32_t ex, U mx,
-                                                  bool sy, int32_t ey, U my, const OpEnv& env) {
+// Operands of a sum with their leading bits at kW - 3, ordered so that |x| >= |y|.
+template <typename U>
+struct OrderedPair {
+  bool sx;
+  int32_t ex;
+  U mx;
+  bool sy;
+  int64_t d;  // ex - ey >= 0.
+  U my;
+};
+template <typename U>
+[[gnu::always_inline]] inline OrderedPair<U> NormalizeAndOrder(bool sx, int32_t ex, U mx, bool sy,
+                                                               int32_t ey, U my) {
   constexpr int kTop = static_cast<int>(sizeof(U)) * 8 - 3;
   const int lx = BitLength(mx), ly = BitLength(my);
   mx <<= kTop - (lx - 1);
@@ -100,7 +93,23 @@ template <typename U, int kE = 0, int kM = 0>
   my ^= t;
   const int32_t e_hi = swap ? ey : ex, e_lo = swap ? ex : ey;
   const bool s_hi = swap ? sy : sx, s_lo = swap ? sx : sy;
-  return AddOrdered<U, kE, kM>(f, s_hi, e_hi, mx, s_lo, int64_t{e_hi} - e_lo, my, env);
+  return {s_hi, e_hi, mx, s_lo, int64_t{e_hi} - e_lo, my};
+}
+
+// x + y for finite non-zero x = (-1)^sx * mx * 2^ex (likewise y), rounded once.
+template <typename U>
+[[gnu::always_inline]] inline OpResult AddAligned(const FormatSpec& f, bool sx, int32_t ex, U mx,
+                                                  bool sy, int32_t ey, U my, const OpEnv& env) {
+  const OrderedPair<U> o = NormalizeAndOrder<U>(sx, ex, mx, sy, ey, my);
+  const AlignedSum<U> s = AlignAndAdd<U>(o.sx, o.mx, o.sy, o.d, o.my);
+  if (s.sum == 0 && !s.sticky) {
+    return RoundPack(f, ZeroSumSign(o.sx, o.sy, env), 0, 0, false, env);
+  }
+  if constexpr (sizeof(U) == 8) {
+    return RoundPack64(f, o.sx, o.ex, s.sum, s.sticky, env);
+  } else {
+    return RoundPack(f, o.sx, o.ex, s.sum, s.sticky, env);
+  }
 }
 
 // Exact sum of two finite values (-1)^s * sig * 2^exp, sig < 2^107, rounded once.
@@ -120,7 +129,7 @@ OpResult AddFinite(const FormatSpec& f, bool sx, int32_t ex, uint128 mx, bool sy
 // ---- The both-normal entry of the IEEE binary layouts (FastLayout: float32, bfloat16,
 // float16). For normal operands the fields are all there is to decode; their sizes are
 // constants here, the magnitude bits order as the values, and the result is rounded by
-// RoundPack64's body with the layout's constants (Round64<kE, kM>). Any other operand (zero,
+// RoundPack64's body with the layout's constants (RoundNormal64). Any other operand (zero,
 // subnormal, Inf, NaN) takes the general path. The environment needs no test: daz reads only
 // subnormal operands, and ftz, sat, tininess and the NaN profile only tiny, overflowing or NaN
 // results, which the rounding sends to RoundPackImpl as the general path does; stochastic
@@ -140,60 +149,72 @@ struct Layout {
   static bool Sign(uint32_t x) { return ((x >> kSignShift) & 1) != 0; }
 };
 
+// Each entry rounds the common case (a result normal before and after rounding, RoundNormal64
+// with the layout's constants) into *r and returns true; anything else (an exact zero sum, a
+// tiny or overflowing result) returns false, and the operation starts again on the general
+// path, which gives the same result (ops_fast_entry_test). One exit keeps the entries free of
+// the general path's calls.
 template <int kE, int kM>
-[[gnu::always_inline]] inline OpResult AddNormal(const FormatSpec& f, uint32_t x, uint32_t y,
-                                                 bool negate_b, const OpEnv& env) {
+[[gnu::always_inline]] inline bool AddNormal(uint32_t x, uint32_t y, bool negate_b,
+                                             const OpEnv& env, OpResult* r) {
   using L = Layout<kE, kM>;
-  constexpr int kTop = 61;  // AddOrdered's leading-bit position in 64 bits.
-  const uint32_t mag_x = x & L::kMagMask, mag_y = y & L::kMagMask;
-  const bool sx = L::Sign(x), sy = L::Sign(y) != negate_b;
-  const bool swap = mag_y > mag_x;
-  const uint32_t hi = swap ? mag_y : mag_x, lo = swap ? mag_x : mag_y;
-  // The signs follow with bit operations (a branch here mispredicts on random operands).
-  const bool s_hi = sx ^ ((sx ^ sy) & swap), s_lo = sy ^ ((sx ^ sy) & swap);
-  const int32_t e_hi = static_cast<int32_t>(hi >> kM), e_lo = static_cast<int32_t>(lo >> kM);
-  return AddOrdered<uint64_t, kE, kM>(f, s_hi, e_hi - L::kBias - kTop,
-                                      L::Significand(hi) << (kTop - kM), s_lo, e_hi - e_lo,
-                                      L::Significand(lo) << (kTop - kM), env);
+  constexpr int kTop = 61;  // NormalizeAndOrder's leading-bit position in 64 bits.
+  y ^= static_cast<uint32_t>(negate_b) << L::kSignShift;
+  // Ordered by magnitude, signs and all.
+  const bool swap = (y & L::kMagMask) > (x & L::kMagMask);
+  const uint32_t hi = swap ? y : x, lo = swap ? x : y;
+  const bool s_hi = L::Sign(hi);
+  const int32_t e_hi = static_cast<int32_t>(L::Field(hi)),
+                e_lo = static_cast<int32_t>(L::Field(lo));
+  const AlignedSum<uint64_t> s =
+      AlignAndAdd<uint64_t>(s_hi, L::Significand(hi) << (kTop - kM), L::Sign(lo), e_hi - e_lo,
+                            L::Significand(lo) << (kTop - kM));
+  if (s.sum == 0) [[unlikely]] return false;
+  return round_pack_internal::RoundNormal64(round_pack_internal::IeeeParams<kE, kM>{}, s_hi,
+                                            e_hi - L::kBias - kTop, s.sum, s.sticky, env, r);
 }
 
 template <int kE, int kM>
-[[gnu::always_inline]] inline OpResult MulNormal(const FormatSpec& f, uint32_t x, uint32_t y,
-                                                 const OpEnv& env) {
+[[gnu::always_inline]] inline bool MulNormal(uint32_t x, uint32_t y, const OpEnv& env,
+                                             OpResult* r) {
   using L = Layout<kE, kM>;
   const int32_t e = static_cast<int32_t>(L::Field(x) + L::Field(y)) - 2 * (L::kBias + kM);
-  return Round64<kE, kM>(f, L::Sign(x) != L::Sign(y), e, L::Significand(x) * L::Significand(y),
-                         false, env);
+  return round_pack_internal::RoundNormal64(round_pack_internal::IeeeParams<kE, kM>{},
+                                            L::Sign(x) != L::Sign(y), e,
+                                            L::Significand(x) * L::Significand(y), false, env, r);
 }
 
 template <int kE, int kM>
-[[gnu::always_inline]] inline OpResult FmaNormal(const FormatSpec& f, uint32_t x, uint32_t y,
-                                                 uint32_t z, const OpEnv& env) {
+[[gnu::always_inline]] inline bool FmaNormal(uint32_t x, uint32_t y, uint32_t z,
+                                             const OpEnv& env, OpResult* r) {
   using L = Layout<kE, kM>;
   const int32_t ep = static_cast<int32_t>(L::Field(x) + L::Field(y)) - 2 * (L::kBias + kM);
   const int32_t ez = static_cast<int32_t>(L::Field(z)) - (L::kBias + kM);
-  // The product has at most 2p <= 48 bits, within AddAligned's 59.
-  return AddAligned<uint64_t, kE, kM>(f, L::Sign(x) != L::Sign(y), ep,
-                                      L::Significand(x) * L::Significand(y), L::Sign(z), ez,
-                                      L::Significand(z), env);
+  // The product has at most 2p <= 48 bits, within the 64-bit window's 59.
+  const OrderedPair<uint64_t> o =
+      NormalizeAndOrder<uint64_t>(L::Sign(x) != L::Sign(y), ep,
+                                  L::Significand(x) * L::Significand(y), L::Sign(z), ez,
+                                  L::Significand(z));
+  const AlignedSum<uint64_t> s = AlignAndAdd<uint64_t>(o.sx, o.mx, o.sy, o.d, o.my);
+  if (s.sum == 0) [[unlikely]] return false;
+  return round_pack_internal::RoundNormal64(round_pack_internal::IeeeParams<kE, kM>{}, o.sx, o.ex,
+                                            s.sum, s.sticky, env, r);
 }
 
-// Runs `entry.template operator()<kE, kM>(f, x, y[, z], env)` for f's FastLayout when every
-// operand is normal (c only for Fma: kN == 3), into *r; false for the general path.
+// Runs `entry.template operator()<kE, kM>(x, y[, z], env, r)` for f's FastLayout when every
+// operand is normal (c only for Fma: kN == 3); false for the general path.
 template <int kN, int kE, int kM, class Entry>
-[[gnu::always_inline]] inline bool FastEntryFor(const FormatSpec& f, const OpEnv& env,
-                                                OpResult* r, uint64_t a, uint64_t b, uint64_t c,
-                                                const Entry& entry) {
+[[gnu::always_inline]] inline bool FastEntryFor(const OpEnv& env, OpResult* r, uint64_t a,
+                                                uint64_t b, uint64_t c, const Entry& entry) {
   using L = Layout<kE, kM>;
   const uint32_t x = L::Bits(a), y = L::Bits(b), z = L::Bits(c);
   if (!L::Normal(x) || !L::Normal(y)) return false;
   if constexpr (kN == 3) {
     if (!L::Normal(z)) return false;
-    *r = entry.template operator()<kE, kM>(f, x, y, z, env);
+    return entry.template operator()<kE, kM>(x, y, z, env, r);
   } else {
-    *r = entry.template operator()<kE, kM>(f, x, y, env);
+    return entry.template operator()<kE, kM>(x, y, env, r);
   }
-  return true;
 }
 
 template <int kN, class Entry>
@@ -201,9 +222,9 @@ template <int kN, class Entry>
                                              uint64_t a, uint64_t b, uint64_t c,
                                              const Entry& entry) {
   switch (f.d.fast_layout) {
-    case FastLayout::kBinary32: return FastEntryFor<kN, 8, 23>(f, env, r, a, b, c, entry);
-    case FastLayout::kBFloat16: return FastEntryFor<kN, 8, 7>(f, env, r, a, b, c, entry);
-    case FastLayout::kBinary16: return FastEntryFor<kN, 5, 10>(f, env, r, a, b, c, entry);
+    case FastLayout::kBinary32: return FastEntryFor<kN, 8, 23>(env, r, a, b, c, entry);
+    case FastLayout::kBFloat16: return FastEntryFor<kN, 8, 7>(env, r, a, b, c, entry);
+    case FastLayout::kBinary16: return FastEntryFor<kN, 5, 10>(env, r, a, b, c, entry);
     case FastLayout::kNone: break;
   }
   return false;
@@ -238,9 +259,9 @@ template <int kN, class Entry>
                                                bool negate_b, const OpEnv& env) {
   if (f.d.fast_layout != FastLayout::kNone) [[likely]] {
     OpResult r;
-    const auto add = [negate_b]<int kE, int kM>(const FormatSpec& g, uint32_t x, uint32_t y,
-                                                const OpEnv& e) {
-      return AddNormal<kE, kM>(g, x, y, negate_b, e);
+    const auto add = [negate_b]<int kE, int kM>(uint32_t x, uint32_t y, const OpEnv& e,
+                                                OpResult* out) {
+      return AddNormal<kE, kM>(x, y, negate_b, e, out);
     };
     if (FastEntry<2>(f, env, &r, a, b, 0, add)) return r;
   }
@@ -285,8 +306,9 @@ namespace {
 OpResult Mul(const FormatSpec& f, uint64_t a, uint64_t b, const OpEnv& env) {
   if (f.d.fast_layout != FastLayout::kNone) [[likely]] {
     OpResult r;
-    const auto mul = []<int kE, int kM>(const FormatSpec& g, uint32_t x, uint32_t y,
-                                        const OpEnv& e) { return MulNormal<kE, kM>(g, x, y, e); };
+    const auto mul = []<int kE, int kM>(uint32_t x, uint32_t y, const OpEnv& e, OpResult* out) {
+      return MulNormal<kE, kM>(x, y, e, out);
+    };
     if (FastEntry<2>(f, env, &r, a, b, 0, mul)) return r;
   }
   return MulGeneral(f, a, b, env);
@@ -365,10 +387,8 @@ namespace {
 OpResult Fma(const FormatSpec& f, uint64_t a, uint64_t b, uint64_t c, const OpEnv& env) {
   if (f.d.fast_layout != FastLayout::kNone) [[likely]] {
     OpResult r;
-    const auto fma = []<int kE, int kM>(const FormatSpec& g, uint32_t x, uint32_t y, uint32_t z,
-                                        const OpEnv& e) {
-      return FmaNormal<kE, kM>(g, x, y, z, e);
-    };
+    const auto fma = []<int kE, int kM>(uint32_t x, uint32_t y, uint32_t z, const OpEnv& e,
+                                        OpResult* out) { return FmaNormal<kE, kM>(x, y, z, e, out); };
     if (FastEntry<3>(f, env, &r, a, b, c, fma)) return r;
   }
   return FmaGeneral(f, a, b, c, env);

@@ -266,8 +266,8 @@ template <class P>
   const uint64_t rem = top << p;  // The discarded bits, left-aligned: half is bit 63.
   const LostFraction lost = static_cast<LostFraction>(
       ((rem >> 63) << 1) | static_cast<uint64_t>(((rem << 1) != 0) | sticky));
-  const uint64_t top_bits =
-      env.rounding == Rounding::kStochastic ? rem >> (64 - env.sr_bits) : 0;
+  // The top sr_bits bits (1..32) of rem; read by RoundsAway under stochastic rounding only.
+  const uint64_t top_bits = (rem >> 1) >> ((63 - env.sr_bits) & 63);
   const bool inexact = lost != LostFraction::kExactlyZero;
   kept += RoundsAway(env, sign, kept & 1, lost, top_bits);
   if (env.rounding == Rounding::kToOdd) kept |= inexact;
@@ -278,22 +278,6 @@ template <class P>
   bits |= fp.sign_bit() & (uint64_t{0} - static_cast<uint64_t>(sign));
   *r = {bits << fp.pad_bits(), inexact ? kInexact : Flags{0}};
   return true;
-}
-
-// RoundPack64 for a row of an IEEE binary layout (f.d.fast_layout names kE, kM).
-template <int kE, int kM>
-[[gnu::always_inline]] inline OpResult RoundPack64Ieee(const FormatSpec& f, bool sign,
-                                                       int32_t exponent, uint64_t significand,
-                                                       bool sticky, const OpEnv& env) {
-  if (significand == 0) [[unlikely]] {
-    return RoundPack(f, sign, exponent, significand, sticky, env);
-  }
-  OpResult r;
-  if (RoundNormal64(IeeeParams<kE, kM>{}, sign, exponent, significand, sticky, env, &r))
-      [[likely]] {
-    return r;
-  }
-  return RoundPackImpl<uint64_t>(f, sign, exponent, significand, sticky, env);
 }
 
 }  // namespace round_pack_internal
