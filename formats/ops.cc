@@ -51,12 +51,15 @@ struct AlignedSum {
 };
 template <typename U>
 [[gnu::always_inline]] inline AlignedSum<U> AlignAndAdd(bool sx, U mx, bool sy, int64_t d, U my) {
-  // Without a branch (exponent differences of random operands are unpredictable): a shift of
-  // kW - 1 (for any d > kW - 3) leaves my = 0 with every bit of my (< 2^(kW - 2)) sticky.
-  constexpr int kMaxShift = static_cast<int>(sizeof(U)) * 8 - 1;
-  const int shift = d < kMaxShift ? static_cast<int>(d) : kMaxShift;
-  const bool sticky = (my & ((U{1} << shift) - 1)) != 0;
-  my >>= shift;
+  constexpr int kTop = static_cast<int>(sizeof(U)) * 8 - 3;
+  bool sticky = false;
+  if (d > kTop) {
+    sticky = true;
+    my = 0;
+  } else if (d > 0) {
+    sticky = (my & ((U{1} << d) - 1)) != 0;
+    my >>= d;
+  }
   // Subtraction: x - (my + frac) with 0 < frac < 1 has integer part x - my - 1 and fraction
   // 1 - frac, still sticky. Selected without a branch (the signs of random operands are
   // unpredictable).
@@ -76,6 +79,9 @@ struct OrderedPair {
   U my;
 };
 template <typename U>
+inline OrderedPair<U> Order(bool sx, int32_t ex, U mx, bool sy, int32_t ey, U my);
+
+template <typename U>
 [[gnu::always_inline]] inline OrderedPair<U> NormalizeAndOrder(bool sx, int32_t ex, U mx, bool sy,
                                                                int32_t ey, U my) {
   constexpr int kTop = static_cast<int>(sizeof(U)) * 8 - 3;
@@ -84,6 +90,13 @@ template <typename U>
   ex -= kTop - (lx - 1);
   my <<= kTop - (ly - 1);
   ey -= kTop - (ly - 1);
+  return Order<U>(sx, ex, mx, sy, ey, my);
+}
+
+// Order so that |x| >= |y| for operands with their leading bits at the same position.
+template <typename U>
+[[gnu::always_inline]] inline OrderedPair<U> Order(bool sx, int32_t ex, U mx, bool sy, int32_t ey,
+                                                   U my) {
   // Order so that |x| >= |y|, with selects rather than a branch (the order of random operands
   // is unpredictable).
   const bool swap = (ey > ex) | ((ey == ex) & (my > mx));
@@ -190,11 +203,15 @@ template <int kE, int kM>
   using L = Layout<kE, kM>;
   const int32_t ep = static_cast<int32_t>(L::Field(x) + L::Field(y)) - 2 * (L::kBias + kM);
   const int32_t ez = static_cast<int32_t>(L::Field(z)) - (L::kBias + kM);
-  // The product has at most 2p <= 48 bits, within the 64-bit window's 59.
+  // The product has 2p - 1 or 2p <= 48 bits (within the 64-bit window's 59); both leading bits
+  // go to kTop with known shifts.
+  constexpr int kTop = 61;
+  const uint64_t product = L::Significand(x) * L::Significand(y);
+  const int carry = static_cast<int>(product >> (2 * kM + 1));
+  const int shift = kTop - 2 * kM - carry;
   const OrderedPair<uint64_t> o =
-      NormalizeAndOrder<uint64_t>(L::Sign(x) != L::Sign(y), ep,
-                                  L::Significand(x) * L::Significand(y), L::Sign(z), ez,
-                                  L::Significand(z));
+      Order<uint64_t>(L::Sign(x) != L::Sign(y), ep - shift, product << shift, L::Sign(z),
+                      ez - (kTop - kM), L::Significand(z) << (kTop - kM));
   const AlignedSum<uint64_t> s = AlignAndAdd<uint64_t>(o.sx, o.mx, o.sy, o.d, o.my);
   if (s.sum == 0) [[unlikely]] return false;
   return round_pack_internal::RoundNormal64(round_pack_internal::IeeeParams<kE, kM>{}, o.sx, o.ex,
@@ -221,12 +238,13 @@ template <int kN, class Entry>
 [[gnu::always_inline]] inline bool FastEntry(const FormatSpec& f, const OpEnv& env, OpResult* r,
                                              uint64_t a, uint64_t b, uint64_t c,
                                              const Entry& entry) {
-  switch (f.d.fast_layout) {
-    case FastLayout::kBinary32: return FastEntryFor<kN, 8, 23>(env, r, a, b, c, entry);
-    case FastLayout::kBFloat16: return FastEntryFor<kN, 8, 7>(env, r, a, b, c, entry);
-    case FastLayout::kBinary16: return FastEntryFor<kN, 5, 10>(env, r, a, b, c, entry);
-    case FastLayout::kNone: break;
+  // float32 first: one compare for the most common format (a switch tests all three first).
+  const FastLayout layout = f.d.fast_layout;
+  if (layout == FastLayout::kBinary32) [[likely]] {
+    return FastEntryFor<kN, 8, 23>(env, r, a, b, c, entry);
   }
+  if (layout == FastLayout::kBFloat16) return FastEntryFor<kN, 8, 7>(env, r, a, b, c, entry);
+  if (layout == FastLayout::kBinary16) return FastEntryFor<kN, 5, 10>(env, r, a, b, c, entry);
   return false;
 }
 
