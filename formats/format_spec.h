@@ -42,6 +42,12 @@ enum class NanEncoding : uint8_t {
   kNegativeZero,  // The pattern of -0 (1.000...0) is the only NaN; there is no -0 (fnuz).
 };
 
+// IEEE 754 binary layouts whose operations have a compile-time specialized entry for normal
+// operands (formats/ops.cc): sign, exponent and fraction fields of the standard sizes, bias
+// 2^(E-1) - 1, Inf and NaN as IEEE 754, subnormals, no pad bits. A copy of a row with kNone
+// takes the general path with the same results (formats/ops_test.cc compares the two).
+enum class FastLayout : uint8_t { kNone, kBinary32, kBFloat16, kBinary16 };
+
 struct FormatSpec {
   std::string_view name;  // ml_dtypes id.
   FormatKind kind;
@@ -72,6 +78,9 @@ struct FormatSpec {
     uint64_t encoding_mask = 0;
     uint64_t sign_bit = 0;
     uint64_t max_significand = 0;
+    // The IEEE 754 binary layout the operations' both-normal fast paths specialize on
+    // (FastLayoutOf below), or kNone.
+    FastLayout fast_layout = FastLayout::kNone;
   } d;
 };
 
@@ -152,6 +161,19 @@ constexpr int MinSubnormalExponent(const FormatSpec& f) {
 // `f` with its cached FormatSpec::Derived fields filled from the fields above. The table rows
 // are built with it; so is any variant made at run time (e.g. an accumulator format with fewer
 // fraction bits): change a field, then call this.
+constexpr FastLayout FastLayoutOf(const FormatSpec& f) {
+  if (!IsFloat(f) || f.pad_bits != 0 || f.nonfinite != NonFinite::kIeee ||
+      f.nan_encoding != NanEncoding::kIeee || !f.has_sign || !f.has_zero || !f.has_subnormals ||
+      f.width != 1 + f.exponent_bits + f.fraction_bits ||
+      f.bias != (1 << (f.exponent_bits - 1)) - 1) {
+    return FastLayout::kNone;
+  }
+  if (f.exponent_bits == 8 && f.fraction_bits == 23) return FastLayout::kBinary32;
+  if (f.exponent_bits == 8 && f.fraction_bits == 7) return FastLayout::kBFloat16;
+  if (f.exponent_bits == 5 && f.fraction_bits == 10) return FastLayout::kBinary16;
+  return FastLayout::kNone;
+}
+
 constexpr FormatSpec Derive(FormatSpec f) {
   if (!IsFloat(f)) return f;
   f.d.precision = Precision(f);
@@ -163,6 +185,7 @@ constexpr FormatSpec Derive(FormatSpec f) {
   f.d.encoding_mask = (uint64_t{1} << (EncodingBits(f) - 1) << 1) - 1;
   f.d.sign_bit = SignBit(f);
   f.d.max_significand = MaxFiniteSignificand(f);
+  f.d.fast_layout = FastLayoutOf(f);
   return f;
 }
 

@@ -38,36 +38,20 @@ bool ZeroSumSign(bool sx, bool sy, const OpEnv& env) {
   return env.rounding == Rounding::kDownward;
 }
 
-// x + y for finite x = (-1)^sx * mx * 2^ex (likewise y) in a U-bit window: each leading bit is
-// placed at kW - 3, y is aligned to x (bits shifted out become a sticky bit), and the sum is
-// rounded once. The window keeps every bit RoundPack reads as long as the significands have at
-// most kW - 5 bits and p + k <= kW - 6 (callers choose U accordingly).
+// The alignment and the sum: x + y for x = (-1)^sx * mx * 2^ex (likewise y) with |x| >= |y|,
+// each leading bit at kW - 3 of a U-bit window, and d = ex - ey >= 0: y is aligned to x (bits
+// shifted out become a sticky bit). The exact sum is (-1)^sx * (sum + delta) * 2^ex with
+// 0 <= delta < 1, nonzero iff sticky (RoundPack's contract). The window keeps every bit
+// RoundPack reads as long as the significands have at most kW - 5 bits and p + k <= kW - 6
+// (callers choose U accordingly).
 template <typename U>
-[[gnu::always_inline]] inline OpResult AddAligned(const FormatSpec& f, bool sx, int32_t ex, U mx,
-                                                  bool sy, int32_t ey, U my, const OpEnv& env) {
+struct AlignedSum {
+  U sum;
+  bool sticky;
+};
+template <typename U>
+[[gnu::always_inline]] inline AlignedSum<U> AlignAndAdd(bool sx, U mx, bool sy, int64_t d, U my) {
   constexpr int kTop = static_cast<int>(sizeof(U)) * 8 - 3;
-  const int lx = BitLength(mx), ly = BitLength(my);
-  mx <<= kTop - (lx - 1);
-  ex -= kTop - (lx - 1);
-  my <<= kTop - (ly - 1);
-  ey -= kTop - (ly - 1);
-  {
-    // Order so that |x| >= |y|, with selects rather than a branch (the order of random operands
-    // is unpredictable).
-    const bool swap = (ey > ex) | ((ey == ex) & (my > mx));
-    const U m = U{0} - static_cast<U>(swap);
-    const U t = (mx ^ my) & m;
-    mx ^= t;
-    my ^= t;
-    const int32_t e_hi = swap ? ey : ex, e_lo = swap ? ex : ey;
-    const bool s_hi = swap ? sy : sx, s_lo = swap ? sx : sy;
-    ex = e_hi;
-    ey = e_lo;
-    sx = s_hi;
-    sy = s_lo;
-  }
-  // Now |x| >= |y|. Align y to x's exponent.
-  const int64_t d = int64_t{ex} - ey;
   bool sticky = false;
   if (d > kTop) {
     sticky = true;
@@ -77,15 +61,67 @@ template <typename U>
     my >>= d;
   }
   // Subtraction: x - (my + frac) with 0 < frac < 1 has integer part x - my - 1 and fraction
-  // 1 - frac, still sticky. Selected without a branch, as above.
+  // 1 - frac, still sticky. Selected without a branch (the signs of random operands are
+  // unpredictable).
   const U difference = mx - my - (sticky ? 1 : 0);
   const U same_sign = U{0} - static_cast<U>(sx == sy);
-  const U sum = difference ^ ((difference ^ (mx + my)) & same_sign);
-  if (sum == 0 && !sticky) return RoundPack(f, ZeroSumSign(sx, sy, env), 0, 0, false, env);
+  return {difference ^ ((difference ^ (mx + my)) & same_sign), sticky};
+}
+
+// Operands of a sum with their leading bits at kW - 3, ordered so that |x| >= |y|.
+template <typename U>
+struct OrderedPair {
+  bool sx;
+  int32_t ex;
+  U mx;
+  bool sy;
+  int64_t d;  // ex - ey >= 0.
+  U my;
+};
+template <typename U>
+inline OrderedPair<U> Order(bool sx, int32_t ex, U mx, bool sy, int32_t ey, U my);
+
+template <typename U>
+[[gnu::always_inline]] inline OrderedPair<U> NormalizeAndOrder(bool sx, int32_t ex, U mx, bool sy,
+                                                               int32_t ey, U my) {
+  constexpr int kTop = static_cast<int>(sizeof(U)) * 8 - 3;
+  const int lx = BitLength(mx), ly = BitLength(my);
+  mx <<= kTop - (lx - 1);
+  ex -= kTop - (lx - 1);
+  my <<= kTop - (ly - 1);
+  ey -= kTop - (ly - 1);
+  return Order<U>(sx, ex, mx, sy, ey, my);
+}
+
+// Order so that |x| >= |y| for operands with their leading bits at the same position.
+template <typename U>
+[[gnu::always_inline]] inline OrderedPair<U> Order(bool sx, int32_t ex, U mx, bool sy, int32_t ey,
+                                                   U my) {
+  // Order so that |x| >= |y|, with selects rather than a branch (the order of random operands
+  // is unpredictable).
+  const bool swap = (ey > ex) | ((ey == ex) & (my > mx));
+  const U m = U{0} - static_cast<U>(swap);
+  const U t = (mx ^ my) & m;
+  mx ^= t;
+  my ^= t;
+  const int32_t e_hi = swap ? ey : ex, e_lo = swap ? ex : ey;
+  const bool s_hi = swap ? sy : sx, s_lo = swap ? sx : sy;
+  return {s_hi, e_hi, mx, s_lo, int64_t{e_hi} - e_lo, my};
+}
+
+// x + y for finite non-zero x = (-1)^sx * mx * 2^ex (likewise y), rounded once.
+template <typename U>
+[[gnu::always_inline]] inline OpResult AddAligned(const FormatSpec& f, bool sx, int32_t ex, U mx,
+                                                  bool sy, int32_t ey, U my, const OpEnv& env) {
+  const OrderedPair<U> o = NormalizeAndOrder<U>(sx, ex, mx, sy, ey, my);
+  const AlignedSum<U> s = AlignAndAdd<U>(o.sx, o.mx, o.sy, o.d, o.my);
+  if (s.sum == 0 && !s.sticky) {
+    return RoundPack(f, ZeroSumSign(o.sx, o.sy, env), 0, 0, false, env);
+  }
   if constexpr (sizeof(U) == 8) {
-    return RoundPack64(f, sx, ex, sum, sticky, env);
+    return RoundPack64(f, o.sx, o.ex, s.sum, s.sticky, env);
   } else {
-    return RoundPack(f, sx, ex, sum, sticky, env);
+    return RoundPack(f, o.sx, o.ex, s.sum, s.sticky, env);
   }
 }
 
@@ -103,7 +139,119 @@ OpResult AddFinite(const FormatSpec& f, bool sx, int32_t ex, uint128 mx, bool sy
   return AddAligned<uint128>(f, sx, ex, mx, sy, ey, my, env);
 }
 
-OpResult AddImpl(const FormatSpec& f, uint64_t a, uint64_t b, bool negate_b, const OpEnv& env) {
+// ---- The both-normal entry of the IEEE binary layouts (FastLayout: float32, bfloat16,
+// float16). For normal operands the fields are all there is to decode; their sizes are
+// constants here, the magnitude bits order as the values, and the result is rounded by
+// RoundPack64's body with the layout's constants (RoundNormal64). Any other operand (zero,
+// subnormal, Inf, NaN) takes the general path. The environment needs no test: daz reads only
+// subnormal operands, and ftz, sat, tininess and the NaN profile only tiny, overflowing or NaN
+// results, which the rounding sends to RoundPackImpl as the general path does; stochastic
+// rounding fits the same 64-bit window (p + k <= 24 + 32 <= 58).
+template <int kE, int kM>
+struct Layout {
+  static constexpr int kBias = (1 << (kE - 1)) - 1;
+  static constexpr uint32_t kFieldMax = (1u << kE) - 1;
+  static constexpr uint32_t kFracMask = (1u << kM) - 1;
+  static constexpr int kSignShift = kE + kM;
+  static constexpr uint32_t kMagMask = (uint32_t{1} << kSignShift) - 1;
+  // The container's bits (high bits ignored, as UnpackBits does).
+  static uint32_t Bits(uint64_t a) { return static_cast<uint32_t>(a) & ((kMagMask << 1) | 1); }
+  static uint32_t Field(uint32_t x) { return (x >> kM) & kFieldMax; }
+  static bool Normal(uint32_t x) { return Field(x) - 1 < kFieldMax - 1; }
+  static uint64_t Significand(uint32_t x) { return (x & kFracMask) | (uint32_t{1} << kM); }
+  static bool Sign(uint32_t x) { return ((x >> kSignShift) & 1) != 0; }
+};
+
+// Each entry rounds the common case (a result normal before and after rounding, RoundNormal64
+// with the layout's constants) into *r and returns true; anything else (an exact zero sum, a
+// tiny or overflowing result) returns false, and the operation starts again on the general
+// path, which gives the same result (ops_fast_entry_test). One exit keeps the entries free of
+// the general path's calls.
+template <int kE, int kM>
+[[gnu::always_inline]] inline bool AddNormal(uint32_t x, uint32_t y, bool negate_b,
+                                             const OpEnv& env, OpResult* r) {
+  using L = Layout<kE, kM>;
+  constexpr int kTop = 61;  // NormalizeAndOrder's leading-bit position in 64 bits.
+  y ^= static_cast<uint32_t>(negate_b) << L::kSignShift;
+  // Ordered by magnitude, signs and all.
+  const bool swap = (y & L::kMagMask) > (x & L::kMagMask);
+  const uint32_t hi = swap ? y : x, lo = swap ? x : y;
+  const bool s_hi = L::Sign(hi);
+  const int32_t e_hi = static_cast<int32_t>(L::Field(hi)),
+                e_lo = static_cast<int32_t>(L::Field(lo));
+  const AlignedSum<uint64_t> s =
+      AlignAndAdd<uint64_t>(s_hi, L::Significand(hi) << (kTop - kM), L::Sign(lo), e_hi - e_lo,
+                            L::Significand(lo) << (kTop - kM));
+  if (s.sum == 0) [[unlikely]] return false;
+  return round_pack_internal::RoundNormal64(round_pack_internal::IeeeParams<kE, kM>{}, s_hi,
+                                            e_hi - L::kBias - kTop, s.sum, s.sticky, env, r);
+}
+
+template <int kE, int kM>
+[[gnu::always_inline]] inline bool MulNormal(uint32_t x, uint32_t y, const OpEnv& env,
+                                             OpResult* r) {
+  using L = Layout<kE, kM>;
+  const int32_t e = static_cast<int32_t>(L::Field(x) + L::Field(y)) - 2 * (L::kBias + kM);
+  return round_pack_internal::RoundNormal64(round_pack_internal::IeeeParams<kE, kM>{},
+                                            L::Sign(x) != L::Sign(y), e,
+                                            L::Significand(x) * L::Significand(y), false, env, r);
+}
+
+template <int kE, int kM>
+[[gnu::always_inline]] inline bool FmaNormal(uint32_t x, uint32_t y, uint32_t z,
+                                             const OpEnv& env, OpResult* r) {
+  using L = Layout<kE, kM>;
+  const int32_t ep = static_cast<int32_t>(L::Field(x) + L::Field(y)) - 2 * (L::kBias + kM);
+  const int32_t ez = static_cast<int32_t>(L::Field(z)) - (L::kBias + kM);
+  // The product has 2p - 1 or 2p <= 48 bits (within the 64-bit window's 59); both leading bits
+  // go to kTop with known shifts.
+  constexpr int kTop = 61;
+  const uint64_t product = L::Significand(x) * L::Significand(y);
+  const int carry = static_cast<int>(product >> (2 * kM + 1));
+  const int shift = kTop - 2 * kM - carry;
+  const OrderedPair<uint64_t> o =
+      Order<uint64_t>(L::Sign(x) != L::Sign(y), ep - shift, product << shift, L::Sign(z),
+                      ez - (kTop - kM), L::Significand(z) << (kTop - kM));
+  const AlignedSum<uint64_t> s = AlignAndAdd<uint64_t>(o.sx, o.mx, o.sy, o.d, o.my);
+  if (s.sum == 0) [[unlikely]] return false;
+  return round_pack_internal::RoundNormal64(round_pack_internal::IeeeParams<kE, kM>{}, o.sx, o.ex,
+                                            s.sum, s.sticky, env, r);
+}
+
+// Runs `entry.template operator()<kE, kM>(x, y[, z], env, r)` for f's FastLayout when every
+// operand is normal (c only for Fma: kN == 3); false for the general path.
+template <int kN, int kE, int kM, class Entry>
+[[gnu::always_inline]] inline bool FastEntryFor(const OpEnv& env, OpResult* r, uint64_t a,
+                                                uint64_t b, uint64_t c, const Entry& entry) {
+  using L = Layout<kE, kM>;
+  const uint32_t x = L::Bits(a), y = L::Bits(b), z = L::Bits(c);
+  if (!L::Normal(x) || !L::Normal(y)) return false;
+  if constexpr (kN == 3) {
+    if (!L::Normal(z)) return false;
+    return entry.template operator()<kE, kM>(x, y, z, env, r);
+  } else {
+    return entry.template operator()<kE, kM>(x, y, env, r);
+  }
+}
+
+template <int kN, class Entry>
+[[gnu::always_inline]] inline bool FastEntry(const FormatSpec& f, const OpEnv& env, OpResult* r,
+                                             uint64_t a, uint64_t b, uint64_t c,
+                                             const Entry& entry) {
+  // float32 first: one compare for the most common format (a switch tests all three first).
+  const FastLayout layout = f.d.fast_layout;
+  if (layout == FastLayout::kBinary32) [[likely]] {
+    return FastEntryFor<kN, 8, 23>(env, r, a, b, c, entry);
+  }
+  if (layout == FastLayout::kBFloat16) return FastEntryFor<kN, 8, 7>(env, r, a, b, c, entry);
+  if (layout == FastLayout::kBinary16) return FastEntryFor<kN, 5, 10>(env, r, a, b, c, entry);
+  return false;
+}
+
+// Every operand class and every format; out of line, so that the fast entries that precede it
+// in the exported functions stay free of its register and stack set-up.
+[[gnu::noinline]] OpResult AddGeneral(const FormatSpec& f, uint64_t a, uint64_t b, bool negate_b,
+                                      const OpEnv& env) {
   Unpacked x = UnpackBits(f, a, env.denormals_are_zero);
   Unpacked y = UnpackBits(f, b, env.denormals_are_zero);
   if (x.kind == Kind::kNaN || y.kind == Kind::kNaN) {
@@ -125,6 +273,19 @@ OpResult AddImpl(const FormatSpec& f, uint64_t a, uint64_t b, bool negate_b, con
   return AddFinite(f, x.sign, x.exponent, x.significand, y.sign, y.exponent, y.significand, env);
 }
 
+[[gnu::always_inline]] inline OpResult AddImpl(const FormatSpec& f, uint64_t a, uint64_t b,
+                                               bool negate_b, const OpEnv& env) {
+  if (f.d.fast_layout != FastLayout::kNone) [[likely]] {
+    OpResult r;
+    const auto add = [negate_b]<int kE, int kM>(uint32_t x, uint32_t y, const OpEnv& e,
+                                                OpResult* out) {
+      return AddNormal<kE, kM>(x, y, negate_b, e, out);
+    };
+    if (FastEntry<2>(f, env, &r, a, b, 0, add)) return r;
+  }
+  return AddGeneral(f, a, b, negate_b, env);
+}
+
 }  // namespace
 
 OpResult Add(const FormatSpec& f, uint64_t a, uint64_t b, const OpEnv& env) {
@@ -135,7 +296,10 @@ OpResult Sub(const FormatSpec& f, uint64_t a, uint64_t b, const OpEnv& env) {
   return AddImpl(f, a, b, true, env);
 }
 
-OpResult Mul(const FormatSpec& f, uint64_t a, uint64_t b, const OpEnv& env) {
+namespace {
+
+[[gnu::noinline]] OpResult MulGeneral(const FormatSpec& f, uint64_t a, uint64_t b,
+                                      const OpEnv& env) {
   Unpacked x = UnpackBits(f, a, env.denormals_are_zero);
   Unpacked y = UnpackBits(f, b, env.denormals_are_zero);
   if (x.kind == Kind::kNaN || y.kind == Kind::kNaN) {
@@ -153,6 +317,19 @@ OpResult Mul(const FormatSpec& f, uint64_t a, uint64_t b, const OpEnv& env) {
   }
   uint128 product = uint128{x.significand} * y.significand;
   return RoundPack(f, sign, x.exponent + y.exponent, product, false, env);
+}
+
+}  // namespace
+
+OpResult Mul(const FormatSpec& f, uint64_t a, uint64_t b, const OpEnv& env) {
+  if (f.d.fast_layout != FastLayout::kNone) [[likely]] {
+    OpResult r;
+    const auto mul = []<int kE, int kM>(uint32_t x, uint32_t y, const OpEnv& e, OpResult* out) {
+      return MulNormal<kE, kM>(x, y, e, out);
+    };
+    if (FastEntry<2>(f, env, &r, a, b, 0, mul)) return r;
+  }
+  return MulGeneral(f, a, b, env);
 }
 
 OpResult Div(const FormatSpec& f, uint64_t a, uint64_t b, const OpEnv& env) {
@@ -194,7 +371,10 @@ OpResult Div(const FormatSpec& f, uint64_t a, uint64_t b, const OpEnv& env) {
   return RoundPack(f, sign, x.exponent - s - s2 - y.exponent, q, r != 0, env);
 }
 
-OpResult Fma(const FormatSpec& f, uint64_t a, uint64_t b, uint64_t c, const OpEnv& env) {
+namespace {
+
+[[gnu::noinline]] OpResult FmaGeneral(const FormatSpec& f, uint64_t a, uint64_t b, uint64_t c,
+                                      const OpEnv& env) {
   Unpacked x = UnpackBits(f, a, env.denormals_are_zero);
   Unpacked y = UnpackBits(f, b, env.denormals_are_zero);
   Unpacked z = UnpackBits(f, c, env.denormals_are_zero);
@@ -218,6 +398,18 @@ OpResult Fma(const FormatSpec& f, uint64_t a, uint64_t b, uint64_t c, const OpEn
   uint128 product = uint128{x.significand} * y.significand;
   return AddFinite(f, sign, x.exponent + y.exponent, product, z.sign, z.exponent, z.significand,
                    env);
+}
+
+}  // namespace
+
+OpResult Fma(const FormatSpec& f, uint64_t a, uint64_t b, uint64_t c, const OpEnv& env) {
+  if (f.d.fast_layout != FastLayout::kNone) [[likely]] {
+    OpResult r;
+    const auto fma = []<int kE, int kM>(uint32_t x, uint32_t y, uint32_t z, const OpEnv& e,
+                                        OpResult* out) { return FmaNormal<kE, kM>(x, y, z, e, out); };
+    if (FastEntry<3>(f, env, &r, a, b, c, fma)) return r;
+  }
+  return FmaGeneral(f, a, b, c, env);
 }
 
 OpResult Sqrt(const FormatSpec& f, uint64_t a, const OpEnv& env) {

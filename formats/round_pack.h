@@ -45,6 +45,7 @@ inline bool RoundsAway(const OpEnv& env, bool sign, bool kept_odd, LostFraction 
   const unsigned code = static_cast<unsigned>(lost);
   const bool round_bit = (code >> 1) != 0;
   const bool any = code != 0;
+  if (env.rounding == Rounding::kNearestEven) [[likely]] return round_bit & ((code & 1) | kept_odd);
   switch (env.rounding) {
     case Rounding::kNearestEven:
       return round_bit & ((code & 1) | kept_odd);

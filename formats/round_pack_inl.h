@@ -220,39 +220,81 @@ template <typename U>
   return u;
 }
 
-[[gnu::always_inline]] inline OpResult RoundPack64(const FormatSpec& f, bool sign, int32_t exponent, uint64_t significand,
-                            bool sticky, const OpEnv& env) {
+namespace round_pack_internal {
+
+// The parameters the common case of RoundPack64 reads: from the row at run time (RowParams),
+// or as constants for the IEEE binary layouts the operations specialize on (IeeeParams, see
+// FastLayout), so that one body serves both.
+struct RowParams {
+  const FormatSpec& f;
+  int precision() const { return f.d.precision; }
+  int emin() const { return f.d.emin; }
+  int emax() const { return f.d.emax; }
+  int bias() const { return f.bias; }
+  int fraction_bits() const { return f.fraction_bits; }
+  int pad_bits() const { return f.pad_bits; }
+  uint64_t sign_bit() const { return f.d.sign_bit; }
+};
+
+template <int kE, int kM>
+struct IeeeParams {
+  static constexpr int precision() { return kM + 1; }
+  static constexpr int emin() { return 1 - bias(); }
+  static constexpr int emax() { return bias(); }
+  static constexpr int bias() { return (1 << (kE - 1)) - 1; }
+  static constexpr int fraction_bits() { return kM; }
+  static constexpr int pad_bits() { return 0; }
+  static constexpr uint64_t sign_bit() { return uint64_t{1} << (kE + kM); }
+};
+
+// The common case in one straight path: the result is normal before and after rounding
+// (emin <= lead < emax, so neither tininess nor overflow can arise, and a carry out of the top
+// bit lands at most on 2^emax * 1.000...). The significand then keeps exactly its top p bits,
+// and the rounding decision is the same RoundsAway as everywhere else. Returns false (and
+// leaves *r) for any other case, which the caller sends to RoundPackImpl; both are checked by
+// the same tests. `significand` is nonzero and the format has a sign.
+template <class P>
+[[gnu::always_inline]] inline bool RoundNormal64(const P& fp, bool sign, int32_t exponent,
+                                                 uint64_t significand, bool sticky,
+                                                 const OpEnv& env, OpResult* r) {
+  const int shift = std::countl_zero(significand);
+  const int32_t lead = exponent + 63 - shift;
+  if (lead < fp.emin() || lead >= fp.emax()) [[unlikely]] return false;
+  const uint64_t top = significand << shift;
+  const int p = fp.precision();
+  uint64_t kept = top >> (64 - p);
+  const uint64_t rem = top << p;  // The discarded bits, left-aligned: half is bit 63.
+  const LostFraction lost = static_cast<LostFraction>(
+      ((rem >> 63) << 1) | static_cast<uint64_t>(((rem << 1) != 0) | sticky));
+  // The top sr_bits bits (1..32) of rem; read by RoundsAway under stochastic rounding only.
+  const uint64_t top_bits = (rem >> 1) >> ((63 - env.sr_bits) & 63);
+  const bool inexact = lost != LostFraction::kExactlyZero;
+  kept += RoundsAway(env, sign, kept & 1, lost, top_bits);
+  if (env.rounding == Rounding::kToOdd) kept |= inexact;
+  // kept still carries its leading one (2^(p-1)), so adding it to (biased exponent - 1) <<
+  // fraction_bits packs exponent and fraction at once, and a carry out of the top bit (kept ==
+  // 2^p) bumps the exponent by itself.
+  uint64_t bits = (static_cast<uint64_t>(lead + fp.bias() - 1) << fp.fraction_bits()) + kept;
+  bits |= fp.sign_bit() & (uint64_t{0} - static_cast<uint64_t>(sign));
+  *r = {bits << fp.pad_bits(), inexact ? kInexact : Flags{0}};
+  return true;
+}
+
+}  // namespace round_pack_internal
+
+[[gnu::always_inline]] inline OpResult RoundPack64(const FormatSpec& f, bool sign,
+                                                   int32_t exponent, uint64_t significand,
+                                                   bool sticky, const OpEnv& env) {
   if (significand == 0 || (!f.has_sign && sign)) {
     return RoundPack(f, sign, exponent, significand, sticky, env);
   }
-  // The common case in one straight path: the result is normal before and after rounding
-  // (emin <= lead < emax, so neither tininess nor overflow can arise, and a carry out of the top
-  // bit lands at most on 2^emax * 1.000...). The significand then keeps exactly its top p bits,
-  // and the rounding decision is the same RoundsAway as everywhere else. Any other case goes to
-  // the general body; both are checked by the same tests.
-  const int shift = std::countl_zero(significand);
-  const int32_t lead = exponent + 63 - shift;
-  const FormatSpec::Derived& d = f.d;
-  if (lead >= d.emin && lead < d.emax) [[likely]] {
-    const uint64_t top = significand << shift;
-    const int p = d.precision;
-    uint64_t kept = top >> (64 - p);
-    const uint64_t rem = top << p;  // The discarded bits, left-aligned: half is bit 63.
-    const LostFraction lost = static_cast<LostFraction>(
-        ((rem >> 63) << 1) | static_cast<uint64_t>(((rem << 1) != 0) | sticky));
-    const uint64_t top_bits =
-        env.rounding == Rounding::kStochastic ? rem >> (64 - env.sr_bits) : 0;
-    const bool inexact = lost != LostFraction::kExactlyZero;
-    kept += RoundsAway(env, sign, kept & 1, lost, top_bits);
-    if (env.rounding == Rounding::kToOdd) kept |= inexact;
-    // kept still carries its leading one (2^(p-1)), so adding it to (biased exponent - 1) <<
-    // fraction_bits packs exponent and fraction at once, and a carry out of the top bit (kept ==
-    // 2^p) bumps the exponent by itself.
-    uint64_t bits = (static_cast<uint64_t>(lead + f.bias - 1) << f.fraction_bits) + kept;
-    bits |= d.sign_bit & (uint64_t{0} - static_cast<uint64_t>(sign));
-    return {bits << f.pad_bits, inexact ? kInexact : Flags{0}};
+  OpResult r;
+  if (round_pack_internal::RoundNormal64(round_pack_internal::RowParams{f}, sign, exponent,
+                                         significand, sticky, env, &r)) [[likely]] {
+    return r;
   }
-  return round_pack_internal::RoundPackImpl<uint64_t>(f, sign, exponent, significand, sticky, env);
+  return round_pack_internal::RoundPackImpl<uint64_t>(f, sign, exponent, significand, sticky,
+                                                      env);
 }
 
 }  // namespace fpconform
