@@ -45,8 +45,7 @@ CLI::App* AddRevealCommand(CLI::App& root, RevealOptions& options) {
            }
            options.n = *v;
          },
-         "Number of terms (products of the dot product), 0..65536")
-      ->required()
+         "Number of terms (products of the dot product), 0..65536 (required with a MODEL)")
       ->type_name("N");
   app->add_option("--format", options.format,
                   "Output format: text (default), dot (Graphviz), toml (--from: a draft model)")

@@ -393,7 +393,7 @@ absl::StatusOr<SweepSpec> Parse(const toml::table& root, std::string_view file) 
         if ((c.op == "sum" ? d->sum : d->matmul).empty()) {
           return r.Error(t->get("dtype"), where + "dtype",
                          Cat("dtype '", c.dtype, "' has no ", c.op, " platforms, so this pair "
-                             "would never run (the pair compares ", c.op, " outputs)"));
+                             "would never run (cross pairs compare ", c.op, " outputs)"));
         }
       }
       spec.cross.push_back(std::move(c));
@@ -490,8 +490,8 @@ absl::Status CheckSweepModels(const SweepSpec& spec, const ModelCatalog& catalog
         const std::string who = m->name == name ? "" : Cat("member '", m->name, "' ");
         if (!(sum ? m->op_sum : m->op_matmul)) {
           return ModelError(spec, key, name,
-                            Cat(who, "does not define ", c.op, " (its operations): this pair "
-                                "compares ", c.op, " outputs"));
+                            Cat(who, "does not define ", c.op, " (its operations): cross pairs "
+                                "compare ", c.op, " outputs"));
         }
         if (!signatures.empty() && !signatures.contains(Signature(*m))) {
           return ModelError(
