@@ -40,6 +40,9 @@
 // (leaf M = |a*b| and E = |used - exact| are exact in double for these formats, so they equal
 // MagUp/DiffUp), so it is identical, not just close.
 //
+// Matmul: sequential, blocked and promote chains run in register tiles over K; pairwise chains
+// (unroll 1) in tiles of 4 rows x 16 (float64: 8) columns that walk the tree once for all their
+// elements (its shape depends only on K); pairwise with unroll > 1 runs element by element.
 // Matmul runs on `threads` threads (row ranges); each output element is computed by one thread
 // in its own K order, so results are the same at every thread count.
 //

@@ -351,6 +351,33 @@ TEST(FastEvalTest, VariantsMatchGeneric) {
   v.chain.promote_format = &Float32();
   v.name = "trainium2-bf16+promote100";
   variants.push_back(v);
+  // Pairwise matmul tiles (PairwiseTile): rounded products, no chunk with a larger leaf and a
+  // split multiple, a float64 accumulator (f64 tiles, f64 -> f32 output).
+  const Model pw = *LoadModelFile(dir + "/trainium2-bf16-pairwise.toml");
+  v = pw;
+  v.product.policy = ProductPolicy::kRound;
+  v.product.format = &Float32();
+  v.name = "trainium2-bf16-pairwise+round_product";
+  variants.push_back(v);
+  v = pw;
+  v.chain.chunk = 0;
+  v.chain.leaf = 5;
+  v.chain.split_multiple = 4;
+  v.name = "trainium2-bf16-pairwise+chunk0+leaf5+split4";
+  variants.push_back(v);
+  v = pw;
+  v.chain.leaf = 2;
+  v.chain.chunk = 64;
+  v.name = "trainium2-bf16-pairwise+leaf2+chunk64";
+  variants.push_back(v);
+  const Model f64 = *LoadModelFile(dir + "/cpu-f64-seq.toml");
+  v = f64;
+  v.chain = pw.chain;
+  v.name = "cpu-f64-seq+pairwise128";
+  variants.push_back(v);
+  v.output.format = &Float64();
+  v.name = "cpu-f64-seq+pairwise128+f64out";
+  variants.push_back(v);
   for (const Model& m : variants) {
     SCOPED_TRACE(m.name);
     ASSERT_TRUE(FastPathEligible(m)) << FastPathIneligibleReason(m);
