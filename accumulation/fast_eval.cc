@@ -130,6 +130,7 @@ struct Plan {
   const Table* table_b = nullptr;
   bool convert = false;        // tf32 rtz conversion of both inputs.
   bool round_product = false;  // Host: acc + fl(a*b) instead of fma.
+  bool kahan = false;          // Host: adder.kind "kahan" (sequential chain).
   ChainKind chain = ChainKind::kSequential;
   int chunk = 0;  // blocked: block; promote: every; pairwise: chunk (0: none); else 0.
   int leaf = 8, unroll = 1, split_multiple = 1;  // pairwise.
@@ -224,7 +225,9 @@ const char* MakePlan(const Model& m, Plan& plan) {
   // Adder and product.
   switch (m.adder.kind) {
     case AdderKind::kIeee:
-    case AdderKind::kFma: {
+    case AdderKind::kFma:
+    case AdderKind::kKahan: {
+      plan.kahan = m.adder.kind == AdderKind::kKahan;
       if (acc == &Float32()) {
         plan.arith = Plan::Arith::kHostF32;
       } else if (acc == &Float64()) {
@@ -237,7 +240,7 @@ const char* MakePlan(const Model& m, Plan& plan) {
       switch (m.product.policy) {
         case ProductPolicy::kExact: break;
         case ProductPolicy::kRound:
-          if (m.adder.kind != AdderKind::kIeee) return "product.policy";
+          if (m.adder.kind == AdderKind::kFma) return "product.policy";
           if (m.product.format != acc) return "product.format";
           if (!EnvSupported(m.product.env, false)) return "product.rounding";
           plan.round_product = true;
@@ -289,6 +292,7 @@ const char* MakePlan(const Model& m, Plan& plan) {
     return "accumulator.fraction_bits with combine adds";
   }
   // Chain.
+  if (plan.kahan && m.chain.kind != ChainKind::kSequential) return "chain.kind with kahan";
   plan.chain = m.chain.kind;
   switch (m.chain.kind) {
     case ChainKind::kSequential: break;
@@ -459,6 +463,7 @@ class ScalarDot {
     cn.v = c;
     if constexpr (kBound) cn.m = std::fabs(static_cast<double>(c));
     const int k = d_.k;
+    if (p_.kahan) return Kahan(cn);
     switch (p_.chain) {
       case ChainKind::kSequential: return Seq(cn, 0, k);
       case ChainKind::kPairwise: {
@@ -540,6 +545,46 @@ class ScalarDot {
       out.e = Up((1 + p_.u_acc) * (acc.e + e) + p_.u_acc * out.m + p_.eta_acc);
     }
     return out;
+  }
+
+  // evaluate.cc's Kahan: y = p - comp; t = acc + y; comp = (t - acc) - y; acc = t (host
+  // operations, each one IEEE rounding; p - comp is fma(a, b, -comp) for exact products), with
+  // the same a posteriori bound. A non-finite comp (an overflow in the last steps) is bad.
+  Node<Acc> Kahan(Node<Acc> acc) {
+    Acc comp = 0;
+    double err = 0, m = acc.m;
+    const double u = p_.u_acc, eta3 = 3 * p_.eta_acc;
+    for (int i = 0; i < d_.k; ++i) {
+      const Acc a = static_cast<Acc>(d_.a[i * d_.sa]), b = static_cast<Acc>(d_.b[i * d_.sb]);
+      Acc y;
+      if (p_.round_product) {
+        y = a * b - comp;
+      } else if constexpr (std::is_same_v<Acc, float>) {
+        y = __builtin_fmaf(a, b, -comp);
+      } else {
+        y = __builtin_fma(a, b, -comp);
+      }
+      const Acc t = acc.v + y;
+      const Acc dd = t - acc.v;
+      const Acc cn = dd - y;
+      if constexpr (kBound) {
+        double mi, ei;
+        LeafBound(i, mi, ei);
+        const double mags = std::fabs(static_cast<double>(y)) +
+                            std::fabs(static_cast<double>(dd)) +
+                            std::fabs(static_cast<double>(cn));
+        err = Up(err + ei + u * mags + eta3);
+        m = Up(m + mi);
+      }
+      comp = cn;
+      acc.v = t;
+    }
+    if (!std::isfinite(comp)) bad = true;
+    if constexpr (kBound) {
+      acc.m = m;
+      acc.e = Up(err + std::fabs(static_cast<double>(comp)));
+    }
+    return acc;
   }
 
   Node<Acc> Seq(Node<Acc> acc, int lo, int hi) {
@@ -667,7 +712,7 @@ bool DotDecoded(const Plan& p, const DotView& d, uint64_t c_bits, EvalResult& ou
     if (!std::isfinite(c)) return false;
     ScalarDot<double, kBound> ev(p, d);
     const Node<double> r = ev.Run(c);
-    if (!std::isfinite(r.v)) return false;
+    if (ev.bad || !std::isfinite(r.v)) return false;
     if (p.f64_to_f32_output) {
       const float f = static_cast<float>(r.v);
       if (!std::isfinite(f)) return false;
@@ -833,6 +878,111 @@ void HostTile(const MatIn& in, int i0, int j0) {
           in.d[idx] = std::bit_cast<uint64_t>(v);
           if (kBound) in.bounds[idx] = te[r][w];
         }
+      }
+    }
+  }
+}
+
+// Kahan tile: R rows x W columns from (i0, j0), fully inside the matrix; ScalarDot::Kahan lane
+// by lane (the lanes are independent chains: the loop is bound by throughput, not by the four
+// dependent operations of a step).
+template <class Acc, bool kRound, bool kBound, int R, int W>
+void KahanTile(const MatIn& in, int i0, int j0) {
+  constexpr int L = R * W;
+  const Plan& p = *in.p;
+  const int n = in.n, k = in.k;
+  Acc acc[L], comp[L];
+  double err[kBound ? L : 1], mag[kBound ? L : 1];
+  for (int r = 0; r < R; ++r) {
+    for (int w = 0; w < W; ++w) {
+      const uint64_t cb = in.c ? in.c[size_t(i0 + r) * n + j0 + w] : 0;
+      Acc cv;
+      if constexpr (std::is_same_v<Acc, float>) {
+        cv = std::bit_cast<float>(static_cast<uint32_t>(cb));
+      } else {
+        cv = std::bit_cast<double>(cb);
+      }
+      acc[r * W + w] = cv;
+      comp[r * W + w] = 0;
+      if constexpr (kBound) {
+        err[r * W + w] = 0;
+        mag[r * W + w] = std::fabs(static_cast<double>(cv));
+      }
+    }
+  }
+  const double u = p.u_acc, eta3 = 3 * p.eta_acc;
+  for (int kk = 0; kk < k; ++kk) {
+    float a_used[R], b_used[W];
+    for (int r = 0; r < R; ++r) a_used[r] = in.a[size_t(i0 + r) * k + kk];
+    for (int w = 0; w < W; ++w) b_used[w] = in.b[size_t(kk) * n + j0 + w];
+    float a_orig[kBound ? R : 1], b_orig[kBound ? W : 1];
+    if constexpr (kBound) {
+      for (int r = 0; r < R; ++r) a_orig[r] = in.ao[size_t(i0 + r) * k + kk];
+      for (int w = 0; w < W; ++w) b_orig[w] = in.bo[size_t(kk) * n + j0 + w];
+    }
+    for (int r = 0; r < R; ++r) {
+      const Acc av = static_cast<Acc>(a_used[r]);
+      for (int w = 0; w < W; ++w) {
+        const int l = r * W + w;
+        const Acc bv = static_cast<Acc>(b_used[w]);
+        Acc y;
+        if constexpr (kRound) {
+          y = av * bv - comp[l];
+        } else if constexpr (std::is_same_v<Acc, float>) {
+          y = __builtin_fmaf(av, bv, -comp[l]);
+        } else {
+          y = __builtin_fma(av, bv, -comp[l]);
+        }
+        const Acc t = acc[l] + y;
+        const Acc dd = t - acc[l];
+        const Acc cn = dd - y;
+        if constexpr (kBound) {
+          const double x = static_cast<double>(a_orig[r]) * static_cast<double>(b_orig[w]);
+          double uv;
+          if constexpr (kRound) {
+            uv = static_cast<double>(av * bv);
+          } else {
+            uv = static_cast<double>(a_used[r]) * static_cast<double>(b_used[w]);
+          }
+          const double mi = std::fabs(x), ei = std::fabs(uv - x);
+          const double mags = std::fabs(static_cast<double>(y)) +
+                              std::fabs(static_cast<double>(dd)) +
+                              std::fabs(static_cast<double>(cn));
+          err[l] = Up(err[l] + ei + u * mags + eta3);
+          mag[l] = Up(mag[l] + mi);
+        }
+        comp[l] = cn;
+        acc[l] = t;
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    for (int w = 0; w < W; ++w) {
+      const int l = r * W + w;
+      const size_t idx = size_t(i0 + r) * n + j0 + w;
+      const Acc v = acc[l];
+      if (!std::isfinite(v) || !std::isfinite(comp[l])) {
+        (*in.redo)[idx] = 1;
+        continue;
+      }
+      double e = 0;
+      if constexpr (kBound) e = Up(err[l] + std::fabs(static_cast<double>(comp[l])));
+      if constexpr (std::is_same_v<Acc, float>) {
+        in.d[idx] = std::bit_cast<uint32_t>(v);
+        if constexpr (kBound) in.bounds[idx] = e;
+      } else if (p.f64_to_f32_output) {
+        const float f = static_cast<float>(v);
+        if (!std::isfinite(f)) {
+          (*in.redo)[idx] = 1;
+          continue;
+        }
+        in.d[idx] = std::bit_cast<uint32_t>(f);
+        if constexpr (kBound) {
+          in.bounds[idx] = Up((1 + p.u_out) * e + p.u_out * mag[l] + p.eta_out);
+        }
+      } else {
+        in.d[idx] = std::bit_cast<uint64_t>(v);
+        if constexpr (kBound) in.bounds[idx] = e;
       }
     }
   }
@@ -1519,7 +1669,23 @@ void MatmulRows(const MatIn& in, int i_lo, int i_hi) {
       for (; j < in.n; ++j) ScalarElement<kBound>(in, i, j);
     }
   };
-  if (pairwise) {
+  if (p.kahan) {
+    if (p.arith == Plan::Arith::kHostF64) {
+      if (p.round_product) {
+        run([&](int i, int j) { KahanTile<double, true, kBound, 4, 8>(in, i, j); },
+            [&](int i, int j) { KahanTile<double, true, kBound, 1, 8>(in, i, j); }, 8);
+      } else {
+        run([&](int i, int j) { KahanTile<double, false, kBound, 4, 8>(in, i, j); },
+            [&](int i, int j) { KahanTile<double, false, kBound, 1, 8>(in, i, j); }, 8);
+      }
+    } else if (p.round_product) {
+      run([&](int i, int j) { KahanTile<float, true, kBound, 4, 16>(in, i, j); },
+          [&](int i, int j) { KahanTile<float, true, kBound, 1, 16>(in, i, j); }, 16);
+    } else {
+      run([&](int i, int j) { KahanTile<float, false, kBound, 4, 16>(in, i, j); },
+          [&](int i, int j) { KahanTile<float, false, kBound, 1, 16>(in, i, j); }, 16);
+    }
+  } else if (pairwise) {
     if (p.arith == Plan::Arith::kHostF64) {
       if (p.round_product) {
         run([&](int i, int j) { PairwiseTile<double, true, kBound, 4, 8>(in, i, j).Run(); },

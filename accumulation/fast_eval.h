@@ -27,14 +27,15 @@
 //
 // Eligibility (FastPathEligible): inputs float32, bfloat16, float16 or any <= 16-bit signed format
 // whose values are all float32 values (fp8s), optionally float32 -> tfloat32 rtz; no daz. Host
-// path: adder ieee/fma, product exact (or rounded into the accumulator's own format), float32 or
+// path: adder ieee/fma/kahan (kahan: sequential chain only, evaluate.cc's four host operations per
+// step, p - comp as one fma for exact products), product exact (or rounded into the accumulator's own format), float32 or
 // float64 accumulator at full precision. Fused path: float32 accumulator with 1..23 fraction bits,
 // rtz or rne normalization, truncate or round_down alignment, nominal or actual exponents,
 // F + 2 + bit_width(G) <= 53. Chains: sequential, blocked, pairwise (host path, with chunk),
 // promote (into float32, rne). Blocked/pairwise need a full-precision accumulator (their combine
 // adds are host adds). Output: the final accumulator's format, or float64 -> float32 rne. Every
 // rounding rne (except where rtz is named), no sat, ftz, daz or stochastic rounding. Anything else
-// (kahan, strided, split_k, simd, cascade, new kinds or values) is ineligible.
+// (strided, split_k, simd, cascade, new kinds or values) is ineligible.
 //
 // The bound is computed with the same double operations in the same order as evaluate.cc
 // (leaf M = |a*b| and E = |used - exact| are exact in double for these formats, so they equal

@@ -161,7 +161,8 @@ TEST(FastEvalTest, EligiblePresetsIncludeTheTargets) {
        {"trainium1-bf16", "trainium2-bf16", "trainium3-bf16", "cuda-f32-fma", "cpu-f32-seq",
         "cpu-f64-seq", "numpy-sum-f32", "nvidia-h100-bf16", "nvidia-h100-fp16",
         "nvidia-h100-tf32", "nvidia-a100-tf32", "nvidia-h100-fp8e4m3",
-        "nvidia-h100-fp8e4m3-promote128", "nvidia-ada-fp8e5m2"}) {
+        "nvidia-h100-fp8e4m3-promote128", "nvidia-ada-fp8e5m2", "trainium2-bf16-pairwise",
+        "kahan-f32"}) {
     EXPECT_NE(std::find(eligible.begin(), eligible.end(), name), eligible.end()) << name;
   }
 }
@@ -377,6 +378,23 @@ TEST(FastEvalTest, VariantsMatchGeneric) {
   variants.push_back(v);
   v.output.format = &Float64();
   v.name = "cpu-f64-seq+pairwise128+f64out";
+  variants.push_back(v);
+  // Kahan (KahanTile and ScalarDot::Kahan): exact products (p - comp in one fma), a float64
+  // accumulator with float64 products, with float32 or float64 output.
+  const Model kahan = *LoadModelFile(dir + "/kahan-f32.toml");
+  v = kahan;
+  v.product.policy = ProductPolicy::kExact;
+  v.name = "kahan-f32+exact_product";
+  variants.push_back(v);
+  v = kahan;
+  v.accumulator.format = &Float64();
+  v.accumulator.fraction_bits = Float64().fraction_bits;
+  v.product.format = &Float64();
+  v.output.format = &Float32();
+  v.name = "kahan-f64+f32out";
+  variants.push_back(v);
+  v.output.format = &Float64();
+  v.name = "kahan-f64";
   variants.push_back(v);
   for (const Model& m : variants) {
     SCOPED_TRACE(m.name);
