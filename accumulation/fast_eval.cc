@@ -1418,6 +1418,60 @@ void HostTileF32(const MatIn& in, int i0, int j0) {
   }
 }
 
+// Kahan tile, values only: R rows x 16 columns (KahanTile<float, kRound, false>, lane by lane;
+// p - comp is fma(a, b, -comp) as there). 4R independent chains of four dependent operations.
+template <bool kRound, int R>
+void KahanTileF32(const MatIn& in, int i0, int j0) {
+  const int n = in.n, k = in.k;
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  __m256 acc[R][2], comp[R][2];
+  for (int r = 0; r < R; ++r) {
+    float cv[16];
+    for (int w = 0; w < 16; ++w) {
+      const uint64_t cb = in.c ? in.c[size_t(i0 + r) * n + j0 + w] : 0;
+      cv[w] = std::bit_cast<float>(static_cast<uint32_t>(cb));
+    }
+    acc[r][0] = _mm256_loadu_ps(cv);
+    acc[r][1] = _mm256_loadu_ps(cv + 8);
+    comp[r][0] = comp[r][1] = _mm256_setzero_ps();
+  }
+  const float* arow = in.a + size_t(i0) * k;
+  const float* btile = in.bpackf + size_t(j0 / 16) * k * 16;
+  for (int kk = 0; kk < k; ++kk) {
+    const __m256 b[2] = {_mm256_loadu_ps(btile + size_t(kk) * 16),
+                         _mm256_loadu_ps(btile + size_t(kk) * 16 + 8)};
+    for (int r = 0; r < R; ++r) {
+      const __m256 av = _mm256_broadcast_ss(arow + size_t(r) * k + kk);
+      for (int h = 0; h < 2; ++h) {
+        __m256 y;
+        if constexpr (kRound) {
+          y = _mm256_sub_ps(_mm256_mul_ps(av, b[h]), comp[r][h]);
+        } else {
+          y = _mm256_fmadd_ps(av, b[h], _mm256_xor_ps(comp[r][h], sign));
+        }
+        const __m256 t = _mm256_add_ps(acc[r][h], y);
+        comp[r][h] = _mm256_sub_ps(_mm256_sub_ps(t, acc[r][h]), y);
+        acc[r][h] = t;
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    float v[16], cm[16];
+    _mm256_storeu_ps(v, acc[r][0]);
+    _mm256_storeu_ps(v + 8, acc[r][1]);
+    _mm256_storeu_ps(cm, comp[r][0]);
+    _mm256_storeu_ps(cm + 8, comp[r][1]);
+    for (int w = 0; w < 16; ++w) {
+      const size_t idx = size_t(i0 + r) * n + j0 + w;
+      if (!std::isfinite(v[w]) || !std::isfinite(cm[w])) {
+        (*in.redo)[idx] = 1;
+      } else {
+        in.d[idx] = std::bit_cast<uint32_t>(v[w]);
+      }
+    }
+  }
+}
+
 // Fused tile, values only: R rows x 8 columns, 2R independent vectors of 4 doubles (latency, not
 // throughput, bounds this loop). The integer sums and the maxima are exact and order-free, so
 // each is split into two partial chains.
@@ -1670,6 +1724,28 @@ void MatmulRows(const MatIn& in, int i_lo, int i_hi) {
     }
   };
   if (p.kahan) {
+#if defined(__x86_64__)
+    if (!kBound && p.arith == Plan::Arith::kHostF32) {
+      // Column tiles outside, 2-row blocks inside (the packed B tile stays in cache).
+      auto tile = [&](auto r_tag, int i, int j) {
+        constexpr int kR = decltype(r_tag)::value;
+        if (p.round_product) {
+          KahanTileF32<true, kR>(in, i, j);
+        } else {
+          KahanTileF32<false, kR>(in, i, j);
+        }
+      };
+      for (int j = 0; j + 16 <= in.n; j += 16) {
+        int i = i_lo;
+        for (; i + 2 <= i_hi; i += 2) tile(std::integral_constant<int, 2>(), i, j);
+        for (; i < i_hi; ++i) tile(std::integral_constant<int, 1>(), i, j);
+      }
+      for (int i = i_lo; i < i_hi; ++i) {
+        for (int j = in.n / 16 * 16; j < in.n; ++j) ScalarElement<kBound>(in, i, j);
+      }
+      return;
+    }
+#endif
     if (p.arith == Plan::Arith::kHostF64) {
       if (p.round_product) {
         run([&](int i, int j) { KahanTile<double, true, kBound, 4, 8>(in, i, j); },
