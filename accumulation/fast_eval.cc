@@ -14,6 +14,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "accumulation/chain_walk.h"
 #include "accumulation/strings_internal.h"
 #include "formats/isa.h"
 #include "formats/ops.h"
@@ -128,6 +129,7 @@ struct Plan {
   InputKind in_a = InputKind::kFloat32, in_b = InputKind::kFloat32;
   const Table* table_a = nullptr;
   const Table* table_b = nullptr;
+  const Model* model = nullptr;  // The model (walked chain kinds).
   bool convert = false;        // tf32 rtz conversion of both inputs.
   bool round_product = false;  // Host: acc + fl(a*b) instead of fma.
   bool kahan = false;          // Host: adder.kind "kahan" (sequential chain).
@@ -205,6 +207,7 @@ bool InputKindFor(const FormatSpec* f, InputKind& kind, const Table*& table) {
 
 // Fills `plan` or returns why the model is not eligible.
 const char* MakePlan(const Model& m, Plan& plan) {
+  plan.model = &m;
   // Inputs.
   if (m.inputs.daz) return "inputs.daz";
   if (m.inputs.convert_to != nullptr) {
@@ -287,7 +290,7 @@ const char* MakePlan(const Model& m, Plan& plan) {
   // Combine adds (blocked, pairwise) round to the accumulator's fraction bits: a host add does
   // that only at full precision. (promote rounds into chain.format, checked below.)
   const bool has_combine =
-      m.chain.kind == ChainKind::kBlocked || m.chain.kind == ChainKind::kPairwise;
+      m.chain.kind != ChainKind::kSequential && m.chain.kind != ChainKind::kPromote;
   if (has_combine && m.accumulator.fraction_bits != acc->fraction_bits) {
     return "accumulator.fraction_bits with combine adds";
   }
@@ -310,6 +313,38 @@ const char* MakePlan(const Model& m, Plan& plan) {
       plan.leaf = m.chain.leaf;
       plan.unroll = m.chain.unroll;
       plan.split_multiple = m.chain.split_multiple;
+      break;
+    // Kinds run through chain_walk.h's WalkChain (the generic evaluator's own order) on host
+    // nodes, element by element in matmuls. Values the walk does not list are refused.
+    case ChainKind::kStrided:
+      if (m.chain.ways < 1) return "chain.ways";
+      if (m.chain.combine != CombineOrder::kSequential &&
+          m.chain.combine != CombineOrder::kPairwise) {
+        return "chain.combine";
+      }
+      break;
+    case ChainKind::kSplitK:
+      if (m.chain.slices < 1) return "chain.slices";
+      if (m.chain.order != SplitOrder::kFixed && m.chain.order != SplitOrder::kRandom) {
+        return "chain.order";
+      }
+      break;
+    case ChainKind::kSimd:
+    case ChainKind::kCascade:
+      if (plan.arith == Plan::Arith::kFused) return "chain.kind simd/cascade with a fused adder";
+      if (m.chain.lanes < 1) return "chain.lanes";
+      if (m.chain.kind == ChainKind::kSimd) {
+        if (m.chain.unit < 1) return "chain.unit";
+        if (m.chain.unit_order != UnitOrder::kForward &&
+            m.chain.unit_order != UnitOrder::kReverse) {
+          return "chain.unit_order";
+        }
+        if (m.chain.reduce != CombineOrder::kSequential &&
+            m.chain.reduce != CombineOrder::kPairwise &&
+            m.chain.reduce != CombineOrder::kHalving) {
+          return "chain.reduce";
+        }
+      }
       break;
     case ChainKind::kPromote:
       if (m.chain.every < 1) return "chain.every";
@@ -492,8 +527,47 @@ class ScalarDot {
         }
         return total;
       }
-      default: bad = true; return cn;  // Unreachable: MakePlan rejects other kinds.
+      default: {
+        // strided, split_k, simd, cascade, tree: the generic evaluator's walk on host nodes.
+        WalkOps ops{this};
+        return accumulation_internal::WalkChain(*p_.model, k, seed_, cn, ops);
+      }
     }
+  }
+
+  uint64_t seed_ = 0;  // EvalOptions::seed (split_k order = "random").
+
+ private:
+  // chain_walk.h's operations (the Evaluator's, on host values): Step past the last term is
+  // an adder step with a +0 leaf (the simd loop's padding).
+  struct WalkOps {
+    using Node = ::fpconform::Node<Acc>;
+    ScalarDot* s;
+    Node Zero() const { return Node{}; }
+    Node Step(const Node& acc, int lo, int hi) {
+      if (lo >= s->d_.k) return s->PadStep(acc);
+      if (s->p_.arith == Plan::Arith::kFused) {
+        if constexpr (std::is_same_v<Acc, float>) return s->Fused(acc, lo, hi);
+      }
+      return s->Step(acc, lo);
+    }
+    Node Combine(const Node& x, const Node& y) const { return s->Combine(x, y); }
+    Node Promote(const Node& x, const Node& y) const {
+      return s->Add(x, y, s->p_.u_prom, s->p_.eta_prom);
+    }
+    Node RoundTerm(int i) const { return s->RoundOne(i); }
+    void PadTerms(int64_t) const {}
+  };
+
+  // acc + (+0 leaf): evaluate.cc's Add2 with a zero leaf (M = E = 0).
+  Node<Acc> PadStep(const Node<Acc>& acc) const {
+    Node<Acc> out;
+    out.v = acc.v + Acc(0);
+    if constexpr (kBound) {
+      out.m = Up(acc.m + 0.0);
+      out.e = Up((1 + p_.u_acc) * (acc.e + 0.0) + p_.u_acc * out.m + p_.eta_acc);
+    }
+    return out;
   }
 
  private:
@@ -706,11 +780,13 @@ class ScalarDot {
 // Runs one dot on decoded inputs. Returns false when the generic path must decide (bad group,
 // non-finite result).
 template <bool kBound>
-bool DotDecoded(const Plan& p, const DotView& d, uint64_t c_bits, EvalResult& out) {
+bool DotDecoded(const Plan& p, const DotView& d, uint64_t c_bits, EvalResult& out,
+                uint64_t seed) {
   if (p.arith == Plan::Arith::kHostF64) {
     const double c = std::bit_cast<double>(c_bits);
     if (!std::isfinite(c)) return false;
     ScalarDot<double, kBound> ev(p, d);
+    ev.seed_ = seed;
     const Node<double> r = ev.Run(c);
     if (ev.bad || !std::isfinite(r.v)) return false;
     if (p.f64_to_f32_output) {
@@ -728,6 +804,7 @@ bool DotDecoded(const Plan& p, const DotView& d, uint64_t c_bits, EvalResult& ou
   const float c = std::bit_cast<float>(static_cast<uint32_t>(c_bits));
   if (!std::isfinite(c)) return false;
   ScalarDot<float, kBound> ev(p, d);
+  ev.seed_ = seed;
   const Node<float> r = ev.Run(c);
   if (ev.bad || !std::isfinite(r.v)) return false;
   out.bits = std::bit_cast<uint32_t>(r.v);
@@ -757,6 +834,7 @@ struct MatIn {
   uint64_t* d;
   double* bounds;     // or nullptr.
   std::vector<uint8_t>* redo;  // m x n: 1 = evaluate generically.
+  uint64_t seed = 0;           // EvalOptions::seed.
 };
 
 // Host IEEE tile: R rows x W columns starting at (i0, j0), fully inside the matrix.
@@ -1659,7 +1737,7 @@ void ScalarElement(const MatIn& in, int i, int j) {
             in.apow ? in.apow + size_t(i) * in.k : nullptr, in.bpow ? in.bpow + j : nullptr,
             1, size_t(in.n), in.k};
   EvalResult r;
-  if (!DotDecoded<kBound>(*in.p, d, in.c ? in.c[idx] : 0, r)) {
+  if (!DotDecoded<kBound>(*in.p, d, in.c ? in.c[idx] : 0, r, in.seed)) {
     (*in.redo)[idx] = 1;
     return;
   }
@@ -1672,7 +1750,8 @@ void MatmulRows(const MatIn& in, int i_lo, int i_hi) {
   const Plan& p = *in.p;
   // Pairwise chains with unroll > 1 (no preset matmul) run element by element.
   const bool pairwise = p.chain == ChainKind::kPairwise;
-  const bool tiled = !pairwise || p.unroll == 1;
+  const bool tiled = p.chain == ChainKind::kSequential || p.chain == ChainKind::kBlocked ||
+                     p.chain == ChainKind::kPromote || (pairwise && p.unroll == 1);
   if (p.arith == Plan::Arith::kFused) {
     constexpr int W = 8;
 #if defined(__x86_64__)
@@ -1880,8 +1959,8 @@ absl::StatusOr<EvalResult> DotImpl(const Model& model, const Plan& plan,
                   need_pow ? da.pow.data() : nullptr, need_pow ? db.pow.data() : nullptr,
                   1, 1, static_cast<int>(a.size())};
   EvalResult r;
-  const bool ok = options.want_bound ? DotDecoded<true>(plan, d, c_bits, r)
-                                     : DotDecoded<false>(plan, d, c_bits, r);
+  const bool ok = options.want_bound ? DotDecoded<true>(plan, d, c_bits, r, options.seed)
+                                     : DotDecoded<false>(plan, d, c_bits, r, options.seed);
   if (!ok) return generic();
   return r;
 }
@@ -2030,7 +2109,7 @@ absl::Status FastEvaluateMatmul(const Model& model, int m, int n, int k,
            fused ? sc.apow.data() : nullptr, sc.bv.data(),
            need_orig ? sc.bo.data() : sc.bv.data(), fused ? sc.bpow.data() : nullptr,
            sc.bd.data(), sc.bpack.data(), sc.bpackf.data(), c.empty() ? nullptr : c.data(),
-           d.data(), want_bound ? bounds.data() : nullptr, &redo};
+           d.data(), want_bound ? bounds.data() : nullptr, &redo, options.seed};
   auto rows = [&](int lo, int hi) {
     if (want_bound) {
       MatmulRows<true>(in, lo, hi);

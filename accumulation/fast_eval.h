@@ -32,10 +32,12 @@
 // float64 accumulator at full precision. Fused path: float32 accumulator with 1..23 fraction bits,
 // rtz or rne normalization, truncate or round_down alignment, nominal or actual exponents,
 // F + 2 + bit_width(G) <= 53. Chains: sequential, blocked, pairwise (host path, with chunk),
-// promote (into float32, rne). Blocked/pairwise need a full-precision accumulator (their combine
-// adds are host adds). Output: the final accumulator's format, or float64 -> float32 rne. Every
-// rounding rne (except where rtz is named), no sat, ftz, daz or stochastic rounding. Anything else
-// (strided, split_k, simd, cascade, new kinds or values) is ineligible.
+// promote (into float32, rne); strided (sequential or pairwise combine), split_k, and (host path)
+// simd and cascade, which run chain_walk.h's WalkChain (the generic evaluator's own order) on
+// host nodes, element by element in matmuls. Chains with combine adds need a full-precision
+// accumulator (their combine adds are host adds). Output: the final accumulator's format, or
+// float64 -> float32 rne. Every rounding rne (except where rtz is named), no sat, ftz, daz or
+// stochastic rounding. Anything else (tree chains, strided combine "halving", new kinds or values) is ineligible.
 //
 // The bound is computed with the same double operations in the same order as evaluate.cc
 // (leaf M = |a*b| and E = |used - exact| are exact in double for these formats, so they equal

@@ -396,6 +396,43 @@ TEST(FastEvalTest, VariantsMatchGeneric) {
   v.output.format = &Float64();
   v.name = "kahan-f64";
   variants.push_back(v);
+  // Chain kinds walked by chain_walk.h on host nodes, beyond the presets (simd halving, cascade,
+  // split_k fixed/random): strided (both combines, host and fused adders), simd reductions and
+  // unit orders, split_k with a fused adder.
+  const Model fma = *LoadModelFile(dir + "/cuda-f32-fma.toml");
+  for (CombineOrder comb : {CombineOrder::kSequential, CombineOrder::kPairwise}) {
+    v = fma;
+    v.chain.kind = ChainKind::kStrided;
+    v.chain.ways = 5;
+    v.chain.combine = comb;
+    v.name = "cuda-f32-fma+strided5+" + std::to_string(static_cast<int>(comb));
+    variants.push_back(v);
+  }
+  for (CombineOrder red : {CombineOrder::kSequential, CombineOrder::kPairwise}) {
+    v = fma;
+    v.chain.kind = ChainKind::kSimd;
+    v.chain.lanes = 8;
+    v.chain.unit = 3;
+    v.chain.unit_order = UnitOrder::kForward;
+    v.chain.reduce = red;
+    v.name = "cuda-f32-fma+simd8x3+" + std::to_string(static_cast<int>(red));
+    variants.push_back(v);
+  }
+  const Model trn2 = *LoadModelFile(dir + "/trainium2-bf16.toml");
+  v = trn2;
+  v.chain.kind = ChainKind::kStrided;
+  v.chain.ways = 3;
+  v.chain.combine = CombineOrder::kPairwise;
+  v.name = "trainium2-bf16+strided3";
+  variants.push_back(v);
+  v = bf16;
+  v.accumulator.fraction_bits = Float32().fraction_bits;
+  v.chain.kind = ChainKind::kSplitK;
+  v.chain.slices = 3;
+  v.chain.order = SplitOrder::kRandom;
+  v.output.format = &Float32();
+  v.name = "nvidia-h100-bf16+f23+splitk3-random";
+  variants.push_back(v);
   for (const Model& m : variants) {
     SCOPED_TRACE(m.name);
     ASSERT_TRUE(FastPathEligible(m)) << FastPathIneligibleReason(m);
@@ -421,6 +458,10 @@ TEST(FastEvalTest, WhitelistRejectsWhatItDoesNotImplement) {
   m = base;
   m.chain.kind = ChainKind::kStrided;
   m.chain.ways = 4;
+  m.chain.combine = CombineOrder::kHalving;  // The walk would read it as pairwise.
+  EXPECT_FALSE(FastPathEligible(m));
+  m = base;
+  m.chain.kind = ChainKind::kTree;  // No host test yet.
   EXPECT_FALSE(FastPathEligible(m));
   m = base;
   m.chain.kind = static_cast<ChainKind>(200);  // A kind added later.
