@@ -22,7 +22,8 @@ namespace {
 const char* const kModels[] = {"trainium2-bf16",          "cuda-f32-fma",
                                "nvidia-h100-bf16",        "nvidia-h100-fp8e4m3",
                                "trainium2-bf16-pairwise", "trainium2-bf16-sequential",
-                               "kahan-f32"};
+                               "kahan-f32",               "cuda-f32-splitk4",
+                               "torch-cuda-sum-f32"};
 constexpr int kNumModels = static_cast<int>(std::size(kModels));
 
 const Model& GetModel(int i) {

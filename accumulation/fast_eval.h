@@ -37,7 +37,8 @@
 // host nodes, element by element in matmuls. Chains with combine adds need a full-precision
 // accumulator (their combine adds are host adds). Output: the final accumulator's format, or
 // float64 -> float32 rne. Every rounding rne (except where rtz is named), no sat, ftz, daz or
-// stochastic rounding. Anything else (tree chains, strided combine "halving", new kinds or values) is ineligible.
+// stochastic rounding. Anything else (tree chains, strided combine "halving", new kinds or
+// values) is ineligible.
 //
 // The bound is computed with the same double operations in the same order as evaluate.cc
 // (leaf M = |a*b| and E = |used - exact| are exact in double for these formats, so they equal
