@@ -14,6 +14,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "accumulation/chain_walk.h"
 #include "accumulation/strings_internal.h"
 #include "formats/isa.h"
 #include "formats/ops.h"
@@ -128,8 +129,10 @@ struct Plan {
   InputKind in_a = InputKind::kFloat32, in_b = InputKind::kFloat32;
   const Table* table_a = nullptr;
   const Table* table_b = nullptr;
+  const Model* model = nullptr;  // The model (walked chain kinds).
   bool convert = false;        // tf32 rtz conversion of both inputs.
   bool round_product = false;  // Host: acc + fl(a*b) instead of fma.
+  bool kahan = false;          // Host: adder.kind "kahan" (sequential chain).
   ChainKind chain = ChainKind::kSequential;
   int chunk = 0;  // blocked: block; promote: every; pairwise: chunk (0: none); else 0.
   int leaf = 8, unroll = 1, split_multiple = 1;  // pairwise.
@@ -204,6 +207,7 @@ bool InputKindFor(const FormatSpec* f, InputKind& kind, const Table*& table) {
 
 // Fills `plan` or returns why the model is not eligible.
 const char* MakePlan(const Model& m, Plan& plan) {
+  plan.model = &m;
   // Inputs.
   if (m.inputs.daz) return "inputs.daz";
   if (m.inputs.convert_to != nullptr) {
@@ -224,7 +228,9 @@ const char* MakePlan(const Model& m, Plan& plan) {
   // Adder and product.
   switch (m.adder.kind) {
     case AdderKind::kIeee:
-    case AdderKind::kFma: {
+    case AdderKind::kFma:
+    case AdderKind::kKahan: {
+      plan.kahan = m.adder.kind == AdderKind::kKahan;
       if (acc == &Float32()) {
         plan.arith = Plan::Arith::kHostF32;
       } else if (acc == &Float64()) {
@@ -237,7 +243,7 @@ const char* MakePlan(const Model& m, Plan& plan) {
       switch (m.product.policy) {
         case ProductPolicy::kExact: break;
         case ProductPolicy::kRound:
-          if (m.adder.kind != AdderKind::kIeee) return "product.policy";
+          if (m.adder.kind == AdderKind::kFma) return "product.policy";
           if (m.product.format != acc) return "product.format";
           if (!EnvSupported(m.product.env, false)) return "product.rounding";
           plan.round_product = true;
@@ -284,11 +290,12 @@ const char* MakePlan(const Model& m, Plan& plan) {
   // Combine adds (blocked, pairwise) round to the accumulator's fraction bits: a host add does
   // that only at full precision. (promote rounds into chain.format, checked below.)
   const bool has_combine =
-      m.chain.kind == ChainKind::kBlocked || m.chain.kind == ChainKind::kPairwise;
+      m.chain.kind != ChainKind::kSequential && m.chain.kind != ChainKind::kPromote;
   if (has_combine && m.accumulator.fraction_bits != acc->fraction_bits) {
     return "accumulator.fraction_bits with combine adds";
   }
   // Chain.
+  if (plan.kahan && m.chain.kind != ChainKind::kSequential) return "chain.kind with kahan";
   plan.chain = m.chain.kind;
   switch (m.chain.kind) {
     case ChainKind::kSequential: break;
@@ -306,6 +313,38 @@ const char* MakePlan(const Model& m, Plan& plan) {
       plan.leaf = m.chain.leaf;
       plan.unroll = m.chain.unroll;
       plan.split_multiple = m.chain.split_multiple;
+      break;
+    // Kinds run through chain_walk.h's WalkChain (the generic evaluator's own order) on host
+    // nodes, element by element in matmuls. Values the walk does not list are refused.
+    case ChainKind::kStrided:
+      if (m.chain.ways < 1) return "chain.ways";
+      if (m.chain.combine != CombineOrder::kSequential &&
+          m.chain.combine != CombineOrder::kPairwise) {
+        return "chain.combine";
+      }
+      break;
+    case ChainKind::kSplitK:
+      if (m.chain.slices < 1) return "chain.slices";
+      if (m.chain.order != SplitOrder::kFixed && m.chain.order != SplitOrder::kRandom) {
+        return "chain.order";
+      }
+      break;
+    case ChainKind::kSimd:
+    case ChainKind::kCascade:
+      if (plan.arith == Plan::Arith::kFused) return "chain.kind simd/cascade with a fused adder";
+      if (m.chain.lanes < 1) return "chain.lanes";
+      if (m.chain.kind == ChainKind::kSimd) {
+        if (m.chain.unit < 1) return "chain.unit";
+        if (m.chain.unit_order != UnitOrder::kForward &&
+            m.chain.unit_order != UnitOrder::kReverse) {
+          return "chain.unit_order";
+        }
+        if (m.chain.reduce != CombineOrder::kSequential &&
+            m.chain.reduce != CombineOrder::kPairwise &&
+            m.chain.reduce != CombineOrder::kHalving) {
+          return "chain.reduce";
+        }
+      }
       break;
     case ChainKind::kPromote:
       if (m.chain.every < 1) return "chain.every";
@@ -459,6 +498,7 @@ class ScalarDot {
     cn.v = c;
     if constexpr (kBound) cn.m = std::fabs(static_cast<double>(c));
     const int k = d_.k;
+    if (p_.kahan) return Kahan(cn);
     switch (p_.chain) {
       case ChainKind::kSequential: return Seq(cn, 0, k);
       case ChainKind::kPairwise: {
@@ -487,8 +527,47 @@ class ScalarDot {
         }
         return total;
       }
-      default: bad = true; return cn;  // Unreachable: MakePlan rejects other kinds.
+      default: {
+        // strided, split_k, simd, cascade, tree: the generic evaluator's walk on host nodes.
+        WalkOps ops{this};
+        return accumulation_internal::WalkChain(*p_.model, k, seed_, cn, ops);
+      }
     }
+  }
+
+  uint64_t seed_ = 0;  // EvalOptions::seed (split_k order = "random").
+
+ private:
+  // chain_walk.h's operations (the Evaluator's, on host values): Step past the last term is
+  // an adder step with a +0 leaf (the simd loop's padding).
+  struct WalkOps {
+    using Node = ::fpconform::Node<Acc>;
+    ScalarDot* s;
+    Node Zero() const { return Node{}; }
+    Node Step(const Node& acc, int lo, int hi) {
+      if (lo >= s->d_.k) return s->PadStep(acc);
+      if (s->p_.arith == Plan::Arith::kFused) {
+        if constexpr (std::is_same_v<Acc, float>) return s->Fused(acc, lo, hi);
+      }
+      return s->Step(acc, lo);
+    }
+    Node Combine(const Node& x, const Node& y) const { return s->Combine(x, y); }
+    Node Promote(const Node& x, const Node& y) const {
+      return s->Add(x, y, s->p_.u_prom, s->p_.eta_prom);
+    }
+    Node RoundTerm(int i) const { return s->RoundOne(i); }
+    void PadTerms(int64_t) const {}
+  };
+
+  // acc + (+0 leaf): evaluate.cc's Add2 with a zero leaf (M = E = 0).
+  Node<Acc> PadStep(const Node<Acc>& acc) const {
+    Node<Acc> out;
+    out.v = acc.v + Acc(0);
+    if constexpr (kBound) {
+      out.m = Up(acc.m + 0.0);
+      out.e = Up((1 + p_.u_acc) * (acc.e + 0.0) + p_.u_acc * out.m + p_.eta_acc);
+    }
+    return out;
   }
 
  private:
@@ -540,6 +619,46 @@ class ScalarDot {
       out.e = Up((1 + p_.u_acc) * (acc.e + e) + p_.u_acc * out.m + p_.eta_acc);
     }
     return out;
+  }
+
+  // evaluate.cc's Kahan: y = p - comp; t = acc + y; comp = (t - acc) - y; acc = t (host
+  // operations, each one IEEE rounding; p - comp is fma(a, b, -comp) for exact products), with
+  // the same a posteriori bound. A non-finite comp (an overflow in the last steps) is bad.
+  Node<Acc> Kahan(Node<Acc> acc) {
+    Acc comp = 0;
+    double err = 0, m = acc.m;
+    const double u = p_.u_acc, eta3 = 3 * p_.eta_acc;
+    for (int i = 0; i < d_.k; ++i) {
+      const Acc a = static_cast<Acc>(d_.a[i * d_.sa]), b = static_cast<Acc>(d_.b[i * d_.sb]);
+      Acc y;
+      if (p_.round_product) {
+        y = a * b - comp;
+      } else if constexpr (std::is_same_v<Acc, float>) {
+        y = __builtin_fmaf(a, b, -comp);
+      } else {
+        y = __builtin_fma(a, b, -comp);
+      }
+      const Acc t = acc.v + y;
+      const Acc dd = t - acc.v;
+      const Acc cn = dd - y;
+      if constexpr (kBound) {
+        double mi, ei;
+        LeafBound(i, mi, ei);
+        const double mags = std::fabs(static_cast<double>(y)) +
+                            std::fabs(static_cast<double>(dd)) +
+                            std::fabs(static_cast<double>(cn));
+        err = Up(err + ei + u * mags + eta3);
+        m = Up(m + mi);
+      }
+      comp = cn;
+      acc.v = t;
+    }
+    if (!std::isfinite(comp)) bad = true;
+    if constexpr (kBound) {
+      acc.m = m;
+      acc.e = Up(err + std::fabs(static_cast<double>(comp)));
+    }
+    return acc;
   }
 
   Node<Acc> Seq(Node<Acc> acc, int lo, int hi) {
@@ -661,13 +780,15 @@ class ScalarDot {
 // Runs one dot on decoded inputs. Returns false when the generic path must decide (bad group,
 // non-finite result).
 template <bool kBound>
-bool DotDecoded(const Plan& p, const DotView& d, uint64_t c_bits, EvalResult& out) {
+bool DotDecoded(const Plan& p, const DotView& d, uint64_t c_bits, EvalResult& out,
+                uint64_t seed) {
   if (p.arith == Plan::Arith::kHostF64) {
     const double c = std::bit_cast<double>(c_bits);
     if (!std::isfinite(c)) return false;
     ScalarDot<double, kBound> ev(p, d);
+    ev.seed_ = seed;
     const Node<double> r = ev.Run(c);
-    if (!std::isfinite(r.v)) return false;
+    if (ev.bad || !std::isfinite(r.v)) return false;
     if (p.f64_to_f32_output) {
       const float f = static_cast<float>(r.v);
       if (!std::isfinite(f)) return false;
@@ -683,6 +804,7 @@ bool DotDecoded(const Plan& p, const DotView& d, uint64_t c_bits, EvalResult& ou
   const float c = std::bit_cast<float>(static_cast<uint32_t>(c_bits));
   if (!std::isfinite(c)) return false;
   ScalarDot<float, kBound> ev(p, d);
+  ev.seed_ = seed;
   const Node<float> r = ev.Run(c);
   if (ev.bad || !std::isfinite(r.v)) return false;
   out.bits = std::bit_cast<uint32_t>(r.v);
@@ -712,6 +834,7 @@ struct MatIn {
   uint64_t* d;
   double* bounds;     // or nullptr.
   std::vector<uint8_t>* redo;  // m x n: 1 = evaluate generically.
+  uint64_t seed = 0;           // EvalOptions::seed.
 };
 
 // Host IEEE tile: R rows x W columns starting at (i0, j0), fully inside the matrix.
@@ -837,6 +960,360 @@ void HostTile(const MatIn& in, int i0, int j0) {
     }
   }
 }
+
+// Kahan tile: R rows x W columns from (i0, j0), fully inside the matrix; ScalarDot::Kahan lane
+// by lane (the lanes are independent chains: the loop is bound by throughput, not by the four
+// dependent operations of a step).
+template <class Acc, bool kRound, bool kBound, int R, int W>
+void KahanTile(const MatIn& in, int i0, int j0) {
+  constexpr int L = R * W;
+  const Plan& p = *in.p;
+  const int n = in.n, k = in.k;
+  Acc acc[L], comp[L];
+  double err[kBound ? L : 1], mag[kBound ? L : 1];
+  for (int r = 0; r < R; ++r) {
+    for (int w = 0; w < W; ++w) {
+      const uint64_t cb = in.c ? in.c[size_t(i0 + r) * n + j0 + w] : 0;
+      Acc cv;
+      if constexpr (std::is_same_v<Acc, float>) {
+        cv = std::bit_cast<float>(static_cast<uint32_t>(cb));
+      } else {
+        cv = std::bit_cast<double>(cb);
+      }
+      acc[r * W + w] = cv;
+      comp[r * W + w] = 0;
+      if constexpr (kBound) {
+        err[r * W + w] = 0;
+        mag[r * W + w] = std::fabs(static_cast<double>(cv));
+      }
+    }
+  }
+  const double u = p.u_acc, eta3 = 3 * p.eta_acc;
+  for (int kk = 0; kk < k; ++kk) {
+    float a_used[R], b_used[W];
+    for (int r = 0; r < R; ++r) a_used[r] = in.a[size_t(i0 + r) * k + kk];
+    for (int w = 0; w < W; ++w) b_used[w] = in.b[size_t(kk) * n + j0 + w];
+    float a_orig[kBound ? R : 1], b_orig[kBound ? W : 1];
+    if constexpr (kBound) {
+      for (int r = 0; r < R; ++r) a_orig[r] = in.ao[size_t(i0 + r) * k + kk];
+      for (int w = 0; w < W; ++w) b_orig[w] = in.bo[size_t(kk) * n + j0 + w];
+    }
+    for (int r = 0; r < R; ++r) {
+      const Acc av = static_cast<Acc>(a_used[r]);
+      for (int w = 0; w < W; ++w) {
+        const int l = r * W + w;
+        const Acc bv = static_cast<Acc>(b_used[w]);
+        Acc y;
+        if constexpr (kRound) {
+          y = av * bv - comp[l];
+        } else if constexpr (std::is_same_v<Acc, float>) {
+          y = __builtin_fmaf(av, bv, -comp[l]);
+        } else {
+          y = __builtin_fma(av, bv, -comp[l]);
+        }
+        const Acc t = acc[l] + y;
+        const Acc dd = t - acc[l];
+        const Acc cn = dd - y;
+        if constexpr (kBound) {
+          const double x = static_cast<double>(a_orig[r]) * static_cast<double>(b_orig[w]);
+          double uv;
+          if constexpr (kRound) {
+            uv = static_cast<double>(av * bv);
+          } else {
+            uv = static_cast<double>(a_used[r]) * static_cast<double>(b_used[w]);
+          }
+          const double mi = std::fabs(x), ei = std::fabs(uv - x);
+          const double mags = std::fabs(static_cast<double>(y)) +
+                              std::fabs(static_cast<double>(dd)) +
+                              std::fabs(static_cast<double>(cn));
+          err[l] = Up(err[l] + ei + u * mags + eta3);
+          mag[l] = Up(mag[l] + mi);
+        }
+        comp[l] = cn;
+        acc[l] = t;
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    for (int w = 0; w < W; ++w) {
+      const int l = r * W + w;
+      const size_t idx = size_t(i0 + r) * n + j0 + w;
+      const Acc v = acc[l];
+      if (!std::isfinite(v) || !std::isfinite(comp[l])) {
+        (*in.redo)[idx] = 1;
+        continue;
+      }
+      double e = 0;
+      if constexpr (kBound) e = Up(err[l] + std::fabs(static_cast<double>(comp[l])));
+      if constexpr (std::is_same_v<Acc, float>) {
+        in.d[idx] = std::bit_cast<uint32_t>(v);
+        if constexpr (kBound) in.bounds[idx] = e;
+      } else if (p.f64_to_f32_output) {
+        const float f = static_cast<float>(v);
+        if (!std::isfinite(f)) {
+          (*in.redo)[idx] = 1;
+          continue;
+        }
+        in.d[idx] = std::bit_cast<uint32_t>(f);
+        if constexpr (kBound) {
+          in.bounds[idx] = Up((1 + p.u_out) * e + p.u_out * mag[l] + p.eta_out);
+        }
+      } else {
+        in.d[idx] = std::bit_cast<uint64_t>(v);
+        if constexpr (kBound) in.bounds[idx] = e;
+      }
+    }
+  }
+}
+
+// Pairwise tile (chain.kind = "pairwise", unroll 1): R rows x W columns from (i0, j0), fully
+// inside the matrix. ScalarDot::Run's pairwise case with every node a block of R*W lanes: the
+// tree's shape depends only on k, so all lanes walk it together (one recursion per tile, not per
+// element), with the same operations per lane and the same bound arithmetic.
+template <class Acc, bool kBound, int L>
+struct LaneNode {
+  Acc v[L];
+  double m[kBound ? L : 1], e[kBound ? L : 1];
+};
+
+template <class Acc, bool kRound, bool kBound, int R, int W>
+class PairwiseTile {
+ public:
+  static constexpr int L = R * W;
+  using N = LaneNode<Acc, kBound, L>;
+  // float32 values only: AVX2 intrinsics, the leaf sums of the tree's bottom in registers.
+#if defined(__x86_64__)
+  static constexpr bool kAvx = std::is_same_v<Acc, float> && !kBound && W == 16;
+#else
+  static constexpr bool kAvx = false;
+#endif
+
+  PairwiseTile(const MatIn& in, int i0, int j0) : in_(in), p_(*in.p), i0_(i0), j0_(j0) {}
+
+  void Run() {
+    const int n = in_.n, k = in_.k;
+    N total;
+    for (int r = 0; r < R; ++r) {
+      for (int w = 0; w < W; ++w) {
+        const uint64_t cb = in_.c ? in_.c[size_t(i0_ + r) * n + j0_ + w] : 0;
+        Acc cv;
+        if constexpr (std::is_same_v<Acc, float>) {
+          cv = std::bit_cast<float>(static_cast<uint32_t>(cb));
+        } else {
+          cv = std::bit_cast<double>(cb);
+        }
+        total.v[r * W + w] = cv;
+        if constexpr (kBound) {
+          total.m[r * W + w] = std::fabs(static_cast<double>(cv));
+          total.e[r * W + w] = 0;
+        }
+      }
+    }
+    N part;
+    if (p_.chunk == 0) {
+      Pairwise(0, k, part);
+      Combine(total, part);
+    } else {
+      // (((c + P(chunk_0)) + P(chunk_1)) + ...); at least one (possibly empty) chunk.
+      int i = 0;
+      do {
+        Pairwise(i, std::min(k, i + p_.chunk), part);
+        Combine(total, part);
+        i += p_.chunk;
+      } while (i < k);
+    }
+    for (int r = 0; r < R; ++r) {
+      for (int w = 0; w < W; ++w) {
+        const int l = r * W + w;
+        const size_t idx = size_t(i0_ + r) * n + j0_ + w;
+        const Acc v = total.v[l];
+        if (!std::isfinite(v)) {
+          (*in_.redo)[idx] = 1;
+          continue;
+        }
+        if constexpr (std::is_same_v<Acc, float>) {
+          in_.d[idx] = std::bit_cast<uint32_t>(v);
+          if constexpr (kBound) in_.bounds[idx] = total.e[l];
+        } else if (p_.f64_to_f32_output) {
+          const float f = static_cast<float>(v);
+          if (!std::isfinite(f)) {
+            (*in_.redo)[idx] = 1;
+            continue;
+          }
+          in_.d[idx] = std::bit_cast<uint32_t>(f);
+          if constexpr (kBound) {
+            in_.bounds[idx] =
+                Up((1 + p_.u_out) * total.e[l] + p_.u_out * total.m[l] + p_.eta_out);
+          }
+        } else {
+          in_.d[idx] = std::bit_cast<uint64_t>(v);
+          if constexpr (kBound) in_.bounds[idx] = total.e[l];
+        }
+      }
+    }
+  }
+
+ private:
+  static void Zero(N& x) {
+    for (int l = 0; l < L; ++l) x.v[l] = 0;
+    if constexpr (kBound) {
+      for (int l = 0; l < L; ++l) x.m[l] = x.e[l] = 0;
+    }
+  }
+
+  // x = x + y (ScalarDot::Combine).
+  void Combine(N& x, const N& y) const {
+#if defined(__x86_64__)
+    if constexpr (kAvx) {
+      for (int q = 0; q < L; q += 8) {
+        const __m256 sum = _mm256_add_ps(_mm256_loadu_ps(x.v + q), _mm256_loadu_ps(y.v + q));
+        _mm256_storeu_ps(x.v + q, sum);
+      }
+      return;
+    }
+#endif
+    for (int l = 0; l < L; ++l) x.v[l] = x.v[l] + y.v[l];
+    if constexpr (kBound) {
+      const double u = p_.u_comb, eta = p_.eta_comb;
+      for (int l = 0; l < L; ++l) {
+        const double mm = Up(x.m[l] + y.m[l]);
+        x.e[l] = Up((1 + u) * (x.e[l] + y.e[l]) + u * mm + eta);
+        x.m[l] = mm;
+      }
+    }
+  }
+
+  // x = x + leaf kk, lane by lane (ScalarDot::Step); kFirst: x is +0 (not read).
+  template <bool kFirst = false>
+  void Step(N& x, int kk) const {
+    const int n = in_.n, k = in_.k;
+    const float* brow = in_.b + size_t(kk) * n + j0_;
+    // The inputs in locals first (the stores into x could alias them as far as the compiler
+    // knows, which keeps it from vectorizing the lane loops).
+    float a_used[R], b_used[W];
+    for (int r = 0; r < R; ++r) a_used[r] = in_.a[size_t(i0_ + r) * k + kk];
+    for (int w = 0; w < W; ++w) b_used[w] = brow[w];
+    for (int r = 0; r < R; ++r) {
+      const Acc av = static_cast<Acc>(a_used[r]);
+      for (int w = 0; w < W; ++w) {
+        const Acc bv = static_cast<Acc>(b_used[w]);
+        Acc& v = x.v[r * W + w];
+        if constexpr (kFirst) v = 0;
+        if constexpr (kRound) {
+          v = v + av * bv;
+        } else if constexpr (std::is_same_v<Acc, float>) {
+          v = __builtin_fmaf(av, bv, v);
+        } else {
+          v = __builtin_fma(av, bv, v);
+        }
+      }
+    }
+    if constexpr (kBound) {
+      const double u = p_.u_acc, eta = p_.eta_acc;
+      const float* borow = in_.bo + size_t(kk) * n + j0_;
+      float a_orig[R], b_orig[W];
+      for (int r = 0; r < R; ++r) a_orig[r] = in_.ao[size_t(i0_ + r) * k + kk];
+      for (int w = 0; w < W; ++w) b_orig[w] = borow[w];
+      for (int r = 0; r < R; ++r) {
+        const double ao = a_orig[r];
+        const double aused = a_used[r];
+        for (int w = 0; w < W; ++w) {
+          const double xe = ao * static_cast<double>(b_orig[w]);
+          double uv;
+          if constexpr (kRound) {
+            uv = static_cast<double>(static_cast<Acc>(aused) * static_cast<Acc>(b_used[w]));
+          } else {
+            uv = aused * static_cast<double>(b_used[w]);
+          }
+          const int l = r * W + w;
+          const double mi = std::fabs(xe), ei = std::fabs(uv - xe);
+          const double m0 = kFirst ? 0.0 : x.m[l], e0 = kFirst ? 0.0 : x.e[l];
+          x.m[l] = Up(m0 + mi);
+          x.e[l] = Up((1 + u) * (e0 + ei) + u * x.m[l] + eta);
+        }
+      }
+    }
+  }
+
+  // The split point of a node of n leaves (0: none, the node sums its leaves in sequence).
+  int Mid(int n) const {
+    if (n <= p_.leaf) return 0;
+    int mid = n / 2;
+    mid -= mid % p_.split_multiple;
+    return mid > 0 && mid < n ? mid : 0;
+  }
+
+#if defined(__x86_64__)
+  // acc = +0 plus leaves [lo, hi) in sequence (float32 lanes, 2 vectors per row).
+  void SeqReg(int lo, int hi, __m256 (&acc)[2 * R]) const {
+    const int n = in_.n, k = in_.k;
+    for (__m256& x : acc) x = _mm256_setzero_ps();
+    for (int kk = lo; kk < hi; ++kk) {
+      const float* brow = in_.b + size_t(kk) * n + j0_;
+      const __m256 b0 = _mm256_loadu_ps(brow), b1 = _mm256_loadu_ps(brow + 8);
+      for (int r = 0; r < R; ++r) {
+        const __m256 av = _mm256_broadcast_ss(in_.a + size_t(i0_ + r) * k + kk);
+        if constexpr (kRound) {
+          acc[2 * r] = _mm256_add_ps(acc[2 * r], _mm256_mul_ps(av, b0));
+          acc[2 * r + 1] = _mm256_add_ps(acc[2 * r + 1], _mm256_mul_ps(av, b1));
+        } else {
+          acc[2 * r] = _mm256_fmadd_ps(av, b0, acc[2 * r]);
+          acc[2 * r + 1] = _mm256_fmadd_ps(av, b1, acc[2 * r + 1]);
+        }
+      }
+    }
+  }
+#endif
+
+  // out = the pairwise sum of leaves [lo, hi) from +0 (ScalarDot::Pairwise with unroll 1).
+  void Pairwise(int lo, int hi, N& out) const {
+    const int n = hi - lo;
+#if defined(__x86_64__)
+    if constexpr (kAvx) {
+      const int mid = Mid(n);
+      __m256 x[2 * R];
+      if (mid == 0) {
+        SeqReg(lo, hi, x);
+      } else if (Mid(mid) == 0 && Mid(n - mid) == 0) {
+        // Both children are sequences: the whole node in registers.
+        __m256 y[2 * R];
+        SeqReg(lo, lo + mid, x);
+        SeqReg(lo + mid, hi, y);
+        for (int q = 0; q < 2 * R; ++q) x[q] = _mm256_add_ps(x[q], y[q]);
+      } else {
+        Pairwise(lo, lo + mid, out);
+        N right;
+        Pairwise(lo + mid, hi, right);
+        Combine(out, right);
+        return;
+      }
+      for (int q = 0; q < 2 * R; ++q) _mm256_storeu_ps(out.v + 8 * q, x[q]);
+      return;
+    }
+#endif
+    if (n > p_.leaf) {
+      int mid = n / 2;
+      mid -= mid % p_.split_multiple;
+      if (mid > 0 && mid < n) {
+        Pairwise(lo, lo + mid, out);
+        N right;
+        Pairwise(lo + mid, hi, right);
+        Combine(out, right);
+        return;
+      }
+    }
+    if (n == 0) {
+      Zero(out);
+      return;
+    }
+    Step<true>(out, lo);
+    for (int i = lo + 1; i < hi; ++i) Step(out, i);
+  }
+
+  const MatIn& in_;
+  const Plan& p_;
+  const int i0_, j0_;
+};
 
 // Fused tile: one row i, W columns from j0 (sequential, blocked or promote chains).
 template <bool kBound, int W>
@@ -1011,6 +1488,60 @@ void HostTileF32(const MatIn& in, int i0, int j0) {
     for (int w = 0; w < 16; ++w) {
       const size_t idx = size_t(i0 + r) * n + j0 + w;
       if (!std::isfinite(v[w])) {
+        (*in.redo)[idx] = 1;
+      } else {
+        in.d[idx] = std::bit_cast<uint32_t>(v[w]);
+      }
+    }
+  }
+}
+
+// Kahan tile, values only: R rows x 16 columns (KahanTile<float, kRound, false>, lane by lane;
+// p - comp is fma(a, b, -comp) as there). 4R independent chains of four dependent operations.
+template <bool kRound, int R>
+void KahanTileF32(const MatIn& in, int i0, int j0) {
+  const int n = in.n, k = in.k;
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  __m256 acc[R][2], comp[R][2];
+  for (int r = 0; r < R; ++r) {
+    float cv[16];
+    for (int w = 0; w < 16; ++w) {
+      const uint64_t cb = in.c ? in.c[size_t(i0 + r) * n + j0 + w] : 0;
+      cv[w] = std::bit_cast<float>(static_cast<uint32_t>(cb));
+    }
+    acc[r][0] = _mm256_loadu_ps(cv);
+    acc[r][1] = _mm256_loadu_ps(cv + 8);
+    comp[r][0] = comp[r][1] = _mm256_setzero_ps();
+  }
+  const float* arow = in.a + size_t(i0) * k;
+  const float* btile = in.bpackf + size_t(j0 / 16) * k * 16;
+  for (int kk = 0; kk < k; ++kk) {
+    const __m256 b[2] = {_mm256_loadu_ps(btile + size_t(kk) * 16),
+                         _mm256_loadu_ps(btile + size_t(kk) * 16 + 8)};
+    for (int r = 0; r < R; ++r) {
+      const __m256 av = _mm256_broadcast_ss(arow + size_t(r) * k + kk);
+      for (int h = 0; h < 2; ++h) {
+        __m256 y;
+        if constexpr (kRound) {
+          y = _mm256_sub_ps(_mm256_mul_ps(av, b[h]), comp[r][h]);
+        } else {
+          y = _mm256_fmadd_ps(av, b[h], _mm256_xor_ps(comp[r][h], sign));
+        }
+        const __m256 t = _mm256_add_ps(acc[r][h], y);
+        comp[r][h] = _mm256_sub_ps(_mm256_sub_ps(t, acc[r][h]), y);
+        acc[r][h] = t;
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    float v[16], cm[16];
+    _mm256_storeu_ps(v, acc[r][0]);
+    _mm256_storeu_ps(v + 8, acc[r][1]);
+    _mm256_storeu_ps(cm, comp[r][0]);
+    _mm256_storeu_ps(cm + 8, comp[r][1]);
+    for (int w = 0; w < 16; ++w) {
+      const size_t idx = size_t(i0 + r) * n + j0 + w;
+      if (!std::isfinite(v[w]) || !std::isfinite(cm[w])) {
         (*in.redo)[idx] = 1;
       } else {
         in.d[idx] = std::bit_cast<uint32_t>(v[w]);
@@ -1206,7 +1737,7 @@ void ScalarElement(const MatIn& in, int i, int j) {
             in.apow ? in.apow + size_t(i) * in.k : nullptr, in.bpow ? in.bpow + j : nullptr,
             1, size_t(in.n), in.k};
   EvalResult r;
-  if (!DotDecoded<kBound>(*in.p, d, in.c ? in.c[idx] : 0, r)) {
+  if (!DotDecoded<kBound>(*in.p, d, in.c ? in.c[idx] : 0, r, in.seed)) {
     (*in.redo)[idx] = 1;
     return;
   }
@@ -1217,7 +1748,10 @@ void ScalarElement(const MatIn& in, int i, int j) {
 template <bool kBound>
 void MatmulRows(const MatIn& in, int i_lo, int i_hi) {
   const Plan& p = *in.p;
-  const bool tiled = p.chain != ChainKind::kPairwise;
+  // Pairwise chains with unroll > 1 (no preset matmul) run element by element.
+  const bool pairwise = p.chain == ChainKind::kPairwise;
+  const bool tiled = p.chain == ChainKind::kSequential || p.chain == ChainKind::kBlocked ||
+                     p.chain == ChainKind::kPromote || (pairwise && p.unroll == 1);
   if (p.arith == Plan::Arith::kFused) {
     constexpr int W = 8;
 #if defined(__x86_64__)
@@ -1268,7 +1802,61 @@ void MatmulRows(const MatIn& in, int i_lo, int i_hi) {
       for (; j < in.n; ++j) ScalarElement<kBound>(in, i, j);
     }
   };
-  if (p.arith == Plan::Arith::kHostF64) {
+  if (p.kahan) {
+#if defined(__x86_64__)
+    if (!kBound && p.arith == Plan::Arith::kHostF32) {
+      // Column tiles outside, 2-row blocks inside (the packed B tile stays in cache).
+      auto tile = [&](auto r_tag, int i, int j) {
+        constexpr int kR = decltype(r_tag)::value;
+        if (p.round_product) {
+          KahanTileF32<true, kR>(in, i, j);
+        } else {
+          KahanTileF32<false, kR>(in, i, j);
+        }
+      };
+      for (int j = 0; j + 16 <= in.n; j += 16) {
+        int i = i_lo;
+        for (; i + 2 <= i_hi; i += 2) tile(std::integral_constant<int, 2>(), i, j);
+        for (; i < i_hi; ++i) tile(std::integral_constant<int, 1>(), i, j);
+      }
+      for (int i = i_lo; i < i_hi; ++i) {
+        for (int j = in.n / 16 * 16; j < in.n; ++j) ScalarElement<kBound>(in, i, j);
+      }
+      return;
+    }
+#endif
+    if (p.arith == Plan::Arith::kHostF64) {
+      if (p.round_product) {
+        run([&](int i, int j) { KahanTile<double, true, kBound, 4, 8>(in, i, j); },
+            [&](int i, int j) { KahanTile<double, true, kBound, 1, 8>(in, i, j); }, 8);
+      } else {
+        run([&](int i, int j) { KahanTile<double, false, kBound, 4, 8>(in, i, j); },
+            [&](int i, int j) { KahanTile<double, false, kBound, 1, 8>(in, i, j); }, 8);
+      }
+    } else if (p.round_product) {
+      run([&](int i, int j) { KahanTile<float, true, kBound, 4, 16>(in, i, j); },
+          [&](int i, int j) { KahanTile<float, true, kBound, 1, 16>(in, i, j); }, 16);
+    } else {
+      run([&](int i, int j) { KahanTile<float, false, kBound, 4, 16>(in, i, j); },
+          [&](int i, int j) { KahanTile<float, false, kBound, 1, 16>(in, i, j); }, 16);
+    }
+  } else if (pairwise) {
+    if (p.arith == Plan::Arith::kHostF64) {
+      if (p.round_product) {
+        run([&](int i, int j) { PairwiseTile<double, true, kBound, 4, 8>(in, i, j).Run(); },
+            [&](int i, int j) { PairwiseTile<double, true, kBound, 1, 8>(in, i, j).Run(); }, 8);
+      } else {
+        run([&](int i, int j) { PairwiseTile<double, false, kBound, 4, 8>(in, i, j).Run(); },
+            [&](int i, int j) { PairwiseTile<double, false, kBound, 1, 8>(in, i, j).Run(); }, 8);
+      }
+    } else if (p.round_product) {
+      run([&](int i, int j) { PairwiseTile<float, true, kBound, 4, 16>(in, i, j).Run(); },
+          [&](int i, int j) { PairwiseTile<float, true, kBound, 1, 16>(in, i, j).Run(); }, 16);
+    } else {
+      run([&](int i, int j) { PairwiseTile<float, false, kBound, 4, 16>(in, i, j).Run(); },
+          [&](int i, int j) { PairwiseTile<float, false, kBound, 1, 16>(in, i, j).Run(); }, 16);
+    }
+  } else if (p.arith == Plan::Arith::kHostF64) {
     if (p.round_product) {
       run([&](int i, int j) { HostTile<double, true, kBound, 4, 8>(in, i, j); },
           [&](int i, int j) { HostTile<double, true, kBound, 1, 8>(in, i, j); }, 8);
@@ -1371,8 +1959,8 @@ absl::StatusOr<EvalResult> DotImpl(const Model& model, const Plan& plan,
                   need_pow ? da.pow.data() : nullptr, need_pow ? db.pow.data() : nullptr,
                   1, 1, static_cast<int>(a.size())};
   EvalResult r;
-  const bool ok = options.want_bound ? DotDecoded<true>(plan, d, c_bits, r)
-                                     : DotDecoded<false>(plan, d, c_bits, r);
+  const bool ok = options.want_bound ? DotDecoded<true>(plan, d, c_bits, r, options.seed)
+                                     : DotDecoded<false>(plan, d, c_bits, r, options.seed);
   if (!ok) return generic();
   return r;
 }
@@ -1521,7 +2109,7 @@ absl::Status FastEvaluateMatmul(const Model& model, int m, int n, int k,
            fused ? sc.apow.data() : nullptr, sc.bv.data(),
            need_orig ? sc.bo.data() : sc.bv.data(), fused ? sc.bpow.data() : nullptr,
            sc.bd.data(), sc.bpack.data(), sc.bpackf.data(), c.empty() ? nullptr : c.data(),
-           d.data(), want_bound ? bounds.data() : nullptr, &redo};
+           d.data(), want_bound ? bounds.data() : nullptr, &redo, options.seed};
   auto rows = [&](int lo, int hi) {
     if (want_bound) {
       MatmulRows<true>(in, lo, hi);

@@ -161,7 +161,8 @@ TEST(FastEvalTest, EligiblePresetsIncludeTheTargets) {
        {"trainium1-bf16", "trainium2-bf16", "trainium3-bf16", "cuda-f32-fma", "cpu-f32-seq",
         "cpu-f64-seq", "numpy-sum-f32", "nvidia-h100-bf16", "nvidia-h100-fp16",
         "nvidia-h100-tf32", "nvidia-a100-tf32", "nvidia-h100-fp8e4m3",
-        "nvidia-h100-fp8e4m3-promote128", "nvidia-ada-fp8e5m2"}) {
+        "nvidia-h100-fp8e4m3-promote128", "nvidia-ada-fp8e5m2", "trainium2-bf16-pairwise",
+        "kahan-f32"}) {
     EXPECT_NE(std::find(eligible.begin(), eligible.end(), name), eligible.end()) << name;
   }
 }
@@ -351,6 +352,87 @@ TEST(FastEvalTest, VariantsMatchGeneric) {
   v.chain.promote_format = &Float32();
   v.name = "trainium2-bf16+promote100";
   variants.push_back(v);
+  // Pairwise matmul tiles (PairwiseTile): rounded products, no chunk with a larger leaf and a
+  // split multiple, a float64 accumulator (f64 tiles, f64 -> f32 output).
+  const Model pw = *LoadModelFile(dir + "/trainium2-bf16-pairwise.toml");
+  v = pw;
+  v.product.policy = ProductPolicy::kRound;
+  v.product.format = &Float32();
+  v.name = "trainium2-bf16-pairwise+round_product";
+  variants.push_back(v);
+  v = pw;
+  v.chain.chunk = 0;
+  v.chain.leaf = 5;
+  v.chain.split_multiple = 4;
+  v.name = "trainium2-bf16-pairwise+chunk0+leaf5+split4";
+  variants.push_back(v);
+  v = pw;
+  v.chain.leaf = 2;
+  v.chain.chunk = 64;
+  v.name = "trainium2-bf16-pairwise+leaf2+chunk64";
+  variants.push_back(v);
+  const Model f64 = *LoadModelFile(dir + "/cpu-f64-seq.toml");
+  v = f64;
+  v.chain = pw.chain;
+  v.name = "cpu-f64-seq+pairwise128";
+  variants.push_back(v);
+  v.output.format = &Float64();
+  v.name = "cpu-f64-seq+pairwise128+f64out";
+  variants.push_back(v);
+  // Kahan (KahanTile and ScalarDot::Kahan): exact products (p - comp in one fma), a float64
+  // accumulator with float64 products, with float32 or float64 output.
+  const Model kahan = *LoadModelFile(dir + "/kahan-f32.toml");
+  v = kahan;
+  v.product.policy = ProductPolicy::kExact;
+  v.name = "kahan-f32+exact_product";
+  variants.push_back(v);
+  v = kahan;
+  v.accumulator.format = &Float64();
+  v.accumulator.fraction_bits = Float64().fraction_bits;
+  v.product.format = &Float64();
+  v.output.format = &Float32();
+  v.name = "kahan-f64+f32out";
+  variants.push_back(v);
+  v.output.format = &Float64();
+  v.name = "kahan-f64";
+  variants.push_back(v);
+  // Chain kinds walked by chain_walk.h on host nodes, beyond the presets (simd halving, cascade,
+  // split_k fixed/random): strided (both combines, host and fused adders), simd reductions and
+  // unit orders, split_k with a fused adder.
+  const Model fma = *LoadModelFile(dir + "/cuda-f32-fma.toml");
+  for (CombineOrder comb : {CombineOrder::kSequential, CombineOrder::kPairwise}) {
+    v = fma;
+    v.chain.kind = ChainKind::kStrided;
+    v.chain.ways = 5;
+    v.chain.combine = comb;
+    v.name = "cuda-f32-fma+strided5+" + std::to_string(static_cast<int>(comb));
+    variants.push_back(v);
+  }
+  for (CombineOrder red : {CombineOrder::kSequential, CombineOrder::kPairwise}) {
+    v = fma;
+    v.chain.kind = ChainKind::kSimd;
+    v.chain.lanes = 8;
+    v.chain.unit = 3;
+    v.chain.unit_order = UnitOrder::kForward;
+    v.chain.reduce = red;
+    v.name = "cuda-f32-fma+simd8x3+" + std::to_string(static_cast<int>(red));
+    variants.push_back(v);
+  }
+  const Model trn2 = *LoadModelFile(dir + "/trainium2-bf16.toml");
+  v = trn2;
+  v.chain.kind = ChainKind::kStrided;
+  v.chain.ways = 3;
+  v.chain.combine = CombineOrder::kPairwise;
+  v.name = "trainium2-bf16+strided3";
+  variants.push_back(v);
+  v = bf16;
+  v.accumulator.fraction_bits = Float32().fraction_bits;
+  v.chain.kind = ChainKind::kSplitK;
+  v.chain.slices = 3;
+  v.chain.order = SplitOrder::kRandom;
+  v.output.format = &Float32();
+  v.name = "nvidia-h100-bf16+f23+splitk3-random";
+  variants.push_back(v);
   for (const Model& m : variants) {
     SCOPED_TRACE(m.name);
     ASSERT_TRUE(FastPathEligible(m)) << FastPathIneligibleReason(m);
@@ -376,6 +458,10 @@ TEST(FastEvalTest, WhitelistRejectsWhatItDoesNotImplement) {
   m = base;
   m.chain.kind = ChainKind::kStrided;
   m.chain.ways = 4;
+  m.chain.combine = CombineOrder::kHalving;  // The walk would read it as pairwise.
+  EXPECT_FALSE(FastPathEligible(m));
+  m = base;
+  m.chain.kind = ChainKind::kTree;  // No host test yet.
   EXPECT_FALSE(FastPathEligible(m));
   m = base;
   m.chain.kind = static_cast<ChainKind>(200);  // A kind added later.
