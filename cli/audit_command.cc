@@ -120,14 +120,6 @@ std::vector<std::string> SplitComma(const std::string& s) {
   return out;
 }
 
-bool ShowProgress(const std::string& mode) {
-  if (mode == "always") return true;
-  if (mode == "never") return false;
-  const char* ci = std::getenv("CI");
-  if (ci != nullptr && std::string(ci) == "true") return false;
-  return isatty(STDERR_FILENO) != 0;
-}
-
 // Writes `text` to `path`: "-" is standard output; an existing device or FIFO (/dev/null,
 // /dev/stdout) is written in place; a regular file (or a new path) is replaced atomically
 // through a temporary sibling, never left partial; a directory is refused.

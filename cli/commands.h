@@ -26,6 +26,10 @@ inline constexpr int kExitUsage = 2;
 // executable, else the source tree's accumulation/models).
 std::string ResolveModelsDir(const std::string& flag);
 
+// --progress auto|always|never: auto shows progress when stderr is a terminal and CI is not
+// "true" (tolerance_command.cc; shared by the commands with long runs).
+bool ShowProgress(const std::string& mode);
+
 struct CalcOptions {
   std::string input;       // Empty or "-": standard input.
   std::string models_dir;  // --models-dir (mdot, msum); see ResolveModelsDir.

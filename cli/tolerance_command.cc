@@ -145,6 +145,8 @@ std::string Duration(double s) {
   return buf;
 }
 
+}  // namespace
+
 bool ShowProgress(const std::string& mode) {
   if (mode == "always") return true;
   if (mode == "never") return false;
@@ -153,7 +155,6 @@ bool ShowProgress(const std::string& mode) {
   return isatty(STDERR_FILENO) != 0;
 }
 
-}  // namespace
 
 CLI::App* AddToleranceCommand(CLI::App& root, ToleranceOptions& o) {
   CLI::App* app = root.add_subcommand(

@@ -1105,6 +1105,19 @@ void Progress(const AuditOptions& o, int64_t done, int64_t total, const std::str
   if (o.progress) o.progress(done, total, label);
 }
 
+// The tolerance rule for every platform of the audit (when asked for); a platform the rule cannot
+// run for gets a note instead.
+void RecommendAll(Context& ctx, int64_t k) {
+  const AuditOptions& options = *ctx.options;
+  if (!options.recommend) return;
+  for (Platform& p : ctx.platforms) {
+    Progress(options, 0, 1, Cat("tolerance rule for ", p.name, " at K=", k));
+    if (absl::Status s = Recommend(p, ctx.sum, k, options); !s.ok()) {
+      ctx.notes.push_back(Cat("no tolerance recommendation for ", p.name, ": ", s.message()));
+    }
+  }
+}
+
 }  // namespace
 
 absl::StatusOr<PlatformAudit> RecommendTolerance(const std::string& op, const std::string& platform,
@@ -1322,14 +1335,7 @@ absl::StatusOr<AuditResult> AuditMatmul(const MatmulAuditInput& in, const AuditO
   AddFileProvenance(ctx.provenance, "out", O);
   ctx.provenance.emplace_back("tool", Cat("fpconform ", FPCONFORM_REPORT_VERSION));
   ctx.platforms = *std::move(platforms);
-  if (options.recommend) {
-    for (Platform& p : ctx.platforms) {
-      Progress(options, 0, 1, Cat("tolerance rule for ", p.name, " at K=", k));
-      if (absl::Status s = Recommend(p, false, k, options); !s.ok()) {
-        ctx.notes.push_back(Cat("no tolerance recommendation for ", p.name, ": ", s.message()));
-      }
-    }
-  }
+  RecommendAll(ctx, k);
 
   // The pass, per batch element: A row-major and B column-major (views into the converted
   // inputs where the file already has that layout, else one transposed copy); row blocks through
@@ -1477,14 +1483,7 @@ absl::StatusOr<AuditResult> AuditSum(const SumAuditInput& in, const AuditOptions
   AddFileProvenance(ctx.provenance, "out", O);
   ctx.provenance.emplace_back("tool", Cat("fpconform ", FPCONFORM_REPORT_VERSION));
   ctx.platforms = *std::move(platforms);
-  if (options.recommend) {
-    for (Platform& p : ctx.platforms) {
-      Progress(options, 0, 1, Cat("tolerance rule for ", p.name, " at K=", k));
-      if (absl::Status s = Recommend(p, true, k, options); !s.ok()) {
-        ctx.notes.push_back(Cat("no tolerance recommendation for ", p.name, ": ", s.message()));
-      }
-    }
-  }
+  RecommendAll(ctx, k);
   Auditor auditor(std::move(ctx));
   const Context& c = auditor.context();
   const int64_t total = c.elements;
