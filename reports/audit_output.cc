@@ -1,4 +1,5 @@
 // The file and terminal forms of audits (audit.h; the JSON schema is reports/AUDIT.md).
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -32,8 +33,14 @@ std::string Percent(int64_t part, int64_t whole) {
   char buf[48];
   if (p >= 0.1 && p <= 99.9) {
     std::snprintf(buf, sizeof buf, "%.1f%%", p);
-  } else {
+  } else if (p < 0.1) {
     std::snprintf(buf, sizeof buf, "%.3g%%", p);
+  } else {
+    // Near 100: enough decimals that the shortfall shows (99.98%, 99.999999%), never "100%".
+    const double rest = 100.0 * static_cast<double>(whole - part) / static_cast<double>(whole);
+    const int decimals = std::max(1, static_cast<int>(std::ceil(-std::log10(rest))));
+    std::snprintf(buf, sizeof buf, "%.*f%%", decimals, std::floor(p * std::pow(10.0, decimals)) /
+                                                           std::pow(10.0, decimals));
   }
   return buf;
 }

@@ -377,5 +377,25 @@ TEST_F(AuditTest, BadInputsAreErrorsThatSayWhy) {
   EXPECT_FALSE(r->notes.empty());
 }
 
+// The mismatch share never rounds to 0% or 100% when it is neither.
+TEST(AuditText, PercentagesKeepTheirDigits) {
+  AuditResult r;
+  r.op = "matmul";
+  r.verdict = "fail";
+  r.formula = "f";
+  for (const auto& [unexplained, want] :
+       std::vector<std::pair<int64_t, std::string>>{{1, "(1e-06%)"},
+                                                    {99999999, "(99.999999%)"},
+                                                    {99980000, "(99.98%)"},
+                                                    {50000000, "(50.0%)"}}) {
+    r.counts = {100000000 - unexplained, 0, 0, unexplained};
+    r.mismatched = unexplained;
+    const std::string text = AuditSummaryText(r);
+    EXPECT_NE(text.find("Mismatched elements: " + std::to_string(unexplained) + " / 100000000 " + want),
+              std::string::npos)
+        << text;
+  }
+}
+
 }  // namespace
 }  // namespace fpconform::reports
