@@ -56,9 +56,7 @@ std::string FormatDouble(double v) {
   return std::string(buf, r.ptr);
 }
 
-namespace {
-
-const char* TypeName(ColumnType t) {
+const char* ColumnTypeName(ColumnType t) {
   switch (t) {
     case ColumnType::kInt:
       return "int";
@@ -69,6 +67,8 @@ const char* TypeName(ColumnType t) {
   }
   return "?";
 }
+
+namespace {
 
 bool CellMatches(const Cell& c, ColumnType t) {
   if (std::holds_alternative<std::monostate>(c)) return true;
@@ -148,7 +148,7 @@ absl::Status Validate(const Report& report) {
         if (!CellMatches(t.rows[r][c], t.columns[c].type)) {
           return absl::InternalError(Cat("table ", t.name, " row ", r, " column ",
                                                   t.columns[c].name, ": not a ",
-                                                  TypeName(t.columns[c].type)));
+                                                  ColumnTypeName(t.columns[c].type)));
         }
       }
     }
@@ -181,7 +181,7 @@ std::string ToJson(const Report& report) {
       out += "\"name\": ";
       AppendJsonString(out, t.columns[c].name);
       out += ", \"type\": ";
-      AppendJsonString(out, TypeName(t.columns[c].type));
+      AppendJsonString(out, ColumnTypeName(t.columns[c].type));
       out += ", \"unit\": ";
       AppendJsonString(out, t.columns[c].unit);
       out += ", \"description\": ";

@@ -91,6 +91,9 @@ struct Report {
   std::string Provenance(std::string_view key) const;
 };
 
+// "int", "float", "string": the type names of report.json's columns.
+const char* ColumnTypeName(ColumnType t);
+
 // Shortest decimal that reads back to the same double; "inf", "-inf", "nan" otherwise.
 std::string FormatDouble(double v);
 

@@ -394,18 +394,6 @@ std::string ToMarkdown(const Report& report) {
 
 namespace {
 
-const char* ColumnTypeName(ColumnType t) {
-  switch (t) {
-    case ColumnType::kInt:
-      return "int";
-    case ColumnType::kFloat:
-      return "float";
-    case ColumnType::kString:
-      return "string";
-  }
-  return "?";
-}
-
 // A shard's tables against the sweep's own: every row table present once, with the same
 // columns (name and type, in order), and no other tables but the recomputed summaries. The
 // summaries and the merge read cells by column name, so this is what keeps them in bounds.
