@@ -92,8 +92,10 @@ class ChainWalk {
         break;
       case ChainKind::kBlocked:
         total = c;
-        for (int i = 0; i < k; i += ch.block) {
-          total = ops_.Combine(total, Sequential(ops_.Zero(), i, std::min(k, i + ch.block)));
+        for (int i = 0; i < k;) {
+          const int end = BlockedBlockEnd(ch, i, k);
+          total = ops_.Combine(total, Sequential(ops_.Zero(), i, end));
+          i = end;
         }
         break;
       case ChainKind::kStrided: {

@@ -38,7 +38,7 @@ static_assert(sizeof(Model::Inputs) == 56, "Model::Inputs changed: extend MakePl
 static_assert(sizeof(Model::Product) == 40, "Model::Product changed: extend MakePlan");
 static_assert(sizeof(Model::Adder) == 48, "Model::Adder changed: extend MakePlan");
 static_assert(sizeof(Model::Accumulator) == 40, "Model::Accumulator changed: extend MakePlan");
-static_assert(sizeof(Model::Chain) == 128, "Model::Chain changed: extend MakePlan");
+static_assert(sizeof(Model::Chain) == 136, "Model::Chain changed: extend MakePlan");
 static_assert(sizeof(Model::Output) == 32, "Model::Output changed: extend MakePlan");
 
 std::atomic<uint64_t> g_fallbacks{0};
@@ -145,6 +145,14 @@ struct Plan {
   double u_acc = 0, eta_acc = 0, u_comb = 0, eta_comb = 0, u_prom = 0, eta_prom = 0;
   double u_out = 0, eta_out = 0;
 };
+
+// End of the K chunk that starts at k0 in the tiled kernels: chain.kind = "blocked" cuts where
+// the model says (BlockedBlockEnd: fixed blocks, or the OpenBLAS halved tail); the others
+// (sequential: chunk = k; promote: every) in steps of `chunk`.
+int ChunkEnd(const Plan& p, int chunk, int k0, int k) {
+  if (p.chain == ChainKind::kBlocked) return BlockedBlockEnd(p.model->chain, k0, k);
+  return std::min(k, k0 + chunk);
+}
 
 double UnitRoundoff(int fraction_bits, const OpEnv& env) {
   const bool nearest =
@@ -514,8 +522,10 @@ class ScalarDot {
       }
       case ChainKind::kBlocked: {
         Node<Acc> total = cn;
-        for (int i = 0; i < k; i += p_.chunk) {
-          total = Combine(total, Seq(Node<Acc>{}, i, std::min(k, i + p_.chunk)));
+        for (int i = 0; i < k;) {
+          const int end = BlockedBlockEnd(p_.model->chain, i, k);
+          total = Combine(total, Seq(Node<Acc>{}, i, end));
+          i = end;
         }
         return total;
       }
@@ -863,8 +873,8 @@ void HostTile(const MatIn& in, int i0, int j0) {
   const double u = p.u_acc, eta = p.eta_acc;
   const double uc = p.chain == ChainKind::kPromote ? p.u_prom : p.u_comb;
   const double etac = p.chain == ChainKind::kPromote ? p.eta_prom : p.eta_comb;
-  for (int k0 = 0; k0 < k; k0 += chunk) {
-    const int k1 = std::min(k, k0 + chunk);
+  for (int k0 = 0, k1 = 0; k0 < k; k0 = k1) {
+    k1 = ChunkEnd(p, chunk, k0, k);
     Acc acc[R][W];
     double am[R][W], ae[R][W];
     for (int r = 0; r < R; ++r) {
@@ -1342,8 +1352,8 @@ void FusedTile(const MatIn& in, int i, int j0) {
   const float* arow = in.a + size_t(i) * k;
   const float* aorow = in.ao + size_t(i) * k;
   const double* apow = in.apow + size_t(i) * k;
-  for (int k0 = 0; k0 < k; k0 += chunk) {
-    const int k1 = std::min(k, k0 + chunk);
+  for (int k0 = 0, k1 = 0; k0 < k; k0 = k1) {
+    k1 = ChunkEnd(p, chunk, k0, k);
     double acc[W], am[W], ae[W];
     for (int w = 0; w < W; ++w) {
       acc[w] = seq ? tot[w] : 0.0;
@@ -1453,8 +1463,8 @@ void HostTileF32(const MatIn& in, int i0, int j0) {
   }
   const bool seq = p.chain == ChainKind::kSequential;
   const int chunk = seq ? std::max(k, 1) : p.chunk;
-  for (int k0 = 0; k0 < k; k0 += chunk) {
-    const int k1 = std::min(k, k0 + chunk);
+  for (int k0 = 0, k1 = 0; k0 < k; k0 = k1) {
+    k1 = ChunkEnd(p, chunk, k0, k);
     __m256 acc[R][2];
     for (int r = 0; r < R; ++r) {
       acc[r][0] = seq ? tot[r][0] : _mm256_setzero_ps();
@@ -1595,8 +1605,8 @@ void FusedTileAvx(const MatIn& in, int i0, int j0) {
     apow[r] = in.apow + size_t(i0 + r) * k;
   }
   const double* btile = in.bpack + size_t(j0 / 8) * k * 16;
-  for (int k0 = 0; k0 < k; k0 += chunk) {
-    const int k1 = std::min(k, k0 + chunk);
+  for (int k0 = 0, k1 = 0; k0 < k; k0 = k1) {
+    k1 = ChunkEnd(p, chunk, k0, k);
     __m256d acc[C];
     for (int c = 0; c < C; ++c) acc[c] = seq ? tot[c] : zero;
     for (int g0 = k0; g0 < k1; g0 += p.group) {

@@ -443,7 +443,7 @@ absl::StatusOr<Model> Parse(const toml::table& root, std::string_view file) {
     r.CheckKeys(*t, "chain",
                 {"kind", "leaf", "unroll", "split_multiple", "chunk", "block", "ways", "combine",
                  "slices", "order", "every", "format", "rounding", "lanes", "unit", "unit_order",
-                 "reduce", "shape"});
+                 "reduce", "shape", "tail", "tail_multiple"});
     int k = r.Choice(*t, "chain", "kind", true,
                      {"sequential", "pairwise", "blocked", "strided", "split_k", "promote",
                       "tree", "simd", "cascade"},
@@ -452,7 +452,7 @@ absl::StatusOr<Model> Parse(const toml::table& root, std::string_view file) {
     const std::map<int, std::pair<ChainKind, std::set<std::string_view>>> applies = {
         {0, {ChainKind::kSequential, {}}},
         {1, {ChainKind::kPairwise, {"leaf", "unroll", "split_multiple", "chunk"}}},
-        {2, {ChainKind::kBlocked, {"block"}}},
+        {2, {ChainKind::kBlocked, {"block", "tail", "tail_multiple"}}},
         {3, {ChainKind::kStrided, {"ways", "combine"}}},
         {4, {ChainKind::kSplitK, {"slices", "order"}}},
         {5, {ChainKind::kPromote, {"every", "format", "rounding"}}},
@@ -508,6 +508,26 @@ absl::StatusOr<Model> Parse(const toml::table& root, std::string_view file) {
         if (auto v = r.Int(*t, "chain", "block", true, 1, kBig, t)) {
           m.chain.block = int(*v);
           multiple_of_g("block", *v);
+        }
+        {
+          const int tail =
+              r.Choice(*t, "chain", "tail", false, {"fixed", "halve_down", "halve_up"}, 0, t);
+          m.chain.tail = tail == 1   ? BlockTail::kHalveDown
+                         : tail == 2 ? BlockTail::kHalveUp
+                                     : BlockTail::kFixed;
+        }
+        if (auto v = r.Int(*t, "chain", "tail_multiple", false, 1, kBig, t)) {
+          m.chain.tail_multiple = int(*v);
+          if (m.chain.tail == BlockTail::kFixed) {
+            r.Fail(t->get("tail_multiple"), "chain.tail_multiple",
+                   "applies only with chain.tail = \"halve_down\" or \"halve_up\"");
+          } else {
+            multiple_of_g("tail_multiple", *v);
+          }
+        } else if (r.ok() && m.chain.tail != BlockTail::kFixed && g > 1) {
+          r.Fail(t->get("tail"), "chain.tail",
+                 Cat("needs chain.tail_multiple, a multiple of adder.group (", g,
+                     "), with a fused adder"));
         }
         break;
       case ChainKind::kStrided: {
@@ -737,6 +757,17 @@ absl::StatusOr<Model> LoadModelFile(const std::string& path) {
   absl::StatusOr<std::string> text = ReadUserFile(path, kMaxTextFileBytes, "model file");
   if (!text.ok()) return text.status();
   return ParseModel(*text, path);
+}
+
+int BlockedBlockEnd(const Model::Chain& chain, int begin, int k) {
+  const int64_t r = int64_t{k} - begin;
+  const int64_t block = chain.block;
+  if (r <= block) return k;
+  if (chain.tail == BlockTail::kFixed || r >= 2 * block) return static_cast<int>(begin + block);
+  int64_t h = chain.tail == BlockTail::kHalveDown ? r / 2 : (r + 1) / 2;
+  const int64_t m = chain.tail_multiple;
+  h = (h + m - 1) / m * m;
+  return static_cast<int>(begin + std::min(h, r));
 }
 
 }  // namespace fpconform

@@ -54,6 +54,8 @@ enum class ChainKind : uint8_t {
 enum class CombineOrder : uint8_t { kSequential, kPairwise, kHalving };
 enum class UnitOrder : uint8_t { kForward, kReverse };
 enum class SplitOrder : uint8_t { kFixed, kRandom };
+// blocked: how the block before the last is cut (chain.tail, MODEL_FORMAT.md).
+enum class BlockTail : uint8_t { kFixed, kHalveDown, kHalveUp };
 
 struct Model {
   std::string name;
@@ -97,6 +99,8 @@ struct Model {
     int leaf = 8, unroll = 1, split_multiple = 1;  // pairwise.
     int chunk = 0;                                  // pairwise: 0 = no chunking.
     int block = 0;                                  // blocked.
+    BlockTail tail = BlockTail::kFixed;             // blocked: chain.tail.
+    int tail_multiple = 1;                          // blocked: chain.tail_multiple.
     int ways = 0;                                   // strided.
     CombineOrder combine = CombineOrder::kSequential;
     int slices = 0;                                 // split_k.
@@ -142,6 +146,14 @@ struct Model {
 
 // Parses a model from TOML text. `file_name` is used only in error messages and, when non-empty
 // and ending in ".toml", to check that `name` equals the file's stem.
+// chain.kind = "blocked": the end of the block that starts at `begin` (0 <= begin < k) of a
+// length-k chain. With tail = "fixed", min(k, begin + block). With "halve_down"/"halve_up" the
+// GotoBLAS/OpenBLAS K partition (driver/level3/level3.c, level3_thread.c): r = k - begin left;
+// r >= 2 * block: a block of `block`; block < r < 2 * block: h = floor(r / 2) (halve_down) or
+// ceil(r / 2) (halve_up), rounded up to a multiple of tail_multiple, capped at r; r <= block:
+// the rest. Every chain walk (generic engine, fast path, summation tree) cuts blocks here.
+int BlockedBlockEnd(const Model::Chain& chain, int begin, int k);
+
 absl::StatusOr<Model> ParseModel(std::string_view toml_text, std::string_view file_name);
 
 // Reads and parses a model file, through ReadUserFile (formats/user_file.h): NotFound when it

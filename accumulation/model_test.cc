@@ -325,6 +325,117 @@ TEST(ModelTest, NewKeysErrorsNameFileLineAndField) {
   }
 }
 
+// ---- chain.kind = "blocked" with chain.tail (the OpenBLAS K partition). ----
+
+// Line numbers below count from the first line of this text (line 1: name).
+constexpr const char* kBlockedTail = R"toml(name = "b"
+description = "blocked tail test"
+[inputs]
+a = "float32"
+[product]
+policy = "exact"
+[adder]
+kind = "fma"
+[accumulator]
+format = "float32"
+[chain]
+kind = "blocked"
+block = 448
+tail = "halve_down"
+tail_multiple = 16
+[provenance]
+"inputs.a" = "x"
+"product.policy" = "x"
+"adder.kind" = "x"
+"accumulator.format" = "x"
+"chain.kind" = "x"
+"chain.block" = "x"
+"chain.tail" = "x"
+"chain.tail_multiple" = "x"
+)toml";
+
+// The blocks BlockedBlockEnd cuts a length-k chain into.
+std::vector<int> Blocks(const Model::Chain& ch, int k) {
+  std::vector<int> sizes;
+  for (int i = 0; i < k;) {
+    const int end = BlockedBlockEnd(ch, i, k);
+    if (end <= i || end > k) {
+      ADD_FAILURE() << "block end " << end << " after " << i << " of " << k;
+      break;
+    }
+    sizes.push_back(end - i);
+    i = end;
+  }
+  return sizes;
+}
+
+TEST(ModelTest, BlockedTailCutsAsOpenBlas) {
+  absl::StatusOr<Model> m = ParseModel(kBlockedTail, "dir/b.toml");
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->chain.tail, BlockTail::kHalveDown);
+  EXPECT_EQ(m->chain.tail_multiple, 16);
+  Model::Chain ch = m->chain;
+  // MODEL_FORMAT.md's example, K = 1000: level3.c (one thread) and level3_thread.c.
+  EXPECT_EQ(Blocks(ch, 1000), (std::vector<int>{448, 288, 264}));
+  // K = 1024 as the probe of np.matmul showed (fpconform reveal --from, SOURCES.md §4c).
+  EXPECT_EQ(Blocks(ch, 1024), (std::vector<int>{448, 288, 288}));
+  EXPECT_EQ(Blocks(ch, 896), (std::vector<int>{448, 448}));
+  EXPECT_EQ(Blocks(ch, 449), (std::vector<int>{224, 225}));  // floor(449/2) = 224 = 14 * 16.
+  EXPECT_EQ(Blocks(ch, 460), (std::vector<int>{240, 220}));  // floor(460/2) = 230 -> 240.
+  EXPECT_EQ(Blocks(ch, 448), (std::vector<int>{448}));
+  EXPECT_EQ(Blocks(ch, 1), (std::vector<int>{1}));
+  ch.tail = BlockTail::kHalveUp;
+  ch.tail_multiple = 1;
+  EXPECT_EQ(Blocks(ch, 1000), (std::vector<int>{448, 276, 276}));
+  EXPECT_EQ(Blocks(ch, 449), (std::vector<int>{225, 224}));
+  EXPECT_EQ(Blocks(ch, 2000), (std::vector<int>{448, 448, 448, 328, 328}));
+  ch.tail = BlockTail::kFixed;
+  EXPECT_EQ(Blocks(ch, 1000), (std::vector<int>{448, 448, 104}));
+  // A multiple larger than the rest is capped at the rest: never an empty last block.
+  ch.block = 4;
+  ch.tail = BlockTail::kHalveDown;
+  ch.tail_multiple = 16;
+  EXPECT_EQ(Blocks(ch, 7), (std::vector<int>{7}));
+  // Every K up to 3000: the blocks cover [0, K) in order (Blocks checks progress) and only the
+  // last two may differ from `block`.
+  for (BlockTail t : {BlockTail::kFixed, BlockTail::kHalveDown, BlockTail::kHalveUp}) {
+    ch = m->chain;
+    ch.tail = t;
+    for (int k = 1; k <= 3000; ++k) {
+      const std::vector<int> b = Blocks(ch, k);
+      int sum = 0;
+      for (size_t i = 0; i < b.size(); ++i) {
+        sum += b[i];
+        if (i + 2 < b.size()) {
+          EXPECT_EQ(b[i], 448) << "k " << k;
+        }
+      }
+      EXPECT_EQ(sum, k);
+    }
+  }
+}
+
+TEST(ModelTest, BlockedTailErrorsNameFileLineAndField) {
+  const BadCase cases[] = {
+      {"tail value", "tail = \"halve_down\"", "tail = \"halves\"",
+       "b.toml:14: chain.tail: must be one of fixed halve_down halve_up"},
+      {"tail_multiple without a halving tail", "tail = \"halve_down\"", "tail = \"fixed\"",
+       "b.toml:15: chain.tail_multiple: applies only with chain.tail = \"halve_down\" or "
+       "\"halve_up\""},
+      {"tail_multiple range", "tail_multiple = 16", "tail_multiple = 0",
+       "b.toml:15: chain.tail_multiple: must be an integer in 1..1073741824, got 0"},
+      {"tail on sequential", "kind = \"blocked\"\nblock = 448", "kind = \"sequential\"",
+       "b.toml:13: chain.tail: does not apply to this chain.kind"},
+  };
+  for (const BadCase& c : cases) {
+    SCOPED_TRACE(c.comment);
+    absl::StatusOr<Model> m = ParseModel(Replace(kBlockedTail, c.from, c.to), "dir/b.toml");
+    ASSERT_FALSE(m.ok());
+    const std::string msg(m.status().message());
+    EXPECT_EQ(msg.rfind(std::string("dir/") + c.expected, 0), 0u) << msg;
+  }
+}
+
 // ---- chain.kind = "tree" (MODEL_FORMAT.md): chain.shape. ----
 
 // Line numbers below count from the first line of this text (line 1: name).
