@@ -42,7 +42,7 @@ __all__ = [
     "Audit", "Compare", "CLASS_NAMES", "IDENTICAL", "WITHIN_BOUND", "WITHIN_TOLERANCE", "UNEXPLAINED",
     "formats", "cast", "ulp", "ulp_distance", "models", "model", "emulate_matmul", "emulate_sum",
     "exact_matmul", "exact_sum", "tolerance", "audit_matmul", "audit_sum", "audit_cast",
-    "compare_matmul", "models_dir", "sweep_file", "dtype_name",
+    "compare_matmul", "models_dir", "sweep_file", "dtype_name", "blas",
 ]
 
 Audit = _C.Audit
@@ -479,3 +479,5 @@ def compare_matmul(a: Any, b: Any, out_ref: Any, platform_ref: str, out: Any, pl
                           out_rounding, o)
     _notify(r, "compare")
     return r
+
+from . import blas  # noqa: E402  (numpy BLAS detection: fpconform.blas)
