@@ -227,8 +227,19 @@ struct HostChain {
       case ChainKind::kBlocked: {
         const size_t bl = static_cast<size_t>(m.chain.block);
         T acc = c;
-        for (size_t lo = 0; lo < n; lo += bl) {
-          acc = acc + Sequential(lo, std::min(n, lo + bl), T(0));
+        size_t min_l = 0;
+        for (size_t lo = 0; lo < n; lo += min_l) {
+          // OpenBLAS's K loop, written as in driver/level3/level3.c (one thread) and
+          // level3_thread.c (several), not through accumulation's BlockedBlockEnd.
+          min_l = n - lo;
+          if (m.chain.tail == BlockTail::kFixed || min_l >= 2 * bl) {
+            min_l = std::min(min_l, bl);
+          } else if (min_l > bl) {
+            const size_t u = static_cast<size_t>(m.chain.tail_multiple);
+            min_l = m.chain.tail == BlockTail::kHalveUp ? (min_l + 1) / 2
+                                                        : ((min_l / 2 + u - 1) / u) * u;
+          }
+          acc = acc + Sequential(lo, lo + min_l, T(0));
         }
         return acc;
       }

@@ -201,3 +201,23 @@ def test_platform_rules_name_existing_presets():
     assert blas.numpy_matmul_platform(4, 10, 4, np.float16, info=info)[0] is None
     assert blas.numpy_matmul_platform(4, 10, 4, np.float32, info={"name": "reference"})[0] == "numpy-refblas-f32"
     assert len(seen) >= 5, seen
+
+
+def test_reveal_names_the_openblas_preset(fpc, tmp_path):
+    """fpconform reveal on PyPI numpy's np.matmul as a black box: at K = 1000 the two OpenBLAS
+    drivers cut K differently (448 + 276 + 276 on several threads, 448 + 288 + 264 on one), and
+    the probe matmul (1151 x 1000 x 1151) runs on this numpy's threads."""
+    info = skylakex_openblas()
+    probes = tmp_path / "probes"
+    fpc.run("reveal", "--make-probes", "--op", "matmul", "--k", "1000", "--dtype", "float32",
+            "--out", str(probes))
+    a, b = np.load(probes / "A.npy"), np.load(probes / "B.npy")
+    np.save(tmp_path / "out.npy", a @ b)
+    text = fpc.run("reveal", "--from", str(probes), "--outputs", str(tmp_path / "out.npy")).stdout
+    line = next(l for l in text.splitlines() if l.startswith("presets with this tree and behaviour"))
+    expected = "numpy-openblas-skylakex-f32" if (info["threads"] or 1) > 1 else \
+        "numpy-openblas-skylakex-f32-1thread"
+    assert expected in line.split(), text
+    other = "numpy-openblas-skylakex-f32-1thread" if expected.endswith("f32") else \
+        "numpy-openblas-skylakex-f32"
+    assert other not in line.split(), text
