@@ -417,7 +417,7 @@ namespace {
 using InputSignature = std::tuple<const FormatSpec*, const FormatSpec*, const FormatSpec*>;
 
 InputSignature Signature(const Model& m) {
-  return {m.inputs.a, m.inputs.b != nullptr ? m.inputs.b : m.inputs.a, m.inputs.convert_to};
+  return {m.inputs.a, &m.InputB(), m.inputs.convert_to};
 }
 
 std::string DescribeInputs(const Model& m) {
