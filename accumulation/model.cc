@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <initializer_list>
+#include <map>
 #include <optional>
 #include <set>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -139,18 +142,24 @@ class Reader {
     env = parsed;
   }
 
-  // Which of `choices` the string is; -1 (and an error) otherwise. `def` when absent.
-  int Choice(const toml::table& t, std::string_view prefix, std::string_view key, bool required,
-             const std::vector<std::string_view>& choices, int def,
-             const toml::node* table_node) {
+  // The value of the one of `choices` (name, value) the string names: `def` when the key is
+  // absent and not required; nullopt, with an error, when it names none of them (or the key is
+  // required and missing, or an earlier error stuck).
+  template <typename E>
+  std::optional<E> Choice(
+      const toml::table& t, std::string_view prefix, std::string_view key, bool required,
+      std::type_identity_t<std::initializer_list<std::pair<std::string_view, E>>> choices,
+      E def, const toml::node* table_node) {
     std::optional<std::string> s = String(t, prefix, key, required, table_node);
-    if (!s) return ok() ? def : -1;
-    for (size_t i = 0; i < choices.size(); ++i) {
-      if (choices[i] == *s) return static_cast<int>(i);
+    if (!s) return ok() ? std::optional<E>(def) : std::nullopt;
+    std::vector<std::string_view> names;
+    for (const auto& [name, value] : choices) {
+      if (name == *s) return value;
+      names.push_back(name);
     }
     Fail(t.get(key), Dotted(prefix, key),
-         Cat("must be one of ", Join(choices, " "), ", got \"", *s, "\""));
-    return -1;
+         Cat("must be one of ", Join(names, " "), ", got \"", *s, "\""));
+    return std::nullopt;
   }
 
   void Record(const std::string& dotted, std::string value, const toml::node* n) {
@@ -314,6 +323,362 @@ void ReadNameAndDescription(Reader& r, const toml::table& root, std::string_view
   }
 }
 
+// `operations`: which of dot, matmul, sum the model defines (all when absent).
+void ReadOperations(Reader& r, const toml::table& root, Model& m) {
+  const toml::node* ops = root.get("operations");
+  if (ops == nullptr || !r.ok()) return;
+  const toml::array* arr = ops->as_array();
+  if (arr == nullptr) {
+    r.Fail(ops, "operations", "must be an array of \"dot\" \"matmul\" \"sum\"");
+    return;
+  }
+  m.op_dot = m.op_matmul = m.op_sum = false;
+  for (const toml::node& e : *arr) {
+    const auto* s = e.as_string();
+    std::string v = s != nullptr ? s->get() : "";
+    if (v == "dot") m.op_dot = true;
+    else if (v == "matmul") m.op_matmul = true;
+    else if (v == "sum") m.op_sum = true;
+    else {
+      r.Fail(&e, "operations", "entries must be \"dot\", \"matmul\" or \"sum\"");
+      break;
+    }
+  }
+}
+
+// [inputs]
+void ReadInputs(Reader& r, const toml::table& root, Model& m) {
+  const toml::table* t = SubTable(r, root, "inputs", true);
+  if (t == nullptr) return;
+  r.CheckKeys(*t, "inputs", {"a", "b", "convert_to", "convert_rounding", "daz"});
+  m.inputs.a = r.Format(*t, "inputs", "a", true, t);
+  m.inputs.b = r.Format(*t, "inputs", "b", false, t);
+  if (m.inputs.b == nullptr) m.inputs.b = m.inputs.a;
+  m.inputs.convert_to = r.Format(*t, "inputs", "convert_to", false, t);
+  if (m.inputs.convert_to == nullptr) {
+    Reject(r, *t, "inputs", "convert_rounding", "applies only with inputs.convert_to");
+  }
+  r.RoundingKey(*t, "inputs", "convert_rounding", m.inputs.convert_env);
+  if (auto b = r.Bool(*t, "inputs", "daz")) m.inputs.daz = *b;
+}
+
+// [product]
+void ReadProduct(Reader& r, const toml::table& root, Model& m) {
+  const toml::table* t = SubTable(r, root, "product", false);
+  if (t == nullptr) return;
+  r.CheckKeys(*t, "product", {"policy", "format", "rounding"});
+  m.product.policy = r.Choice(*t, "product", "policy", false,
+                              {{"exact", ProductPolicy::kExact}, {"round", ProductPolicy::kRound}},
+                              ProductPolicy::kExact, t)
+                         .value_or(ProductPolicy::kExact);
+  if (m.product.policy == ProductPolicy::kRound) {
+    m.product.format = r.Format(*t, "product", "format", true, t);
+    r.RoundingKey(*t, "product", "rounding", m.product.env);
+  } else {
+    Reject(r, *t, "product", "format", "applies only with product.policy = \"round\"");
+    Reject(r, *t, "product", "rounding", "applies only with product.policy = \"round\"");
+  }
+}
+
+// [adder] (after [product]: fma needs exact products).
+void ReadAdder(Reader& r, const toml::table& root, Model& m) {
+  const toml::table* t = SubTable(r, root, "adder", true);
+  if (t == nullptr) return;
+  r.CheckKeys(*t, "adder",
+              {"kind", "rounding", "group", "fraction_bits", "alignment", "alignment_exponent",
+               "normalization_rounding", "ftz", "daz"});
+  const std::optional<AdderKind> kind =
+      r.Choice(*t, "adder", "kind", true,
+               {{"ieee", AdderKind::kIeee}, {"fma", AdderKind::kFma},
+                {"fused", AdderKind::kFused}, {"kahan", AdderKind::kKahan}},
+               AdderKind::kIeee, t);
+  if (!kind) return;
+  m.adder.kind = *kind;
+  if (*kind == AdderKind::kFused) {
+    Reject(r, *t, "adder", "ftz", "does not apply to a fused adder");
+    Reject(r, *t, "adder", "daz", "applies only to adder.kind = \"ieee\" or \"fma\"");
+    Reject(r, *t, "adder", "rounding", "does not apply to a fused adder "
+                                       "(use adder.normalization_rounding)");
+    m.adder.group = static_cast<int>(r.Int(*t, "adder", "group", true, 1, 256, t).value_or(1));
+    m.adder.fraction_bits =
+        static_cast<int>(r.Int(*t, "adder", "fraction_bits", true, 1, 100, t).value_or(1));
+    m.adder.alignment =
+        r.Choice(*t, "adder", "alignment", false,
+                 {{"truncate", Alignment::kTruncate}, {"round_down", Alignment::kRoundDown}},
+                 Alignment::kTruncate, t)
+            .value_or(Alignment::kTruncate);
+    m.adder.alignment_exponent = r.Choice(*t, "adder", "alignment_exponent", false,
+                                          {{"nominal", AlignmentExponent::kNominal},
+                                           {"actual", AlignmentExponent::kActual}},
+                                          AlignmentExponent::kNominal, t)
+                                     .value_or(AlignmentExponent::kNominal);
+    m.adder.env.rounding = Rounding::kTowardZero;
+    r.RoundingKey(*t, "adder", "normalization_rounding", m.adder.env, {"rtz", "rne"});
+    return;
+  }
+  for (std::string_view key :
+       {"group", "fraction_bits", "alignment", "alignment_exponent", "normalization_rounding"}) {
+    Reject(r, *t, "adder", key, "applies only to adder.kind = \"fused\"");
+  }
+  r.RoundingKey(*t, "adder", "rounding", m.adder.env);
+  if (auto b = r.Bool(*t, "adder", "ftz")) m.adder.env.flush_to_zero = *b;
+  if (*kind == AdderKind::kKahan) {
+    Reject(r, *t, "adder", "daz", "applies only to adder.kind = \"ieee\" or \"fma\"");
+  }
+  if (auto b = r.Bool(*t, "adder", "daz")) m.adder.env.denormals_are_zero = *b;
+  if (*kind == AdderKind::kFma && m.product.policy != ProductPolicy::kExact) {
+    r.Fail(t->get("kind"), "adder.kind", "\"fma\" needs product.policy = \"exact\"");
+  }
+}
+
+// [accumulator]
+void ReadAccumulator(Reader& r, const toml::table& root, Model& m) {
+  const toml::table* t = SubTable(r, root, "accumulator", true);
+  if (t == nullptr) return;
+  r.CheckKeys(*t, "accumulator", {"format", "fraction_bits", "rounding"});
+  m.accumulator.format = r.Format(*t, "accumulator", "format", true, t);
+  if (m.accumulator.format != nullptr) {
+    m.accumulator.fraction_bits = m.accumulator.format->fraction_bits;
+    if (m.accumulator.format->nonfinite != NonFinite::kIeee || !m.accumulator.format->has_zero) {
+      r.Fail(t->get("format"), "accumulator.format",
+             "must be an IEEE-like format with zero and Inf (float16/bfloat16/tfloat32/"
+             "float32/float64)");
+    }
+    if (auto fb = r.Int(*t, "accumulator", "fraction_bits", false, 1,
+                        m.accumulator.format->fraction_bits, t)) {
+      m.accumulator.fraction_bits = static_cast<int>(*fb);
+    }
+  }
+  r.RoundingKey(*t, "accumulator", "rounding", m.accumulator.combine_env);
+}
+
+// The keys of [chain] besides `kind` that apply to each chain.kind.
+const std::set<std::string_view>& ChainKeys(ChainKind kind) {
+  static const std::map<ChainKind, std::set<std::string_view>> kKeys = {
+      {ChainKind::kSequential, {}},
+      {ChainKind::kPairwise, {"leaf", "unroll", "split_multiple", "chunk"}},
+      {ChainKind::kBlocked, {"block", "tail", "tail_multiple"}},
+      {ChainKind::kStrided, {"ways", "combine"}},
+      {ChainKind::kSplitK, {"slices", "order"}},
+      {ChainKind::kPromote, {"every", "format", "rounding"}},
+      {ChainKind::kTree, {"shape"}},
+      {ChainKind::kSimd, {"lanes", "unit", "unit_order", "reduce"}},
+      {ChainKind::kCascade, {"lanes"}}};
+  return kKeys.at(kind);
+}
+
+// The parameters of [chain] for m.chain.kind (already read and checked).
+void ReadChainParameters(Reader& r, const toml::table& t, Model& m) {
+  const int g = m.adder.kind == AdderKind::kFused ? m.adder.group : 1;
+  auto multiple_of_g = [&](std::string_view key, int64_t v) {
+    if (v % g != 0) {
+      r.Fail(t.get(key), Reader::Dotted("chain", key),
+             Cat("must be a multiple of adder.group (", g, ") with a fused adder"));
+    }
+  };
+  constexpr int64_t kBig = int64_t{1} << 30;
+  switch (m.chain.kind) {
+    case ChainKind::kSequential:
+      break;
+    case ChainKind::kPairwise:
+      if (auto v = r.Int(t, "chain", "leaf", false, 1, kBig, &t)) m.chain.leaf = int(*v);
+      if (auto v = r.Int(t, "chain", "unroll", false, 1, 64, &t)) m.chain.unroll = int(*v);
+      if (auto v = r.Int(t, "chain", "split_multiple", false, 1, kBig, &t)) {
+        m.chain.split_multiple = int(*v);
+      }
+      if (auto v = r.Int(t, "chain", "chunk", false, 1, kBig, &t)) m.chain.chunk = int(*v);
+      if (r.ok() && g > 1) {
+        multiple_of_g("leaf", m.chain.leaf);
+        if (m.chain.chunk > 0) multiple_of_g("chunk", m.chain.chunk);
+        if (m.chain.unroll != 1) r.Fail(t.get("unroll"), "chain.unroll",
+                                        "must be 1 with a fused adder");
+        multiple_of_g("split_multiple", m.chain.split_multiple);
+      }
+      break;
+    case ChainKind::kBlocked:
+      if (auto v = r.Int(t, "chain", "block", true, 1, kBig, &t)) {
+        m.chain.block = int(*v);
+        multiple_of_g("block", *v);
+      }
+      m.chain.tail = r.Choice(t, "chain", "tail", false,
+                              {{"fixed", BlockTail::kFixed},
+                               {"halve_down", BlockTail::kHalveDown},
+                               {"halve_up", BlockTail::kHalveUp}},
+                              BlockTail::kFixed, &t)
+                         .value_or(BlockTail::kFixed);
+      if (auto v = r.Int(t, "chain", "tail_multiple", false, 1, kBig, &t)) {
+        m.chain.tail_multiple = int(*v);
+        if (m.chain.tail == BlockTail::kFixed) {
+          r.Fail(t.get("tail_multiple"), "chain.tail_multiple",
+                 "applies only with chain.tail = \"halve_down\" or \"halve_up\"");
+        } else {
+          multiple_of_g("tail_multiple", *v);
+        }
+      } else if (r.ok() && m.chain.tail != BlockTail::kFixed && g > 1) {
+        r.Fail(t.get("tail"), "chain.tail",
+               Cat("needs chain.tail_multiple, a multiple of adder.group (", g,
+                   "), with a fused adder"));
+      }
+      break;
+    case ChainKind::kStrided:
+      if (auto v = r.Int(t, "chain", "ways", true, 2, 4096, &t)) m.chain.ways = int(*v);
+      m.chain.combine = r.Choice(t, "chain", "combine", false,
+                                 {{"sequential", CombineOrder::kSequential},
+                                  {"pairwise", CombineOrder::kPairwise}},
+                                 CombineOrder::kSequential, &t)
+                            .value_or(CombineOrder::kSequential);
+      break;
+    case ChainKind::kSplitK:
+      if (auto v = r.Int(t, "chain", "slices", true, 1, 4096, &t)) m.chain.slices = int(*v);
+      m.chain.order =
+          r.Choice(t, "chain", "order", false,
+                   {{"fixed", SplitOrder::kFixed}, {"random", SplitOrder::kRandom}},
+                   SplitOrder::kFixed, &t)
+              .value_or(SplitOrder::kFixed);
+      break;
+    case ChainKind::kPromote:
+      if (auto v = r.Int(t, "chain", "every", true, 1, kBig, &t)) {
+        m.chain.every = int(*v);
+        multiple_of_g("every", *v);
+      }
+      m.chain.promote_format = r.Format(t, "chain", "format", false, &t);
+      if (m.chain.promote_format == nullptr) m.chain.promote_format = &Float32();
+      if (r.ok() && m.chain.promote_format->nonfinite != NonFinite::kIeee) {
+        r.Fail(t.get("format"), "chain.format", "must be an IEEE-like format");
+      }
+      r.RoundingKey(t, "chain", "rounding", m.chain.promote_env);
+      break;
+    case ChainKind::kSimd:
+      if (auto v = r.Int(t, "chain", "lanes", true, 1, 4096, &t)) {
+        m.chain.lanes = int(*v);
+        if ((*v & (*v - 1)) != 0) {
+          r.Fail(t.get("lanes"), "chain.lanes", Cat("must be a power of two, got ", *v));
+        }
+      }
+      if (auto v = r.Int(t, "chain", "unit", false, 1, 64, &t)) m.chain.unit = int(*v);
+      m.chain.unit_order =
+          r.Choice(t, "chain", "unit_order", false,
+                   {{"forward", UnitOrder::kForward}, {"reverse", UnitOrder::kReverse}},
+                   UnitOrder::kForward, &t)
+              .value_or(UnitOrder::kForward);
+      m.chain.reduce = r.Choice(t, "chain", "reduce", false,
+                                {{"halving", CombineOrder::kHalving},
+                                 {"sequential", CombineOrder::kSequential},
+                                 {"pairwise", CombineOrder::kPairwise}},
+                                CombineOrder::kHalving, &t)
+                           .value_or(CombineOrder::kHalving);
+      break;
+    case ChainKind::kCascade:
+      if (auto v = r.Int(t, "chain", "lanes", true, 1, 4096, &t)) m.chain.lanes = int(*v);
+      break;
+    case ChainKind::kTree:
+      if (auto v = r.String(t, "chain", "shape", true, &t)) {
+        const std::string err = ParseTreeShape(*v, m.chain);
+        if (!err.empty()) r.Fail(t.get("shape"), "chain.shape", err);
+      }
+      break;
+  }
+}
+
+// [chain] (after [adder]: a fused adder's group constrains it).
+void ReadChain(Reader& r, const toml::table& root, Model& m) {
+  const toml::table* t = SubTable(r, root, "chain", true);
+  if (t == nullptr) return;
+  r.CheckKeys(*t, "chain",
+              {"kind", "leaf", "unroll", "split_multiple", "chunk", "block", "ways", "combine",
+               "slices", "order", "every", "format", "rounding", "lanes", "unit", "unit_order",
+               "reduce", "shape", "tail", "tail_multiple"});
+  const std::optional<ChainKind> kind =
+      r.Choice(*t, "chain", "kind", true,
+               {{"sequential", ChainKind::kSequential}, {"pairwise", ChainKind::kPairwise},
+                {"blocked", ChainKind::kBlocked}, {"strided", ChainKind::kStrided},
+                {"split_k", ChainKind::kSplitK}, {"promote", ChainKind::kPromote},
+                {"tree", ChainKind::kTree}, {"simd", ChainKind::kSimd},
+                {"cascade", ChainKind::kCascade}},
+               ChainKind::kSequential, t);
+  if (kind && r.ok()) {
+    m.chain.kind = *kind;
+    const std::set<std::string_view>& applies = ChainKeys(*kind);
+    for (const auto& [key, v] : *t) {
+      if (key.str() != "kind" && !applies.contains(key.str())) {
+        r.Fail(&v, Reader::Dotted("chain", key.str()), "does not apply to this chain.kind");
+        break;
+      }
+    }
+    if (m.adder.kind == AdderKind::kKahan && m.chain.kind != ChainKind::kSequential) {
+      r.Fail(t->get("kind"), "chain.kind",
+             "adder.kind = \"kahan\" needs chain.kind = \"sequential\"");
+    }
+    if (m.adder.kind == AdderKind::kFused &&
+        (m.chain.kind == ChainKind::kSimd || m.chain.kind == ChainKind::kCascade)) {
+      r.Fail(t->get("kind"), "chain.kind", "\"simd\" and \"cascade\" need adder.kind = "
+                                           "\"ieee\" or \"fma\"");
+    }
+  }
+  ReadChainParameters(r, *t, m);
+}
+
+// [output] (after [accumulator] and [chain]: its format defaults to the final accumulator's).
+void ReadOutput(Reader& r, const toml::table& root, Model& m) {
+  if (const toml::table* t = SubTable(r, root, "output", false)) {
+    r.CheckKeys(*t, "output", {"format", "rounding", "sat"});
+    m.output.format = r.Format(*t, "output", "format", false, t);
+    r.RoundingKey(*t, "output", "rounding", m.output.env);
+    if (auto b = r.Bool(*t, "output", "sat")) m.output.env.saturate = *b;
+  }
+  if (r.ok() && m.output.format == nullptr) m.output.format = &m.FinalAccumulatorFormat();
+}
+
+// [provenance] (last: it must cover every parameter the file set, `params`).
+void ReadProvenance(Reader& r, const toml::table& root,
+                    const std::vector<std::pair<std::string, std::string>>& params, Model& m) {
+  const toml::table* t = SubTable(r, root, "provenance", true);
+  if (t == nullptr) return;
+  std::set<std::string> present;
+  for (const auto& [k, v] : params) present.insert(k);
+  for (const auto& [k, v] : *t) {
+    if (!r.ok()) break;
+    const std::string key(k.str());
+    const std::string dotted = Cat("provenance.", key);
+    if (key == "unconfirmed") {
+      const toml::array* arr = v.as_array();
+      if (arr == nullptr) {
+        r.Fail(&v, dotted, "must be an array of parameter names");
+        break;
+      }
+      for (const toml::node& e : *arr) {
+        const auto* s = e.as_string();
+        if (s == nullptr || !present.contains(s->get())) {
+          r.Fail(&e, dotted,
+                 Cat("entries must name parameters the file sets",
+                     s != nullptr ? Cat(", got \"", s->get(), "\"") : ""));
+          break;
+        }
+        m.unconfirmed.push_back(s->get());
+      }
+      continue;
+    }
+    const auto* s = v.as_string();
+    if (s == nullptr) {
+      r.Fail(&v, dotted, "must be a string (the source)");
+    } else if (!present.contains(key)) {
+      r.Fail(&v, dotted, "names a parameter the file does not set");
+    } else {
+      m.provenance[key] = s->get();
+    }
+  }
+  for (const auto& [k, v] : params) {
+    if (!r.ok()) break;
+    if (k == "name" || k == "description" || k == "output.sat") continue;
+    if (!m.provenance.contains(k)) {
+      r.Fail(r.lines_[k], k, "has no source in [provenance] (say \"unknown\" and list it "
+                             "in provenance.unconfirmed)");
+    }
+  }
+}
+
+// One function per table, in this order (the first error sticks, and later tables check
+// against earlier ones).
 absl::StatusOr<Model> Parse(const toml::table& root, std::string_view file) {
   Reader r(file);
   Model m;
@@ -325,318 +690,16 @@ absl::StatusOr<Model> Parse(const toml::table& root, std::string_view file) {
   r.CheckKeys(root, "",
               {"name", "description", "operations", "inputs", "product", "adder", "accumulator",
                "chain", "output", "provenance"});
-  // Top level.
   ReadNameAndDescription(r, root, file, &m.name, &m.description);
-  if (const toml::node* ops = root.get("operations"); ops != nullptr && r.ok()) {
-    const toml::array* arr = ops->as_array();
-    if (arr == nullptr) {
-      r.Fail(ops, "operations", "must be an array of \"dot\" \"matmul\" \"sum\"");
-    } else {
-      m.op_dot = m.op_matmul = m.op_sum = false;
-      for (const toml::node& e : *arr) {
-        const auto* s = e.as_string();
-        std::string v = s != nullptr ? s->get() : "";
-        if (v == "dot") m.op_dot = true;
-        else if (v == "matmul") m.op_matmul = true;
-        else if (v == "sum") m.op_sum = true;
-        else {
-          r.Fail(&e, "operations", "entries must be \"dot\", \"matmul\" or \"sum\"");
-          break;
-        }
-      }
-    }
-  }
-
-  // [inputs]
-  if (const toml::table* t = SubTable(r, root, "inputs", true)) {
-    r.CheckKeys(*t, "inputs", {"a", "b", "convert_to", "convert_rounding", "daz"});
-    m.inputs.a = r.Format(*t, "inputs", "a", true, t);
-    m.inputs.b = r.Format(*t, "inputs", "b", false, t);
-    if (m.inputs.b == nullptr) m.inputs.b = m.inputs.a;
-    m.inputs.convert_to = r.Format(*t, "inputs", "convert_to", false, t);
-    if (m.inputs.convert_to == nullptr) {
-      Reject(r, *t, "inputs", "convert_rounding", "applies only with inputs.convert_to");
-    }
-    r.RoundingKey(*t, "inputs", "convert_rounding", m.inputs.convert_env);
-    if (auto b = r.Bool(*t, "inputs", "daz")) m.inputs.daz = *b;
-  }
-
-  // [product]
-  if (const toml::table* t = SubTable(r, root, "product", false)) {
-    r.CheckKeys(*t, "product", {"policy", "format", "rounding"});
-    int p = r.Choice(*t, "product", "policy", false, {"exact", "round"}, 0, t);
-    m.product.policy = p == 1 ? ProductPolicy::kRound : ProductPolicy::kExact;
-    if (p == 1) {
-      m.product.format = r.Format(*t, "product", "format", true, t);
-      r.RoundingKey(*t, "product", "rounding", m.product.env);
-    } else {
-      Reject(r, *t, "product", "format", "applies only with product.policy = \"round\"");
-      Reject(r, *t, "product", "rounding", "applies only with product.policy = \"round\"");
-    }
-  }
-
-  // [adder]
-  if (const toml::table* t = SubTable(r, root, "adder", true)) {
-    r.CheckKeys(*t, "adder",
-                {"kind", "rounding", "group", "fraction_bits", "alignment", "alignment_exponent",
-                 "normalization_rounding", "ftz", "daz"});
-    int k = r.Choice(*t, "adder", "kind", true, {"ieee", "fma", "fused", "kahan"}, 0, t);
-    m.adder.kind = k == 3   ? AdderKind::kKahan
-                   : k == 2 ? AdderKind::kFused
-                   : k == 1 ? AdderKind::kFma
-                            : AdderKind::kIeee;
-    if (k == 2) {
-      Reject(r, *t, "adder", "ftz", "does not apply to a fused adder");
-      Reject(r, *t, "adder", "daz", "applies only to adder.kind = \"ieee\" or \"fma\"");
-      Reject(r, *t, "adder", "rounding", "does not apply to a fused adder "
-                                         "(use adder.normalization_rounding)");
-      m.adder.group = static_cast<int>(r.Int(*t, "adder", "group", true, 1, 256, t).value_or(1));
-      m.adder.fraction_bits =
-          static_cast<int>(r.Int(*t, "adder", "fraction_bits", true, 1, 100, t).value_or(1));
-      int a = r.Choice(*t, "adder", "alignment", false, {"truncate", "round_down"}, 0, t);
-      m.adder.alignment = a == 1 ? Alignment::kRoundDown : Alignment::kTruncate;
-      int e = r.Choice(*t, "adder", "alignment_exponent", false, {"nominal", "actual"}, 0, t);
-      m.adder.alignment_exponent =
-          e == 1 ? AlignmentExponent::kActual : AlignmentExponent::kNominal;
-      m.adder.env.rounding = Rounding::kTowardZero;
-      r.RoundingKey(*t, "adder", "normalization_rounding", m.adder.env, {"rtz", "rne"});
-    } else if (k >= 0) {
-      for (std::string_view key :
-           {"group", "fraction_bits", "alignment", "alignment_exponent",
-            "normalization_rounding"}) {
-        Reject(r, *t, "adder", key, "applies only to adder.kind = \"fused\"");
-      }
-      r.RoundingKey(*t, "adder", "rounding", m.adder.env);
-      if (auto b = r.Bool(*t, "adder", "ftz")) m.adder.env.flush_to_zero = *b;
-      if (k == 3) {
-        Reject(r, *t, "adder", "daz", "applies only to adder.kind = \"ieee\" or \"fma\"");
-      }
-      if (auto b = r.Bool(*t, "adder", "daz")) m.adder.env.denormals_are_zero = *b;
-      if (k == 1 && m.product.policy != ProductPolicy::kExact) {
-        r.Fail(t->get("kind"), "adder.kind", "\"fma\" needs product.policy = \"exact\"");
-      }
-    }
-  }
-
-  // [accumulator]
-  if (const toml::table* t = SubTable(r, root, "accumulator", true)) {
-    r.CheckKeys(*t, "accumulator", {"format", "fraction_bits", "rounding"});
-    m.accumulator.format = r.Format(*t, "accumulator", "format", true, t);
-    if (m.accumulator.format != nullptr) {
-      m.accumulator.fraction_bits = m.accumulator.format->fraction_bits;
-      if (m.accumulator.format->nonfinite != NonFinite::kIeee ||
-          !m.accumulator.format->has_zero) {
-        r.Fail(t->get("format"), "accumulator.format",
-               "must be an IEEE-like format with zero and Inf (float16/bfloat16/tfloat32/"
-               "float32/float64)");
-      }
-      if (auto fb = r.Int(*t, "accumulator", "fraction_bits", false, 1,
-                          m.accumulator.format->fraction_bits, t)) {
-        m.accumulator.fraction_bits = static_cast<int>(*fb);
-      }
-    }
-    r.RoundingKey(*t, "accumulator", "rounding", m.accumulator.combine_env);
-  }
-
-  // [chain]
-  if (const toml::table* t = SubTable(r, root, "chain", true)) {
-    r.CheckKeys(*t, "chain",
-                {"kind", "leaf", "unroll", "split_multiple", "chunk", "block", "ways", "combine",
-                 "slices", "order", "every", "format", "rounding", "lanes", "unit", "unit_order",
-                 "reduce", "shape", "tail", "tail_multiple"});
-    int k = r.Choice(*t, "chain", "kind", true,
-                     {"sequential", "pairwise", "blocked", "strided", "split_k", "promote",
-                      "tree", "simd", "cascade"},
-                     0, t);
-    // Choice index -> (ChainKind, keys that apply).
-    const std::map<int, std::pair<ChainKind, std::set<std::string_view>>> applies = {
-        {0, {ChainKind::kSequential, {}}},
-        {1, {ChainKind::kPairwise, {"leaf", "unroll", "split_multiple", "chunk"}}},
-        {2, {ChainKind::kBlocked, {"block", "tail", "tail_multiple"}}},
-        {3, {ChainKind::kStrided, {"ways", "combine"}}},
-        {4, {ChainKind::kSplitK, {"slices", "order"}}},
-        {5, {ChainKind::kPromote, {"every", "format", "rounding"}}},
-        {6, {ChainKind::kTree, {"shape"}}},
-        {7, {ChainKind::kSimd, {"lanes", "unit", "unit_order", "reduce"}}},
-        {8, {ChainKind::kCascade, {"lanes"}}}};
-    if (auto it = applies.find(k); it != applies.end() && r.ok()) {
-      m.chain.kind = it->second.first;
-      for (const auto& [key, v] : *t) {
-        if (key.str() != "kind" && !it->second.second.contains(key.str())) {
-          r.Fail(&v, Reader::Dotted("chain", key.str()),
-                 "does not apply to this chain.kind");
-          break;
-        }
-      }
-      if (m.adder.kind == AdderKind::kKahan && m.chain.kind != ChainKind::kSequential) {
-        r.Fail(t->get("kind"), "chain.kind",
-               "adder.kind = \"kahan\" needs chain.kind = \"sequential\"");
-      }
-      if (m.adder.kind == AdderKind::kFused &&
-          (m.chain.kind == ChainKind::kSimd || m.chain.kind == ChainKind::kCascade)) {
-        r.Fail(t->get("kind"), "chain.kind", "\"simd\" and \"cascade\" need adder.kind = "
-                                             "\"ieee\" or \"fma\"");
-      }
-    }
-    const int g = m.adder.kind == AdderKind::kFused ? m.adder.group : 1;
-    auto multiple_of_g = [&](std::string_view key, int64_t v) {
-      if (v % g != 0) {
-        r.Fail(t->get(key), Reader::Dotted("chain", key),
-               Cat("must be a multiple of adder.group (", g, ") with a fused adder"));
-      }
-    };
-    constexpr int64_t kBig = int64_t{1} << 30;
-    switch (m.chain.kind) {
-      case ChainKind::kSequential:
-        break;
-      case ChainKind::kPairwise:
-        if (auto v = r.Int(*t, "chain", "leaf", false, 1, kBig, t)) m.chain.leaf = int(*v);
-        if (auto v = r.Int(*t, "chain", "unroll", false, 1, 64, t)) m.chain.unroll = int(*v);
-        if (auto v = r.Int(*t, "chain", "split_multiple", false, 1, kBig, t)) {
-          m.chain.split_multiple = int(*v);
-        }
-        if (auto v = r.Int(*t, "chain", "chunk", false, 1, kBig, t)) m.chain.chunk = int(*v);
-        if (r.ok() && g > 1) {
-          multiple_of_g("leaf", m.chain.leaf);
-          if (m.chain.chunk > 0) multiple_of_g("chunk", m.chain.chunk);
-          if (m.chain.unroll != 1) r.Fail(t->get("unroll"), "chain.unroll",
-                                          "must be 1 with a fused adder");
-          multiple_of_g("split_multiple", m.chain.split_multiple);
-        }
-        break;
-      case ChainKind::kBlocked:
-        if (auto v = r.Int(*t, "chain", "block", true, 1, kBig, t)) {
-          m.chain.block = int(*v);
-          multiple_of_g("block", *v);
-        }
-        {
-          const int tail =
-              r.Choice(*t, "chain", "tail", false, {"fixed", "halve_down", "halve_up"}, 0, t);
-          m.chain.tail = tail == 1   ? BlockTail::kHalveDown
-                         : tail == 2 ? BlockTail::kHalveUp
-                                     : BlockTail::kFixed;
-        }
-        if (auto v = r.Int(*t, "chain", "tail_multiple", false, 1, kBig, t)) {
-          m.chain.tail_multiple = int(*v);
-          if (m.chain.tail == BlockTail::kFixed) {
-            r.Fail(t->get("tail_multiple"), "chain.tail_multiple",
-                   "applies only with chain.tail = \"halve_down\" or \"halve_up\"");
-          } else {
-            multiple_of_g("tail_multiple", *v);
-          }
-        } else if (r.ok() && m.chain.tail != BlockTail::kFixed && g > 1) {
-          r.Fail(t->get("tail"), "chain.tail",
-                 Cat("needs chain.tail_multiple, a multiple of adder.group (", g,
-                     "), with a fused adder"));
-        }
-        break;
-      case ChainKind::kStrided: {
-        if (auto v = r.Int(*t, "chain", "ways", true, 2, 4096, t)) m.chain.ways = int(*v);
-        int c = r.Choice(*t, "chain", "combine", false, {"sequential", "pairwise"}, 0, t);
-        m.chain.combine = c == 1 ? CombineOrder::kPairwise : CombineOrder::kSequential;
-        break;
-      }
-      case ChainKind::kSplitK: {
-        if (auto v = r.Int(*t, "chain", "slices", true, 1, 4096, t)) m.chain.slices = int(*v);
-        int o = r.Choice(*t, "chain", "order", false, {"fixed", "random"}, 0, t);
-        m.chain.order = o == 1 ? SplitOrder::kRandom : SplitOrder::kFixed;
-        break;
-      }
-      case ChainKind::kPromote:
-        if (auto v = r.Int(*t, "chain", "every", true, 1, kBig, t)) {
-          m.chain.every = int(*v);
-          multiple_of_g("every", *v);
-        }
-        m.chain.promote_format = r.Format(*t, "chain", "format", false, t);
-        if (m.chain.promote_format == nullptr) m.chain.promote_format = &Float32();
-        if (r.ok() && m.chain.promote_format->nonfinite != NonFinite::kIeee) {
-          r.Fail(t->get("format"), "chain.format", "must be an IEEE-like format");
-        }
-        r.RoundingKey(*t, "chain", "rounding", m.chain.promote_env);
-        break;
-      case ChainKind::kSimd: {
-        if (auto v = r.Int(*t, "chain", "lanes", true, 1, 4096, t)) {
-          m.chain.lanes = int(*v);
-          if ((*v & (*v - 1)) != 0) {
-            r.Fail(t->get("lanes"), "chain.lanes", Cat("must be a power of two, got ", *v));
-          }
-        }
-        if (auto v = r.Int(*t, "chain", "unit", false, 1, 64, t)) m.chain.unit = int(*v);
-        int o = r.Choice(*t, "chain", "unit_order", false, {"forward", "reverse"}, 0, t);
-        m.chain.unit_order = o == 1 ? UnitOrder::kReverse : UnitOrder::kForward;
-        int c = r.Choice(*t, "chain", "reduce", false, {"halving", "sequential", "pairwise"}, 0,
-                         t);
-        m.chain.reduce = c == 1 ? CombineOrder::kSequential
-                         : c == 2 ? CombineOrder::kPairwise
-                                  : CombineOrder::kHalving;
-        break;
-      }
-      case ChainKind::kCascade:
-        if (auto v = r.Int(*t, "chain", "lanes", true, 1, 4096, t)) m.chain.lanes = int(*v);
-        break;
-      case ChainKind::kTree:
-        if (auto v = r.String(*t, "chain", "shape", true, t)) {
-          const std::string err = ParseTreeShape(*v, m.chain);
-          if (!err.empty()) r.Fail(t->get("shape"), "chain.shape", err);
-        }
-        break;
-    }
-  }
-
-  // [output]
-  if (const toml::table* t = SubTable(r, root, "output", false)) {
-    r.CheckKeys(*t, "output", {"format", "rounding", "sat"});
-    m.output.format = r.Format(*t, "output", "format", false, t);
-    r.RoundingKey(*t, "output", "rounding", m.output.env);
-    if (auto b = r.Bool(*t, "output", "sat")) m.output.env.saturate = *b;
-  }
-  if (r.ok() && m.output.format == nullptr) m.output.format = &m.FinalAccumulatorFormat();
-
-  // [provenance]
+  ReadOperations(r, root, m);
+  ReadInputs(r, root, m);
+  ReadProduct(r, root, m);
+  ReadAdder(r, root, m);
+  ReadAccumulator(r, root, m);
+  ReadChain(r, root, m);
+  ReadOutput(r, root, m);
   std::vector<std::pair<std::string, std::string>> params = r.parameters_;
-  if (const toml::table* t = SubTable(r, root, "provenance", true)) {
-    std::set<std::string> present;
-    for (const auto& [k, v] : params) present.insert(k);
-    for (const auto& [k, v] : *t) {
-      if (!r.ok()) break;
-      const std::string key(k.str());
-      const std::string dotted = Cat("provenance.", key);
-      if (key == "unconfirmed") {
-        const toml::array* arr = v.as_array();
-        if (arr == nullptr) {
-          r.Fail(&v, dotted, "must be an array of parameter names");
-          break;
-        }
-        for (const toml::node& e : *arr) {
-          const auto* s = e.as_string();
-          if (s == nullptr || !present.contains(s->get())) {
-            r.Fail(&e, dotted,
-                   Cat("entries must name parameters the file sets",
-                                s != nullptr ? Cat(", got \"", s->get(), "\"") : ""));
-            break;
-          }
-          m.unconfirmed.push_back(s->get());
-        }
-        continue;
-      }
-      const auto* s = v.as_string();
-      if (s == nullptr) {
-        r.Fail(&v, dotted, "must be a string (the source)");
-      } else if (!present.contains(key)) {
-        r.Fail(&v, dotted, "names a parameter the file does not set");
-      } else {
-        m.provenance[key] = s->get();
-      }
-    }
-    for (const auto& [k, v] : params) {
-      if (!r.ok()) break;
-      if (k == "name" || k == "description" || k == "output.sat") continue;
-      if (!m.provenance.contains(k)) {
-        r.Fail(r.lines_[k], k, "has no source in [provenance] (say \"unknown\" and list it "
-                               "in provenance.unconfirmed)");
-      }
-    }
-  }
+  ReadProvenance(r, root, params, m);
   if (!r.ok()) return r.status();
   m.parameters = std::move(params);
   return m;

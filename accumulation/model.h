@@ -142,6 +142,22 @@ struct Model {
   const FormatSpec& FinalAccumulatorFormat() const {
     return chain.kind == ChainKind::kPromote ? *chain.promote_format : *accumulator.format;
   }
+  // The fraction bits the final accumulator keeps: all of chain.format's for promote (the
+  // promoted partial sums are full float32), else accumulator.fraction_bits (which is less than
+  // the format's where the file reduces it, e.g. 13 for Hopper's FP8 accumulator).
+  // The unit roundoff of the final sum is 2^-(FinalAccumulatorFractionBits() + 1) under RNE.
+  int FinalAccumulatorFractionBits() const {
+    return chain.kind == ChainKind::kPromote ? chain.promote_format->fraction_bits
+                                             : accumulator.fraction_bits;
+  }
+  // Format of operand b: inputs.b, or inputs.a where it is unset (ParseModel always sets it; a
+  // model built in code may leave it null).
+  const FormatSpec& InputB() const { return inputs.b != nullptr ? *inputs.b : *inputs.a; }
+  // Format of the result: output.format, or where it is unset (ParseModel always sets it) its
+  // default, FinalAccumulatorFormat().
+  const FormatSpec& OutputFormat() const {
+    return output.format != nullptr ? *output.format : FinalAccumulatorFormat();
+  }
 };
 
 // Parses a model from TOML text. `file_name` is used only in error messages and, when non-empty

@@ -9,29 +9,23 @@
 #include "absl/strings/str_cat.h"
 #include "benchmark/benchmark.h"
 #include "cases/calc_case.h"
+#include "cases/pinned_random.h"
 
 namespace fpconform {
 namespace {
 
-uint64_t SplitMix64(uint64_t& state) {
-  uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-
 // Finite float32 operands around 1 (exponents 2^-8 .. 2^8), random fractions and signs.
-std::string F32(uint64_t& s) {
-  uint64_t r = SplitMix64(s);
+std::string F32(PinnedRng& s) {
+  uint64_t r = s.Next();
   uint64_t bits = ((r & 1) << 31) | ((119 + (r >> 1) % 17) << 23) | ((r >> 8) & 0x7fffff);
   return absl::StrCat("0x", absl::Hex(bits, absl::kZeroPad8));
 }
-std::string F8(uint64_t& s) {
-  return absl::StrCat("0x", absl::Hex(SplitMix64(s) & 0xff, absl::kZeroPad2));
+std::string F8(PinnedRng& s) {
+  return absl::StrCat("0x", absl::Hex(s.Next() & 0xff, absl::kZeroPad2));
 }
 
 std::string MakeMix(int lines) {
-  uint64_t s = 42;
+  PinnedRng s(42);
   std::string text = "# fpconform calc benchmark mix\n";
   for (int i = 0; i < lines; ++i) {
     switch (i % 10) {
@@ -61,7 +55,7 @@ std::string MakeMix(int lines) {
         break;
       case 8:
         absl::StrAppend(&text, "add float32 sr16 ", F32(s), " ", F32(s), " 0x",
-                        absl::Hex(SplitMix64(s) & 0xffff), "  # stochastic\n");
+                        absl::Hex(s.Next() & 0xffff), "  # stochastic\n");
         break;
       case 9:
         absl::StrAppend(&text, "cvt float32 int8 rne ", F32(s), "\r\n");

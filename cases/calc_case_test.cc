@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "cases/pinned_random.h"
 #include "gtest/gtest.h"
 
 namespace fpconform {
@@ -484,15 +485,6 @@ TEST(CalcTest, OpTableIsConsistent) {
 
 // ---- Robustness: random garbage never crashes and gives one output line per case line. ----
 
-// SplitMix64: fixed, portable generator (DESIGN.md: no std:: distributions for reproducible
-// cases).
-uint64_t SplitMix64(uint64_t& state) {
-  uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-
 // Independent of the parser: a line produces no output iff, after dropping one trailing '\r',
 // it is spaces/tabs only, optionally followed by a '#' and anything (CALC.md, "Layout": only
 // spaces and tabs separate tokens; a '\r', '\v' or '\f' outside a comment is an error).
@@ -590,30 +582,30 @@ std::string RandomInput(uint64_t seed, int lines) {
                                                  "float32:",
                                                  "nan=",
                                                  "0x10000000000000000"};
-  uint64_t state = seed;
+  PinnedRng rng(seed);  // The same garbage on every machine.
   std::string s;
   for (int i = 0; i < lines; ++i) {
-    uint64_t kind = SplitMix64(state) % 4;
-    int n = static_cast<int>(SplitMix64(state) % 80);
+    uint64_t kind = rng.Next() % 4;
+    int n = static_cast<int>(rng.Next() % 80);
     if (kind == 0) {  // Raw bytes, any value but '\n'.
       for (int j = 0; j < n; ++j) {
-        char c = static_cast<char>(SplitMix64(state) & 0xff);
+        char c = static_cast<char>(rng.Next() & 0xff);
         s += c == '\n' ? ' ' : c;
       }
     } else if (kind == 1) {  // Raw bytes including '\n' (splits into more lines).
-      for (int j = 0; j < n; ++j) s += static_cast<char>(SplitMix64(state) & 0xff);
+      for (int j = 0; j < n; ++j) s += static_cast<char>(rng.Next() & 0xff);
     } else {  // Token soup, mostly well-shaped.
-      int tokens = static_cast<int>(SplitMix64(state) % 8);
+      int tokens = static_cast<int>(rng.Next() % 8);
       for (int j = 0; j < tokens; ++j) {
         if (j > 0) s += ' ';
-        s += kTokens[SplitMix64(state) % std::size(kTokens)];
+        s += kTokens[rng.Next() % std::size(kTokens)];
       }
       if (kind == 3 && !s.empty()) {  // Flip a byte of the line.
-        s[s.size() - 1 - SplitMix64(state) % std::min<size_t>(s.size(), 10)] ^=
-            static_cast<char>(1 << (SplitMix64(state) % 8));
+        s[s.size() - 1 - rng.Next() % std::min<size_t>(s.size(), 10)] ^=
+            static_cast<char>(1 << (rng.Next() % 8));
       }
     }
-    if (SplitMix64(state) % 16 != 0) s += '\n';
+    if (rng.Next() % 16 != 0) s += '\n';
   }
   return s;
 }

@@ -45,6 +45,7 @@
 #include <string_view>
 #include <vector>
 
+#include "cases/pinned_random.h"
 #include "formats/format_spec.h"
 
 namespace fpconform {
@@ -55,19 +56,15 @@ constexpr mpfr_prec_t kExactBits = 4096;
 // Results also computed by MPFR's emin/emax + mpfr_subnormalize recipe (reported on stderr).
 int64_t recipe_checks = 0;
 
-uint64_t SplitMix64(uint64_t x) {
-  uint64_t z = x + 0x9e3779b97f4a7c15ULL;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-
-// A stream of pinned random numbers for one (seed, case, attempt).
+// A stream of pinned random numbers for one (seed, case, attempt), built on cases/pinned_random.h's
+// SplitMix64 (SplitMix64At(x, 0): splitmix64's next() on state x). The stream's own keying is
+// kept as it was when the catalogs were generated, so regenerating gives the same files.
 class Rng {
  public:
   Rng(uint64_t seed, uint64_t index, uint64_t attempt)
-      : state_(SplitMix64(SplitMix64(seed) ^ (index * 0x9E3779B97F4A7C15ULL) ^ (attempt << 48))) {}
-  uint64_t Next() { return SplitMix64(state_++ * 0xD1B54A32D192ED03ULL); }
+      : state_(SplitMix64At(SplitMix64At(seed, 0) ^ (index * kSplitMix64Gamma) ^ (attempt << 48),
+                            0)) {}
+  uint64_t Next() { return SplitMix64At(state_++ * 0xD1B54A32D192ED03ULL, 0); }
   // Uniform in [0, n) (n small; the modulo bias is irrelevant for case generation).
   uint64_t Below(uint64_t n) { return Next() % n; }
   bool Chance(int percent) { return Below(100) < static_cast<uint64_t>(percent); }

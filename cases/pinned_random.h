@@ -43,18 +43,32 @@ namespace pinned_random_internal {
 __extension__ typedef unsigned __int128 U128;
 }  // namespace pinned_random_internal
 
-// One SplitMix64 output step applied to z (the "mix" function).
+// SplitMix64's state increment (the "golden gamma", 2^64 / phi rounded to odd).
+inline constexpr uint64_t kSplitMix64Gamma = 0x9E3779B97F4A7C15ULL;
+
+// One SplitMix64 output step applied to z (the "mix" function). This is the project's one
+// implementation of SplitMix64: every stream (PinnedRng, SplitMix64At, the counter-based
+// streams of the conformance suites and the catalog generator) goes through it.
 constexpr uint64_t SplitMix64Mix(uint64_t z) {
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
   return z ^ (z >> 31);
 }
 
+// Output `index` (0-based) of the SplitMix64 stream whose state starts at `seed`, without
+// walking the stream: SplitMix64Mix(seed + (index + 1) * gamma), the value the (index + 1)-th
+// PinnedRng(seed).Next() returns. SplitMix64At(x, 0) is Vigna's splitmix64 next() on state x.
+//   SplitMix64At(0, 0) == 0xE220A8397B1DCDAF (Vigna's first output for state 0).
+constexpr uint64_t SplitMix64At(uint64_t seed, uint64_t index) {
+  return SplitMix64Mix(seed + (index + 1) * kSplitMix64Gamma);
+}
+static_assert(SplitMix64At(0, 0) == 0xE220A8397B1DCDAFULL);
+
 // A stream seed from a base seed and any number of keys (row, sample, operand, ...). Order of
 // keys matters; distinct key lists give unrelated streams.
 constexpr uint64_t DeriveSeed(uint64_t seed, std::initializer_list<uint64_t> keys) {
   uint64_t h = SplitMix64Mix(seed ^ 0x6A09E667F3BCC909ULL);
-  for (uint64_t k : keys) h = SplitMix64Mix(h + 0x9E3779B97F4A7C15ULL + SplitMix64Mix(k));
+  for (uint64_t k : keys) h = SplitMix64Mix(h + kSplitMix64Gamma + SplitMix64Mix(k));
   return h;
 }
 
@@ -66,7 +80,7 @@ class PinnedRng {
   explicit constexpr PinnedRng(uint64_t seed) : state_(seed) {}
 
   constexpr uint64_t Next() {
-    state_ += 0x9E3779B97F4A7C15ULL;
+    state_ += kSplitMix64Gamma;
     return SplitMix64Mix(state_);
   }
   // Uniform integer in [0, n) for n >= 1 (Lemire's multiply-shift; bias < n / 2^64).

@@ -35,6 +35,17 @@ TEST(PinnedRandomTest, SplitMixMatchesReferenceOutput) {
   EXPECT_EQ(rng.Next(), 0x06C45D188009454FULL);
 }
 
+// SplitMix64At(seed, i) is output i of PinnedRng(seed), reached without walking the stream.
+TEST(PinnedRandomTest, SplitMix64AtIsTheStreamsOutput) {
+  for (uint64_t seed : {uint64_t{0}, uint64_t{42}, uint64_t{0x2024'0611}, ~uint64_t{0}}) {
+    PinnedRng rng(seed);
+    for (uint64_t i = 0; i < 100; ++i) {
+      EXPECT_EQ(SplitMix64At(seed, i), rng.Next()) << seed << " " << i;
+    }
+  }
+  EXPECT_EQ(SplitMix64At(0, 1), 0x6E789E6AA1B965F4ULL);
+}
+
 TEST(PinnedRandomTest, StreamsDependOnEveryKey) {
   EXPECT_NE(DeriveSeed(1, {2, 3}), DeriveSeed(1, {3, 2}));
   EXPECT_NE(DeriveSeed(1, {2}), DeriveSeed(1, {2, 0}));

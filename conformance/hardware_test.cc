@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "cases/pinned_random.h"
 #include "formats/ops.h"
 #include "formats/text.h"
 #include "gtest/gtest.h"
@@ -43,13 +44,6 @@ namespace {
 uint64_t Seed() {
   const char* s = std::getenv("FPCONFORM_SEED");
   return s != nullptr ? std::strtoull(s, nullptr, 0) : 0x2024'0611ull;
-}
-
-uint64_t SplitMix64(uint64_t seed, uint64_t index) {
-  uint64_t z = seed + (index + 1) * 0x9E3779B97F4A7C15ull;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
 }
 
 // ---- MXCSR ----
@@ -192,8 +186,8 @@ uint32_t Operand(uint64_t r) {
 // Operands for `op` at case index i: independent draws, plus related pairs that reach
 // cancellation (add/sub), tiny or huge products and quotients (mul/div/fma).
 void Operands(Op op, uint64_t seed, uint64_t i, uint32_t& a, uint32_t& b, uint32_t& c) {
-  const uint64_t r0 = SplitMix64(seed, 4 * i), r1 = SplitMix64(seed, 4 * i + 1);
-  const uint64_t r2 = SplitMix64(seed, 4 * i + 2), r3 = SplitMix64(seed, 4 * i + 3);
+  const uint64_t r0 = SplitMix64At(seed, 4 * i), r1 = SplitMix64At(seed, 4 * i + 1);
+  const uint64_t r2 = SplitMix64At(seed, 4 * i + 2), r3 = SplitMix64At(seed, 4 * i + 3);
   a = Operand(r0);
   b = Operand(r1);
   c = Operand(r2);
@@ -319,7 +313,7 @@ std::vector<uint32_t> ConversionInputs(uint64_t stride) {
       const uint32_t boundary = sign << 31 | e << 23;
       for (int32_t d = -1024; d <= 1024; ++d) v.push_back(boundary + static_cast<uint32_t>(d));
       for (uint32_t j = 1; j <= 23; ++j) {
-        const uint32_t above = static_cast<uint32_t>(SplitMix64(e, j)) & 0x7FFFFF &
+        const uint32_t above = static_cast<uint32_t>(SplitMix64At(e, j)) & 0x7FFFFF &
                                ~((1u << j) - 1u);
         for (int32_t d = -1; d <= 1; ++d) {
           v.push_back((boundary | above | (1u << (j - 1))) + static_cast<uint32_t>(d));

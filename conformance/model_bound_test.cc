@@ -190,9 +190,7 @@ Case DrawCase(const Model& m, bool is_sum, PinnedRng& rng, int case_index) {
     // A reduced-precision accumulator (Hopper/Ada FP8: 13 fraction bits) holds only values with
     // the low bits zero: c is a value of the accumulator, so clear them (truncation of the
     // magnitude keeps it a valid float32 value of the same sign).
-    const int drop = facc.fraction_bits - (m.chain.kind == ChainKind::kPromote
-                                               ? facc.fraction_bits
-                                               : m.accumulator.fraction_bits);
+    const int drop = facc.fraction_bits - m.FinalAccumulatorFractionBits();
     if (drop > 0) k.c &= ~((uint64_t{1} << drop) - 1);
   }
   return k;

@@ -23,6 +23,7 @@
 
 #include <gtest/gtest.h>
 
+#include "cases/pinned_random.h"
 #include "formats/format_spec.h"
 #include "formats/op_env.h"
 #include "formats/ops.h"
@@ -46,13 +47,8 @@ inline const char* OpName(Op op) {
   return "?";
 }
 
-// SplitMix64's finalizer (Steele, Lea, Flood 2014): a bijection of 64-bit words.
-inline uint64_t Mix64(uint64_t z) {
-  z += 0x9E3779B97F4A7C15ull;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
+// SplitMix64 on state z (cases/pinned_random.h, SplitMix64At(z, 0)): a bijection of 64-bit words.
+constexpr uint64_t Mix64(uint64_t z) { return SplitMix64At(z, 0); }
 
 // Counter-based stream of case `index` under `seed`: Next() is draw j of that case, a pure
 // function of (seed, index, j).

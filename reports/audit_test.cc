@@ -47,7 +47,7 @@ Tensor Emulate(const Model& model, const Tensor& a, const Tensor& b) {
   b.CopyBits(0, bv);
   std::vector<uint64_t> d(static_cast<size_t>(m) * n);
   EXPECT_TRUE(EvaluateMatmul(model, m, n, k, av, Layout::kRowMajor, bv, Layout::kRowMajor, {}, d).ok());
-  Tensor out = *MakeTensor(model.output.format->name, {m, n});
+  Tensor out = *MakeTensor(model.OutputFormat().name, {m, n});
   for (size_t i = 0; i < d.size(); ++i) out.SetBits(static_cast<int64_t>(i), d[i]);
   out.source = "emulated";
   return out;
@@ -254,7 +254,7 @@ TEST_F(AuditTest, MutationsAreUnexplainedWithTheirDiagnosis) {
 
 TEST_F(AuditTest, ScaledFp8AndScaleMissing) {
   const Model& m = M("nvidia-h100-fp8e4m3");
-  const Tensor a = Random(*m.inputs.a, {8, 64}, 11), b = Random(m.inputs.b != nullptr ? *m.inputs.b : *m.inputs.a, {64, 8}, 12);
+  const Tensor a = Random(*m.inputs.a, {8, 64}, 11), b = Random(m.InputB(), {64, 8}, 12);
   const Tensor raw = Emulate(m, a, b);
   Tensor sa = *MakeTensor("float32", {}), sb = *MakeTensor("float32", {8});
   sa.SetBits(0, ToFormat(Float32(), 0.125));
@@ -263,12 +263,12 @@ TEST_F(AuditTest, ScaledFp8AndScaleMissing) {
   for (int i = 0; i < 8; ++i) {
     for (int j = 0; j < 8; ++j) {
       const double s32 = FromFormat(Float32(), ToFormat(Float32(), 0.125 * (0.5 + j)));
-      const double y = FromFormat(*m.output.format, raw.Bits(i * 8 + j));
+      const double y = FromFormat(m.OutputFormat(), raw.Bits(i * 8 + j));
       out.SetBits(i * 8 + j, ToFormat(Float32(), s32 * y));
     }
   }
   const int64_t e = 2 * 8 + 3;
-  out.SetBits(e, ToFormat(Float32(), FromFormat(*m.output.format, raw.Bits(e)) * (0.5 + 3)));  // s_a forgotten
+  out.SetBits(e, ToFormat(Float32(), FromFormat(m.OutputFormat(), raw.Bits(e)) * (0.5 + 3)));  // s_a forgotten
   MatmulAuditInput in; in.a = &a; in.b = &b; in.out = &out; in.scale_a = &sa; in.scale_b = &sb;
   absl::StatusOr<AuditResult> r = AuditMatmul(in, Options({"nvidia-h100-fp8e4m3"}));
   ASSERT_TRUE(r.ok()) << r.status();

@@ -48,7 +48,7 @@ class GtestAuditTest : public ::testing::Test {
     std::vector<uint64_t> d(static_cast<size_t>(m) * n);
     EXPECT_TRUE(
         EvaluateMatmul(*model, m, n, k, av, Layout::kRowMajor, bv, Layout::kRowMajor, {}, d).ok());
-    Tensor out = *MakeTensor(model->output.format->name, {m, n});
+    Tensor out = *MakeTensor(model->OutputFormat().name, {m, n});
     for (size_t i = 0; i < d.size(); ++i) out.SetBits(static_cast<int64_t>(i), d[i]);
     out.source = "kernel";
     return out;

@@ -9,6 +9,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -25,6 +26,39 @@ int Table::ColumnIndex(std::string_view column) const {
     if (columns[i].name == column) return static_cast<int>(i);
   }
   return -1;
+}
+
+RowBuilder::RowBuilder(const Table& table)
+    : table_(&table), cells_(table.columns.size()), given_(table.columns.size(), false) {}
+
+RowBuilder& RowBuilder::Set(std::string_view column, Cell value) {
+  const int i = table_->ColumnIndex(column);
+  if (i < 0) Fail(column, "no such column");
+  const auto at = static_cast<size_t>(i);
+  if (given_[at]) Fail(column, "given twice");
+  const ColumnType type = table_->columns[at].type;
+  const bool fits = std::holds_alternative<std::monostate>(value) ||
+                    (type == ColumnType::kInt && std::holds_alternative<int64_t>(value)) ||
+                    (type == ColumnType::kFloat && std::holds_alternative<double>(value)) ||
+                    (type == ColumnType::kString && std::holds_alternative<std::string>(value));
+  if (!fits) Fail(column, Cat("value is not of the column's type ", ColumnTypeName(type)));
+  cells_[at] = std::move(value);
+  given_[at] = true;
+  return *this;
+}
+
+std::vector<Cell> RowBuilder::Build() {
+  for (size_t i = 0; i < given_.size(); ++i) {
+    if (!given_[i]) Fail(table_->columns[i].name, "not given");
+  }
+  return std::move(cells_);
+}
+
+void RowBuilder::Fail(std::string_view column, std::string_view problem) const {
+  std::fprintf(stderr, "fpconform: internal error: table '%s': column '%.*s': %.*s\n",
+               table_->name.c_str(), static_cast<int>(column.size()), column.data(),
+               static_cast<int>(problem.size()), problem.data());
+  std::abort();
 }
 
 const Table* Report::Find(std::string_view table) const {

@@ -81,6 +81,32 @@ struct Table {
   int ColumnIndex(std::string_view column) const;  // -1 when absent.
 };
 
+// Builds one row of `table` by column name, so that a row is written against the table's
+// schema rather than as a positional list:
+//   t.rows.push_back(RowBuilder(t).Set("k", int64_t{64}).Set("ulp_max", 0.5).Empty("note")
+//                        .Build());
+// Every column must be given exactly once, by Set (a value of the column's type) or Empty (a
+// "not applicable" cell). A mistake in the code that fills a report (a column the table does
+// not have, one given twice, a value of the wrong type, a column left out at Build) is a bug, not
+// an input error: it fails loudly, printing the table, the column and the problem to stderr and
+// aborting, so that no report with shifted or missing columns is ever written.
+class RowBuilder {
+ public:
+  explicit RowBuilder(const Table& table);
+  // `value` must hold the column's type (int64_t, double, std::string; std::monostate: empty).
+  RowBuilder& Set(std::string_view column, Cell value);
+  RowBuilder& Empty(std::string_view column) { return Set(column, Cell{}); }
+  // The row, in the table's column order. Aborts when a column was not given.
+  std::vector<Cell> Build();
+
+ private:
+  [[noreturn]] void Fail(std::string_view column, std::string_view problem) const;
+
+  const Table* table_;
+  std::vector<Cell> cells_;
+  std::vector<bool> given_;
+};
+
 struct Report {
   std::vector<std::pair<std::string, std::string>> provenance;
   std::vector<Table> tables;

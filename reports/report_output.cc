@@ -180,12 +180,22 @@ void AddSummaries(Report& report) {
   for (const auto& key : order) {
     const Agg& a = agg[key];
     const auto w = weakest.find(key);
-    rubric.rows.push_back(
-        {Cell{std::get<0>(key)}, Cell{std::get<1>(key)}, Cell{std::get<2>(key)},
-         Cell{std::get<3>(key)}, Cell{a.n}, Cell{a.bn}, Cell{a.bound}, Cell{a.rtol},
-         Cell{a.atol}, Cell{a.ulp}, Cell{a.rbn},
-         w == weakest.end() ? Cell{} : Cell{w->second.mutation},
-         w == weakest.end() ? Cell{} : Cell{w->second.rejected}});
+    const bool weak = w != weakest.end();
+    rubric.rows.push_back(RowBuilder(rubric)
+                              .Set("op", std::get<0>(key))
+                              .Set("dtype", std::get<1>(key))
+                              .Set("platform", std::get<2>(key))
+                              .Set("k", std::get<3>(key))
+                              .Set("distributions", a.n)
+                              .Set("bn_max", a.bn)
+                              .Set("bound_bn", a.bound)
+                              .Set("rec_rtol", a.rtol)
+                              .Set("rec_atol", a.atol)
+                              .Set("rec_ulp", a.ulp)
+                              .Set("rec_bn", a.rbn)
+                              .Set("weakest_mutation", weak ? Cell{w->second.mutation} : Cell{})
+                              .Set("weakest_rejected", weak ? Cell{w->second.rejected} : Cell{})
+                              .Build());
   }
 
   Table defaults;
@@ -213,10 +223,20 @@ void AddSummaries(Report& report) {
     const FirstPass jp = p == passes.end() ? FirstPass{} : p->second.second;
     auto k_or_empty = [](int64_t k) { return k < 0 ? Cell{} : Cell{k}; };
     defaults.rows.push_back(
-        {Cell{std::get<0>(key)}, Cell{std::get<1>(key)}, Cell{std::get<2>(key)}, Cell{d.trtol},
-         Cell{d.tatol}, k_or_empty(d.torch_fail_k), k_or_empty(tp.k),
-         tp.k < 0 ? Cell{} : Cell{tp.mutation}, Cell{d.jtol}, k_or_empty(d.jax_fail_k),
-         k_or_empty(jp.k), jp.k < 0 ? Cell{} : Cell{jp.mutation}});
+        RowBuilder(defaults)
+            .Set("op", std::get<0>(key))
+            .Set("dtype", std::get<1>(key))
+            .Set("platform", std::get<2>(key))
+            .Set("torch_rtol", d.trtol)
+            .Set("torch_atol", d.tatol)
+            .Set("torch_fails_correct_from_k", k_or_empty(d.torch_fail_k))
+            .Set("torch_passes_bug_from_k", k_or_empty(tp.k))
+            .Set("torch_passed_mutation", tp.k < 0 ? Cell{} : Cell{tp.mutation})
+            .Set("jax_tol", d.jtol)
+            .Set("jax_fails_correct_from_k", k_or_empty(d.jax_fail_k))
+            .Set("jax_passes_bug_from_k", k_or_empty(jp.k))
+            .Set("jax_passed_mutation", jp.k < 0 ? Cell{} : Cell{jp.mutation})
+            .Build());
   }
   report.tables.push_back(std::move(rubric));
   report.tables.push_back(std::move(defaults));

@@ -116,6 +116,33 @@ TEST(ReportTest, ValidateCatchesTypeMismatches) {
   EXPECT_FALSE(Validate(r).ok());
 }
 
+// Rows written by column name: any order of Set calls gives the schema's order; mistakes abort.
+TEST(RowBuilderTest, FillsTheSchemasOrder) {
+  const Report r = Tiny();
+  const Table& t = r.tables[0];
+  const std::vector<Cell> row = RowBuilder(t)
+                                     .Set("err", 1e-300)
+                                     .Set("k", int64_t{3})
+                                     .Set("platform", std::string("x"))
+                                     .Build();
+  EXPECT_EQ(row, t.rows[3]);
+  const std::vector<Cell> empty =
+      RowBuilder(t).Empty("platform").Set("k", int64_t{1}).Empty("err").Build();
+  EXPECT_EQ(empty, (std::vector<Cell>{Cell{int64_t{1}}, Cell{}, Cell{}}));
+}
+
+TEST(RowBuilderDeathTest, FailsLoudlyOnSchemaMistakes) {
+  const Report r = Tiny();
+  const Table& t = r.tables[0];
+  EXPECT_DEATH(RowBuilder(t).Set("K", int64_t{1}),
+               "table 'tolerance': column 'K': no such column");
+  EXPECT_DEATH(RowBuilder(t).Set("k", int64_t{1}).Set("k", int64_t{2}),
+               "table 'tolerance': column 'k': given twice");
+  EXPECT_DEATH(RowBuilder(t).Set("k", 1.0), "column 'k': value is not of the column's type int");
+  EXPECT_DEATH(RowBuilder(t).Set("k", int64_t{1}).Set("err", 2.0).Build(),
+               "table 'tolerance': column 'platform': not given");
+}
+
 std::string Slurp(const std::filesystem::path& p) {
   std::ifstream in(p);
   return std::string(std::istreambuf_iterator<char>(in), {});

@@ -237,12 +237,12 @@ class Sweeper {
     const Model& m = models_.at(name);
     p.model = &m;
     p.fa = m.inputs.a;
-    p.fb = m.inputs.b != nullptr ? m.inputs.b : m.inputs.a;
+    p.fb = &m.InputB();
+    // Scaled (8-bit) inputs: the row compares the dequantized float32 value (sweep.h).
     const bool scaled = IsScaledFormat(*p.fa) || IsScaledFormat(*p.fb);
-    p.out = scaled ? &Float32() : m.output.format;
+    p.out = scaled ? &Float32() : &m.OutputFormat();
     p.acc = &m.FinalAccumulatorFormat();
-    p.acc_fraction_bits = m.chain.kind == ChainKind::kPromote ? p.acc->fraction_bits
-                                                              : m.accumulator.fraction_bits;
+    p.acc_fraction_bits = m.FinalAccumulatorFractionBits();
     return p;
   }
 
@@ -291,7 +291,7 @@ class Sweeper {
     const int64_t j = static_cast<int64_t>(rng.Below(static_cast<uint64_t>(u.k)));
     const std::span<const uint64_t> ta(in.qa.bits.data() + t0, static_cast<size_t>(t1 - t0));
     const std::span<const uint64_t> tb(b.data() + t0, static_cast<size_t>(t1 - t0));
-    const FormatSpec& model_out = p.model != nullptr ? *p.model->output.format : Float32();
+    const FormatSpec& model_out = p.model != nullptr ? p.model->OutputFormat() : Float32();
     auto mutant_value = [&](const ExactAccumulator& m, double scale) {
       const double v = BitsToDouble(model_out, m.Round(model_out, OpEnv{}).bits);
       return scale == 1 ? v : RoundToFloat32(RoundToFloat32(v) * RoundToFloat32(scale));
@@ -336,7 +336,7 @@ class Sweeper {
     Obs o;
     double y_acc = 0, bound = 0;  // Before dequantization.
     uint64_t y_bits = 0;
-    const FormatSpec& model_out = p.model != nullptr ? *p.model->output.format : Float32();
+    const FormatSpec& model_out = p.model != nullptr ? p.model->OutputFormat() : Float32();
     if (p.model == nullptr) {
       // int8 x int8 summed exactly in int32 (|sum| <= 127^2 K < 2^31 for K <= 2^17), converted
       // to float32 (RNE): one rounding, bound u |sum|.
@@ -653,28 +653,28 @@ absl::StatusOr<int> FitThreads(const std::vector<Unit>& units, const SweepOption
   return threads;
 }
 
-}  // namespace
-
-std::vector<Table> SweepTableSchemas() {
-  return {ToleranceTable(), CrossTable(), PowerTable(), QuantizeTable()};
-}
-
 // ---- The driver. ----
-absl::StatusOr<Report> RunSweep(const SweepSpec& input_spec, const SweepOptions& options) {
-  if (options.shard_count < 1 || options.shard_index < 0 ||
-      options.shard_index >= options.shard_count) {
-    return absl::InvalidArgumentError(Cat("bad shard ", options.shard_index + 1, "/",
-                                                   options.shard_count));
-  }
-  // Load every model named anywhere in the spec; envelopes in cross pairs become their members
-  // (the row keeps the envelope's name).
-  ModelCatalog catalog(options.models_dir);
-  if (absl::Status s = CheckSweepModels(input_spec, catalog); !s.ok()) return s;
-  SweepSpec spec = input_spec;
+
+bool Cancelled(const SweepOptions& options) { return options.cancelled && options.cancelled(); }
+
+absl::Status Interrupted() { return absl::CancelledError("tolerance sweep interrupted"); }
+
+// The sweep after the catalog has been consulted: envelopes in cross pairs replaced by their
+// members, every model loaded, the units in their fixed order.
+struct SweepPlan {
+  SweepSpec spec;
   std::map<std::string, std::string> b_labels;  // Cross name -> label of its b side.
-  for (CrossSpec& c : spec.cross) {
+  std::map<std::string, Model> models;
+  std::vector<std::pair<std::string, std::string>> model_files;  // ("model <name>", hash).
+  std::vector<Unit> units;
+};
+
+// Envelopes in cross pairs become their members (the row keeps the envelope's name, in
+// plan.b_labels).
+absl::Status ExpandCrossEnvelopes(const ModelCatalog& catalog, SweepPlan& plan) {
+  for (CrossSpec& c : plan.spec.cross) {
     if (c.dtype == "quantize") continue;
-    b_labels[c.name] = Join(c.b, "+");
+    plan.b_labels[c.name] = Join(c.b, "+");
     std::vector<std::string> members;
     for (const std::string& b : c.b) {
       if (!catalog.IsEnvelope(b)) {
@@ -687,21 +687,23 @@ absl::StatusOr<Report> RunSweep(const SweepSpec& input_spec, const SweepOptions&
     }
     c.b = members;
   }
-  std::map<std::string, Model> models;
-  std::vector<std::pair<std::string, std::string>> model_files;
+  return absl::OkStatus();
+}
+
+// Loads every model named anywhere in plan.spec, with the hash of its file for the provenance.
+absl::Status LoadSweepModels(const ModelCatalog& catalog, const std::string& models_dir,
+                             SweepPlan& plan) {
   auto need = [&](const std::string& name) -> absl::Status {
-    if (models.count(name) != 0) return absl::OkStatus();
+    if (plan.models.count(name) != 0) return absl::OkStatus();
     const absl::StatusOr<Model>& m = catalog.Find(name);
     if (!m.ok()) return m.status();
-    models.emplace(name, *m);
-    const std::string path = Cat(options.models_dir, "/", name, ".toml");
+    plan.models.emplace(name, *m);
+    const std::string path = Cat(models_dir, "/", name, ".toml");
     absl::StatusOr<std::string> text = ReadUserFile(path, kMaxTextFileBytes, "model file");
-    model_files.emplace_back(
-        Cat("model ", name),
-        text.ok() ? HexHash(Fnv1a(*text)) : "?");
+    plan.model_files.emplace_back(Cat("model ", name), text.ok() ? HexHash(Fnv1a(*text)) : "?");
     return absl::OkStatus();
   };
-  for (const DtypeSpec& d : spec.dtypes) {
+  for (const DtypeSpec& d : plan.spec.dtypes) {
     if (d.integer) continue;
     for (const auto* list : {&d.matmul, &d.sum}) {
       for (const std::string& p : *list) {
@@ -709,16 +711,20 @@ absl::StatusOr<Report> RunSweep(const SweepSpec& input_spec, const SweepOptions&
       }
     }
   }
-  for (const CrossSpec& c : spec.cross) {
+  for (const CrossSpec& c : plan.spec.cross) {
     if (c.dtype == "quantize") continue;
     if (absl::Status s = need(c.a); !s.ok()) return s;
     for (const std::string& b : c.b) {
       if (absl::Status s = need(b); !s.ok()) return s;
     }
   }
-  std::sort(model_files.begin(), model_files.end());
+  std::sort(plan.model_files.begin(), plan.model_files.end());
+  return absl::OkStatus();
+}
 
-  // Units, in a fixed order.
+// The units, in a fixed order: per op of spec.ops, quantize units by distribution, matmul and sum
+// units by (dtype, distribution, K).
+std::vector<Unit> MakeUnits(const SweepSpec& spec) {
   std::vector<Unit> units;
   for (const std::string& op : spec.ops) {
     if (op == "quantize") {
@@ -748,7 +754,8 @@ absl::StatusOr<Report> RunSweep(const SweepSpec& input_spec, const SweepOptions&
           u.dist = dist;
           u.k = k;
           const int64_t by_budget = spec.max_terms_per_row / k;
-          u.samples = static_cast<int>(std::clamp<int64_t>(by_budget, spec.min_samples, spec.samples));
+          u.samples =
+              static_cast<int>(std::clamp<int64_t>(by_budget, spec.min_samples, spec.samples));
           u.platforms = d.integer ? std::vector<std::string>{"int32-exact"} : plats;
           for (const CrossSpec& c : spec.cross) {
             if (c.dtype == d.name && c.op == op) u.cross.push_back(&c);
@@ -758,20 +765,24 @@ absl::StatusOr<Report> RunSweep(const SweepSpec& input_spec, const SweepOptions&
       }
     }
   }
+  return units;
+}
 
-  Report report;
-  report.provenance = {
+std::vector<std::pair<std::string, std::string>> SweepProvenance(const SweepPlan& plan,
+                                                                  const SweepOptions& options) {
+  const SweepSpec& spec = plan.spec;
+  std::vector<std::pair<std::string, std::string>> p = {
       {"fpconform", FPCONFORM_REPORT_VERSION},
       {"sweep file", spec.source},
       {"seed", std::to_string(spec.seed)},
       {"samples", Cat("per row: clamp(", spec.max_terms_per_row, " / K, ", spec.min_samples,
-                               ", ", spec.samples, ")")},
+                      ", ", spec.samples, ")")},
       {"ops", Join(spec.ops, ",")},
       {"ks", Join(spec.ks, ",")},
       {"distributions", Join(spec.distributions, ",")},
       {"factor", FormatDouble(spec.factor)},
       {"lambda", FormatDouble(spec.lambda)},
-      {"units", std::to_string(units.size())},
+      {"units", std::to_string(plan.units.size())},
       {"rule",
        "ULP: min(factor * max observed, max worst-case bound); bound-normalized: min(factor * max "
        "observed, max worst-case bound); assert_close: rtol = factor * median relative error, "
@@ -783,288 +794,468 @@ absl::StatusOr<Report> RunSweep(const SweepSpec& input_spec, const SweepOptions&
       {"mutants", "exact mutated value rounded once to the output format (bf16_accumulation: "
                   "a sequential bfloat16 FMA chain)"},
   };
-  for (auto& mf : model_files) report.provenance.push_back(mf);
+  for (const auto& mf : plan.model_files) p.push_back(mf);
   if (options.shard_count > 1 || options.record_shard) {
-    report.provenance.push_back(
-        {"shard", Cat(options.shard_index + 1, "/", options.shard_count)});
+    p.push_back({"shard", Cat(options.shard_index + 1, "/", options.shard_count)});
   }
-  Table tol = ToleranceTable(), cross = CrossTable(), power = PowerTable(), quant = QuantizeTable();
+  return p;
+}
 
-  Sweeper sweeper(spec, models);
-  absl::StatusOr<int> fitted = FitThreads(units, options, sweeper);
-  if (!fitted.ok()) return fitted.status();
-  const int threads = *fitted;
-  if (options.threads_used != nullptr) *options.threads_used = threads;
-  int64_t shard_units = 0;
-  for (size_t ui = 0; ui < units.size(); ++ui) {
-    if (static_cast<int>(ui % options.shard_count) == options.shard_index) ++shard_units;
+// The row tables, filled unit by unit (SweepTableSchemas() order).
+struct SweepTables {
+  Table tol = ToleranceTable(), cross = CrossTable(), power = PowerTable(),
+        quant = QuantizeTable();
+};
+
+// ---- Quantize units. ----
+
+// One format's pooled element errors over all tensors of a quantize unit.
+struct QuantizeObs {
+  std::vector<double> ulp, rel, err, xabs, scale;
+  int64_t saturated = 0;
+  std::vector<double> deq;  // Dequantized values of all tensors (for cross rows).
+};
+
+QuantizeObs ObserveQuantize(const std::vector<std::vector<double>>& xs, const FormatSpec& f) {
+  QuantizeObs qo;
+  const double maxv = MaxMagnitude(f);
+  for (const std::vector<double>& x : xs) {
+    const Quantized q = Quantize(x, f);
+    for (size_t i = 0; i < x.size(); ++i) {
+      const double qv = BitsToDouble(f, q.bits[i]);
+      const double deq = qv * q.scale;  // Exact in double.
+      const double xs_v = x[i] / q.scale;
+      Mpfr xv;
+      mpfr_set_prec(xv.v, 53);
+      mpfr_set_d(xv.v, xs_v, MPFR_RNDN);
+      qo.ulp.push_back(f.kind == FormatKind::kInteger ? std::fabs(qv - xs_v)
+                                                      : std::fabs(UlpError(f, q.bits[i], xv.v)));
+      const double e = std::fabs(deq - x[i]);
+      qo.err.push_back(e);
+      qo.xabs.push_back(std::fabs(x[i]));
+      qo.scale.push_back(q.scale);
+      qo.rel.push_back(x[i] != 0 ? e / std::fabs(x[i]) : (e == 0 ? 0 : INFINITY));
+      // Saturation mattered only where plain RNE would have overflowed (OCP OFP8: beyond
+      // max + half an ulp); values just above max round to max either way.
+      const bool overflows = f.kind == FormatKind::kInteger
+                                 ? std::fabs(xs_v) >= maxv + 0.5
+                                 : !std::isfinite(BitsToDouble(f, DoubleToFormat(f, xs_v, false)));
+      if (std::fabs(xs_v) > maxv && overflows) ++qo.saturated;
+      qo.deq.push_back(deq);
+    }
   }
-  int64_t done = 0;
-  auto cancelled = [&options] { return options.cancelled && options.cancelled(); };
-  for (size_t ui = 0; ui < units.size(); ++ui) {
-    if (static_cast<int>(ui % options.shard_count) != options.shard_index) continue;
-    if (cancelled()) return absl::CancelledError("tolerance sweep interrupted");
-    const Unit& u = units[ui];
-    const int64_t unit_index = static_cast<int64_t>(ui);
-    if (u.op == "quantize") {
-      // Per format: pooled element errors over all tensors.
-      std::vector<std::string> fmts = spec.quantize_formats;
-      struct QObs {
-        std::vector<double> ulp, rel, err, xabs, scale;
-        int64_t saturated = 0;
-        std::vector<double> deq;  // Dequantized values of all tensors (for cross rows).
-      };
-      std::vector<QObs> qo(fmts.size());
-      std::vector<std::vector<double>> xs(static_cast<size_t>(u.samples));
-      for (int s = 0; s < u.samples; ++s) {
-        xs[static_cast<size_t>(s)] = DrawVector(DeriveSeed(spec.seed, {u.Key(), uint64_t(u.k), uint64_t(s), 0}), u.dist, u.k);
-      }
-      for (size_t fi = 0; fi < fmts.size(); ++fi) {
-        if (cancelled()) return absl::CancelledError("tolerance sweep interrupted");
-        const FormatSpec& f = *FindFormat(fmts[fi]);
-        const double maxv = MaxMagnitude(f);
-        for (int s = 0; s < u.samples; ++s) {
-          const std::vector<double>& x = xs[static_cast<size_t>(s)];
-          const Quantized q = Quantize(x, f);
-          for (size_t i = 0; i < x.size(); ++i) {
-            const double qv = BitsToDouble(f, q.bits[i]);
-            const double deq = qv * q.scale;  // Exact in double.
-            const double xs_v = x[i] / q.scale;
-            Mpfr xv;
-            mpfr_set_prec(xv.v, 53);
-            mpfr_set_d(xv.v, xs_v, MPFR_RNDN);
-            qo[fi].ulp.push_back(f.kind == FormatKind::kInteger ? std::fabs(qv - xs_v)
-                                                               : std::fabs(UlpError(f, q.bits[i], xv.v)));
-            const double e = std::fabs(deq - x[i]);
-            qo[fi].err.push_back(e);
-            qo[fi].xabs.push_back(std::fabs(x[i]));
-            qo[fi].scale.push_back(q.scale);
-            qo[fi].rel.push_back(x[i] != 0 ? e / std::fabs(x[i]) : (e == 0 ? 0 : INFINITY));
-            // Saturation mattered only where plain RNE would have overflowed (OCP OFP8: beyond
-            // max + half an ulp); values just above max round to max either way.
-            const bool overflows =
-                f.kind == FormatKind::kInteger
-                    ? std::fabs(xs_v) >= maxv + 0.5
-                    : !std::isfinite(BitsToDouble(f, DoubleToFormat(f, xs_v, false)));
-            if (std::fabs(xs_v) > maxv && overflows) {
-              ++qo[fi].saturated;
-            }
-            qo[fi].deq.push_back(deq);
-          }
-        }
-        const Summary su = Summarize(qo[fi].ulp), sr = Summarize(qo[fi].rel);
-        std::vector<bool> in_normal(qo[fi].err.size());
-        for (size_t i = 0; i < in_normal.size(); ++i) {
-          in_normal[i] = qo[fi].xabs[i] >= NormalMin(f) * qo[fi].scale[i];
-        }
-        const ElementwiseTolerance et =
-            ElementwiseRule(qo[fi].err, qo[fi].xabs, in_normal, spec.factor);
-        const double n = static_cast<double>(qo[fi].ulp.size());
-        quant.rows.push_back({Cell{unit_index}, Cell{static_cast<int64_t>(fi)}, Cell{fmts[fi]},
-                              Cell{u.dist}, Cell{u.k}, Cell{int64_t{u.samples}}, Cell{su.max},
-                              Cell{su.p99}, Cell{sr.max}, Cell{sr.p99},
-                              Cell{static_cast<double>(qo[fi].saturated) / n}, Cell{et.rtol},
-                              Cell{et.atol}, Cell{spec.factor * su.max}});
-      }
-      int64_t item = 0;
-      for (const CrossSpec* c : u.cross) {
-        const size_t ia = static_cast<size_t>(std::find(fmts.begin(), fmts.end(), c->a) - fmts.begin());
-        const size_t ib = static_cast<size_t>(std::find(fmts.begin(), fmts.end(), c->b[0]) - fmts.begin());
-        std::vector<double> rel, diff;
-        std::vector<double> ref;
-        for (size_t i = 0; i < qo[ia].deq.size(); ++i) {
-          const double d = std::fabs(qo[ia].deq[i] - qo[ib].deq[i]);
-          diff.push_back(d);
-          ref.push_back(std::fabs(qo[ia].deq[i]));
-          rel.push_back(qo[ia].deq[i] != 0 ? d / std::fabs(qo[ia].deq[i]) : (d == 0 ? 0 : INFINITY));
-        }
-        // As for the quantize rows: rtol from the elements inside both formats' normal ranges.
-        const Summary sr = Summarize(rel);
-        const FormatSpec& fa_q = *FindFormat(fmts[ia]);
-        const FormatSpec& fb_q = *FindFormat(fmts[ib]);
-        std::vector<bool> in_normal(diff.size());
-        for (size_t i = 0; i < diff.size(); ++i) {
-          in_normal[i] = qo[ia].xabs[i] >= NormalMin(fa_q) * qo[ia].scale[i] &&
-                         qo[ib].xabs[i] >= NormalMin(fb_q) * qo[ib].scale[i];
-        }
-        const ElementwiseTolerance et = ElementwiseRule(diff, ref, in_normal, spec.factor);
-        cross.rows.push_back({Cell{unit_index}, Cell{item++}, Cell{std::string("quantize")},
-                              Cell{c->a + " vs " + c->b[0]}, Cell{c->name}, Cell{c->a},
-                              Cell{c->b[0]}, Cell{u.dist}, Cell{u.k},
-                              Cell{int64_t{u.samples}}, Cell{}, Cell{}, Cell{}, Cell{},
-                              Cell{sr.max}, Cell{}, Cell{}, Cell{}, Cell{et.rtol},
-                              Cell{et.atol}});
-      }
-    } else {
-      const bool sum = u.op == "sum";
-      // Every platform this unit evaluates: the rows', then the cross pairs'.
-      std::vector<std::string> plats = u.platforms;
-      auto add = [&plats](const std::string& n) {
-        if (std::find(plats.begin(), plats.end(), n) == plats.end()) plats.push_back(n);
-      };
-      for (const CrossSpec* c : u.cross) {
-        add(c->a);
-        for (const std::string& n : c->b) add(n);
-      }
-      std::vector<PlatformInfo> infos;
-      for (const std::string& n : plats) infos.push_back(sweeper.Info(n, *u.dtype));
-      // obs[platform][sample]
-      std::vector<std::vector<Obs>> obs(infos.size(), std::vector<Obs>(static_cast<size_t>(u.samples)));
-      std::atomic<int> next{0};
-      auto work = [&]() {
-        for (int s = next++; s < u.samples && !cancelled(); s = next++) {
-          // Inputs are shared by platforms with the same input formats.
-          std::map<std::pair<const FormatSpec*, const FormatSpec*>, std::unique_ptr<SampleInputs>> cache;
-          for (size_t pi = 0; pi < infos.size(); ++pi) {
-            const PlatformInfo& p = infos[pi];
-            auto& slot = cache[{p.fa, p.fb}];
-            if (!slot) {
-              slot = std::make_unique<SampleInputs>();
-              sweeper.MakeInputs(u, s, p, sum, *slot);
-            }
-            obs[pi][static_cast<size_t>(s)] = sweeper.Observe(p, *slot, sum);
-          }
-        }
-      };
-      std::vector<std::thread> pool;
-      for (int t = 1; t < threads; ++t) pool.emplace_back(work);
-      work();
-      for (std::thread& t : pool) t.join();
-      if (cancelled()) return absl::CancelledError("tolerance sweep interrupted");
+  return qo;
+}
 
-      const double prob = spec.lambda * std::sqrt(static_cast<double>(u.k));
-      int64_t item = 0;
-      for (size_t pi = 0; pi < u.platforms.size(); ++pi) {
+std::vector<Cell> QuantizeRow(const Unit& u, int64_t unit_index, int64_t item,
+                              const std::string& format, const QuantizeObs& qo, double factor,
+                              const Table& quant) {
+  const FormatSpec& f = *FindFormat(format);
+  const Summary su = Summarize(qo.ulp), sr = Summarize(qo.rel);
+  std::vector<bool> in_normal(qo.err.size());
+  for (size_t i = 0; i < in_normal.size(); ++i) {
+    in_normal[i] = qo.xabs[i] >= NormalMin(f) * qo.scale[i];
+  }
+  const ElementwiseTolerance et = ElementwiseRule(qo.err, qo.xabs, in_normal, factor);
+  const double n = static_cast<double>(qo.ulp.size());
+  return RowBuilder(quant)
+      .Set("unit", unit_index)
+      .Set("item", item)
+      .Set("format", format)
+      .Set("distribution", u.dist)
+      .Set("elements", u.k)
+      .Set("samples", int64_t{u.samples})
+      .Set("ulp_max", su.max)
+      .Set("ulp_p99", su.p99)
+      .Set("rel_max", sr.max)
+      .Set("rel_p99", sr.p99)
+      .Set("saturated", static_cast<double>(qo.saturated) / n)
+      .Set("rec_rtol", et.rtol)
+      .Set("rec_atol", et.atol)
+      .Set("rec_ulp", factor * su.max)
+      .Build();
+}
+
+// A quantize cross pair: the two formats' dequantized values of the same tensors.
+std::vector<Cell> QuantizeCrossRow(const Unit& u, int64_t unit_index, int64_t item,
+                                   const CrossSpec& c, const std::string& fa_name,
+                                   const QuantizeObs& qa, const std::string& fb_name,
+                                   const QuantizeObs& qb, double factor, const Table& cross) {
+  std::vector<double> rel, diff, ref;
+  for (size_t i = 0; i < qa.deq.size(); ++i) {
+    const double d = std::fabs(qa.deq[i] - qb.deq[i]);
+    diff.push_back(d);
+    ref.push_back(std::fabs(qa.deq[i]));
+    rel.push_back(qa.deq[i] != 0 ? d / std::fabs(qa.deq[i]) : (d == 0 ? 0 : INFINITY));
+  }
+  // As for the quantize rows: rtol from the elements inside both formats' normal ranges.
+  const Summary sr = Summarize(rel);
+  const FormatSpec& fa = *FindFormat(fa_name);
+  const FormatSpec& fb = *FindFormat(fb_name);
+  std::vector<bool> in_normal(diff.size());
+  for (size_t i = 0; i < diff.size(); ++i) {
+    in_normal[i] = qa.xabs[i] >= NormalMin(fa) * qa.scale[i] &&
+                   qb.xabs[i] >= NormalMin(fb) * qb.scale[i];
+  }
+  const ElementwiseTolerance et = ElementwiseRule(diff, ref, in_normal, factor);
+  return RowBuilder(cross)
+      .Set("unit", unit_index)
+      .Set("item", item)
+      .Set("op", std::string("quantize"))
+      .Set("dtype", c.a + " vs " + c.b[0])
+      .Set("name", c.name)
+      .Set("platform_a", c.a)
+      .Set("platform_b", c.b[0])
+      .Set("distribution", u.dist)
+      .Set("k", u.k)
+      .Set("samples", int64_t{u.samples})
+      .Empty("diff_ulp_max")
+      .Empty("diff_ulp_p99")
+      .Empty("diff_bn_max")
+      .Empty("diff_bn_p99")
+      .Set("diff_rel_max", sr.max)
+      .Empty("worst_bn")
+      .Empty("rec_ulp")
+      .Empty("rec_bn")
+      .Set("rec_rtol", et.rtol)
+      .Set("rec_atol", et.atol)
+      .Build();
+}
+
+// A quantize unit: every quantize format on the same tensors (one thread), then its cross pairs.
+absl::Status RunQuantizeUnit(const Unit& u, int64_t unit_index, const SweepSpec& spec,
+                             const SweepOptions& options, SweepTables& tables) {
+  const std::vector<std::string>& fmts = spec.quantize_formats;
+  std::vector<std::vector<double>> xs(static_cast<size_t>(u.samples));
+  for (int s = 0; s < u.samples; ++s) {
+    xs[static_cast<size_t>(s)] =
+        DrawVector(DeriveSeed(spec.seed, {u.Key(), uint64_t(u.k), uint64_t(s), 0}), u.dist, u.k);
+  }
+  std::vector<QuantizeObs> qo(fmts.size());
+  for (size_t fi = 0; fi < fmts.size(); ++fi) {
+    if (Cancelled(options)) return Interrupted();
+    qo[fi] = ObserveQuantize(xs, *FindFormat(fmts[fi]));
+    tables.quant.rows.push_back(QuantizeRow(u, unit_index, static_cast<int64_t>(fi), fmts[fi],
+                                            qo[fi], spec.factor, tables.quant));
+  }
+  int64_t item = 0;
+  auto at = [&fmts](const std::string& name) {
+    return static_cast<size_t>(std::find(fmts.begin(), fmts.end(), name) - fmts.begin());
+  };
+  for (const CrossSpec* c : u.cross) {
+    const size_t ia = at(c->a), ib = at(c->b[0]);
+    tables.cross.rows.push_back(QuantizeCrossRow(u, unit_index, item++, *c, fmts[ia], qo[ia],
+                                                 fmts[ib], qo[ib], spec.factor, tables.cross));
+  }
+  return absl::OkStatus();
+}
+
+// ---- Matmul and sum units. ----
+
+// obs[platform][sample] of every platform in `infos`, samples split between `threads` workers.
+// Inputs are shared by platforms with the same input formats.
+std::vector<std::vector<Obs>> ObserveReduction(const Unit& u, const Sweeper& sweeper,
+                                               const std::vector<PlatformInfo>& infos,
+                                               int threads, const SweepOptions& options) {
+  const bool sum = u.op == "sum";
+  std::vector<std::vector<Obs>> obs(infos.size(),
+                                    std::vector<Obs>(static_cast<size_t>(u.samples)));
+  std::atomic<int> next{0};
+  auto work = [&]() {
+    for (int s = next++; s < u.samples && !Cancelled(options); s = next++) {
+      std::map<std::pair<const FormatSpec*, const FormatSpec*>, std::unique_ptr<SampleInputs>>
+          cache;
+      for (size_t pi = 0; pi < infos.size(); ++pi) {
         const PlatformInfo& p = infos[pi];
-        const std::vector<Obs>& o = obs[pi];
-        std::vector<double> ulp, bn, rel;
-        int non_finite = 0;
-        for (const Obs& x : o) {
-          ulp.push_back(x.finite ? x.ulp_err : INFINITY);
-          bn.push_back(x.finite ? x.bn : INFINITY);
-          rel.push_back(x.finite ? x.rel : INFINITY);
-          if (!x.finite) ++non_finite;
+        auto& slot = cache[{p.fa, p.fb}];
+        if (!slot) {
+          slot = std::make_unique<SampleInputs>();
+          sweeper.MakeInputs(u, s, p, sum, *slot);
         }
-        const Summary su = Summarize(ulp), sb = Summarize(bn), sr = Summarize(rel);
-        const Recommendation r = Recommend(o, spec.factor);
-        const DefaultTolerance dt = DefaultsFor(*p.out);
-        int torch_rej = 0, jax_rej = 0;
-        for (const Obs& x : o) {
-          torch_rej += Rejects(x.err, x.x, dt.torch_atol, dt.torch_rtol);
-          jax_rej += Rejects(x.err, x.x, dt.jax_tol, dt.jax_tol);
-        }
-        const double n = static_cast<double>(o.size());
-        const int64_t row_item = item++;
-        tol.rows.push_back({Cell{unit_index}, Cell{row_item}, Cell{u.op}, Cell{u.dtype->name},
-                            Cell{p.name}, Cell{std::string(p.fa->name)},
-                            Cell{std::string(p.out->name)}, Cell{AccumulatorName(p)},
-                            Cell{u.dist}, Cell{u.k},
-                            Cell{int64_t{u.samples}}, Cell{std::to_string(spec.seed)},
-                            Cell{su.max}, Cell{su.p99}, Cell{su.median}, Cell{sb.max},
-                            Cell{sb.p99}, Cell{sb.median}, Cell{sr.max}, Cell{sr.p99},
-                            Cell{sr.median}, Cell{r.bound_ulp}, Cell{r.bound_bn}, Cell{prob},
-                            Cell{r.ulp}, Cell{r.bn}, Cell{r.rtol}, Cell{r.atol},
-                            Cell{Note(r, sb, prob, non_finite, spec.factor)},
-                            Cell{dt.torch_rtol}, Cell{dt.torch_atol},
-                            Cell{torch_rej / n}, Cell{dt.jax_tol}, Cell{jax_rej / n}});
-        for (int m = 0; m < kMutations; ++m) {
-          if (std::isnan(o[0].mut_err[m])) {
-            power.rows.push_back({Cell{unit_index}, Cell{row_item * kMutations + m}, Cell{u.op},
-                                  Cell{u.dtype->name}, Cell{p.name}, Cell{u.dist}, Cell{u.k},
-                                  Cell{std::string(kMutationNames[m])}, Cell{}, Cell{}, Cell{},
-                                  Cell{}, Cell{}});
-            continue;
-          }
-          int ac = 0, ul = 0, bnr = 0, tr = 0, jr = 0;
-          for (const Obs& x : o) {
-            const double e = x.mut_err[m];
-            ac += Rejects(e, x.x, r.atol, r.rtol);
-            ul += !(e / x.ulp_x <= r.ulp);
-            bnr += !(x.us > 0 ? e / x.us <= r.bn : e == 0);
-            tr += Rejects(e, x.x, dt.torch_atol, dt.torch_rtol);
-            jr += Rejects(e, x.x, dt.jax_tol, dt.jax_tol);
-          }
-          power.rows.push_back({Cell{unit_index}, Cell{row_item * kMutations + m}, Cell{u.op},
-                                Cell{u.dtype->name}, Cell{p.name}, Cell{u.dist}, Cell{u.k},
-                                Cell{std::string(kMutationNames[m])}, Cell{ac / n}, Cell{ul / n},
-                                Cell{bnr / n}, Cell{tr / n}, Cell{jr / n}});
-        }
-      }
-      int64_t citem = 0;
-      for (const CrossSpec* c : u.cross) {
-        const size_t ia = static_cast<size_t>(std::find(plats.begin(), plats.end(), c->a) - plats.begin());
-        std::vector<double> dulp, dbn, drel, worst, dabs, aref;
-        for (int s = 0; s < u.samples; ++s) {
-          const Obs& a = obs[ia][static_cast<size_t>(s)];
-          double mu = 0, mb = 0, mr = 0, mw = 0, md = 0;
-          for (const std::string& bn : c->b) {
-            const size_t ib = static_cast<size_t>(std::find(plats.begin(), plats.end(), bn) - plats.begin());
-            const Obs& b = obs[ib][static_cast<size_t>(s)];
-            const double d = std::fabs(a.y - b.y);
-            double du = INFINITY;
-            if (infos[ia].out == infos[ib].out) {
-              const std::optional<int64_t> dist = UlpDistance(*infos[ia].out, a.y_bits, b.y_bits);
-              if (dist) du = std::fabs(static_cast<double>(*dist));
-            }
-            mu = std::max(mu, du);
-            md = std::max(md, d);
-            mb = std::max(mb, a.us > 0 ? d / a.us : (d == 0 ? 0 : INFINITY));
-            mr = std::max(mr, a.y != 0 ? d / std::fabs(a.y) : (d == 0 ? 0 : INFINITY));
-            const double w = a.bound + b.bound + std::fabs(a.x - b.x);
-            mw = std::max(mw, a.us > 0 ? w / a.us : INFINITY);
-          }
-          dulp.push_back(mu);
-          dbn.push_back(mb);
-          drel.push_back(mr);
-          worst.push_back(mw);
-          dabs.push_back(md);
-          aref.push_back(std::fabs(a.y));
-        }
-        const Summary su = Summarize(dulp), sb = Summarize(dbn), sr = Summarize(drel),
-                      sw = Summarize(worst);
-        std::vector<double> frel;
-        for (double r : drel) {
-          if (std::isfinite(r)) frel.push_back(r);
-        }
-        const double rtol = spec.factor * Summarize(frel).median;
-        double atol = 0;
-        for (size_t i = 0; i < dabs.size(); ++i) {
-          const Obs& a = obs[ia][i];
-          const double cap = worst[i] * a.us;
-          atol = std::max(atol, std::min(spec.factor * dabs[i], cap) - rtol * aref[i]);
-        }
-        cross.rows.push_back({Cell{unit_index}, Cell{citem++}, Cell{u.op}, Cell{u.dtype->name},
-                              Cell{c->name}, Cell{c->a}, Cell{b_labels[c->name]},
-                              Cell{u.dist}, Cell{u.k}, Cell{int64_t{u.samples}}, Cell{su.max},
-                              Cell{su.p99}, Cell{sb.max}, Cell{sb.p99}, Cell{sr.max},
-                              Cell{sw.max}, Cell{spec.factor * su.max},
-                              Cell{std::min(spec.factor * sb.max, sw.max)}, Cell{rtol},
-                              Cell{atol > 0 ? atol * (1 + 0x1p-40) : 0.0}});
+        obs[pi][static_cast<size_t>(s)] = sweeper.Observe(p, *slot, sum);
       }
     }
-    ++done;
-    if (options.progress) options.progress(done, shard_units, u.Label());
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t) pool.emplace_back(work);
+  work();
+  for (std::thread& t : pool) t.join();
+  return obs;
+}
+
+// The tolerance row of platform p (item `item` of its unit) and its power rows.
+void AddToleranceRows(const Unit& u, int64_t unit_index, int64_t item, const PlatformInfo& p,
+                      const std::vector<Obs>& o, const SweepSpec& spec, SweepTables& tables) {
+  const double prob = spec.lambda * std::sqrt(static_cast<double>(u.k));
+  std::vector<double> ulp, bn, rel;
+  int non_finite = 0;
+  for (const Obs& x : o) {
+    ulp.push_back(x.finite ? x.ulp_err : INFINITY);
+    bn.push_back(x.finite ? x.bn : INFINITY);
+    rel.push_back(x.finite ? x.rel : INFINITY);
+    if (!x.finite) ++non_finite;
   }
-  report.tables = {std::move(tol), std::move(cross), std::move(power), std::move(quant)};
-  report.tables[0].description =
+  const Summary su = Summarize(ulp), sb = Summarize(bn), sr = Summarize(rel);
+  const Recommendation r = Recommend(o, spec.factor);
+  const DefaultTolerance dt = DefaultsFor(*p.out);
+  int torch_rej = 0, jax_rej = 0;
+  for (const Obs& x : o) {
+    torch_rej += Rejects(x.err, x.x, dt.torch_atol, dt.torch_rtol);
+    jax_rej += Rejects(x.err, x.x, dt.jax_tol, dt.jax_tol);
+  }
+  const double n = static_cast<double>(o.size());
+  tables.tol.rows.push_back(RowBuilder(tables.tol)
+                                .Set("unit", unit_index)
+                                .Set("item", item)
+                                .Set("op", u.op)
+                                .Set("dtype", u.dtype->name)
+                                .Set("platform", p.name)
+                                .Set("input_format", std::string(p.fa->name))
+                                .Set("output_format", std::string(p.out->name))
+                                .Set("accumulator", AccumulatorName(p))
+                                .Set("distribution", u.dist)
+                                .Set("k", u.k)
+                                .Set("samples", int64_t{u.samples})
+                                .Set("seed", std::to_string(spec.seed))
+                                .Set("ulp_max", su.max)
+                                .Set("ulp_p99", su.p99)
+                                .Set("ulp_median", su.median)
+                                .Set("bn_max", sb.max)
+                                .Set("bn_p99", sb.p99)
+                                .Set("bn_median", sb.median)
+                                .Set("rel_max", sr.max)
+                                .Set("rel_p99", sr.p99)
+                                .Set("rel_median", sr.median)
+                                .Set("bound_ulp", r.bound_ulp)
+                                .Set("bound_bn", r.bound_bn)
+                                .Set("prob_bn", prob)
+                                .Set("rec_ulp", r.ulp)
+                                .Set("rec_bn", r.bn)
+                                .Set("rec_rtol", r.rtol)
+                                .Set("rec_atol", r.atol)
+                                .Set("note", Note(r, sb, prob, non_finite, spec.factor))
+                                .Set("torch_rtol", dt.torch_rtol)
+                                .Set("torch_atol", dt.torch_atol)
+                                .Set("torch_rejects", torch_rej / n)
+                                .Set("jax_tol", dt.jax_tol)
+                                .Set("jax_rejects", jax_rej / n)
+                                .Build());
+  for (int m = 0; m < kMutations; ++m) {
+    RowBuilder row(tables.power);
+    row.Set("unit", unit_index)
+        .Set("item", item * kMutations + m)
+        .Set("op", u.op)
+        .Set("dtype", u.dtype->name)
+        .Set("platform", p.name)
+        .Set("distribution", u.dist)
+        .Set("k", u.k)
+        .Set("mutation", std::string(kMutationNames[m]));
+    if (std::isnan(o[0].mut_err[m])) {  // Not applicable to this platform.
+      for (const char* c : {"rejected_assert_close", "rejected_ulp", "rejected_bn",
+                            "rejected_torch", "rejected_jax"}) {
+        row.Empty(c);
+      }
+      tables.power.rows.push_back(row.Build());
+      continue;
+    }
+    int ac = 0, ul = 0, bnr = 0, tr = 0, jr = 0;
+    for (const Obs& x : o) {
+      const double e = x.mut_err[m];
+      ac += Rejects(e, x.x, r.atol, r.rtol);
+      ul += !(e / x.ulp_x <= r.ulp);
+      bnr += !(x.us > 0 ? e / x.us <= r.bn : e == 0);
+      tr += Rejects(e, x.x, dt.torch_atol, dt.torch_rtol);
+      jr += Rejects(e, x.x, dt.jax_tol, dt.jax_tol);
+    }
+    tables.power.rows.push_back(row.Set("rejected_assert_close", ac / n)
+                                    .Set("rejected_ulp", ul / n)
+                                    .Set("rejected_bn", bnr / n)
+                                    .Set("rejected_torch", tr / n)
+                                    .Set("rejected_jax", jr / n)
+                                    .Build());
+  }
+}
+
+// The row of cross pair c (item `item` of its unit): per sample the b member farthest from a.
+std::vector<Cell> CrossRow(const Unit& u, int64_t unit_index, int64_t item, const CrossSpec& c,
+                           const std::string& b_label, const std::vector<std::string>& plats,
+                           const std::vector<PlatformInfo>& infos,
+                           const std::vector<std::vector<Obs>>& obs, double factor,
+                           const Table& cross) {
+  auto at = [&plats](const std::string& name) {
+    return static_cast<size_t>(std::find(plats.begin(), plats.end(), name) - plats.begin());
+  };
+  const size_t ia = at(c.a);
+  std::vector<double> dulp, dbn, drel, worst, dabs, aref;
+  for (int s = 0; s < u.samples; ++s) {
+    const Obs& a = obs[ia][static_cast<size_t>(s)];
+    double mu = 0, mb = 0, mr = 0, mw = 0, md = 0;
+    for (const std::string& bn : c.b) {
+      const size_t ib = at(bn);
+      const Obs& b = obs[ib][static_cast<size_t>(s)];
+      const double d = std::fabs(a.y - b.y);
+      double du = INFINITY;
+      if (infos[ia].out == infos[ib].out) {
+        const std::optional<int64_t> dist = UlpDistance(*infos[ia].out, a.y_bits, b.y_bits);
+        if (dist) du = std::fabs(static_cast<double>(*dist));
+      }
+      mu = std::max(mu, du);
+      md = std::max(md, d);
+      mb = std::max(mb, a.us > 0 ? d / a.us : (d == 0 ? 0 : INFINITY));
+      mr = std::max(mr, a.y != 0 ? d / std::fabs(a.y) : (d == 0 ? 0 : INFINITY));
+      const double w = a.bound + b.bound + std::fabs(a.x - b.x);
+      mw = std::max(mw, a.us > 0 ? w / a.us : INFINITY);
+    }
+    dulp.push_back(mu);
+    dbn.push_back(mb);
+    drel.push_back(mr);
+    worst.push_back(mw);
+    dabs.push_back(md);
+    aref.push_back(std::fabs(a.y));
+  }
+  const Summary su = Summarize(dulp), sb = Summarize(dbn), sr = Summarize(drel),
+                sw = Summarize(worst);
+  std::vector<double> frel;
+  for (double r : drel) {
+    if (std::isfinite(r)) frel.push_back(r);
+  }
+  const double rtol = factor * Summarize(frel).median;
+  double atol = 0;
+  for (size_t i = 0; i < dabs.size(); ++i) {
+    const Obs& a = obs[ia][i];
+    const double cap = worst[i] * a.us;
+    atol = std::max(atol, std::min(factor * dabs[i], cap) - rtol * aref[i]);
+  }
+  return RowBuilder(cross)
+      .Set("unit", unit_index)
+      .Set("item", item)
+      .Set("op", u.op)
+      .Set("dtype", u.dtype->name)
+      .Set("name", c.name)
+      .Set("platform_a", c.a)
+      .Set("platform_b", b_label)
+      .Set("distribution", u.dist)
+      .Set("k", u.k)
+      .Set("samples", int64_t{u.samples})
+      .Set("diff_ulp_max", su.max)
+      .Set("diff_ulp_p99", su.p99)
+      .Set("diff_bn_max", sb.max)
+      .Set("diff_bn_p99", sb.p99)
+      .Set("diff_rel_max", sr.max)
+      .Set("worst_bn", sw.max)
+      .Set("rec_ulp", factor * su.max)
+      .Set("rec_bn", std::min(factor * sb.max, sw.max))
+      .Set("rec_rtol", rtol)
+      .Set("rec_atol", atol > 0 ? atol * (1 + 0x1p-40) : 0.0)
+      .Build();
+}
+
+// A matmul or sum unit: every platform of its rows and of its cross pairs on the same samples,
+// then one tolerance row (and its power rows) per row platform and one row per cross pair.
+absl::Status RunReductionUnit(const Unit& u, int64_t unit_index, const SweepPlan& plan,
+                              const Sweeper& sweeper, int threads, const SweepOptions& options,
+                              SweepTables& tables) {
+  // Every platform this unit evaluates: the rows', then the cross pairs'.
+  std::vector<std::string> plats = u.platforms;
+  auto add = [&plats](const std::string& n) {
+    if (std::find(plats.begin(), plats.end(), n) == plats.end()) plats.push_back(n);
+  };
+  for (const CrossSpec* c : u.cross) {
+    add(c->a);
+    for (const std::string& n : c->b) add(n);
+  }
+  std::vector<PlatformInfo> infos;
+  for (const std::string& n : plats) infos.push_back(sweeper.Info(n, *u.dtype));
+  const std::vector<std::vector<Obs>> obs = ObserveReduction(u, sweeper, infos, threads, options);
+  if (Cancelled(options)) return Interrupted();
+
+  for (size_t pi = 0; pi < u.platforms.size(); ++pi) {
+    AddToleranceRows(u, unit_index, static_cast<int64_t>(pi), infos[pi], obs[pi], plan.spec,
+                     tables);
+  }
+  int64_t item = 0;
+  for (const CrossSpec* c : u.cross) {
+    const auto label = plan.b_labels.find(c->name);
+    tables.cross.rows.push_back(
+        CrossRow(u, unit_index, item++, *c, label != plan.b_labels.end() ? label->second : "",
+                 plats, infos, obs, plan.spec.factor, tables.cross));
+  }
+  return absl::OkStatus();
+}
+
+void DescribeTables(SweepTables& tables) {
+  tables.tol.description =
       "One row per (op, dtype, platform, distribution, K). Errors are measured against the "
       "exact value of the computation the platform was given. Recommended tolerances follow "
       "the rule in the provenance; `note` says when a recommendation was capped by the "
       "worst-case bound or lies above the probabilistic estimate lambda*sqrt(K).";
-  report.tables[1].description =
+  tables.cross.description =
       "Difference between two platforms' outputs on the same inputs (each quantizing them to its "
       "own input format). An envelope (several b platforms) takes, per sample, the member "
       "farthest from a. Use rec_rtol/rec_atol with the CUDA output as `expected`. The ULP "
       "distance counts every representable value between the two outputs, so outputs of "
       "opposite sign near zero give huge counts: under cancellation use the bound-normalized or "
       "assert_close columns.";
-  report.tables[2].description =
+  tables.power.description =
       "Fraction of known-wrong outputs each tolerance rejects (1 = catches every sample). A "
       "value below 0.5 means the tolerance passes that bug more often than not.";
-  report.tables[3].description =
+  tables.quant.description =
       "Quantization of float inputs to 8-bit formats with a per-tensor scale amax / max "
       "(int8: 127), RNE with saturation. rtol = factor * the largest relative error among "
       "elements in the format's normal range; atol covers the subnormal and zero ones.";
+}
+
+}  // namespace
+
+std::vector<Table> SweepTableSchemas() {
+  return {ToleranceTable(), CrossTable(), PowerTable(), QuantizeTable()};
+}
+
+absl::StatusOr<Report> RunSweep(const SweepSpec& input_spec, const SweepOptions& options) {
+  if (options.shard_count < 1 || options.shard_index < 0 ||
+      options.shard_index >= options.shard_count) {
+    return absl::InvalidArgumentError(
+        Cat("bad shard ", options.shard_index + 1, "/", options.shard_count));
+  }
+  ModelCatalog catalog(options.models_dir);
+  if (absl::Status s = CheckSweepModels(input_spec, catalog); !s.ok()) return s;
+  SweepPlan plan;
+  plan.spec = input_spec;
+  if (absl::Status s = ExpandCrossEnvelopes(catalog, plan); !s.ok()) return s;
+  if (absl::Status s = LoadSweepModels(catalog, options.models_dir, plan); !s.ok()) return s;
+  plan.units = MakeUnits(plan.spec);
+
+  Report report;
+  report.provenance = SweepProvenance(plan, options);
+  Sweeper sweeper(plan.spec, plan.models);
+  absl::StatusOr<int> fitted = FitThreads(plan.units, options, sweeper);
+  if (!fitted.ok()) return fitted.status();
+  const int threads = *fitted;
+  if (options.threads_used != nullptr) *options.threads_used = threads;
+  auto in_shard = [&options](size_t ui) {
+    return static_cast<int>(ui % options.shard_count) == options.shard_index;
+  };
+  int64_t shard_units = 0;
+  for (size_t ui = 0; ui < plan.units.size(); ++ui) shard_units += in_shard(ui);
+
+  SweepTables tables;
+  int64_t done = 0;
+  for (size_t ui = 0; ui < plan.units.size(); ++ui) {
+    if (!in_shard(ui)) continue;
+    if (Cancelled(options)) return Interrupted();
+    const Unit& u = plan.units[ui];
+    const int64_t unit_index = static_cast<int64_t>(ui);
+    const absl::Status s =
+        u.op == "quantize"
+            ? RunQuantizeUnit(u, unit_index, plan.spec, options, tables)
+            : RunReductionUnit(u, unit_index, plan, sweeper, threads, options, tables);
+    if (!s.ok()) return s;
+    ++done;
+    if (options.progress) options.progress(done, shard_units, u.Label());
+  }
+  DescribeTables(tables);
+  report.tables = {std::move(tables.tol), std::move(tables.cross), std::move(tables.power),
+                   std::move(tables.quant)};
   return report;
 }
 

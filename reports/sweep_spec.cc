@@ -186,33 +186,8 @@ const toml::node* Element(const toml::node* n, std::string_view value) {
     lhs = *std::move(_r);                 \
   } while (0)
 
-absl::StatusOr<SweepSpec> Parse(const toml::table& root, std::string_view file) {
-  SweepSpec spec;
-  SpecReader r(file, spec);
-  if (absl::Status s = r.CheckKeys(root, "",
-                                   {"seed", "samples", "min_samples", "max_terms_per_row",
-                                    "factor", "lambda", "ops", "ks", "distributions",
-                                    "quantize_formats", "quantize_elements", "dtype", "cross"});
-      !s.ok()) {
-    return s;
-  }
-  spec.source = std::string(file);
-  int64_t v = 0;
-  FPC_ASSIGN(v, r.Int(root, "seed", 0, INT64_MAX, std::nullopt));
-  spec.seed = static_cast<uint64_t>(v);
-  FPC_ASSIGN(v, r.Int(root, "samples", 1, kMaxSweepSamples, std::nullopt));
-  spec.samples = static_cast<int>(v);
-  FPC_ASSIGN(v, r.Int(root, "min_samples", 1, kMaxSweepSamples, spec.samples));
-  spec.min_samples = static_cast<int>(std::min<int64_t>(v, spec.samples));
-  FPC_ASSIGN(spec.max_terms_per_row,
-             r.Int(root, "max_terms_per_row", 1, INT64_MAX, int64_t{1} << 40));
-  FPC_ASSIGN(spec.factor, r.Float(root, "factor", 1, 1000, 2));
-  FPC_ASSIGN(spec.lambda, r.Float(root, "lambda", 0.1, 100, 1));
-  FPC_ASSIGN(spec.ops, r.Strings(root, "ops", "ops", true));
-  if (absl::Status s = CheckNames(spec.ops, ValidOps(), "op", false); !s.ok()) {
-    return r.Error(root.get("ops"), "ops", std::string(s.message()));
-  }
-  if (spec.ops.empty()) return r.Error(root.get("ops"), "ops", "must name at least one op");
+// ks: distinct K values, each position remembered ("ks/<K>").
+absl::Status ReadKs(SpecReader& r, const toml::table& root, SweepSpec& spec) {
   const toml::node* ks_node = root.get("ks");
   const toml::array* ks = ks_node != nullptr ? ks_node->as_array() : nullptr;
   if (ks_node == nullptr) return r.Error(&root, "ks", "missing (an array of K >= 1)");
@@ -231,6 +206,28 @@ absl::StatusOr<SweepSpec> Parse(const toml::table& root, std::string_view file) 
     spec.ks.push_back(k->get());
     r.Remember(Cat("ks/", k->get()), e, "ks");
   }
+  return absl::OkStatus();
+}
+
+// The top-level scalars and lists: seed .. quantize_elements.
+absl::Status ReadTopLevel(SpecReader& r, const toml::table& root, SweepSpec& spec) {
+  int64_t v = 0;
+  FPC_ASSIGN(v, r.Int(root, "seed", 0, INT64_MAX, std::nullopt));
+  spec.seed = static_cast<uint64_t>(v);
+  FPC_ASSIGN(v, r.Int(root, "samples", 1, kMaxSweepSamples, std::nullopt));
+  spec.samples = static_cast<int>(v);
+  FPC_ASSIGN(v, r.Int(root, "min_samples", 1, kMaxSweepSamples, spec.samples));
+  spec.min_samples = static_cast<int>(std::min<int64_t>(v, spec.samples));
+  FPC_ASSIGN(spec.max_terms_per_row,
+             r.Int(root, "max_terms_per_row", 1, INT64_MAX, int64_t{1} << 40));
+  FPC_ASSIGN(spec.factor, r.Float(root, "factor", 1, 1000, 2));
+  FPC_ASSIGN(spec.lambda, r.Float(root, "lambda", 0.1, 100, 1));
+  FPC_ASSIGN(spec.ops, r.Strings(root, "ops", "ops", true));
+  if (absl::Status s = CheckNames(spec.ops, ValidOps(), "op", false); !s.ok()) {
+    return r.Error(root.get("ops"), "ops", std::string(s.message()));
+  }
+  if (spec.ops.empty()) return r.Error(root.get("ops"), "ops", "must name at least one op");
+  if (absl::Status s = ReadKs(r, root, spec); !s.ok()) return s;
   FPC_ASSIGN(spec.distributions, r.Strings(root, "distributions", "distributions", true));
   if (absl::Status s =
           CheckNames(spec.distributions, ValidDistributions(), "distribution", false);
@@ -252,7 +249,11 @@ absl::StatusOr<SweepSpec> Parse(const toml::table& root, std::string_view file) 
   }
   FPC_ASSIGN(spec.quantize_elements,
              r.Int(root, "quantize_elements", 1, kMaxSweepK, 4096));
+  return absl::OkStatus();
+}
 
+// [[dtype]] tables.
+absl::Status ReadDtypes(SpecReader& r, const toml::table& root, SweepSpec& spec) {
   std::set<std::string> dtype_names;
   if (const toml::node* dn = root.get("dtype")) {
     const toml::array* arr = dn->as_array();
@@ -306,7 +307,11 @@ absl::StatusOr<SweepSpec> Parse(const toml::table& root, std::string_view file) 
       spec.dtypes.push_back(std::move(d));
     }
   }
-  // An op that no table of the file can produce would silently add nothing.
+  return absl::OkStatus();
+}
+
+// Every op of `ops` must be produced by some table (else it would silently add nothing).
+absl::Status CheckOpsHaveRows(SpecReader& r, const toml::table& root, const SweepSpec& spec) {
   for (const std::string& op : spec.ops) {
     bool produces = false;
     if (op == "quantize") {
@@ -324,6 +329,11 @@ absl::StatusOr<SweepSpec> Parse(const toml::table& root, std::string_view file) 
                                                            : " platforms"));
     }
   }
+  return absl::OkStatus();
+}
+
+// [[cross]] tables (after the dtypes and quantize_formats they refer to).
+absl::Status ReadCrossPairs(SpecReader& r, const toml::table& root, SweepSpec& spec) {
   std::map<std::string, size_t> dtype_index;  // Name -> index in spec.dtypes.
   for (size_t i = 0; i < spec.dtypes.size(); ++i) dtype_index[spec.dtypes[i].name] = i;
   std::set<std::string> cross_names;
@@ -399,6 +409,25 @@ absl::StatusOr<SweepSpec> Parse(const toml::table& root, std::string_view file) 
       spec.cross.push_back(std::move(c));
     }
   }
+  return absl::OkStatus();
+}
+
+// One function per part of the file, in file order; the first error is returned.
+absl::StatusOr<SweepSpec> Parse(const toml::table& root, std::string_view file) {
+  SweepSpec spec;
+  SpecReader r(file, spec);
+  if (absl::Status s = r.CheckKeys(root, "",
+                                   {"seed", "samples", "min_samples", "max_terms_per_row",
+                                    "factor", "lambda", "ops", "ks", "distributions",
+                                    "quantize_formats", "quantize_elements", "dtype", "cross"});
+      !s.ok()) {
+    return s;
+  }
+  spec.source = std::string(file);
+  if (absl::Status s = ReadTopLevel(r, root, spec); !s.ok()) return s;
+  if (absl::Status s = ReadDtypes(r, root, spec); !s.ok()) return s;
+  if (absl::Status s = CheckOpsHaveRows(r, root, spec); !s.ok()) return s;
+  if (absl::Status s = ReadCrossPairs(r, root, spec); !s.ok()) return s;
   return spec;
 }
 
@@ -417,7 +446,7 @@ namespace {
 using InputSignature = std::tuple<const FormatSpec*, const FormatSpec*, const FormatSpec*>;
 
 InputSignature Signature(const Model& m) {
-  return {m.inputs.a, m.inputs.b != nullptr ? m.inputs.b : m.inputs.a, m.inputs.convert_to};
+  return {m.inputs.a, &m.InputB(), m.inputs.convert_to};
 }
 
 std::string DescribeInputs(const Model& m) {

@@ -58,31 +58,15 @@
 #include <sys/stat.h>
 #include <vector>
 
+#include "cases/pinned_random.h"
+
 namespace {
 
 // ---------------------------------------------------------------------------------------------
-// Host-only pinned randomness: the same SplitMix64 and DeriveSeed as cases/pinned_random.h
-// (Steele, Lea & Flood, OOPSLA 2014; constants of Vigna's splitmix64.c).
-uint64_t Mix(uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-  return z ^ (z >> 31);
-}
-uint64_t DeriveSeed(uint64_t seed, std::initializer_list<uint64_t> keys) {
-  uint64_t h = Mix(seed ^ 0x6A09E667F3BCC909ULL);
-  for (uint64_t k : keys) h = Mix(h + 0x9E3779B97F4A7C15ULL + Mix(k));
-  return h;
-}
-struct Rng {
-  uint64_t state;
-  uint64_t Next() {
-    state += 0x9E3779B97F4A7C15ULL;
-    return Mix(state);
-  }
-  uint64_t Below(uint64_t n) {
-    return static_cast<uint64_t>((static_cast<unsigned __int128>(Next()) * n) >> 64);
-  }
-};
+// Host-only pinned randomness: cases/pinned_random.h's DeriveSeed and PinnedRng (SplitMix64;
+// only their inline, constexpr parts, so this program links nothing of the project).
+using fpconform::DeriveSeed;
+using Rng = fpconform::PinnedRng;
 
 // ---------------------------------------------------------------------------------------------
 // Input types.
@@ -575,8 +559,8 @@ void AddProbes(const TypeInfo& t, int n, std::vector<Dot>* out) {
 void AddRandom(const TypeInfo& t, Type type, int n, int count, uint64_t seed, int klass,
                std::vector<Dot>* out) {
   for (int s = 0; s < count; ++s) {
-    Rng rng{DeriveSeed(seed, {static_cast<uint64_t>(type), static_cast<uint64_t>(n),
-                              static_cast<uint64_t>(klass), static_cast<uint64_t>(s)})};
+    Rng rng(DeriveSeed(seed, {static_cast<uint64_t>(type), static_cast<uint64_t>(n),
+                              static_cast<uint64_t>(klass), static_cast<uint64_t>(s)}));
     Dot dot;
     dot.tag = klass == 0 ? "random: exponents near 1 (|e| <= 3), c near the sum"
                          : "random: exponents over the whole finite range";
@@ -607,7 +591,7 @@ std::vector<Dot> CheckDots(const TypeInfo& t, int n, uint64_t seed, Type type,
                            std::vector<double>* exact) {
   std::vector<Dot> dots;
   for (int s = 0; s < 64; ++s) {
-    Rng rng{DeriveSeed(seed, {99, static_cast<uint64_t>(type), static_cast<uint64_t>(s)})};
+    Rng rng(DeriveSeed(seed, {99, static_cast<uint64_t>(type), static_cast<uint64_t>(s)}));
     Dot dot;
     dot.tag = "check";
     double sum = static_cast<double>(rng.Below(17)) - 8;
@@ -793,7 +777,7 @@ bool CublasBf16(const std::string& out_dir, const Device& dev, uint64_t seed) {
   bool ok = true;
   for (int K : {64, 256, 1024}) {
     for (int rep = 0; rep < 4 && ok; ++rep) {
-      Rng rng{DeriveSeed(seed, {7, static_cast<uint64_t>(K), static_cast<uint64_t>(rep)})};
+      Rng rng(DeriveSeed(seed, {7, static_cast<uint64_t>(K), static_cast<uint64_t>(rep)}));
       // A: n x K column-major (lda = n); B: K x n column-major (ldb = K); C: n x n.
       std::vector<uint16_t> ha(n * K), hb(K * n);
       std::vector<float> hc(n * n);
@@ -860,7 +844,7 @@ bool CublasLtFp8(const std::string& out_dir, const Device& dev, uint64_t seed, b
   std::vector<uint32_t> dall;
   for (int K : {64, 256, 1024}) {
     for (int rep = 0; rep < 4 && ok; ++rep) {
-      Rng rng{DeriveSeed(seed, {8, static_cast<uint64_t>(K), static_cast<uint64_t>(rep)})};
+      Rng rng(DeriveSeed(seed, {8, static_cast<uint64_t>(K), static_cast<uint64_t>(rep)}));
       // TN: A stored K x n column-major (op T gives n x K), B K x n column-major, C/D n x n f32.
       std::vector<uint8_t> ha(K * n), hb(K * n);
       std::vector<float> hc(n * n);

@@ -24,7 +24,7 @@ if [ -n "$bin" ]; then
   echo "== using prebuilt $bin" >> "$log"
 else
 bin="$(mktemp -d)/cuda_probe"
-if ! timeout 240 "$nvcc_bin" -std=c++17 -O2 \
+if ! timeout 240 "$nvcc_bin" -std=c++17 -O2 -I "$here/../.." \
     -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90a,code=sm_90a \
     -gencode arch=compute_80,code=compute_80 \
     -o "$bin" "$here/probe.cu" -lcublasLt -lcublas >> "$log" 2>&1; then
