@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <cfenv>
+#include <limits>
 #include <thread>
 
 #include "formats/isa.h"
@@ -172,6 +174,9 @@ int CeilLog2(int64_t k) {
 
 uint64_t DoubleBits(double v) { return std::bit_cast<uint64_t>(v); }
 
+// 2^e for -1022 <= e <= 1023 (exact).
+double Pow2(int e) { return std::bit_cast<double>(static_cast<uint64_t>(1023 + e) << 52); }
+
 }  // namespace
 
 void GemmNt(int64_t m, int64_t n, int64_t k, const double* a, const double* bt, double* c,
@@ -235,11 +240,17 @@ OzakiSplit::OzakiSplit(const FormatSpec& f, std::span<const uint64_t> bits, int6
             sig = (sig >> shift) << shift;
           }
         }
-        // sig < 2^53 and 2^exponent >= 2^-149 * 2^-24: exact in binary64 (ldexp of an exact
-        // integer by a power of two inside the normal range).
-        const double mag = std::ldexp(static_cast<double>(sig), v.exponent);
+        // sig < 2^24 and 2^exponent >= 2^-172: the product of an exact integer and a power of
+        // two, far inside the normal binary64 range: exact.
+        const double mag = static_cast<double>(sig) * Pow2(v.exponent);
         hi[kk] = v.sign ? -mag : mag;
-        if (lo) lo_idx_.push_back(static_cast<int32_t>(kk));
+        if (lo) {
+          lo_idx_.push_back(static_cast<int32_t>(kk));
+          // v - hi: exact (the discarded low bits of the significand, same exponent).
+          const uint64_t rest = v.significand - sig;
+          const double lo_mag = static_cast<double>(rest) * Pow2(v.exponent);
+          lo_val_.push_back(v.sign ? -lo_mag : lo_mag);
+        }
       }
     }
     lo_start_[static_cast<size_t>(r) + 1] = lo_idx_.size();
@@ -317,6 +328,93 @@ OpResult CertifiedMatmul::Round(int64_t i, int64_t j, const FormatSpec& target, 
   return acc.Round(target, env);
 }
 
+// round(v) into target under env for an exact double v (the element's value or an enclosure
+// end): formats' Convert, or for float32 RNE in the normal range [2^-126, 2^127] the host's
+// double-to-float conversion (IEEE 754 RNE there; no subnormal or overflow involved, so FTZ and
+// saturation cannot matter; used only when the host rounding mode is to nearest), proven equal
+// by certified_matmul_test.
+struct CertifiedMatmul::Rounder {
+  const FormatSpec& target;
+  const OpEnv& env;
+  bool host_float32;
+  Rounder(const FormatSpec& t, const OpEnv& e)
+      : target(t), env(e),
+        host_float32(&t == &Float32() && e.rounding == Rounding::kNearestEven &&
+                     std::fegetround() == FE_TONEAREST) {}
+  uint64_t operator()(double v) const {
+    const double m = std::fabs(v);
+    if (host_float32 && m >= 0x1p-126 && m <= 0x1p127) {
+      return std::bit_cast<uint32_t>(static_cast<float>(v));
+    }
+    return Convert(Float64(), target, DoubleBits(v), env).bits;
+  }
+};
+
+namespace {
+bool Monotone(const OpEnv& env) { return env.rounding != Rounding::kStochastic; }
+}  // namespace
+
+uint64_t CertifiedMatmul::RoundBits(int64_t i, int64_t j, const FormatSpec& target,
+                                    const OpEnv& env, ExactAccumulator& acc, Route* route) const {
+  return RoundBitsWith(i, j, Rounder(target, env), acc, route);
+}
+
+uint64_t CertifiedMatmul::RoundBitsWith(int64_t i, int64_t j, const Rounder& round,
+                                        ExactAccumulator& acc, Route* route) const {
+  const FormatSpec& target = round.target;
+  const OpEnv& env = round.env;
+  *route = Route::kFallback;
+  if (!a_.special(i) && !b_.special(j)) {
+    const std::span<const int32_t> la = a_.lo(i), lb = b_.lo(j);
+    const double s = this->s(i, j);
+    if (la.empty() && lb.empty()) {
+      if (s != 0) {
+        *route = Route::kExact;
+        return round(s);
+      }
+    } else if (static_cast<int64_t>(la.size() + lb.size()) <= a_.k() / 4 && Monotone(env)) {
+      const std::span<const double> va = a_.lo_values(i), vb = b_.lo_values(j);
+      double y = s, abs = std::fabs(s);
+      int64_t n = 0;
+      size_t x = 0, z = 0;
+      while (x < la.size() || z < lb.size()) {
+        int32_t kk;
+        double alo = 0, blo = 0;
+        if (z == lb.size() || (x < la.size() && la[x] < lb[z])) {
+          kk = la[x];
+          alo = va[x++];
+        } else if (x == la.size() || lb[z] < la[x]) {
+          kk = lb[z];
+          blo = vb[z++];
+        } else {
+          kk = la[x];
+          alo = va[x++];
+          blo = vb[z++];
+        }
+        const double ahi = a_.hi(i, kk), bhi = b_.hi(j, kk);
+        const double t1 = alo * (bhi + blo), t2 = ahi * blo;  // bhi + blo = b exactly.
+        y += t1;
+        y += t2;
+        abs += std::fabs(t1);
+        abs += std::fabs(t2);
+        n += 2;
+      }
+      const double e = abs * (4.0 * static_cast<double>(n) * 0x1p-53);
+      const double lo = std::nextafter(y - e, -INFINITY), hi = std::nextafter(y + e, INFINITY);
+      if (lo > 0 || hi < 0) {
+        const uint64_t r = round(lo);
+        if (r == round(hi)) {
+          *route = Route::kEnclosed;
+          return r;
+        }
+      }
+    }
+  }
+  // The accumulator: exact (with corrections) or the full ExactDot.
+  *route = Load(i, j, acc);
+  return acc.Round(target, env).bits;
+}
+
 std::vector<uint64_t> CertifiedMatmulRound(const FormatSpec& fa, std::span<const uint64_t> a,
                                            const FormatSpec& fb, std::span<const uint64_t> bt,
                                            int64_t m, int64_t n, int64_t k,
@@ -327,15 +425,17 @@ std::vector<uint64_t> CertifiedMatmulRound(const FormatSpec& fa, std::span<const
   std::vector<uint64_t> d(static_cast<size_t>(m * n));
   const int t = static_cast<int>(std::clamp<int64_t>(threads, 1, std::max<int64_t>(m, 1)));
   std::vector<CertifiedStats> st(static_cast<size_t>(t));
+  const CertifiedMatmul::Rounder round(target, env);
   auto work = [&](int w) {
     ExactAccumulator acc;
     CertifiedStats& s = st[static_cast<size_t>(w)];
     for (int64_t i = m * w / t; i < m * (w + 1) / t; ++i) {
       for (int64_t j = 0; j < n; ++j) {
         CertifiedMatmul::Route r;
-        d[static_cast<size_t>(i * n + j)] = cm.Round(i, j, target, env, acc, &r).bits;
+        d[static_cast<size_t>(i * n + j)] = cm.RoundBitsWith(i, j, round, acc, &r);
         (r == CertifiedMatmul::Route::kExact       ? s.exact
          : r == CertifiedMatmul::Route::kCorrected ? s.corrected
+         : r == CertifiedMatmul::Route::kEnclosed  ? s.enclosed
                                                    : s.fallback)++;
       }
     }

@@ -48,6 +48,21 @@
 //   needed and the result is exact for every rounding, every target format and every error
 //   measure, not only for the correctly rounded float32 value).
 //
+// CertifiedMatmulRound (bits only) decides most elements with a correction set U without the
+// accumulator, by an enclosure (the certification step):
+//   y = fl(...fl(fl(S + t_1) + t_2)... + t_n), t = a_lo,ik b_kj and a_hi,ik b_lo,kj for k in U
+//   (each product exact: both factors have at most 24 significant bits, so at most 48, and are
+//   >= 2^-149 * 2^-174 > 2^-1022 when non-zero, so no underflow); A = fl(|S| + sum |t|) the same
+//   way. Higham, Lemma 3.1 / (4.4) (recursive summation of n+1 exact terms, no underflow or
+//   overflow, u = 2^-53): |y - x| <= gamma_n sum |terms| and sum |terms| <= (1 + gamma_n) A, so
+//   |y - x| <= gamma_n (1 + gamma_n) A <= 2 n u A for n u <= 1/4 (n <= 2 K + 1 <= 2^33).
+//   E = fl(4 n u A) >= (1 - u) 4 n u A >= 2 n u A (4 n u is a power-of-two multiple of an
+//   integer: exact). lo = pred(fl(y - E)) <= y - E and hi = succ(fl(y + E)) >= y + E (one step
+//   past a round-to-nearest result is past the exact value). Every rounding mode but stochastic
+//   is monotone, so if lo > 0 or hi < 0 (the sign is known: no zero-sign question) and
+//   round(lo) == round(hi), that is round(x). Otherwise the element goes to the accumulator.
+//   Only the bits are decided this way (not the inexact flag), hence only in the bits-only API.
+//
 // Falls back to the full exact accumulator (ExactDot over the K terms) for:
 //   * an element whose row of A or column of B holds an Inf or NaN (special-value rules, NaN
 //     priority and payloads are the accumulator's);
@@ -113,6 +128,12 @@ class OzakiSplit {
   }
   double hi(int64_t r, int64_t kk) const { return hi_[static_cast<size_t>(r * k_ + kk)]; }
   bool special(int64_t r) const { return special_[static_cast<size_t>(r)] != 0; }
+  // The lo parts (a - a_hi, exact doubles) at those indices, same order.
+  std::span<const double> lo_values(int64_t r) const {
+    return std::span<const double>(lo_val_.data() + lo_start_[static_cast<size_t>(r)],
+                                   lo_start_[static_cast<size_t>(r) + 1] -
+                                       lo_start_[static_cast<size_t>(r)]);
+  }
   // The k indices of row r whose lo part is non-zero, ascending.
   std::span<const int32_t> lo(int64_t r) const {
     return std::span<const int32_t>(lo_idx_.data() + lo_start_[static_cast<size_t>(r)],
@@ -129,15 +150,18 @@ class OzakiSplit {
   std::vector<uint8_t> special_;  // Row holds Inf/NaN.
   std::vector<size_t> lo_start_;  // rows + 1 offsets into lo_idx_.
   std::vector<int32_t> lo_idx_;
+  std::vector<double> lo_val_;
 };
 
 struct CertifiedStats {
   int64_t exact = 0;      // The GEMM value alone is the exact value.
-  int64_t corrected = 0;  // GEMM value plus the exact correction over U.
+  int64_t corrected = 0;  // GEMM value plus the exact correction over U (accumulator).
+  int64_t enclosed = 0;   // Bits decided by the enclosure of GEMM value + correction.
   int64_t fallback = 0;   // Full ExactDot (specials, exact zero, dense U).
   void Merge(const CertifiedStats& o) {
     exact += o.exact;
     corrected += o.corrected;
+    enclosed += o.enclosed;
     fallback += o.fallback;
   }
 };
@@ -151,7 +175,8 @@ class CertifiedMatmul {
   // Runs the GEMM S = A_hi B_hi (threads split the rows).
   CertifiedMatmul(const OzakiSplit& a, const OzakiSplit& b, int threads = 1);
 
-  enum class Route : uint8_t { kExact, kCorrected, kFallback };
+  // kEnclosed: RoundBits only (decided by the enclosure).
+  enum class Route : uint8_t { kExact, kCorrected, kFallback, kEnclosed };
 
   // Resets `acc` (built without DAZ) and loads the exact value of D[i][j] into it; returns the
   // route. kFallback: `acc` holds the full ExactDot of row i and column j (same as ExactDot).
@@ -166,6 +191,18 @@ class CertifiedMatmul {
   // bits and flags); `acc` is scratch.
   OpResult Round(int64_t i, int64_t j, const FormatSpec& target, const OpEnv& env,
                  ExactAccumulator& acc, Route* route = nullptr) const;
+
+  // round(D[i][j]) bits only (CertifiedMatmulRound's per-element step): kExact elements are
+  // rounded from the GEMM value, elements with corrections by the enclosure when it decides
+  // (kEnclosed; else exactly by the accumulator, kCorrected), kFallback by ExactDot. `acc` is
+  // scratch.
+  uint64_t RoundBits(int64_t i, int64_t j, const FormatSpec& target, const OpEnv& env,
+                     ExactAccumulator& acc, Route* route) const;
+
+  // RoundBits with the rounding set up once (CertifiedMatmulRound).
+  struct Rounder;
+  uint64_t RoundBitsWith(int64_t i, int64_t j, const Rounder& round, ExactAccumulator& acc,
+                         Route* route) const;
 
   // The GEMM value S[i][j] (exact sum of the hi products).
   double s(int64_t i, int64_t j) const { return s_[static_cast<size_t>(i * ldc_ + j)]; }
