@@ -198,6 +198,24 @@ void GemmNt(int64_t m, int64_t n, int64_t k, const double* a, const double* bt, 
 
 // ---- Split ----
 
+namespace {
+
+// sig with the bits of weight below 2^q cleared, for the value sig * 2^x.
+uint64_t Keep(uint64_t sig, int x, int q) {
+  if (x >= q) return sig;
+  const int shift = q - x;
+  return shift >= 64 ? 0 : (sig >> shift) << shift;
+}
+
+// (-1)^sign * sig * 2^x for sig < 2^24 and -149 <= x <= 127 - 23: an exact integer times a
+// power of two inside the normal binary64 range: exact.
+double Value(bool sign, uint64_t sig, int x) {
+  const double mag = static_cast<double>(sig) * Pow2(x);
+  return sign ? -mag : mag;
+}
+
+}  // namespace
+
 OzakiSplit::OzakiSplit(const FormatSpec& f, std::span<const uint64_t> bits, int64_t rows,
                        int64_t k)
     : f_(&f), bits_(bits), rows_(rows), k_(k) {
@@ -206,10 +224,14 @@ OzakiSplit::OzakiSplit(const FormatSpec& f, std::span<const uint64_t> bits, int6
     std::abort();
   }
   beta_ = (53 - CeilLog2(std::max<int64_t>(k, 1))) / 2;
-  hi_.assign(static_cast<size_t>(rows * k), 0.0);
+  const size_t count = static_cast<size_t>(rows * k);
+  hi_[0].assign(count, 0.0);
+  hi_[1].assign(count, 0.0);
+  std::vector<double> rest(count, 0.0);  // Below the second level.
   special_.assign(static_cast<size_t>(rows), 0);
   lo_start_.assign(static_cast<size_t>(rows) + 1, 0);
   std::vector<Unpacked> u(static_cast<size_t>(k));
+  int64_t below_first = 0;  // Entries with bits below the first level.
   for (int64_t r = 0; r < rows; ++r) {
     // e: the smallest exponent with max_k |a_rk| < 2^e (the top bit of s 2^x is 2^(x + width)).
     int e = INT32_MIN;
@@ -222,35 +244,35 @@ OzakiSplit::OzakiSplit(const FormatSpec& f, std::span<const uint64_t> bits, int6
         e = std::max(e, v.exponent + static_cast<int>(std::bit_width(v.significand)));
       }
     }
-    if (!special_[static_cast<size_t>(r)] && e != INT32_MIN) {
-      const int q = e - beta_;  // The unit of the hi parts.
-      double* hi = hi_.data() + r * k;
-      for (int64_t kk = 0; kk < k; ++kk) {
-        const Unpacked& v = u[static_cast<size_t>(kk)];
-        if (v.kind != Unpacked::Kind::kFinite || v.significand == 0) continue;
-        uint64_t sig = v.significand;
-        bool lo = false;
-        if (v.exponent < q) {
-          const int shift = q - v.exponent;
-          if (shift >= 64) {
-            lo = true;
-            sig = 0;
-          } else {
-            lo = (sig & ((uint64_t{1} << shift) - 1)) != 0;
-            sig = (sig >> shift) << shift;
-          }
-        }
-        // sig < 2^24 and 2^exponent >= 2^-172: the product of an exact integer and a power of
-        // two, far inside the normal binary64 range: exact.
-        const double mag = static_cast<double>(sig) * Pow2(v.exponent);
-        hi[kk] = v.sign ? -mag : mag;
-        if (lo) {
-          lo_idx_.push_back(static_cast<int32_t>(kk));
-          // v - hi: exact (the discarded low bits of the significand, same exponent).
-          const uint64_t rest = v.significand - sig;
-          const double lo_mag = static_cast<double>(rest) * Pow2(v.exponent);
-          lo_val_.push_back(v.sign ? -lo_mag : lo_mag);
-        }
+    if (special_[static_cast<size_t>(r)] || e == INT32_MIN) continue;
+    const int q1 = e - beta_, q2 = e - 2 * beta_;  // The units of the two levels.
+    for (int64_t kk = 0; kk < k; ++kk) {
+      const Unpacked& v = u[static_cast<size_t>(kk)];
+      if (v.kind != Unpacked::Kind::kFinite || v.significand == 0) continue;
+      const uint64_t s1 = Keep(v.significand, v.exponent, q1);
+      const uint64_t s12 = Keep(v.significand, v.exponent, q2);
+      const size_t at = static_cast<size_t>(r * k + kk);
+      hi_[0][at] = Value(v.sign, s1, v.exponent);
+      hi_[1][at] = Value(v.sign, s12 - s1, v.exponent);
+      rest[at] = Value(v.sign, v.significand - s12, v.exponent);
+      below_first += s1 != v.significand;
+    }
+  }
+  // Two levels when more than 1/16 of the entries have bits below the first (float32 inputs,
+  // wide magnitude ranges): four GEMMs instead of a dense correction.
+  levels_ = below_first * 16 > static_cast<int64_t>(count) ? 2 : 1;
+  if (levels_ == 1) {
+    // The second level joins the rest (disjoint bits of one significand: the sum is exact).
+    for (size_t at = 0; at < count; ++at) rest[at] += hi_[1][at];
+    hi_[1].clear();
+    hi_[1].shrink_to_fit();
+  }
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t kk = 0; kk < k; ++kk) {
+      const double lo = rest[static_cast<size_t>(r * k + kk)];
+      if (lo != 0) {
+        lo_idx_.push_back(static_cast<int32_t>(kk));
+        lo_val_.push_back(lo);
       }
     }
     lo_start_[static_cast<size_t>(r) + 1] = lo_idx_.size();
@@ -270,46 +292,64 @@ bool CertifiedMatmul::Supports(const FormatSpec& f) {
 CertifiedMatmul::CertifiedMatmul(const OzakiSplit& a, const OzakiSplit& b, int threads)
     : a_(a), b_(b), ldc_(std::max<int64_t>(b.rows(), 1)) {
   if (a.k() != b.k() || a.beta() != b.beta()) std::abort();
-  s_.assign(static_cast<size_t>(a.rows() * ldc_), 0.0);
-  GemmNt(a.rows(), b.rows(), a.k(), a.hi(), b.hi(), s_.data(), ldc_, threads);
+  for (int s = 0; s < a.levels(); ++s) {
+    for (int t = 0; t < b.levels(); ++t) {
+      planes_.emplace_back(static_cast<size_t>(a.rows() * ldc_), 0.0);
+      GemmNt(a.rows(), b.rows(), a.k(), a.hi(s), b.hi(t), planes_.back().data(), ldc_, threads);
+    }
+  }
 }
+
+namespace {
+
+// Calls f(alo * b, ahi * blo) for every k of U (the merge of the two sorted lo lists): the two
+// products whose sum is a_ik b_kj - ahi_ik bhi_kj, each exact in binary64 (both factors are
+// parts of significands of at most 24 bits, so at most 48 bits, and >= 2^-298 when non-zero).
+template <class F>
+void ForCorrections(const OzakiSplit& a, int64_t i, const OzakiSplit& b, int64_t j, F&& f) {
+  const std::span<const int32_t> la = a.lo(i), lb = b.lo(j);
+  const std::span<const double> va = a.lo_values(i), vb = b.lo_values(j);
+  size_t x = 0, z = 0;
+  while (x < la.size() || z < lb.size()) {
+    int32_t kk;
+    double alo = 0, blo = 0;
+    if (z == lb.size() || (x < la.size() && la[x] < lb[z])) {
+      kk = la[x];
+      alo = va[x++];
+    } else if (x == la.size() || lb[z] < la[x]) {
+      kk = lb[z];
+      blo = vb[z++];
+    } else {
+      kk = la[x];
+      alo = va[x++];
+      blo = vb[z++];
+    }
+    const double ahi = a.hi_total(i, kk), bhi = b.hi_total(j, kk);
+    f(alo * (bhi + blo), ahi * blo);  // bhi + blo = b exactly.
+  }
+}
+
+}  // namespace
 
 CertifiedMatmul::Route CertifiedMatmul::TryLoad(int64_t i, int64_t j,
                                                 ExactAccumulator& acc) const {
   acc.Reset();
   if (a_.special(i) || b_.special(j)) return Route::kFallback;
-  const std::span<const int32_t> la = a_.lo(i), lb = b_.lo(j);
-  const double s = this->s(i, j);
-  if (la.empty() && lb.empty()) {
-    if (s == 0) return Route::kFallback;
-    acc.Add(Float64(), DoubleBits(s));
-    return Route::kExact;
+  const size_t corrections = a_.lo(i).size() + b_.lo(j).size();
+  if (static_cast<int64_t>(corrections) > a_.k() / 4) return Route::kFallback;
+  for (const std::vector<double>& p : planes_) {
+    const double v = p[static_cast<size_t>(i * ldc_ + j)];
+    if (v != 0) acc.Add(Float64(), DoubleBits(v));
   }
-  if (static_cast<int64_t>(la.size() + lb.size()) > a_.k() / 4) return Route::kFallback;
-  if (s != 0) acc.Add(Float64(), DoubleBits(s));
-  const FormatSpec& fa = a_.format();
-  const FormatSpec& fb = b_.format();
-  size_t x = 0, y = 0;
-  while (x < la.size() || y < lb.size()) {
-    int32_t kk;
-    if (y == lb.size() || (x < la.size() && la[x] < lb[y])) {
-      kk = la[x++];
-    } else if (x == la.size() || lb[y] < la[x]) {
-      kk = lb[y++];
-    } else {
-      kk = la[x];
-      ++x;
-      ++y;
-    }
-    acc.AddProduct(fa, a_.bits(i, kk), fb, b_.bits(j, kk));
-    const double p = a_.hi(i, kk) * b_.hi(j, kk);  // Exact (header proof, 2.).
-    if (p != 0) acc.Add(Float64(), DoubleBits(-p));
-  }
+  ForCorrections(a_, i, b_, j, [&](double t1, double t2) {
+    if (t1 != 0) acc.Add(Float64(), DoubleBits(t1));
+    if (t2 != 0) acc.Add(Float64(), DoubleBits(t2));
+  });
   if (acc.IsZero()) {
     acc.Reset();
     return Route::kFallback;
   }
-  return Route::kCorrected;
+  return corrections == 0 ? Route::kExact : Route::kCorrected;
 }
 
 CertifiedMatmul::Route CertifiedMatmul::Load(int64_t i, int64_t j, ExactAccumulator& acc) const {
@@ -361,44 +401,31 @@ uint64_t CertifiedMatmul::RoundBits(int64_t i, int64_t j, const FormatSpec& targ
 
 uint64_t CertifiedMatmul::RoundBitsWith(int64_t i, int64_t j, const Rounder& round,
                                         ExactAccumulator& acc, Route* route) const {
-  const FormatSpec& target = round.target;
-  const OpEnv& env = round.env;
   *route = Route::kFallback;
   if (!a_.special(i) && !b_.special(j)) {
-    const std::span<const int32_t> la = a_.lo(i), lb = b_.lo(j);
-    const double s = this->s(i, j);
-    if (la.empty() && lb.empty()) {
-      if (s != 0) {
+    const size_t corrections = a_.lo(i).size() + b_.lo(j).size();
+    const size_t at = static_cast<size_t>(i * ldc_ + j);
+    if (corrections == 0 && planes_.size() == 1) {
+      const double v = planes_[0][at];
+      if (v != 0) {
         *route = Route::kExact;
-        return round(s);
+        return round(v);
       }
-    } else if (static_cast<int64_t>(la.size() + lb.size()) <= a_.k() / 4 && Monotone(env)) {
-      const std::span<const double> va = a_.lo_values(i), vb = b_.lo_values(j);
-      double y = s, abs = std::fabs(s);
-      int64_t n = 0;
-      size_t x = 0, z = 0;
-      while (x < la.size() || z < lb.size()) {
-        int32_t kk;
-        double alo = 0, blo = 0;
-        if (z == lb.size() || (x < la.size() && la[x] < lb[z])) {
-          kk = la[x];
-          alo = va[x++];
-        } else if (x == la.size() || lb[z] < la[x]) {
-          kk = lb[z];
-          blo = vb[z++];
-        } else {
-          kk = la[x];
-          alo = va[x++];
-          blo = vb[z++];
-        }
-        const double ahi = a_.hi(i, kk), bhi = b_.hi(j, kk);
-        const double t1 = alo * (bhi + blo), t2 = ahi * blo;  // bhi + blo = b exactly.
+    } else if (static_cast<int64_t>(corrections) <= a_.k() / 4 && Monotone(round.env)) {
+      double y = 0, abs = 0;
+      int64_t n = 0;  // Terms.
+      for (const std::vector<double>& p : planes_) {
+        y += p[at];
+        abs += std::fabs(p[at]);
+        ++n;
+      }
+      ForCorrections(a_, i, b_, j, [&](double t1, double t2) {
         y += t1;
         y += t2;
         abs += std::fabs(t1);
         abs += std::fabs(t2);
         n += 2;
-      }
+      });
       const double e = abs * (4.0 * static_cast<double>(n) * 0x1p-53);
       const double lo = std::nextafter(y - e, -INFINITY), hi = std::nextafter(y + e, INFINITY);
       if (lo > 0 || hi < 0) {
@@ -410,9 +437,9 @@ uint64_t CertifiedMatmul::RoundBitsWith(int64_t i, int64_t j, const Rounder& rou
       }
     }
   }
-  // The accumulator: exact (with corrections) or the full ExactDot.
+  // The accumulator: exact (GEMM values and corrections) or the full ExactDot.
   *route = Load(i, j, acc);
-  return acc.Round(target, env).bits;
+  return acc.Round(round.target, round.env).bits;
 }
 
 std::vector<uint64_t> CertifiedMatmulRound(const FormatSpec& fa, std::span<const uint64_t> a,

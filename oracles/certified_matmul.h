@@ -1,61 +1,65 @@
 // The exact value of a matmul at float64-GEMM speed: D[i][j] = sum_k A[i][k] B[k][j] for inputs in
 // the narrow float formats of the table (float32, tfloat32, bfloat16, float16, the 8-bit formats),
-// exactly the value ExactDot (exact_sum.h) gives, obtained for most elements from one float64
-// GEMM whose every operation is error-free, and from the exact accumulator only for the rest.
+// exactly the value ExactDot (exact_sum.h) gives, obtained for most elements from one to four
+// float64 GEMMs whose every operation is error-free, and from the exact accumulator only for the
+// rest.
 //
 // Method: the error-free transformation of Ozaki, Ogita, Oishi & Rump, "Error-free
 // transformations of matrix multiplication by using fast routines of matrix multiplication and
-// its applications", Numer. Algorithms 59 (2012) 95-118, Algorithm 3 (one split level), with the
-// remainder handled exactly instead of by further GEMMs:
-//   * every row i of A (and every column j of B) is split as a = a_hi + a_lo, where, with
-//     e_i the exponent such that max_k |a_ik| < 2^e_i and q_i = e_i - beta, a_hi is a truncated to
-//     a multiple of 2^q_i by masking the bits of its exact value (Ozaki et al. extract the same
-//     kind of high part as fl((a + sigma) - sigma), rounding to nearest; both give the two
-//     properties the proof uses: a multiple of 2^q_i, and at most 2^e_i in magnitude), and
-//     a_lo = a - a_hi (exact; zero for most bfloat16/float16/fp8 inputs of one magnitude range);
+// its applications", Numer. Algorithms 59 (2012) 95-118 (§3, Algorithm 3, with one or two split
+// levels), the remainder below the last level handled exactly instead of by further GEMMs:
 //   * beta = floor((53 - ceil(log2 K)) / 2) (K <= 2^31);
-//   * S = A_hi B_hi is computed by a float64 GEMM (gemm below: blocked, packed, FMA or not, in any
-//     order of the K sum);
-//   * D[i][j] = S[i][j] + sum_{k in U} (a_ik b_kj - a_hi,ik b_hi,kj), U = {k : a_lo,ik != 0 or
-//     b_lo,kj != 0}; that short correction goes through the exact accumulator (each term exact).
+//   * every row i of A (and every column j of B, as a row of B^T) gets e_i, the exponent with
+//     max_k |a_ik| < 2^e_i, and level units q1_i = e_i - beta, q2_i = e_i - 2 beta. Each entry is
+//     split by masking the bits of its exact significand: a = a_1 + a_2 + a_lo, a_1 the bits of
+//     weight >= 2^q1_i, a_2 those in [2^q2_i, 2^q1_i), a_lo the rest (all three exact; Ozaki et
+//     al. extract the same kind of parts as fl((a + sigma) - sigma), rounding to nearest; both
+//     give the two properties the proof uses). An operand uses one level (a_2 joins a_lo) unless
+//     more than 1/16 of its entries have bits below the first level (float32 inputs, wide
+//     magnitude ranges); a_hi = a_1 (+ a_2) is the sum of its levels;
+//   * the planes S_st = A_s B_t (s over A's levels, t over B's: 1, 2 or 4 GEMMs) are computed by a
+//     float64 GEMM (GemmNt: blocked, packed, FMA or not, any order of the K sum);
+//   * D[i][j] = sum_st S_st[i][j] + sum_{k in U} (a_lo,ik b_kj + a_hi,ik b_lo,kj), U = {k :
+//     a_lo,ik != 0 or b_lo,kj != 0}: a short, sparse correction (a_ik b_kj - a_hi,ik b_hi,kj =
+//     a_lo b + a_hi b_lo).
 //
-// Proof that S[i][j] is the exact value of sum_k a_hi,ik b_hi,kj (Ozaki et al. 2012, Lemma 1 and
-// Theorem 1, restated for truncation):
-//   1. a_hi,ik = m_ik 2^q_i with an integer |m_ik| < 2^beta, because |a_hi,ik| <= |a_ik| < 2^e_i =
-//      2^(q_i + beta) and a_hi,ik is a multiple of 2^q_i. Likewise b_hi,kj = n_kj 2^r_j, |n_kj| <
-//      2^beta.
-//   2. Hence every product a_hi,ik b_hi,kj = (m_ik n_kj) 2^(q_i + r_j) with |m_ik n_kj| < 2^(2 beta),
-//      and every partial sum P of any subset of the K products (any summation order, any
-//      blocking, any FMA use) is an integer multiple of 2^(q_i + r_j) with |P| < K 2^(2 beta)
-//      2^(q_i + r_j) <= 2^53 2^(q_i + r_j), since K 2^(2 beta) <= 2^(ceil(log2 K) + 53 -
-//      ceil(log2 K)) = 2^53.
-//   3. Every integer multiple N 2^t with |N| <= 2^53 and t >= -1074 and |N 2^t| < 2^1024 is a
-//      binary64 number (IEEE 754-2019 §3.3). Here t = q_i + r_j >= 2 (-148 - 26) = -348 (the
-//      smallest e of any accepted format is -148, float32's 2^-149, and beta <= 26), and the
-//      magnitudes stay below 2^(2 * 129 + 31). So the exact result of every addition or FMA the
-//      GEMM performs is representable, and IEEE arithmetic (round to nearest, or any rounding)
-//      returns it unchanged: no operation of the GEMM rounds, overflows or underflows, so neither
-//      FTZ nor DAZ can change it (all values involved are zero or >= 2^-348 in magnitude, normal
-//      binary64 numbers; the inputs are decoded to double by integer arithmetic).
-//   4. a_ik b_kj - a_hi,ik b_hi,kj is zero for k outside U (a_lo = b_lo = 0 there), so D[i][j] = S
-//      + the correction over U, all of whose terms the exact accumulator adds exactly (a_hi b_hi
-//      is exact in binary64 by 2.).
-//   This is the enclosure of width zero (the a-posteriori bound of Ogita, Rump & Oishi, "Accurate
-//   sum and dot product", SIAM J. Sci. Comput. 26 (2005), and Higham's gamma_n = n u / (1 - n u),
-//   "Accuracy and Stability of Numerical Algorithms", 2nd ed., Lemma 3.1 and §3.1, bound the error
-//   of a plain float64 dot of the same exact products by gamma_(K-1) sum_k |a_ik b_kj|; the split
-//   makes that error exactly zero, so no enclosure decision near a rounding boundary is ever
-//   needed and the result is exact for every rounding, every target format and every error
-//   measure, not only for the correctly rounded float32 value).
+// Proof that each S_st[i][j] is the exact value of sum_k a_s,ik b_t,kj (Ozaki et al. 2012,
+// Lemma 1 and Theorem 1, restated for truncation), and that D is exact:
+//   1. a_s,ik = m_ik 2^qs_i with an integer |m_ik| < 2^beta: a_1 is a multiple of 2^q1 with
+//      |a_1| <= |a| < 2^e = 2^(q1 + beta); a_2 is a multiple of 2^q2 made of bits below 2^q1, so
+//      |a_2| < 2^q1 = 2^(q2 + beta). Likewise b_t,kj = n_kj 2^rt_j, |n_kj| < 2^beta.
+//   2. Hence every product a_s,ik b_t,kj = (m_ik n_kj) 2^(qs_i + rt_j) with |m_ik n_kj| <
+//      2^(2 beta), and every partial sum P of any subset of the K products (any summation order,
+//      any blocking, any FMA use) is an integer multiple of 2^(qs_i + rt_j) with |P| <
+//      K 2^(2 beta) 2^(qs_i + rt_j) <= 2^53 2^(qs_i + rt_j), since K 2^(2 beta) <=
+//      2^(ceil(log2 K) + 53 - ceil(log2 K)) = 2^53.
+//   3. Every integer multiple N 2^t with |N| <= 2^53, t >= -1074 and |N 2^t| < 2^1024 is a
+//      binary64 number (IEEE 754-2019 §3.3). Here t >= 2 (-148 - 2 * 26) = -400 (the smallest e
+//      of any accepted format is -148, float32's 2^-149, and beta <= 26), and the magnitudes stay
+//      below 2^(2 * 129 + 31). So the exact result of every addition or FMA the GEMM performs is
+//      representable, and IEEE arithmetic (round to nearest, or any rounding) returns it
+//      unchanged: no operation of the GEMM rounds, overflows or underflows, so neither FTZ nor DAZ
+//      can change it (all values involved are zero or >= 2^-400 in magnitude, normal binary64
+//      numbers; the inputs are decoded to double by integer arithmetic).
+//   4. For k outside U, a_lo = b_lo = 0 and a b = (sum_s a_s)(sum_t b_t) is covered by the planes;
+//      for k in U the two correction products are exact in binary64 (each factor is a part of a
+//      significand of at most 24 bits, so the product has at most 48 bits, and is >= 2^-298 when
+//      non-zero). The exact accumulator adds the planes' values and the corrections exactly.
+//   Ogita, Rump & Oishi, "Accurate sum and dot product", SIAM J. Sci. Comput. 26 (2005), and
+//   Higham's gamma_n = n u / (1 - n u) ("Accuracy and Stability of Numerical Algorithms", 2nd ed.,
+//   Lemma 3.1, §3.1, §4.2) bound the error of a plain float64 dot of the same exact products by
+//   gamma_(K-1) sum_k |a_ik b_kj|; the split makes that error exactly zero, so for an element
+//   without corrections on one plane the GEMM value is the exact value, for every rounding,
+//   target format and error measure (the audit uses it so: reports/audit.cc).
 //
 // CertifiedMatmulRound (bits only) decides most elements with a correction set U without the
 // accumulator, by an enclosure (the certification step):
-//   y = fl(...fl(fl(S + t_1) + t_2)... + t_n), t = a_lo,ik b_kj and a_hi,ik b_lo,kj for k in U
-//   (each product exact: both factors have at most 24 significant bits, so at most 48, and are
-//   >= 2^-149 * 2^-174 > 2^-1022 when non-zero, so no underflow); A = fl(|S| + sum |t|) the same
-//   way. Higham, Lemma 3.1 / (4.4) (recursive summation of n+1 exact terms, no underflow or
-//   overflow, u = 2^-53): |y - x| <= gamma_n sum |terms| and sum |terms| <= (1 + gamma_n) A, so
-//   |y - x| <= gamma_n (1 + gamma_n) A <= 2 n u A for n u <= 1/4 (n <= 2 K + 1 <= 2^33).
+//   y = fl(...fl(fl(S_1 + S_2) + ...) + t_n), the planes' values followed by the correction
+//   products t (exact, proof step 4), n terms in all; A = fl(sum |terms|) the same way. Higham,
+//   Lemma 3.1 / (4.4) (recursive summation of n exact terms, no underflow or overflow: every
+//   term is zero or >= 2^-400, u = 2^-53): |y - x| <= gamma_(n-1) sum |terms| and sum |terms| <=
+//   (1 + gamma_(n-1)) A, so |y - x| <= gamma_(n-1) (1 + gamma_(n-1)) A <= 2 n u A for n u <= 1/4
+//   (n <= 2 K + 4 <= 2^33).
 //   E = fl(4 n u A) >= (1 - u) 4 n u A >= 2 n u A (4 n u is a power-of-two multiple of an
 //   integer: exact). lo = pred(fl(y - E)) <= y - E and hi = succ(fl(y + E)) >= y + E (one step
 //   past a round-to-nearest result is past the exact value). Every rounding mode but stochastic
@@ -68,10 +72,10 @@
 //     priority and payloads are the accumulator's);
 //   * an element whose exact value is zero (its sign follows the accumulator's §6.3 rule, which
 //     needs the signs of all terms);
-//   * an element whose correction set U has more than K/4 entries (dense lo parts: float32 inputs
-//     of full 24-bit significands, or rows mixing magnitudes wider than beta bits), where the
-//     plain accumulator is cheaper.
-// Stats count the three routes (exact GEMM value, GEMM + correction, fallback).
+//   * an element whose correction set U has more than K/4 entries (rows mixing magnitudes wider
+//     than 2 beta bits plus the significand), where the plain accumulator is cheaper.
+// Stats count the routes (GEMM values alone, with corrections, decided by the enclosure,
+// fallback).
 //
 // Formats: any float format of the table whose finite values are at most 2^128 in magnitude and
 // whose smallest non-zero magnitude is at least 2^-149 (CertifiedMatmul::Supports): float32,
@@ -80,7 +84,7 @@
 //
 // Speed (exact_matmul_benchmark): the GEMM is a packed 6x8 (AVX2+FMA) / 6x16 (AVX-512) register
 // kernel chosen at run time by ActiveIsa() (formats/isa.h; FPCONFORM_ISA=portable takes the
-// portable C++ kernel, same bits: every operation is exact); the oracle costs the GEMM plus a
+// portable C++ kernel, same bits: every operation is exact); the oracle costs its GEMMs plus a
 // split pass (O(MK + NK)), a correction pass over the sparse lo parts and a rounding per element.
 //
 // Example:
@@ -121,12 +125,19 @@ class OzakiSplit {
   int64_t rows() const { return rows_; }
   int64_t k() const { return k_; }
   int beta() const { return beta_; }
-  const double* hi() const { return hi_.data(); }          // rows x k.
+  // 1 or 2: the levels of hi parts (2 when more than 1/16 of the entries have bits below the
+  // first level, as float32 inputs do).
+  int levels() const { return levels_; }
+  const double* hi(int level) const { return hi_[level].data(); }  // rows x k.
   uint64_t bits(int64_t r, int64_t kk) const { return bits_[static_cast<size_t>(r * k_ + kk)]; }
   std::span<const uint64_t> row_bits(int64_t r) const {
     return bits_.subspan(static_cast<size_t>(r * k_), static_cast<size_t>(k_));
   }
-  double hi(int64_t r, int64_t kk) const { return hi_[static_cast<size_t>(r * k_ + kk)]; }
+  // The sum of the levels' hi parts (exact: disjoint bits of one significand).
+  double hi_total(int64_t r, int64_t kk) const {
+    const size_t at = static_cast<size_t>(r * k_ + kk);
+    return levels_ == 1 ? hi_[0][at] : hi_[0][at] + hi_[1][at];
+  }
   bool special(int64_t r) const { return special_[static_cast<size_t>(r)] != 0; }
   // The lo parts (a - a_hi, exact doubles) at those indices, same order.
   std::span<const double> lo_values(int64_t r) const {
@@ -146,7 +157,8 @@ class OzakiSplit {
   std::span<const uint64_t> bits_;
   int64_t rows_, k_;
   int beta_;
-  std::vector<double> hi_;
+  int levels_ = 1;
+  std::vector<double> hi_[2];
   std::vector<uint8_t> special_;  // Row holds Inf/NaN.
   std::vector<size_t> lo_start_;  // rows + 1 offsets into lo_idx_.
   std::vector<int32_t> lo_idx_;
@@ -204,14 +216,14 @@ class CertifiedMatmul {
   uint64_t RoundBitsWith(int64_t i, int64_t j, const Rounder& round, ExactAccumulator& acc,
                          Route* route) const;
 
-  // The GEMM value S[i][j] (exact sum of the hi products).
-  double s(int64_t i, int64_t j) const { return s_[static_cast<size_t>(i * ldc_ + j)]; }
+  // The number of GEMM planes (levels of A times levels of B).
+  int planes() const { return static_cast<int>(planes_.size()); }
 
  private:
   const OzakiSplit& a_;
   const OzakiSplit& b_;
   int64_t ldc_;
-  std::vector<double> s_;
+  std::vector<std::vector<double>> planes_;  // S_st = A_s B_t, each exact.
 };
 
 // The whole rounded product: d[i * n + j] = round(sum_k a[i * k + kk] * bt[j * k + kk]) into

@@ -23,6 +23,7 @@
 //
 // Run: build/oracles/exact_matmul_benchmark --benchmark_filter=ExactMatmul
 //      build/oracles/exact_matmul_benchmark --benchmark_filter='/1024/'
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -120,6 +121,45 @@ BENCHMARK(BM_ExactMatmul512Float32)
     ->UseRealTime()
     ->Unit(benchmark::kSecond)
     ->Iterations(2);
+
+// The same 512^3 float32 product by the certified oracle (two split levels: four error-free
+// GEMMs) and the float64 GEMM anchor on the same values. checksum_lo32 must equal
+// BM_ExactMatmul512Float32's.
+void BM_CertifiedMatmul512Float32(benchmark::State& state) {
+  const int threads = static_cast<int>(state.range(0));
+  const Matrices& m = Inputs();
+  std::vector<uint64_t> d;
+  CertifiedStats st;
+  for (auto _ : state) {
+    st = CertifiedStats{};
+    d = CertifiedMatmulRound(Float32(), m.a, Float32(), m.bt, kN, kN, kN, Float32(), OpEnv{},
+                             threads, &st);
+    benchmark::DoNotOptimize(d.data());
+  }
+  uint64_t checksum = 0;
+  for (uint64_t v : d) checksum = checksum * 31 + static_cast<uint32_t>(v);
+  state.counters["checksum_lo32"] = static_cast<double>(checksum & 0xFFFFFFFF);
+  state.counters["threads"] = threads;
+  state.counters["exact"] = static_cast<double>(st.exact);
+  state.counters["enclosed"] = static_cast<double>(st.enclosed);
+  state.counters["corrected"] = static_cast<double>(st.corrected);
+  state.counters["fallback"] = static_cast<double>(st.fallback);
+}
+BENCHMARK(BM_CertifiedMatmul512Float32)->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond)->Iterations(3);
+
+void BM_Float64Gemm512(benchmark::State& state) {
+  const int threads = static_cast<int>(state.range(0));
+  const Matrices& m = Inputs();
+  std::vector<double> a(m.a.size()), bt(m.bt.size()), c(static_cast<size_t>(kN * kN));
+  for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<double>(std::bit_cast<float>(static_cast<uint32_t>(m.a[i])));
+  for (size_t i = 0; i < bt.size(); ++i) bt[i] = static_cast<double>(std::bit_cast<float>(static_cast<uint32_t>(m.bt[i])));
+  for (auto _ : state) {
+    GemmNt(kN, kN, kN, a.data(), bt.data(), c.data(), kN, threads);
+    benchmark::DoNotOptimize(c.data());
+  }
+  state.counters["threads"] = threads;
+}
+BENCHMARK(BM_Float64Gemm512)->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond)->Iterations(3);
 
 // ---- The bfloat16 N^3 group ----
 
