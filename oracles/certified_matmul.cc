@@ -8,6 +8,7 @@
 #include <cstring>
 #include <cfenv>
 #include <limits>
+#include <mutex>
 #include <thread>
 
 #include "formats/isa.h"
@@ -95,11 +96,25 @@ __attribute__((target("avx512f"))) void KernelAvx512(int64_t kc, const double* a
 
 using Kernel = void (*)(int64_t, const double*, const double*, double*, int64_t);
 
-// The blocked GEMM with panel width kNr: B packed once into panels of kNr columns (zero-padded),
-// A packed per block of kMc rows; the K loop is cut into kKc slices so that one B panel slice
-// stays in L1 while the block of A sits in L2. Edge tiles go through a padded scratch tile.
+// B^T (n x k) packed into panels of nr columns (zero-padded): panel p holds, for each kk, the
+// nr values B[kk][p nr .. p nr + nr).
+void PackInto(int nr, int64_t n, int64_t k, const double* bt, std::vector<double>& pb) {
+  const int64_t panels = (n + nr - 1) / nr;
+  pb.assign(static_cast<size_t>(panels * k * nr), 0.0);
+  for (int64_t p = 0; p < panels; ++p) {
+    double* dst = pb.data() + p * k * nr;
+    for (int64_t x = 0; x < nr && p * nr + x < n; ++x) {
+      const double* src = bt + (p * nr + x) * k;
+      for (int64_t kk = 0; kk < k; ++kk) dst[kk * nr + x] = src[kk];
+    }
+  }
+}
+
+// The blocked GEMM with panel width kNr on a packed B: A packed per block of kMc rows; the K
+// loop is cut into kKc slices so that one B panel slice stays in L1 while the block of A sits
+// in L2. Edge tiles go through a padded scratch tile.
 template <int kNr>
-void Gemm(int64_t m, int64_t n, int64_t k, const double* a, const double* bt, double* c,
+void Gemm(int64_t m, int64_t n, int64_t k, const double* a, const double* pb, double* c,
           int64_t ldc, int threads, Kernel kernel) {
   constexpr int64_t kMc = 16 * kMr;
   constexpr int64_t kKc = 256;
@@ -107,14 +122,6 @@ void Gemm(int64_t m, int64_t n, int64_t k, const double* a, const double* bt, do
   for (int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, 0.0);
   if (k <= 0) return;
   const int64_t panels = (n + kNr - 1) / kNr;
-  std::vector<double> pb(static_cast<size_t>(panels * k * kNr), 0.0);
-  for (int64_t p = 0; p < panels; ++p) {
-    double* dst = pb.data() + p * k * kNr;
-    for (int64_t x = 0; x < kNr && p * kNr + x < n; ++x) {
-      const double* src = bt + (p * kNr + x) * k;
-      for (int64_t kk = 0; kk < k; ++kk) dst[kk * kNr + x] = src[kk];
-    }
-  }
   const int64_t blocks = (m + kMc - 1) / kMc;
   auto work = [&](int64_t b0, int64_t b1) {
     std::vector<double> pa(static_cast<size_t>(kMc * k));
@@ -133,7 +140,7 @@ void Gemm(int64_t m, int64_t n, int64_t k, const double* a, const double* bt, do
       for (int64_t k0 = 0; k0 < k; k0 += kKc) {
         const int64_t kc = std::min(kKc, k - k0);
         for (int64_t p = 0; p < panels; ++p) {
-          const double* bp = pb.data() + (p * k + k0) * kNr;
+          const double* bp = pb + (p * k + k0) * kNr;
           const int64_t cols = std::min<int64_t>(kNr, n - p * kNr);
           for (int64_t mp = 0; mp < micro; ++mp) {
             const double* ap = pa.data() + (mp * k + k0) * kMr;
@@ -179,21 +186,33 @@ double Pow2(int e) { return std::bit_cast<double>(static_cast<uint64_t>(1023 + e
 
 }  // namespace
 
-void GemmNt(int64_t m, int64_t n, int64_t k, const double* a, const double* bt, double* c,
-            int64_t ldc, int threads) {
+PackedB::PackedB(int64_t n, int64_t k, const double* bt) : n_(n), k_(k) {
 #if defined(__x86_64__)
-  switch (ActiveIsa()) {
-    case Isa::kAvx512:
-      Gemm<16>(m, n, k, a, bt, c, ldc, threads, KernelAvx512);
-      return;
-    case Isa::kAvx2:
-      Gemm<8>(m, n, k, a, bt, c, ldc, threads, KernelAvx2);
-      return;
-    case Isa::kPortable:
-      break;
+  nr_ = ActiveIsa() == Isa::kAvx512 ? 16 : 8;
+#else
+  nr_ = 8;
+#endif
+  PackInto(nr_, n, k, bt, data_);
+}
+
+void GemmNt(int64_t m, const double* a, const PackedB& b, double* c, int64_t ldc, int threads) {
+  const int64_t n = b.n(), k = b.k();
+#if defined(__x86_64__)
+  if (b.nr() == 16) {
+    Gemm<16>(m, n, k, a, b.data(), c, ldc, threads, KernelAvx512);
+    return;
+  }
+  if (ActiveIsa() != Isa::kPortable) {
+    Gemm<8>(m, n, k, a, b.data(), c, ldc, threads, KernelAvx2);
+    return;
   }
 #endif
-  Gemm<8>(m, n, k, a, bt, c, ldc, threads, KernelPortable<8>);
+  Gemm<8>(m, n, k, a, b.data(), c, ldc, threads, KernelPortable<8>);
+}
+
+void GemmNt(int64_t m, int64_t n, int64_t k, const double* a, const double* bt, double* c,
+            int64_t ldc, int threads) {
+  GemmNt(m, a, PackedB(n, k, bt), c, ldc, threads);
 }
 
 // ---- Split ----
@@ -279,6 +298,11 @@ OzakiSplit::OzakiSplit(const FormatSpec& f, std::span<const uint64_t> bits, int6
   }
 }
 
+const PackedB& OzakiSplit::packed(int level) const {
+  std::call_once(packed_once_[level], [&] { packed_[level].emplace(rows_, k_, hi(level)); });
+  return *packed_[level];
+}
+
 // ---- Matmul ----
 
 bool CertifiedMatmul::Supports(const FormatSpec& f) {
@@ -295,7 +319,7 @@ CertifiedMatmul::CertifiedMatmul(const OzakiSplit& a, const OzakiSplit& b, int t
   for (int s = 0; s < a.levels(); ++s) {
     for (int t = 0; t < b.levels(); ++t) {
       planes_.emplace_back(static_cast<size_t>(a.rows() * ldc_), 0.0);
-      GemmNt(a.rows(), b.rows(), a.k(), a.hi(s), b.hi(t), planes_.back().data(), ldc_, threads);
+      GemmNt(a.rows(), a.hi(s), b.packed(t), planes_.back().data(), ldc_, threads);
     }
   }
 }

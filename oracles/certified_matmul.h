@@ -98,6 +98,8 @@
 #define FPCONFORM_ORACLES_CERTIFIED_MATMUL_H_
 
 #include <cstdint>
+#include <mutex>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -115,6 +117,26 @@ namespace fpconform {
 void GemmNt(int64_t m, int64_t n, int64_t k, const double* a, const double* bt, double* c,
             int64_t ldc, int threads = 1);
 
+// B^T (n x k, row-major) packed once for GemmNt (panels of the kernel's width for the ISA level
+// in use), so that several GEMMs against the same B (row blocks of A) pack it once.
+class PackedB {
+ public:
+  PackedB(int64_t n, int64_t k, const double* bt);
+  int64_t n() const { return n_; }
+  int64_t k() const { return k_; }
+  int nr() const { return nr_; }
+  const double* data() const { return data_.data(); }
+
+ private:
+  int64_t n_, k_;
+  int nr_;
+  std::vector<double> data_;
+};
+
+// The same product with B packed: c (m x b.n()) = a (m x b.k()) * B.
+void GemmNt(int64_t m, const double* a, const PackedB& b, double* c, int64_t ldc,
+            int threads = 1);
+
 // The split of `rows` vectors of length k (rows of A, or columns of B as rows of B^T) in format
 // f (bits, row-major, rows * k entries; kept by reference: they must outlive the split).
 class OzakiSplit {
@@ -129,6 +151,8 @@ class OzakiSplit {
   // first level, as float32 inputs do).
   int levels() const { return levels_; }
   const double* hi(int level) const { return hi_[level].data(); }  // rows x k.
+  // hi(level) packed as a B operand (built on first use, once; thread-safe).
+  const PackedB& packed(int level) const;
   uint64_t bits(int64_t r, int64_t kk) const { return bits_[static_cast<size_t>(r * k_ + kk)]; }
   std::span<const uint64_t> row_bits(int64_t r) const {
     return bits_.subspan(static_cast<size_t>(r * k_), static_cast<size_t>(k_));
@@ -163,6 +187,8 @@ class OzakiSplit {
   std::vector<size_t> lo_start_;  // rows + 1 offsets into lo_idx_.
   std::vector<int32_t> lo_idx_;
   std::vector<double> lo_val_;
+  mutable std::once_flag packed_once_[2];
+  mutable std::optional<PackedB> packed_[2];
 };
 
 struct CertifiedStats {

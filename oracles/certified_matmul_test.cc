@@ -276,7 +276,8 @@ TEST(CertifiedMatmul, LongK) {
 }
 
 // The GEMM kernel depends on the ISA level (formats/isa.h); ctest runs the quick tests again
-// under FPCONFORM_ISA=portable (certified_matmul_test_portable), so both kernels meet the checks.
+// under FPCONFORM_ISA=portable and =avx2 (certified_matmul_test_portable, _avx2), so every
+// kernel meets the checks.
 
 // 10^6 output elements per input format (label oracle).
 TEST(CertifiedMatmulMillion, RandomPerFormat) {
