@@ -244,54 +244,57 @@ OzakiSplit::OzakiSplit(const FormatSpec& f, std::span<const uint64_t> bits, int6
   }
   beta_ = (53 - CeilLog2(std::max<int64_t>(k, 1))) / 2;
   const size_t count = static_cast<size_t>(rows * k);
-  hi_[0].assign(count, 0.0);
-  hi_[1].assign(count, 0.0);
-  std::vector<double> rest(count, 0.0);  // Below the second level.
   special_.assign(static_cast<size_t>(rows), 0);
   lo_start_.assign(static_cast<size_t>(rows) + 1, 0);
-  std::vector<Unpacked> u(static_cast<size_t>(k));
-  int64_t below_first = 0;  // Entries with bits below the first level.
+  std::vector<int> row_e(static_cast<size_t>(rows), INT32_MIN);
+  // Pass 1: e per row (the smallest exponent with max_k |a_rk| < 2^e; the top bit of s 2^x is
+  // 2^(x + width)), Inf/NaN rows, and the entries with bits below the first level.
+  int64_t below_first = 0;
   for (int64_t r = 0; r < rows; ++r) {
-    // e: the smallest exponent with max_k |a_rk| < 2^e (the top bit of s 2^x is 2^(x + width)).
     int e = INT32_MIN;
+    bool special = false;
     for (int64_t kk = 0; kk < k; ++kk) {
-      Unpacked& v = u[static_cast<size_t>(kk)];
-      v = UnpackBits(f, bits[static_cast<size_t>(r * k + kk)]);
+      const Unpacked v = UnpackBits(f, bits[static_cast<size_t>(r * k + kk)]);
       if (v.kind == Unpacked::Kind::kInf || v.kind == Unpacked::Kind::kNaN) {
-        special_[static_cast<size_t>(r)] = 1;
+        special = true;
       } else if (v.kind == Unpacked::Kind::kFinite && v.significand != 0) {
         e = std::max(e, v.exponent + static_cast<int>(std::bit_width(v.significand)));
       }
     }
-    if (special_[static_cast<size_t>(r)] || e == INT32_MIN) continue;
-    const int q1 = e - beta_, q2 = e - 2 * beta_;  // The units of the two levels.
+    special_[static_cast<size_t>(r)] = special;
+    if (special || e == INT32_MIN) continue;
+    row_e[static_cast<size_t>(r)] = e;
+    const int q1 = e - beta_;
     for (int64_t kk = 0; kk < k; ++kk) {
-      const Unpacked& v = u[static_cast<size_t>(kk)];
-      if (v.kind != Unpacked::Kind::kFinite || v.significand == 0) continue;
-      const uint64_t s1 = Keep(v.significand, v.exponent, q1);
-      const uint64_t s12 = Keep(v.significand, v.exponent, q2);
-      const size_t at = static_cast<size_t>(r * k + kk);
-      hi_[0][at] = Value(v.sign, s1, v.exponent);
-      hi_[1][at] = Value(v.sign, s12 - s1, v.exponent);
-      rest[at] = Value(v.sign, v.significand - s12, v.exponent);
-      below_first += s1 != v.significand;
+      const Unpacked v = UnpackBits(f, bits[static_cast<size_t>(r * k + kk)]);
+      if (v.kind == Unpacked::Kind::kFinite && v.significand != 0) {
+        below_first += Keep(v.significand, v.exponent, q1) != v.significand;
+      }
     }
   }
   // Two levels when more than 1/16 of the entries have bits below the first (float32 inputs,
   // wide magnitude ranges): four GEMMs instead of a dense correction.
   levels_ = below_first * 16 > static_cast<int64_t>(count) ? 2 : 1;
-  if (levels_ == 1) {
-    // The second level joins the rest (disjoint bits of one significand: the sum is exact).
-    for (size_t at = 0; at < count; ++at) rest[at] += hi_[1][at];
-    hi_[1].clear();
-    hi_[1].shrink_to_fit();
-  }
+  // Pass 2: the levels and the rest (lo), by masking the exact significand: a_1 = bits of weight
+  // >= 2^q1, a_2 = bits in [2^q2, 2^q1) (second level, or part of lo), lo = the remaining bits.
+  for (int l = 0; l < levels_; ++l) hi_[l].assign(count, 0.0);
   for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t kk = 0; kk < k; ++kk) {
-      const double lo = rest[static_cast<size_t>(r * k + kk)];
-      if (lo != 0) {
-        lo_idx_.push_back(static_cast<int32_t>(kk));
-        lo_val_.push_back(lo);
+    const int e = row_e[static_cast<size_t>(r)];
+    if (e != INT32_MIN) {
+      const int q1 = e - beta_, q2 = e - 2 * beta_;  // The units of the two levels.
+      const int q_last = levels_ == 1 ? q1 : q2;
+      for (int64_t kk = 0; kk < k; ++kk) {
+        const Unpacked v = UnpackBits(f, bits[static_cast<size_t>(r * k + kk)]);
+        if (v.kind != Unpacked::Kind::kFinite || v.significand == 0) continue;
+        const size_t at = static_cast<size_t>(r * k + kk);
+        const uint64_t s1 = Keep(v.significand, v.exponent, q1);
+        hi_[0][at] = Value(v.sign, s1, v.exponent);
+        const uint64_t kept = Keep(v.significand, v.exponent, q_last);
+        if (levels_ == 2) hi_[1][at] = Value(v.sign, kept - s1, v.exponent);
+        if (kept != v.significand) {
+          lo_idx_.push_back(static_cast<int32_t>(kk));
+          lo_val_.push_back(Value(v.sign, v.significand - kept, v.exponent));
+        }
       }
     }
     lo_start_[static_cast<size_t>(r) + 1] = lo_idx_.size();
