@@ -86,6 +86,9 @@
 // kernel chosen at run time by ActiveIsa() (formats/isa.h; FPCONFORM_ISA=portable takes the
 // portable C++ kernel, same bits: every operation is exact); the oracle costs its GEMMs plus a
 // split pass (O(MK + NK)), a correction pass over the sparse lo parts and a rounding per element.
+// Measured (one run, 2 shared cores, load 6; N(0,1) bfloat16 inputs, float32 RNE output): 1024^3
+// 167 ms vs 88 ms for GemmNt alone (1.9x) and 3.5 s for ExactDot per element (2 threads); 4096^3
+// 12.6 s vs 8.9 s (1.4x); 512^3 float32 (two levels, four GEMMs) 44-57 ms vs 0.57 s for ExactDot.
 //
 // Example:
 //   // 2 x 2 bfloat16 matrices, A = [[1, 2], [3, 4]], B = [[1, 0], [0, 1]] given by columns.

@@ -1,7 +1,8 @@
 // Audits of a kernel's outputs (see audit.h for the contract).
 //
 // Structure: an audit is a set of "slices" (one per output element: a dot of K products for
-// matmul, a sum of K values for sum) evaluated three ways: exactly (ExactAccumulator), under each
+// matmul, a sum of K values for sum) evaluated three ways: exactly (ExactAccumulator; for matmul
+// loaded from the certified matmul, oracles/certified_matmul.h, where it has the value), under each
 // platform model (EvaluateMatmul / EvaluateSum, with the element's bound), and as the user's
 // output. ElementJudge classes one element against one platform; Tally gathers per-thread counts
 // that are merged in thread order (threads own contiguous element ranges, so "the first maximum"
