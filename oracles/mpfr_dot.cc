@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -98,29 +99,17 @@ uint64_t NanBitsOf(const FormatSpec& to, const OpEnv& env, const FormatSpec* src
 // ---- Thread-local scratch. ----
 
 struct Scratch {
-  std::vector<mpfr_ptr> terms;  // Owned, grown on demand.
+  std::vector<std::unique_ptr<MpfrValue>> terms;  // Grown on demand.
   std::vector<mpfr_ptr> ptrs;
-  mpfr_t da, db, ax, u, d, z, a, s, m, t, enc, maxf;
+  MpfrValue da, db, ax, u, d, z, a, s, m, t, enc, maxf;  // 64 bits each (mpfr_plumbing.h).
   mpz_t mz;
-  Scratch() {
-    for (mpfr_ptr v : {da, db, ax, u, d, z, a, s, m, t, enc, maxf}) mpfr_init2(v, 64);
-    mpz_init(mz);
-  }
-  ~Scratch() {
-    for (mpfr_ptr v : terms) {
-      mpfr_clear(v);
-      delete v;
-    }
-    for (mpfr_ptr v : {da, db, ax, u, d, z, a, s, m, t, enc, maxf}) mpfr_clear(v);
-    mpz_clear(mz);
-  }
+  Scratch() { mpz_init(mz); }
+  ~Scratch() { mpz_clear(mz); }
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
   mpfr_ptr Term(size_t i) {
-    while (terms.size() <= i) {
-      mpfr_ptr v = new __mpfr_struct;
-      mpfr_init2(v, 64);
-      terms.push_back(v);
-    }
-    return terms[i];
+    while (terms.size() <= i) terms.push_back(std::make_unique<MpfrValue>(64));
+    return terms[i]->get();
   }
 };
 
@@ -176,18 +165,6 @@ Mag MagMode(const OpEnv& env, bool negative) {
 }
 
 }  // namespace
-
-MpfrDotRangeGuard::MpfrDotRangeGuard(const FormatSpec& f)
-    : old_emin_(mpfr_get_emin()), old_emax_(mpfr_get_emax()) {
-  if (mpfr_set_emin(MinSubnormalExponent(f) + 1) != 0 || mpfr_set_emax(Emax(f) + 1) != 0) {
-    Fail("MpfrDotRangeGuard: exponent range");
-  }
-}
-
-MpfrDotRangeGuard::~MpfrDotRangeGuard() {
-  mpfr_set_emin(old_emin_);
-  mpfr_set_emax(old_emax_);
-}
 
 namespace {
 
@@ -296,43 +273,15 @@ std::string MpfrExact::ToText() const {
 
 MpfrExact::Kind MpfrDotDecode(const FormatSpec& f, uint64_t bits, bool daz, mpfr_ptr out,
                               bool* negative, bool* signaling) {
-  const Fields s = Split(f, bits);
-  const uint64_t all_exp = AllOnes(f.exponent_bits);
-  *negative = s.sign;
-  *signaling = false;
-  if (f.nonfinite == NonFinite::kIeee || f.nan_encoding == NanEncoding::kIeee) {
-    if (s.exponent == all_exp) {
-      if (s.fraction == 0 && f.nonfinite == NonFinite::kIeee) return Kind::kInf;
-      if (s.fraction != 0) {
-        *signaling = f.fraction_bits > 0 && ((s.fraction >> (f.fraction_bits - 1)) & 1) == 0;
-        return Kind::kNaN;
-      }
-    }
-  } else if (f.nan_encoding == NanEncoding::kAllOnes) {
-    if (s.exponent == all_exp && s.fraction == AllOnes(f.fraction_bits)) return Kind::kNaN;
-  } else if (f.nan_encoding == NanEncoding::kNegativeZero) {
-    if (s.sign && s.exponent == 0 && s.fraction == 0) {
-      *negative = true;
-      return Kind::kNaN;
-    }
-  }
+  static_assert(static_cast<int>(Kind::kZero) == static_cast<int>(MpfrKind::kZero) &&
+                static_cast<int>(Kind::kFinite) == static_cast<int>(MpfrKind::kFinite) &&
+                static_cast<int>(Kind::kInf) == static_cast<int>(MpfrKind::kInf) &&
+                static_cast<int>(Kind::kNaN) == static_cast<int>(MpfrKind::kNaN));
   mpfr_set_prec(out, std::max(Precision(f), 2));
-  uint64_t sig;
-  long e;
-  if (s.exponent == 0 && f.has_subnormals) {
-    if (s.fraction == 0 || daz) {
-      mpfr_set_zero(out, s.sign ? -1 : 1);
-      return Kind::kZero;
-    }
-    sig = s.fraction;
-    e = Emin(f) - f.fraction_bits;
-  } else {
-    sig = s.fraction | (uint64_t{1} << f.fraction_bits);
-    e = static_cast<long>(s.exponent) - f.bias - f.fraction_bits;
-  }
-  if (mpfr_set_ui_2exp(out, sig, e, MPFR_RNDN) != 0) Fail("decode");
-  if (s.sign) mpfr_neg(out, out, MPFR_RNDN);
-  return Kind::kFinite;
+  const MpfrDecoded d = MpfrDecodeBits(f, bits, daz, out);  // oracles/mpfr_plumbing.h
+  *negative = d.sign;
+  *signaling = d.signaling;
+  return static_cast<Kind>(d.kind);
 }
 
 // Collects the terms of a reduction and finishes the exact value.
@@ -412,7 +361,7 @@ class MpfrDotBuilder {
     long max_exp = 0, min_lsb = 0;
     sc_.ptrs.resize(count_);
     for (size_t i = 0; i < count_; ++i) {
-      mpfr_ptr t = sc_.terms[i];
+      mpfr_ptr t = sc_.terms[i]->get();
       sc_.ptrs[i] = t;
       long e = mpfr_get_exp(t);
       long lsb = e - static_cast<long>(mpfr_get_prec(t));

@@ -65,6 +65,7 @@
 
 #include "formats/format_spec.h"
 #include "formats/op_env.h"
+#include "oracles/mpfr_plumbing.h"
 
 namespace fpconform {
 
@@ -141,17 +142,7 @@ MpfrExact::Kind MpfrDotDecode(const FormatSpec& f, uint64_t bits, bool daz, mpfr
 
 // Sets MPFR's (thread-local) exponent range to emulate f (MPFR's x = 0.1b... * 2^e convention:
 // emin = MinSubnormalExponent(f) + 1, emax = Emax(f) + 1) and restores the old range on exit.
-class MpfrDotRangeGuard {
- public:
-  explicit MpfrDotRangeGuard(const FormatSpec& f);
-  ~MpfrDotRangeGuard();
-  MpfrDotRangeGuard(const MpfrDotRangeGuard&) = delete;
-  MpfrDotRangeGuard& operator=(const MpfrDotRangeGuard&) = delete;
-
- private:
-  mpfr_exp_t old_emin_;
-  mpfr_exp_t old_emax_;
-};
+using MpfrDotRangeGuard = MpfrExponentRange;  // oracles/mpfr_plumbing.h
 
 }  // namespace fpconform
 

@@ -13,29 +13,7 @@ constexpr mpfr_prec_t kWide = 128;
 
 // Thread-local MPFR scratch, initialized once per thread.
 struct Scratch {
-  mpfr_t a, b, c, r, t, frac, odd, y;
-  Scratch() {
-    mpfr_init2(a, 64);
-    mpfr_init2(b, 64);
-    mpfr_init2(c, 64);
-    mpfr_init2(r, kWide);
-    mpfr_init2(t, kWide);
-    mpfr_init2(frac, kWide);
-    mpfr_init2(odd, kWide);
-    mpfr_init2(y, 64);
-  }
-  ~Scratch() {
-    mpfr_clear(a);
-    mpfr_clear(b);
-    mpfr_clear(c);
-    mpfr_clear(r);
-    mpfr_clear(t);
-    mpfr_clear(frac);
-    mpfr_clear(odd);
-    mpfr_clear(y);
-  }
-  Scratch(const Scratch&) = delete;
-  Scratch& operator=(const Scratch&) = delete;
+  MpfrValue a{64}, b{64}, c{64}, r{kWide}, t{kWide}, frac{kWide}, odd{kWide}, y{64};
 };
 
 Scratch& S() {
@@ -287,56 +265,6 @@ OpResult AddImpl(const FormatSpec& f, uint64_t a, uint64_t b, bool negate_b, con
 
 // ---- Decoding. ----
 
-MpfrDecoded MpfrDecodeBits(const FormatSpec& f, uint64_t bits, bool daz, mpfr_ptr out) {
-  const uint64_t enc = (bits & WidthMask(f)) >> f.pad_bits;
-  const int fb = f.fraction_bits;
-  const uint64_t frac = enc & Ones(fb);
-  const uint64_t biased = (enc >> fb) & Ones(f.exponent_bits);
-  const uint64_t all_exp = Ones(f.exponent_bits);
-  MpfrDecoded d;
-  d.sign = f.has_sign && ((enc >> (f.exponent_bits + fb)) & 1) != 0;
-  if (f.nonfinite == NonFinite::kIeee || f.nan_encoding == NanEncoding::kIeee) {
-    if (biased == all_exp) {
-      if (frac == 0 && f.nonfinite == NonFinite::kIeee) {
-        d.kind = MpfrKind::kInf;
-      } else {
-        d.kind = MpfrKind::kNaN;
-        d.signaling = fb > 0 && ((frac >> (fb - 1)) & 1) == 0;
-        d.payload = frac;
-      }
-      return d;
-    }
-  } else if (f.nan_encoding == NanEncoding::kAllOnes) {
-    if (biased == all_exp && frac == Ones(fb)) {
-      d.kind = MpfrKind::kNaN;  // The fraction is part of the NaN encoding, not a payload.
-      return d;
-    }
-  } else {  // kNegativeZero
-    if (d.sign && biased == 0 && frac == 0) {
-      // The single NaN 1.000...0 reads as negative, as in ml_dtypes (its conversions return
-      // -NaN for it).
-      d.kind = MpfrKind::kNaN;
-      return d;
-    }
-  }
-  if (biased == 0 && f.has_subnormals) {
-    if (frac == 0 || daz) {
-      d.kind = MpfrKind::kZero;
-      mpfr_set_zero(out, d.sign ? -1 : 1);
-      return d;
-    }
-    d.kind = MpfrKind::kFinite;
-    mpfr_set_ui_2exp(out, frac, Emin(f) - fb, MPFR_RNDN);
-  } else {
-    // Normal (biased exponent 0 is normal in formats without subnormals).
-    d.kind = MpfrKind::kFinite;
-    const uint64_t sig = (uint64_t{1} << fb) | frac;
-    mpfr_set_ui_2exp(out, sig, static_cast<long>(biased) - f.bias - fb, MPFR_RNDN);
-  }
-  if (d.sign) mpfr_neg(out, out, MPFR_RNDN);
-  return d;
-}
-
 uint64_t MpfrNanBits(const FormatSpec& to, const OpEnv& env, const FormatSpec* src_format,
                      const MpfrDecoded* src) {
   if (to.nonfinite != NonFinite::kIeee && to.nan_encoding == NanEncoding::kNegativeZero) {
@@ -457,17 +385,6 @@ uint64_t MpfrEncodeValue(const FormatSpec& f, mpfr_srcptr y) {
 }
 
 // ---- MPFR's IEEE recipe. ----
-
-MpfrFormatRange::MpfrFormatRange(const FormatSpec& f)
-    : old_emin_(mpfr_get_emin()), old_emax_(mpfr_get_emax()) {
-  mpfr_set_emin(MinSubnormalExponent(f) + 1);
-  mpfr_set_emax(Emax(f) + 1);
-}
-
-MpfrFormatRange::~MpfrFormatRange() {
-  mpfr_set_emin(old_emin_);
-  mpfr_set_emax(old_emax_);
-}
 
 OpResult MpfrRecipeRound(const FormatSpec& f, bool sign, mpfr_srcptr x, bool sticky,
                          mpfr_rnd_t rnd) {

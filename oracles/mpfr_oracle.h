@@ -52,6 +52,7 @@
 
 #include "formats/format_spec.h"
 #include "formats/op_env.h"
+#include "oracles/mpfr_plumbing.h"
 
 namespace fpconform {
 
@@ -64,18 +65,8 @@ OpResult MpfrFma(const FormatSpec& f, uint64_t a, uint64_t b, uint64_t c, const 
 OpResult MpfrSqrt(const FormatSpec& f, uint64_t a, const OpEnv& env);
 OpResult MpfrConvert(const FormatSpec& from, const FormatSpec& to, uint64_t a, const OpEnv& env);
 
-// The oracle's own decoder. Kind of the value `bits` encodes in float format `f`.
-enum class MpfrKind : uint8_t { kZero, kFinite, kInf, kNaN };
-struct MpfrDecoded {
-  MpfrKind kind = MpfrKind::kZero;
-  bool sign = false;
-  bool signaling = false;  // NaN in a NanEncoding::kIeee format with the quiet bit clear.
-  uint64_t payload = 0;    // NaN of an IEEE-encoded format: the fraction field; else 0.
-};
-// Decodes `bits` (container bits; tfloat32 pad bits dropped) into `out` (exact; `out` must have
-// at least 64 bits of precision; set for kZero/kFinite only). With daz, subnormals read as
-// zeros of the same sign.
-MpfrDecoded MpfrDecodeBits(const FormatSpec& f, uint64_t bits, bool daz, mpfr_ptr out);
+// The oracle's own decoder: MpfrDecodeBits, MpfrKind and MpfrDecoded (oracles/mpfr_plumbing.h,
+// shared with the reduction oracle mpfr_dot.h; the ops here decode into 64-bit scratch).
 bool MpfrIsNanBits(const FormatSpec& f, uint64_t bits);
 
 // The NaN an operation writes per env.nan (op_env.h NanProfile), written from that table:
@@ -98,17 +89,7 @@ uint64_t MpfrEncodeValue(const FormatSpec& f, mpfr_srcptr y);
 
 // Sets emin/emax of MPFR (thread-local) to emulate `f` (MPFR convention x = 0.1b.. * 2^e:
 // emin = MinSubnormalExponent(f) + 1, emax = Emax(f) + 1) and restores the old range on exit.
-class MpfrFormatRange {
- public:
-  explicit MpfrFormatRange(const FormatSpec& f);
-  ~MpfrFormatRange();
-  MpfrFormatRange(const MpfrFormatRange&) = delete;
-  MpfrFormatRange& operator=(const MpfrFormatRange&) = delete;
-
- private:
-  mpfr_exp_t old_emin_;
-  mpfr_exp_t old_emax_;
-};
+using MpfrFormatRange = MpfrExponentRange;  // oracles/mpfr_plumbing.h
 
 // MPFR's documented IEEE recipe (see above). `x` truncated to P >= p + 2 bits with sticky as in
 // MpfrRoundToFormat; `rnd` one of MPFR_RNDN/RNDZ/RNDU/RNDD. Only for formats with

@@ -2,8 +2,10 @@
 // MPFR's own IEEE recipe (emin/emax + mpfr_check_range + mpfr_subnormalize).
 #include "oracles/mpfr_oracle.h"
 
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <string_view>
 
@@ -411,6 +413,47 @@ TEST(MpfrOracleTest, DecodesFp8Limits) {
   EXPECT_TRUE(MpfrDecodeBits(Float8E5M2(), 0x7D, false, v).signaling);
   EXPECT_FALSE(MpfrDecodeBits(Float8E5M2(), 0x7E, false, v).signaling);
   mpfr_clear(v);
+}
+
+// oracles/mpfr_plumbing.h: its header example, and the shared decoder against formats'
+// (independent) Convert to float64 for every pattern of every 8- and 16-bit float format.
+TEST(MpfrPlumbing, HeaderExample) {
+  MpfrValue x;
+  const MpfrDecoded d = MpfrDecodeBits(BFloat16(), 0xC040, false, x);
+  EXPECT_EQ(d.kind, MpfrKind::kFinite);
+  EXPECT_TRUE(d.sign);
+  EXPECT_EQ(mpfr_get_d(x, MPFR_RNDN), -3.0);
+  const mpfr_exp_t emin = mpfr_get_emin(), emax = mpfr_get_emax();
+  {
+    MpfrExponentRange range(Float16());
+    EXPECT_EQ(mpfr_get_emin(), -23);
+    EXPECT_EQ(mpfr_get_emax(), 16);
+    mpfr_set_d(x, 65536.0, MPFR_RNDN);
+    mpfr_check_range(x, 0, MPFR_RNDN);
+    EXPECT_TRUE(mpfr_inf_p(x));
+  }
+  EXPECT_EQ(mpfr_get_emin(), emin);
+  EXPECT_EQ(mpfr_get_emax(), emax);
+}
+
+TEST(MpfrPlumbing, DecoderMatchesConvertToFloat64) {
+  MpfrValue x;
+  for (const FormatSpec& f : AllFormats()) {
+    if (f.kind != FormatKind::kFloat || f.width > 16) continue;
+    for (uint64_t bits = 0; bits < (uint64_t{1} << f.width); ++bits) {
+      const MpfrDecoded d = MpfrDecodeBits(f, bits, false, x);
+      uint64_t wide = Convert(f, Float64(), bits, OpEnv{}).bits;
+      double w;
+      std::memcpy(&w, &wide, sizeof w);
+      SCOPED_TRACE(std::string(f.name) + " bits " + std::to_string(bits));
+      EXPECT_EQ(d.kind == MpfrKind::kNaN, std::isnan(w));
+      EXPECT_EQ(d.kind == MpfrKind::kInf, std::isinf(w));
+      if (d.kind == MpfrKind::kFinite || d.kind == MpfrKind::kZero) {
+        EXPECT_EQ(mpfr_get_d(x, MPFR_RNDN), w);
+        EXPECT_EQ(mpfr_signbit(x) != 0, std::signbit(w));
+      }
+    }
+  }
 }
 
 uint64_t Mix(uint64_t z) {

@@ -1,7 +1,8 @@
 // Audits of a kernel's outputs (see audit.h for the contract).
 //
 // Structure: an audit is a set of "slices" (one per output element: a dot of K products for
-// matmul, a sum of K values for sum) evaluated three ways: exactly (ExactAccumulator), under each
+// matmul, a sum of K values for sum) evaluated three ways: exactly (ExactAccumulator; for matmul
+// loaded from the certified matmul, oracles/certified_matmul.h, where it has the value), under each
 // platform model (EvaluateMatmul / EvaluateSum, with the element's bound), and as the user's
 // output. ElementJudge classes one element against one platform; Tally gathers per-thread counts
 // that are merged in thread order (threads own contiguous element ranges, so "the first maximum"
@@ -18,6 +19,7 @@
 #include <cstring>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <thread>
 
 #include "accumulation/evaluate.h"
@@ -28,6 +30,8 @@
 #include "formats/text.h"
 #include "formats/user_file.h"
 #include "nlohmann/json.hpp"
+#include "formats/isa.h"
+#include "oracles/certified_matmul.h"
 #include "oracles/error_measures.h"
 #include "oracles/exact_sum.h"
 #include "reports/hash.h"
@@ -396,6 +400,10 @@ struct Slices {
   // judged (no copy); unset: `read` is used.
   std::function<void(int64_t e, std::span<const uint64_t>& a, std::span<const uint64_t>& b,
                      uint64_t& c)> view;
+  // Matmul only, optional: loads the exact value of element e's unscaled sum into acc (Reset
+  // first) when the certified oracle (oracles/certified_matmul.h) has it, else false; the value
+  // is the one AddDot gives, so every result downstream is the same.
+  std::function<bool(int64_t e, ExactAccumulator& acc)> exact;
   std::function<double(int64_t e)> scale;  // s_a[i] * s_b[j] exactly (1 without scales).
   std::function<double(int64_t e)> scale32;  // fl32(s_a[i] * s_b[j]).
   bool scaled = false;
@@ -467,11 +475,13 @@ Emulated PostProcess(const Context& ctx, const Platform& p, int64_t e, uint64_t 
 void ExactOf(const Context& ctx, int64_t e, std::span<const uint64_t> a,
              std::span<const uint64_t> b, uint64_t c, ExactAccumulator& acc, Mpfr& x,
              Exact& facts) {
-  acc.Reset();
-  if (ctx.sum) {
-    acc.AddSum(*ctx.slices.fa, a);
-  } else {
-    acc.AddDot(*ctx.slices.fa, a, *ctx.slices.fb, b);
+  if (!ctx.slices.exact || !ctx.slices.exact(e, acc)) {
+    acc.Reset();
+    if (ctx.sum) {
+      acc.AddSum(*ctx.slices.fa, a);
+    } else {
+      acc.AddDot(*ctx.slices.fa, a, *ctx.slices.fb, b);
+    }
   }
   if (ctx.slices.c_format != nullptr) acc.Add(*ctx.slices.c_format, c);
   facts = Exact{};
@@ -1346,6 +1356,24 @@ absl::StatusOr<AuditResult> AuditMatmul(const MatmulAuditInput& in, const AuditO
   // block of A, not of the whole inputs.
   std::vector<uint64_t> a_block, b_cm;
   int64_t block_i0 = 0;
+  // The certified exact values of the current row block (batch element cert_batch, rows
+  // [block_i0, block_i0 + rows)): one error-free float64 GEMM per block instead of an exact
+  // accumulation per element; elements it cannot give take AddDot. Not under
+  // FPCONFORM_ISA=portable (no host-double paths there, as in exact_sum), so
+  // cli/isa_identity_test.sh compares the audit's JSON with and without it byte for byte.
+  const bool certify = ActiveIsa() != Isa::kPortable && CertifiedMatmul::Supports(fa) &&
+                       CertifiedMatmul::Supports(fb) && k > 0 && k <= (int64_t{1} << 31);
+  std::optional<OzakiSplit> split_a, split_b;
+  std::optional<CertifiedMatmul> cert;
+  int64_t cert_batch = -1;
+  if (certify) {
+    ctx.slices.exact = [&](int64_t e, ExactAccumulator& acc) {
+      if (!cert || e / (m * n) != cert_batch) return false;
+      const int64_t i = (e / n) % m - block_i0, j = e % n;
+      if (i < 0 || i >= split_a->rows()) return false;
+      return cert->TryLoad(i, j, acc) != CertifiedMatmul::Route::kFallback;
+    };
+  }
   ctx.slices.view = [&](int64_t e, std::span<const uint64_t>& av, std::span<const uint64_t>& bv,
                         uint64_t& cv) {
     const int64_t i = (e / n) % m, j = e % n;
@@ -1364,6 +1392,10 @@ absl::StatusOr<AuditResult> AuditMatmul(const MatmulAuditInput& in, const AuditO
     b_cm.resize(static_cast<size_t>(b_mat));
     for (int64_t j = 0; j < n; ++j) {
       for (int64_t kk = 0; kk < k; ++kk) b_cm[static_cast<size_t>(j * k + kk)] = b_at(bi, kk, j);
+    }
+    if (certify) {
+      cert.reset();
+      split_b.emplace(fb, std::span<const uint64_t>(b_cm.data(), static_cast<size_t>(b_mat)), n, k);
     }
     const uint64_t* b_ptr = b_cm.data();
     const std::span<const uint64_t> bspan(b_ptr, static_cast<size_t>(b_mat));
@@ -1399,6 +1431,12 @@ absl::StatusOr<AuditResult> AuditMatmul(const MatmulAuditInput& in, const AuditO
         for (size_t t = 0; t < d.size(); ++t) {
           emu[p][t] = PostProcess(c, c.platforms[p], e0 + static_cast<int64_t>(t), d[t], bounds[t]);
         }
+      }
+      if (certify) {
+        cert.reset();
+        split_a.emplace(fa, ablock, mb, k);
+        cert.emplace(*split_a, *split_b, std::max(1, options.threads));
+        cert_batch = bi;
       }
       auditor.JudgeRange(e0, e0 + mb * n, emu);
       Progress(options, bi * m + i0 + mb, total_rows, "matmul rows");
