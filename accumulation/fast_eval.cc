@@ -141,6 +141,18 @@ struct Plan {
   bool rne = false, actual = false, round_down = false;
   double two_f = 1, two_mf = 1;  // 2^F, 2^-F.
   bool f64_to_f32_output = false;
+  bool f32_to_bf16_output = false;  // Output float32 -> bfloat16 rne.
+  // inputs.daz (host adders): an input below 2^Emin of its format (daz_min_a/b) reads as a zero
+  // of its sign; the original value stays the exact leaf (as with a conversion).
+  bool input_daz = false;
+  float daz_min_a = 0, daz_min_b = 0;
+  // adder.ftz / adder.daz (float32 host adders): a step result below 2^-126 is flushed to a zero
+  // of its sign (one exactly +-2^-126 may be a flushed tiny value rounded up: the generic path
+  // decides); a subnormal accumulator operand reads as a zero of its sign.
+  bool ftz = false, acc_daz = false;
+  bool promote_bf16 = false;  // chain.kind promote into bfloat16 (rne): the final format.
+  // Matmul: WalkTile (chain_walk.h's walk on blocks of elements) instead of the fixed-chain tiles.
+  bool walk = false;
   // Bound constants (evaluate.cc's Rounder u and eta).
   double u_acc = 0, eta_acc = 0, u_comb = 0, eta_comb = 0, u_prom = 0, eta_prom = 0;
   double u_out = 0, eta_out = 0;
@@ -209,7 +221,13 @@ bool InputKindFor(const FormatSpec* f, InputKind& kind, const Table*& table) {
 const char* MakePlan(const Model& m, Plan& plan) {
   plan.model = &m;
   // Inputs.
-  if (m.inputs.daz) return "inputs.daz";
+  if (m.inputs.daz) {
+    if (m.inputs.convert_to != nullptr) return "inputs.daz with convert_to";
+    if (m.inputs.a == nullptr || m.inputs.b == nullptr) return "inputs.a";
+    plan.input_daz = true;
+    plan.daz_min_a = std::ldexp(1.0f, Emin(*m.inputs.a));
+    plan.daz_min_b = std::ldexp(1.0f, Emin(*m.inputs.b));
+  }
   if (m.inputs.convert_to != nullptr) {
     if (m.inputs.convert_to != &TFloat32()) return "inputs.convert_to";
     if (m.inputs.a != &Float32() || m.inputs.b != &Float32()) return "inputs.convert_to from";
@@ -239,7 +257,12 @@ const char* MakePlan(const Model& m, Plan& plan) {
         return "accumulator.format";
       }
       if (m.accumulator.fraction_bits != acc->fraction_bits) return "accumulator.fraction_bits";
-      if (!EnvSupported(m.adder.env, false)) return "adder.rounding";
+      OpEnv env = m.adder.env;
+      plan.ftz = env.flush_to_zero;
+      plan.acc_daz = env.denormals_are_zero;
+      env.flush_to_zero = env.denormals_are_zero = false;
+      if (!EnvSupported(env, false)) return "adder.rounding";
+      if ((plan.ftz || plan.acc_daz) && (acc != &Float32() || plan.kahan)) return "adder.ftz/daz";
       switch (m.product.policy) {
         case ProductPolicy::kExact: break;
         case ProductPolicy::kRound:
@@ -254,6 +277,7 @@ const char* MakePlan(const Model& m, Plan& plan) {
     }
     case AdderKind::kFused: {
       plan.arith = Plan::Arith::kFused;
+      if (plan.input_daz) return "inputs.daz with a fused adder";
       if (acc != &Float32()) return "accumulator.format";
       if (m.accumulator.fraction_bits < 1 || m.accumulator.fraction_bits > 23) {
         return "accumulator.fraction_bits";
@@ -346,9 +370,21 @@ const char* MakePlan(const Model& m, Plan& plan) {
         }
       }
       break;
+    case ChainKind::kTree:
+      if (plan.arith == Plan::Arith::kFused) return "chain.kind tree with a fused adder";
+      if (m.chain.tree.empty() || m.chain.tree_units < 1 || m.chain.tree_root < 0 ||
+          static_cast<size_t>(m.chain.tree_root) >= m.chain.tree.size()) {
+        return "chain.shape";
+      }
+      break;
     case ChainKind::kPromote:
       if (m.chain.every < 1) return "chain.every";
-      if (m.chain.promote_format != &Float32() || acc != &Float32()) return "chain.format";
+      if (acc != &Float32()) return "chain.format";
+      if (m.chain.promote_format == &BFloat16() && plan.arith != Plan::Arith::kFused) {
+        plan.promote_bf16 = true;  // Rounded by RoundToBf16 (round to odd, then rne).
+      } else if (m.chain.promote_format != &Float32()) {
+        return "chain.format";
+      }
       if (!EnvSupported(m.chain.promote_env, false)) return "chain.rounding";
       plan.chunk = m.chain.every;
       break;
@@ -358,21 +394,34 @@ const char* MakePlan(const Model& m, Plan& plan) {
   const FormatSpec& final_format = m.FinalAccumulatorFormat();
   if (m.output.format == nullptr) return "output.format";
   if (m.output.format != &final_format) {
-    if (&final_format != &Float64() || m.output.format != &Float32()) return "output.format";
+    if (&final_format == &Float64() && m.output.format == &Float32()) {
+      plan.f64_to_f32_output = true;
+    } else if (&final_format == &Float32() && m.output.format == &BFloat16() &&
+               plan.arith != Plan::Arith::kFused) {
+      plan.f32_to_bf16_output = true;
+    } else {
+      return "output.format";
+    }
     if (!EnvSupported(m.output.env, false)) return "output.rounding";
-    plan.f64_to_f32_output = true;
-    plan.u_out = UnitRoundoff(Float32().fraction_bits, m.output.env);
-    plan.eta_out = std::ldexp(1.0, MinSubnormalExponent(Float32()));
+    plan.u_out = UnitRoundoff(m.output.format->fraction_bits, m.output.env);
+    plan.eta_out = std::ldexp(1.0, MinSubnormalExponent(*m.output.format));
   }
   // Bound constants, as evaluate.cc's MakeRounder.
   plan.u_acc = UnitRoundoff(m.accumulator.fraction_bits, m.adder.env);
-  plan.eta_acc = Eta(*acc, m.accumulator.fraction_bits);
+  plan.eta_acc = plan.ftz ? std::ldexp(1.0, Emin(*acc)) : Eta(*acc, m.accumulator.fraction_bits);
   plan.u_comb = UnitRoundoff(m.accumulator.fraction_bits, m.accumulator.combine_env);
-  plan.eta_comb = plan.eta_acc;
+  plan.eta_comb = Eta(*acc, m.accumulator.fraction_bits);
   if (m.chain.kind == ChainKind::kPromote) {
     plan.u_prom = UnitRoundoff(m.chain.promote_format->fraction_bits, m.chain.promote_env);
     plan.eta_prom = Eta(*m.chain.promote_format, m.chain.promote_format->fraction_bits);
   }
+  const bool fixed_chain = m.chain.kind == ChainKind::kSequential ||
+                           m.chain.kind == ChainKind::kBlocked ||
+                           m.chain.kind == ChainKind::kPromote ||
+                           (m.chain.kind == ChainKind::kPairwise && plan.unroll == 1);
+  plan.walk = plan.arith != Plan::Arith::kFused && !plan.kahan &&
+              (!fixed_chain || plan.ftz || plan.acc_daz || plan.promote_bf16 ||
+               plan.f32_to_bf16_output);
   return "";
 }
 
@@ -485,6 +534,40 @@ struct Node {
   double m = 0, e = 0;
 };
 
+constexpr float kMinNormal32 = 0x1p-126f;
+
+// adder.ftz on a correctly rounded float32 result v (Plan::ftz). |v| < 2^-126: the exact value
+// is below 2^-126 - 2^-150, tiny before and after rounding: a zero of its sign. |v| > 2^-126:
+// not tiny. |v| == 2^-126: the exact value may lie just below (tiny or not by the tininess
+// rule), so `bad` sends the dot to the generic path.
+inline float FlushTiny(float v, bool& bad) {
+  const float a = std::fabs(v);
+  bad |= a == kMinNormal32;
+  return a < kMinNormal32 ? std::copysign(0.0f, v) : v;
+}
+
+// float32 bits rounded to bfloat16 bits (rne; a finite value past bfloat16's range gives Inf).
+inline uint32_t Bf16RneBits(uint32_t bits) {
+  return (bits + 0x7FFFu + ((bits >> 16) & 1u)) >> 16;
+}
+
+// x + y rounded once to bfloat16 (rne), as a float32 value: the float32 sum rounded to odd
+// (TwoSum's exact error decides the last bit) carries 24 >= 8 + 2 bits, so rounding it to
+// bfloat16 gives the correctly rounded sum (Boldo & Melquiond, "Emulation of FMA and correctly
+// rounded sums: proved algorithms using rounding to odd", IEEE TC 57(4), 2008). A float32
+// overflow gives a non-finite value (the caller hands the dot to the generic path).
+inline float AddRoundBf16(float x, float y) {
+  const float s = x + y;
+  const float bb = s - x;
+  const float err = (x - (s - bb)) + (y - bb);
+  uint32_t bits = std::bit_cast<uint32_t>(s);
+  if (err != 0 && (bits & 1u) == 0) {
+    // The odd neighbour on the side of the exact sum.
+    bits = std::signbit(err) == std::signbit(s) ? bits + 1 : bits - 1;
+  }
+  return std::bit_cast<float>(Bf16RneBits(bits) << 16);
+}
+
 // Scalar evaluator of one dot over a DotView: the mirror of evaluate.cc's Evaluator for the
 // plans above, value in Acc (float or double), bound in the same double operations.
 template <class Acc, bool kBound>
@@ -522,8 +605,7 @@ class ScalarDot {
       case ChainKind::kPromote: {
         Node<Acc> total = cn;
         for (int i = 0; i < k; i += p_.chunk) {
-          total = Add(total, Seq(Node<Acc>{}, i, std::min(k, i + p_.chunk)), p_.u_prom,
-                      p_.eta_prom);
+          total = Promote(total, Seq(Node<Acc>{}, i, std::min(k, i + p_.chunk)));
         }
         return total;
       }
@@ -552,23 +634,13 @@ class ScalarDot {
       return s->Step(acc, lo);
     }
     Node Combine(const Node& x, const Node& y) const { return s->Combine(x, y); }
-    Node Promote(const Node& x, const Node& y) const {
-      return s->Add(x, y, s->p_.u_prom, s->p_.eta_prom);
-    }
-    Node RoundTerm(int i) const { return s->RoundOne(i); }
+    Node Promote(const Node& x, const Node& y) const { return s->Promote(x, y); }
+    Node RoundTerm(int i) { return s->RoundOne(i); }
     void PadTerms(int64_t) const {}
   };
 
-  // acc + (+0 leaf): evaluate.cc's Add2 with a zero leaf (M = E = 0).
-  Node<Acc> PadStep(const Node<Acc>& acc) const {
-    Node<Acc> out;
-    out.v = acc.v + Acc(0);
-    if constexpr (kBound) {
-      out.m = Up(acc.m + 0.0);
-      out.e = Up((1 + p_.u_acc) * (acc.e + 0.0) + p_.u_acc * out.m + p_.eta_acc);
-    }
-    return out;
-  }
+  // acc + (+0 leaf): evaluate.cc's Step with a zero leaf (M = E = 0).
+  Node<Acc> PadStep(const Node<Acc>& acc) { return StepWith(acc, Acc(0), Acc(0), 0.0, 0.0); }
 
  private:
   double Prod(int i) const {
@@ -600,23 +672,48 @@ class ScalarDot {
   Node<Acc> Combine(const Node<Acc>& x, const Node<Acc>& y) const {
     return Add(x, y, p_.u_comb, p_.eta_comb);
   }
+  // outer + inner rounded into chain.format (float32, or bfloat16 by RoundToBf16).
+  Node<Acc> Promote(const Node<Acc>& x, const Node<Acc>& y) const {
+    Node<Acc> out = Add(x, y, p_.u_prom, p_.eta_prom);
+    if constexpr (std::is_same_v<Acc, float>) {
+      if (p_.promote_bf16) out.v = AddRoundBf16(x.v, y.v);
+    }
+    return out;
+  }
 
   // One IEEE step: acc + leaf i.
-  Node<Acc> Step(const Node<Acc>& acc, int i) const {
+  Node<Acc> Step(const Node<Acc>& acc, int i) {
+    double m = 0, e = 0;
+    if constexpr (kBound) LeafBound(i, m, e);
+    return StepWith(acc, static_cast<Acc>(d_.a[i * d_.sa]), static_cast<Acc>(d_.b[i * d_.sb]),
+                    m, e);
+  }
+
+  // acc + a*b (fma, or the rounded product added) with the leaf's bound data (m, e), with
+  // adder.daz on acc and adder.ftz on the result (Plan::ftz).
+  Node<Acc> StepWith(const Node<Acc>& acc, Acc a, Acc b, double m, double e) {
     Node<Acc> out;
-    const Acc a = static_cast<Acc>(d_.a[i * d_.sa]), b = static_cast<Acc>(d_.b[i * d_.sb]);
+    Acc av = acc.v;
+    double e0 = acc.e;
+    if constexpr (std::is_same_v<Acc, float>) {
+      if (p_.acc_daz && av != 0 && std::fabs(av) < kMinNormal32) {
+        if constexpr (kBound) e0 = Up(acc.e + std::fabs(static_cast<double>(av)));
+        av = std::copysign(0.0f, av);
+      }
+    }
     if (p_.round_product) {
-      out.v = acc.v + a * b;
+      out.v = av + a * b;
     } else if constexpr (std::is_same_v<Acc, float>) {
-      out.v = __builtin_fmaf(a, b, acc.v);
+      out.v = __builtin_fmaf(a, b, av);
     } else {
-      out.v = __builtin_fma(a, b, acc.v);
+      out.v = __builtin_fma(a, b, av);
+    }
+    if constexpr (std::is_same_v<Acc, float>) {
+      if (p_.ftz) out.v = FlushTiny(out.v, bad);
     }
     if constexpr (kBound) {
-      double m, e;
-      LeafBound(i, m, e);
       out.m = Up(acc.m + m);
-      out.e = Up((1 + p_.u_acc) * (acc.e + e) + p_.u_acc * out.m + p_.eta_acc);
+      out.e = Up((1 + p_.u_acc) * (e0 + e) + p_.u_acc * out.m + p_.eta_acc);
     }
     return out;
   }
@@ -672,9 +769,12 @@ class ScalarDot {
     return acc;
   }
 
-  Node<Acc> RoundOne(int i) const {
+  Node<Acc> RoundOne(int i) {
     Node<Acc> out;
     out.v = static_cast<Acc>(d_.a[i * d_.sa]) * static_cast<Acc>(d_.b[i * d_.sb]);
+    if constexpr (std::is_same_v<Acc, float>) {
+      if (p_.ftz) out.v = FlushTiny(out.v, bad);
+    }
     if constexpr (kBound) {
       double m, e;
       LeafBound(i, m, e);
@@ -777,6 +877,35 @@ class ScalarDot {
   const DotView& d_;
 };
 
+// c of a float32-accumulator plan (bfloat16 bits when chain.format is bfloat16); false for bits
+// above the container or a non-finite value.
+inline bool DecodeC32(const Plan& p, uint64_t c_bits, float& c) {
+  if ((c_bits >> (p.promote_bf16 ? 16 : 32)) != 0) return false;
+  const uint32_t b = static_cast<uint32_t>(c_bits) << (p.promote_bf16 ? 16 : 0);
+  c = std::bit_cast<float>(b);
+  return std::isfinite(c);
+}
+
+// The output of a float32-accumulator plan from the final value v (and its m, e): float32 bits,
+// bfloat16 bits of a bfloat16 chain.format (v is a bfloat16 value), or v converted to bfloat16
+// (rne) with the conversion's bound. False when the output is not finite.
+inline bool Output32(const Plan& p, float v, double m, double e, bool bound, EvalResult& out) {
+  const uint32_t bits = std::bit_cast<uint32_t>(v);
+  if (p.promote_bf16) {
+    out.bits = bits >> 16;
+    out.bound = e;
+  } else if (p.f32_to_bf16_output) {
+    const uint32_t h = Bf16RneBits(bits);
+    if ((h & 0x7F80u) == 0x7F80u) return false;
+    out.bits = h;
+    out.bound = bound ? Up((1 + p.u_out) * e + p.u_out * m + p.eta_out) : 0.0;
+  } else {
+    out.bits = bits;
+    out.bound = e;
+  }
+  return true;
+}
+
 // Runs one dot on decoded inputs. Returns false when the generic path must decide (bad group,
 // non-finite result).
 template <bool kBound>
@@ -800,16 +929,13 @@ bool DotDecoded(const Plan& p, const DotView& d, uint64_t c_bits, EvalResult& ou
     }
     return true;
   }
-  if ((c_bits >> 32) != 0) return false;
-  const float c = std::bit_cast<float>(static_cast<uint32_t>(c_bits));
-  if (!std::isfinite(c)) return false;
+  float c;
+  if (!DecodeC32(p, c_bits, c)) return false;
   ScalarDot<float, kBound> ev(p, d);
   ev.seed_ = seed;
   const Node<float> r = ev.Run(c);
   if (ev.bad || !std::isfinite(r.v)) return false;
-  out.bits = std::bit_cast<uint32_t>(r.v);
-  out.bound = r.e;
-  return true;
+  return Output32(p, r.v, r.m, r.e, kBound, out);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1315,6 +1441,213 @@ class PairwiseTile {
   const int i0_, j0_;
 };
 
+// Walked tile (Plan::walk: strided, split_k, simd, cascade, tree or pairwise-with-unroll chains,
+// promote into bfloat16, adder.ftz/daz, output to bfloat16): R rows x W columns from (i0, j0),
+// fully inside the matrix. chain_walk.h's WalkChain runs once per tile with every node a block
+// of R*W lanes (the walk's order depends only on k and the seed, not on the values), each lane
+// computed with ScalarDot's operations and bound arithmetic, so each element equals its dot.
+template <class Acc, bool kRound, bool kBound, int R, int W>
+class WalkTile {
+ public:
+  static constexpr int L = R * W;
+  using Node = LaneNode<Acc, kBound, L>;
+
+  WalkTile(const MatIn& in, int i0, int j0) : in_(in), p_(*in.p), i0_(i0), j0_(j0) {}
+
+  void Run() {
+    const int n = in_.n;
+    Node total;
+    bool c_bad[L] = {};
+    for (int r = 0; r < R; ++r) {
+      for (int w = 0; w < W; ++w) {
+        const int l = r * W + w;
+        const uint64_t cb = in_.c ? in_.c[size_t(i0_ + r) * n + j0_ + w] : 0;
+        Acc cv;
+        if constexpr (std::is_same_v<Acc, float>) {
+          float f = 0;
+          c_bad[l] = !DecodeC32(p_, cb, f);
+          cv = c_bad[l] ? 0.0f : f;
+        } else {
+          cv = std::bit_cast<double>(cb);
+        }
+        total.v[l] = cv;
+        if constexpr (kBound) {
+          total.m[l] = std::fabs(static_cast<double>(cv));
+          total.e[l] = 0;
+        }
+      }
+    }
+    const Node out = accumulation_internal::WalkChain(*p_.model, in_.k, in_.seed, total, *this);
+    for (int r = 0; r < R; ++r) {
+      for (int w = 0; w < W; ++w) {
+        const int l = r * W + w;
+        const size_t idx = size_t(i0_ + r) * n + j0_ + w;
+        const Acc v = out.v[l];
+        const double m = kBound ? out.m[l] : 0.0, e = kBound ? out.e[l] : 0.0;
+        EvalResult res;
+        bool ok = !bad_[l] && !c_bad[l] && std::isfinite(v);
+        if constexpr (std::is_same_v<Acc, float>) {
+          ok = ok && Output32(p_, v, m, e, kBound, res);
+        } else if (ok && p_.f64_to_f32_output) {
+          const float f = static_cast<float>(v);
+          ok = std::isfinite(f);
+          res.bits = std::bit_cast<uint32_t>(f);
+          if constexpr (kBound) res.bound = Up((1 + p_.u_out) * e + p_.u_out * m + p_.eta_out);
+        } else {
+          res.bits = std::bit_cast<uint64_t>(v);
+          res.bound = e;
+        }
+        if (!ok) {
+          (*in_.redo)[idx] = 1;
+          continue;
+        }
+        in_.d[idx] = res.bits;
+        if constexpr (kBound) in_.bounds[idx] = res.bound;
+      }
+    }
+  }
+
+  // chain_walk.h's operations.
+  Node Zero() const { return Node{}; }
+  Node Step(const Node& acc, int lo, int hi) {
+    Node x = acc;
+    StepInPlace(x, lo, hi);
+    return x;
+  }
+  // acc + leaf lo in every lane (ScalarDot::StepWith); a leaf at or past k is +0 (simd padding).
+  void StepInPlace(Node& x, int lo, int /*hi*/) {
+    const int n = in_.n, k = in_.k;
+    float a_used[R], b_used[W];
+    const bool pad = lo >= k;
+    for (int r = 0; r < R; ++r) a_used[r] = pad ? 0.0f : in_.a[size_t(i0_ + r) * k + lo];
+    for (int w = 0; w < W; ++w) b_used[w] = pad ? 0.0f : in_.b[size_t(lo) * n + j0_ + w];
+    double e0[kBound ? L : 1];
+    if constexpr (kBound) {
+      for (int l = 0; l < L; ++l) e0[l] = x.e[l];
+    }
+    if constexpr (std::is_same_v<Acc, float>) {
+      if (p_.acc_daz) {
+        for (int l = 0; l < L; ++l) {
+          const float av = x.v[l];
+          if (av != 0 && std::fabs(av) < kMinNormal32) {
+            if constexpr (kBound) e0[l] = Up(x.e[l] + std::fabs(static_cast<double>(av)));
+            x.v[l] = std::copysign(0.0f, av);
+          }
+        }
+      }
+    }
+    for (int r = 0; r < R; ++r) {
+      const Acc av = static_cast<Acc>(a_used[r]);
+      for (int w = 0; w < W; ++w) {
+        const Acc bv = static_cast<Acc>(b_used[w]);
+        Acc& v = x.v[r * W + w];
+        if constexpr (kRound) {
+          v = v + av * bv;
+        } else if constexpr (std::is_same_v<Acc, float>) {
+          v = __builtin_fmaf(av, bv, v);
+        } else {
+          v = __builtin_fma(av, bv, v);
+        }
+      }
+    }
+    if constexpr (std::is_same_v<Acc, float>) {
+      if (p_.ftz) {
+        for (int l = 0; l < L; ++l) x.v[l] = FlushTiny(x.v[l], bad_[l]);
+      }
+    }
+    if constexpr (kBound) {
+      const double u = p_.u_acc, eta = p_.eta_acc;
+      float a_orig[R], b_orig[W];
+      for (int r = 0; r < R; ++r) a_orig[r] = pad ? 0.0f : in_.ao[size_t(i0_ + r) * k + lo];
+      for (int w = 0; w < W; ++w) b_orig[w] = pad ? 0.0f : in_.bo[size_t(lo) * n + j0_ + w];
+      for (int r = 0; r < R; ++r) {
+        const double ao = a_orig[r];
+        const double aused = a_used[r];
+        for (int w = 0; w < W; ++w) {
+          const double xe = ao * static_cast<double>(b_orig[w]);
+          double uv;
+          if constexpr (kRound) {
+            uv = static_cast<double>(static_cast<Acc>(aused) * static_cast<Acc>(b_used[w]));
+          } else {
+            uv = aused * static_cast<double>(b_used[w]);
+          }
+          const int l = r * W + w;
+          const double mi = std::fabs(xe), ei = std::fabs(uv - xe);
+          x.m[l] = Up(x.m[l] + mi);
+          x.e[l] = Up((1 + u) * (e0[l] + ei) + u * x.m[l] + eta);
+        }
+      }
+    }
+  }
+  Node Combine(const Node& x, const Node& y) const {
+    Node out;
+    for (int l = 0; l < L; ++l) out.v[l] = x.v[l] + y.v[l];
+    AddBound(out, x, y, p_.u_comb, p_.eta_comb);
+    return out;
+  }
+  Node Promote(const Node& x, const Node& y) const {
+    Node out;
+    if constexpr (std::is_same_v<Acc, float>) {
+      if (p_.promote_bf16) {
+        for (int l = 0; l < L; ++l) out.v[l] = AddRoundBf16(x.v[l], y.v[l]);
+      } else {
+        for (int l = 0; l < L; ++l) out.v[l] = x.v[l] + y.v[l];
+      }
+    } else {
+      for (int l = 0; l < L; ++l) out.v[l] = x.v[l] + y.v[l];
+    }
+    AddBound(out, x, y, p_.u_prom, p_.eta_prom);
+    return out;
+  }
+  // Leaf i rounded into the accumulator (ScalarDot::RoundOne).
+  Node RoundTerm(int i) {
+    const int n = in_.n, k = in_.k;
+    Node out;
+    for (int r = 0; r < R; ++r) {
+      const Acc av = static_cast<Acc>(in_.a[size_t(i0_ + r) * k + i]);
+      for (int w = 0; w < W; ++w) {
+        const int l = r * W + w;
+        const Acc prod = av * static_cast<Acc>(in_.b[size_t(i) * n + j0_ + w]);
+        out.v[l] = prod;
+        if constexpr (std::is_same_v<Acc, float>) {
+          if (p_.ftz) out.v[l] = FlushTiny(out.v[l], bad_[l]);
+        }
+        if constexpr (kBound) {
+          const double xe = static_cast<double>(in_.ao[size_t(i0_ + r) * k + i]) *
+                            static_cast<double>(in_.bo[size_t(i) * n + j0_ + w]);
+          double uv;
+          if constexpr (kRound) {
+            uv = static_cast<double>(prod);
+          } else {
+            uv = static_cast<double>(in_.a[size_t(i0_ + r) * k + i]) *
+                 static_cast<double>(in_.b[size_t(i) * n + j0_ + w]);
+          }
+          const double mi = std::fabs(xe), ei = std::fabs(uv - xe);
+          out.m[l] = mi;
+          out.e[l] = Up((1 + p_.u_acc) * ei + p_.u_acc * mi + p_.eta_acc);
+        }
+      }
+    }
+    return out;
+  }
+  void PadTerms(int64_t) const {}
+
+ private:
+  static void AddBound(Node& out, const Node& x, const Node& y, double u, double eta) {
+    if constexpr (kBound) {
+      for (int l = 0; l < L; ++l) {
+        out.m[l] = Up(x.m[l] + y.m[l]);
+        out.e[l] = Up((1 + u) * (x.e[l] + y.e[l]) + u * out.m[l] + eta);
+      }
+    }
+  }
+
+  const MatIn& in_;
+  const Plan& p_;
+  const int i0_, j0_;
+  bool bad_[L] = {};  // A lane that FlushTiny sent to the generic path.
+};
+
 // Fused tile: one row i, W columns from j0 (sequential, blocked or promote chains).
 template <bool kBound, int W>
 void FusedTile(const MatIn& in, int i, int j0) {
@@ -1785,9 +2118,10 @@ void MatmulRows(const MatIn& in, int i_lo, int i_hi) {
     }
     return;
   }
+  const bool tiles = tiled || p.walk;
   auto run = [&](auto tile4, auto tile1, int w_width) {
     int i = i_lo;
-    for (; tiled && i + 4 <= i_hi; i += 4) {
+    for (; tiles && i + 4 <= i_hi; i += 4) {
       int j = 0;
       for (; j + w_width <= in.n; j += w_width) tile4(i, j);
       for (int r = 0; r < 4; ++r) {
@@ -1796,12 +2130,30 @@ void MatmulRows(const MatIn& in, int i_lo, int i_hi) {
     }
     for (; i < i_hi; ++i) {
       int j = 0;
-      if (tiled) {
+      if (tiles) {
         for (; j + w_width <= in.n; j += w_width) tile1(i, j);
       }
       for (; j < in.n; ++j) ScalarElement<kBound>(in, i, j);
     }
   };
+  if (p.walk) {
+    if (p.arith == Plan::Arith::kHostF64) {
+      if (p.round_product) {
+        run([&](int i, int j) { WalkTile<double, true, kBound, 4, 8>(in, i, j).Run(); },
+            [&](int i, int j) { WalkTile<double, true, kBound, 1, 8>(in, i, j).Run(); }, 8);
+      } else {
+        run([&](int i, int j) { WalkTile<double, false, kBound, 4, 8>(in, i, j).Run(); },
+            [&](int i, int j) { WalkTile<double, false, kBound, 1, 8>(in, i, j).Run(); }, 8);
+      }
+    } else if (p.round_product) {
+      run([&](int i, int j) { WalkTile<float, true, kBound, 4, 16>(in, i, j).Run(); },
+          [&](int i, int j) { WalkTile<float, true, kBound, 1, 16>(in, i, j).Run(); }, 16);
+    } else {
+      run([&](int i, int j) { WalkTile<float, false, kBound, 4, 16>(in, i, j).Run(); },
+          [&](int i, int j) { WalkTile<float, false, kBound, 1, 16>(in, i, j).Run(); }, 16);
+    }
+    return;
+  }
   if (p.kahan) {
 #if defined(__x86_64__)
     if (!kBound && p.arith == Plan::Arith::kHostF32) {
@@ -1933,6 +2285,14 @@ bool DecodeAll(InputKind kind, const Table* t, std::span<const uint64_t> bits, D
   return ok;
 }
 
+// inputs.daz on decoded values: the originals kept in d.o, values below `min` read as zeros.
+void ApplyInputDaz(Decoded& d, float min) {
+  if (d.o.empty()) d.o = d.v;
+  for (float& v : d.v) {
+    if (std::fabs(v) < min) v = std::copysign(0.0f, v);
+  }
+}
+
 absl::StatusOr<EvalResult> DotImpl(const Model& model, const Plan& plan,
                                    std::span<const uint64_t> a, std::span<const uint64_t> b,
                                    bool is_sum, uint64_t c_bits, const EvalOptions& options) {
@@ -1952,6 +2312,10 @@ absl::StatusOr<EvalResult> DotImpl(const Model& model, const Plan& plan,
     db.pow.assign(a.size(), 1.0);
   } else if (!DecodeAll(plan.in_b, plan.table_b, b, db, need_pow)) {
     return generic();
+  }
+  if (plan.input_daz) {
+    ApplyInputDaz(da, plan.daz_min_a);
+    if (!is_sum) ApplyInputDaz(db, plan.daz_min_b);
   }
   const float* ao = da.o.empty() ? da.v.data() : da.o.data();
   const float* bo = db.o.empty() ? db.v.data() : db.o.data();
@@ -2038,12 +2402,14 @@ absl::Status FastEvaluateMatmul(const Model& model, int m, int n, int k,
   };
   static thread_local MatScratch scratch;
   MatScratch& sc = scratch;
-  const bool need_orig = want_bound && plan.convert;
+  const bool need_orig = want_bound && (plan.convert || plan.input_daz);
   std::vector<uint8_t>& redo = sc.redo;
   redo.assign(mn, 0);
   if (plan.arith != Plan::Arith::kHostF64) {
-    // float32 c with bits above the container: the generic path decides what they mean.
-    for (size_t idx = 0; idx < c.size(); ++idx) redo[idx] = (c[idx] >> 32) != 0;
+    // float32 (bfloat16: chain.format) c with bits above the container: the generic path
+    // decides what they mean.
+    const int width = plan.promote_bf16 ? 16 : 32;
+    for (size_t idx = 0; idx < c.size(); ++idx) redo[idx] = (c[idx] >> width) != 0;
   }
   std::vector<uint8_t>& bad_row = sc.bad_row;
   std::vector<uint8_t>& bad_col = sc.bad_col;
@@ -2066,6 +2432,8 @@ absl::Status FastEvaluateMatmul(const Model& model, int m, int n, int k,
           bad_row[i] = 1;
           sc.av[idx] = 0;  // Keeps the kernels' arithmetic finite; redone below.
           if (need_orig) sc.ao[idx] = 0;
+        } else if (plan.input_daz && std::fabs(sc.av[idx]) < plan.daz_min_a) {
+          sc.av[idx] = std::copysign(0.0f, sc.av[idx]);
         }
       }
     }
@@ -2077,6 +2445,8 @@ absl::Status FastEvaluateMatmul(const Model& model, int m, int n, int k,
           bad_col[j] = 1;
           sc.bv[idx] = 0;
           if (need_orig) sc.bo[idx] = 0;
+        } else if (plan.input_daz && std::fabs(sc.bv[idx]) < plan.daz_min_b) {
+          sc.bv[idx] = std::copysign(0.0f, sc.bv[idx]);
         }
       }
     }
