@@ -1451,6 +1451,11 @@ class WalkTile {
  public:
   static constexpr int L = R * W;
   using Node = LaneNode<Acc, kBound, L>;
+  // FastEvaluateMatmul packs B's 16-column tiles for value-only host plans.
+  static constexpr bool kPacked = !kBound && W == 16;
+#if defined(__x86_64__)
+  static constexpr bool kAvx = std::is_same_v<Acc, float> && kPacked;
+#endif
 
   WalkTile(const MatIn& in, int i0, int j0) : in_(in), p_(*in.p), i0_(i0), j0_(j0) {}
 
@@ -1519,8 +1524,50 @@ class WalkTile {
     const int n = in_.n, k = in_.k;
     float a_used[R], b_used[W];
     const bool pad = lo >= k;
+    // The packed column tile of B (values only) is contiguous in k.
+    const float* brow = kPacked ? in_.bpackf + (size_t(j0_ / 16) * k + lo) * 16
+                                : in_.b + size_t(lo) * n + j0_;
     for (int r = 0; r < R; ++r) a_used[r] = pad ? 0.0f : in_.a[size_t(i0_ + r) * k + lo];
-    for (int w = 0; w < W; ++w) b_used[w] = pad ? 0.0f : in_.b[size_t(lo) * n + j0_ + w];
+#if defined(__x86_64__)
+    if constexpr (kAvx) {
+      // The loops below in AVX2 (GCC's own vectorization shuffles the lanes).
+      const __m256 zero = _mm256_setzero_ps();
+      const __m256 b[2] = {pad ? zero : _mm256_loadu_ps(brow),
+                           pad ? zero : _mm256_loadu_ps(brow + 8)};
+      const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
+      const __m256 min_normal = _mm256_set1_ps(kMinNormal32);
+      for (int r = 0; r < R; ++r) {
+        const __m256 av = _mm256_set1_ps(a_used[r]);
+        for (int h = 0; h < 2; ++h) {
+          float* lane = x.v + r * 16 + 8 * h;
+          __m256 v = _mm256_loadu_ps(lane);
+          if (p_.acc_daz) {
+            const __m256 mag = _mm256_and_ps(v, abs_mask);
+            const __m256 sub = _mm256_and_ps(_mm256_cmp_ps(mag, min_normal, _CMP_LT_OQ),
+                                             _mm256_cmp_ps(mag, zero, _CMP_NEQ_OQ));
+            v = _mm256_blendv_ps(v, _mm256_andnot_ps(abs_mask, v), sub);
+          }
+          if constexpr (kRound) {
+            v = _mm256_add_ps(v, _mm256_mul_ps(av, b[h]));
+          } else {
+            v = _mm256_fmadd_ps(av, b[h], v);
+          }
+          if (p_.ftz) {  // FlushTiny.
+            const __m256 mag = _mm256_and_ps(v, abs_mask);
+            v = _mm256_blendv_ps(v, _mm256_andnot_ps(abs_mask, v),
+                                 _mm256_cmp_ps(mag, min_normal, _CMP_LT_OQ));
+            const int eq = _mm256_movemask_ps(_mm256_cmp_ps(mag, min_normal, _CMP_EQ_OQ));
+            if (eq != 0) {
+              for (int q = 0; q < 8; ++q) bad_[r * 16 + 8 * h + q] |= ((eq >> q) & 1) != 0;
+            }
+          }
+          _mm256_storeu_ps(lane, v);
+        }
+      }
+      return;
+    }
+#endif
+    for (int w = 0; w < W; ++w) b_used[w] = pad ? 0.0f : brow[w];
     double e0[kBound ? L : 1];
     if constexpr (kBound) {
       for (int l = 0; l < L; ++l) e0[l] = x.e[l];
@@ -2137,19 +2184,30 @@ void MatmulRows(const MatIn& in, int i_lo, int i_hi) {
     }
   };
   if (p.walk) {
+    // Column tiles outside, rows inside (a column strip of B stays in cache).
+    auto run_cols = [&](auto tile4, auto tile1, int w_width) {
+      for (int j = 0; j + w_width <= in.n; j += w_width) {
+        int i = i_lo;
+        for (; i + 4 <= i_hi; i += 4) tile4(i, j);
+        for (; i < i_hi; ++i) tile1(i, j);
+      }
+      for (int i = i_lo; i < i_hi; ++i) {
+        for (int j = in.n / w_width * w_width; j < in.n; ++j) ScalarElement<kBound>(in, i, j);
+      }
+    };
     if (p.arith == Plan::Arith::kHostF64) {
       if (p.round_product) {
-        run([&](int i, int j) { WalkTile<double, true, kBound, 4, 8>(in, i, j).Run(); },
+        run_cols([&](int i, int j) { WalkTile<double, true, kBound, 4, 8>(in, i, j).Run(); },
             [&](int i, int j) { WalkTile<double, true, kBound, 1, 8>(in, i, j).Run(); }, 8);
       } else {
-        run([&](int i, int j) { WalkTile<double, false, kBound, 4, 8>(in, i, j).Run(); },
+        run_cols([&](int i, int j) { WalkTile<double, false, kBound, 4, 8>(in, i, j).Run(); },
             [&](int i, int j) { WalkTile<double, false, kBound, 1, 8>(in, i, j).Run(); }, 8);
       }
     } else if (p.round_product) {
-      run([&](int i, int j) { WalkTile<float, true, kBound, 4, 16>(in, i, j).Run(); },
+      run_cols([&](int i, int j) { WalkTile<float, true, kBound, 4, 16>(in, i, j).Run(); },
           [&](int i, int j) { WalkTile<float, true, kBound, 1, 16>(in, i, j).Run(); }, 16);
     } else {
-      run([&](int i, int j) { WalkTile<float, false, kBound, 4, 16>(in, i, j).Run(); },
+      run_cols([&](int i, int j) { WalkTile<float, false, kBound, 4, 16>(in, i, j).Run(); },
           [&](int i, int j) { WalkTile<float, false, kBound, 1, 16>(in, i, j).Run(); }, 16);
     }
     return;
