@@ -1993,24 +1993,30 @@ void FusedTileAvx(const MatIn& in, int i0, int j0) {
         }
         emax1[c] = zero;
       }
-      for (int kk = g0; kk < g1; ++kk) {
-        const double* brow = btile + size_t(kk) * 16;
-        const bool odd = (kk - g0) & 1;
+      // Even group offsets into emax, odd ones into emax1 (unrolled by two so the arrays stay
+      // in registers).
+      auto max_pass = [&](int t, __m256d (&dst)[C]) {
+        const double* brow = btile + size_t(t) * 16;
         for (int r = 0; r < R; ++r) {
           for (int h = 0; h < 2; ++h) {
             __m256d e;
             if (p.actual) {
               e = _mm256_and_pd(
-                  _mm256_mul_pd(_mm256_set1_pd(arow[r][kk]), _mm256_loadu_pd(brow + 4 * h)),
+                  _mm256_mul_pd(_mm256_set1_pd(arow[r][t]), _mm256_loadu_pd(brow + 4 * h)),
                   expmask);
             } else {
-              e = _mm256_mul_pd(_mm256_set1_pd(apow[r][kk]), _mm256_loadu_pd(brow + 8 + 4 * h));
+              e = _mm256_mul_pd(_mm256_set1_pd(apow[r][t]), _mm256_loadu_pd(brow + 8 + 4 * h));
             }
-            __m256d& dst = odd ? emax1[2 * r + h] : emax[2 * r + h];
-            dst = _mm256_max_pd(dst, e);
+            dst[2 * r + h] = _mm256_max_pd(dst[2 * r + h], e);
           }
         }
+      };
+      int kk = g0;
+      for (; kk + 1 < g1; kk += 2) {
+        max_pass(kk, emax);
+        max_pass(kk + 1, emax1);
       }
+      if (kk < g1) max_pass(kk, emax);
       for (int c = 0; c < C; ++c) {
         emax[c] = _mm256_max_pd(emax[c], emax1[c]);
         const __m256d emax_zero = _mm256_cmp_pd(emax[c], zero, _CMP_EQ_OQ);
@@ -2020,20 +2026,23 @@ void FusedTileAvx(const MatIn& in, int i0, int j0) {
         s[c] = _mm256_round_pd(_mm256_mul_pd(acc[c], scale[c]), kMode);
         s1[c] = sign;  // -0, the identity of IEEE addition: s + s1 keeps the sign of zeros.
       }
-      for (int kk = g0; kk < g1; ++kk) {
-        const double* brow = btile + size_t(kk) * 16;
-        const bool odd = (kk - g0) & 1;
+      auto sum_pass = [&](int t, __m256d (&dst)[C]) {
+        const double* brow = btile + size_t(t) * 16;
         for (int r = 0; r < R; ++r) {
-          const __m256d av = _mm256_set1_pd(arow[r][kk]);
+          const __m256d av = _mm256_set1_pd(arow[r][t]);
           for (int h = 0; h < 2; ++h) {
             const int c = 2 * r + h;
             const __m256d x =
                 _mm256_mul_pd(_mm256_mul_pd(av, _mm256_loadu_pd(brow + 4 * h)), scale[c]);
-            __m256d& dst = odd ? s1[c] : s[c];
-            dst = _mm256_add_pd(dst, _mm256_round_pd(x, kMode));
+            dst[c] = _mm256_add_pd(dst[c], _mm256_round_pd(x, kMode));
           }
         }
+      };
+      for (kk = g0; kk + 1 < g1; kk += 2) {
+        sum_pass(kk, s);
+        sum_pass(kk + 1, s1);
       }
+      if (kk < g1) sum_pass(kk, s);
       for (int c = 0; c < C; ++c) {
         // RoundGroup, lane-wise.
         const __m256d sum = _mm256_add_pd(s[c], s1[c]);
@@ -2074,6 +2083,162 @@ void FusedTileAvx(const MatIn& in, int i0, int j0) {
     }
   }
 }
+
+// FusedTileAvx in AVX-512 (ActiveIsa() kAvx512): R rows x 8 columns, one vector of 8 doubles
+// per row (a packed B tile row is one load), the same operations lane by lane; lane masks
+// instead of all-ones vectors. (Max as the masked form with every lane set: GCC 12 warns that
+// the plain form's undefined source may be used uninitialized.)
+// GCC 12 reports a false -Wmaybe-uninitialized for the _mm512_undefined_pd() source of the
+// unmasked AVX-512 intrinsics (every lane is written); silenced for this function only.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+template <int R, bool kFloorAlign>
+__attribute__((target("avx512f,avx512dq,avx512vl,avx512bw,avx2,fma"))) void FusedTileAvx512(
+    const MatIn& in, int i0, int j0) {
+  const Plan& p = *in.p;
+  const int n = in.n, k = in.k;
+  const __m512d sign = _mm512_set1_pd(-0.0);
+  const __m512d zero = _mm512_setzero_pd();
+  const __m512d one = _mm512_set1_pd(1.0);
+  const __m512d expmask = _mm512_castsi512_pd(_mm512_set1_epi64(0x7FF0000000000000ll));
+  const __m512d min_normal32 = _mm512_set1_pd(0x1p-126);
+  const __m512d overflow32 = _mm512_set1_pd(0x1p128);
+  const __m512i scale_base = _mm512_set1_epi64(
+      static_cast<long long>((uint64_t{1023 + 1023} + p.fraction_bits) << 52));
+  const __m512d two_mf = _mm512_set1_pd(std::ldexp(1.0, -p.fraction_bits));
+  const int cut = 52 - p.acc_fraction_bits;
+  const __m128i cut_count = _mm_cvtsi32_si128(cut);
+  const __m512i low_mask = _mm512_set1_epi64(static_cast<long long>((uint64_t{1} << cut) - 1));
+  const __m512i half_m1 =
+      _mm512_set1_epi64(static_cast<long long>((uint64_t{1} << (cut - 1)) - 1));
+  const __m512i one_i = _mm512_set1_epi64(1);
+  constexpr int kMode = kFloorAlign ? (_MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC)
+                                    : (_MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+  __m512d tot[R];
+  __mmask8 bad[R];
+  for (int r = 0; r < R; ++r) {
+    double cv[8];
+    for (int w = 0; w < 8; ++w) {
+      const uint64_t cb = in.c ? in.c[size_t(i0 + r) * n + j0 + w] : 0;
+      cv[w] = std::bit_cast<float>(static_cast<uint32_t>(cb));
+    }
+    tot[r] = _mm512_loadu_pd(cv);
+    bad[r] = 0;
+  }
+  const bool seq = p.chain == ChainKind::kSequential;
+  const int chunk = seq ? std::max(k, 1) : p.chunk;
+  const float* arow[R];
+  const double* apow[R];
+  for (int r = 0; r < R; ++r) {
+    arow[r] = in.a + size_t(i0 + r) * k;
+    apow[r] = in.apow + size_t(i0 + r) * k;
+  }
+  const double* btile = in.bpack + size_t(j0 / 8) * k * 16;
+  for (int k0 = 0; k0 < k; k0 += chunk) {
+    const int k1 = std::min(k, k0 + chunk);
+    __m512d acc[R];
+    for (int r = 0; r < R; ++r) acc[r] = seq ? tot[r] : zero;
+    for (int g0 = k0; g0 < k1; g0 += p.group) {
+      const int g1 = std::min(k1, g0 + p.group);
+      const __mmask8 full = g1 - g0 == p.group ? 0xFF : 0;
+      __m512d emax[R], emax1[R], scale[R], s[R], s1[R];
+      for (int r = 0; r < R; ++r) {
+        const __m512d e = _mm512_and_pd(acc[r], expmask);
+        if (p.actual) {
+          emax[r] = e;
+        } else {
+          const __mmask8 is_zero = _mm512_cmp_pd_mask(acc[r], zero, _CMP_EQ_OQ);
+          emax[r] = _mm512_maskz_mov_pd(static_cast<__mmask8>(~is_zero),
+                                        _mm512_mask_max_pd(e, 0xFF, e, min_normal32));
+        }
+        emax1[r] = zero;
+      }
+      // Even group offsets into emax, odd ones into emax1 (two chains; unrolled by two so the
+      // arrays stay in registers).
+      auto max_pass = [&](int t, __m512d (&dst)[R]) {
+        const double* brow = btile + size_t(t) * 16;
+        for (int r = 0; r < R; ++r) {
+          __m512d e;
+          if (p.actual) {
+            e = _mm512_and_pd(
+                _mm512_mul_pd(_mm512_set1_pd(arow[r][t]), _mm512_loadu_pd(brow)), expmask);
+          } else {
+            e = _mm512_mul_pd(_mm512_set1_pd(apow[r][t]), _mm512_loadu_pd(brow + 8));
+          }
+          dst[r] = _mm512_mask_max_pd(dst[r], 0xFF, dst[r], e);
+        }
+      };
+      int kk = g0;
+      for (; kk + 1 < g1; kk += 2) {
+        max_pass(kk, emax);
+        max_pass(kk + 1, emax1);
+      }
+      if (kk < g1) max_pass(kk, emax);
+      for (int r = 0; r < R; ++r) {
+        emax[r] = _mm512_mask_max_pd(emax[r], 0xFF, emax[r], emax1[r]);
+        const __mmask8 emax_zero = _mm512_cmp_pd_mask(emax[r], zero, _CMP_EQ_OQ);
+        // 2^F / emax on the exponent field: bits(2^(F - e)) = bits(2^F) + bits(1) - bits(2^e).
+        const __m512i q = _mm512_sub_epi64(scale_base, _mm512_castpd_si512(emax[r]));
+        scale[r] = _mm512_mask_blend_pd(emax_zero, _mm512_castsi512_pd(q), one);
+        s[r] = _mm512_roundscale_pd(_mm512_mul_pd(acc[r], scale[r]), kMode);
+        s1[r] = sign;  // -0, the identity of IEEE addition: s + s1 keeps the sign of zeros.
+      }
+      auto sum_pass = [&](int t, __m512d (&dst)[R]) {
+        const __m512d b = _mm512_loadu_pd(btile + size_t(t) * 16);
+        for (int r = 0; r < R; ++r) {
+          const __m512d x =
+              _mm512_mul_pd(_mm512_mul_pd(_mm512_set1_pd(arow[r][t]), b), scale[r]);
+          dst[r] = _mm512_add_pd(dst[r], _mm512_roundscale_pd(x, kMode));
+        }
+      };
+      for (kk = g0; kk + 1 < g1; kk += 2) {
+        sum_pass(kk, s);
+        sum_pass(kk + 1, s1);
+      }
+      if (kk < g1) sum_pass(kk, s);
+      for (int r = 0; r < R; ++r) {
+        // RoundGroup, lane-wise.
+        const __m512d sum = _mm512_add_pd(s[r], s1[r]);
+        const __mmask8 s_zero = _mm512_cmp_pd_mask(sum, zero, _CMP_EQ_OQ);
+        __m512i bits = _mm512_castpd_si512(_mm512_andnot_pd(sign, sum));
+        if (p.rne) {
+          const __m512i lsb = _mm512_and_si512(_mm512_srl_epi64(bits, cut_count), one_i);
+          bits = _mm512_add_epi64(bits, _mm512_add_epi64(half_m1, lsb));
+        }
+        bits = _mm512_andnot_si512(low_mask, bits);
+        __m512d v = _mm512_mul_pd(_mm512_castsi512_pd(bits), _mm512_mul_pd(emax[r], two_mf));
+        const __mmask8 in_range = _mm512_cmp_pd_mask(v, min_normal32, _CMP_GE_OQ) &
+                                  _mm512_cmp_pd_mask(v, overflow32, _CMP_LT_OQ);
+        bad[r] = static_cast<__mmask8>(bad[r] | ~(in_range | s_zero));
+        v = _mm512_or_pd(v, _mm512_and_pd(sum, sign));
+        const __mmask8 keep_sign =
+            static_cast<__mmask8>(_mm512_cmp_pd_mask(emax[r], zero, _CMP_EQ_OQ) & full);
+        const __m512d zres = _mm512_maskz_mov_pd(keep_sign, sum);  // sum (a signed zero) or +0.
+        acc[r] = _mm512_mask_blend_pd(s_zero, v, zres);
+      }
+    }
+    for (int r = 0; r < R; ++r) {
+      tot[r] = seq ? acc[r]
+                   : _mm512_cvtps_pd(_mm256_add_ps(_mm512_cvtpd_ps(tot[r]),
+                                                   _mm512_cvtpd_ps(acc[r])));
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    double v[8];
+    _mm512_storeu_pd(v, tot[r]);
+    for (int w = 0; w < 8; ++w) {
+      const size_t idx = size_t(i0 + r) * n + j0 + w;
+      const float f = static_cast<float>(v[w]);
+      if (((bad[r] >> w) & 1) != 0 || !std::isfinite(f)) {
+        (*in.redo)[idx] = 1;
+      } else {
+        in.d[idx] = std::bit_cast<uint32_t>(f);
+      }
+    }
+  }
+}
+
+#pragma GCC diagnostic pop
 #endif
 
 // (Compiled for AVX2: called only after HostReady().) float32 (kShift 0) or bfloat16 (kShift 16)
@@ -2137,9 +2302,16 @@ void MatmulRows(const MatIn& in, int i_lo, int i_hi) {
 #if defined(__x86_64__)
     if (!kBound && tiled) {
       // Column tiles outside, rows inside: a packed B tile stays in cache across rows.
+      const bool avx512 = ActiveIsa() == Isa::kAvx512;
       auto tile = [&](auto r_tag, int i, int j) {
         constexpr int kR = decltype(r_tag)::value;
-        if (p.round_down) {
+        if (avx512) {
+          if (p.round_down) {
+            FusedTileAvx512<kR, true>(in, i, j);
+          } else {
+            FusedTileAvx512<kR, false>(in, i, j);
+          }
+        } else if (p.round_down) {
           FusedTileAvx<kR, true>(in, i, j);
         } else {
           FusedTileAvx<kR, false>(in, i, j);
