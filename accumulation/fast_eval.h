@@ -12,7 +12,7 @@
 //    into the accumulator's own format. Needs the host's MXCSR in its default state (rne, no
 //    FTZ/DAZ) and AVX2+FMA at run time (formats/isa.h: ActiveIsa() avx2 or avx512; under
 //    FPCONFORM_ISA=portable every call delegates); otherwise the call delegates to the generic
-//    path.
+//    path. (Fused matmul tiles use AVX-512 where ActiveIsa() is avx512, AVX2 otherwise.)
 //  * Fused-group path (adder "fused", float32 accumulator with <= 23 fraction bits): products
 //    are exact in double (<= 48 significant bits), each term is scaled by the power of two
 //    2^(F - emax) (exact), truncated (floor for round_down) to an integer, and the integers are

@@ -610,6 +610,25 @@ TEST(FastEvalTest, PortableIsaDelegates) {
   }
 }
 
+// The host kernels chosen by ActiveIsa() (fused tiles: AVX-512 or AVX2) give the same bits on
+// every level this CPU has: matmuls of fused presets (group 4, 8, 32, promote) and walked ones.
+TEST(FastEvalTest, MatmulKernelsMatchGenericOnEveryIsaLevel) {
+  const std::string dir = FPCONFORM_MODELS_SOURCE_DIR;
+  const Isa saved = ActiveIsa();
+  for (Isa isa : AvailableIsas()) {
+    if (isa == Isa::kPortable) continue;  // Delegates (PortableIsaDelegates).
+    SCOPED_TRACE(std::string(IsaName(isa)));
+    ASSERT_TRUE(SetActiveIsa(isa).ok());
+    for (const char* name : {"nvidia-v100-fp16", "nvidia-a100-tf32",
+                             "nvidia-h100-fp8e4m3-promote128", "x86-avx512bf16"}) {
+      CheckMatmul(*LoadModelFile(dir + "/" + name + ".toml"));
+      if (HasFatalFailure()) break;
+    }
+    if (HasFatalFailure()) break;
+  }
+  ASSERT_TRUE(SetActiveIsa(saved).ok());
+}
+
 TEST(FastEvalTest, ErrorsAsGeneric) {
   const Model m = *LoadModelFile(std::string(FPCONFORM_MODELS_SOURCE_DIR) + "/cuda-f32-fma.toml");
   std::vector<uint64_t> a(3), b(2), d(4);
