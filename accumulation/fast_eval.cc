@@ -963,6 +963,51 @@ struct MatIn {
   uint64_t seed = 0;           // EvalOptions::seed.
 };
 
+#if defined(__x86_64__)
+// The bound data of one adder step on R rows x 16 float32 lanes (ScalarDot::StepWith's bound,
+// lane by lane, in the same double operations): m[l] = Up(m[l] + |x|),
+// e[l] = Up((1 + u) * (e0[l] + |used - x|) + u * m[l] + eta), with x = a_orig[r] * b_orig[w]
+// (exact) and used = a_used[r] * b_used[w] (exact, or the float32 product under kRound).
+// b_used/b_orig: the step's 16 columns (nullptr: a +0 padding leaf). e0 may be e.
+template <bool kRound, int R>
+inline void BoundStepAvx(double* m, double* e, const double* e0, const float (&a_orig)[R],
+                         const float (&a_used)[R], const float* b_used, const float* b_orig,
+                         double u, double eta) {
+  const __m256d c1 = _mm256_set1_pd(1 + u), uu = _mm256_set1_pd(u), ee = _mm256_set1_pd(eta);
+  const __m256d up = _mm256_set1_pd(kUp);
+  const __m256d abs_mask = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7FFFFFFFFFFFFFFFll));
+  __m256d bu[4], bo[4];
+  __m128 buf[4];
+  for (int q = 0; q < 4; ++q) {
+    buf[q] = b_used != nullptr ? _mm_loadu_ps(b_used + 4 * q) : _mm_setzero_ps();
+    bu[q] = _mm256_cvtps_pd(buf[q]);
+    bo[q] = b_orig != nullptr ? _mm256_cvtps_pd(_mm_loadu_ps(b_orig + 4 * q))
+                              : _mm256_setzero_pd();
+  }
+  for (int r = 0; r < R; ++r) {
+    const __m256d ao = _mm256_set1_pd(a_orig[r]);
+    const __m256d au = _mm256_set1_pd(a_used[r]);
+    for (int q = 0; q < 4; ++q) {
+      const int l = r * 16 + 4 * q;
+      const __m256d x = _mm256_mul_pd(ao, bo[q]);
+      __m256d used;
+      if constexpr (kRound) {
+        used = _mm256_cvtps_pd(_mm_mul_ps(_mm_set1_ps(a_used[r]), buf[q]));
+      } else {
+        used = _mm256_mul_pd(au, bu[q]);
+      }
+      const __m256d mi = _mm256_and_pd(x, abs_mask);
+      const __m256d ei = _mm256_and_pd(_mm256_sub_pd(used, x), abs_mask);
+      const __m256d mm = _mm256_mul_pd(_mm256_add_pd(_mm256_loadu_pd(m + l), mi), up);
+      _mm256_storeu_pd(m + l, mm);
+      const __m256d t = _mm256_mul_pd(c1, _mm256_add_pd(_mm256_loadu_pd(e0 + l), ei));
+      _mm256_storeu_pd(
+          e + l, _mm256_mul_pd(_mm256_add_pd(_mm256_add_pd(t, _mm256_mul_pd(uu, mm)), ee), up));
+    }
+  }
+}
+#endif
+
 // Host IEEE tile: R rows x W columns starting at (i0, j0), fully inside the matrix.
 template <class Acc, bool kRound, bool kBound, int R, int W>
 void HostTile(const MatIn& in, int i0, int j0) {
@@ -1017,6 +1062,18 @@ void HostTile(const MatIn& in, int i0, int j0) {
           }
         }
       }
+#if defined(__x86_64__)
+      if constexpr (kBound && std::is_same_v<Acc, float> && W == 16) {
+        float a_orig[R], a_used[R];
+        for (int r = 0; r < R; ++r) {
+          a_orig[r] = in.ao[size_t(i0 + r) * k + kk];
+          a_used[r] = in.a[size_t(i0 + r) * k + kk];
+        }
+        BoundStepAvx<kRound, R>(&am[0][0], &ae[0][0], &ae[0][0], a_orig, a_used, brow,
+                                in.bo + size_t(kk) * n + j0, u, eta);
+        continue;
+      }
+#endif
       if constexpr (kBound) {
         const float* borow = in.bo + size_t(kk) * n + j0;
         for (int r = 0; r < R; ++r) {
@@ -1454,7 +1511,7 @@ class WalkTile {
   // FastEvaluateMatmul packs B's 16-column tiles for value-only host plans.
   static constexpr bool kPacked = !kBound && W == 16;
 #if defined(__x86_64__)
-  static constexpr bool kAvx = std::is_same_v<Acc, float> && kPacked;
+  static constexpr bool kAvx = std::is_same_v<Acc, float> && W == 16;
 #endif
 
   WalkTile(const MatIn& in, int i0, int j0) : in_(in), p_(*in.p), i0_(i0), j0_(j0) {}
@@ -1531,6 +1588,20 @@ class WalkTile {
 #if defined(__x86_64__)
     if constexpr (kAvx) {
       // The loops below in AVX2 (GCC's own vectorization shuffles the lanes).
+      double e0[kBound ? L : 1];
+      if constexpr (kBound) {
+        // adder.daz's bound term first (the value loop below then finds zeros there).
+        for (int l = 0; l < L; ++l) e0[l] = x.e[l];
+        if (p_.acc_daz) {
+          for (int l = 0; l < L; ++l) {
+            const float av = x.v[l];
+            if (av != 0 && std::fabs(av) < kMinNormal32) {
+              e0[l] = Up(x.e[l] + std::fabs(static_cast<double>(av)));
+              x.v[l] = std::copysign(0.0f, av);
+            }
+          }
+        }
+      }
       const __m256 zero = _mm256_setzero_ps();
       const __m256 b[2] = {pad ? zero : _mm256_loadu_ps(brow),
                            pad ? zero : _mm256_loadu_ps(brow + 8)};
@@ -1563,6 +1634,13 @@ class WalkTile {
           }
           _mm256_storeu_ps(lane, v);
         }
+      }
+      if constexpr (kBound) {
+        float a_orig[R];
+        for (int r = 0; r < R; ++r) a_orig[r] = pad ? 0.0f : in_.ao[size_t(i0_ + r) * k + lo];
+        BoundStepAvx<kRound, R>(x.m, x.e, e0, a_orig, a_used, pad ? nullptr : brow,
+                                pad ? nullptr : in_.bo + size_t(lo) * n + j0_, p_.u_acc,
+                                p_.eta_acc);
       }
       return;
     }
