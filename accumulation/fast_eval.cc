@@ -2170,7 +2170,7 @@ void FusedTileAvx(const MatIn& in, int i0, int j0) {
 // unmasked AVX-512 intrinsics (every lane is written); silenced for this function only.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-template <int R, bool kFloorAlign>
+template <int R, bool kFloorAlign, bool kBound = false>
 __attribute__((target("avx512f,avx512dq,avx512vl,avx512bw,avx2,fma"))) void FusedTileAvx512(
     const MatIn& in, int i0, int j0) {
   const Plan& p = *in.p;
@@ -2192,8 +2192,14 @@ __attribute__((target("avx512f,avx512dq,avx512vl,avx512bw,avx2,fma"))) void Fuse
   const __m512i one_i = _mm512_set1_epi64(1);
   constexpr int kMode = kFloorAlign ? (_MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC)
                                     : (_MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
-  __m512d tot[R];
+  __m512d tot[R], tm[R], te[R];  // Value; bound data M and E (kBound).
   __mmask8 bad[R];
+  const __m512d up = _mm512_set1_pd(kUp);
+  const __m512d abs_mask = _mm512_castsi512_pd(_mm512_set1_epi64(0x7FFFFFFFFFFFFFFFll));
+  const __m512d denorm = _mm512_set1_pd(std::numeric_limits<double>::denorm_min());
+  const double u = p.u_acc, eta = p.eta_acc;
+  const double uc = p.chain == ChainKind::kPromote ? p.u_prom : p.u_comb;
+  const double etac = p.chain == ChainKind::kPromote ? p.eta_prom : p.eta_comb;
   for (int r = 0; r < R; ++r) {
     double cv[8];
     for (int w = 0; w < 8; ++w) {
@@ -2201,6 +2207,8 @@ __attribute__((target("avx512f,avx512dq,avx512vl,avx512bw,avx2,fma"))) void Fuse
       cv[w] = std::bit_cast<float>(static_cast<uint32_t>(cb));
     }
     tot[r] = _mm512_loadu_pd(cv);
+    tm[r] = _mm512_and_pd(tot[r], abs_mask);
+    te[r] = zero;
     bad[r] = 0;
   }
   const bool seq = p.chain == ChainKind::kSequential;
@@ -2214,8 +2222,12 @@ __attribute__((target("avx512f,avx512dq,avx512vl,avx512bw,avx2,fma"))) void Fuse
   const double* btile = in.bpack + size_t(j0 / 8) * k * 16;
   for (int k0 = 0; k0 < k; k0 += chunk) {
     const int k1 = std::min(k, k0 + chunk);
-    __m512d acc[R];
-    for (int r = 0; r < R; ++r) acc[r] = seq ? tot[r] : zero;
+    __m512d acc[R], am[R], ae[R];
+    for (int r = 0; r < R; ++r) {
+      acc[r] = seq ? tot[r] : zero;
+      am[r] = seq ? tm[r] : zero;
+      ae[r] = seq ? te[r] : zero;
+    }
     for (int g0 = k0; g0 < k1; g0 += p.group) {
       const int g1 = std::min(k1, g0 + p.group);
       const __mmask8 full = g1 - g0 == p.group ? 0xFF : 0;
@@ -2274,6 +2286,34 @@ __attribute__((target("avx512f,avx512dq,avx512vl,avx512bw,avx2,fma"))) void Fuse
         sum_pass(kk + 1, s1);
       }
       if (kk < g1) sum_pass(kk, s);
+      if constexpr (kBound) {
+        // FusedTile's bound, lane-wise: M and E summed over the group in k order (inexact
+        // double adds: not split), T = nonzero terms * the alignment quantum.
+        for (int r = 0; r < R; ++r) {
+          __m512d m = am[r], se = ae[r];
+          __m512d nz = _mm512_maskz_mov_pd(_mm512_cmp_pd_mask(acc[r], zero, _CMP_NEQ_OQ), one);
+          for (int t = g0; t < g1; ++t) {
+            const __m512d bu = _mm512_loadu_pd(btile + size_t(t) * 16);
+            const __m512d bo = _mm512_cvtps_pd(_mm256_loadu_ps(in.bo + size_t(t) * n + j0));
+            const __m512d x = _mm512_mul_pd(_mm512_set1_pd(in.ao[size_t(i0 + r) * k + t]), bo);
+            const __m512d pu = _mm512_mul_pd(_mm512_set1_pd(arow[r][t]), bu);
+            nz = _mm512_add_pd(
+                nz, _mm512_maskz_mov_pd(_mm512_cmp_pd_mask(pu, zero, _CMP_NEQ_OQ), one));
+            se = _mm512_add_pd(se, _mm512_and_pd(_mm512_sub_pd(pu, x), abs_mask));
+            m = _mm512_add_pd(m, _mm512_and_pd(x, abs_mask));
+          }
+          const __m512d quantum =
+              _mm512_mask_max_pd(denorm, 0xFF, _mm512_mul_pd(emax[r], two_mf), denorm);
+          const __m512d tq = _mm512_maskz_mov_pd(_mm512_cmp_pd_mask(emax[r], zero, _CMP_GT_OQ),
+                                                 _mm512_mul_pd(nz, quantum));
+          am[r] = _mm512_mul_pd(m, up);
+          const __m512d e1 = _mm512_mul_pd(_mm512_set1_pd(1 + u), _mm512_add_pd(se, tq));
+          ae[r] = _mm512_mul_pd(
+              _mm512_add_pd(_mm512_add_pd(e1, _mm512_mul_pd(_mm512_set1_pd(u), am[r])),
+                            _mm512_set1_pd(eta)),
+              up);
+        }
+      }
       for (int r = 0; r < R; ++r) {
         // RoundGroup, lane-wise.
         const __m512d sum = _mm512_add_pd(s[r], s1[r]);
@@ -2299,11 +2339,27 @@ __attribute__((target("avx512f,avx512dq,avx512vl,avx512bw,avx2,fma"))) void Fuse
       tot[r] = seq ? acc[r]
                    : _mm512_cvtps_pd(_mm256_add_ps(_mm512_cvtpd_ps(tot[r]),
                                                    _mm512_cvtpd_ps(acc[r])));
+      if constexpr (kBound) {
+        if (seq) {
+          tm[r] = am[r];
+          te[r] = ae[r];
+        } else {
+          const __m512d mm = _mm512_mul_pd(_mm512_add_pd(tm[r], am[r]), up);
+          const __m512d e1 =
+              _mm512_mul_pd(_mm512_set1_pd(1 + uc), _mm512_add_pd(te[r], ae[r]));
+          te[r] = _mm512_mul_pd(
+              _mm512_add_pd(_mm512_add_pd(e1, _mm512_mul_pd(_mm512_set1_pd(uc), mm)),
+                            _mm512_set1_pd(etac)),
+              up);
+          tm[r] = mm;
+        }
+      }
     }
   }
   for (int r = 0; r < R; ++r) {
-    double v[8];
+    double v[8], e[8];
     _mm512_storeu_pd(v, tot[r]);
+    _mm512_storeu_pd(e, te[r]);
     for (int w = 0; w < 8; ++w) {
       const size_t idx = size_t(i0 + r) * n + j0 + w;
       const float f = static_cast<float>(v[w]);
@@ -2311,6 +2367,7 @@ __attribute__((target("avx512f,avx512dq,avx512vl,avx512bw,avx2,fma"))) void Fuse
         (*in.redo)[idx] = 1;
       } else {
         in.d[idx] = std::bit_cast<uint32_t>(f);
+        if constexpr (kBound) in.bounds[idx] = e[w];
       }
     }
   }
@@ -2378,6 +2435,26 @@ void MatmulRows(const MatIn& in, int i_lo, int i_hi) {
   if (p.arith == Plan::Arith::kFused) {
     constexpr int W = 8;
 #if defined(__x86_64__)
+    if (kBound && tiled && ActiveIsa() == Isa::kAvx512) {
+      // With bounds: 2-row tiles (the bound data take the registers of the other rows).
+      auto tile = [&](auto r_tag, int i, int j) {
+        constexpr int kR = decltype(r_tag)::value;
+        if (p.round_down) {
+          FusedTileAvx512<kR, true, true>(in, i, j);
+        } else {
+          FusedTileAvx512<kR, false, true>(in, i, j);
+        }
+      };
+      for (int j = 0; j + W <= in.n; j += W) {
+        int i = i_lo;
+        for (; i + 2 <= i_hi; i += 2) tile(std::integral_constant<int, 2>(), i, j);
+        for (; i < i_hi; ++i) tile(std::integral_constant<int, 1>(), i, j);
+      }
+      for (int i = i_lo; i < i_hi; ++i) {
+        for (int j = in.n / W * W; j < in.n; ++j) ScalarElement<kBound>(in, i, j);
+      }
+      return;
+    }
     if (!kBound && tiled) {
       // Column tiles outside, rows inside: a packed B tile stays in cache across rows.
       const bool avx512 = ActiveIsa() == Isa::kAvx512;
