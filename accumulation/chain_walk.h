@@ -2,7 +2,8 @@
 // visits the n terms and combines partial sums, written once for its two users:
 //   accumulation/evaluate.cc       Evaluator: a node is a computed value with its bound data
 //   accumulation/summation_tree.cc Builder: a node is the id of a SumTree node
-// (accumulation/fast_eval.cc has its own kernels and does not use it).
+//   accumulation/fast_eval.cc      ScalarDot (host values) and WalkTile (a block of matmul
+//                                  elements per node) for the chains its own kernels lack
 //
 // WalkChain(model, n, seed, c, ops) returns the final accumulator node (before the output
 // conversion, which stays with each user) of the chain over terms 0..n-1 started from c. Every
@@ -18,6 +19,9 @@
 //   Node Promote(outer, inner)  outer + inner rounded into chain.format (chain.kind = promote)
 //   Node RoundTerm(i)           term i rounded into the accumulator (a pairwise unroll lane start)
 //   void PadTerms(total)        the simd loop is about to step over terms [n, total) (+0 padding)
+// and may supply
+//   void StepInPlace(acc, lo, hi)  as acc = Step(acc, lo, hi), without the copy (used instead of
+//                               Step wherever the walk overwrites acc with its own step)
 // Terms are visited in units of adder.group (fused) or 1. Random split-K order: the
 // Fisher-Yates shuffle of the slices driven by SplitMix64 from seed ^ 0x5851F42D4C957F2D (the
 // same draws as EvalOptions::seed documents). Chain settings a user does not support (e.g. the
@@ -104,8 +108,7 @@ class ChainWalk {
         accs[0] = c;
         int unit = 0;
         for (int i = 0; i < k; i += group_, ++unit) {
-          Node& acc = accs[unit % ch.ways];
-          acc = ops_.Step(acc, i, std::min(k, i + group_));
+          StepAcc(accs[unit % ch.ways], i, std::min(k, i + group_));
         }
         if (ch.combine == CombineOrder::kSequential) {
           total = accs[0];
@@ -159,8 +162,17 @@ class ChainWalk {
   }
 
  private:
+  // acc = Step(acc, lo, hi), in place where Ops can.
+  void StepAcc(Node& acc, int lo, int hi) {
+    if constexpr (requires { ops_.StepInPlace(acc, lo, hi); }) {
+      ops_.StepInPlace(acc, lo, hi);
+    } else {
+      acc = ops_.Step(acc, lo, hi);
+    }
+  }
+
   Node Sequential(Node acc, int lo, int hi) {
-    for (int i = lo; i < hi; i += group_) acc = ops_.Step(acc, i, std::min(hi, i + group_));
+    for (int i = lo; i < hi; i += group_) StepAcc(acc, i, std::min(hi, i + group_));
     return acc;
   }
 
@@ -211,10 +223,10 @@ class ChainWalk {
     for (int j = 0; j < ch.unroll; ++j) r[j] = ops_.RoundTerm(lo + j);
     int i = ch.unroll;
     for (; i + ch.unroll <= n; i += ch.unroll) {
-      for (int j = 0; j < ch.unroll; ++j) r[j] = ops_.Step(r[j], lo + i + j, lo + i + j + 1);
+      for (int j = 0; j < ch.unroll; ++j) StepAcc(r[j], lo + i + j, lo + i + j + 1);
     }
     Node acc = Tree(r, 0, ch.unroll);
-    for (; i < n; ++i) acc = ops_.Step(acc, lo + i, lo + i + 1);
+    for (; i < n; ++i) StepAcc(acc, lo + i, lo + i + 1);
     return acc;
   }
 
@@ -236,7 +248,7 @@ class ChainWalk {
         const int64_t base = s * per_step + int64_t{l} * u;
         for (int j = 0; j < u; ++j) {
           const int64_t i = ch.unit_order == UnitOrder::kForward ? base + j : base + (u - 1 - j);
-          lanes[l] = ops_.Step(lanes[l], static_cast<int>(i), static_cast<int>(i) + 1);
+          StepAcc(lanes[l], static_cast<int>(i), static_cast<int>(i) + 1);
         }
       }
     }
@@ -277,7 +289,7 @@ class ChainWalk {
       for (int64_t j = 0; j < level_step; ++j, ++i) {
         for (int r = 0; r < kRows; ++r) {
           const int li = leaf(i * kRows + r);
-          acc[0][r] = ops_.Step(acc[0][r], li, li + 1);
+          StepAcc(acc[0][r], li, li + 1);
         }
       }
       for (int j = 1; j < kLevels; ++j) {
@@ -291,14 +303,14 @@ class ChainWalk {
     for (; i < s; ++i) {
       for (int r = 0; r < kRows; ++r) {
         const int li = leaf(i * kRows + r);
-        acc[0][r] = ops_.Step(acc[0][r], li, li + 1);
+        StepAcc(acc[0][r], li, li + 1);
       }
     }
     for (int j = 1; j < kLevels; ++j) {
       for (int r = 0; r < kRows; ++r) acc[0][r] = ops_.Combine(acc[0][r], acc[j][r]);
     }
     Node p0 = acc[0][0];
-    for (int64_t v = s * kRows; v < vectors; ++v) p0 = ops_.Step(p0, leaf(v), leaf(v) + 1);
+    for (int64_t v = s * kRows; v < vectors; ++v) StepAcc(p0, leaf(v), leaf(v) + 1);
     for (int r = 1; r < kRows; ++r) p0 = ops_.Combine(p0, acc[0][r]);
     return p0;
   }
@@ -310,7 +322,7 @@ class ChainWalk {
     const int64_t vectors = k / w;
     Node fin = ops_.Zero();
     for (int64_t i = vectors * w; i < k; ++i) {
-      fin = ops_.Step(fin, static_cast<int>(i), static_cast<int>(i) + 1);
+      StepAcc(fin, static_cast<int>(i), static_cast<int>(i) + 1);
     }
     for (int l = 0; l < w; ++l) fin = ops_.Combine(fin, CascadeLane(vectors, w, l));
     return ops_.Combine(c, fin);

@@ -1,10 +1,12 @@
 // Generic (evaluate.h) vs fast (fast_eval.h) evaluation: matmul GFLOP/s (2*M*N*K / time) and
-// dot ns/term. Not part of ctest. Run:
+// dot ns/term, for every preset that defines matmul. Not part of ctest. Run:
 //   build/accumulation/evaluate_benchmark --benchmark_filter=Matmul
+#include <algorithm>
 #include <bit>
 #include <ctime>
 #include <cstdint>
 #include <cstdlib>
+#include <filesystem>
 #include <iterator>
 #include <string>
 #include <vector>
@@ -19,24 +21,30 @@
 namespace fpconform {
 namespace {
 
-const char* const kModels[] = {"trainium2-bf16",          "cuda-f32-fma",
-                               "nvidia-h100-bf16",        "nvidia-h100-fp8e4m3",
-                               "trainium2-bf16-pairwise", "trainium2-bf16-sequential",
-                               "kahan-f32",               "cuda-f32-splitk4",
-                               "torch-cuda-sum-f32"};
-constexpr int kNumModels = static_cast<int>(std::size(kModels));
-
-const Model& GetModel(int i) {
+// Every preset whose operations include matmul (models/*.toml, sorted by file name; envelopes
+// and files that do not load as one model are skipped). The benchmark's first argument indexes it.
+const std::vector<Model>& Models() {
   static std::vector<Model>* models = [] {
     auto* v = new std::vector<Model>();
     // FPCONFORM_MODELS_DIR overrides the source tree's models/ (for a copied binary).
     const char* env = std::getenv("FPCONFORM_MODELS_DIR");
     const std::string dir = env != nullptr ? env : FPCONFORM_MODELS_SOURCE_DIR;
-    for (const char* name : kModels) v->push_back(*LoadModelFile(dir + "/" + name + ".toml"));
+    std::vector<std::string> paths;
+    for (const auto& e : std::filesystem::directory_iterator(dir)) {
+      if (e.path().extension() == ".toml") paths.push_back(e.path().string());
+    }
+    std::sort(paths.begin(), paths.end());
+    for (const std::string& p : paths) {
+      absl::StatusOr<Model> m = LoadModelFile(p);
+      if (m.ok() && m->op_matmul) v->push_back(*std::move(m));
+    }
     return v;
   }();
-  return (*models)[i];
+  return *models;
 }
+
+const Model& GetModel(int i) { return Models()[static_cast<size_t>(i)]; }
+int NumModels() { return static_cast<int>(Models().size()); }
 
 double ProcessCpuSeconds() {
   timespec ts;
@@ -85,7 +93,7 @@ void BM_Matmul(benchmark::State& state) {
 }
 
 void MatmulArgs(benchmark::internal::Benchmark* b) {
-  for (int model = 0; model < kNumModels; ++model) {
+  for (int model = 0; model < NumModels(); ++model) {
     b->Args({model, 64, 1, 0, 0});  // Generic: a smaller size (it is ~100x slower).
     for (int threads : {1, 2}) b->Args({model, 512, threads, 1, 0});
     b->Args({model, 512, 1, 1, 1});
@@ -112,7 +120,7 @@ void BM_Dot(benchmark::State& state) {
       benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 void DotArgs(benchmark::internal::Benchmark* b) {
-  for (int model = 0; model < kNumModels; ++model) {
+  for (int model = 0; model < NumModels(); ++model) {
     for (int fast : {0, 1}) {
       for (int bound : {0, 1}) b->Args({model, fast, bound});
     }

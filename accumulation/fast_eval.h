@@ -12,7 +12,7 @@
 //    into the accumulator's own format. Needs the host's MXCSR in its default state (rne, no
 //    FTZ/DAZ) and AVX2+FMA at run time (formats/isa.h: ActiveIsa() avx2 or avx512; under
 //    FPCONFORM_ISA=portable every call delegates); otherwise the call delegates to the generic
-//    path.
+//    path. (Fused matmul tiles use AVX-512 where ActiveIsa() is avx512, AVX2 otherwise.)
 //  * Fused-group path (adder "fused", float32 accumulator with <= 23 fraction bits): products
 //    are exact in double (<= 48 significant bits), each term is scaled by the power of two
 //    2^(F - emax) (exact), truncated (floor for round_down) to an integer, and the integers are
@@ -26,19 +26,24 @@
 // GenericSum / GenericMatmul then call non-dispatching generic entries (else a fallback recurses).
 //
 // Eligibility (FastPathEligible): inputs float32, bfloat16, float16 or any <= 16-bit signed format
-// whose values are all float32 values (fp8s), optionally float32 -> tfloat32 rtz; no daz. Host
+// whose values are all float32 values (fp8s), optionally float32 -> tfloat32 rtz; daz (host
+// adders, no conversion: an input below its format's 2^Emin reads as a zero of its sign). Host
 // path: adder ieee/fma/kahan (kahan: sequential chain only, evaluate.cc's four host operations per
 // step, p - comp as one fma for exact products), product exact (or rounded into the accumulator's own format), float32 or
 // float64 accumulator at full precision. Fused path: float32 accumulator with 1..23 fraction bits,
 // rtz or rne normalization, truncate or round_down alignment, nominal or actual exponents,
 // F + 2 + bit_width(G) <= 53. Chains: sequential, blocked, pairwise (host path, with chunk),
-// promote (into float32, rne); strided (sequential or pairwise combine), split_k, and (host path)
-// simd and cascade, which run chain_walk.h's WalkChain (the generic evaluator's own order) on
-// host nodes, element by element in matmuls. Chains with combine adds need a full-precision
-// accumulator (their combine adds are host adds). Output: the final accumulator's format, or
-// float64 -> float32 rne. Every rounding rne (except where rtz is named), no sat, ftz, daz or
-// stochastic rounding. Anything else (tree chains, strided combine "halving", new kinds or
-// values) is ineligible.
+// promote (into float32, rne; host path also into bfloat16, rne: the float32 sum rounded to odd
+// by TwoSum, then to bfloat16); strided (sequential or pairwise combine), split_k, and (host
+// path) simd, cascade and tree (with a shape), which run chain_walk.h's WalkChain (the generic
+// evaluator's own order) on host nodes. Chains with combine adds need a full-precision
+// accumulator (their combine adds are host adds). Host float32 adders may flush (adder.ftz:
+// a result below 2^-126 becomes a zero of its sign, one of exactly +-2^-126 goes to the generic
+// path, as the exact value may be tiny; either tininess rule) and read a subnormal accumulator
+// operand as zero (adder.daz). Output: the final accumulator's format, float64 -> float32 rne,
+// or (host path) float32 -> bfloat16 rne. Every other rounding rne (except where rtz is named),
+// no sat or stochastic rounding, no ftz/daz outside the adder's steps. Anything else (strided
+// combine "halving", a bfloat16 accumulator, new kinds or values) is ineligible.
 //
 // The bound is computed with the same double operations in the same order as evaluate.cc
 // (leaf M = |a*b| and E = |used - exact| are exact in double for these formats, so they equal
@@ -46,7 +51,10 @@
 //
 // Matmul: sequential, blocked and promote chains run in register tiles over K; pairwise chains
 // (unroll 1) in tiles of 4 rows x 16 (float64: 8) columns that walk the tree once for all their
-// elements (its shape depends only on K); pairwise with unroll > 1 runs element by element.
+// elements (its shape depends only on K). Every other host chain (strided, split_k, simd,
+// cascade, tree, pairwise with unroll > 1), and any host plan with ftz/daz, bfloat16 promotion
+// or bfloat16 output, runs in WalkTile: tiles of the same size whose nodes are blocks of lanes,
+// one WalkChain per tile. Fused adders with those chains run element by element.
 // Matmul runs on `threads` threads (row ranges); each output element is computed by one thread
 // in its own K order, so results are the same at every thread count.
 //

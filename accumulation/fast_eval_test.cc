@@ -433,6 +433,60 @@ TEST(FastEvalTest, VariantsMatchGeneric) {
   v.output.format = &Float32();
   v.name = "nvidia-h100-bf16+f23+splitk3-random";
   variants.push_back(v);
+  // adder.ftz / adder.daz (FlushTiny) and inputs.daz beyond x86-avx512bf16: sequential fma and
+  // rounded-product chains (the fixed chains walked), pairwise with unroll (RoundTerm flushed).
+  v = fma;
+  v.adder.env.flush_to_zero = true;
+  v.adder.env.denormals_are_zero = true;
+  v.inputs.daz = true;
+  v.name = "cuda-f32-fma+ftz+daz";
+  variants.push_back(v);
+  v.adder.env.tininess = Tininess::kBeforeRounding;
+  v.name += "+tiny_before";
+  variants.push_back(v);
+  const Model cpu32 = *LoadModelFile(dir + "/cpu-f32-seq.toml");
+  v = cpu32;
+  v.adder.env.flush_to_zero = true;
+  v.name = "cpu-f32-seq+ftz";
+  variants.push_back(v);
+  const Model np = *LoadModelFile(dir + "/numpy-sum-f32.toml");
+  v = np;
+  v.chain.unroll = 4;
+  v.chain.leaf = 16;
+  v.chain.split_multiple = 4;
+  v.chain.chunk = 0;
+  v.adder.env.flush_to_zero = true;
+  v.name = "numpy-sum-f32+unroll4+ftz";
+  variants.push_back(v);
+  v = np;
+  v.chain.leaf = 16;
+  v.chain.split_multiple = 4;
+  v.name = "numpy-sum-f32+leaf16 (pairwise unroll in matmul tiles)";
+  variants.push_back(v);
+  // bfloat16 outputs and promotion (RoundToBf16, Bf16RneBits): trainium2-bf16 with bfloat16
+  // output, a 32-term promotion into bfloat16, and a tree chain (trainium2-reduce-bf16-datapath)
+  // under a dot.
+  v = trn2;
+  v.output.format = &BFloat16();
+  v.name = "trainium2-bf16+bf16out";
+  variants.push_back(v);
+  v = trn2;
+  v.chain.kind = ChainKind::kPromote;
+  v.chain.every = 32;
+  v.chain.promote_format = &BFloat16();
+  v.output.format = &BFloat16();
+  v.name = "trainium2-bf16+promote32bf16";
+  variants.push_back(v);
+  const Model tree = *LoadModelFile(dir + "/trainium2-reduce-bf16-datapath.toml");
+  v = trn2;
+  v.chain = tree.chain;
+  v.name = "trainium2-bf16+tree((0 1) (2 3))";
+  variants.push_back(v);
+  v = cpu32;
+  v.chain = tree.chain;
+  v.output.format = &BFloat16();
+  v.name = "cpu-f32-seq+tree+bf16out";
+  variants.push_back(v);
   for (const Model& m : variants) {
     SCOPED_TRACE(m.name);
     ASSERT_TRUE(FastPathEligible(m)) << FastPathIneligibleReason(m);
@@ -450,10 +504,20 @@ TEST(FastEvalTest, WhitelistRejectsWhatItDoesNotImplement) {
   m.adder.env.rounding = Rounding::kTowardZero;
   EXPECT_FALSE(FastPathEligible(m));
   m = base;
-  m.adder.env.flush_to_zero = true;
+  m.accumulator.combine_env.flush_to_zero = true;  // ftz only on the adder's steps.
   EXPECT_FALSE(FastPathEligible(m));
-  m = base;
-  m.inputs.daz = true;
+  const Model f64 = *LoadModelFile(std::string(FPCONFORM_MODELS_SOURCE_DIR) + "/cpu-f64-seq.toml");
+  m = f64;
+  m.adder.env.flush_to_zero = true;  // FlushTiny is float32's.
+  EXPECT_FALSE(FastPathEligible(m));
+  const Model kahan = *LoadModelFile(std::string(FPCONFORM_MODELS_SOURCE_DIR) + "/kahan-f32.toml");
+  m = kahan;
+  m.adder.env.denormals_are_zero = true;
+  EXPECT_FALSE(FastPathEligible(m));
+  const Model tf32 =
+      *LoadModelFile(std::string(FPCONFORM_MODELS_SOURCE_DIR) + "/nvidia-h100-tf32.toml");
+  m = tf32;
+  m.inputs.daz = true;  // daz with a conversion (and a fused adder).
   EXPECT_FALSE(FastPathEligible(m));
   m = base;
   m.chain.kind = ChainKind::kStrided;
@@ -461,7 +525,7 @@ TEST(FastEvalTest, WhitelistRejectsWhatItDoesNotImplement) {
   m.chain.combine = CombineOrder::kHalving;  // The walk would read it as pairwise.
   EXPECT_FALSE(FastPathEligible(m));
   m = base;
-  m.chain.kind = ChainKind::kTree;  // No host test yet.
+  m.chain.kind = ChainKind::kTree;  // No shape: nothing to walk.
   EXPECT_FALSE(FastPathEligible(m));
   m = base;
   m.chain.kind = static_cast<ChainKind>(200);  // A kind added later.
@@ -470,7 +534,10 @@ TEST(FastEvalTest, WhitelistRejectsWhatItDoesNotImplement) {
   m.adder.kind = static_cast<AdderKind>(200);
   EXPECT_FALSE(FastPathEligible(m));
   m = base;
-  m.output.format = &BFloat16();
+  m.output.format = &Float16();
+  EXPECT_FALSE(FastPathEligible(m));
+  m = f64;
+  m.output.format = &BFloat16();  // float64 -> bfloat16: not a conversion the plan knows.
   EXPECT_FALSE(FastPathEligible(m));
   m = base;
   m.accumulator.combine_env.saturate = true;
@@ -483,6 +550,15 @@ TEST(FastEvalTest, WhitelistRejectsWhatItDoesNotImplement) {
   EXPECT_FALSE(FastPathEligible(m));
   m = fused;
   m.adder.env.rounding = Rounding::kUpward;
+  EXPECT_FALSE(FastPathEligible(m));
+  m = fused;
+  m.output.format = &BFloat16();  // bfloat16 output after a fused adder.
+  EXPECT_FALSE(FastPathEligible(m));
+  m = fused;
+  m.chain.kind = ChainKind::kPromote;
+  m.chain.every = 64;
+  m.chain.promote_format = &BFloat16();  // bfloat16 promotion after a fused adder.
+  m.output.format = &BFloat16();
   EXPECT_FALSE(FastPathEligible(m));
   m = fused;
   m.accumulator.format = &Float64();
@@ -532,6 +608,25 @@ TEST(FastEvalTest, PortableIsaDelegates) {
   if (DetectedIsa() != Isa::kPortable) {
     EXPECT_EQ(fast_fallbacks, 0u);
   }
+}
+
+// The host kernels chosen by ActiveIsa() (fused tiles: AVX-512 or AVX2) give the same bits on
+// every level this CPU has: matmuls of fused presets (group 4, 8, 32, promote) and walked ones.
+TEST(FastEvalTest, MatmulKernelsMatchGenericOnEveryIsaLevel) {
+  const std::string dir = FPCONFORM_MODELS_SOURCE_DIR;
+  const Isa saved = ActiveIsa();
+  for (Isa isa : AvailableIsas()) {
+    if (isa == Isa::kPortable) continue;  // Delegates (PortableIsaDelegates).
+    SCOPED_TRACE(std::string(IsaName(isa)));
+    ASSERT_TRUE(SetActiveIsa(isa).ok());
+    for (const char* name : {"nvidia-v100-fp16", "nvidia-a100-tf32",
+                             "nvidia-h100-fp8e4m3-promote128", "x86-avx512bf16"}) {
+      CheckMatmul(*LoadModelFile(dir + "/" + name + ".toml"));
+      if (HasFatalFailure()) break;
+    }
+    if (HasFatalFailure()) break;
+  }
+  ASSERT_TRUE(SetActiveIsa(saved).ok());
 }
 
 TEST(FastEvalTest, ErrorsAsGeneric) {
