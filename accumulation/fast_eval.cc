@@ -2219,8 +2219,8 @@ __attribute__((target("avx512f,avx512dq,avx512vl,avx512bw,avx2,fma"))) void Fuse
     apow[r] = in.apow + size_t(i0 + r) * k;
   }
   const double* btile = in.bpack + size_t(j0 / 8) * k * 16;
-  for (int k0 = 0; k0 < k; k0 += chunk) {
-    const int k1 = std::min(k, k0 + chunk);
+  for (int k0 = 0, k1 = 0; k0 < k; k0 = k1) {
+    k1 = ChunkEnd(p, chunk, k0, k);
     __m512d acc[R], am[R], ae[R];
     for (int r = 0; r < R; ++r) {
       acc[r] = seq ? tot[r] : zero;
