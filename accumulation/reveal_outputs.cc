@@ -58,6 +58,13 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
 }
 
 int64_t PairCount(int k) { return int64_t{k} * (k - 1) / 2; }
+
+// Rows of A (and columns of B) per probe block: K + P, padded to a multiple of 128 when the block
+// is repeated (ProbeSpec::tiles).
+int64_t ProbeBlock(const ProbeSpec& spec, int np) {
+  const int64_t r = spec.k + np;
+  return spec.tiles > 1 ? (r + 127) / 128 * 128 : r;
+}
 // Row of the pair (i, j), i < j, in the sum layout (lexicographic).
 int64_t PairRow(int k, int i, int j) {
   return int64_t{i} * k - int64_t{i} * (i + 1) / 2 + (j - i - 1);
@@ -162,6 +169,12 @@ absl::StatusOr<ProbeSet> MakeProbes(const ProbeSpec& spec) {
   if (spec.k < 3 || spec.k > 1024) {
     return absl::InvalidArgumentError(absl::StrCat("--k must be in 3..1024, got ", spec.k));
   }
+  if (spec.tiles < 1 || spec.tiles > 4) {
+    return absl::InvalidArgumentError(absl::StrCat("--tiles must be in 1..4, got ", spec.tiles));
+  }
+  if (spec.tiles > 1 && spec.op != "matmul") {
+    return absl::InvalidArgumentError("--tiles applies only to --op matmul");
+  }
   const FormatSpec& f = *FindFormat(spec.dtype);
   ProbeSet p;
   p.spec = spec;
@@ -173,24 +186,30 @@ absl::StatusOr<ProbeSet> MakeProbes(const ProbeSpec& spec) {
   const int np = static_cast<int>(p.behaviour.size());
   nlohmann::ordered_json probes = nlohmann::ordered_json::array();
   if (mm) {
-    const int r = k + np;
+    const int64_t block = ProbeBlock(spec, np);
+    const int64_t r = block * spec.tiles;
     absl::StatusOr<Tensor> a = MakeTensor(spec.dtype, {r, k});
     absl::StatusOr<Tensor> b = MakeTensor(spec.dtype, {k, r});
     if (!a.ok()) return a.status();
     if (!b.ok()) return b.status();
     const uint64_t m0 = ToBits(f, kM0), mm0 = ToBits(f, -kM0), u0 = ToBits(f, kU0);
-    for (int m = 0; m < k; ++m) {
-      for (int t = 0; t < k; ++t) {
-        a->SetBits(int64_t{m} * k + t, t == m ? m0 : u0);
-        b->SetBits(int64_t{t} * r + m, t == m ? mm0 : u0);
+    for (int tile = 0; tile < spec.tiles; ++tile) {
+      const int64_t o = tile * block;  // Rows of A / columns of B of this copy.
+      for (int m = 0; m < k; ++m) {
+        for (int t = 0; t < k; ++t) {
+          a->SetBits((o + m) * k + t, t == m ? m0 : u0);
+          b->SetBits(int64_t{t} * r + o + m, t == m ? mm0 : u0);
+        }
       }
-    }
-    for (int q = 0; q < np; ++q) {
-      for (int t = 0; t < k; ++t) {
-        a->SetBits(int64_t{k + q} * k + t, ToBits(f, p.behaviour[q].a[t]));
-        b->SetBits(int64_t{t} * r + k + q, ToBits(f, p.behaviour[q].b[t]));
+      for (int q = 0; q < np; ++q) {
+        for (int t = 0; t < k; ++t) {
+          a->SetBits((o + k + q) * k + t, ToBits(f, p.behaviour[q].a[t]));
+          b->SetBits(int64_t{t} * r + o + k + q, ToBits(f, p.behaviour[q].b[t]));
+        }
+        if (tile == 0) {
+          probes.push_back({{"name", p.behaviour[q].name}, {"row", k + q}, {"col", k + q}});
+        }
       }
-      probes.push_back({{"name", p.behaviour[q].name}, {"row", k + q}, {"col", k + q}});
     }
     p.a = *std::move(a);
     p.b = *std::move(b);
@@ -218,12 +237,21 @@ absl::StatusOr<ProbeSet> MakeProbes(const ProbeSpec& spec) {
   j["op"] = spec.op;
   j["k"] = k;
   j["dtype"] = spec.dtype;
+  if (spec.tiles > 1) {
+    j["tiles"] = spec.tiles;
+    j["block"] = ProbeBlock(spec, static_cast<int>(p.behaviour.size()));
+  }
   j["big"] = p.big;
   j["unit"] = p.unit;
   if (mm) {
     j["inputs"] = {{"A.npy", p.a.shape}, {"B.npy", p.b.shape}};
     j["computation"] = "out = A @ B (float accumulation of your kernel), saved as out.npy";
-    j["pairs"] = "output (m, n), m != n < k: FPRev probe with +big at term m, -big at term n";
+    j["pairs"] = spec.tiles > 1
+                     ? "output (s*block + m, t*block + n), m != n < k, s, t < tiles: FPRev "
+                       "probe with +big at term m, -big at term n (rows k + P .. block - 1 of "
+                       "each block are zero)"
+                     : "output (m, n), m != n < k: FPRev probe with +big at term m, -big at "
+                       "term n";
   } else {
     j["inputs"] = {{"X.npy", p.a.shape}};
     j["computation"] = "out = X.sum(axis=-1) (your kernel's reduction), saved as out.npy";
@@ -280,6 +308,7 @@ absl::StatusOr<Revealed> RevealFromOutputs(const std::string& dir, const std::st
     spec.op = j.at("op").get<std::string>();
     spec.k = j.at("k").get<int>();
     spec.dtype = j.at("dtype").get<std::string>();
+    if (j.contains("tiles")) spec.tiles = j.at("tiles").get<int>();
   } catch (const std::exception& e) {
     return absl::InvalidArgumentError(absl::StrCat(mpath, ": ", e.what()));
   }
@@ -334,69 +363,97 @@ absl::StatusOr<Revealed> RevealFromOutputs(const std::string& dir, const std::st
           "their sums stay in range, so the kernel did not compute the probe (wrong inputs?)"));
     }
   }
-  auto pair_value = [&](int i, int j) {  // i < j.
-    return mm ? v[static_cast<size_t>(int64_t{i} * cols + j)]
+  // Block (row0, col0) of a tiled matmul probe (offsets in rows/columns); (0, 0) otherwise.
+  auto pair_value = [&](int64_t row0, int64_t col0, int i, int j) {  // i < j.
+    return mm ? v[static_cast<size_t>((row0 + i) * cols + col0 + j)]
               : v[static_cast<size_t>(PairRow(k, i, j))];
   };
-  auto behaviour_value = [&](size_t q) {
-    return mm ? v[static_cast<size_t>((k + static_cast<int64_t>(q)) * cols + k +
+  auto behaviour_at = [&](int64_t row0, int64_t col0, size_t q) {
+    return mm ? v[static_cast<size_t>((row0 + k + static_cast<int64_t>(q)) * cols + col0 + k +
                                       static_cast<int64_t>(q))]
               : v[static_cast<size_t>(PairCount(k) + static_cast<int64_t>(q))];
   };
-  if (mm) {
-    for (int i = 0; i < k; ++i) {
-      for (int j = i + 1; j < k; ++j) {
-        const double a = v[static_cast<size_t>(int64_t{i} * cols + j)];
-        const double b = v[static_cast<size_t>(int64_t{j} * cols + i)];
-        if (a != b) {
-          return absl::FailedPreconditionError(absl::StrCat(
-              "not a fixed summation tree: non-deterministic or data-dependent order? The pair "
-              "(", i, ", ", j, ") gave ", a, " at output (", i, ", ", j, ") and ", b,
-              " at output (", j, ", ", i, ") (the same probe with the signs swapped; a tree that "
-              "depends on the output position also gives this)"));
-        }
-      }
-    }
-  }
+  auto behaviour_value = [&](size_t q) { return behaviour_at(0, 0, q); };
   auto find_behaviour = [&](std::string_view name) -> size_t {
     for (size_t q = 0; q < p.behaviour.size(); ++q) {
       if (p.behaviour[q].name == name) return q;
     }
     return p.behaviour.size();
   };
-  SumOracle oracle = [&](std::span<const double> x) -> absl::StatusOr<double> {
-    std::vector<int> plus, minus;
-    for (int t = 0; t < k; ++t) {
-      if (x[t] == p.big) plus.push_back(t);
-      if (x[t] == -p.big) minus.push_back(t);
-    }
-    std::string name;
-    if (plus.empty() && minus.empty()) name = "cal_units";
-    if (plus.size() + minus.size() == 1) {
-      const int pos = plus.empty() ? minus[0] : plus[0];
-      if (pos == 0 || pos == k - 1) {
-        name = absl::StrCat("cal_", plus.empty() ? "minus" : "plus", "_",
-                            pos == 0 ? "first" : "last");
+  auto where = [&](int64_t row0, int64_t col0) {
+    return spec.tiles > 1 ? absl::StrCat(" in the probe block at output (", row0, ", ", col0, ")")
+                          : std::string();
+  };
+  auto reveal_block = [&](int64_t row0, int64_t col0,
+                          FprevStats* stats) -> absl::StatusOr<SumTree> {
+    if (mm) {
+      for (int i = 0; i < k; ++i) {
+        for (int j = i + 1; j < k; ++j) {
+          const double a = v[static_cast<size_t>((row0 + i) * cols + col0 + j)];
+          const double b = v[static_cast<size_t>((row0 + j) * cols + col0 + i)];
+          if (a != b) {
+            return absl::FailedPreconditionError(absl::StrCat(
+                "not a fixed summation tree: non-deterministic or data-dependent order? The "
+                "pair (", i, ", ", j, ") gave ", a, " at output (", row0 + i, ", ", col0 + j,
+                ") and ", b, " at output (", row0 + j, ", ", col0 + i, ") (the same probe with the "
+                "signs swapped; a tree that depends on the output position also gives this)"));
+          }
+        }
       }
     }
-    if (!name.empty()) return behaviour_value(find_behaviour(name));
-    if (plus.size() == 1 && minus.size() == 1 && plus[0] < minus[0]) {
-      return pair_value(plus[0], minus[0]);
+    SumOracle oracle = [&](std::span<const double> x) -> absl::StatusOr<double> {
+      std::vector<int> plus, minus;
+      for (int t = 0; t < k; ++t) {
+        if (x[t] == p.big) plus.push_back(t);
+        if (x[t] == -p.big) minus.push_back(t);
+      }
+      std::string name;
+      if (plus.empty() && minus.empty()) name = "cal_units";
+      if (plus.size() + minus.size() == 1) {
+        const int pos = plus.empty() ? minus[0] : plus[0];
+        if (pos == 0 || pos == k - 1) {
+          name = absl::StrCat("cal_", plus.empty() ? "minus" : "plus", "_",
+                              pos == 0 ? "first" : "last");
+        }
+      }
+      if (!name.empty()) return behaviour_at(row0, col0, find_behaviour(name));
+      if (plus.size() == 1 && minus.size() == 1 && plus[0] < minus[0]) {
+        return pair_value(row0, col0, plus[0], minus[0]);
+      }
+      return absl::InternalError("reveal: the probe asked for is not in the table");
+    };
+    FprevOptions fo;
+    fo.big = p.big;
+    fo.unit = p.unit;
+    absl::StatusOr<SumTree> tree = RevealSumTree(oracle, k, fo, stats);
+    if (!tree.ok()) {
+      if (tree.status().code() == absl::StatusCode::kFailedPrecondition) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "not a fixed summation tree", where(row0, col0),
+            ": non-deterministic or data-dependent order? (", tree.status().message(), ")"));
+      }
+      return tree.status();
     }
-    return absl::InternalError("reveal: the probe asked for is not in the table");
+    return tree;
   };
-  FprevOptions fo;
-  fo.big = p.big;
-  fo.unit = p.unit;
   FprevStats stats;
-  absl::StatusOr<SumTree> tree = RevealSumTree(oracle, k, fo, &stats);
-  if (!tree.ok()) {
-    if (tree.status().code() == absl::StatusCode::kFailedPrecondition) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "not a fixed summation tree: non-deterministic or data-dependent order? (",
-          tree.status().message(), ")"));
+  absl::StatusOr<SumTree> tree = reveal_block(0, 0, &stats);
+  if (!tree.ok()) return tree.status();
+  if (spec.tiles > 1) {
+    r.block = ProbeBlock(spec, static_cast<int>(p.behaviour.size()));
+    for (int s = 0; s < spec.tiles; ++s) {
+      for (int t = 0; t < spec.tiles; ++t) {
+        if (s == 0 && t == 0) {
+          r.tile_trees.push_back(*tree);
+          continue;
+        }
+        FprevStats more;
+        absl::StatusOr<SumTree> other = reveal_block(s * r.block, t * r.block, &more);
+        if (!other.ok()) return other.status();
+        stats.probes += more.probes;
+        r.tile_trees.push_back(*std::move(other));
+      }
     }
-    return tree.status();
   }
   r.tree = *std::move(tree);
   r.probes_used = stats.probes;
@@ -495,6 +552,27 @@ std::string RevealedText(const Revealed& r) {
                                  r.outputs_source, " (", r.outputs_dtype, ", ", r.outputs_hash,
                                  ")\n");
   absl::StrAppend(&out, "tree: ", RenderText(r.tree), "\n");
+  if (!r.tile_trees.empty()) {
+    const int t = s.tiles;
+    std::vector<std::string> differ;
+    for (size_t i = 1; i < r.tile_trees.size(); ++i) {
+      if (!SameCanonicalTree(r.tile_trees[i], r.tile_trees[0])) {
+        differ.push_back(absl::StrCat("  block at output (", static_cast<int64_t>(i) / t * r.block,
+                                      ", ", static_cast<int64_t>(i) % t * r.block,
+                                      "): ", RenderText(r.tile_trees[i])));
+      }
+    }
+    if (differ.empty()) {
+      absl::StrAppend(&out, "output positions: the same tree in all ", t * t, " probe blocks (",
+                      t, " x ", t, ", ", r.block, " rows and columns each)\n");
+    } else {
+      absl::StrAppend(&out, "output positions: the tree depends on the position: ",
+                      differ.size(), " of ", t * t, " probe blocks (", r.block,
+                      " rows and columns each) differ from the block at (0, 0), whose tree is "
+                      "above and whose behaviour is reported below:\n",
+                      absl::StrJoin(differ, "\n"), "\n");
+    }
+  }
   absl::StrAppend(&out, "probe outputs used: ", r.probes_used, " (M = ", r.probes.big,
                   ", u = ", r.probes.unit, ")\n");
   absl::StrAppend(&out, "fused group size: ", r.fused_group, "\n");

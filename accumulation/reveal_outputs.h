@@ -2,7 +2,7 @@
 // one summation tree (cases/fprev.h) into one matmul or one batched sum, and the recovery of the
 // tree, the behaviour and the matching presets from the outputs the device wrote.
 //
-// Probe design (op, K, dtype; dtype float32 or bfloat16, 3 <= K <= 1024):
+// Probe design (op, K, dtype; dtype float32 or bfloat16, 3 <= K <= 1024; matmul: tiles):
 //   terms are built from two powers of two, M0 = 2^32 and u0 = 2^-32 (both normal in float32 and
 //   bfloat16): a sum's terms are the values themselves, a matmul's the products.
 //   matmul: A is R x K, B is K x R, R = K + P. For m, n < K: A[m][k] = M0 if k == m else u0,
@@ -50,6 +50,11 @@ struct ProbeSpec {
   std::string op = "matmul";  // "matmul" or "sum".
   int k = 256;
   std::string dtype = "bfloat16";  // "float32" or "bfloat16".
+  // matmul only: the probe block (rows K + P, padded with zero rows/columns to a multiple of 128,
+  // the Trainium partition count and a common GPU tile edge) repeated tiles x tiles times, so
+  // that every probe is measured at tiles^2 output positions (a tree that depends on the tile
+  // position shows as blocks with different trees). 1..4; 1 writes the unpadded layout above.
+  int tiles = 1;
 };
 
 struct BehaviourProbe {
@@ -93,6 +98,11 @@ struct Revealed {
   std::string alignment;       // Fused groups: "truncate", "round_down" or "" (not shown).
   std::string output_rounding; // "to nearest", "toward zero" or "unknown (value ...)".
   std::vector<PresetMatch> presets;  // Tree matches only, full matches first.
+  // tiles > 1: the tree of every probe block, row-major over (block row, block column);
+  // block (0, 0) is `tree` above (the behaviour probes are read there). `block` is the block
+  // edge (rows of A per block).
+  int64_t block = 0;
+  std::vector<SumTree> tile_trees;
 };
 
 // Reads `dir`/manifest.json (rebuilds the probes from its op, K, dtype and checks that they are

@@ -35,7 +35,10 @@ struct TempTree {
 };
 
 // The outputs of `m` on the probes, in m's output format.
-Tensor RunModel(const Model& m, const ProbeSet& p) {
+// With `other` and `split` > 0 (matmul), outputs (i, j) with i, j >= split come from `other`: a
+// device whose order depends on the output position.
+Tensor RunModel(const Model& m, const ProbeSet& p, const Model* other = nullptr,
+                int64_t split = 0) {
   const int k = p.spec.k;
   Tensor out = *MakeTensor(m.output.format->name, p.output_shape);
   EvalOptions eo;
@@ -47,7 +50,8 @@ Tensor RunModel(const Model& m, const ProbeSet& p) {
       p.a.CopyBits(i * k, a);
       for (int64_t j = 0; j < r; ++j) {
         for (int t = 0; t < k; ++t) b[t] = p.b.Bits(t * r + j);
-        absl::StatusOr<EvalResult> e = EvaluateDot(m, a, b, 0, eo);
+        const Model& here = other != nullptr && i >= split && j >= split ? *other : m;
+        absl::StatusOr<EvalResult> e = EvaluateDot(here, a, b, 0, eo);
         EXPECT_TRUE(e.ok()) << e.status();
         out.SetBits(i * r + j, e.ok() ? e->bits : 0);
       }
@@ -190,6 +194,44 @@ TEST(RevealOutputs, Errors) {
   Tensor ints = *MakeTensor("int32", {135, 135});
   r = RevealModel(m, "matmul", 8, "float32", catalog, &ints);
   EXPECT_TRUE(absl::StrContains(r.status().message(), "must be floating point")) << r.status();
+}
+
+// --tiles: every probe block reveals the same tree for a fixed order; a device whose order
+// changes in the lower-right block is reported per block (and block (0, 0) stays the answer).
+TEST(RevealOutputs, TiledProbesSeeThePosition) {
+  const ModelCatalog catalog(FPCONFORM_MODELS_SOURCE_DIR);
+  absl::StatusOr<Model> seq = catalog.Find("cpu-f32-seq");
+  absl::StatusOr<Model> split = catalog.Find("cuda-f32-splitk4");
+  ASSERT_TRUE(seq.ok() && split.ok());
+  ProbeSpec spec{"matmul", 24, "float32", 2};
+  absl::StatusOr<ProbeSet> p = MakeProbes(spec);
+  ASSERT_TRUE(p.ok()) << p.status();
+  const int64_t block = (24 + 127 + 127) / 128 * 128;  // K + P padded to 128.
+  EXPECT_EQ(p->output_shape, (std::vector<int64_t>{2 * block, 2 * block}));
+  EXPECT_TRUE(absl::StrContains(p->manifest, "\"tiles\": 2"));
+  for (bool mixed : {false, true}) {
+    SCOPED_TRACE(mixed ? "mixed" : "fixed");
+    TempTree tmp;
+    const std::string dir = tmp.dir + "/probes";
+    ASSERT_TRUE(WriteProbes(*p, dir).ok());
+    Tensor out = RunModel(*seq, *p, mixed ? &*split : nullptr, block);
+    ASSERT_TRUE(WriteNpy(out, tmp.dir + "/out.npy").ok());
+    absl::StatusOr<Revealed> r = RevealFromOutputs(dir, tmp.dir + "/out.npy", "", catalog);
+    ASSERT_TRUE(r.ok()) << r.status();
+    ASSERT_EQ(r->tile_trees.size(), 4u);
+    EXPECT_TRUE(SameCanonicalTree(r->tree, *BuildSummationTree(*seq, 24)));
+    EXPECT_TRUE(SameCanonicalTree(r->tile_trees[1], r->tree));
+    EXPECT_TRUE(SameCanonicalTree(r->tile_trees[2], r->tree));
+    EXPECT_EQ(SameCanonicalTree(r->tile_trees[3], r->tree), !mixed);
+    if (mixed) {
+      EXPECT_TRUE(SameCanonicalTree(r->tile_trees[3], *BuildSummationTree(*split, 24)));
+    }
+    const std::string text = RevealedText(*r);
+    EXPECT_EQ(absl::StrContains(text, "the tree depends on the position: 1 of 4"), mixed) << text;
+    EXPECT_EQ(absl::StrContains(text, "the same tree in all 4 probe blocks"), !mixed) << text;
+  }
+  EXPECT_FALSE(MakeProbes({"sum", 24, "float32", 2}).ok());
+  EXPECT_FALSE(MakeProbes({"matmul", 24, "float32", 5}).ok());
 }
 
 // Debian's NumPy as the black box (float32: np.sum along the last axis, np.matmul).

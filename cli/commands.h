@@ -63,6 +63,7 @@ struct RevealOptions {
   std::string op = "matmul";
   int k = 256;
   std::string dtype = "bfloat16";
+  int tiles = 1;             // --tiles: matmul probe blocks per axis (1..4).
   std::string out;           // --out DIR (must not exist).
   std::string from;          // --from DIR (a probe directory).
   std::string outputs;       // --outputs FILE (the kernel's result).

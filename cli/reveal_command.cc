@@ -61,6 +61,12 @@ CLI::App* AddRevealCommand(CLI::App& root, RevealOptions& options) {
       ->type_name("K");
   app->add_option("--dtype", options.dtype, "--make-probes: input dtype, float32 or bfloat16")
       ->type_name("DTYPE");
+  app->add_option("--tiles", options.tiles,
+                  "--make-probes --op matmul: repeat the probe block T x T times (1..4; each block "
+                  "padded to a multiple of 128 rows) to see whether the tree depends on the "
+                  "output tile position")
+      ->check(CLI::Range(1, 4))
+      ->type_name("T");
   app->add_option("--out", options.out, "--make-probes: the probe directory (must not exist)")
       ->type_name("DIR");
   app->add_option("--from", options.from, "A probe directory written by --make-probes")
@@ -132,7 +138,9 @@ CLI::App* AddRevealCommand(CLI::App& root, RevealOptions& options) {
       "matmul: A is (K+127) x K, B is K x (K+127), out (K+127) x (K+127); each off-diagonal\n"
       "output of the first K rows and columns is one FPRev pair probe (every pair twice, signs\n"
       "swapped), the last 127 diagonal outputs are calibration, fraction-bit and rounding\n"
-      "probes. sum: X has one probe per row (K(K-1)/2 pairs, then the 127). Prints the tree,\n"
+      "probes. --tiles T repeats that block (padded to a multiple of 128) T x T times and\n"
+      "reveals each block's tree: 'output positions:' says whether they differ. sum: X has\n"
+      "one probe per row (K(K-1)/2 pairs, then the 127). Prints the tree,\n"
       "fused group size, fraction bits, rounding and the presets that match (text), the tree\n"
       "(dot), or a draft model file (toml). Exit status: 0 revealed, 1 outputs no fixed tree\n"
       "explains (non-deterministic or data-dependent order), 2 usage or file errors.");
@@ -146,7 +154,7 @@ int RunMakeProbes(const RevealOptions& options) {
     Error("--make-probes needs --out DIR (a new directory)");
     return kExitUsage;
   }
-  absl::StatusOr<ProbeSet> p = MakeProbes({options.op, options.k, options.dtype});
+  absl::StatusOr<ProbeSet> p = MakeProbes({options.op, options.k, options.dtype, options.tiles});
   if (!p.ok()) {
     Error(std::string(p.status().message()));
     return kExitUsage;
