@@ -3,6 +3,7 @@
 #include "formats/ops.h"
 
 #include <bit>
+#include <cstddef>
 
 #include "formats/round_pack.h"
 
@@ -167,30 +168,104 @@ struct Layout {
 // tiny or overflowing result) returns false, and the operation starts again on the general
 // path, which gives the same result (ops_fast_entry_test). One exit keeps the entries free of
 // the general path's calls.
+[[gnu::noinline]] OpResult AddGeneral(const FormatSpec& f, uint64_t a, uint64_t b, bool negate_b,
+                                      const OpEnv& env);
+
+// {bits, flags} made from two whole 64-bit words. Built field by field, the bytes after flags
+// are left undefined, and GCC (12) carries them along and merges them with the general path's
+// result in a spare callee-saved register (saved and restored on every call); from whole words
+// every path returns in rax:rdx as it is.
+inline OpResult FullResult(uint64_t bits, Flags flags) {
+  struct Words {
+    uint64_t bits, flags;
+  };
+  static_assert(sizeof(Words) == sizeof(OpResult) && offsetof(OpResult, flags) == 8);
+  return std::bit_cast<OpResult>(Words{bits, flags});
+}
+
+// Add and Sub for f's layout: both-normal operands here, anything else on the general path.
+// Once the operands are known to be normal, f, a and b are no longer needed (the fast path
+// keeps few registers live): an exact zero sum is packed here, and a result that is tiny or
+// overflows goes to RoundPackImpl, as the general path's RoundPack64 sends it.
 template <int kE, int kM>
-[[gnu::always_inline]] inline bool AddNormal(uint32_t x, uint32_t y, bool negate_b,
-                                             const OpEnv& env, OpResult* r) {
+[[gnu::always_inline]] inline OpResult AddFor(const FormatSpec& f, uint64_t a, uint64_t b,
+                                              bool negate_b, const OpEnv& env) {
   using L = Layout<kE, kM>;
-  constexpr int kTop = 61;  // NormalizeAndOrder's leading-bit position in 64 bits.
+  uint32_t x = L::Bits(a), y = L::Bits(b);
+  // Both significands (p = kM + 1 <= 24 bits) go to a 64-bit window with the leading bit at 61
+  // (NormalizeAndOrder's position): a carry lands on bit 62, and their last bit sits at
+  // kLow = 61 - kM >= 38, so the aligned addend keeps all its bits for shifts up to kLow.
+  constexpr int kTop = 61;
+  constexpr int kLow = kTop - kM;
   y ^= static_cast<uint32_t>(negate_b) << L::kSignShift;
-  // Ordered by magnitude, signs and all.
-  const bool swap = (y & L::kMagMask) > (x & L::kMagMask);
-  const uint32_t hi = swap ? y : x, lo = swap ? x : y;
-  const bool s_hi = L::Sign(hi);
-  const int32_t e_hi = static_cast<int32_t>(L::Field(hi)),
-                e_lo = static_cast<int32_t>(L::Field(lo));
-  const AlignedSum<uint64_t> s =
-      AlignAndAdd<uint64_t>(s_hi, L::Significand(hi) << (kTop - kM), L::Sign(lo), e_hi - e_lo,
-                            L::Significand(lo) << (kTop - kM));
-  if (s.sum == 0) [[unlikely]] return false;
-  return round_pack_internal::RoundNormal64(round_pack_internal::IeeeParams<kE, kM>{}, s_hi,
-                                            e_hi - L::kBias - kTop, s.sum, s.sticky, env, r);
+  // |hi| >= |lo|. The magnitude bits order as the magnitudes, so one compare orders them; the
+  // exchange is masked, not branched (the order of random operands is unpredictable).
+  const uint32_t swap = 0u - static_cast<uint32_t>((y & L::kMagMask) > (x & L::kMagMask));
+  const uint32_t t = (x ^ y) & swap;
+  const uint32_t hi = x ^ t, lo = y ^ t;
+  const uint32_t e_hi = L::Field(hi), e_lo = L::Field(lo);
+  // Both normal, tested after the ordering with one branch: e_lo <= e_hi, so the two are normal
+  // iff e_lo != 0 (else lo is zero or subnormal, or both are) and e_hi != kFieldMax (else hi is
+  // Inf or NaN). e_lo - 1 wraps to all ones when e_lo is 0, and e_hi + 1 reaches 2^kE only when
+  // e_hi is kFieldMax, so their OR is below 2^kE exactly when both hold.
+  if (((e_lo - 1) | (e_hi + 1)) >> kE) [[unlikely]] {
+    const OpResult g = AddGeneral(f, a, b, negate_b, env);
+    return FullResult(g.bits, g.flags);
+  }
+  const uint32_t d = e_hi - e_lo;  // 0 .. 2^kE - 3.
+  const uint64_t m_hi = L::Significand(hi) << kLow;
+  const uint64_t m_lo = L::Significand(lo) << kLow;
+  // After the alignment |hi| >= 2^61 and (for d >= 2) |lo| < 2^60, so the result's leading bit
+  // stays at 60 or above and its last kept bit at 60 - kM or above: the round bit is at 59 - kM
+  // or above and the stochastic-rounding bits (at most 32) reach down to bit 28 - kM. Shifts up
+  // to kLow shift out only zeros (d <= 1 among them).
+  uint64_t aligned;
+  if constexpr ((1 << kE) - 3 <= kLow) {
+    // float16: d <= 29 <= kLow = 51; the alignment is exact.
+    aligned = m_lo >> d;
+  } else {
+    // A shift s above kLow leaves an addend 1 <= a < 2^kM in place of a + f, 0 <= f < 1 (s is
+    // clamped to 61, which keeps lo's leading bit); x has zeros below bit kLow >= 38. Then
+    // x + a and x + (a + f) agree in every bit from kM up, as do x - a and x - (a + f)
+    // (both are x - 2^kM plus something in (0, 2^kM)), and all four are nonzero below bit kM.
+    // Where the rounding reads only the bits from kM up and whether any bit below is set, a
+    // rounds as a + f and no sticky bit is needed: in every mode but stochastic rounding (the
+    // round bit is at 59 - kM > kM), and under it too when 28 - kM >= kM (bfloat16).
+    const unsigned shift = d < kTop ? d : kTop;
+    aligned = m_lo >> shift;
+    if constexpr (kM >= 28 - kM) {
+      // float32 under stochastic rounding: the bits shifted out are jammed into bit 0
+      // (SoftFloat's shiftRightJam). x + (a | 1) and x - (a | 1) agree with x + (a + f) and
+      // x - (a + f) in every bit from 1 up and are nonzero below it, as those are.
+      if (env.rounding == Rounding::kStochastic) [[unlikely]] {
+        aligned |= static_cast<uint64_t>((aligned << shift) != m_lo);
+      }
+    }
+  }
+  // Opposite signs subtract: -v is (v ^ ~0) + 1, selected by a mask (the signs of random
+  // operands are unpredictable). The exchange keeps x ^ y, so the mask needs no ordering.
+  const uint64_t negate = 0 - static_cast<uint64_t>(((x ^ y) >> L::kSignShift) & 1);
+  const uint64_t sum = m_hi + ((aligned ^ negate) - negate);
+  // sum is 0 only for x = -y exactly: +0, or -0 when rounding downward (ZeroSumSign).
+  if (sum == 0) [[unlikely]] {
+    return FullResult(env.rounding == Rounding::kDownward ? uint64_t{1} << L::kSignShift : 0, 0);
+  }
+  const int32_t exponent = static_cast<int32_t>(e_hi) - L::kBias - kTop;
+  OpResult r;
+  if (round_pack_internal::RoundNormal64(round_pack_internal::IeeeParams<kE, kM>{}, L::Sign(hi),
+                                         exponent, sum, false, env, &r)) [[likely]] {
+    return FullResult(r.bits, r.flags);
+  }
+  const OpResult g =
+      round_pack_internal::RoundPackImpl<uint64_t>(f, L::Sign(hi), exponent, sum, false, env);
+  return FullResult(g.bits, g.flags);
 }
 
 template <int kE, int kM>
 [[gnu::always_inline]] inline bool MulNormal(uint32_t x, uint32_t y, const OpEnv& env,
                                              OpResult* r) {
   using L = Layout<kE, kM>;
+  if (!L::Normal(x) || !L::Normal(y)) return false;
   const int32_t e = static_cast<int32_t>(L::Field(x) + L::Field(y)) - 2 * (L::kBias + kM);
   return round_pack_internal::RoundNormal64(round_pack_internal::IeeeParams<kE, kM>{},
                                             L::Sign(x) != L::Sign(y), e,
@@ -201,6 +276,7 @@ template <int kE, int kM>
 [[gnu::always_inline]] inline bool FmaNormal(uint32_t x, uint32_t y, uint32_t z,
                                              const OpEnv& env, OpResult* r) {
   using L = Layout<kE, kM>;
+  if (!L::Normal(x) || !L::Normal(y) || !L::Normal(z)) return false;
   const int32_t ep = static_cast<int32_t>(L::Field(x) + L::Field(y)) - 2 * (L::kBias + kM);
   const int32_t ez = static_cast<int32_t>(L::Field(z)) - (L::kBias + kM);
   // The product has 2p - 1 or 2p <= 48 bits (within the 64-bit window's 59); both leading bits
@@ -218,16 +294,14 @@ template <int kE, int kM>
                                             s.sum, s.sticky, env, r);
 }
 
-// Runs `entry.template operator()<kE, kM>(x, y[, z], env, r)` for f's FastLayout when every
-// operand is normal (c only for Fma: kN == 3); false for the general path.
+// Runs `entry.template operator()<kE, kM>(x, y[, z], env, r)` for f's FastLayout (c only for
+// Fma: kN == 3); false for the general path. Each entry tests that its operands are normal.
 template <int kN, int kE, int kM, class Entry>
 [[gnu::always_inline]] inline bool FastEntryFor(const OpEnv& env, OpResult* r, uint64_t a,
                                                 uint64_t b, uint64_t c, const Entry& entry) {
   using L = Layout<kE, kM>;
   const uint32_t x = L::Bits(a), y = L::Bits(b), z = L::Bits(c);
-  if (!L::Normal(x) || !L::Normal(y)) return false;
   if constexpr (kN == 3) {
-    if (!L::Normal(z)) return false;
     return entry.template operator()<kE, kM>(x, y, z, env, r);
   } else {
     return entry.template operator()<kE, kM>(x, y, env, r);
@@ -275,15 +349,12 @@ template <int kN, class Entry>
 
 [[gnu::always_inline]] inline OpResult AddImpl(const FormatSpec& f, uint64_t a, uint64_t b,
                                                bool negate_b, const OpEnv& env) {
-  if (f.d.fast_layout != FastLayout::kNone) [[likely]] {
-    OpResult r;
-    const auto add = [negate_b]<int kE, int kM>(uint32_t x, uint32_t y, const OpEnv& e,
-                                                OpResult* out) {
-      return AddNormal<kE, kM>(x, y, negate_b, e, out);
-    };
-    if (FastEntry<2>(f, env, &r, a, b, 0, add)) return r;
-  }
-  return AddGeneral(f, a, b, negate_b, env);
+  const FastLayout layout = f.d.fast_layout;
+  if (layout == FastLayout::kBinary32) [[likely]] return AddFor<8, 23>(f, a, b, negate_b, env);
+  if (layout == FastLayout::kBFloat16) return AddFor<8, 7>(f, a, b, negate_b, env);
+  if (layout == FastLayout::kBinary16) return AddFor<5, 10>(f, a, b, negate_b, env);
+  const OpResult g = AddGeneral(f, a, b, negate_b, env);
+  return FullResult(g.bits, g.flags);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "formats/ops.h"
+#include "formats/round_pack.h"
 #include "formats/text.h"
 #include "gtest/gtest.h"
 
@@ -118,6 +119,74 @@ TEST_P(FastEntryTest, SameBitsAndFlagsAsTheGeneralPath) {
       }
     }
   }
+}
+
+// Stochastic rounding at its threshold: for a sum or difference of two normal operands whose
+// exponents differ by up to 63 (alignments that shift bits out of the 64-bit window), the exact
+// result's top k discarded bits T are computed here in 128 bits, and r is set to 2^k - 1 - T
+// (the largest r that rounds toward zero) and to 2^k - T (the smallest that rounds away). A fast
+// entry that lost a borrow or a sticky bit in the alignment reads T + 1 or T - 1 and decides the
+// other way for one of the two.
+TEST_P(FastEntryTest, StochasticRoundingAtTheThresholdAfterAlignment) {
+  const FormatSpec& f = *FindFormat(GetParam());
+  FormatSpec general = f;
+  general.d.fast_layout = FastLayout::kNone;
+  const int p = f.fraction_bits + 1;
+  const uint64_t max_field = f.d.max_biased_exponent;
+  int failures = 0, checked = 0;
+  for (uint64_t i = 0; i < 100000 && failures < 10; ++i) {
+    const uint64_t r = SplitMix64(0x5A7E + f.width, 2 * i), q = SplitMix64(0x5A7E, 2 * i + 1);
+    const int k = static_cast<int>(1 + r % 32);
+    const uint64_t d = q % 64 < max_field - 2 ? q % 64 : q % (max_field - 2);
+    const uint64_t field_a = d + 1 + (r >> 8) % (max_field - 1 - d);  // field_a - d >= 1.
+    const uint64_t frac_mask = f.d.fraction_mask;
+    // Fractions with runs of zeros (alignment borrows) as often as random ones.
+    uint64_t frac_a = (r >> 16) & frac_mask, frac_b = (q >> 16) & frac_mask;
+    if ((q >> 6) & 1) frac_b &= ~(uint64_t{0x3F} << ((q >> 7) % p)) | 1;
+    const bool negative_b = (q >> 13) & 1, subtract = (q >> 14) & 1;
+    const uint64_t a = (field_a << f.fraction_bits) | frac_a;
+    const uint64_t b = (uint64_t{negative_b} << (f.width - 1)) |
+                       ((field_a - d) << f.fraction_bits) | frac_b;
+    // The exact magnitude of the result in units of b's last bit.
+    const uint128 x = uint128{frac_a | (uint64_t{1} << f.fraction_bits)} << d;
+    const uint128 y = frac_b | (uint64_t{1} << f.fraction_bits);
+    const uint128 exact = negative_b == subtract ? x + y : x >= y ? x - y : y - x;
+    if (exact == 0) continue;
+    int lead = 127;
+    while (!((exact >> lead) & 1)) --lead;
+    const int lsb = lead - (p - 1);
+    const uint128 below = exact & ((uint128{1} << lsb) - 1);  // lsb >= p - 1 > 0 here.
+    const uint64_t t = lsb >= k ? static_cast<uint64_t>(below >> (lsb - k))
+                                : static_cast<uint64_t>(below << (k - lsb));
+    const uint64_t all = (uint64_t{1} << k) - 1;
+    OpEnv rtz;
+    rtz.rounding = Rounding::kTowardZero;
+    const OpResult truncated = subtract ? Sub(general, a, b, rtz) : Add(general, a, b, rtz);
+    for (const uint64_t sr_random : {all - t, (all - t + 1) & all}) {
+      OpEnv env;
+      env.rounding = Rounding::kStochastic;
+      env.sr_bits = k;
+      env.sr_random = sr_random;
+      const OpResult fast = subtract ? Sub(f, a, b, env) : Add(f, a, b, env);
+      const OpResult slow = subtract ? Sub(general, a, b, env) : Add(general, a, b, env);
+      // The threshold itself: away from zero (one unit up in magnitude) exactly for r = 2^k - T
+      // when T > 0 (below it, or r wrapping to 0 for T = 0, rounds toward zero).
+      if (!(truncated.flags & kOverflow)) {
+        const bool away = sr_random == all - t + 1 && t != 0;
+        EXPECT_EQ(slow.bits, truncated.bits + (away ? 1 : 0))
+            << CaseText(f, subtract ? "sub" : "add", a, b, 0, i) << " sr" << k;
+      }
+      ++checked;
+      if (fast != slow) {
+        ++failures;
+        ADD_FAILURE() << CaseText(f, subtract ? "sub" : "add", a, b, 0, i) << " sr" << k
+                      << " r " << std::hex << sr_random << ": fast " << fast.bits << "/"
+                      << int{fast.flags} << ", general " << slow.bits << "/"
+                      << int{slow.flags};
+      }
+    }
+  }
+  EXPECT_GT(checked, 100000);
 }
 
 INSTANTIATE_TEST_SUITE_P(Layouts, FastEntryTest,
