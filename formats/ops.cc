@@ -163,12 +163,20 @@ struct Layout {
   static bool Sign(uint32_t x) { return ((x >> kSignShift) & 1) != 0; }
 };
 
-// Each entry rounds the common case (a result normal before and after rounding, RoundNormal64
-// with the layout's constants) into *r and returns true; anything else (an exact zero sum, a
-// tiny or overflowing result) returns false, and the operation starts again on the general
-// path, which gives the same result (ops_fast_entry_test). One exit keeps the entries free of
-// the general path's calls.
+// Each entry (AddFor, MulFor, FmaFor) tests its operands first and sends any that is not
+// normal to the general path (AddGeneral, ...) unchanged. From there on it needs only env: it
+// computes the exact result (or one that rounds identically, see the alignments), rounds the
+// common case (a result normal before and after rounding) with RoundNormal64 and the layout's
+// constants, packs an exact zero sum itself, and hands a tiny or overflowing result to
+// RoundPackImpl, as RoundPack64 does on the general path. ops_fast_entry_test compares every
+// entry with the general path bit for bit and flag for flag. The entries use no
+// data-dependent branches: with random operands the order, signs and alignment are
+// unpredictable, and a mispredicted branch costs more than the selects that replace it.
 [[gnu::noinline]] OpResult AddGeneral(const FormatSpec& f, uint64_t a, uint64_t b, bool negate_b,
+                                      const OpEnv& env);
+[[gnu::noinline]] OpResult MulGeneral(const FormatSpec& f, uint64_t a, uint64_t b,
+                                      const OpEnv& env);
+[[gnu::noinline]] OpResult FmaGeneral(const FormatSpec& f, uint64_t a, uint64_t b, uint64_t c,
                                       const OpEnv& env);
 
 // {bits, flags} made from two whole 64-bit words. Built field by field, the bytes after flags
@@ -261,67 +269,6 @@ template <int kE, int kM>
   return FullResult(g.bits, g.flags);
 }
 
-template <int kE, int kM>
-[[gnu::always_inline]] inline bool MulNormal(uint32_t x, uint32_t y, const OpEnv& env,
-                                             OpResult* r) {
-  using L = Layout<kE, kM>;
-  if (!L::Normal(x) || !L::Normal(y)) return false;
-  const int32_t e = static_cast<int32_t>(L::Field(x) + L::Field(y)) - 2 * (L::kBias + kM);
-  return round_pack_internal::RoundNormal64(round_pack_internal::IeeeParams<kE, kM>{},
-                                            L::Sign(x) != L::Sign(y), e,
-                                            L::Significand(x) * L::Significand(y), false, env, r);
-}
-
-template <int kE, int kM>
-[[gnu::always_inline]] inline bool FmaNormal(uint32_t x, uint32_t y, uint32_t z,
-                                             const OpEnv& env, OpResult* r) {
-  using L = Layout<kE, kM>;
-  if (!L::Normal(x) || !L::Normal(y) || !L::Normal(z)) return false;
-  const int32_t ep = static_cast<int32_t>(L::Field(x) + L::Field(y)) - 2 * (L::kBias + kM);
-  const int32_t ez = static_cast<int32_t>(L::Field(z)) - (L::kBias + kM);
-  // The product has 2p - 1 or 2p <= 48 bits (within the 64-bit window's 59); both leading bits
-  // go to kTop with known shifts.
-  constexpr int kTop = 61;
-  const uint64_t product = L::Significand(x) * L::Significand(y);
-  const int carry = static_cast<int>(product >> (2 * kM + 1));
-  const int shift = kTop - 2 * kM - carry;
-  const OrderedPair<uint64_t> o =
-      Order<uint64_t>(L::Sign(x) != L::Sign(y), ep - shift, product << shift, L::Sign(z),
-                      ez - (kTop - kM), L::Significand(z) << (kTop - kM));
-  const AlignedSum<uint64_t> s = AlignAndAdd<uint64_t>(o.sx, o.mx, o.sy, o.d, o.my);
-  if (s.sum == 0) [[unlikely]] return false;
-  return round_pack_internal::RoundNormal64(round_pack_internal::IeeeParams<kE, kM>{}, o.sx, o.ex,
-                                            s.sum, s.sticky, env, r);
-}
-
-// Runs `entry.template operator()<kE, kM>(x, y[, z], env, r)` for f's FastLayout (c only for
-// Fma: kN == 3); false for the general path. Each entry tests that its operands are normal.
-template <int kN, int kE, int kM, class Entry>
-[[gnu::always_inline]] inline bool FastEntryFor(const OpEnv& env, OpResult* r, uint64_t a,
-                                                uint64_t b, uint64_t c, const Entry& entry) {
-  using L = Layout<kE, kM>;
-  const uint32_t x = L::Bits(a), y = L::Bits(b), z = L::Bits(c);
-  if constexpr (kN == 3) {
-    return entry.template operator()<kE, kM>(x, y, z, env, r);
-  } else {
-    return entry.template operator()<kE, kM>(x, y, env, r);
-  }
-}
-
-template <int kN, class Entry>
-[[gnu::always_inline]] inline bool FastEntry(const FormatSpec& f, const OpEnv& env, OpResult* r,
-                                             uint64_t a, uint64_t b, uint64_t c,
-                                             const Entry& entry) {
-  // float32 first: one compare for the most common format (a switch tests all three first).
-  const FastLayout layout = f.d.fast_layout;
-  if (layout == FastLayout::kBinary32) [[likely]] {
-    return FastEntryFor<kN, 8, 23>(env, r, a, b, c, entry);
-  }
-  if (layout == FastLayout::kBFloat16) return FastEntryFor<kN, 8, 7>(env, r, a, b, c, entry);
-  if (layout == FastLayout::kBinary16) return FastEntryFor<kN, 5, 10>(env, r, a, b, c, entry);
-  return false;
-}
-
 // Every operand class and every format; out of line, so that the fast entries that precede it
 // in the exported functions stay free of its register and stack set-up.
 [[gnu::noinline]] OpResult AddGeneral(const FormatSpec& f, uint64_t a, uint64_t b, bool negate_b,
@@ -392,15 +339,40 @@ namespace {
 
 }  // namespace
 
-OpResult Mul(const FormatSpec& f, uint64_t a, uint64_t b, const OpEnv& env) {
-  if (f.d.fast_layout != FastLayout::kNone) [[likely]] {
-    OpResult r;
-    const auto mul = []<int kE, int kM>(uint32_t x, uint32_t y, const OpEnv& e, OpResult* out) {
-      return MulNormal<kE, kM>(x, y, e, out);
-    };
-    if (FastEntry<2>(f, env, &r, a, b, 0, mul)) return r;
+namespace {
+
+// Mul for f's layout, in the manner of AddFor: the product of two p-bit significands (at most
+// 48 bits) is exact in 64 bits and goes straight to the rounding.
+template <int kE, int kM>
+[[gnu::always_inline]] inline OpResult MulFor(const FormatSpec& f, uint64_t a, uint64_t b,
+                                              const OpEnv& env) {
+  using L = Layout<kE, kM>;
+  const uint32_t x = L::Bits(a), y = L::Bits(b);
+  if (!L::Normal(x) || !L::Normal(y)) [[unlikely]] {
+    const OpResult g = MulGeneral(f, a, b, env);
+    return FullResult(g.bits, g.flags);
   }
-  return MulGeneral(f, a, b, env);
+  const bool sign = L::Sign(x) != L::Sign(y);
+  const int32_t e = static_cast<int32_t>(L::Field(x) + L::Field(y)) - 2 * (L::kBias + kM);
+  const uint64_t product = L::Significand(x) * L::Significand(y);
+  OpResult r;
+  if (round_pack_internal::RoundNormal64(round_pack_internal::IeeeParams<kE, kM>{}, sign, e,
+                                         product, false, env, &r)) [[likely]] {
+    return FullResult(r.bits, r.flags);
+  }
+  const OpResult g = round_pack_internal::RoundPackImpl<uint64_t>(f, sign, e, product, false, env);
+  return FullResult(g.bits, g.flags);
+}
+
+}  // namespace
+
+OpResult Mul(const FormatSpec& f, uint64_t a, uint64_t b, const OpEnv& env) {
+  const FastLayout layout = f.d.fast_layout;
+  if (layout == FastLayout::kBinary32) [[likely]] return MulFor<8, 23>(f, a, b, env);
+  if (layout == FastLayout::kBFloat16) return MulFor<8, 7>(f, a, b, env);
+  if (layout == FastLayout::kBinary16) return MulFor<5, 10>(f, a, b, env);
+  const OpResult g = MulGeneral(f, a, b, env);
+  return FullResult(g.bits, g.flags);
 }
 
 OpResult Div(const FormatSpec& f, uint64_t a, uint64_t b, const OpEnv& env) {
@@ -473,14 +445,78 @@ namespace {
 
 }  // namespace
 
-OpResult Fma(const FormatSpec& f, uint64_t a, uint64_t b, uint64_t c, const OpEnv& env) {
-  if (f.d.fast_layout != FastLayout::kNone) [[likely]] {
-    OpResult r;
-    const auto fma = []<int kE, int kM>(uint32_t x, uint32_t y, uint32_t z, const OpEnv& e,
-                                        OpResult* out) { return FmaNormal<kE, kM>(x, y, z, e, out); };
-    if (FastEntry<3>(f, env, &r, a, b, c, fma)) return r;
+namespace {
+
+// Fma for f's layout, in the manner of AddFor: all three operands normal here, anything else on
+// the general path.
+template <int kE, int kM>
+[[gnu::always_inline]] inline OpResult FmaFor(const FormatSpec& f, uint64_t a, uint64_t b,
+                                              uint64_t c, const OpEnv& env) {
+  using L = Layout<kE, kM>;
+  const uint32_t x = L::Bits(a), y = L::Bits(b), z = L::Bits(c);
+  if (!L::Normal(x) || !L::Normal(y) || !L::Normal(z)) [[unlikely]] {
+    const OpResult g = FmaGeneral(f, a, b, c, env);
+    return FullResult(g.bits, g.flags);
   }
-  return FmaGeneral(f, a, b, c, env);
+  // The product of two p-bit significands has 2p - 1 or 2p <= 48 bits; it and the addend go to
+  // a 64-bit window with their leading bits at 61, as in AddFor, with known shifts. Their lowest
+  // bits are then at 61 - 2kM - 1 >= 14 and 61 - kM >= 38. Exponents are those of the leading
+  // bits, in the addend's biased scale (so they stay small integers).
+  constexpr int kTop = 61;
+  const uint64_t product = L::Significand(x) * L::Significand(y);
+  const uint32_t carry = static_cast<uint32_t>(product >> (2 * kM + 1));
+  const uint64_t m_p = product << (kTop - 2 * kM - carry);
+  const uint64_t m_z = L::Significand(z) << (kTop - kM);
+  const int32_t e_p =
+      static_cast<int32_t>(L::Field(x) + L::Field(y) + carry) - L::kBias;
+  const int32_t e_z = static_cast<int32_t>(L::Field(z));
+  // |hi| >= |lo|: by exponent, then by significand. Masked selects throughout (the order of
+  // random operands is unpredictable); for equal exponents the distance is 0 either way.
+  const int32_t dd = e_p - e_z;
+  const bool swap = (dd < 0) | ((dd == 0) & (m_z > m_p));
+  const uint64_t swap_mask = 0 - static_cast<uint64_t>(swap);
+  const uint64_t t = (m_p ^ m_z) & swap_mask;
+  const uint64_t m_hi = m_p ^ t, m_lo = m_z ^ t;
+  const int32_t dd_sign = dd >> 31;  // -1 when the addend's exponent is the larger.
+  const uint32_t d = static_cast<uint32_t>((dd ^ dd_sign) - dd_sign);  // |dd|.
+  const int32_t e_hi = e_p - (dd & dd_sign);                            // max(e_p, e_z).
+  const uint32_t s_p = (x ^ y) >> L::kSignShift, s_z = z >> L::kSignShift;
+  const bool s_hi = ((s_p ^ ((s_p ^ s_z) & static_cast<uint32_t>(swap))) & 1) != 0;
+  // Alignment with the bits shifted out jammed into bit 0 (SoftFloat's shiftRightJam). Bits are
+  // lost only for d >= 15 (the product's lowest bit is at 14 or above), where the result's
+  // leading bit stays at 60 or above (|hi| >= 2^61, |lo| < 2^47 after the shift): every bit the
+  // rounding reads is at 60 - kM - 32 >= 5 or above, and x + (a | 1) and x - (a | 1) agree with
+  // x + (a + f) and x - (a + f), 0 < f < 1, from bit 1 up and are nonzero below it, as those
+  // are. A shift of 63 leaves nothing of m_lo (< 2^62) but the jam.
+  const unsigned shift = d < 63 ? d : 63;
+  uint64_t aligned = m_lo >> shift;
+  aligned |= static_cast<uint64_t>((aligned << shift) != m_lo);
+  const uint64_t negate = 0 - static_cast<uint64_t>((s_p ^ s_z) & 1);
+  const uint64_t sum = m_hi + ((aligned ^ negate) - negate);
+  // sum is 0 only for x*y = -z exactly: +0, or -0 when rounding downward (ZeroSumSign).
+  if (sum == 0) [[unlikely]] {
+    return FullResult(env.rounding == Rounding::kDownward ? uint64_t{1} << L::kSignShift : 0, 0);
+  }
+  const int32_t exponent = e_hi - L::kBias - kTop;
+  OpResult r;
+  if (round_pack_internal::RoundNormal64(round_pack_internal::IeeeParams<kE, kM>{}, s_hi,
+                                         exponent, sum, false, env, &r)) [[likely]] {
+    return FullResult(r.bits, r.flags);
+  }
+  const OpResult g =
+      round_pack_internal::RoundPackImpl<uint64_t>(f, s_hi, exponent, sum, false, env);
+  return FullResult(g.bits, g.flags);
+}
+
+}  // namespace
+
+OpResult Fma(const FormatSpec& f, uint64_t a, uint64_t b, uint64_t c, const OpEnv& env) {
+  const FastLayout layout = f.d.fast_layout;
+  if (layout == FastLayout::kBinary32) [[likely]] return FmaFor<8, 23>(f, a, b, c, env);
+  if (layout == FastLayout::kBFloat16) return FmaFor<8, 7>(f, a, b, c, env);
+  if (layout == FastLayout::kBinary16) return FmaFor<5, 10>(f, a, b, c, env);
+  const OpResult g = FmaGeneral(f, a, b, c, env);
+  return FullResult(g.bits, g.flags);
 }
 
 OpResult Sqrt(const FormatSpec& f, uint64_t a, const OpEnv& env) {
