@@ -127,6 +127,57 @@ TEST_P(FastEntryTest, SameBitsAndFlagsAsTheGeneralPath) {
 // (the largest r that rounds toward zero) and to 2^k - T (the smallest that rounds away). A fast
 // entry that lost a borrow or a sticky bit in the alignment reads T + 1 or T - 1 and decides the
 // other way for one of the two.
+// The top k bits below the last of p kept bits of `exact` (nonzero), as an integer.
+uint64_t TopDiscardedBits(uint128 exact, int p, int k) {
+  int lead = 127;
+  while (!((exact >> lead) & 1)) --lead;
+  const int lsb = lead - (p - 1);
+  if (lsb <= 0) return 0;  // Nothing discarded.
+  const uint128 below = exact & ((uint128{1} << lsb) - 1);
+  return lsb >= k ? static_cast<uint64_t>(below >> (lsb - k))
+                  : static_cast<uint64_t>(below << (k - lsb));
+}
+
+// Checks Add, Sub or Fma (by `name`) on f's fast entry against the general path under sr<k> with
+// r on either side of the threshold for the exact result's top discarded bits t, and the general
+// path against the threshold itself: one unit up in magnitude from the truncated result exactly
+// for r = 2^k - t when t > 0 (for a normal, finite truncated result, where t is what the rounding
+// reads). Returns false on a difference.
+bool SameAtTheThreshold(const FormatSpec& f, const FormatSpec& general, const char* name,
+                        uint64_t a, uint64_t b, uint64_t c, int k, uint64_t t, uint64_t i) {
+  const auto op = [&](const FormatSpec& g, const OpEnv& env) {
+    return name[0] == 'a' ? Add(g, a, b, env) : name[0] == 's' ? Sub(g, a, b, env)
+                                                               : Fma(g, a, b, c, env);
+  };
+  OpEnv rtz;
+  rtz.rounding = Rounding::kTowardZero;
+  const OpResult truncated = op(general, rtz);
+  const uint64_t field = (truncated.bits >> f.fraction_bits) & f.d.max_biased_exponent;
+  const bool normal = field != 0 && field != f.d.max_biased_exponent &&
+                      !(truncated.flags & kOverflow);
+  const uint64_t all = (uint64_t{1} << k) - 1;
+  bool same = true;
+  for (const uint64_t sr_random : {all - t, (all - t + 1) & all}) {
+    OpEnv env;
+    env.rounding = Rounding::kStochastic;
+    env.sr_bits = k;
+    env.sr_random = sr_random;
+    const OpResult fast = op(f, env), slow = op(general, env);
+    if (normal) {
+      const bool away = sr_random == all - t + 1 && t != 0;
+      EXPECT_EQ(slow.bits, truncated.bits + (away ? 1 : 0))
+          << CaseText(f, name, a, b, c, i) << " sr" << k << " r " << sr_random;
+    }
+    if (fast != slow) {
+      same = false;
+      ADD_FAILURE() << CaseText(f, name, a, b, c, i) << " sr" << k << " r " << std::hex
+                    << sr_random << ": fast " << fast.bits << "/" << int{fast.flags}
+                    << ", general " << slow.bits << "/" << int{slow.flags};
+    }
+  }
+  return same;
+}
+
 TEST_P(FastEntryTest, StochasticRoundingAtTheThresholdAfterAlignment) {
   const FormatSpec& f = *FindFormat(GetParam());
   FormatSpec general = f;
@@ -152,41 +203,54 @@ TEST_P(FastEntryTest, StochasticRoundingAtTheThresholdAfterAlignment) {
     const uint128 y = frac_b | (uint64_t{1} << f.fraction_bits);
     const uint128 exact = negative_b == subtract ? x + y : x >= y ? x - y : y - x;
     if (exact == 0) continue;
-    int lead = 127;
-    while (!((exact >> lead) & 1)) --lead;
-    const int lsb = lead - (p - 1);
-    const uint128 below = exact & ((uint128{1} << lsb) - 1);  // lsb >= p - 1 > 0 here.
-    const uint64_t t = lsb >= k ? static_cast<uint64_t>(below >> (lsb - k))
-                                : static_cast<uint64_t>(below << (k - lsb));
-    const uint64_t all = (uint64_t{1} << k) - 1;
-    OpEnv rtz;
-    rtz.rounding = Rounding::kTowardZero;
-    const OpResult truncated = subtract ? Sub(general, a, b, rtz) : Add(general, a, b, rtz);
-    for (const uint64_t sr_random : {all - t, (all - t + 1) & all}) {
-      OpEnv env;
-      env.rounding = Rounding::kStochastic;
-      env.sr_bits = k;
-      env.sr_random = sr_random;
-      const OpResult fast = subtract ? Sub(f, a, b, env) : Add(f, a, b, env);
-      const OpResult slow = subtract ? Sub(general, a, b, env) : Add(general, a, b, env);
-      // The threshold itself: away from zero (one unit up in magnitude) exactly for r = 2^k - T
-      // when T > 0 (below it, or r wrapping to 0 for T = 0, rounds toward zero).
-      if (!(truncated.flags & kOverflow)) {
-        const bool away = sr_random == all - t + 1 && t != 0;
-        EXPECT_EQ(slow.bits, truncated.bits + (away ? 1 : 0))
-            << CaseText(f, subtract ? "sub" : "add", a, b, 0, i) << " sr" << k;
-      }
-      ++checked;
-      if (fast != slow) {
-        ++failures;
-        ADD_FAILURE() << CaseText(f, subtract ? "sub" : "add", a, b, 0, i) << " sr" << k
-                      << " r " << std::hex << sr_random << ": fast " << fast.bits << "/"
-                      << int{fast.flags} << ", general " << slow.bits << "/"
-                      << int{slow.flags};
-      }
-    }
+    const uint64_t t = TopDiscardedBits(exact, p, k);
+    if (!SameAtTheThreshold(f, general, subtract ? "sub" : "add", a, b, 0, k, t, i)) ++failures;
+    ++checked;
   }
-  EXPECT_GT(checked, 100000);
+  EXPECT_GT(checked, 50000);
+}
+
+// The same for Fma: the product's exponent and the addend's differ by up to 63 either way.
+TEST_P(FastEntryTest, FmaStochasticRoundingAtTheThresholdAfterAlignment) {
+  const FormatSpec& f = *FindFormat(GetParam());
+  FormatSpec general = f;
+  general.d.fast_layout = FastLayout::kNone;
+  const int p = f.fraction_bits + 1, m = f.fraction_bits;
+  const int64_t max_field = static_cast<int64_t>(f.d.max_biased_exponent), bias = f.bias;
+  const uint64_t frac_mask = f.d.fraction_mask;
+  int failures = 0, checked = 0;
+  for (uint64_t i = 0; i < 100000 && failures < 10; ++i) {
+    const uint64_t r = SplitMix64(0xF3A + f.width, 3 * i), q = SplitMix64(0xF3A, 3 * i + 1),
+                   u = SplitMix64(0xF3A, 3 * i + 2);
+    const int k = static_cast<int>(1 + r % 32);
+    const int64_t dd = static_cast<int64_t>(q % 127) - 63;  // Product exponent - addend's.
+    const int64_t field_c = 1 + static_cast<int64_t>((r >> 8) % (max_field - 1));
+    const int64_t field_a = 1 + static_cast<int64_t>((q >> 8) % (max_field - 1));
+    const int64_t field_b = field_c + dd + bias - field_a;
+    if (field_b < 1 || field_b >= max_field) continue;
+    uint64_t frac_a = (r >> 16) & frac_mask, frac_b = (q >> 16) & frac_mask,
+             frac_c = (u >> 16) & frac_mask;
+    // Runs of zeros (alignment borrows) in the operands as often as random bits.
+    if ((u >> 1) & 1) frac_b &= ~(uint64_t{0x3F} << ((u >> 2) % p)) | 1;
+    if ((u >> 8) & 1) frac_c &= ~(uint64_t{0x3F} << ((u >> 9) % p)) | 1;
+    const uint64_t sa = u >> 63, sb = (u >> 62) & 1, sc = (u >> 61) & 1;
+    const uint64_t a = (sa << (f.width - 1)) | (static_cast<uint64_t>(field_a) << m) | frac_a;
+    const uint64_t b = (sb << (f.width - 1)) | (static_cast<uint64_t>(field_b) << m) | frac_b;
+    const uint64_t c = (sc << (f.width - 1)) | (static_cast<uint64_t>(field_c) << m) | frac_c;
+    // Exact magnitudes in units of the lower of the two last bits: the product's exponent is
+    // (field_a + field_b - 2 bias - 2m), the addend's (field_c - bias - m), m - dd apart.
+    const uint128 product = uint128{frac_a | (uint64_t{1} << m)} * (frac_b | (uint64_t{1} << m));
+    const uint128 addend = frac_c | (uint64_t{1} << m);
+    const int64_t gap = dd - m;  // Product exponent - addend exponent (|gap| <= 63 + 23).
+    const uint128 xp = gap > 0 ? product << gap : product;
+    const uint128 xc = gap < 0 ? addend << -gap : addend;
+    const uint128 exact = (sa ^ sb) == sc ? xp + xc : xp >= xc ? xp - xc : xc - xp;
+    if (exact == 0) continue;
+    const uint64_t t = TopDiscardedBits(exact, p, k);
+    if (!SameAtTheThreshold(f, general, "fma", a, b, c, k, t, i)) ++failures;
+    ++checked;
+  }
+  EXPECT_GT(checked, 20000);
 }
 
 INSTANTIATE_TEST_SUITE_P(Layouts, FastEntryTest,
