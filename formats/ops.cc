@@ -2,6 +2,7 @@
 // an exact significand (or an exact truncated one plus a sticky bit) and calls RoundPack once.
 #include "formats/ops.h"
 
+#include <algorithm>
 #include <bit>
 #include <cstddef>
 
@@ -191,6 +192,54 @@ inline OpResult FullResult(uint64_t bits, Flags flags) {
   return std::bit_cast<OpResult>(Words{bits, flags});
 }
 
+// The alignment of the smaller operand in AddFor and FmaFor. Both operands sit in a 64-bit
+// window with their leading bits at 61; hi >= 2^61, and lo < 2^62 is shifted right by d, the
+// exponent difference. Whenever bits are shifted out (d > 1 there), lo < 2^60 after the shift,
+// so the result's leading bit stays at 60 or above and its last kept bit (p = kM + 1 bits) at
+// 60 - kM or above: the round bit is at 59 - kM or above, and stochastic rounding's bits (at
+// most 32) reach down to bit 28 - kM. The rounding reads nothing else but whether any bit
+// below those is set.
+//
+// A shift s that drops bits of lo leaves an integer a in place of the exact a + f, 0 < f < 1
+// (s is clamped to 61, which keeps lo's leading bit, so a >= 1). If a < 2^t and hi has zeros
+// below bit t, then hi + a and hi + (a + f) agree in every bit from t up, as do hi - a and
+// hi - (a + f) (both are hi - 2^t plus something in (0, 2^t)), and all four are nonzero below
+// bit t: where the rounding reads nothing below t, a rounds as a + f. Otherwise the bits
+// shifted out are jammed into bit 0 (SoftFloat's shiftRightJam): hi + (a | 1) and hi - (a | 1)
+// agree with hi + (a + f) and hi - (a + f) from bit 1 up and are nonzero below it (for s = 61
+// and a = 1, with the exact value in (0, 2), as well), and bit 1 is below anything read.
+enum class Alignment : uint8_t {
+  kExact,            // d never exceeds lo's lowest possible bit: nothing is shifted out.
+  kTruncated,        // a rounds as a + f in every mode.
+  kJammedUnderSr,    // a rounds as a + f except under stochastic rounding, which gets the jam.
+  kJammed,           // The jam in every mode.
+};
+
+// For lo with no bit below `lo_low`, hi with none below `hi_low`, and d <= max_d.
+constexpr Alignment AlignmentFor(int max_d, int lo_low, int hi_low, int m) {
+  if (max_d <= lo_low) return Alignment::kExact;
+  const int t = 61 - lo_low;  // a = lo >> s < 2^(62 - s) <= 2^t for s >= lo_low + 1.
+  if (t > hi_low || t > 59 - m) return Alignment::kJammed;
+  if (t > 28 - m) return Alignment::kJammedUnderSr;
+  return Alignment::kTruncated;
+}
+
+template <Alignment kA>
+[[gnu::always_inline]] inline uint64_t AlignLo(uint64_t lo, uint32_t d, const OpEnv& env) {
+  if constexpr (kA == Alignment::kExact) {
+    return lo >> d;
+  } else {
+    const unsigned shift = d < 61 ? d : 61;
+    const uint64_t a = lo >> shift;
+    const uint64_t jam = static_cast<uint64_t>((a << shift) != lo);
+    if constexpr (kA == Alignment::kJammed) return a | jam;
+    if constexpr (kA == Alignment::kJammedUnderSr) {
+      if (env.rounding == Rounding::kStochastic) [[unlikely]] return a | jam;
+    }
+    return a;
+  }
+}
+
 // Add and Sub for f's layout: both-normal operands here, anything else on the general path.
 // Once the operands are known to be normal, f, a and b are no longer needed (the fast path
 // keeps few registers live): an exact zero sum is packed here, and a result that is tiny or
@@ -223,33 +272,13 @@ template <int kE, int kM>
   const uint32_t d = e_hi - e_lo;  // 0 .. 2^kE - 3.
   const uint64_t m_hi = L::Significand(hi) << kLow;
   const uint64_t m_lo = L::Significand(lo) << kLow;
-  // After the alignment |hi| >= 2^61 and (for d >= 2) |lo| < 2^60, so the result's leading bit
-  // stays at 60 or above and its last kept bit at 60 - kM or above: the round bit is at 59 - kM
-  // or above and the stochastic-rounding bits (at most 32) reach down to bit 28 - kM. Shifts up
-  // to kLow shift out only zeros (d <= 1 among them).
-  uint64_t aligned;
-  if constexpr ((1 << kE) - 3 <= kLow) {
-    // float16: d <= 29 <= kLow = 51; the alignment is exact.
-    aligned = m_lo >> d;
-  } else {
-    // A shift s above kLow leaves an addend 1 <= a < 2^kM in place of a + f, 0 <= f < 1 (s is
-    // clamped to 61, which keeps lo's leading bit); x has zeros below bit kLow >= 38. Then
-    // x + a and x + (a + f) agree in every bit from kM up, as do x - a and x - (a + f)
-    // (both are x - 2^kM plus something in (0, 2^kM)), and all four are nonzero below bit kM.
-    // Where the rounding reads only the bits from kM up and whether any bit below is set, a
-    // rounds as a + f and no sticky bit is needed: in every mode but stochastic rounding (the
-    // round bit is at 59 - kM > kM), and under it too when 28 - kM >= kM (bfloat16).
-    const unsigned shift = d < kTop ? d : kTop;
-    aligned = m_lo >> shift;
-    if constexpr (kM >= 28 - kM) {
-      // float32 under stochastic rounding: the bits shifted out are jammed into bit 0
-      // (SoftFloat's shiftRightJam). x + (a | 1) and x - (a | 1) agree with x + (a + f) and
-      // x - (a + f) in every bit from 1 up and are nonzero below it, as those are.
-      if (env.rounding == Rounding::kStochastic) [[unlikely]] {
-        aligned |= static_cast<uint64_t>((aligned << shift) != m_lo);
-      }
-    }
-  }
+  // float16: d <= 29 <= kLow = 51, exact; bfloat16: a < 2^7, truncated; float32: a < 2^23,
+  // jammed under stochastic rounding only (AlignmentFor).
+  constexpr Alignment kAlign = AlignmentFor((1 << kE) - 3, kLow, kLow, kM);
+  static_assert(kAlign == (kM == 23  ? Alignment::kJammedUnderSr
+                           : kM == 7 ? Alignment::kTruncated
+                                     : Alignment::kExact));
+  const uint64_t aligned = AlignLo<kAlign>(m_lo, d, env);
   // Opposite signs subtract: -v is (v ^ ~0) + 1, selected by a mask (the signs of random
   // operands are unpredictable). The exchange keeps x ^ y, so the mask needs no ordering.
   const uint64_t negate = 0 - static_cast<uint64_t>(((x ^ y) >> L::kSignShift) & 1);
@@ -482,15 +511,22 @@ template <int kE, int kM>
   const int32_t e_hi = e_p - (dd & dd_sign);                            // max(e_p, e_z).
   const uint32_t s_p = (x ^ y) >> L::kSignShift, s_z = z >> L::kSignShift;
   const bool s_hi = ((s_p ^ ((s_p ^ s_z) & static_cast<uint32_t>(swap))) & 1) != 0;
-  // Alignment with the bits shifted out jammed into bit 0 (SoftFloat's shiftRightJam). Bits are
-  // lost only for d >= 15 (the product's lowest bit is at 14 or above), where the result's
-  // leading bit stays at 60 or above (|hi| >= 2^61, |lo| < 2^47 after the shift): every bit the
-  // rounding reads is at 60 - kM - 32 >= 5 or above, and x + (a | 1) and x - (a | 1) agree with
-  // x + (a + f) and x - (a + f), 0 < f < 1, from bit 1 up and are nonzero below it, as those
-  // are. A shift of 63 leaves nothing of m_lo (< 2^62) but the jam.
-  const unsigned shift = d < 63 ? d : 63;
-  uint64_t aligned = m_lo >> shift;
-  aligned |= static_cast<uint64_t>((aligned << shift) != m_lo);
+  // Either may be lo: the product (no bit below 60 - 2kM) or the addend (none below 61 - kM).
+  // The exponents differ by at most 45 in float16 (fields 1..30) and by any amount in the 8-bit
+  // layouts. float32: a product hi has bits down to 14 and a truncated addend reaches 2^23:
+  // jammed. bfloat16: truncated addends stay below 2^7 and products below 2^15, under every
+  // bit read (down to 21): truncated. float16: the addend is never shifted out, a truncated
+  // product reaches 2^21, above stochastic rounding's bit 18: jammed under it only.
+  // e_p is in [2 - bias, 2 kFieldTop + 1 - bias], e_z in [1, kFieldTop].
+  constexpr int kFieldTop = (1 << kE) - 2;
+  constexpr int kMaxD = std::max(2 * kFieldTop - L::kBias, kFieldTop - 2 + L::kBias);
+  constexpr int kLowP = kTop - 2 * kM - 1, kLowZ = kTop - kM;
+  constexpr Alignment kAlign = std::max(AlignmentFor(kMaxD, kLowP, kLowZ, kM),
+                                        AlignmentFor(kMaxD, kLowZ, kLowP, kM));
+  static_assert(kAlign == (kM == 23  ? Alignment::kJammed
+                           : kM == 7 ? Alignment::kTruncated
+                                     : Alignment::kJammedUnderSr));
+  const uint64_t aligned = AlignLo<kAlign>(m_lo, d, env);
   const uint64_t negate = 0 - static_cast<uint64_t>((s_p ^ s_z) & 1);
   const uint64_t sum = m_hi + ((aligned ^ negate) - negate);
   // sum is 0 only for x*y = -z exactly: +0, or -0 when rounding downward (ZeroSumSign).
