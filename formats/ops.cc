@@ -2,7 +2,9 @@
 // an exact significand (or an exact truncated one plus a sticky bit) and calls RoundPack once.
 #include "formats/ops.h"
 
+#include <algorithm>
 #include <bit>
+#include <cstddef>
 
 #include "formats/round_pack.h"
 
@@ -162,90 +164,138 @@ struct Layout {
   static bool Sign(uint32_t x) { return ((x >> kSignShift) & 1) != 0; }
 };
 
-// Each entry rounds the common case (a result normal before and after rounding, RoundNormal64
-// with the layout's constants) into *r and returns true; anything else (an exact zero sum, a
-// tiny or overflowing result) returns false, and the operation starts again on the general
-// path, which gives the same result (ops_fast_entry_test). One exit keeps the entries free of
-// the general path's calls.
-template <int kE, int kM>
-[[gnu::always_inline]] inline bool AddNormal(uint32_t x, uint32_t y, bool negate_b,
-                                             const OpEnv& env, OpResult* r) {
-  using L = Layout<kE, kM>;
-  constexpr int kTop = 61;  // NormalizeAndOrder's leading-bit position in 64 bits.
-  y ^= static_cast<uint32_t>(negate_b) << L::kSignShift;
-  // Ordered by magnitude, signs and all.
-  const bool swap = (y & L::kMagMask) > (x & L::kMagMask);
-  const uint32_t hi = swap ? y : x, lo = swap ? x : y;
-  const bool s_hi = L::Sign(hi);
-  const int32_t e_hi = static_cast<int32_t>(L::Field(hi)),
-                e_lo = static_cast<int32_t>(L::Field(lo));
-  const AlignedSum<uint64_t> s =
-      AlignAndAdd<uint64_t>(s_hi, L::Significand(hi) << (kTop - kM), L::Sign(lo), e_hi - e_lo,
-                            L::Significand(lo) << (kTop - kM));
-  if (s.sum == 0) [[unlikely]] return false;
-  return round_pack_internal::RoundNormal64(round_pack_internal::IeeeParams<kE, kM>{}, s_hi,
-                                            e_hi - L::kBias - kTop, s.sum, s.sticky, env, r);
+// Each entry (AddFor, MulFor, FmaFor) tests its operands first and sends any that is not
+// normal to the general path (AddGeneral, ...) unchanged. From there on it needs only env: it
+// computes the exact result (or one that rounds identically, see the alignments), rounds the
+// common case (a result normal before and after rounding) with RoundNormal64 and the layout's
+// constants, packs an exact zero sum itself, and hands a tiny or overflowing result to
+// RoundPackImpl, as RoundPack64 does on the general path. ops_fast_entry_test compares every
+// entry with the general path bit for bit and flag for flag. The entries use no
+// data-dependent branches: with random operands the order, signs and alignment are
+// unpredictable, and a mispredicted branch costs more than the selects that replace it.
+[[gnu::noinline]] OpResult AddGeneral(const FormatSpec& f, uint64_t a, uint64_t b, bool negate_b,
+                                      const OpEnv& env);
+[[gnu::noinline]] OpResult MulGeneral(const FormatSpec& f, uint64_t a, uint64_t b,
+                                      const OpEnv& env);
+[[gnu::noinline]] OpResult FmaGeneral(const FormatSpec& f, uint64_t a, uint64_t b, uint64_t c,
+                                      const OpEnv& env);
+
+// {bits, flags} made from two whole 64-bit words. Built field by field, the bytes after flags
+// are left undefined, and GCC (12) carries them along and merges them with the general path's
+// result in a spare callee-saved register (saved and restored on every call); from whole words
+// every path returns in rax:rdx as it is.
+inline OpResult FullResult(uint64_t bits, Flags flags) {
+  struct Words {
+    uint64_t bits, flags;
+  };
+  static_assert(sizeof(Words) == sizeof(OpResult) && offsetof(OpResult, flags) == 8);
+  return std::bit_cast<OpResult>(Words{bits, flags});
 }
 
-template <int kE, int kM>
-[[gnu::always_inline]] inline bool MulNormal(uint32_t x, uint32_t y, const OpEnv& env,
-                                             OpResult* r) {
-  using L = Layout<kE, kM>;
-  const int32_t e = static_cast<int32_t>(L::Field(x) + L::Field(y)) - 2 * (L::kBias + kM);
-  return round_pack_internal::RoundNormal64(round_pack_internal::IeeeParams<kE, kM>{},
-                                            L::Sign(x) != L::Sign(y), e,
-                                            L::Significand(x) * L::Significand(y), false, env, r);
+// The alignment of the smaller operand in AddFor and FmaFor. Both operands sit in a 64-bit
+// window with their leading bits at 61; hi >= 2^61, and lo < 2^62 is shifted right by d, the
+// exponent difference. Whenever bits are shifted out (d > 1 there), lo < 2^60 after the shift,
+// so the result's leading bit stays at 60 or above and its last kept bit (p = kM + 1 bits) at
+// 60 - kM or above: the round bit is at 59 - kM or above, and stochastic rounding's bits (at
+// most 32) reach down to bit 28 - kM. The rounding reads nothing else but whether any bit
+// below those is set.
+//
+// A shift s that drops bits of lo leaves an integer a in place of the exact a + f, 0 < f < 1
+// (s is clamped to 61, which keeps lo's leading bit, so a >= 1). If a < 2^t and hi has zeros
+// below bit t, then hi + a and hi + (a + f) agree in every bit from t up, as do hi - a and
+// hi - (a + f) (both are hi - 2^t plus something in (0, 2^t)), and all four are nonzero below
+// bit t: where the rounding reads nothing below t, a rounds as a + f. Otherwise the bits
+// shifted out are jammed into bit 0 (SoftFloat's shiftRightJam): hi + (a | 1) and hi - (a | 1)
+// agree with hi + (a + f) and hi - (a + f) from bit 1 up and are nonzero below it (for s = 61
+// and a = 1, with the exact value in (0, 2), as well), and bit 1 is below anything read.
+enum class Alignment : uint8_t {
+  kExact,            // d never exceeds lo's lowest possible bit: nothing is shifted out.
+  kTruncated,        // a rounds as a + f in every mode.
+  kJammedUnderSr,    // a rounds as a + f except under stochastic rounding, which gets the jam.
+  kJammed,           // The jam in every mode.
+};
+
+// For lo with no bit below `lo_low`, hi with none below `hi_low`, and d <= max_d.
+constexpr Alignment AlignmentFor(int max_d, int lo_low, int hi_low, int m) {
+  if (max_d <= lo_low) return Alignment::kExact;
+  const int t = 61 - lo_low;  // a = lo >> s < 2^(62 - s) <= 2^t for s >= lo_low + 1.
+  if (t > hi_low || t > 59 - m) return Alignment::kJammed;
+  if (t > 28 - m) return Alignment::kJammedUnderSr;
+  return Alignment::kTruncated;
 }
 
-template <int kE, int kM>
-[[gnu::always_inline]] inline bool FmaNormal(uint32_t x, uint32_t y, uint32_t z,
-                                             const OpEnv& env, OpResult* r) {
-  using L = Layout<kE, kM>;
-  const int32_t ep = static_cast<int32_t>(L::Field(x) + L::Field(y)) - 2 * (L::kBias + kM);
-  const int32_t ez = static_cast<int32_t>(L::Field(z)) - (L::kBias + kM);
-  // The product has 2p - 1 or 2p <= 48 bits (within the 64-bit window's 59); both leading bits
-  // go to kTop with known shifts.
-  constexpr int kTop = 61;
-  const uint64_t product = L::Significand(x) * L::Significand(y);
-  const int carry = static_cast<int>(product >> (2 * kM + 1));
-  const int shift = kTop - 2 * kM - carry;
-  const OrderedPair<uint64_t> o =
-      Order<uint64_t>(L::Sign(x) != L::Sign(y), ep - shift, product << shift, L::Sign(z),
-                      ez - (kTop - kM), L::Significand(z) << (kTop - kM));
-  const AlignedSum<uint64_t> s = AlignAndAdd<uint64_t>(o.sx, o.mx, o.sy, o.d, o.my);
-  if (s.sum == 0) [[unlikely]] return false;
-  return round_pack_internal::RoundNormal64(round_pack_internal::IeeeParams<kE, kM>{}, o.sx, o.ex,
-                                            s.sum, s.sticky, env, r);
-}
-
-// Runs `entry.template operator()<kE, kM>(x, y[, z], env, r)` for f's FastLayout when every
-// operand is normal (c only for Fma: kN == 3); false for the general path.
-template <int kN, int kE, int kM, class Entry>
-[[gnu::always_inline]] inline bool FastEntryFor(const OpEnv& env, OpResult* r, uint64_t a,
-                                                uint64_t b, uint64_t c, const Entry& entry) {
-  using L = Layout<kE, kM>;
-  const uint32_t x = L::Bits(a), y = L::Bits(b), z = L::Bits(c);
-  if (!L::Normal(x) || !L::Normal(y)) return false;
-  if constexpr (kN == 3) {
-    if (!L::Normal(z)) return false;
-    return entry.template operator()<kE, kM>(x, y, z, env, r);
+template <Alignment kA>
+[[gnu::always_inline]] inline uint64_t AlignLo(uint64_t lo, uint32_t d, const OpEnv& env) {
+  if constexpr (kA == Alignment::kExact) {
+    return lo >> d;
   } else {
-    return entry.template operator()<kE, kM>(x, y, env, r);
+    const unsigned shift = d < 61 ? d : 61;
+    const uint64_t a = lo >> shift;
+    const uint64_t jam = static_cast<uint64_t>((a << shift) != lo);
+    if constexpr (kA == Alignment::kJammed) return a | jam;
+    if constexpr (kA == Alignment::kJammedUnderSr) {
+      if (env.rounding == Rounding::kStochastic) [[unlikely]] return a | jam;
+    }
+    return a;
   }
 }
 
-template <int kN, class Entry>
-[[gnu::always_inline]] inline bool FastEntry(const FormatSpec& f, const OpEnv& env, OpResult* r,
-                                             uint64_t a, uint64_t b, uint64_t c,
-                                             const Entry& entry) {
-  // float32 first: one compare for the most common format (a switch tests all three first).
-  const FastLayout layout = f.d.fast_layout;
-  if (layout == FastLayout::kBinary32) [[likely]] {
-    return FastEntryFor<kN, 8, 23>(env, r, a, b, c, entry);
+// Add and Sub for f's layout: both-normal operands here, anything else on the general path.
+// Once the operands are known to be normal, f, a and b are no longer needed (the fast path
+// keeps few registers live): an exact zero sum is packed here, and a result that is tiny or
+// overflows goes to RoundPackImpl, as the general path's RoundPack64 sends it.
+template <int kE, int kM>
+[[gnu::always_inline]] inline OpResult AddFor(const FormatSpec& f, uint64_t a, uint64_t b,
+                                              bool negate_b, const OpEnv& env) {
+  using L = Layout<kE, kM>;
+  uint32_t x = L::Bits(a), y = L::Bits(b);
+  // Both significands (p = kM + 1 <= 24 bits) go to a 64-bit window with the leading bit at 61
+  // (NormalizeAndOrder's position): a carry lands on bit 62, and their last bit sits at
+  // kLow = 61 - kM >= 38, so the aligned addend keeps all its bits for shifts up to kLow.
+  constexpr int kTop = 61;
+  constexpr int kLow = kTop - kM;
+  y ^= static_cast<uint32_t>(negate_b) << L::kSignShift;
+  // |hi| >= |lo|. The magnitude bits order as the magnitudes, so one compare orders them; the
+  // exchange is masked, not branched (the order of random operands is unpredictable).
+  const uint32_t swap = 0u - static_cast<uint32_t>((y & L::kMagMask) > (x & L::kMagMask));
+  const uint32_t t = (x ^ y) & swap;
+  const uint32_t hi = x ^ t, lo = y ^ t;
+  const uint32_t e_hi = L::Field(hi), e_lo = L::Field(lo);
+  // Both normal, tested after the ordering with one branch: e_lo <= e_hi, so the two are normal
+  // iff e_lo != 0 (else lo is zero or subnormal, or both are) and e_hi != kFieldMax (else hi is
+  // Inf or NaN). e_lo - 1 wraps to all ones when e_lo is 0, and e_hi + 1 reaches 2^kE only when
+  // e_hi is kFieldMax, so their OR is below 2^kE exactly when both hold.
+  if (((e_lo - 1) | (e_hi + 1)) >> kE) [[unlikely]] {
+    const OpResult g = AddGeneral(f, a, b, negate_b, env);
+    return FullResult(g.bits, g.flags);
   }
-  if (layout == FastLayout::kBFloat16) return FastEntryFor<kN, 8, 7>(env, r, a, b, c, entry);
-  if (layout == FastLayout::kBinary16) return FastEntryFor<kN, 5, 10>(env, r, a, b, c, entry);
-  return false;
+  const uint32_t d = e_hi - e_lo;  // 0 .. 2^kE - 3.
+  const uint64_t m_hi = L::Significand(hi) << kLow;
+  const uint64_t m_lo = L::Significand(lo) << kLow;
+  // float16: d <= 29 <= kLow = 51, exact; bfloat16: a < 2^7, truncated; float32: a < 2^23,
+  // jammed under stochastic rounding only (AlignmentFor).
+  constexpr Alignment kAlign = AlignmentFor((1 << kE) - 3, kLow, kLow, kM);
+  static_assert(kAlign == (kM == 23  ? Alignment::kJammedUnderSr
+                           : kM == 7 ? Alignment::kTruncated
+                                     : Alignment::kExact));
+  const uint64_t aligned = AlignLo<kAlign>(m_lo, d, env);
+  // Opposite signs subtract: -v is (v ^ ~0) + 1, selected by a mask (the signs of random
+  // operands are unpredictable). The exchange keeps x ^ y, so the mask needs no ordering.
+  const uint64_t negate = 0 - static_cast<uint64_t>(((x ^ y) >> L::kSignShift) & 1);
+  const uint64_t sum = m_hi + ((aligned ^ negate) - negate);
+  // sum is 0 only for x = -y exactly: +0, or -0 when rounding downward (ZeroSumSign).
+  if (sum == 0) [[unlikely]] {
+    return FullResult(env.rounding == Rounding::kDownward ? uint64_t{1} << L::kSignShift : 0, 0);
+  }
+  const int32_t exponent = static_cast<int32_t>(e_hi) - L::kBias - kTop;
+  OpResult r;
+  if (round_pack_internal::RoundNormal64(round_pack_internal::IeeeParams<kE, kM>{}, L::Sign(hi),
+                                         exponent, sum, false, env, &r)) [[likely]] {
+    return FullResult(r.bits, r.flags);
+  }
+  const OpResult g =
+      round_pack_internal::RoundPackImpl<uint64_t>(f, L::Sign(hi), exponent, sum, false, env);
+  return FullResult(g.bits, g.flags);
 }
 
 // Every operand class and every format; out of line, so that the fast entries that precede it
@@ -275,15 +325,12 @@ template <int kN, class Entry>
 
 [[gnu::always_inline]] inline OpResult AddImpl(const FormatSpec& f, uint64_t a, uint64_t b,
                                                bool negate_b, const OpEnv& env) {
-  if (f.d.fast_layout != FastLayout::kNone) [[likely]] {
-    OpResult r;
-    const auto add = [negate_b]<int kE, int kM>(uint32_t x, uint32_t y, const OpEnv& e,
-                                                OpResult* out) {
-      return AddNormal<kE, kM>(x, y, negate_b, e, out);
-    };
-    if (FastEntry<2>(f, env, &r, a, b, 0, add)) return r;
-  }
-  return AddGeneral(f, a, b, negate_b, env);
+  const FastLayout layout = f.d.fast_layout;
+  if (layout == FastLayout::kBinary32) [[likely]] return AddFor<8, 23>(f, a, b, negate_b, env);
+  if (layout == FastLayout::kBFloat16) return AddFor<8, 7>(f, a, b, negate_b, env);
+  if (layout == FastLayout::kBinary16) return AddFor<5, 10>(f, a, b, negate_b, env);
+  const OpResult g = AddGeneral(f, a, b, negate_b, env);
+  return FullResult(g.bits, g.flags);
 }
 
 }  // namespace
@@ -321,15 +368,40 @@ namespace {
 
 }  // namespace
 
-OpResult Mul(const FormatSpec& f, uint64_t a, uint64_t b, const OpEnv& env) {
-  if (f.d.fast_layout != FastLayout::kNone) [[likely]] {
-    OpResult r;
-    const auto mul = []<int kE, int kM>(uint32_t x, uint32_t y, const OpEnv& e, OpResult* out) {
-      return MulNormal<kE, kM>(x, y, e, out);
-    };
-    if (FastEntry<2>(f, env, &r, a, b, 0, mul)) return r;
+namespace {
+
+// Mul for f's layout, in the manner of AddFor: the product of two p-bit significands (at most
+// 48 bits) is exact in 64 bits and goes straight to the rounding.
+template <int kE, int kM>
+[[gnu::always_inline]] inline OpResult MulFor(const FormatSpec& f, uint64_t a, uint64_t b,
+                                              const OpEnv& env) {
+  using L = Layout<kE, kM>;
+  const uint32_t x = L::Bits(a), y = L::Bits(b);
+  if (!L::Normal(x) || !L::Normal(y)) [[unlikely]] {
+    const OpResult g = MulGeneral(f, a, b, env);
+    return FullResult(g.bits, g.flags);
   }
-  return MulGeneral(f, a, b, env);
+  const bool sign = L::Sign(x) != L::Sign(y);
+  const int32_t e = static_cast<int32_t>(L::Field(x) + L::Field(y)) - 2 * (L::kBias + kM);
+  const uint64_t product = L::Significand(x) * L::Significand(y);
+  OpResult r;
+  if (round_pack_internal::RoundNormal64(round_pack_internal::IeeeParams<kE, kM>{}, sign, e,
+                                         product, false, env, &r)) [[likely]] {
+    return FullResult(r.bits, r.flags);
+  }
+  const OpResult g = round_pack_internal::RoundPackImpl<uint64_t>(f, sign, e, product, false, env);
+  return FullResult(g.bits, g.flags);
+}
+
+}  // namespace
+
+OpResult Mul(const FormatSpec& f, uint64_t a, uint64_t b, const OpEnv& env) {
+  const FastLayout layout = f.d.fast_layout;
+  if (layout == FastLayout::kBinary32) [[likely]] return MulFor<8, 23>(f, a, b, env);
+  if (layout == FastLayout::kBFloat16) return MulFor<8, 7>(f, a, b, env);
+  if (layout == FastLayout::kBinary16) return MulFor<5, 10>(f, a, b, env);
+  const OpResult g = MulGeneral(f, a, b, env);
+  return FullResult(g.bits, g.flags);
 }
 
 OpResult Div(const FormatSpec& f, uint64_t a, uint64_t b, const OpEnv& env) {
@@ -402,14 +474,85 @@ namespace {
 
 }  // namespace
 
-OpResult Fma(const FormatSpec& f, uint64_t a, uint64_t b, uint64_t c, const OpEnv& env) {
-  if (f.d.fast_layout != FastLayout::kNone) [[likely]] {
-    OpResult r;
-    const auto fma = []<int kE, int kM>(uint32_t x, uint32_t y, uint32_t z, const OpEnv& e,
-                                        OpResult* out) { return FmaNormal<kE, kM>(x, y, z, e, out); };
-    if (FastEntry<3>(f, env, &r, a, b, c, fma)) return r;
+namespace {
+
+// Fma for f's layout, in the manner of AddFor: all three operands normal here, anything else on
+// the general path.
+template <int kE, int kM>
+[[gnu::always_inline]] inline OpResult FmaFor(const FormatSpec& f, uint64_t a, uint64_t b,
+                                              uint64_t c, const OpEnv& env) {
+  using L = Layout<kE, kM>;
+  const uint32_t x = L::Bits(a), y = L::Bits(b), z = L::Bits(c);
+  if (!L::Normal(x) || !L::Normal(y) || !L::Normal(z)) [[unlikely]] {
+    const OpResult g = FmaGeneral(f, a, b, c, env);
+    return FullResult(g.bits, g.flags);
   }
-  return FmaGeneral(f, a, b, c, env);
+  // The product of two p-bit significands has 2p - 1 or 2p <= 48 bits; it and the addend go to
+  // a 64-bit window with their leading bits at 61, as in AddFor, with known shifts. Their lowest
+  // bits are then at 61 - 2kM - 1 >= 14 and 61 - kM >= 38. Exponents are those of the leading
+  // bits, in the addend's biased scale (so they stay small integers).
+  constexpr int kTop = 61;
+  const uint64_t product = L::Significand(x) * L::Significand(y);
+  const uint32_t carry = static_cast<uint32_t>(product >> (2 * kM + 1));
+  const uint64_t m_p = product << (kTop - 2 * kM - carry);
+  const uint64_t m_z = L::Significand(z) << (kTop - kM);
+  const int32_t e_p =
+      static_cast<int32_t>(L::Field(x) + L::Field(y) + carry) - L::kBias;
+  const int32_t e_z = static_cast<int32_t>(L::Field(z));
+  // |hi| >= |lo|: by exponent, then by significand. Masked selects throughout (the order of
+  // random operands is unpredictable); for equal exponents the distance is 0 either way.
+  const int32_t dd = e_p - e_z;
+  const bool swap = (dd < 0) | ((dd == 0) & (m_z > m_p));
+  const uint64_t swap_mask = 0 - static_cast<uint64_t>(swap);
+  const uint64_t t = (m_p ^ m_z) & swap_mask;
+  const uint64_t m_hi = m_p ^ t, m_lo = m_z ^ t;
+  const int32_t dd_sign = dd >> 31;  // -1 when the addend's exponent is the larger.
+  const uint32_t d = static_cast<uint32_t>((dd ^ dd_sign) - dd_sign);  // |dd|.
+  const int32_t e_hi = e_p - (dd & dd_sign);                            // max(e_p, e_z).
+  const uint32_t s_p = (x ^ y) >> L::kSignShift, s_z = z >> L::kSignShift;
+  const bool s_hi = ((s_p ^ ((s_p ^ s_z) & static_cast<uint32_t>(swap))) & 1) != 0;
+  // Either may be lo: the product (no bit below 60 - 2kM) or the addend (none below 61 - kM).
+  // The exponents differ by at most 45 in float16 (fields 1..30) and by any amount in the 8-bit
+  // layouts. float32: a product hi has bits down to 14 and a truncated addend reaches 2^23:
+  // jammed. bfloat16: truncated addends stay below 2^7 and products below 2^15, under every
+  // bit read (down to 21): truncated. float16: the addend is never shifted out, a truncated
+  // product reaches 2^21, above stochastic rounding's bit 18: jammed under it only.
+  // e_p is in [2 - bias, 2 kFieldTop + 1 - bias], e_z in [1, kFieldTop].
+  constexpr int kFieldTop = (1 << kE) - 2;
+  constexpr int kMaxD = std::max(2 * kFieldTop - L::kBias, kFieldTop - 2 + L::kBias);
+  constexpr int kLowP = kTop - 2 * kM - 1, kLowZ = kTop - kM;
+  constexpr Alignment kAlign = std::max(AlignmentFor(kMaxD, kLowP, kLowZ, kM),
+                                        AlignmentFor(kMaxD, kLowZ, kLowP, kM));
+  static_assert(kAlign == (kM == 23  ? Alignment::kJammed
+                           : kM == 7 ? Alignment::kTruncated
+                                     : Alignment::kJammedUnderSr));
+  const uint64_t aligned = AlignLo<kAlign>(m_lo, d, env);
+  const uint64_t negate = 0 - static_cast<uint64_t>((s_p ^ s_z) & 1);
+  const uint64_t sum = m_hi + ((aligned ^ negate) - negate);
+  // sum is 0 only for x*y = -z exactly: +0, or -0 when rounding downward (ZeroSumSign).
+  if (sum == 0) [[unlikely]] {
+    return FullResult(env.rounding == Rounding::kDownward ? uint64_t{1} << L::kSignShift : 0, 0);
+  }
+  const int32_t exponent = e_hi - L::kBias - kTop;
+  OpResult r;
+  if (round_pack_internal::RoundNormal64(round_pack_internal::IeeeParams<kE, kM>{}, s_hi,
+                                         exponent, sum, false, env, &r)) [[likely]] {
+    return FullResult(r.bits, r.flags);
+  }
+  const OpResult g =
+      round_pack_internal::RoundPackImpl<uint64_t>(f, s_hi, exponent, sum, false, env);
+  return FullResult(g.bits, g.flags);
+}
+
+}  // namespace
+
+OpResult Fma(const FormatSpec& f, uint64_t a, uint64_t b, uint64_t c, const OpEnv& env) {
+  const FastLayout layout = f.d.fast_layout;
+  if (layout == FastLayout::kBinary32) [[likely]] return FmaFor<8, 23>(f, a, b, c, env);
+  if (layout == FastLayout::kBFloat16) return FmaFor<8, 7>(f, a, b, c, env);
+  if (layout == FastLayout::kBinary16) return FmaFor<5, 10>(f, a, b, c, env);
+  const OpResult g = FmaGeneral(f, a, b, c, env);
+  return FullResult(g.bits, g.flags);
 }
 
 OpResult Sqrt(const FormatSpec& f, uint64_t a, const OpEnv& env) {

@@ -259,18 +259,31 @@ template <class P>
                                                  const OpEnv& env, OpResult* r) {
   const int shift = std::countl_zero(significand);
   const int32_t lead = exponent + 63 - shift;
-  if (lead < fp.emin() || lead >= fp.emax()) [[unlikely]] return false;
+  // emin <= lead < emax in one unsigned compare (lead - emin wraps to a large value below emin).
+  if (static_cast<uint32_t>(lead) - static_cast<uint32_t>(fp.emin()) >=
+      static_cast<uint32_t>(fp.emax() - fp.emin())) [[unlikely]] {
+    return false;
+  }
   const uint64_t top = significand << shift;
   const int p = fp.precision();
   uint64_t kept = top >> (64 - p);
-  const uint64_t rem = top << p;  // The discarded bits, left-aligned: half is bit 63.
-  const LostFraction lost = static_cast<LostFraction>(
-      ((rem >> 63) << 1) | static_cast<uint64_t>(((rem << 1) != 0) | sticky));
-  // The top sr_bits bits (1..32) of rem; read by RoundsAway under stochastic rounding only.
-  const uint64_t top_bits = (rem >> 1) >> ((63 - env.sr_bits) & 63);
-  const bool inexact = lost != LostFraction::kExactlyZero;
-  kept += RoundsAway(env, sign, kept & 1, lost, top_bits);
-  if (env.rounding == Rounding::kToOdd) kept |= inexact;
+  // The discarded bits, left-aligned (half is bit 63). top << p has p >= 1 zero bits at the
+  // bottom, so the sticky bit goes into bit 0 without touching any discarded bit.
+  const uint64_t rem = (top << p) | static_cast<uint64_t>(sticky);
+  const bool inexact = rem != 0;
+  if (env.rounding == Rounding::kNearestEven) [[likely]] {
+    // Up iff rem > half, or rem == half and kept is odd. With kept's last bit ORed into bit 0
+    // (zero unless sticky, which already puts rem above half when its top bit is set), both
+    // read as one compare: an odd kept turns an exact half into half + 1.
+    kept += static_cast<uint64_t>((rem | (kept & 1)) > (uint64_t{1} << 63));
+  } else {
+    const LostFraction lost = static_cast<LostFraction>(
+        ((rem >> 63) << 1) | static_cast<uint64_t>((rem << 1) != 0));
+    // The top sr_bits bits (1..32) of rem; read by RoundsAway under stochastic rounding only.
+    const uint64_t top_bits = (rem >> 1) >> ((63 - env.sr_bits) & 63);
+    kept += RoundsAway(env, sign, kept & 1, lost, top_bits);
+    if (env.rounding == Rounding::kToOdd) kept |= inexact;
+  }
   // kept still carries its leading one (2^(p-1)), so adding it to (biased exponent - 1) <<
   // fraction_bits packs exponent and fraction at once, and a carry out of the top bit (kept ==
   // 2^p) bumps the exponent by itself.

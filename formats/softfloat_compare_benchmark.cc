@@ -11,7 +11,12 @@
 // Before timing, each benchmark checks that both give the same bits and flags on every operand
 // (SkipWithError otherwise). SoftFloat-3e has no bfloat16 arithmetic: the bfloat16 rows time
 // fpconform alone (compare them with the float16 rows). Time per operation: the reported time
-// divided by kN (items/s is operations per second).
+// divided by the operand count, the third argument (items/s is operations per second).
+//
+// Two operand counts: 4096 operands stay in L1/L2, and the same sequence repeats in every
+// iteration, so a modern branch predictor learns much of it (SoftFloat's branches on sign and
+// exponent order then cost little); 65536 are too many to learn, and the branches on random
+// signs and orders mispredict as they would on real data.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -25,8 +30,6 @@ extern "C" {
 
 namespace fpconform {
 namespace {
-
-constexpr size_t kN = 4096;
 
 uint64_t SplitMix64(uint64_t seed, uint64_t index) {
   uint64_t z = seed + (index + 1) * 0x9E3779B97F4A7C15ull;
@@ -44,11 +47,11 @@ const FormatSpec& Format(int fmt) {
 
 // Normal operands with random sign and fraction and exponents in [2^-s, 2^s), s = 24 for float32
 // and bfloat16 and 7 for float16, so that products and sums stay normal (the both-normal entry).
-std::vector<uint32_t> RandomNormal(int fmt, uint64_t seed) {
+std::vector<uint32_t> RandomNormal(int fmt, uint64_t seed, size_t n) {
   const FormatSpec& f = Format(fmt);
   const uint32_t span = fmt == kF16 ? 7 : 24;
-  std::vector<uint32_t> v(kN);
-  for (size_t i = 0; i < kN; ++i) {
+  std::vector<uint32_t> v(n);
+  for (size_t i = 0; i < n; ++i) {
     const uint64_t r = SplitMix64(seed, i);
     const uint32_t e = static_cast<uint32_t>(f.bias) - span + static_cast<uint32_t>((r >> 32) % (2 * span));
     const uint32_t frac = static_cast<uint32_t>(r) & ((1u << f.fraction_bits) - 1);
@@ -60,8 +63,8 @@ std::vector<uint32_t> RandomNormal(int fmt, uint64_t seed) {
 struct Operands {
   std::vector<uint32_t> a, b, c;
 };
-Operands MakeOperands(int fmt) {
-  return {RandomNormal(fmt, 11), RandomNormal(fmt, 12), RandomNormal(fmt, 13)};
+Operands MakeOperands(int fmt, size_t n) {
+  return {RandomNormal(fmt, 11, n), RandomNormal(fmt, 12, n), RandomNormal(fmt, 13, n)};
 }
 
 uint32_t FpconformOp(int op, const FormatSpec& f, uint32_t a, uint32_t b, uint32_t c,
@@ -104,7 +107,7 @@ uint32_t SoftFloatOp(int op, int fmt, uint32_t a, uint32_t b, uint32_t c) {
 // Both on every operand: the same bits and flags.
 bool SameResults(int op, int fmt, const Operands& in) {
   const OpEnv env;
-  for (size_t i = 0; i < kN; ++i) {
+  for (size_t i = 0; i < in.a.size(); ++i) {
     Flags flags;
     const uint32_t ours = FpconformOp(op, Format(fmt), in.a[i], in.b[i], in.c[i], env, &flags);
     softfloat_exceptionFlags = 0;
@@ -117,49 +120,53 @@ bool SameResults(int op, int fmt, const Operands& in) {
 const char* const kOpNames[] = {"add", "sub", "mul", "fma"};
 const char* const kFmtNames[] = {"float32", "bfloat16", "float16"};
 
-// Args: op (0 add, 1 sub, 2 mul, 3 fma), format (0 float32, 1 bfloat16, 2 float16).
+// Args: op (0 add, 1 sub, 2 mul, 3 fma), format (0 float32, 1 bfloat16, 2 float16), operand
+// count.
 // The loops below are alike on purpose: one call per operation, result and flags stored.
 void BM_Fpconform(benchmark::State& state) {
   const int op = static_cast<int>(state.range(0)), fmt = static_cast<int>(state.range(1));
-  const Operands in = MakeOperands(fmt);
+  const size_t n = static_cast<size_t>(state.range(2));
+  const Operands in = MakeOperands(fmt, n);
   if (fmt != kBF16 && !SameResults(op, fmt, in)) {
     state.SkipWithError("fpconform and SoftFloat differ");
     return;
   }
-  std::vector<uint32_t> out(kN);
+  std::vector<uint32_t> out(n);
   const OpEnv env;
   const FormatSpec& f = Format(fmt);
   for (auto _ : state) {
-    for (size_t i = 0; i < kN; ++i) {
+    for (size_t i = 0; i < n; ++i) {
       Flags flags;
       out[i] = FpconformOp(op, f, in.a[i], in.b[i], in.c[i], env, &flags) ^ flags;
     }
     benchmark::DoNotOptimize(out.data());
     benchmark::ClobberMemory();
   }
-  state.SetItemsProcessed(state.iterations() * kN);
-  state.SetLabel(std::string(kFmtNames[fmt]) + " " + kOpNames[op]);
+  state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(n));
+  state.SetLabel(std::string(kFmtNames[fmt]) + " " + kOpNames[op] + " n=" + std::to_string(n));
 }
-BENCHMARK(BM_Fpconform)->ArgsProduct({{kAdd, kSub, kMul, kFma}, {kF32, kBF16, kF16}});
+BENCHMARK(BM_Fpconform)
+    ->ArgsProduct({{kAdd, kSub, kMul, kFma}, {kF32, kBF16, kF16}, {4096, 65536}});
 
 void BM_SoftFloat(benchmark::State& state) {
   const int op = static_cast<int>(state.range(0)), fmt = static_cast<int>(state.range(1));
-  const Operands in = MakeOperands(fmt);
-  std::vector<uint32_t> out(kN);
+  const size_t n = static_cast<size_t>(state.range(2));
+  const Operands in = MakeOperands(fmt, n);
+  std::vector<uint32_t> out(n);
   softfloat_roundingMode = softfloat_round_near_even;
   softfloat_detectTininess = softfloat_tininess_afterRounding;
   for (auto _ : state) {
-    for (size_t i = 0; i < kN; ++i) {
+    for (size_t i = 0; i < n; ++i) {
       softfloat_exceptionFlags = 0;
       out[i] = SoftFloatOp(op, fmt, in.a[i], in.b[i], in.c[i]) ^ softfloat_exceptionFlags;
     }
     benchmark::DoNotOptimize(out.data());
     benchmark::ClobberMemory();
   }
-  state.SetItemsProcessed(state.iterations() * kN);
-  state.SetLabel(std::string(kFmtNames[fmt]) + " " + kOpNames[op]);
+  state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(n));
+  state.SetLabel(std::string(kFmtNames[fmt]) + " " + kOpNames[op] + " n=" + std::to_string(n));
 }
-BENCHMARK(BM_SoftFloat)->ArgsProduct({{kAdd, kSub, kMul, kFma}, {kF32, kF16}});
+BENCHMARK(BM_SoftFloat)->ArgsProduct({{kAdd, kSub, kMul, kFma}, {kF32, kF16}, {4096, 65536}});
 
 }  // namespace
 }  // namespace fpconform
