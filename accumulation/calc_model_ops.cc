@@ -13,43 +13,35 @@ namespace {
 
 absl::string_view Av(std::string_view s) { return absl::string_view(s.data(), s.size()); }
 
-const Model* Lookup(const CalcOp& op, std::string_view name, std::string& problem) {
-  const auto* self = static_cast<const ModelCalcOps*>(op.context);
-  const absl::StatusOr<Model>& m = self->catalog().Find(name);
-  if (!m.ok()) {
-    problem = std::string(m.status().message());
-    return nullptr;
-  }
-  return &*m;
-}
-
 std::string ResolveDot(const CalcOp& op, std::string_view name, CalcCase& c) {
   std::string problem;
-  const Model* m = Lookup(op, name, problem);
-  if (m == nullptr) return problem;
-  if (!m->op_dot) {
+  const CalcModelHandle* h = op.context->FindModel(name, problem);
+  if (h == nullptr) return problem;
+  const Model& m = h->model;
+  if (!m.op_dot) {
     return absl::StrCat("model '", Av(name), "' does not define dot (see its operations)");
   }
-  c.src = m->inputs.a;
-  c.src_b = m->inputs.b;
-  c.trailing = &m->FinalAccumulatorFormat();
-  c.dst = m->output.format;
-  c.model = m;
+  c.src = m.inputs.a;
+  c.src_b = m.inputs.b;
+  c.trailing = &m.FinalAccumulatorFormat();
+  c.dst = m.output.format;
+  c.model = h;
   return {};
 }
 
 std::string ResolveSum(const CalcOp& op, std::string_view name, CalcCase& c) {
   std::string problem;
-  const Model* m = Lookup(op, name, problem);
-  if (m == nullptr) return problem;
-  if (!m->op_sum) {
+  const CalcModelHandle* h = op.context->FindModel(name, problem);
+  if (h == nullptr) return problem;
+  const Model& m = h->model;
+  if (!m.op_sum) {
     return absl::StrCat("model '", Av(name), "' does not define sum (see its operations)");
   }
-  c.src = m->inputs.a;
+  c.src = m.inputs.a;
   c.src_b = nullptr;
   c.trailing = nullptr;
-  c.dst = m->output.format;
-  c.model = m;
+  c.dst = m.output.format;
+  c.model = h;
   return {};
 }
 
@@ -60,7 +52,7 @@ OpResult Failed(const CalcCase& c) {
 }
 
 OpResult EvalMdot(const CalcCase& c) {
-  const auto& m = *static_cast<const Model*>(c.model);
+  const Model& m = c.model->model;
   const size_t n = static_cast<size_t>(c.count);
   EvalOptions options;
   options.want_bound = false;
@@ -71,7 +63,7 @@ OpResult EvalMdot(const CalcCase& c) {
 }
 
 OpResult EvalMsum(const CalcCase& c) {
-  const auto& m = *static_cast<const Model*>(c.model);
+  const Model& m = c.model->model;
   EvalOptions options;
   options.want_bound = false;
   absl::StatusOr<EvalResult> r = EvaluateSum(m, c.values, 0, options);
@@ -89,5 +81,16 @@ ModelCalcOps::ModelCalcOps(std::string models_dir)
           {"mdot", 0, false, false, EvalMdot, 2, ResolveDot, this, 1},
           {"msum", 0, false, false, EvalMsum, 1, ResolveSum, this, 0},
       }} {}
+
+const CalcModelHandle* ModelCalcOps::FindModel(std::string_view name,
+                                               std::string& problem) const {
+  if (auto it = handles_.find(name); it != handles_.end()) return &it->second;
+  const absl::StatusOr<Model>& m = catalog_.Find(name);
+  if (!m.ok()) {
+    problem = std::string(m.status().message());
+    return nullptr;
+  }
+  return &handles_.emplace(std::string(name), CalcModelHandle{*m}).first->second;
+}
 
 }  // namespace fpconform

@@ -29,15 +29,25 @@
 #define FPCONFORM_ACCUMULATION_CALC_MODEL_OPS_H_
 
 #include <array>
+#include <functional>
+#include <map>
 #include <span>
 #include <string>
+#include <string_view>
 
+#include "accumulation/model.h"
 #include "accumulation/model_catalog.h"
 #include "cases/calc_case.h"
 
 namespace fpconform {
 
-class ModelCalcOps {
+// The resolved model of an mdot/msum case (cases/calc_case.h declares it for CalcCase::model;
+// this is its one definition): a model of the catalog of the ModelCalcOps that resolved it.
+struct CalcModelHandle {
+  const Model& model;
+};
+
+class ModelCalcOps final : public CalcOpContext {
  public:
   explicit ModelCalcOps(std::string models_dir);
   ModelCalcOps(const ModelCalcOps&) = delete;
@@ -47,8 +57,12 @@ class ModelCalcOps {
   std::span<const CalcOp> ops() const { return ops_; }
   const ModelCatalog& catalog() const { return catalog_; }
 
+  // CalcOpContext: catalog().Find(name) as a handle, or its error message.
+  const CalcModelHandle* FindModel(std::string_view name, std::string& problem) const override;
+
  private:
   ModelCatalog catalog_;
+  mutable std::map<std::string, CalcModelHandle, std::less<>> handles_;  // By name, as found.
   std::array<CalcOp, 2> ops_;
 };
 

@@ -97,5 +97,19 @@ TEST_F(CalcModelOpsTest, BuiltinOpsUnchangedAlongside) {
             "0x3f800000 x\n0x40c00000 -\n");
 }
 
+// The rows carry the object as their CalcOpContext; a model is found once and keeps its handle,
+// the catalog's model; a bad name is the catalog's message.
+TEST_F(CalcModelOpsTest, FindModelHandsOutTheCatalogsModels) {
+  for (const CalcOp& op : ops_.ops()) EXPECT_EQ(op.context, &ops_);
+  std::string problem;
+  const CalcModelHandle* h = ops_.FindModel("cpu-f32-seq", problem);
+  ASSERT_NE(h, nullptr) << problem;
+  EXPECT_EQ(&h->model, &*ops_.catalog().Find("cpu-f32-seq"));
+  EXPECT_EQ(ops_.FindModel("cpu-f32-seq", problem), h);
+  EXPECT_EQ(problem, "");
+  EXPECT_EQ(ops_.FindModel("no-such-model", problem), nullptr);
+  EXPECT_EQ(problem, std::string(ops_.catalog().Find("no-such-model").status().message()));
+}
+
 }  // namespace
 }  // namespace fpconform

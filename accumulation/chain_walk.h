@@ -46,17 +46,13 @@
 #include <vector>
 
 #include "accumulation/model.h"
+#include "cases/pinned_random.h"
 
 namespace fpconform::accumulation_internal {
 
-// SplitMix64 (Steele, Lea, Flood, "Fast splittable pseudorandom number generators", OOPSLA 2014):
-// advances `state` and returns the next draw.
-inline uint64_t SplitMix64(uint64_t& state) {
-  uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
+// SplitMix64 on a bare state (cases/pinned_random.h, the one implementation): advances `state`
+// and returns the next draw, as PinnedRng(state).Next() would.
+inline uint64_t SplitMix64(uint64_t& state) { return SplitMix64Mix(state += kSplitMix64Gamma); }
 
 template <class Ops>
 class ChainWalk {

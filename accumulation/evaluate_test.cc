@@ -41,15 +41,11 @@ Model MakeModel(const std::string& body) {
 
 uint32_t F32(float x) { return std::bit_cast<uint32_t>(x); }
 
-// Deterministic generator (splitmix64): same values on every machine.
-struct Rng {
-  uint64_t s;
-  uint64_t Next() {
-    uint64_t z = (s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
+// Deterministic generator (PinnedRng, SplitMix64): same values on every machine.
+class Rng {
+ public:
+  explicit Rng(uint64_t seed) : rng_(seed) {}
+  uint64_t Next() { return rng_.Next(); }
   // A float32 with a random sign, significand and exponent in [-e, e].
   float F(int e) {
     const uint64_t r = Next();
@@ -57,6 +53,9 @@ struct Rng {
     const int ex = static_cast<int>((r >> 23) % (2 * e + 1)) - e;
     return ((r >> 40) & 1 ? -1.0f : 1.0f) * std::ldexp(m, ex);
   }
+
+ private:
+  PinnedRng rng_;
 };
 
 constexpr const char* kIeeeBase = R"([inputs]

@@ -23,6 +23,7 @@
 #include "absl/status/statusor.h"
 #include "accumulation/evaluate.h"
 #include "accumulation/model.h"
+#include "cases/pinned_random.h"
 #include "formats/format_spec.h"
 
 namespace fpconform {
@@ -52,17 +53,11 @@ void CheckError(const absl::Status& s, std::string_view file, std::string_view i
   }
 }
 
-// splitmix64: operands from the input's hash, so a mutation of the model text also moves them.
-uint64_t Next(uint64_t& state) {
-  uint64_t z = (state += 0x9E3779B97F4A7C15u);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9u;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBu;
-  return z ^ (z >> 31);
-}
-
+// Operands from a PinnedRng (SplitMix64) seeded with the input's hash, so a mutation of the model
+// text also moves them.
 // A uniformly random bit pattern of `f`'s container (pad bits zero: tfloat32).
-uint64_t RandomBits(const FormatSpec& f, uint64_t& state) {
-  uint64_t bits = Next(state);
+uint64_t RandomBits(const FormatSpec& f, PinnedRng& rng) {
+  uint64_t bits = rng.Next();
   if (f.width < 64) bits &= (uint64_t{1} << f.width) - 1;
   if (f.pad_bits > 0) bits &= ~((uint64_t{1} << f.pad_bits) - 1);
   return bits;
@@ -91,21 +86,21 @@ void CheckFits(const Model& m, const absl::StatusOr<EvalResult>& r, std::string_
 }
 
 void Evaluate(const Model& m, uint64_t seed, std::string_view input) {
-  uint64_t state = seed;
+  PinnedRng rng(seed);
   static constexpr int64_t kLongLengths[] = {64, 129, 257, 300};
-  const uint64_t pick = Next(state);
+  const uint64_t pick = rng.Next();
   const int64_t n = pick % 8 == 0 ? kLongLengths[(pick >> 3) % 4] : static_cast<int64_t>(pick % 41);
   const FormatSpec& fa = *m.inputs.a;
   const FormatSpec& fb = m.inputs.b != nullptr ? *m.inputs.b : fa;
   const FormatSpec& fc = m.FinalAccumulatorFormat();
   std::vector<uint64_t> a(static_cast<size_t>(2 * n)), b(static_cast<size_t>(2 * n));
-  for (uint64_t& x : a) x = RandomBits(fa, state);
-  for (uint64_t& x : b) x = RandomBits(fb, state);
-  const uint64_t c = Next(state) % 4 == 0 ? RandomBits(fc, state) : 0;
+  for (uint64_t& x : a) x = RandomBits(fa, rng);
+  for (uint64_t& x : b) x = RandomBits(fb, rng);
+  const uint64_t c = rng.Next() % 4 == 0 ? RandomBits(fc, rng) : 0;
   const std::span<const uint64_t> a0(a.data(), static_cast<size_t>(n));
   const std::span<const uint64_t> b0(b.data(), static_cast<size_t>(n));
   EvalOptions options;
-  options.seed = Next(state) % 3;
+  options.seed = rng.Next() % 3;
 
   if (m.op_dot) {
     const absl::StatusOr<EvalResult> dot = EvaluateDot(m, a0, b0, c, options);

@@ -83,6 +83,11 @@
 // followed by operand_groups * n operands (group 1 in c.src, group 2 in c.src_b) and then
 // trailing_operands operands in c.trailing; the model's output format is the result's. The
 // resolver validates the name; its message (e.g. an unknown model) becomes the line's error.
+//
+// Types: cases/ never names the models (accumulation/ is not below it). The row's context is a
+// CalcOpContext, which the layer that hands the model ops in derives from (ModelCalcOps), and a
+// resolved model travels from resolve_model to eval as a CalcModelHandle, declared here and
+// defined by that layer (accumulation/calc_model_ops.h); cases/ only carries the pointer.
 #ifndef FPCONFORM_CASES_CALC_CASE_H_
 #define FPCONFORM_CASES_CALC_CASE_H_
 
@@ -112,6 +117,22 @@ inline constexpr int64_t kMaxCalcCount = int64_t{1} << 20;
 
 struct CalcOp;
 
+// The resolved model of a model op's case (CalcCase::model). Declared, not defined, here: the one
+// layer that defines model ops defines it (accumulation/calc_model_ops.h, around its Model).
+struct CalcModelHandle;
+
+// What a model op's row carries for its resolver (CalcOp::context): the model lookup of the layer
+// that defines the ops (accumulation/calc_model_ops.h's ModelCalcOps derives from it). Owned by
+// the caller; it must outlive every runner given the row.
+class CalcOpContext {
+ public:
+  // The model `name`, valid as long as this context; nullptr with `problem` set (e.g. an unknown
+  // model, with the valid names) when there is none. Not called concurrently by one runner.
+  virtual const CalcModelHandle* FindModel(std::string_view name, std::string& problem) const = 0;
+
+  virtual ~CalcOpContext() = default;
+};
+
 // One parsed case line.
 struct CalcCase {
   const CalcOp* op = nullptr;
@@ -125,10 +146,10 @@ struct CalcCase {
   int64_t count = 0;
   std::span<const uint64_t> values;
   // Model ops only (CalcOp::resolve_model): the format of the second operand group (nullptr: the
-  // same as src), the format of the trailing operands, and the op's parsed model (opaque here).
+  // same as src), the format of the trailing operands, and the op's resolved model (opaque here).
   const FormatSpec* src_b = nullptr;
   const FormatSpec* trailing = nullptr;
-  const void* model = nullptr;
+  const CalcModelHandle* model = nullptr;
 };
 
 // A row of the op table.
@@ -142,11 +163,12 @@ struct CalcOp {
   // (num_operands must be 0).
   int operand_groups = 0;
   // Model ops (see "Model ops" above): non-null for an op whose second token names a model. It
-  // looks `name` up and sets c.src, c.src_b, c.trailing, c.dst and c.model, or returns the
-  // problem (empty string: success). Not called concurrently by one runner.
+  // looks `name` up (op.context->FindModel) and sets c.src, c.src_b, c.trailing, c.dst and
+  // c.model, or returns the problem (empty string: success). Not called concurrently by one
+  // runner.
   std::string (*resolve_model)(const CalcOp& op, std::string_view name, CalcCase& c) = nullptr;
-  const void* context = nullptr;  // For resolve_model and eval (via c.op); owned by the caller.
-  int trailing_operands = 0;      // Model ops: operands after the groups, in c.trailing.
+  const CalcOpContext* context = nullptr;  // Model ops: the models; owned by the caller.
+  int trailing_operands = 0;               // Model ops: operands after the groups, in c.trailing.
 };
 
 // The built-in op table, in the order --help lists it (extra ops are not included).

@@ -48,7 +48,9 @@ inline constexpr uint64_t kSplitMix64Gamma = 0x9E3779B97F4A7C15ULL;
 
 // One SplitMix64 output step applied to z (the "mix" function). This is the project's one
 // implementation of SplitMix64: every stream (PinnedRng, SplitMix64At, the counter-based
-// streams of the conformance suites and the catalog generator) goes through it.
+// streams of the conformance suites, the oracles' tests and benchmarks and the catalog
+// generator, accumulation's random split-K order and stochastic output rounding) goes through
+// it.
 constexpr uint64_t SplitMix64Mix(uint64_t z) {
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;

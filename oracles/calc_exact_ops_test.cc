@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "cases/calc_case.h"
+#include "cases/pinned_random.h"
 #include "gtest/gtest.h"
 
 namespace fpconform {
@@ -206,13 +207,8 @@ TEST(CalcExactOpsTest, RandomLinesNeverCrash) {
   static constexpr std::string_view kCounts[] = {"0", "1", "2", "3", "007", "-1", "0x2", "", "65"};
   static constexpr std::string_view kOperands[] = {"0x0",  "0x80", "0x7f",    "0xff",       "0x1",
                                                    "0x38", "0x7e", "0xfffff", "0x3f800000", "zz"};
-  uint64_t state = 12345;
-  auto next = [&state] {
-    uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  };
+  PinnedRng rng(12345);
+  auto next = [&rng] { return rng.Next(); };
   std::string input;
   constexpr int kLines = 20000;
   for (int i = 0; i < kLines; ++i) {

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "cases/pinned_random.h"
 #include "formats/format_spec.h"
 #include "formats/isa.h"
 #include "formats/op_env.h"
@@ -23,13 +24,6 @@
 
 namespace fpconform {
 namespace {
-
-uint64_t SplitMix64(uint64_t x) {
-  uint64_t z = x + 0x9e3779b97f4a7c15ULL;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
 
 enum class Dist {
   kNarrow,  // Random sign and fraction, biased exponent within +-4 of the bias (one magnitude
@@ -40,7 +34,7 @@ enum class Dist {
 };
 
 uint64_t Sample(const FormatSpec& f, Dist dist, uint64_t seed, uint64_t index) {
-  const uint64_t r = SplitMix64(seed * 0x100000001b3ULL ^ (index * 0x9E3779B97F4A7C15ULL));
+  const uint64_t r = SplitMix64At(seed * 0x100000001b3ULL ^ (index * kSplitMix64Gamma), 0);
   const uint64_t sign = (r >> 63) & 1;
   const uint64_t frac = r & f.d.fraction_mask;
   const int64_t emax_field = static_cast<int64_t>(f.d.max_biased_exponent);
@@ -161,8 +155,8 @@ TEST(CertifiedMatmul, HeaderExample) {
 TEST(CertifiedMatmul, GemmMatchesTripleLoop) {
   const int64_t m = 37, n = 29, k = 300;
   std::vector<double> a(static_cast<size_t>(m * k)), bt(static_cast<size_t>(n * k));
-  for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<double>(static_cast<int>(SplitMix64(i) % 201) - 100);
-  for (size_t i = 0; i < bt.size(); ++i) bt[i] = static_cast<double>(static_cast<int>(SplitMix64(i + 99999) % 201) - 100);
+  for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<double>(static_cast<int>(SplitMix64At(i, 0) % 201) - 100);
+  for (size_t i = 0; i < bt.size(); ++i) bt[i] = static_cast<double>(static_cast<int>(SplitMix64At(i + 99999, 0) % 201) - 100);
   std::vector<double> want(static_cast<size_t>(m * n), 0.0);
   for (int64_t i = 0; i < m; ++i) {
     for (int64_t j = 0; j < n; ++j) {

@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "benchmark/benchmark.h"
+#include "cases/pinned_random.h"
 #include "formats/format_spec.h"
 #include "formats/op_env.h"
 #include "formats/ops.h"
@@ -42,16 +43,9 @@ namespace {
 
 constexpr int kN = 512;
 
-uint64_t SplitMix64(uint64_t x) {
-  uint64_t z = x + 0x9e3779b97f4a7c15ULL;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-
 // float32 bits: sign random, unbiased exponent in [-8, 8), random 23-bit fraction.
 uint64_t PinnedFloat32(uint64_t seed, uint64_t index) {
-  const uint64_t r = SplitMix64(seed * 0x100000001b3ULL ^ index);
+  const uint64_t r = SplitMix64At(seed * 0x100000001b3ULL ^ index, 0);
   const uint64_t sign = (r >> 63) & 1;
   const uint64_t exponent = 127 - 8 + ((r >> 32) & 15);
   return (sign << 31) | (exponent << 23) | (r & 0x7FFFFF);
@@ -174,8 +168,8 @@ struct Bf16Matrices {
     ad.resize(count);
     btd.resize(count);
     auto normal = [](uint64_t seed, uint64_t i) {  // Box-Muller on two pinned uniforms.
-      const double u1 = (static_cast<double>(SplitMix64(seed * 0x100000001b3ULL ^ (2 * i)) >> 11) + 1) * 0x1p-53;
-      const double u2 = static_cast<double>(SplitMix64(seed * 0x100000001b3ULL ^ (2 * i + 1)) >> 11) * 0x1p-53;
+      const double u1 = (static_cast<double>(SplitMix64At(seed * 0x100000001b3ULL ^ (2 * i), 0) >> 11) + 1) * 0x1p-53;
+      const double u2 = static_cast<double>(SplitMix64At(seed * 0x100000001b3ULL ^ (2 * i + 1), 0) >> 11) * 0x1p-53;
       return std::sqrt(-2 * std::log(u1)) * std::cos(6.283185307179586 * u2);
     };
     for (size_t i = 0; i < count; ++i) {

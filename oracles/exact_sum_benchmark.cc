@@ -22,6 +22,7 @@
 #include <mpfr.h>
 
 #include "benchmark/benchmark.h"
+#include "cases/pinned_random.h"
 #include "formats/format_spec.h"
 #include "formats/op_env.h"
 #include "formats/ops.h"
@@ -32,13 +33,6 @@ namespace fpconform {
 namespace {
 
 constexpr size_t kK = 4096;
-
-uint64_t Mix64(uint64_t z) {
-  z += 0x9E3779B97F4A7C15ull;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
 
 const FormatSpec& FormatOf(int which) {
   switch (which) {
@@ -53,7 +47,7 @@ const FormatSpec& FormatOf(int which) {
 std::vector<uint64_t> Inputs(const FormatSpec& f, uint64_t stream) {
   std::vector<uint64_t> v(kK);
   for (size_t i = 0; i < kK; ++i) {
-    const uint64_t r = Mix64(0xBE4C4 ^ Mix64(stream * kK + i));
+    const uint64_t r = SplitMix64At(0xBE4C4 ^ SplitMix64At(stream * kK + i, 0), 0);
     int e = static_cast<int>(r % 25) - 12;
     e = std::max(Emin(f), std::min(Emax(f), e));
     uint64_t bits = (static_cast<uint64_t>(e + f.bias) << f.fraction_bits) |

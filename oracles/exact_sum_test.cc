@@ -23,6 +23,7 @@
 #endif
 #include <mpfr.h>
 
+#include "cases/pinned_random.h"
 #include "formats/format_spec.h"
 #include "formats/op_env.h"
 #include "formats/round_pack.h"
@@ -34,17 +35,10 @@ namespace {
 
 // ---- Counter-based randomness (SplitMix64 of seed ^ index). ----
 
-uint64_t Mix64(uint64_t z) {
-  z += 0x9E3779B97F4A7C15ull;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
 class Rng {
  public:
-  Rng(uint64_t seed, uint64_t index) : key_(Mix64(seed ^ Mix64(index))) {}
-  uint64_t Next() { return Mix64(key_ + 0x632BE59BD9B4E019ull * ++j_); }
+  Rng(uint64_t seed, uint64_t index) : key_(SplitMix64At(seed ^ SplitMix64At(index, 0), 0)) {}
+  uint64_t Next() { return SplitMix64At(key_ + 0x632BE59BD9B4E019ull * ++j_, 0); }
   uint64_t Below(uint64_t n) { return Next() % n; }
   int Range(int lo, int hi) {  // Inclusive; lo <= hi.
     return lo + static_cast<int>(Below(static_cast<uint64_t>(hi - lo + 1)));
@@ -678,7 +672,7 @@ TEST(ExactAccumulator, DoublePathExhaustiveBFloat16AndFloat32Classes) {
         case 1: b[i] = 0x0001; break;                      // min subnormal
         case 2: b[i] = 0x7F7F; break;                      // max
         case 3: b[i] = all[(i * 7919) % all.size()]; break;  // every value, permuted
-        default: b[i] = all[Mix64(pattern * 1000003 + i) % all.size()]; break;
+        default: b[i] = all[SplitMix64At(pattern * 1000003 + i, 0) % all.size()]; break;
       }
     }
     ExpectSameAsScalar(BFloat16(), all, BFloat16(), b);

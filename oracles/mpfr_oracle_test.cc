@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include "cases/pinned_random.h"
 #include "formats/format_spec.h"
 #include "formats/op_env.h"
 #include "formats/ops.h"
@@ -456,13 +457,6 @@ TEST(MpfrPlumbing, DecoderMatchesConvertToFloat64) {
   }
 }
 
-uint64_t Mix(uint64_t z) {
-  z += 0x9E3779B97F4A7C15ull;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
 // MpfrRoundToFormat (quantum rounding) against MPFR's recipe (emin/emax, check_range,
 // subnormalize) on random values around every binade of each IEEE-encoded format, with and
 // without a sticky bit, in the four modes MPFR has.
@@ -486,8 +480,9 @@ TEST(MpfrOracleTest, QuantumRoundingMatchesMpfrRecipe) {
     const int hi = Emax(*f) + 2;
     for (int e = lo; e <= hi; ++e) {
       for (int trial = 0; trial < 24; ++trial) {
-        const uint64_t h = Mix((static_cast<uint64_t>(e + 5000) << 8) ^ trial ^
-                               (static_cast<uint64_t>(Precision(*f)) << 40));
+        const uint64_t h = SplitMix64At((static_cast<uint64_t>(e + 5000) << 8) ^ trial ^
+                                            (static_cast<uint64_t>(Precision(*f)) << 40),
+                                        0);
         // Significand patterns: random, near a tie (only guard bits), near all-ones.
         uint64_t sig = h | (uint64_t{1} << 63);
         if (trial % 4 == 1) sig = (uint64_t{1} << 63) | (uint64_t{1} << (63 - Precision(*f)));

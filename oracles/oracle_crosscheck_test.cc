@@ -29,6 +29,7 @@
 
 #include <gtest/gtest.h>
 
+#include "cases/pinned_random.h"
 #include "formats/format_spec.h"
 #include "formats/op_env.h"
 #include "formats/ops.h"
@@ -56,23 +57,10 @@ double Scale() {
 
 // ---- Counter-based random numbers (SplitMix64). ----
 
-uint64_t SplitMix64(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ULL;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
-  return x ^ (x >> 31);
-}
-
 class Rng {
  public:
-  explicit Rng(uint64_t seed) : state_(seed) {}
-  uint64_t Next() {
-    state_ += 0x9E3779B97F4A7C15ULL;
-    uint64_t z = state_;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
-  }
+  explicit Rng(uint64_t seed) : rng_(seed) {}
+  uint64_t Next() { return rng_.Next(); }
   // Uniform in [0, n) (n <= 2^32; the bias of the multiply-shift is irrelevant here, and it is
   // the same on every machine).
   uint64_t Below(uint64_t n) { return ((Next() >> 32) * n) >> 32; }
@@ -82,7 +70,7 @@ class Rng {
   bool Chance(int percent) { return Below(100) < static_cast<uint64_t>(percent); }
 
  private:
-  uint64_t state_;
+  PinnedRng rng_;
 };
 
 // ---- Values of a format, built from fields (test helpers, not oracles). ----
@@ -331,7 +319,7 @@ bool MakeTie(const Group& g, bool dot, const FormatSpec& t, Rng& r, Case& cs) {
 
 Case MakeCase(const Group& g, uint64_t seed, uint64_t group_index, uint64_t i,
               const std::vector<const FormatSpec*>& targets) {
-  Rng r(SplitMix64(seed ^ (group_index << 40 | i)));
+  Rng r(SplitMix64At(seed ^ (group_index << 40 | i), 0));
   Case cs;
   cs.dot = g.dots_only || r.Chance(50);
   const FormatSpec& fa = *g.fa;
@@ -824,7 +812,7 @@ TEST(OracleRows, OneTermDotIsFormatsFma) {
     for (uint64_t i = 0; i < 20000; ++i) {
       const uint64_t salt = (static_cast<uint64_t>(f.width) << 32) ^ static_cast<uint64_t>(f.bias) ^
                             (static_cast<uint64_t>(f.fraction_bits) << 48);
-      Rng r(SplitMix64(seed ^ (uint64_t{0xF3A} << 40 | i) ^ salt));
+      Rng r(SplitMix64At(seed ^ (uint64_t{0xF3A} << 40 | i) ^ salt, 0));
       auto value = [&]() {
         if (r.Chance(5)) return RandomSpecial(f, r);
         return RandomNear(f, r, r.Chance(50) ? r.Range(MinExp(f), Emax(f)) : r.Range(-4, 4), 3);

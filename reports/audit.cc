@@ -157,8 +157,6 @@ struct Platform {
   bool has_rec = false;
 };
 
-const FormatSpec& InputB(const Model& m) { return m.inputs.b != nullptr ? *m.inputs.b : *m.inputs.a; }
-
 bool HasOp(const Model& m, bool sum) { return sum ? m.op_sum : (m.op_matmul || m.op_dot); }
 
 // The platforms named by `names` (envelopes expanded; "auto": every preset with the op whose
@@ -191,7 +189,7 @@ absl::StatusOr<std::vector<Platform>> ResolvePlatforms(const ModelCatalog& catal
         if (catalog.IsEnvelope(n)) continue;
         const absl::StatusOr<Model>& m = catalog.Find(n);
         if (!m.ok() || !HasOp(*m, sum)) continue;
-        if (m->inputs.a != fa || (!sum && &InputB(*m) != fb)) continue;
+        if (m->inputs.a != fa || (!sum && &m->InputB() != fb)) continue;
         add(&*m);
       }
       continue;
@@ -440,7 +438,7 @@ struct Emulated {
 
 Emulated PostProcess(const Context& ctx, const Platform& p, int64_t e, uint64_t model_bits,
                      double model_bound) {
-  const FormatSpec& model_out = *p.model->output.format;
+  const FormatSpec& model_out = p.model->OutputFormat();
   const FormatSpec& out = *ctx.out_format;
   Emulated r;
   uint64_t bits = model_bits;
@@ -1216,12 +1214,12 @@ absl::StatusOr<AuditResult> AuditMatmul(const MatmulAuditInput& in, const AuditO
   ctx.elements = O.size();
   const Model& m0 = *(*platforms)[0].model;
   const FormatSpec& fa = *m0.inputs.a;
-  const FormatSpec& fb = InputB(m0);
+  const FormatSpec& fb = m0.InputB();
   for (const Platform& p : *platforms) {
-    if (p.model->inputs.a != &fa || &InputB(*p.model) != &fb) {
+    if (p.model->inputs.a != &fa || &p.model->InputB() != &fb) {
       return absl::InvalidArgumentError(
           Cat("--platform: ", p.name, " takes ", p.model->inputs.a->name, " x ",
-              InputB(*p.model).name, " inputs but ", m0.name, " takes ", fa.name, " x ", fb.name,
+              p.model->InputB().name, " inputs but ", m0.name, " takes ", fa.name, " x ", fb.name,
               ": audit them in separate runs"));
     }
   }
@@ -1328,13 +1326,13 @@ absl::StatusOr<AuditResult> AuditMatmul(const MatmulAuditInput& in, const AuditO
   }
   ctx.input_format = std::string(fa.name) + (&fa == &fb ? "" : Cat(" x ", fb.name));
   ctx.formula = scaled ? Cat("out = fl_", O.format->name, "(fl32(fl32(scale_a[i] * scale_b[j]) * acc)), acc = ",
-                             "the platform's ", m0.output.format->name,
+                             "the platform's ", m0.OutputFormat().name,
                              " output of sum_k A[i,k] B[k,j]; exact = scale_a[i] * scale_b[j] * sum_k A[i,k] B[k,j]")
                        : Cat("out = fl_", O.format->name, "(", in.c != nullptr ? "C[i,j] + " : "",
                              "sum_k A[i,k] B[k,j]) in the platform's order; exact = the same sum, exactly");
-  if (m0.output.format != O.format) {
+  if (&m0.OutputFormat() != O.format) {
     ctx.notes.push_back(Cat("the output is ", O.format->name, " while ", m0.name, " writes ",
-                            scaled ? "float32 (after the scale)" : std::string(m0.output.format->name),
+                            scaled ? "float32 (after the scale)" : std::string(m0.OutputFormat().name),
                             ": emulated values converted with ", RoundingName(in.out_rounding),
                             " and bounds widened by that conversion"));
   }
@@ -1511,9 +1509,9 @@ absl::StatusOr<AuditResult> AuditSum(const SumAuditInput& in, const AuditOptions
   ctx.input_format = std::string(fa.name);
   ctx.formula = Cat("out = fl_", O.format->name, "(sum_k X[..., k, ...]) along axis ", axis,
                     " in the platform's order; exact = the same sum, exactly");
-  if (m0.output.format != O.format) {
+  if (&m0.OutputFormat() != O.format) {
     ctx.notes.push_back(Cat("the output is ", O.format->name, " while ", m0.name, " writes ",
-                            m0.output.format->name, ": emulated values converted with ",
+                            m0.OutputFormat().name, ": emulated values converted with ",
                             RoundingName(in.out_rounding), " and bounds widened by that conversion"));
   }
   NoteBf16Fit(O, "the output", ctx.notes);
