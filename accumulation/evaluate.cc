@@ -11,6 +11,7 @@
 #include <sstream>
 #include <string>
 
+#include "accumulation/bound_step.h"
 #include "accumulation/chain_walk.h"
 #include "accumulation/strings_internal.h"
 #include "formats/ops.h"
@@ -19,7 +20,11 @@
 namespace fpconform {
 namespace {
 
+using accumulation_internal::BoundStep;
 using accumulation_internal::Cat;
+using accumulation_internal::Reduced;
+using accumulation_internal::UnitRoundoff;
+using accumulation_internal::Up;
 
 __extension__ typedef __int128 int128;
 
@@ -46,8 +51,6 @@ struct Node {
   double m = 0;
   double e = 0;
 };
-
-constexpr double kUp = 1.0 + 0x1p-50;
 
 Term FromUnpacked(const FormatSpec& f, const Unpacked& u) {
   Term t;
@@ -158,20 +161,6 @@ struct Rounder {
   double eta = 0;
 };
 
-double UnitRoundoff(int fraction_bits, const OpEnv& env) {
-  const bool nearest =
-      env.rounding == Rounding::kNearestEven || env.rounding == Rounding::kNearestAway;
-  return std::ldexp(1.0, nearest ? -(fraction_bits + 1) : -fraction_bits);
-}
-
-FormatSpec Reduced(const FormatSpec& f, int fraction_bits) {
-  FormatSpec r = f;
-  const int cut = f.fraction_bits - fraction_bits;
-  r.fraction_bits = fraction_bits;
-  r.pad_bits += cut;
-  return Derive(r);
-}
-
 Rounder MakeRounder(const FormatSpec& f, int fraction_bits, const OpEnv& env) {
   Rounder r{Reduced(f, fraction_bits), &f, 0, 0};
   r.u = UnitRoundoff(fraction_bits, env);
@@ -179,8 +168,6 @@ Rounder MakeRounder(const FormatSpec& f, int fraction_bits, const OpEnv& env) {
   r.eta = std::ldexp(1.0, env.flush_to_zero ? Emin(r.spec) : MinSubnormalExponent(r.spec));
   return r;
 }
-
-double Up(double x) { return x * kUp; }
 
 class Evaluator {
  public:
@@ -267,7 +254,7 @@ class Evaluator {
       if (opt_.want_bound) {
         const double u = UnitRoundoff(of.fraction_bits, env);
         const double eta = std::ldexp(1.0, MinSubnormalExponent(of));
-        out.bound = Up((1 + u) * total.e + u * total.m + eta);
+        out.bound = BoundStep(u, eta, total.e, total.m);
       }
     }
     return out;
@@ -333,7 +320,7 @@ class Evaluator {
     Node out = RawAdd(x.t, y.t, r, env);
     if (opt_.want_bound) {
       out.m = Up(x.m + y.m);
-      out.e = Up((1 + r.u) * (x.e + y.e) + r.u * out.m + r.eta);
+      out.e = BoundStep(r.u, r.eta, x.e + y.e, out.m);
     }
     return out;
   }
@@ -457,7 +444,7 @@ class Evaluator {
     }
     if (opt_.want_bound) {
       out.m = leaf.m;
-      out.e = Up((1 + acc_.u) * leaf.e + acc_.u * leaf.m + acc_.eta);
+      out.e = BoundStep(acc_.u, acc_.eta, leaf.e, leaf.m);
     }
     return out;
   }
@@ -536,7 +523,7 @@ class Evaluator {
           m += leaves_[i].m;
         }
         out.m = Up(m);
-        out.e = Up((1 + acc_.u) * (sum_e + t) + acc_.u * out.m + acc_.eta);
+        out.e = BoundStep(acc_.u, acc_.eta, sum_e + t, out.m);
         return out;
       }
     }
@@ -546,7 +533,7 @@ class Evaluator {
         m += leaves_[i].m;
       }
       out.m = Up(m);
-      out.e = Up((1 + acc_.u) * sum_e + acc_.u * out.m + acc_.eta);
+      out.e = BoundStep(acc_.u, acc_.eta, sum_e, out.m);
     }
     return out;
   }

@@ -14,6 +14,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "accumulation/bound_step.h"
 #include "accumulation/chain_walk.h"
 #include "accumulation/strings_internal.h"
 #include "formats/isa.h"
@@ -27,7 +28,12 @@
 namespace fpconform {
 namespace {
 
+using accumulation_internal::BoundStep;
 using accumulation_internal::Cat;
+using accumulation_internal::Eta;
+using accumulation_internal::kUp;
+using accumulation_internal::UnitRoundoff;
+using accumulation_internal::Up;
 
 // The whitelist below reads every member of these structs. A member added later must be checked
 // there too (or the model must be made ineligible when it is set); these asserts make the build
@@ -60,9 +66,6 @@ absl::Status GenericMatmul(const Model& model, int m, int n, int k, std::span<co
                            std::span<double> bounds, const EvalOptions& options) {
   return GenericEvaluateMatmul(model, m, n, k, a, a_layout, b, b_layout, c, d, bounds, options);
 }
-
-constexpr double kUp = 1.0 + 0x1p-50;  // evaluate.cc's kUp.
-inline double Up(double x) { return x * kUp; }
 
 // ---------------------------------------------------------------------------------------------
 // Input decoding: container bits -> the float32 value (exact) and, for fused adders, 2^nominal.
@@ -164,19 +167,6 @@ struct Plan {
 int ChunkEnd(const Plan& p, int chunk, int k0, int k) {
   if (p.chain == ChainKind::kBlocked) return BlockedBlockEnd(p.model->chain, k0, k);
   return std::min(k, k0 + chunk);
-}
-
-double UnitRoundoff(int fraction_bits, const OpEnv& env) {
-  const bool nearest =
-      env.rounding == Rounding::kNearestEven || env.rounding == Rounding::kNearestAway;
-  return std::ldexp(1.0, nearest ? -(fraction_bits + 1) : -fraction_bits);
-}
-
-double Eta(const FormatSpec& f, int fraction_bits) {
-  FormatSpec r = f;
-  r.pad_bits += f.fraction_bits - fraction_bits;
-  r.fraction_bits = fraction_bits;
-  return std::ldexp(1.0, MinSubnormalExponent(Derive(r)));
 }
 
 // An OpEnv this file implements: rne (or rtz where allow_rtz) with nothing else set. NaN
@@ -675,7 +665,7 @@ class ScalarDot {
     out.v = x.v + y.v;
     if constexpr (kBound) {
       out.m = Up(x.m + y.m);
-      out.e = Up((1 + u) * (x.e + y.e) + u * out.m + eta);
+      out.e = BoundStep(u, eta, x.e + y.e, out.m);
     }
     return out;
   }
@@ -723,7 +713,7 @@ class ScalarDot {
     }
     if constexpr (kBound) {
       out.m = Up(acc.m + m);
-      out.e = Up((1 + p_.u_acc) * (e0 + e) + p_.u_acc * out.m + p_.eta_acc);
+      out.e = BoundStep(p_.u_acc, p_.eta_acc, e0 + e, out.m);
     }
     return out;
   }
@@ -789,7 +779,7 @@ class ScalarDot {
       double m, e;
       LeafBound(i, m, e);
       out.m = m;
-      out.e = Up((1 + p_.u_acc) * e + p_.u_acc * m + p_.eta_acc);
+      out.e = BoundStep(p_.u_acc, p_.eta_acc, e, m);
     }
     return out;
   }
@@ -854,7 +844,7 @@ class ScalarDot {
         t = nonzero * quantum;
       }
       out.m = Up(m);
-      out.e = Up((1 + p_.u_acc) * (sum_e + t) + p_.u_acc * out.m + p_.eta_acc);
+      out.e = BoundStep(p_.u_acc, p_.eta_acc, sum_e + t, out.m);
     }
     return out;
   }
@@ -908,7 +898,7 @@ inline bool Output32(const Plan& p, float v, double m, double e, bool bound, Eva
     const uint32_t h = Bf16RneBits(bits);
     if ((h & 0x7F80u) == 0x7F80u) return false;
     out.bits = h;
-    out.bound = bound ? Up((1 + p.u_out) * e + p.u_out * m + p.eta_out) : 0.0;
+    out.bound = bound ? BoundStep(p.u_out, p.eta_out, e, m) : 0.0;
   } else {
     out.bits = bits;
     out.bound = e;
@@ -932,7 +922,7 @@ bool DotDecoded(const Plan& p, const DotView& d, uint64_t c_bits, EvalResult& ou
       const float f = static_cast<float>(r.v);
       if (!std::isfinite(f)) return false;
       out.bits = std::bit_cast<uint32_t>(f);
-      if (kBound) out.bound = Up((1 + p.u_out) * r.e + p.u_out * r.m + p.eta_out);
+      if (kBound) out.bound = BoundStep(p.u_out, p.eta_out, r.e, r.m);
     } else {
       out.bits = std::bit_cast<uint64_t>(r.v);
       out.bound = r.e;
@@ -975,7 +965,7 @@ struct MatIn {
 
 #if defined(__x86_64__)
 // The bound data of one adder step on R rows x 16 float32 lanes (ScalarDot::StepWith's bound,
-// lane by lane, in the same double operations): m[l] = Up(m[l] + |x|),
+// bound_step.h's BoundStep lane by lane, in the same double operations): m[l] = Up(m[l] + |x|),
 // e[l] = Up((1 + u) * (e0[l] + |used - x|) + u * m[l] + eta), with x = a_orig[r] * b_orig[w]
 // (exact) and used = a_used[r] * b_used[w] (exact, or the float32 product under kRound).
 // b_used/b_orig: the step's 16 columns (nullptr: a +0 padding leaf). e0 may be e.
@@ -1087,7 +1077,7 @@ void HostTile(const MatIn& in, int i0, int j0) {
             }
             const double mi = std::fabs(x), ei = std::fabs(uv - x);
             am[r][w] = Up(am[r][w] + mi);
-            ae[r][w] = Up((1 + u) * (ae[r][w] + ei) + u * am[r][w] + eta);
+            ae[r][w] = BoundStep(u, eta, ae[r][w] + ei, am[r][w]);
           }
         }
       }
@@ -1104,7 +1094,7 @@ void HostTile(const MatIn& in, int i0, int j0) {
           tot[r][w] = tot[r][w] + acc[r][w];
           if constexpr (kBound) {
             const double mm = Up(tm[r][w] + am[r][w]);
-            te[r][w] = Up((1 + uc) * (te[r][w] + ae[r][w]) + uc * mm + etac);
+            te[r][w] = BoundStep(uc, etac, te[r][w] + ae[r][w], mm);
             tm[r][w] = mm;
           }
         }
@@ -1131,7 +1121,7 @@ void HostTile(const MatIn& in, int i0, int j0) {
           }
           in.d[idx] = std::bit_cast<uint32_t>(f);
           if (kBound) {
-            in.bounds[idx] = Up((1 + p.u_out) * te[r][w] + p.u_out * tm[r][w] + p.eta_out);
+            in.bounds[idx] = BoundStep(p.u_out, p.eta_out, te[r][w], tm[r][w]);
           }
         } else {
           in.d[idx] = std::bit_cast<uint64_t>(v);
@@ -1237,7 +1227,7 @@ void KahanTile(const MatIn& in, int i0, int j0) {
         }
         in.d[idx] = std::bit_cast<uint32_t>(f);
         if constexpr (kBound) {
-          in.bounds[idx] = Up((1 + p.u_out) * e + p.u_out * mag[l] + p.eta_out);
+          in.bounds[idx] = BoundStep(p.u_out, p.eta_out, e, mag[l]);
         }
       } else {
         in.d[idx] = std::bit_cast<uint64_t>(v);
@@ -1324,7 +1314,7 @@ class PairwiseTile {
           in_.d[idx] = std::bit_cast<uint32_t>(f);
           if constexpr (kBound) {
             in_.bounds[idx] =
-                Up((1 + p_.u_out) * total.e[l] + p_.u_out * total.m[l] + p_.eta_out);
+                BoundStep(p_.u_out, p_.eta_out, total.e[l], total.m[l]);
           }
         } else {
           in_.d[idx] = std::bit_cast<uint64_t>(v);
@@ -1358,7 +1348,7 @@ class PairwiseTile {
       const double u = p_.u_comb, eta = p_.eta_comb;
       for (int l = 0; l < L; ++l) {
         const double mm = Up(x.m[l] + y.m[l]);
-        x.e[l] = Up((1 + u) * (x.e[l] + y.e[l]) + u * mm + eta);
+        x.e[l] = BoundStep(u, eta, x.e[l] + y.e[l], mm);
         x.m[l] = mm;
       }
     }
@@ -1410,7 +1400,7 @@ class PairwiseTile {
           const double mi = std::fabs(xe), ei = std::fabs(uv - xe);
           const double m0 = kFirst ? 0.0 : x.m[l], e0 = kFirst ? 0.0 : x.e[l];
           x.m[l] = Up(m0 + mi);
-          x.e[l] = Up((1 + u) * (e0 + ei) + u * x.m[l] + eta);
+          x.e[l] = BoundStep(u, eta, e0 + ei, x.m[l]);
         }
       }
     }
@@ -1552,7 +1542,7 @@ class WalkTile {
           const float f = static_cast<float>(v);
           ok = std::isfinite(f);
           res.bits = std::bit_cast<uint32_t>(f);
-          if constexpr (kBound) res.bound = Up((1 + p_.u_out) * e + p_.u_out * m + p_.eta_out);
+          if constexpr (kBound) res.bound = BoundStep(p_.u_out, p_.eta_out, e, m);
         } else {
           res.bits = std::bit_cast<uint64_t>(v);
           res.bound = e;
@@ -1697,7 +1687,7 @@ class WalkTile {
           const int l = r * W + w;
           const double mi = std::fabs(xe), ei = std::fabs(uv - xe);
           x.m[l] = Up(x.m[l] + mi);
-          x.e[l] = Up((1 + u) * (e0[l] + ei) + u * x.m[l] + eta);
+          x.e[l] = BoundStep(u, eta, e0[l] + ei, x.m[l]);
         }
       }
     }
@@ -1747,7 +1737,7 @@ class WalkTile {
           }
           const double mi = std::fabs(xe), ei = std::fabs(uv - xe);
           out.m[l] = mi;
-          out.e[l] = Up((1 + p_.u_acc) * ei + p_.u_acc * mi + p_.eta_acc);
+          out.e[l] = BoundStep(p_.u_acc, p_.eta_acc, ei, mi);
         }
       }
     }
@@ -1760,7 +1750,7 @@ class WalkTile {
     if constexpr (kBound) {
       for (int l = 0; l < L; ++l) {
         out.m[l] = Up(x.m[l] + y.m[l]);
-        out.e[l] = Up((1 + u) * (x.e[l] + y.e[l]) + u * out.m[l] + eta);
+        out.e[l] = BoundStep(u, eta, x.e[l] + y.e[l], out.m[l]);
       }
     }
   }
@@ -1854,7 +1844,7 @@ void FusedTile(const MatIn& in, int i, int j0) {
             t = nonzero * std::max(emax[w] * two_mf, std::numeric_limits<double>::denorm_min());
           }
           am[w] = Up(m);
-          ae[w] = Up((1 + u) * (sum_e + t) + u * am[w] + eta);
+          ae[w] = BoundStep(u, eta, sum_e + t, am[w]);
         }
       }
       for (int w = 0; w < W; ++w) {
@@ -1870,7 +1860,7 @@ void FusedTile(const MatIn& in, int i, int j0) {
         tot[w] = static_cast<float>(static_cast<float>(tot[w]) + static_cast<float>(acc[w]));
         if constexpr (kBound) {
           const double mm = Up(tm[w] + am[w]);
-          te[w] = Up((1 + uc) * (te[w] + ae[w]) + uc * mm + etac);
+          te[w] = BoundStep(uc, etac, te[w] + ae[w], mm);
           tm[w] = mm;
         }
       }
