@@ -1,7 +1,5 @@
 #include "accumulation/evaluate.h"
 
-#include "accumulation/fast_eval.h"
-
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -13,6 +11,7 @@
 
 #include "accumulation/bound_step.h"
 #include "accumulation/chain_walk.h"
+#include "accumulation/fast_plan.h"
 #include "accumulation/strings_internal.h"
 #include "formats/ops.h"
 #include "formats/round_pack.h"
@@ -604,17 +603,27 @@ absl::Status GenericEvaluateMatmul(const Model& model, int m, int n, int k,
 }
 
 // The public entries: the fast paths (fast_eval.h) where the model is eligible, which are
-// bit-identical to the generic engine (fast_eval_test) and hand the rare special inputs back to it.
+// bit-identical to the generic engine (fast_eval_test) and hand the rare special inputs back to it
+// (GenericEvaluate*, directly). The fast paths' plan (fast_plan.h) is built once per call: it
+// decides the path and is what the fast path runs on. (It is not kept across calls: a Model is a
+// plain value that callers copy and edit in place, so neither its address nor anything cheaper
+// than MakePlan itself identifies an unchanged model.)
 absl::StatusOr<EvalResult> EvaluateDot(const Model& model, std::span<const uint64_t> a,
                                        std::span<const uint64_t> b, uint64_t c_bits,
                                        const EvalOptions& options) {
-  if (FastPathEligible(model)) return FastEvaluateDot(model, a, b, c_bits, options);
+  fast_internal::Plan plan;
+  if (*fast_internal::MakePlan(model, plan) == '\0') {
+    return fast_internal::FastDot(model, plan, a, b, c_bits, options);
+  }
   return GenericEvaluateDot(model, a, b, c_bits, options);
 }
 
 absl::StatusOr<EvalResult> EvaluateSum(const Model& model, std::span<const uint64_t> x,
                                        uint64_t c_bits, const EvalOptions& options) {
-  if (FastPathEligible(model)) return FastEvaluateSum(model, x, c_bits, options);
+  fast_internal::Plan plan;
+  if (*fast_internal::MakePlan(model, plan) == '\0') {
+    return fast_internal::FastSum(model, plan, x, c_bits, options);
+  }
   return GenericEvaluateSum(model, x, c_bits, options);
 }
 
@@ -623,9 +632,10 @@ absl::Status EvaluateMatmul(const Model& model, int m, int n, int k,
                             std::span<const uint64_t> b, Layout b_layout,
                             std::span<const uint64_t> c, std::span<uint64_t> d,
                             std::span<double> bounds, const EvalOptions& options) {
-  if (FastPathEligible(model)) {
-    return FastEvaluateMatmul(model, m, n, k, a, a_layout, b, b_layout, c, d, bounds, options,
-                              std::max(1, options.threads));
+  fast_internal::Plan plan;
+  if (*fast_internal::MakePlan(model, plan) == '\0') {
+    return fast_internal::FastMatmul(model, plan, m, n, k, a, a_layout, b, b_layout, c, d,
+                                     bounds, options, std::max(1, options.threads));
   }
   return GenericEvaluateMatmul(model, m, n, k, a, a_layout, b, b_layout, c, d, bounds, options);
 }

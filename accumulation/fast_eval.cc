@@ -40,24 +40,6 @@ using fast_internal::Table;
 
 std::atomic<uint64_t> g_fallbacks{0};
 
-// The generic path, for the cases the fast kernels hand back (never the dispatching
-// EvaluateDot/Sum/Matmul, which would come straight back here).
-absl::StatusOr<EvalResult> GenericDot(const Model& model, std::span<const uint64_t> a,
-                                      std::span<const uint64_t> b, uint64_t c_bits,
-                                      const EvalOptions& options) {
-  return GenericEvaluateDot(model, a, b, c_bits, options);
-}
-absl::StatusOr<EvalResult> GenericSum(const Model& model, std::span<const uint64_t> x,
-                                      uint64_t c_bits, const EvalOptions& options) {
-  return GenericEvaluateSum(model, x, c_bits, options);
-}
-absl::Status GenericMatmul(const Model& model, int m, int n, int k, std::span<const uint64_t> a,
-                           Layout a_layout, std::span<const uint64_t> b, Layout b_layout,
-                           std::span<const uint64_t> c, std::span<uint64_t> d,
-                           std::span<double> bounds, const EvalOptions& options) {
-  return GenericEvaluateMatmul(model, m, n, k, a, a_layout, b, b_layout, c, d, bounds, options);
-}
-
 // ---------------------------------------------------------------------------------------------
 // Input decoding: container bits -> the float32 value (exact) and, for fused adders, 2^nominal.
 
@@ -2304,8 +2286,8 @@ absl::StatusOr<EvalResult> DotImpl(const Model& model, const Plan& plan,
                                    bool is_sum, uint64_t c_bits, const EvalOptions& options) {
   auto generic = [&]() {
     g_fallbacks.fetch_add(1, std::memory_order_relaxed);
-    return is_sum ? GenericSum(model, a, c_bits, options)
-                  : GenericDot(model, a, b, c_bits, options);
+    return is_sum ? GenericEvaluateSum(model, a, c_bits, options)
+                  : GenericEvaluateDot(model, a, b, c_bits, options);
   };
   if (!HostReady()) return generic();
   const bool need_pow = plan.arith == Plan::Arith::kFused;
@@ -2354,12 +2336,7 @@ absl::StatusOr<EvalResult> FastEvaluateDot(const Model& model, std::span<const u
     return absl::FailedPreconditionError(
         Cat("fast dot: model '", model.name, "' is not eligible (", why, ")"));
   }
-  if (a.size() != b.size()) {
-    return absl::InvalidArgumentError(
-        Cat("dot: a has ", a.size(), " elements, b has ", b.size()));
-  }
-  if (a.size() > (size_t{1} << 30)) return absl::InvalidArgumentError("dot: too long");
-  return DotImpl(model, plan, a, b, false, c_bits, options);
+  return fast_internal::FastDot(model, plan, a, b, c_bits, options);
 }
 
 absl::StatusOr<EvalResult> FastEvaluateSum(const Model& model, std::span<const uint64_t> x,
@@ -2369,8 +2346,7 @@ absl::StatusOr<EvalResult> FastEvaluateSum(const Model& model, std::span<const u
     return absl::FailedPreconditionError(
         Cat("fast sum: model '", model.name, "' is not eligible (", why, ")"));
   }
-  if (x.size() > (size_t{1} << 30)) return absl::InvalidArgumentError("sum: too long");
-  return DotImpl(model, plan, x, {}, true, c_bits, options);
+  return fast_internal::FastSum(model, plan, x, c_bits, options);
 }
 
 absl::Status FastEvaluateMatmul(const Model& model, int m, int n, int k,
@@ -2384,6 +2360,35 @@ absl::Status FastEvaluateMatmul(const Model& model, int m, int n, int k,
     return absl::FailedPreconditionError(
         Cat("fast matmul: model '", model.name, "' is not eligible (", why, ")"));
   }
+  return fast_internal::FastMatmul(model, plan, m, n, k, a, a_layout, b, b_layout, c, d, bounds,
+                                   options, threads);
+}
+
+absl::StatusOr<EvalResult> fast_internal::FastDot(const Model& model, const Plan& plan,
+                                                  std::span<const uint64_t> a,
+                                                  std::span<const uint64_t> b, uint64_t c_bits,
+                                                  const EvalOptions& options) {
+  if (a.size() != b.size()) {
+    return absl::InvalidArgumentError(
+        Cat("dot: a has ", a.size(), " elements, b has ", b.size()));
+  }
+  if (a.size() > (size_t{1} << 30)) return absl::InvalidArgumentError("dot: too long");
+  return DotImpl(model, plan, a, b, false, c_bits, options);
+}
+
+absl::StatusOr<EvalResult> fast_internal::FastSum(const Model& model, const Plan& plan,
+                                                  std::span<const uint64_t> x, uint64_t c_bits,
+                                                  const EvalOptions& options) {
+  if (x.size() > (size_t{1} << 30)) return absl::InvalidArgumentError("sum: too long");
+  return DotImpl(model, plan, x, {}, true, c_bits, options);
+}
+
+absl::Status fast_internal::FastMatmul(const Model& model, const Plan& plan, int m, int n,
+                                       int k, std::span<const uint64_t> a, Layout a_layout,
+                                       std::span<const uint64_t> b, Layout b_layout,
+                                       std::span<const uint64_t> c, std::span<uint64_t> d,
+                                       std::span<double> bounds, const EvalOptions& options,
+                                       int threads) {
   if (m < 0 || n < 0 || k < 0) return absl::InvalidArgumentError("matmul: negative size");
   if (threads < 1) return absl::InvalidArgumentError("matmul: threads must be >= 1");
   const size_t mk = size_t(m) * k, kn = size_t(k) * n, mn = size_t(m) * n;
@@ -2394,7 +2399,8 @@ absl::Status FastEvaluateMatmul(const Model& model, int m, int n, int k,
   }
   if (!HostReady()) {
     g_fallbacks.fetch_add(uint64_t(m) * uint64_t(n), std::memory_order_relaxed);
-    return GenericMatmul(model, m, n, k, a, a_layout, b, b_layout, c, d, bounds, options);
+    return GenericEvaluateMatmul(model, m, n, k, a, a_layout, b, b_layout, c, d, bounds,
+                                 options);
   }
   const bool want_bound = options.want_bound && !bounds.empty();
   const bool fused = plan.arith == Plan::Arith::kFused;
@@ -2524,7 +2530,8 @@ absl::Status FastEvaluateMatmul(const Model& model, int m, int n, int k,
         row[p] = a_at(i, p);
         col[p] = b_at(p, j);
       }
-      absl::StatusOr<EvalResult> r = GenericDot(model, row, col, c.empty() ? 0 : c[idx], opt);
+      absl::StatusOr<EvalResult> r =
+          GenericEvaluateDot(model, row, col, c.empty() ? 0 : c[idx], opt);
       if (!r.ok()) return r.status();
       d[idx] = r->bits;
       if (want_bound) bounds[idx] = r->bound;

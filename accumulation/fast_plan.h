@@ -17,6 +17,11 @@
 #include <cstdint>
 #include <vector>
 
+#include <span>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "accumulation/evaluate.h"
 #include "accumulation/model.h"
 
 namespace fpconform::fast_internal {
@@ -79,6 +84,22 @@ const char* MakePlan(const Model& m, Plan& plan);
 // default state (rne, no FTZ/DAZ). The Fast* entries hand the call to the generic engine
 // otherwise.
 bool HostReady();
+
+// The fast paths on a plan that MakePlan filled from `model` (fast_eval.cc): FastEvaluateDot /
+// Sum / Matmul less their eligibility check, with the same size checks, results and errors. For
+// callers that built the plan already (evaluate.cc's EvaluateDot/Sum/Matmul build it once per
+// call). Whatever the fast kernels hand back goes to GenericEvaluateDot/Sum/Matmul directly.
+absl::StatusOr<EvalResult> FastDot(const Model& model, const Plan& plan,
+                                   std::span<const uint64_t> a, std::span<const uint64_t> b,
+                                   uint64_t c_bits, const EvalOptions& options);
+absl::StatusOr<EvalResult> FastSum(const Model& model, const Plan& plan,
+                                   std::span<const uint64_t> x, uint64_t c_bits,
+                                   const EvalOptions& options);
+absl::Status FastMatmul(const Model& model, const Plan& plan, int m, int n, int k,
+                        std::span<const uint64_t> a, Layout a_layout,
+                        std::span<const uint64_t> b, Layout b_layout,
+                        std::span<const uint64_t> c, std::span<uint64_t> d,
+                        std::span<double> bounds, const EvalOptions& options, int threads);
 
 }  // namespace fpconform::fast_internal
 
