@@ -1,28 +1,23 @@
+// The Fast* entries (fast_eval.h): checks, decoding into per-thread buffers, the row ranges of a
+// matmul on threads, and the fallbacks to the generic engine. The arithmetic is in the layers
+// below: fast_plan (what the model means), fast_decode (inputs), fast_scalar (one dot),
+// fast_tiles_avx2 / fast_tiles_avx512 (matmul tiles). Only the kernel files (fast_decode_avx2.cc,
+// fast_scalar.*, fast_tiles_*.cc) carry target attributes (AVX2+FMA; AVX-512 for one tile); this
+// file calls them only after HostReady().
 #include "accumulation/fast_eval.h"
 
 #include <algorithm>
 #include <atomic>
-#include <bit>
 #include <cmath>
-#include <cstring>
-#include <limits>
+#include <cstdint>
+#include <span>
 #include <thread>
-#include <type_traits>
 #include <vector>
 
-#include "accumulation/bound_step.h"
-#include "accumulation/chain_walk.h"
 #include "accumulation/fast_decode.h"
 #include "accumulation/fast_kernels.h"
 #include "accumulation/fast_plan.h"
 #include "accumulation/strings_internal.h"
-#include "formats/isa.h"
-#include "formats/ops.h"
-#include "formats/round_pack.h"
-
-#if defined(__x86_64__)
-#include <immintrin.h>
-#endif
 
 namespace fpconform {
 namespace {
