@@ -2,7 +2,8 @@
 // engine (evaluate.cc) and the fast paths (fast_*.cc), which must give the same double bits:
 //  * Up(x): x * (1 + 2^-50), the safety factor applied at every node;
 //  * UnitRoundoff(f, env): u = 2^-(f+1) for rne/rna, 2^-f for the other modes;
-//  * Eta(format, f): 2^(smallest subnormal exponent) of `format` cut to f fraction bits;
+//  * Eta(format, f, ftz): 2^(smallest subnormal exponent) of `format` cut to f fraction bits
+//    (2^Emin under flush_to_zero);
 //  * BoundStep(u, eta, e, m): the rounding node's E = Up((1 + u) e + u m + eta), with e the
 //    children's summed E (plus a leaf's E where one is added) and m the node's M.
 // Every function is plain double arithmetic in this order (the build has -ffp-contract=off, so no
@@ -41,8 +42,10 @@ inline FormatSpec Reduced(const FormatSpec& f, int fraction_bits) {
   return Derive(r);
 }
 
-inline double Eta(const FormatSpec& f, int fraction_bits) {
-  return std::ldexp(1.0, MinSubnormalExponent(Reduced(f, fraction_bits)));
+// A flushed tiny result (flush_to_zero) moves by less than 2^Emin; otherwise a rounded result by
+// less than one subnormal quantum of the reduced format.
+inline double Eta(const FormatSpec& f, int fraction_bits, bool flush_to_zero = false) {
+  return std::ldexp(1.0, flush_to_zero ? Emin(f) : MinSubnormalExponent(Reduced(f, fraction_bits)));
 }
 
 inline double BoundStep(double u, double eta, double e, double m) {

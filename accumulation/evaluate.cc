@@ -21,6 +21,7 @@ namespace {
 
 using accumulation_internal::BoundStep;
 using accumulation_internal::Cat;
+using accumulation_internal::Eta;
 using accumulation_internal::Reduced;
 using accumulation_internal::UnitRoundoff;
 using accumulation_internal::Up;
@@ -163,8 +164,7 @@ struct Rounder {
 Rounder MakeRounder(const FormatSpec& f, int fraction_bits, const OpEnv& env) {
   Rounder r{Reduced(f, fraction_bits), &f, 0, 0};
   r.u = UnitRoundoff(fraction_bits, env);
-  // A flushed tiny result moves by less than 2^Emin; otherwise by less than one subnormal quantum.
-  r.eta = std::ldexp(1.0, env.flush_to_zero ? Emin(r.spec) : MinSubnormalExponent(r.spec));
+  r.eta = Eta(f, fraction_bits, env.flush_to_zero);
   return r;
 }
 

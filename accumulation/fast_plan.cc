@@ -312,7 +312,7 @@ const char* MakePlan(const Model& m, Plan& plan) {
   }
   // Bound constants, as evaluate.cc's MakeRounder.
   plan.u_acc = UnitRoundoff(m.accumulator.fraction_bits, m.adder.env);
-  plan.eta_acc = plan.ftz ? std::ldexp(1.0, Emin(*acc)) : Eta(*acc, m.accumulator.fraction_bits);
+  plan.eta_acc = Eta(*acc, m.accumulator.fraction_bits, plan.ftz);
   plan.u_comb = UnitRoundoff(m.accumulator.fraction_bits, m.accumulator.combine_env);
   plan.eta_comb = Eta(*acc, m.accumulator.fraction_bits);
   if (m.chain.kind == ChainKind::kPromote) {
