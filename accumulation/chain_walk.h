@@ -2,8 +2,9 @@
 // visits the n terms and combines partial sums, written once for its two users:
 //   accumulation/evaluate.cc       Evaluator: a node is a computed value with its bound data
 //   accumulation/summation_tree.cc Builder: a node is the id of a SumTree node
-//   accumulation/fast_eval.cc      ScalarDot (host values) and WalkTile (a block of matmul
-//                                  elements per node) for the chains its own kernels lack
+//   accumulation/fast_scalar.h     ScalarDot (host values), and fast_tiles_avx2.cc's WalkTile
+//                                  (a block of matmul elements per node), for the chains the
+//                                  fast kernels lack
 //
 // WalkChain(model, n, seed, c, ops) returns the final accumulator node (before the output
 // conversion, which stays with each user) of the chain over terms 0..n-1 started from c. Every

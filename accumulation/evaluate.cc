@@ -1,7 +1,5 @@
 #include "accumulation/evaluate.h"
 
-#include "accumulation/fast_eval.h"
-
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -11,7 +9,9 @@
 #include <sstream>
 #include <string>
 
+#include "accumulation/bound_step.h"
 #include "accumulation/chain_walk.h"
+#include "accumulation/fast_plan.h"
 #include "accumulation/strings_internal.h"
 #include "formats/ops.h"
 #include "formats/round_pack.h"
@@ -19,7 +19,12 @@
 namespace fpconform {
 namespace {
 
+using accumulation_internal::BoundStep;
 using accumulation_internal::Cat;
+using accumulation_internal::Eta;
+using accumulation_internal::Reduced;
+using accumulation_internal::UnitRoundoff;
+using accumulation_internal::Up;
 
 __extension__ typedef __int128 int128;
 
@@ -46,8 +51,6 @@ struct Node {
   double m = 0;
   double e = 0;
 };
-
-constexpr double kUp = 1.0 + 0x1p-50;
 
 Term FromUnpacked(const FormatSpec& f, const Unpacked& u) {
   Term t;
@@ -158,29 +161,12 @@ struct Rounder {
   double eta = 0;
 };
 
-double UnitRoundoff(int fraction_bits, const OpEnv& env) {
-  const bool nearest =
-      env.rounding == Rounding::kNearestEven || env.rounding == Rounding::kNearestAway;
-  return std::ldexp(1.0, nearest ? -(fraction_bits + 1) : -fraction_bits);
-}
-
-FormatSpec Reduced(const FormatSpec& f, int fraction_bits) {
-  FormatSpec r = f;
-  const int cut = f.fraction_bits - fraction_bits;
-  r.fraction_bits = fraction_bits;
-  r.pad_bits += cut;
-  return Derive(r);
-}
-
 Rounder MakeRounder(const FormatSpec& f, int fraction_bits, const OpEnv& env) {
   Rounder r{Reduced(f, fraction_bits), &f, 0, 0};
   r.u = UnitRoundoff(fraction_bits, env);
-  // A flushed tiny result moves by less than 2^Emin; otherwise by less than one subnormal quantum.
-  r.eta = std::ldexp(1.0, env.flush_to_zero ? Emin(r.spec) : MinSubnormalExponent(r.spec));
+  r.eta = Eta(f, fraction_bits, env.flush_to_zero);
   return r;
 }
-
-double Up(double x) { return x * kUp; }
 
 class Evaluator {
  public:
@@ -267,7 +253,7 @@ class Evaluator {
       if (opt_.want_bound) {
         const double u = UnitRoundoff(of.fraction_bits, env);
         const double eta = std::ldexp(1.0, MinSubnormalExponent(of));
-        out.bound = Up((1 + u) * total.e + u * total.m + eta);
+        out.bound = BoundStep(u, eta, total.e, total.m);
       }
     }
     return out;
@@ -333,7 +319,7 @@ class Evaluator {
     Node out = RawAdd(x.t, y.t, r, env);
     if (opt_.want_bound) {
       out.m = Up(x.m + y.m);
-      out.e = Up((1 + r.u) * (x.e + y.e) + r.u * out.m + r.eta);
+      out.e = BoundStep(r.u, r.eta, x.e + y.e, out.m);
     }
     return out;
   }
@@ -457,7 +443,7 @@ class Evaluator {
     }
     if (opt_.want_bound) {
       out.m = leaf.m;
-      out.e = Up((1 + acc_.u) * leaf.e + acc_.u * leaf.m + acc_.eta);
+      out.e = BoundStep(acc_.u, acc_.eta, leaf.e, leaf.m);
     }
     return out;
   }
@@ -536,7 +522,7 @@ class Evaluator {
           m += leaves_[i].m;
         }
         out.m = Up(m);
-        out.e = Up((1 + acc_.u) * (sum_e + t) + acc_.u * out.m + acc_.eta);
+        out.e = BoundStep(acc_.u, acc_.eta, sum_e + t, out.m);
         return out;
       }
     }
@@ -546,7 +532,7 @@ class Evaluator {
         m += leaves_[i].m;
       }
       out.m = Up(m);
-      out.e = Up((1 + acc_.u) * sum_e + acc_.u * out.m + acc_.eta);
+      out.e = BoundStep(acc_.u, acc_.eta, sum_e, out.m);
     }
     return out;
   }
@@ -617,17 +603,27 @@ absl::Status GenericEvaluateMatmul(const Model& model, int m, int n, int k,
 }
 
 // The public entries: the fast paths (fast_eval.h) where the model is eligible, which are
-// bit-identical to the generic engine (fast_eval_test) and hand the rare special inputs back to it.
+// bit-identical to the generic engine (fast_eval_test) and hand the rare special inputs back to it
+// (GenericEvaluate*, directly). The fast paths' plan (fast_plan.h) is built once per call: it
+// decides the path and is what the fast path runs on. (It is not kept across calls: a Model is a
+// plain value that callers copy and edit in place, so neither its address nor anything cheaper
+// than MakePlan itself identifies an unchanged model.)
 absl::StatusOr<EvalResult> EvaluateDot(const Model& model, std::span<const uint64_t> a,
                                        std::span<const uint64_t> b, uint64_t c_bits,
                                        const EvalOptions& options) {
-  if (FastPathEligible(model)) return FastEvaluateDot(model, a, b, c_bits, options);
+  fast_internal::Plan plan;
+  if (*fast_internal::MakePlan(model, plan) == '\0') {
+    return fast_internal::FastDot(model, plan, a, b, c_bits, options);
+  }
   return GenericEvaluateDot(model, a, b, c_bits, options);
 }
 
 absl::StatusOr<EvalResult> EvaluateSum(const Model& model, std::span<const uint64_t> x,
                                        uint64_t c_bits, const EvalOptions& options) {
-  if (FastPathEligible(model)) return FastEvaluateSum(model, x, c_bits, options);
+  fast_internal::Plan plan;
+  if (*fast_internal::MakePlan(model, plan) == '\0') {
+    return fast_internal::FastSum(model, plan, x, c_bits, options);
+  }
   return GenericEvaluateSum(model, x, c_bits, options);
 }
 
@@ -636,9 +632,10 @@ absl::Status EvaluateMatmul(const Model& model, int m, int n, int k,
                             std::span<const uint64_t> b, Layout b_layout,
                             std::span<const uint64_t> c, std::span<uint64_t> d,
                             std::span<double> bounds, const EvalOptions& options) {
-  if (FastPathEligible(model)) {
-    return FastEvaluateMatmul(model, m, n, k, a, a_layout, b, b_layout, c, d, bounds, options,
-                              std::max(1, options.threads));
+  fast_internal::Plan plan;
+  if (*fast_internal::MakePlan(model, plan) == '\0') {
+    return fast_internal::FastMatmul(model, plan, m, n, k, a, a_layout, b, b_layout, c, d,
+                                     bounds, options, std::max(1, options.threads));
   }
   return GenericEvaluateMatmul(model, m, n, k, a, a_layout, b, b_layout, c, d, bounds, options);
 }

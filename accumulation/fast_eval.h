@@ -21,9 +21,10 @@
 //    double. This is exactly evaluate.cc's Fused step while the group result is a normal float32.
 // Special inputs and results (NaN/Inf inputs or c, a non-finite result, a fused group result that
 // is subnormal or overflows, an output conversion that overflows) are delegated to the generic
-// path (EvaluateDot, ...), which is then the only code that produces NaN/Inf bits. Dispatch:
-// EvaluateDot may call FastEvaluateDot when FastPathEligible, provided fast_eval.cc's GenericDot /
-// GenericSum / GenericMatmul then call non-dispatching generic entries (else a fallback recurses).
+// path (GenericEvaluateDot, ...), which is then the only code that produces NaN/Inf bits.
+// Dispatch: evaluate.cc's EvaluateDot/Sum/Matmul build the plan (fast_plan.h, MakePlan) once per
+// call and run the fast path on it where the model is eligible (fast_internal::FastDot/Sum/
+// Matmul); the fast path hands its fallbacks to the non-dispatching GenericEvaluate* directly.
 //
 // Eligibility (FastPathEligible): inputs float32, bfloat16, float16 or any <= 16-bit signed format
 // whose values are all float32 values (fp8s), optionally float32 -> tfloat32 rtz; daz (host

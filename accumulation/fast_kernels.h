@@ -1,0 +1,57 @@
+// The entry points of the fast paths' kernels (fast_eval.h), the files compiled for AVX2+FMA
+// (fast_scalar.cc, fast_tiles_avx2.cc) or AVX-512 (fast_tiles_avx512.cc). The entries themselves
+// have no target attribute; call them only after HostReady() (fast_plan.h), and the AVX-512 one
+// only where ActiveIsa() is kAvx512 (formats/isa.h).
+#ifndef FPCONFORM_ACCUMULATION_FAST_KERNELS_H_
+#define FPCONFORM_ACCUMULATION_FAST_KERNELS_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "accumulation/evaluate.h"
+#include "accumulation/fast_decode.h"
+#include "accumulation/fast_plan.h"
+
+namespace fpconform::fast_internal {
+
+// One dot on decoded inputs (fast_scalar.cc): false when the generic path must decide (bad
+// group, non-finite result).
+bool RunDot(const Plan& p, const DotView& d, uint64_t c_bits, EvalResult& out, uint64_t seed,
+            bool bound);
+
+// ---------------------------------------------------------------------------------------------
+// Matmul tiles. Inputs decoded to row-major A (m x k) and B (k x n).
+
+struct MatIn {
+  const Plan* p;
+  int m, n, k;
+  const float* a;   // m x k used.
+  const float* ao;  // m x k original.
+  const double* apow;
+  const float* b;   // k x n used.
+  const float* bo;
+  const double* bpow;
+  const double* bd;  // k x n used, as double (fused).
+  // Packed column tiles of B for the AVX kernels: tile t (columns 8t..8t+7; 16t..16t+15 for
+  // floats) is contiguous in k: bpack[(t * k + kk) * 16 + w] = value (w < 8), 2^nominal (w >= 8);
+  // bpackf[(t * k + kk) * 16 + w] = value of column 16t + w.
+  const double* bpack;
+  const float* bpackf;
+  const uint64_t* c;  // m x n or nullptr.
+  uint64_t* d;
+  double* bounds;     // or nullptr.
+  std::vector<uint8_t>* redo;  // m x n: 1 = evaluate generically.
+  uint64_t seed = 0;           // EvalOptions::seed.
+};
+
+// Rows [i_lo, i_hi) of a matmul (fast_tiles_avx2.cc): tiles, elements the tiles do not cover
+// through the scalar path, in.redo set for the elements the generic path must decide.
+void RunMatmulRows(const MatIn& in, int i_lo, int i_hi, bool bound);
+
+// The AVX-512 fused tile (fast_tiles_avx512.cc): FusedTileAvx512<rows, floor_align, bound> at
+// (i0, j0); rows 1, 2 (bound) or 1, 4 (no bound).
+void FusedTileAvx512Tile(int rows, bool floor_align, bool bound, const MatIn& in, int i0, int j0);
+
+}  // namespace fpconform::fast_internal
+
+#endif  // FPCONFORM_ACCUMULATION_FAST_KERNELS_H_

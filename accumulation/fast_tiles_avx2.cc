@@ -1,0 +1,1470 @@
+// The fast matmul's tiles (fast_eval.h, "Matmul"), compiled for AVX2+FMA: the register tiles
+// (HostTile, KahanTile, FusedTile and their AVX2-intrinsic value-only forms), the lane-block tiles
+// (PairwiseTile, WalkTile) and MatmulRows, which runs them over a row range. The AVX-512 fused
+// tile is fast_tiles_avx512.cc's.
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <span>
+#include <type_traits>
+#include <vector>
+
+#include "accumulation/bound_step.h"
+#include "accumulation/chain_walk.h"
+#include "accumulation/evaluate.h"
+#include "accumulation/fast_decode.h"
+#include "accumulation/fast_kernels.h"
+#include "accumulation/fast_plan.h"
+#include "accumulation/fast_scalar.h"
+#include "formats/isa.h"
+#include "formats/ops.h"
+#include "formats/round_pack.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+#if defined(__x86_64__) && defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2,fma"))), apply_to = function)
+#elif defined(__x86_64__)
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
+#endif
+namespace fpconform::fast_internal {
+namespace {
+
+#if defined(__x86_64__)
+// The bound data of one adder step on R rows x 16 float32 lanes (ScalarDot::StepWith's bound,
+// bound_step.h's BoundStep lane by lane, in the same double operations): m[l] = Up(m[l] + |x|),
+// e[l] = Up((1 + u) * (e0[l] + |used - x|) + u * m[l] + eta), with x = a_orig[r] * b_orig[w]
+// (exact) and used = a_used[r] * b_used[w] (exact, or the float32 product under kRound).
+// b_used/b_orig: the step's 16 columns (nullptr: a +0 padding leaf). e0 may be e.
+template <bool kRound, int R>
+inline void BoundStepAvx(double* m, double* e, const double* e0, const float (&a_orig)[R],
+                         const float (&a_used)[R], const float* b_used, const float* b_orig,
+                         double u, double eta) {
+  const __m256d c1 = _mm256_set1_pd(1 + u), uu = _mm256_set1_pd(u), ee = _mm256_set1_pd(eta);
+  const __m256d up = _mm256_set1_pd(kUp);
+  const __m256d abs_mask = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7FFFFFFFFFFFFFFFll));
+  __m256d bu[4], bo[4];
+  __m128 buf[4];
+  for (int q = 0; q < 4; ++q) {
+    buf[q] = b_used != nullptr ? _mm_loadu_ps(b_used + 4 * q) : _mm_setzero_ps();
+    bu[q] = _mm256_cvtps_pd(buf[q]);
+    bo[q] = b_orig != nullptr ? _mm256_cvtps_pd(_mm_loadu_ps(b_orig + 4 * q))
+                              : _mm256_setzero_pd();
+  }
+  for (int r = 0; r < R; ++r) {
+    const __m256d ao = _mm256_set1_pd(a_orig[r]);
+    const __m256d au = _mm256_set1_pd(a_used[r]);
+    for (int q = 0; q < 4; ++q) {
+      const int l = r * 16 + 4 * q;
+      const __m256d x = _mm256_mul_pd(ao, bo[q]);
+      __m256d used;
+      if constexpr (kRound) {
+        used = _mm256_cvtps_pd(_mm_mul_ps(_mm_set1_ps(a_used[r]), buf[q]));
+      } else {
+        used = _mm256_mul_pd(au, bu[q]);
+      }
+      const __m256d mi = _mm256_and_pd(x, abs_mask);
+      const __m256d ei = _mm256_and_pd(_mm256_sub_pd(used, x), abs_mask);
+      const __m256d mm = _mm256_mul_pd(_mm256_add_pd(_mm256_loadu_pd(m + l), mi), up);
+      _mm256_storeu_pd(m + l, mm);
+      const __m256d t = _mm256_mul_pd(c1, _mm256_add_pd(_mm256_loadu_pd(e0 + l), ei));
+      _mm256_storeu_pd(
+          e + l, _mm256_mul_pd(_mm256_add_pd(_mm256_add_pd(t, _mm256_mul_pd(uu, mm)), ee), up));
+    }
+  }
+}
+#endif
+
+// Host IEEE tile: R rows x W columns starting at (i0, j0), fully inside the matrix.
+template <class Acc, bool kRound, bool kBound, int R, int W>
+void HostTile(const MatIn& in, int i0, int j0) {
+  const Plan& p = *in.p;
+  const int n = in.n, k = in.k;
+  Acc tot[R][W];
+  double tm[R][W], te[R][W];
+  for (int r = 0; r < R; ++r) {
+    for (int w = 0; w < W; ++w) {
+      const uint64_t cb = in.c ? in.c[size_t(i0 + r) * n + j0 + w] : 0;
+      Acc cv;
+      if constexpr (std::is_same_v<Acc, float>) {
+        cv = std::bit_cast<float>(static_cast<uint32_t>(cb));
+      } else {
+        cv = std::bit_cast<double>(cb);
+      }
+      tot[r][w] = cv;
+      tm[r][w] = std::fabs(static_cast<double>(cv));
+      te[r][w] = 0;
+    }
+  }
+  const bool seq = p.chain == ChainKind::kSequential;
+  const int chunk = seq ? std::max(k, 1) : p.chunk;
+  const double u = p.u_acc, eta = p.eta_acc;
+  const double uc = p.chain == ChainKind::kPromote ? p.u_prom : p.u_comb;
+  const double etac = p.chain == ChainKind::kPromote ? p.eta_prom : p.eta_comb;
+  for (int k0 = 0, k1 = 0; k0 < k; k0 = k1) {
+    k1 = ChunkEnd(p, chunk, k0, k);
+    Acc acc[R][W];
+    double am[R][W], ae[R][W];
+    for (int r = 0; r < R; ++r) {
+      for (int w = 0; w < W; ++w) {
+        acc[r][w] = seq ? tot[r][w] : Acc(0);
+        if constexpr (kBound) {
+          am[r][w] = seq ? tm[r][w] : 0.0;
+          ae[r][w] = seq ? te[r][w] : 0.0;
+        }
+      }
+    }
+    for (int kk = k0; kk < k1; ++kk) {
+      const float* brow = in.b + size_t(kk) * n + j0;
+      for (int r = 0; r < R; ++r) {
+        const Acc av = static_cast<Acc>(in.a[size_t(i0 + r) * k + kk]);
+        for (int w = 0; w < W; ++w) {
+          const Acc bv = static_cast<Acc>(brow[w]);
+          if constexpr (kRound) {
+            acc[r][w] = acc[r][w] + av * bv;
+          } else if constexpr (std::is_same_v<Acc, float>) {
+            acc[r][w] = __builtin_fmaf(av, bv, acc[r][w]);
+          } else {
+            acc[r][w] = __builtin_fma(av, bv, acc[r][w]);
+          }
+        }
+      }
+      if constexpr (kBound) {
+        const float* borow = in.bo + size_t(kk) * n + j0;
+        for (int r = 0; r < R; ++r) {
+          const double ao = in.ao[size_t(i0 + r) * k + kk];
+          const double aused = in.a[size_t(i0 + r) * k + kk];
+          for (int w = 0; w < W; ++w) {
+            const double x = ao * static_cast<double>(borow[w]);
+            double uv;
+            if constexpr (kRound) {
+              uv = static_cast<double>(static_cast<Acc>(aused) * static_cast<Acc>(brow[w]));
+            } else {
+              uv = aused * static_cast<double>(brow[w]);
+            }
+            const double mi = std::fabs(x), ei = std::fabs(uv - x);
+            am[r][w] = Up(am[r][w] + mi);
+            ae[r][w] = BoundStep(u, eta, ae[r][w] + ei, am[r][w]);
+          }
+        }
+      }
+    }
+    for (int r = 0; r < R; ++r) {
+      for (int w = 0; w < W; ++w) {
+        if (seq) {
+          tot[r][w] = acc[r][w];
+          if constexpr (kBound) {
+            tm[r][w] = am[r][w];
+            te[r][w] = ae[r][w];
+          }
+        } else {
+          tot[r][w] = tot[r][w] + acc[r][w];
+          if constexpr (kBound) {
+            const double mm = Up(tm[r][w] + am[r][w]);
+            te[r][w] = BoundStep(uc, etac, te[r][w] + ae[r][w], mm);
+            tm[r][w] = mm;
+          }
+        }
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    for (int w = 0; w < W; ++w) {
+      const size_t idx = size_t(i0 + r) * n + j0 + w;
+      const Acc v = tot[r][w];
+      if (!std::isfinite(v)) {
+        (*in.redo)[idx] = 1;
+        continue;
+      }
+      if constexpr (std::is_same_v<Acc, float>) {
+        in.d[idx] = std::bit_cast<uint32_t>(v);
+        if (kBound) in.bounds[idx] = te[r][w];
+      } else {
+        if (p.f64_to_f32_output) {
+          const float f = static_cast<float>(v);
+          if (!std::isfinite(f)) {
+            (*in.redo)[idx] = 1;
+            continue;
+          }
+          in.d[idx] = std::bit_cast<uint32_t>(f);
+          if (kBound) {
+            in.bounds[idx] = BoundStep(p.u_out, p.eta_out, te[r][w], tm[r][w]);
+          }
+        } else {
+          in.d[idx] = std::bit_cast<uint64_t>(v);
+          if (kBound) in.bounds[idx] = te[r][w];
+        }
+      }
+    }
+  }
+}
+
+// Kahan tile: R rows x W columns from (i0, j0), fully inside the matrix; ScalarDot::Kahan lane
+// by lane (the lanes are independent chains: the loop is bound by throughput, not by the four
+// dependent operations of a step).
+template <class Acc, bool kRound, bool kBound, int R, int W>
+void KahanTile(const MatIn& in, int i0, int j0) {
+  constexpr int L = R * W;
+  const Plan& p = *in.p;
+  const int n = in.n, k = in.k;
+  Acc acc[L], comp[L];
+  double err[kBound ? L : 1], mag[kBound ? L : 1];
+  for (int r = 0; r < R; ++r) {
+    for (int w = 0; w < W; ++w) {
+      const uint64_t cb = in.c ? in.c[size_t(i0 + r) * n + j0 + w] : 0;
+      Acc cv;
+      if constexpr (std::is_same_v<Acc, float>) {
+        cv = std::bit_cast<float>(static_cast<uint32_t>(cb));
+      } else {
+        cv = std::bit_cast<double>(cb);
+      }
+      acc[r * W + w] = cv;
+      comp[r * W + w] = 0;
+      if constexpr (kBound) {
+        err[r * W + w] = 0;
+        mag[r * W + w] = std::fabs(static_cast<double>(cv));
+      }
+    }
+  }
+  const double u = p.u_acc, eta3 = 3 * p.eta_acc;
+  for (int kk = 0; kk < k; ++kk) {
+    float a_used[R], b_used[W];
+    for (int r = 0; r < R; ++r) a_used[r] = in.a[size_t(i0 + r) * k + kk];
+    for (int w = 0; w < W; ++w) b_used[w] = in.b[size_t(kk) * n + j0 + w];
+    float a_orig[kBound ? R : 1], b_orig[kBound ? W : 1];
+    if constexpr (kBound) {
+      for (int r = 0; r < R; ++r) a_orig[r] = in.ao[size_t(i0 + r) * k + kk];
+      for (int w = 0; w < W; ++w) b_orig[w] = in.bo[size_t(kk) * n + j0 + w];
+    }
+    for (int r = 0; r < R; ++r) {
+      const Acc av = static_cast<Acc>(a_used[r]);
+      for (int w = 0; w < W; ++w) {
+        const int l = r * W + w;
+        const Acc bv = static_cast<Acc>(b_used[w]);
+        Acc y;
+        if constexpr (kRound) {
+          y = av * bv - comp[l];
+        } else if constexpr (std::is_same_v<Acc, float>) {
+          y = __builtin_fmaf(av, bv, -comp[l]);
+        } else {
+          y = __builtin_fma(av, bv, -comp[l]);
+        }
+        const Acc t = acc[l] + y;
+        const Acc dd = t - acc[l];
+        const Acc cn = dd - y;
+        if constexpr (kBound) {
+          const double x = static_cast<double>(a_orig[r]) * static_cast<double>(b_orig[w]);
+          double uv;
+          if constexpr (kRound) {
+            uv = static_cast<double>(av * bv);
+          } else {
+            uv = static_cast<double>(a_used[r]) * static_cast<double>(b_used[w]);
+          }
+          const double mi = std::fabs(x), ei = std::fabs(uv - x);
+          const double mags = std::fabs(static_cast<double>(y)) +
+                              std::fabs(static_cast<double>(dd)) +
+                              std::fabs(static_cast<double>(cn));
+          err[l] = Up(err[l] + ei + u * mags + eta3);
+          mag[l] = Up(mag[l] + mi);
+        }
+        comp[l] = cn;
+        acc[l] = t;
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    for (int w = 0; w < W; ++w) {
+      const int l = r * W + w;
+      const size_t idx = size_t(i0 + r) * n + j0 + w;
+      const Acc v = acc[l];
+      if (!std::isfinite(v) || !std::isfinite(comp[l])) {
+        (*in.redo)[idx] = 1;
+        continue;
+      }
+      double e = 0;
+      if constexpr (kBound) e = Up(err[l] + std::fabs(static_cast<double>(comp[l])));
+      if constexpr (std::is_same_v<Acc, float>) {
+        in.d[idx] = std::bit_cast<uint32_t>(v);
+        if constexpr (kBound) in.bounds[idx] = e;
+      } else if (p.f64_to_f32_output) {
+        const float f = static_cast<float>(v);
+        if (!std::isfinite(f)) {
+          (*in.redo)[idx] = 1;
+          continue;
+        }
+        in.d[idx] = std::bit_cast<uint32_t>(f);
+        if constexpr (kBound) {
+          in.bounds[idx] = BoundStep(p.u_out, p.eta_out, e, mag[l]);
+        }
+      } else {
+        in.d[idx] = std::bit_cast<uint64_t>(v);
+        if constexpr (kBound) in.bounds[idx] = e;
+      }
+    }
+  }
+}
+
+// Pairwise tile (chain.kind = "pairwise", unroll 1): R rows x W columns from (i0, j0), fully
+// inside the matrix. ScalarDot::Run's pairwise case with every node a block of R*W lanes: the
+// tree's shape depends only on k, so all lanes walk it together (one recursion per tile, not per
+// element), with the same operations per lane and the same bound arithmetic.
+template <class Acc, bool kBound, int L>
+struct LaneNode {
+  Acc v[L];
+  double m[kBound ? L : 1], e[kBound ? L : 1];
+};
+
+template <class Acc, bool kRound, bool kBound, int R, int W>
+class PairwiseTile {
+ public:
+  static constexpr int L = R * W;
+  using N = LaneNode<Acc, kBound, L>;
+  // float32 values only: AVX2 intrinsics, the leaf sums of the tree's bottom in registers.
+#if defined(__x86_64__)
+  static constexpr bool kAvx = std::is_same_v<Acc, float> && !kBound && W == 16;
+#else
+  static constexpr bool kAvx = false;
+#endif
+
+  PairwiseTile(const MatIn& in, int i0, int j0) : in_(in), p_(*in.p), i0_(i0), j0_(j0) {}
+
+  void Run() {
+    const int n = in_.n, k = in_.k;
+    N total;
+    for (int r = 0; r < R; ++r) {
+      for (int w = 0; w < W; ++w) {
+        const uint64_t cb = in_.c ? in_.c[size_t(i0_ + r) * n + j0_ + w] : 0;
+        Acc cv;
+        if constexpr (std::is_same_v<Acc, float>) {
+          cv = std::bit_cast<float>(static_cast<uint32_t>(cb));
+        } else {
+          cv = std::bit_cast<double>(cb);
+        }
+        total.v[r * W + w] = cv;
+        if constexpr (kBound) {
+          total.m[r * W + w] = std::fabs(static_cast<double>(cv));
+          total.e[r * W + w] = 0;
+        }
+      }
+    }
+    N part;
+    if (p_.chunk == 0) {
+      Pairwise(0, k, part);
+      Combine(total, part);
+    } else {
+      // (((c + P(chunk_0)) + P(chunk_1)) + ...); at least one (possibly empty) chunk.
+      int i = 0;
+      do {
+        Pairwise(i, std::min(k, i + p_.chunk), part);
+        Combine(total, part);
+        i += p_.chunk;
+      } while (i < k);
+    }
+    for (int r = 0; r < R; ++r) {
+      for (int w = 0; w < W; ++w) {
+        const int l = r * W + w;
+        const size_t idx = size_t(i0_ + r) * n + j0_ + w;
+        const Acc v = total.v[l];
+        if (!std::isfinite(v)) {
+          (*in_.redo)[idx] = 1;
+          continue;
+        }
+        if constexpr (std::is_same_v<Acc, float>) {
+          in_.d[idx] = std::bit_cast<uint32_t>(v);
+          if constexpr (kBound) in_.bounds[idx] = total.e[l];
+        } else if (p_.f64_to_f32_output) {
+          const float f = static_cast<float>(v);
+          if (!std::isfinite(f)) {
+            (*in_.redo)[idx] = 1;
+            continue;
+          }
+          in_.d[idx] = std::bit_cast<uint32_t>(f);
+          if constexpr (kBound) {
+            in_.bounds[idx] =
+                BoundStep(p_.u_out, p_.eta_out, total.e[l], total.m[l]);
+          }
+        } else {
+          in_.d[idx] = std::bit_cast<uint64_t>(v);
+          if constexpr (kBound) in_.bounds[idx] = total.e[l];
+        }
+      }
+    }
+  }
+
+ private:
+  static void Zero(N& x) {
+    for (int l = 0; l < L; ++l) x.v[l] = 0;
+    if constexpr (kBound) {
+      for (int l = 0; l < L; ++l) x.m[l] = x.e[l] = 0;
+    }
+  }
+
+  // x = x + y (ScalarDot::Combine).
+  void Combine(N& x, const N& y) const {
+#if defined(__x86_64__)
+    if constexpr (kAvx) {
+      for (int q = 0; q < L; q += 8) {
+        const __m256 sum = _mm256_add_ps(_mm256_loadu_ps(x.v + q), _mm256_loadu_ps(y.v + q));
+        _mm256_storeu_ps(x.v + q, sum);
+      }
+      return;
+    }
+#endif
+    for (int l = 0; l < L; ++l) x.v[l] = x.v[l] + y.v[l];
+    if constexpr (kBound) {
+      const double u = p_.u_comb, eta = p_.eta_comb;
+      for (int l = 0; l < L; ++l) {
+        const double mm = Up(x.m[l] + y.m[l]);
+        x.e[l] = BoundStep(u, eta, x.e[l] + y.e[l], mm);
+        x.m[l] = mm;
+      }
+    }
+  }
+
+  // x = x + leaf kk, lane by lane (ScalarDot::Step); kFirst: x is +0 (not read).
+  template <bool kFirst = false>
+  void Step(N& x, int kk) const {
+    const int n = in_.n, k = in_.k;
+    const float* brow = in_.b + size_t(kk) * n + j0_;
+    // The inputs in locals first (the stores into x could alias them as far as the compiler
+    // knows, which keeps it from vectorizing the lane loops).
+    float a_used[R], b_used[W];
+    for (int r = 0; r < R; ++r) a_used[r] = in_.a[size_t(i0_ + r) * k + kk];
+    for (int w = 0; w < W; ++w) b_used[w] = brow[w];
+    for (int r = 0; r < R; ++r) {
+      const Acc av = static_cast<Acc>(a_used[r]);
+      for (int w = 0; w < W; ++w) {
+        const Acc bv = static_cast<Acc>(b_used[w]);
+        Acc& v = x.v[r * W + w];
+        if constexpr (kFirst) v = 0;
+        if constexpr (kRound) {
+          v = v + av * bv;
+        } else if constexpr (std::is_same_v<Acc, float>) {
+          v = __builtin_fmaf(av, bv, v);
+        } else {
+          v = __builtin_fma(av, bv, v);
+        }
+      }
+    }
+    if constexpr (kBound) {
+      const double u = p_.u_acc, eta = p_.eta_acc;
+      const float* borow = in_.bo + size_t(kk) * n + j0_;
+      float a_orig[R], b_orig[W];
+      for (int r = 0; r < R; ++r) a_orig[r] = in_.ao[size_t(i0_ + r) * k + kk];
+      for (int w = 0; w < W; ++w) b_orig[w] = borow[w];
+      for (int r = 0; r < R; ++r) {
+        const double ao = a_orig[r];
+        const double aused = a_used[r];
+        for (int w = 0; w < W; ++w) {
+          const double xe = ao * static_cast<double>(b_orig[w]);
+          double uv;
+          if constexpr (kRound) {
+            uv = static_cast<double>(static_cast<Acc>(aused) * static_cast<Acc>(b_used[w]));
+          } else {
+            uv = aused * static_cast<double>(b_used[w]);
+          }
+          const int l = r * W + w;
+          const double mi = std::fabs(xe), ei = std::fabs(uv - xe);
+          const double m0 = kFirst ? 0.0 : x.m[l], e0 = kFirst ? 0.0 : x.e[l];
+          x.m[l] = Up(m0 + mi);
+          x.e[l] = BoundStep(u, eta, e0 + ei, x.m[l]);
+        }
+      }
+    }
+  }
+
+  // The split point of a node of n leaves (0: none, the node sums its leaves in sequence).
+  int Mid(int n) const {
+    if (n <= p_.leaf) return 0;
+    int mid = n / 2;
+    mid -= mid % p_.split_multiple;
+    return mid > 0 && mid < n ? mid : 0;
+  }
+
+#if defined(__x86_64__)
+  // acc = +0 plus leaves [lo, hi) in sequence (float32 lanes, 2 vectors per row).
+  void SeqReg(int lo, int hi, __m256 (&acc)[2 * R]) const {
+    const int n = in_.n, k = in_.k;
+    for (__m256& x : acc) x = _mm256_setzero_ps();
+    for (int kk = lo; kk < hi; ++kk) {
+      const float* brow = in_.b + size_t(kk) * n + j0_;
+      const __m256 b0 = _mm256_loadu_ps(brow), b1 = _mm256_loadu_ps(brow + 8);
+      for (int r = 0; r < R; ++r) {
+        const __m256 av = _mm256_broadcast_ss(in_.a + size_t(i0_ + r) * k + kk);
+        if constexpr (kRound) {
+          acc[2 * r] = _mm256_add_ps(acc[2 * r], _mm256_mul_ps(av, b0));
+          acc[2 * r + 1] = _mm256_add_ps(acc[2 * r + 1], _mm256_mul_ps(av, b1));
+        } else {
+          acc[2 * r] = _mm256_fmadd_ps(av, b0, acc[2 * r]);
+          acc[2 * r + 1] = _mm256_fmadd_ps(av, b1, acc[2 * r + 1]);
+        }
+      }
+    }
+  }
+#endif
+
+  // out = the pairwise sum of leaves [lo, hi) from +0 (ScalarDot::Pairwise with unroll 1).
+  void Pairwise(int lo, int hi, N& out) const {
+    const int n = hi - lo;
+#if defined(__x86_64__)
+    if constexpr (kAvx) {
+      const int mid = Mid(n);
+      __m256 x[2 * R];
+      if (mid == 0) {
+        SeqReg(lo, hi, x);
+      } else if (Mid(mid) == 0 && Mid(n - mid) == 0) {
+        // Both children are sequences: the whole node in registers.
+        __m256 y[2 * R];
+        SeqReg(lo, lo + mid, x);
+        SeqReg(lo + mid, hi, y);
+        for (int q = 0; q < 2 * R; ++q) x[q] = _mm256_add_ps(x[q], y[q]);
+      } else {
+        Pairwise(lo, lo + mid, out);
+        N right;
+        Pairwise(lo + mid, hi, right);
+        Combine(out, right);
+        return;
+      }
+      for (int q = 0; q < 2 * R; ++q) _mm256_storeu_ps(out.v + 8 * q, x[q]);
+      return;
+    }
+#endif
+    if (n > p_.leaf) {
+      int mid = n / 2;
+      mid -= mid % p_.split_multiple;
+      if (mid > 0 && mid < n) {
+        Pairwise(lo, lo + mid, out);
+        N right;
+        Pairwise(lo + mid, hi, right);
+        Combine(out, right);
+        return;
+      }
+    }
+    if (n == 0) {
+      Zero(out);
+      return;
+    }
+    Step<true>(out, lo);
+    for (int i = lo + 1; i < hi; ++i) Step(out, i);
+  }
+
+  const MatIn& in_;
+  const Plan& p_;
+  const int i0_, j0_;
+};
+
+// Walked tile (Plan::walk: strided, split_k, simd, cascade, tree or pairwise-with-unroll chains,
+// promote into bfloat16, adder.ftz/daz, output to bfloat16): R rows x W columns from (i0, j0),
+// fully inside the matrix. chain_walk.h's WalkChain runs once per tile with every node a block
+// of R*W lanes (the walk's order depends only on k and the seed, not on the values), each lane
+// computed with ScalarDot's operations and bound arithmetic, so each element equals its dot.
+template <class Acc, bool kRound, bool kBound, int R, int W>
+class WalkTile {
+ public:
+  static constexpr int L = R * W;
+  using Node = LaneNode<Acc, kBound, L>;
+  // FastEvaluateMatmul packs B's 16-column tiles for value-only host plans.
+  static constexpr bool kPacked = !kBound && W == 16;
+#if defined(__x86_64__)
+  static constexpr bool kAvx = std::is_same_v<Acc, float> && W == 16;
+#endif
+
+  WalkTile(const MatIn& in, int i0, int j0) : in_(in), p_(*in.p), i0_(i0), j0_(j0) {}
+
+  void Run() {
+    const int n = in_.n;
+    Node total;
+    bool c_bad[L] = {};
+    for (int r = 0; r < R; ++r) {
+      for (int w = 0; w < W; ++w) {
+        const int l = r * W + w;
+        const uint64_t cb = in_.c ? in_.c[size_t(i0_ + r) * n + j0_ + w] : 0;
+        Acc cv;
+        if constexpr (std::is_same_v<Acc, float>) {
+          float f = 0;
+          c_bad[l] = !DecodeC32(p_, cb, f);
+          cv = c_bad[l] ? 0.0f : f;
+        } else {
+          cv = std::bit_cast<double>(cb);
+        }
+        total.v[l] = cv;
+        if constexpr (kBound) {
+          total.m[l] = std::fabs(static_cast<double>(cv));
+          total.e[l] = 0;
+        }
+      }
+    }
+    const Node out = accumulation_internal::WalkChain(*p_.model, in_.k, in_.seed, total, *this);
+    for (int r = 0; r < R; ++r) {
+      for (int w = 0; w < W; ++w) {
+        const int l = r * W + w;
+        const size_t idx = size_t(i0_ + r) * n + j0_ + w;
+        const Acc v = out.v[l];
+        const double m = kBound ? out.m[l] : 0.0, e = kBound ? out.e[l] : 0.0;
+        EvalResult res;
+        bool ok = !bad_[l] && !c_bad[l] && std::isfinite(v);
+        if constexpr (std::is_same_v<Acc, float>) {
+          ok = ok && Output32(p_, v, m, e, kBound, res);
+        } else if (ok && p_.f64_to_f32_output) {
+          const float f = static_cast<float>(v);
+          ok = std::isfinite(f);
+          res.bits = std::bit_cast<uint32_t>(f);
+          if constexpr (kBound) res.bound = BoundStep(p_.u_out, p_.eta_out, e, m);
+        } else {
+          res.bits = std::bit_cast<uint64_t>(v);
+          res.bound = e;
+        }
+        if (!ok) {
+          (*in_.redo)[idx] = 1;
+          continue;
+        }
+        in_.d[idx] = res.bits;
+        if constexpr (kBound) in_.bounds[idx] = res.bound;
+      }
+    }
+  }
+
+  // chain_walk.h's operations.
+  Node Zero() const { return Node{}; }
+  Node Step(const Node& acc, int lo, int hi) {
+    Node x = acc;
+    StepInPlace(x, lo, hi);
+    return x;
+  }
+  // acc + leaf lo in every lane (ScalarDot::StepWith); a leaf at or past k is +0 (simd padding).
+  void StepInPlace(Node& x, int lo, int /*hi*/) {
+    const int n = in_.n, k = in_.k;
+    float a_used[R], b_used[W];
+    const bool pad = lo >= k;
+    // The packed column tile of B (values only) is contiguous in k.
+    const float* brow = kPacked ? in_.bpackf + (size_t(j0_ / 16) * k + lo) * 16
+                                : in_.b + size_t(lo) * n + j0_;
+    for (int r = 0; r < R; ++r) a_used[r] = pad ? 0.0f : in_.a[size_t(i0_ + r) * k + lo];
+#if defined(__x86_64__)
+    if constexpr (kAvx) {
+      // The loops below in AVX2 (GCC's own vectorization shuffles the lanes).
+      double e0[kBound ? L : 1];
+      if constexpr (kBound) {
+        // adder.daz's bound term first (the value loop below then finds zeros there).
+        for (int l = 0; l < L; ++l) e0[l] = x.e[l];
+        if (p_.acc_daz) {
+          for (int l = 0; l < L; ++l) {
+            const float av = x.v[l];
+            if (av != 0 && std::fabs(av) < kMinNormal32) {
+              e0[l] = Up(x.e[l] + std::fabs(static_cast<double>(av)));
+              x.v[l] = std::copysign(0.0f, av);
+            }
+          }
+        }
+      }
+      const __m256 zero = _mm256_setzero_ps();
+      const __m256 b[2] = {pad ? zero : _mm256_loadu_ps(brow),
+                           pad ? zero : _mm256_loadu_ps(brow + 8)};
+      const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
+      const __m256 min_normal = _mm256_set1_ps(kMinNormal32);
+      for (int r = 0; r < R; ++r) {
+        const __m256 av = _mm256_set1_ps(a_used[r]);
+        for (int h = 0; h < 2; ++h) {
+          float* lane = x.v + r * 16 + 8 * h;
+          __m256 v = _mm256_loadu_ps(lane);
+          if (p_.acc_daz) {
+            const __m256 mag = _mm256_and_ps(v, abs_mask);
+            const __m256 sub = _mm256_and_ps(_mm256_cmp_ps(mag, min_normal, _CMP_LT_OQ),
+                                             _mm256_cmp_ps(mag, zero, _CMP_NEQ_OQ));
+            v = _mm256_blendv_ps(v, _mm256_andnot_ps(abs_mask, v), sub);
+          }
+          if constexpr (kRound) {
+            v = _mm256_add_ps(v, _mm256_mul_ps(av, b[h]));
+          } else {
+            v = _mm256_fmadd_ps(av, b[h], v);
+          }
+          if (p_.ftz) {  // FlushTiny.
+            const __m256 mag = _mm256_and_ps(v, abs_mask);
+            v = _mm256_blendv_ps(v, _mm256_andnot_ps(abs_mask, v),
+                                 _mm256_cmp_ps(mag, min_normal, _CMP_LT_OQ));
+            const int eq = _mm256_movemask_ps(_mm256_cmp_ps(mag, min_normal, _CMP_EQ_OQ));
+            if (eq != 0) {
+              for (int q = 0; q < 8; ++q) bad_[r * 16 + 8 * h + q] |= ((eq >> q) & 1) != 0;
+            }
+          }
+          _mm256_storeu_ps(lane, v);
+        }
+      }
+      if constexpr (kBound) {
+        float a_orig[R];
+        for (int r = 0; r < R; ++r) a_orig[r] = pad ? 0.0f : in_.ao[size_t(i0_ + r) * k + lo];
+        BoundStepAvx<kRound, R>(x.m, x.e, e0, a_orig, a_used, pad ? nullptr : brow,
+                                pad ? nullptr : in_.bo + size_t(lo) * n + j0_, p_.u_acc,
+                                p_.eta_acc);
+      }
+      return;
+    }
+#endif
+    for (int w = 0; w < W; ++w) b_used[w] = pad ? 0.0f : brow[w];
+    double e0[kBound ? L : 1];
+    if constexpr (kBound) {
+      for (int l = 0; l < L; ++l) e0[l] = x.e[l];
+    }
+    if constexpr (std::is_same_v<Acc, float>) {
+      if (p_.acc_daz) {
+        for (int l = 0; l < L; ++l) {
+          const float av = x.v[l];
+          if (av != 0 && std::fabs(av) < kMinNormal32) {
+            if constexpr (kBound) e0[l] = Up(x.e[l] + std::fabs(static_cast<double>(av)));
+            x.v[l] = std::copysign(0.0f, av);
+          }
+        }
+      }
+    }
+    for (int r = 0; r < R; ++r) {
+      const Acc av = static_cast<Acc>(a_used[r]);
+      for (int w = 0; w < W; ++w) {
+        const Acc bv = static_cast<Acc>(b_used[w]);
+        Acc& v = x.v[r * W + w];
+        if constexpr (kRound) {
+          v = v + av * bv;
+        } else if constexpr (std::is_same_v<Acc, float>) {
+          v = __builtin_fmaf(av, bv, v);
+        } else {
+          v = __builtin_fma(av, bv, v);
+        }
+      }
+    }
+    if constexpr (std::is_same_v<Acc, float>) {
+      if (p_.ftz) {
+        for (int l = 0; l < L; ++l) x.v[l] = FlushTiny(x.v[l], bad_[l]);
+      }
+    }
+    if constexpr (kBound) {
+      const double u = p_.u_acc, eta = p_.eta_acc;
+      float a_orig[R], b_orig[W];
+      for (int r = 0; r < R; ++r) a_orig[r] = pad ? 0.0f : in_.ao[size_t(i0_ + r) * k + lo];
+      for (int w = 0; w < W; ++w) b_orig[w] = pad ? 0.0f : in_.bo[size_t(lo) * n + j0_ + w];
+      for (int r = 0; r < R; ++r) {
+        const double ao = a_orig[r];
+        const double aused = a_used[r];
+        for (int w = 0; w < W; ++w) {
+          const double xe = ao * static_cast<double>(b_orig[w]);
+          double uv;
+          if constexpr (kRound) {
+            uv = static_cast<double>(static_cast<Acc>(aused) * static_cast<Acc>(b_used[w]));
+          } else {
+            uv = aused * static_cast<double>(b_used[w]);
+          }
+          const int l = r * W + w;
+          const double mi = std::fabs(xe), ei = std::fabs(uv - xe);
+          x.m[l] = Up(x.m[l] + mi);
+          x.e[l] = BoundStep(u, eta, e0[l] + ei, x.m[l]);
+        }
+      }
+    }
+  }
+  Node Combine(const Node& x, const Node& y) const {
+    Node out;
+    for (int l = 0; l < L; ++l) out.v[l] = x.v[l] + y.v[l];
+    AddBound(out, x, y, p_.u_comb, p_.eta_comb);
+    return out;
+  }
+  Node Promote(const Node& x, const Node& y) const {
+    Node out;
+    if constexpr (std::is_same_v<Acc, float>) {
+      if (p_.promote_bf16) {
+        for (int l = 0; l < L; ++l) out.v[l] = AddRoundBf16(x.v[l], y.v[l]);
+      } else {
+        for (int l = 0; l < L; ++l) out.v[l] = x.v[l] + y.v[l];
+      }
+    } else {
+      for (int l = 0; l < L; ++l) out.v[l] = x.v[l] + y.v[l];
+    }
+    AddBound(out, x, y, p_.u_prom, p_.eta_prom);
+    return out;
+  }
+  // Leaf i rounded into the accumulator (ScalarDot::RoundOne).
+  Node RoundTerm(int i) {
+    const int n = in_.n, k = in_.k;
+    Node out;
+    for (int r = 0; r < R; ++r) {
+      const Acc av = static_cast<Acc>(in_.a[size_t(i0_ + r) * k + i]);
+      for (int w = 0; w < W; ++w) {
+        const int l = r * W + w;
+        const Acc prod = av * static_cast<Acc>(in_.b[size_t(i) * n + j0_ + w]);
+        out.v[l] = prod;
+        if constexpr (std::is_same_v<Acc, float>) {
+          if (p_.ftz) out.v[l] = FlushTiny(out.v[l], bad_[l]);
+        }
+        if constexpr (kBound) {
+          const double xe = static_cast<double>(in_.ao[size_t(i0_ + r) * k + i]) *
+                            static_cast<double>(in_.bo[size_t(i) * n + j0_ + w]);
+          double uv;
+          if constexpr (kRound) {
+            uv = static_cast<double>(prod);
+          } else {
+            uv = static_cast<double>(in_.a[size_t(i0_ + r) * k + i]) *
+                 static_cast<double>(in_.b[size_t(i) * n + j0_ + w]);
+          }
+          const double mi = std::fabs(xe), ei = std::fabs(uv - xe);
+          out.m[l] = mi;
+          out.e[l] = BoundStep(p_.u_acc, p_.eta_acc, ei, mi);
+        }
+      }
+    }
+    return out;
+  }
+  void PadTerms(int64_t) const {}
+
+ private:
+  static void AddBound(Node& out, const Node& x, const Node& y, double u, double eta) {
+    if constexpr (kBound) {
+      for (int l = 0; l < L; ++l) {
+        out.m[l] = Up(x.m[l] + y.m[l]);
+        out.e[l] = BoundStep(u, eta, x.e[l] + y.e[l], out.m[l]);
+      }
+    }
+  }
+
+  const MatIn& in_;
+  const Plan& p_;
+  const int i0_, j0_;
+  bool bad_[L] = {};  // A lane that FlushTiny sent to the generic path.
+};
+
+// Fused tile: one row i, W columns from j0 (sequential, blocked or promote chains).
+template <bool kBound, int W>
+void FusedTile(const MatIn& in, int i, int j0) {
+  const Plan& p = *in.p;
+  const int n = in.n, k = in.k;
+  using Helper = ScalarDot<float, false>;
+  const DotView dummy{};
+  const Helper h(p, dummy);
+  double tot[W], tm[W], te[W];
+  bool bad[W];
+  for (int w = 0; w < W; ++w) {
+    const uint64_t cb = in.c ? in.c[size_t(i) * n + j0 + w] : 0;
+    tot[w] = std::bit_cast<float>(static_cast<uint32_t>(cb));
+    tm[w] = std::fabs(tot[w]);
+    te[w] = 0;
+    bad[w] = false;
+  }
+  const bool seq = p.chain == ChainKind::kSequential;
+  const int chunk = seq ? std::max(k, 1) : p.chunk;
+  const double two_f = std::ldexp(1.0, p.fraction_bits);
+  const double two_mf = std::ldexp(1.0, -p.fraction_bits);
+  const double u = p.u_acc, eta = p.eta_acc;
+  const double uc = p.chain == ChainKind::kPromote ? p.u_prom : p.u_comb;
+  const double etac = p.chain == ChainKind::kPromote ? p.eta_prom : p.eta_comb;
+  const float* arow = in.a + size_t(i) * k;
+  const float* aorow = in.ao + size_t(i) * k;
+  const double* apow = in.apow + size_t(i) * k;
+  for (int k0 = 0, k1 = 0; k0 < k; k0 = k1) {
+    k1 = ChunkEnd(p, chunk, k0, k);
+    double acc[W], am[W], ae[W];
+    for (int w = 0; w < W; ++w) {
+      acc[w] = seq ? tot[w] : 0.0;
+      am[w] = seq ? tm[w] : 0.0;
+      ae[w] = seq ? te[w] : 0.0;
+    }
+    for (int g0 = k0; g0 < k1; g0 += p.group) {
+      const int g1 = std::min(k1, g0 + p.group);
+      const bool full = g1 - g0 == p.group;
+      double emax[W], s[W];
+      for (int w = 0; w < W; ++w) emax[w] = h.AccPow(acc[w]);
+      for (int kk = g0; kk < g1; ++kk) {
+        const double av = arow[kk];
+        const double* brow = in.bd + size_t(kk) * n + j0;
+        if (p.actual) {
+          for (int w = 0; w < W; ++w) emax[w] = std::max(emax[w], Helper::ExpPow(av * brow[w]));
+        } else {
+          const double ap = apow[kk];
+          const double* bp = in.bpow + size_t(kk) * n + j0;
+          for (int w = 0; w < W; ++w) emax[w] = std::max(emax[w], ap * bp[w]);
+        }
+      }
+      double scale[W];
+      for (int w = 0; w < W; ++w) {
+        scale[w] = emax[w] > 0 ? two_f / emax[w] : 1.0;
+        s[w] = h.Align(acc[w] * scale[w]);
+      }
+      for (int kk = g0; kk < g1; ++kk) {
+        const double av = arow[kk];
+        const double* brow = in.bd + size_t(kk) * n + j0;
+        if (p.round_down) {
+          for (int w = 0; w < W; ++w) s[w] += __builtin_floor(av * brow[w] * scale[w]);
+        } else {
+          for (int w = 0; w < W; ++w) s[w] += __builtin_trunc(av * brow[w] * scale[w]);
+        }
+      }
+      if constexpr (kBound) {
+        for (int w = 0; w < W; ++w) {
+          double sum_e = ae[w], m = am[w];
+          int nonzero = acc[w] != 0;
+          for (int kk = g0; kk < g1; ++kk) {
+            const double bu = in.bd[size_t(kk) * n + j0 + w];
+            const double bo = in.bo[size_t(kk) * n + j0 + w];
+            const double x = static_cast<double>(aorow[kk]) * bo;
+            const double pu = static_cast<double>(arow[kk]) * bu;
+            nonzero += pu != 0;
+            sum_e += std::fabs(pu - x);
+            m += std::fabs(x);
+          }
+          double t = 0;
+          if (emax[w] > 0) {
+            t = nonzero * std::max(emax[w] * two_mf, std::numeric_limits<double>::denorm_min());
+          }
+          am[w] = Up(m);
+          ae[w] = BoundStep(u, eta, sum_e + t, am[w]);
+        }
+      }
+      for (int w = 0; w < W; ++w) {
+        acc[w] = static_cast<float>(h.RoundGroup(s[w], emax[w], full, bad[w]));
+      }
+    }
+    for (int w = 0; w < W; ++w) {
+      if (seq) {
+        tot[w] = acc[w];
+        tm[w] = am[w];
+        te[w] = ae[w];
+      } else {
+        tot[w] = static_cast<float>(static_cast<float>(tot[w]) + static_cast<float>(acc[w]));
+        if constexpr (kBound) {
+          const double mm = Up(tm[w] + am[w]);
+          te[w] = BoundStep(uc, etac, te[w] + ae[w], mm);
+          tm[w] = mm;
+        }
+      }
+    }
+  }
+  for (int w = 0; w < W; ++w) {
+    const size_t idx = size_t(i) * n + j0 + w;
+    const float v = static_cast<float>(tot[w]);
+    if (bad[w] || !std::isfinite(v)) {
+      (*in.redo)[idx] = 1;
+      continue;
+    }
+    in.d[idx] = std::bit_cast<uint32_t>(v);
+    if (kBound) in.bounds[idx] = te[w];
+  }
+}
+
+#if defined(__x86_64__)
+// The value-only kernels in AVX2 intrinsics (GCC does not keep HostTile's accumulators in
+// registers). Same operations as HostTile / FusedTile<false>, lane by lane.
+
+// Float32 host tile: R rows x 16 columns; fma (or add of the rounded product) per step.
+// (Out of line: inlined into MatmulRows, the 512^3 benchmark ran a few percent slower.)
+template <bool kRound, int R>
+[[gnu::noinline]] void HostTileF32(const MatIn& in, int i0, int j0) {
+  const Plan& p = *in.p;
+  const int n = in.n, k = in.k;
+  __m256 tot[R][2];
+  for (int r = 0; r < R; ++r) {
+    float cv[16];
+    for (int w = 0; w < 16; ++w) {
+      const uint64_t cb = in.c ? in.c[size_t(i0 + r) * n + j0 + w] : 0;
+      cv[w] = std::bit_cast<float>(static_cast<uint32_t>(cb));
+    }
+    tot[r][0] = _mm256_loadu_ps(cv);
+    tot[r][1] = _mm256_loadu_ps(cv + 8);
+  }
+  const bool seq = p.chain == ChainKind::kSequential;
+  const int chunk = seq ? std::max(k, 1) : p.chunk;
+  for (int k0 = 0, k1 = 0; k0 < k; k0 = k1) {
+    k1 = ChunkEnd(p, chunk, k0, k);
+    __m256 acc[R][2];
+    for (int r = 0; r < R; ++r) {
+      acc[r][0] = seq ? tot[r][0] : _mm256_setzero_ps();
+      acc[r][1] = seq ? tot[r][1] : _mm256_setzero_ps();
+    }
+    const float* arow = in.a + size_t(i0) * k;
+    for (int kk = k0; kk < k1; ++kk) {
+      const float* brow = in.bpackf + (size_t(j0 / 16) * k + kk) * 16;
+      const __m256 b0 = _mm256_loadu_ps(brow), b1 = _mm256_loadu_ps(brow + 8);
+      for (int r = 0; r < R; ++r) {
+        const __m256 av = _mm256_broadcast_ss(arow + size_t(r) * k + kk);
+        if constexpr (kRound) {
+          acc[r][0] = _mm256_add_ps(acc[r][0], _mm256_mul_ps(av, b0));
+          acc[r][1] = _mm256_add_ps(acc[r][1], _mm256_mul_ps(av, b1));
+        } else {
+          acc[r][0] = _mm256_fmadd_ps(av, b0, acc[r][0]);
+          acc[r][1] = _mm256_fmadd_ps(av, b1, acc[r][1]);
+        }
+      }
+    }
+    for (int r = 0; r < R; ++r) {
+      for (int h = 0; h < 2; ++h) {
+        tot[r][h] = seq ? acc[r][h] : _mm256_add_ps(tot[r][h], acc[r][h]);
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    float v[16];
+    _mm256_storeu_ps(v, tot[r][0]);
+    _mm256_storeu_ps(v + 8, tot[r][1]);
+    for (int w = 0; w < 16; ++w) {
+      const size_t idx = size_t(i0 + r) * n + j0 + w;
+      if (!std::isfinite(v[w])) {
+        (*in.redo)[idx] = 1;
+      } else {
+        in.d[idx] = std::bit_cast<uint32_t>(v[w]);
+      }
+    }
+  }
+}
+
+// Kahan tile, values only: R rows x 16 columns (KahanTile<float, kRound, false>, lane by lane;
+// p - comp is fma(a, b, -comp) as there). 4R independent chains of four dependent operations.
+template <bool kRound, int R>
+void KahanTileF32(const MatIn& in, int i0, int j0) {
+  const int n = in.n, k = in.k;
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  __m256 acc[R][2], comp[R][2];
+  for (int r = 0; r < R; ++r) {
+    float cv[16];
+    for (int w = 0; w < 16; ++w) {
+      const uint64_t cb = in.c ? in.c[size_t(i0 + r) * n + j0 + w] : 0;
+      cv[w] = std::bit_cast<float>(static_cast<uint32_t>(cb));
+    }
+    acc[r][0] = _mm256_loadu_ps(cv);
+    acc[r][1] = _mm256_loadu_ps(cv + 8);
+    comp[r][0] = comp[r][1] = _mm256_setzero_ps();
+  }
+  const float* arow = in.a + size_t(i0) * k;
+  const float* btile = in.bpackf + size_t(j0 / 16) * k * 16;
+  for (int kk = 0; kk < k; ++kk) {
+    const __m256 b[2] = {_mm256_loadu_ps(btile + size_t(kk) * 16),
+                         _mm256_loadu_ps(btile + size_t(kk) * 16 + 8)};
+    for (int r = 0; r < R; ++r) {
+      const __m256 av = _mm256_broadcast_ss(arow + size_t(r) * k + kk);
+      for (int h = 0; h < 2; ++h) {
+        __m256 y;
+        if constexpr (kRound) {
+          y = _mm256_sub_ps(_mm256_mul_ps(av, b[h]), comp[r][h]);
+        } else {
+          y = _mm256_fmadd_ps(av, b[h], _mm256_xor_ps(comp[r][h], sign));
+        }
+        const __m256 t = _mm256_add_ps(acc[r][h], y);
+        comp[r][h] = _mm256_sub_ps(_mm256_sub_ps(t, acc[r][h]), y);
+        acc[r][h] = t;
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    float v[16], cm[16];
+    _mm256_storeu_ps(v, acc[r][0]);
+    _mm256_storeu_ps(v + 8, acc[r][1]);
+    _mm256_storeu_ps(cm, comp[r][0]);
+    _mm256_storeu_ps(cm + 8, comp[r][1]);
+    for (int w = 0; w < 16; ++w) {
+      const size_t idx = size_t(i0 + r) * n + j0 + w;
+      if (!std::isfinite(v[w]) || !std::isfinite(cm[w])) {
+        (*in.redo)[idx] = 1;
+      } else {
+        in.d[idx] = std::bit_cast<uint32_t>(v[w]);
+      }
+    }
+  }
+}
+
+// Fused tile, values only: R rows x 8 columns, 2R independent vectors of 4 doubles (latency, not
+// throughput, bounds this loop). The integer sums and the maxima are exact and order-free, so
+// each is split into two partial chains.
+template <int R, bool kFloorAlign>
+void FusedTileAvx(const MatIn& in, int i0, int j0) {
+  constexpr int C = 2 * R;
+  const Plan& p = *in.p;
+  const int n = in.n, k = in.k;
+  const __m256d sign = _mm256_set1_pd(-0.0);
+  const __m256d zero = _mm256_setzero_pd();
+  const __m256d ones = _mm256_castsi256_pd(_mm256_set1_epi64x(-1));
+  const __m256d one = _mm256_set1_pd(1.0);
+  const __m256d expmask = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7FF0000000000000ll));
+  const __m256d min_normal32 = _mm256_set1_pd(0x1p-126);
+  const __m256d overflow32 = _mm256_set1_pd(0x1p128);
+  const __m256i scale_base = _mm256_set1_epi64x(
+      static_cast<long long>((uint64_t{1023 + 1023} + p.fraction_bits) << 52));
+  const __m256d two_mf = _mm256_set1_pd(std::ldexp(1.0, -p.fraction_bits));
+  const int cut = 52 - p.acc_fraction_bits;
+  const __m128i cut_count = _mm_cvtsi32_si128(cut);
+  const __m256i low_mask = _mm256_set1_epi64x(static_cast<long long>((uint64_t{1} << cut) - 1));
+  const __m256i half_m1 =
+      _mm256_set1_epi64x(static_cast<long long>((uint64_t{1} << (cut - 1)) - 1));
+  const __m256i one_i = _mm256_set1_epi64x(1);
+  constexpr int kMode = kFloorAlign ? (_MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC)
+                                    : (_MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+  __m256d tot[C], bad[C];
+  for (int c = 0; c < C; ++c) {
+    double cv[4];
+    for (int w = 0; w < 4; ++w) {
+      const uint64_t cb = in.c ? in.c[size_t(i0 + c / 2) * n + j0 + 4 * (c % 2) + w] : 0;
+      cv[w] = std::bit_cast<float>(static_cast<uint32_t>(cb));
+    }
+    tot[c] = _mm256_loadu_pd(cv);
+    bad[c] = zero;
+  }
+  const bool seq = p.chain == ChainKind::kSequential;
+  const int chunk = seq ? std::max(k, 1) : p.chunk;
+  const float* arow[R];
+  const double* apow[R];
+  for (int r = 0; r < R; ++r) {
+    arow[r] = in.a + size_t(i0 + r) * k;
+    apow[r] = in.apow + size_t(i0 + r) * k;
+  }
+  const double* btile = in.bpack + size_t(j0 / 8) * k * 16;
+  for (int k0 = 0, k1 = 0; k0 < k; k0 = k1) {
+    k1 = ChunkEnd(p, chunk, k0, k);
+    __m256d acc[C];
+    for (int c = 0; c < C; ++c) acc[c] = seq ? tot[c] : zero;
+    for (int g0 = k0; g0 < k1; g0 += p.group) {
+      const int g1 = std::min(k1, g0 + p.group);
+      const __m256d full = g1 - g0 == p.group ? ones : zero;
+      __m256d emax[C], emax1[C], scale[C], s[C], s1[C];
+      for (int c = 0; c < C; ++c) {
+        const __m256d e = _mm256_and_pd(acc[c], expmask);
+        if (p.actual) {
+          emax[c] = e;
+        } else {
+          const __m256d is_zero = _mm256_cmp_pd(acc[c], zero, _CMP_EQ_OQ);
+          emax[c] = _mm256_andnot_pd(is_zero, _mm256_max_pd(e, min_normal32));
+        }
+        emax1[c] = zero;
+      }
+      // Even group offsets into emax, odd ones into emax1 (unrolled by two so the arrays stay
+      // in registers).
+      auto max_pass = [&](int t, __m256d (&dst)[C]) {
+        const double* brow = btile + size_t(t) * 16;
+        for (int r = 0; r < R; ++r) {
+          for (int h = 0; h < 2; ++h) {
+            __m256d e;
+            if (p.actual) {
+              e = _mm256_and_pd(
+                  _mm256_mul_pd(_mm256_set1_pd(arow[r][t]), _mm256_loadu_pd(brow + 4 * h)),
+                  expmask);
+            } else {
+              e = _mm256_mul_pd(_mm256_set1_pd(apow[r][t]), _mm256_loadu_pd(brow + 8 + 4 * h));
+            }
+            dst[2 * r + h] = _mm256_max_pd(dst[2 * r + h], e);
+          }
+        }
+      };
+      int kk = g0;
+      for (; kk + 1 < g1; kk += 2) {
+        max_pass(kk, emax);
+        max_pass(kk + 1, emax1);
+      }
+      if (kk < g1) max_pass(kk, emax);
+      for (int c = 0; c < C; ++c) {
+        emax[c] = _mm256_max_pd(emax[c], emax1[c]);
+        const __m256d emax_zero = _mm256_cmp_pd(emax[c], zero, _CMP_EQ_OQ);
+        // 2^F / emax on the exponent field: bits(2^(F - e)) = bits(2^F) + bits(1) - bits(2^e).
+        const __m256i q = _mm256_sub_epi64(scale_base, _mm256_castpd_si256(emax[c]));
+        scale[c] = _mm256_blendv_pd(_mm256_castsi256_pd(q), one, emax_zero);
+        s[c] = _mm256_round_pd(_mm256_mul_pd(acc[c], scale[c]), kMode);
+        s1[c] = sign;  // -0, the identity of IEEE addition: s + s1 keeps the sign of zeros.
+      }
+      auto sum_pass = [&](int t, __m256d (&dst)[C]) {
+        const double* brow = btile + size_t(t) * 16;
+        for (int r = 0; r < R; ++r) {
+          const __m256d av = _mm256_set1_pd(arow[r][t]);
+          for (int h = 0; h < 2; ++h) {
+            const int c = 2 * r + h;
+            const __m256d x =
+                _mm256_mul_pd(_mm256_mul_pd(av, _mm256_loadu_pd(brow + 4 * h)), scale[c]);
+            dst[c] = _mm256_add_pd(dst[c], _mm256_round_pd(x, kMode));
+          }
+        }
+      };
+      for (kk = g0; kk + 1 < g1; kk += 2) {
+        sum_pass(kk, s);
+        sum_pass(kk + 1, s1);
+      }
+      if (kk < g1) sum_pass(kk, s);
+      for (int c = 0; c < C; ++c) {
+        // RoundGroup, lane-wise.
+        const __m256d sum = _mm256_add_pd(s[c], s1[c]);
+        const __m256d s_zero = _mm256_cmp_pd(sum, zero, _CMP_EQ_OQ);
+        __m256i bits = _mm256_castpd_si256(_mm256_andnot_pd(sign, sum));
+        if (p.rne) {
+          const __m256i lsb = _mm256_and_si256(_mm256_srl_epi64(bits, cut_count), one_i);
+          bits = _mm256_add_epi64(bits, _mm256_add_epi64(half_m1, lsb));
+        }
+        bits = _mm256_andnot_si256(low_mask, bits);
+        __m256d v = _mm256_mul_pd(_mm256_castsi256_pd(bits), _mm256_mul_pd(emax[c], two_mf));
+        const __m256d in_range = _mm256_and_pd(_mm256_cmp_pd(v, min_normal32, _CMP_GE_OQ),
+                                               _mm256_cmp_pd(v, overflow32, _CMP_LT_OQ));
+        bad[c] = _mm256_or_pd(bad[c], _mm256_andnot_pd(_mm256_or_pd(in_range, s_zero), ones));
+        v = _mm256_or_pd(v, _mm256_and_pd(sum, sign));
+        const __m256d keep_sign = _mm256_and_pd(_mm256_cmp_pd(emax[c], zero, _CMP_EQ_OQ), full);
+        const __m256d zres = _mm256_and_pd(sum, keep_sign);  // sum (a signed zero) or +0.
+        acc[c] = _mm256_blendv_pd(v, zres, s_zero);
+      }
+    }
+    for (int c = 0; c < C; ++c) {
+      tot[c] = seq ? acc[c]
+                   : _mm256_cvtps_pd(_mm_add_ps(_mm256_cvtpd_ps(tot[c]), _mm256_cvtpd_ps(acc[c])));
+    }
+  }
+  for (int c = 0; c < C; ++c) {
+    double v[4], b[4];
+    _mm256_storeu_pd(v, tot[c]);
+    _mm256_storeu_pd(b, bad[c]);
+    for (int w = 0; w < 4; ++w) {
+      const size_t idx = size_t(i0 + c / 2) * n + j0 + 4 * (c % 2) + w;
+      const float f = static_cast<float>(v[w]);
+      if (std::bit_cast<uint64_t>(b[w]) != 0 || !std::isfinite(f)) {
+        (*in.redo)[idx] = 1;
+      } else {
+        in.d[idx] = std::bit_cast<uint32_t>(f);
+      }
+    }
+  }
+}
+
+#endif
+
+// One output element through the scalar evaluator.
+template <bool kBound>
+void ScalarElement(const MatIn& in, int i, int j) {
+  const size_t idx = size_t(i) * in.n + j;
+  DotView d{in.a + size_t(i) * in.k, in.b + j, in.ao + size_t(i) * in.k, in.bo + j,
+            in.apow ? in.apow + size_t(i) * in.k : nullptr, in.bpow ? in.bpow + j : nullptr,
+            1, size_t(in.n), in.k};
+  EvalResult r;
+  if (!DotDecoded<kBound>(*in.p, d, in.c ? in.c[idx] : 0, r, in.seed)) {
+    (*in.redo)[idx] = 1;
+    return;
+  }
+  in.d[idx] = r.bits;
+  if (kBound) in.bounds[idx] = r.bound;
+}
+
+template <bool kBound>
+void MatmulRows(const MatIn& in, int i_lo, int i_hi) {
+  const Plan& p = *in.p;
+  // Pairwise chains with unroll > 1 (no preset matmul) run element by element.
+  const bool pairwise = p.chain == ChainKind::kPairwise;
+  const bool tiled = p.chain == ChainKind::kSequential || p.chain == ChainKind::kBlocked ||
+                     p.chain == ChainKind::kPromote || (pairwise && p.unroll == 1);
+  if (p.arith == Plan::Arith::kFused) {
+    constexpr int W = 8;
+#if defined(__x86_64__)
+    if (kBound && tiled && ActiveIsa() == Isa::kAvx512) {
+      // With bounds: 2-row tiles (the bound data take the registers of the other rows).
+      auto tile = [&](auto r_tag, int i, int j) {
+        constexpr int kR = decltype(r_tag)::value;
+        if (p.round_down) {
+          FusedTileAvx512Tile(kR, true, true, in, i, j);
+        } else {
+          FusedTileAvx512Tile(kR, false, true, in, i, j);
+        }
+      };
+      for (int j = 0; j + W <= in.n; j += W) {
+        int i = i_lo;
+        for (; i + 2 <= i_hi; i += 2) tile(std::integral_constant<int, 2>(), i, j);
+        for (; i < i_hi; ++i) tile(std::integral_constant<int, 1>(), i, j);
+      }
+      for (int i = i_lo; i < i_hi; ++i) {
+        for (int j = in.n / W * W; j < in.n; ++j) ScalarElement<kBound>(in, i, j);
+      }
+      return;
+    }
+    if (!kBound && tiled) {
+      // Column tiles outside, rows inside: a packed B tile stays in cache across rows.
+      const bool avx512 = ActiveIsa() == Isa::kAvx512;
+      auto tile = [&](auto r_tag, int i, int j) {
+        constexpr int kR = decltype(r_tag)::value;
+        if (avx512) {
+          if (p.round_down) {
+            FusedTileAvx512Tile(kR, true, false, in, i, j);
+          } else {
+            FusedTileAvx512Tile(kR, false, false, in, i, j);
+          }
+        } else if (p.round_down) {
+          FusedTileAvx<kR, true>(in, i, j);
+        } else {
+          FusedTileAvx<kR, false>(in, i, j);
+        }
+      };
+      for (int j = 0; j + W <= in.n; j += W) {
+        int i = i_lo;
+        for (; i + 4 <= i_hi; i += 4) tile(std::integral_constant<int, 4>(), i, j);
+        for (; i < i_hi; ++i) tile(std::integral_constant<int, 1>(), i, j);
+      }
+      for (int i = i_lo; i < i_hi; ++i) {
+        for (int j = in.n / W * W; j < in.n; ++j) ScalarElement<kBound>(in, i, j);
+      }
+      return;
+    }
+#endif
+    for (int i = i_lo; i < i_hi; ++i) {
+      int j = 0;
+      if (tiled) {
+        for (; j + W <= in.n; j += W) FusedTile<kBound, W>(in, i, j);
+      }
+      for (; j < in.n; ++j) ScalarElement<kBound>(in, i, j);
+    }
+    return;
+  }
+  const bool tiles = tiled || p.walk;
+  auto run = [&](auto tile4, auto tile1, int w_width) {
+    int i = i_lo;
+    for (; tiles && i + 4 <= i_hi; i += 4) {
+      int j = 0;
+      for (; j + w_width <= in.n; j += w_width) tile4(i, j);
+      for (int r = 0; r < 4; ++r) {
+        for (int jj = j; jj < in.n; ++jj) ScalarElement<kBound>(in, i + r, jj);
+      }
+    }
+    for (; i < i_hi; ++i) {
+      int j = 0;
+      if (tiles) {
+        for (; j + w_width <= in.n; j += w_width) tile1(i, j);
+      }
+      for (; j < in.n; ++j) ScalarElement<kBound>(in, i, j);
+    }
+  };
+  if (p.walk) {
+    // Column tiles outside, rows inside (a column strip of B stays in cache).
+    auto run_cols = [&](auto tile4, auto tile1, int w_width) {
+      for (int j = 0; j + w_width <= in.n; j += w_width) {
+        int i = i_lo;
+        for (; i + 4 <= i_hi; i += 4) tile4(i, j);
+        for (; i < i_hi; ++i) tile1(i, j);
+      }
+      for (int i = i_lo; i < i_hi; ++i) {
+        for (int j = in.n / w_width * w_width; j < in.n; ++j) ScalarElement<kBound>(in, i, j);
+      }
+    };
+    if (p.arith == Plan::Arith::kHostF64) {
+      if (p.round_product) {
+        run_cols([&](int i, int j) { WalkTile<double, true, kBound, 4, 8>(in, i, j).Run(); },
+            [&](int i, int j) { WalkTile<double, true, kBound, 1, 8>(in, i, j).Run(); }, 8);
+      } else {
+        run_cols([&](int i, int j) { WalkTile<double, false, kBound, 4, 8>(in, i, j).Run(); },
+            [&](int i, int j) { WalkTile<double, false, kBound, 1, 8>(in, i, j).Run(); }, 8);
+      }
+    } else if (p.round_product) {
+      run_cols([&](int i, int j) { WalkTile<float, true, kBound, 4, 16>(in, i, j).Run(); },
+          [&](int i, int j) { WalkTile<float, true, kBound, 1, 16>(in, i, j).Run(); }, 16);
+    } else {
+      run_cols([&](int i, int j) { WalkTile<float, false, kBound, 4, 16>(in, i, j).Run(); },
+          [&](int i, int j) { WalkTile<float, false, kBound, 1, 16>(in, i, j).Run(); }, 16);
+    }
+    return;
+  }
+  if (p.kahan) {
+#if defined(__x86_64__)
+    if (!kBound && p.arith == Plan::Arith::kHostF32) {
+      // Column tiles outside, 2-row blocks inside (the packed B tile stays in cache).
+      auto tile = [&](auto r_tag, int i, int j) {
+        constexpr int kR = decltype(r_tag)::value;
+        if (p.round_product) {
+          KahanTileF32<true, kR>(in, i, j);
+        } else {
+          KahanTileF32<false, kR>(in, i, j);
+        }
+      };
+      for (int j = 0; j + 16 <= in.n; j += 16) {
+        int i = i_lo;
+        for (; i + 2 <= i_hi; i += 2) tile(std::integral_constant<int, 2>(), i, j);
+        for (; i < i_hi; ++i) tile(std::integral_constant<int, 1>(), i, j);
+      }
+      for (int i = i_lo; i < i_hi; ++i) {
+        for (int j = in.n / 16 * 16; j < in.n; ++j) ScalarElement<kBound>(in, i, j);
+      }
+      return;
+    }
+#endif
+    if (p.arith == Plan::Arith::kHostF64) {
+      if (p.round_product) {
+        run([&](int i, int j) { KahanTile<double, true, kBound, 4, 8>(in, i, j); },
+            [&](int i, int j) { KahanTile<double, true, kBound, 1, 8>(in, i, j); }, 8);
+      } else {
+        run([&](int i, int j) { KahanTile<double, false, kBound, 4, 8>(in, i, j); },
+            [&](int i, int j) { KahanTile<double, false, kBound, 1, 8>(in, i, j); }, 8);
+      }
+    } else if (p.round_product) {
+      run([&](int i, int j) { KahanTile<float, true, kBound, 4, 16>(in, i, j); },
+          [&](int i, int j) { KahanTile<float, true, kBound, 1, 16>(in, i, j); }, 16);
+    } else {
+      run([&](int i, int j) { KahanTile<float, false, kBound, 4, 16>(in, i, j); },
+          [&](int i, int j) { KahanTile<float, false, kBound, 1, 16>(in, i, j); }, 16);
+    }
+  } else if (pairwise) {
+    if (p.arith == Plan::Arith::kHostF64) {
+      if (p.round_product) {
+        run([&](int i, int j) { PairwiseTile<double, true, kBound, 4, 8>(in, i, j).Run(); },
+            [&](int i, int j) { PairwiseTile<double, true, kBound, 1, 8>(in, i, j).Run(); }, 8);
+      } else {
+        run([&](int i, int j) { PairwiseTile<double, false, kBound, 4, 8>(in, i, j).Run(); },
+            [&](int i, int j) { PairwiseTile<double, false, kBound, 1, 8>(in, i, j).Run(); }, 8);
+      }
+    } else if (p.round_product) {
+      run([&](int i, int j) { PairwiseTile<float, true, kBound, 4, 16>(in, i, j).Run(); },
+          [&](int i, int j) { PairwiseTile<float, true, kBound, 1, 16>(in, i, j).Run(); }, 16);
+    } else {
+      run([&](int i, int j) { PairwiseTile<float, false, kBound, 4, 16>(in, i, j).Run(); },
+          [&](int i, int j) { PairwiseTile<float, false, kBound, 1, 16>(in, i, j).Run(); }, 16);
+    }
+  } else if (p.arith == Plan::Arith::kHostF64) {
+    if (p.round_product) {
+      run([&](int i, int j) { HostTile<double, true, kBound, 4, 8>(in, i, j); },
+          [&](int i, int j) { HostTile<double, true, kBound, 1, 8>(in, i, j); }, 8);
+    } else {
+      run([&](int i, int j) { HostTile<double, false, kBound, 4, 8>(in, i, j); },
+          [&](int i, int j) { HostTile<double, false, kBound, 1, 8>(in, i, j); }, 8);
+    }
+  }
+#if defined(__x86_64__)
+  else if (!kBound && tiled) {
+    // Column tiles outside, 4-row blocks inside (the packed B tile stays in cache).
+    auto tile = [&](auto r_tag, int i, int j) {
+      constexpr int kR = decltype(r_tag)::value;
+      if (p.round_product) {
+        HostTileF32<true, kR>(in, i, j);
+      } else {
+        HostTileF32<false, kR>(in, i, j);
+      }
+    };
+    for (int j = 0; j + 16 <= in.n; j += 16) {
+      int i = i_lo;
+      for (; i + 6 <= i_hi; i += 6) tile(std::integral_constant<int, 6>(), i, j);
+      for (; i < i_hi; ++i) tile(std::integral_constant<int, 1>(), i, j);
+    }
+    for (int i = i_lo; i < i_hi; ++i) {
+      for (int j = in.n / 16 * 16; j < in.n; ++j) ScalarElement<kBound>(in, i, j);
+    }
+  }
+#endif
+  else if (p.round_product) {
+    run([&](int i, int j) { HostTile<float, true, kBound, 4, 16>(in, i, j); },
+        [&](int i, int j) { HostTile<float, true, kBound, 1, 16>(in, i, j); }, 16);
+  } else {
+    run([&](int i, int j) { HostTile<float, false, kBound, 4, 16>(in, i, j); },
+        [&](int i, int j) { HostTile<float, false, kBound, 1, 16>(in, i, j); }, 16);
+  }
+}
+
+}  // namespace
+}  // namespace fpconform::fast_internal
+#if defined(__x86_64__) && defined(__clang__)
+#pragma clang attribute pop
+#elif defined(__x86_64__)
+#pragma GCC pop_options
+#endif
+
+namespace fpconform::fast_internal {
+
+void RunMatmulRows(const MatIn& in, int i_lo, int i_hi, bool bound) {
+  if (bound) {
+    MatmulRows<true>(in, i_lo, i_hi);
+  } else {
+    MatmulRows<false>(in, i_lo, i_hi);
+  }
+}
+
+}  // namespace fpconform::fast_internal

@@ -1,0 +1,283 @@
+// The fast matmul's AVX-512 fused tile (ActiveIsa() kAvx512), FusedTileAvx in AVX-512.
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <span>
+#include <type_traits>
+#include <vector>
+
+#include "accumulation/bound_step.h"
+#include "accumulation/chain_walk.h"
+#include "accumulation/evaluate.h"
+#include "accumulation/fast_decode.h"
+#include "accumulation/fast_kernels.h"
+#include "accumulation/fast_plan.h"
+#include "formats/isa.h"
+#include "formats/ops.h"
+#include "formats/round_pack.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+#if defined(__x86_64__) && defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2,fma"))), apply_to = function)
+#elif defined(__x86_64__)
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
+#endif
+namespace fpconform::fast_internal {
+namespace {
+
+using accumulation_internal::kUp;
+
+#if defined(__x86_64__)
+// FusedTileAvx in AVX-512 (ActiveIsa() kAvx512): R rows x 8 columns, one vector of 8 doubles
+// per row (a packed B tile row is one load), the same operations lane by lane; lane masks
+// instead of all-ones vectors. (Max as the masked form with every lane set: GCC 12 warns that
+// the plain form's undefined source may be used uninitialized.)
+// GCC 12 reports a false -Wmaybe-uninitialized for the _mm512_undefined_pd() source of the
+// unmasked AVX-512 intrinsics (every lane is written); silenced for this function only.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+template <int R, bool kFloorAlign, bool kBound = false>
+__attribute__((target("avx512f,avx512dq,avx512vl,avx512bw,avx2,fma"))) void FusedTileAvx512(
+    const MatIn& in, int i0, int j0) {
+  const Plan& p = *in.p;
+  const int n = in.n, k = in.k;
+  const __m512d sign = _mm512_set1_pd(-0.0);
+  const __m512d zero = _mm512_setzero_pd();
+  const __m512d one = _mm512_set1_pd(1.0);
+  const __m512d expmask = _mm512_castsi512_pd(_mm512_set1_epi64(0x7FF0000000000000ll));
+  const __m512d min_normal32 = _mm512_set1_pd(0x1p-126);
+  const __m512d overflow32 = _mm512_set1_pd(0x1p128);
+  const __m512i scale_base = _mm512_set1_epi64(
+      static_cast<long long>((uint64_t{1023 + 1023} + p.fraction_bits) << 52));
+  const __m512d two_mf = _mm512_set1_pd(std::ldexp(1.0, -p.fraction_bits));
+  const int cut = 52 - p.acc_fraction_bits;
+  const __m128i cut_count = _mm_cvtsi32_si128(cut);
+  const __m512i low_mask = _mm512_set1_epi64(static_cast<long long>((uint64_t{1} << cut) - 1));
+  const __m512i half_m1 =
+      _mm512_set1_epi64(static_cast<long long>((uint64_t{1} << (cut - 1)) - 1));
+  const __m512i one_i = _mm512_set1_epi64(1);
+  constexpr int kMode = kFloorAlign ? (_MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC)
+                                    : (_MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+  __m512d tot[R], tm[R], te[R];  // Value; bound data M and E (kBound).
+  __mmask8 bad[R];
+  const __m512d up = _mm512_set1_pd(kUp);
+  const __m512d abs_mask = _mm512_castsi512_pd(_mm512_set1_epi64(0x7FFFFFFFFFFFFFFFll));
+  const __m512d denorm = _mm512_set1_pd(std::numeric_limits<double>::denorm_min());
+  const double u = p.u_acc, eta = p.eta_acc;
+  const double uc = p.chain == ChainKind::kPromote ? p.u_prom : p.u_comb;
+  const double etac = p.chain == ChainKind::kPromote ? p.eta_prom : p.eta_comb;
+  for (int r = 0; r < R; ++r) {
+    double cv[8];
+    for (int w = 0; w < 8; ++w) {
+      const uint64_t cb = in.c ? in.c[size_t(i0 + r) * n + j0 + w] : 0;
+      cv[w] = std::bit_cast<float>(static_cast<uint32_t>(cb));
+    }
+    tot[r] = _mm512_loadu_pd(cv);
+    tm[r] = _mm512_and_pd(tot[r], abs_mask);
+    te[r] = zero;
+    bad[r] = 0;
+  }
+  const bool seq = p.chain == ChainKind::kSequential;
+  const int chunk = seq ? std::max(k, 1) : p.chunk;
+  const float* arow[R];
+  const double* apow[R];
+  for (int r = 0; r < R; ++r) {
+    arow[r] = in.a + size_t(i0 + r) * k;
+    apow[r] = in.apow + size_t(i0 + r) * k;
+  }
+  const double* btile = in.bpack + size_t(j0 / 8) * k * 16;
+  for (int k0 = 0, k1 = 0; k0 < k; k0 = k1) {
+    k1 = ChunkEnd(p, chunk, k0, k);
+    __m512d acc[R], am[R], ae[R];
+    for (int r = 0; r < R; ++r) {
+      acc[r] = seq ? tot[r] : zero;
+      am[r] = seq ? tm[r] : zero;
+      ae[r] = seq ? te[r] : zero;
+    }
+    for (int g0 = k0; g0 < k1; g0 += p.group) {
+      const int g1 = std::min(k1, g0 + p.group);
+      const __mmask8 full = g1 - g0 == p.group ? 0xFF : 0;
+      __m512d emax[R], emax1[R], scale[R], s[R], s1[R];
+      for (int r = 0; r < R; ++r) {
+        const __m512d e = _mm512_and_pd(acc[r], expmask);
+        if (p.actual) {
+          emax[r] = e;
+        } else {
+          const __mmask8 is_zero = _mm512_cmp_pd_mask(acc[r], zero, _CMP_EQ_OQ);
+          emax[r] = _mm512_maskz_mov_pd(static_cast<__mmask8>(~is_zero),
+                                        _mm512_mask_max_pd(e, 0xFF, e, min_normal32));
+        }
+        emax1[r] = zero;
+      }
+      // Even group offsets into emax, odd ones into emax1 (two chains; unrolled by two so the
+      // arrays stay in registers).
+      auto max_pass = [&](int t, __m512d (&dst)[R]) {
+        const double* brow = btile + size_t(t) * 16;
+        for (int r = 0; r < R; ++r) {
+          __m512d e;
+          if (p.actual) {
+            e = _mm512_and_pd(
+                _mm512_mul_pd(_mm512_set1_pd(arow[r][t]), _mm512_loadu_pd(brow)), expmask);
+          } else {
+            e = _mm512_mul_pd(_mm512_set1_pd(apow[r][t]), _mm512_loadu_pd(brow + 8));
+          }
+          dst[r] = _mm512_mask_max_pd(dst[r], 0xFF, dst[r], e);
+        }
+      };
+      int kk = g0;
+      for (; kk + 1 < g1; kk += 2) {
+        max_pass(kk, emax);
+        max_pass(kk + 1, emax1);
+      }
+      if (kk < g1) max_pass(kk, emax);
+      for (int r = 0; r < R; ++r) {
+        emax[r] = _mm512_mask_max_pd(emax[r], 0xFF, emax[r], emax1[r]);
+        const __mmask8 emax_zero = _mm512_cmp_pd_mask(emax[r], zero, _CMP_EQ_OQ);
+        // 2^F / emax on the exponent field: bits(2^(F - e)) = bits(2^F) + bits(1) - bits(2^e).
+        const __m512i q = _mm512_sub_epi64(scale_base, _mm512_castpd_si512(emax[r]));
+        scale[r] = _mm512_mask_blend_pd(emax_zero, _mm512_castsi512_pd(q), one);
+        s[r] = _mm512_roundscale_pd(_mm512_mul_pd(acc[r], scale[r]), kMode);
+        s1[r] = sign;  // -0, the identity of IEEE addition: s + s1 keeps the sign of zeros.
+      }
+      auto sum_pass = [&](int t, __m512d (&dst)[R]) {
+        const __m512d b = _mm512_loadu_pd(btile + size_t(t) * 16);
+        for (int r = 0; r < R; ++r) {
+          const __m512d x =
+              _mm512_mul_pd(_mm512_mul_pd(_mm512_set1_pd(arow[r][t]), b), scale[r]);
+          dst[r] = _mm512_add_pd(dst[r], _mm512_roundscale_pd(x, kMode));
+        }
+      };
+      for (kk = g0; kk + 1 < g1; kk += 2) {
+        sum_pass(kk, s);
+        sum_pass(kk + 1, s1);
+      }
+      if (kk < g1) sum_pass(kk, s);
+      if constexpr (kBound) {
+        // FusedTile's bound, lane-wise: M and E summed over the group in k order (inexact
+        // double adds: not split), T = nonzero terms * the alignment quantum.
+        for (int r = 0; r < R; ++r) {
+          __m512d m = am[r], se = ae[r];
+          __m512d nz = _mm512_maskz_mov_pd(_mm512_cmp_pd_mask(acc[r], zero, _CMP_NEQ_OQ), one);
+          for (int t = g0; t < g1; ++t) {
+            const __m512d bu = _mm512_loadu_pd(btile + size_t(t) * 16);
+            const __m512d bo = _mm512_cvtps_pd(_mm256_loadu_ps(in.bo + size_t(t) * n + j0));
+            const __m512d x = _mm512_mul_pd(_mm512_set1_pd(in.ao[size_t(i0 + r) * k + t]), bo);
+            const __m512d pu = _mm512_mul_pd(_mm512_set1_pd(arow[r][t]), bu);
+            nz = _mm512_add_pd(
+                nz, _mm512_maskz_mov_pd(_mm512_cmp_pd_mask(pu, zero, _CMP_NEQ_OQ), one));
+            se = _mm512_add_pd(se, _mm512_and_pd(_mm512_sub_pd(pu, x), abs_mask));
+            m = _mm512_add_pd(m, _mm512_and_pd(x, abs_mask));
+          }
+          const __m512d quantum =
+              _mm512_mask_max_pd(denorm, 0xFF, _mm512_mul_pd(emax[r], two_mf), denorm);
+          const __m512d tq = _mm512_maskz_mov_pd(_mm512_cmp_pd_mask(emax[r], zero, _CMP_GT_OQ),
+                                                 _mm512_mul_pd(nz, quantum));
+          am[r] = _mm512_mul_pd(m, up);
+          const __m512d e1 = _mm512_mul_pd(_mm512_set1_pd(1 + u), _mm512_add_pd(se, tq));
+          ae[r] = _mm512_mul_pd(
+              _mm512_add_pd(_mm512_add_pd(e1, _mm512_mul_pd(_mm512_set1_pd(u), am[r])),
+                            _mm512_set1_pd(eta)),
+              up);
+        }
+      }
+      for (int r = 0; r < R; ++r) {
+        // RoundGroup, lane-wise.
+        const __m512d sum = _mm512_add_pd(s[r], s1[r]);
+        const __mmask8 s_zero = _mm512_cmp_pd_mask(sum, zero, _CMP_EQ_OQ);
+        __m512i bits = _mm512_castpd_si512(_mm512_andnot_pd(sign, sum));
+        if (p.rne) {
+          const __m512i lsb = _mm512_and_si512(_mm512_srl_epi64(bits, cut_count), one_i);
+          bits = _mm512_add_epi64(bits, _mm512_add_epi64(half_m1, lsb));
+        }
+        bits = _mm512_andnot_si512(low_mask, bits);
+        __m512d v = _mm512_mul_pd(_mm512_castsi512_pd(bits), _mm512_mul_pd(emax[r], two_mf));
+        const __mmask8 in_range = _mm512_cmp_pd_mask(v, min_normal32, _CMP_GE_OQ) &
+                                  _mm512_cmp_pd_mask(v, overflow32, _CMP_LT_OQ);
+        bad[r] = static_cast<__mmask8>(bad[r] | ~(in_range | s_zero));
+        v = _mm512_or_pd(v, _mm512_and_pd(sum, sign));
+        const __mmask8 keep_sign =
+            static_cast<__mmask8>(_mm512_cmp_pd_mask(emax[r], zero, _CMP_EQ_OQ) & full);
+        const __m512d zres = _mm512_maskz_mov_pd(keep_sign, sum);  // sum (a signed zero) or +0.
+        acc[r] = _mm512_mask_blend_pd(s_zero, v, zres);
+      }
+    }
+    for (int r = 0; r < R; ++r) {
+      tot[r] = seq ? acc[r]
+                   : _mm512_cvtps_pd(_mm256_add_ps(_mm512_cvtpd_ps(tot[r]),
+                                                   _mm512_cvtpd_ps(acc[r])));
+      if constexpr (kBound) {
+        if (seq) {
+          tm[r] = am[r];
+          te[r] = ae[r];
+        } else {
+          const __m512d mm = _mm512_mul_pd(_mm512_add_pd(tm[r], am[r]), up);
+          const __m512d e1 =
+              _mm512_mul_pd(_mm512_set1_pd(1 + uc), _mm512_add_pd(te[r], ae[r]));
+          te[r] = _mm512_mul_pd(
+              _mm512_add_pd(_mm512_add_pd(e1, _mm512_mul_pd(_mm512_set1_pd(uc), mm)),
+                            _mm512_set1_pd(etac)),
+              up);
+          tm[r] = mm;
+        }
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    double v[8], e[8];
+    _mm512_storeu_pd(v, tot[r]);
+    _mm512_storeu_pd(e, te[r]);
+    for (int w = 0; w < 8; ++w) {
+      const size_t idx = size_t(i0 + r) * n + j0 + w;
+      const float f = static_cast<float>(v[w]);
+      if (((bad[r] >> w) & 1) != 0 || !std::isfinite(f)) {
+        (*in.redo)[idx] = 1;
+      } else {
+        in.d[idx] = std::bit_cast<uint32_t>(f);
+        if constexpr (kBound) in.bounds[idx] = e[w];
+      }
+    }
+  }
+}
+
+#pragma GCC diagnostic pop
+#endif
+
+}  // namespace
+}  // namespace fpconform::fast_internal
+#if defined(__x86_64__) && defined(__clang__)
+#pragma clang attribute pop
+#elif defined(__x86_64__)
+#pragma GCC pop_options
+#endif
+
+namespace fpconform::fast_internal {
+
+void FusedTileAvx512Tile(int rows, bool floor_align, bool bound, const MatIn& in, int i0,
+                         int j0) {
+#if defined(__x86_64__)
+  if (bound) {
+    if (rows == 2) {
+      floor_align ? FusedTileAvx512<2, true, true>(in, i0, j0)
+                  : FusedTileAvx512<2, false, true>(in, i0, j0);
+    } else {
+      floor_align ? FusedTileAvx512<1, true, true>(in, i0, j0)
+                  : FusedTileAvx512<1, false, true>(in, i0, j0);
+    }
+  } else if (rows == 4) {
+    floor_align ? FusedTileAvx512<4, true>(in, i0, j0) : FusedTileAvx512<4, false>(in, i0, j0);
+  } else {
+    floor_align ? FusedTileAvx512<1, true>(in, i0, j0) : FusedTileAvx512<1, false>(in, i0, j0);
+  }
+#else
+  (void)rows, (void)floor_align, (void)bound, (void)in, (void)i0, (void)j0;
+#endif
+}
+
+}  // namespace fpconform::fast_internal
