@@ -42,7 +42,9 @@ using accumulation_internal::kUp;
 // GCC 12 reports a false -Wmaybe-uninitialized for the _mm512_undefined_pd() source of the
 // unmasked AVX-512 intrinsics (every lane is written); silenced for this function only.
 #pragma GCC diagnostic push
+#if defined(__GNUC__) && !defined(__clang__)  // Clang has no such warning (and errors on it).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 template <int R, bool kFloorAlign, bool kBound = false>
 __attribute__((target("avx512f,avx512dq,avx512vl,avx512bw,avx2,fma"))) void FusedTileAvx512(
     const MatIn& in, int i0, int j0) {
