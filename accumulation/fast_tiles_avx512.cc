@@ -41,6 +41,14 @@ using accumulation_internal::kUp;
 // the plain form's undefined source may be used uninitialized.)
 // GCC 12 reports a false -Wmaybe-uninitialized for the _mm512_undefined_pd() source of the
 // unmasked AVX-512 intrinsics (every lane is written); silenced for this function only.
+// A lambda does not inherit its function's target attribute in clang (GCC's does): clang needs
+// it spelled on the lambda, or the intrinsics inside cannot be inlined.
+#if defined(__clang__)
+#define FPCONFORM_AVX512_LAMBDA \
+  __attribute__((target("avx512f,avx512dq,avx512vl,avx512bw,avx2,fma")))
+#else
+#define FPCONFORM_AVX512_LAMBDA
+#endif
 #pragma GCC diagnostic push
 #if defined(__GNUC__) && !defined(__clang__)  // Clang has no such warning (and errors on it).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -120,7 +128,7 @@ __attribute__((target("avx512f,avx512dq,avx512vl,avx512bw,avx2,fma"))) void Fuse
       }
       // Even group offsets into emax, odd ones into emax1 (two chains; unrolled by two so the
       // arrays stay in registers).
-      auto max_pass = [&](int t, __m512d (&dst)[R]) {
+      auto max_pass = [&](int t, __m512d (&dst)[R]) FPCONFORM_AVX512_LAMBDA {
         const double* brow = btile + size_t(t) * 16;
         for (int r = 0; r < R; ++r) {
           __m512d e;
@@ -148,7 +156,7 @@ __attribute__((target("avx512f,avx512dq,avx512vl,avx512bw,avx2,fma"))) void Fuse
         s[r] = _mm512_roundscale_pd(_mm512_mul_pd(acc[r], scale[r]), kMode);
         s1[r] = sign;  // -0, the identity of IEEE addition: s + s1 keeps the sign of zeros.
       }
-      auto sum_pass = [&](int t, __m512d (&dst)[R]) {
+      auto sum_pass = [&](int t, __m512d (&dst)[R]) FPCONFORM_AVX512_LAMBDA {
         const __m512d b = _mm512_loadu_pd(btile + size_t(t) * 16);
         for (int r = 0; r < R; ++r) {
           const __m512d x =
