@@ -230,14 +230,22 @@ TEST(FastEvalTest, DotsAndSumsMatchGenericOnEveryEligiblePreset) {
 void CheckMatmul(const Model& m) {
     const uint64_t model_key = std::hash<std::string>{}(m.name) & 0xFFFF;
     // Shapes: 4-row tiles plus a tail row, 16/8-column tiles plus tails, K across chunks.
-    for (const auto& [mm, nn, kk, prof] :
-         {std::tuple{13, 37, 300, kRawBits}, std::tuple{9, 33, 130, kNarrow},
-          std::tuple{5, 17, 33, kZerosSubnormals}, std::tuple{1, 1, 1, kNarrow},
-          std::tuple{4, 16, 0, kNarrow}}) {
+    // With inputs.daz, a shape whose products are all subnormal x large: the flushed inputs make
+    // the bound's |used - exact| term the largest one (else other products' terms hide it).
+    std::vector<std::tuple<int, int, int, Profile>> shapes = {
+        {13, 37, 300, kRawBits}, {9, 33, 130, kNarrow}, {5, 17, 33, kZerosSubnormals},
+        {1, 1, 1, kNarrow}, {4, 16, 0, kNarrow}};
+    if (m.inputs.daz) shapes.emplace_back(9, 33, 64, kProfiles);
+    for (const auto& [mm, nn, kk, prof] : shapes) {
       PinnedRng rng(DeriveSeed(kSeed, {model_key, 999, uint64_t(mm), uint64_t(kk)}));
       std::vector<uint64_t> a(size_t(mm) * kk), b(size_t(kk) * nn), c(size_t(mm) * nn);
-      for (auto& x : a) x = Draw(rng, *m.inputs.a, prof);
-      for (auto& x : b) x = Draw(rng, *m.inputs.b, prof);
+      const bool flushed_times_large = prof == kProfiles;
+      for (auto& x : a) x = Draw(rng, *m.inputs.a, flushed_times_large ? kZerosSubnormals : prof);
+      for (auto& x : b) {
+        const int top = Emax(*m.inputs.b);
+        x = flushed_times_large ? FromDouble(*m.inputs.b, rng.LogUniform(top / 2 - 4, top / 2))
+                                : Draw(rng, *m.inputs.b, prof);
+      }
       for (auto& x : c) x = FromDouble(m.FinalAccumulatorFormat(), rng.LogUniform(-3, 3));
       // Expected: generic dots on row-major A, B.
       std::vector<uint64_t> want(c.size());
@@ -487,6 +495,18 @@ TEST(FastEvalTest, VariantsMatchGeneric) {
   v.output.format = &BFloat16();
   v.name = "cpu-f32-seq+tree+bf16out";
   variants.push_back(v);
+  // inputs.daz alone on host chains (the float32 host tiles with bounds read the original inputs
+  // for the bound's exact product): fma and rounded-product chains, sequential and blocked.
+  for (const Model* base : {&fma, &cpu32}) {
+    v = *base;
+    v.inputs.daz = true;
+    v.name = base->name + "+input_daz";
+    variants.push_back(v);
+    v.chain.kind = ChainKind::kBlocked;
+    v.chain.block = 48;
+    v.name += "+blocked48";
+    variants.push_back(v);
+  }
   for (const Model& m : variants) {
     SCOPED_TRACE(m.name);
     ASSERT_TRUE(FastPathEligible(m)) << FastPathIneligibleReason(m);

@@ -52,6 +52,12 @@ void RunMatmulRows(const MatIn& in, int i_lo, int i_hi, bool bound);
 // (i0, j0); rows 1, 2 (bound) or 1, 4 (no bound).
 void FusedTileAvx512Tile(int rows, bool floor_align, bool bound, const MatIn& in, int i0, int j0);
 
+// The AVX-512 float32 host tile with bounds (fast_tiles_avx512.cc): HostTile<float,
+// round_product, true, rows, 16> at (i0, j0), rows 1 or 4, bit for bit (values and bounds);
+// same_inputs: in.ao == in.a and in.bo == in.b (no input conversion).
+void HostBoundTileAvx512Tile(bool round_product, bool same_inputs, int rows, const MatIn& in,
+                             int i0, int j0);
+
 }  // namespace fpconform::fast_internal
 
 #endif  // FPCONFORM_ACCUMULATION_FAST_KERNELS_H_

@@ -1420,6 +1420,18 @@ void MatmulRows(const MatIn& in, int i_lo, int i_hi) {
     }
   }
 #if defined(__x86_64__)
+  else if (kBound && tiled && ActiveIsa() == Isa::kAvx512) {
+    // Column tiles outside, 4-row blocks inside (a column strip of B stays in cache).
+    const bool same = in.ao == in.a && in.bo == in.b;
+    for (int j = 0; j + 16 <= in.n; j += 16) {
+      int i = i_lo;
+      for (; i + 4 <= i_hi; i += 4) HostBoundTileAvx512Tile(p.round_product, same, 4, in, i, j);
+      for (; i < i_hi; ++i) HostBoundTileAvx512Tile(p.round_product, same, 1, in, i, j);
+    }
+    for (int i = i_lo; i < i_hi; ++i) {
+      for (int j = in.n / 16 * 16; j < in.n; ++j) ScalarElement<kBound>(in, i, j);
+    }
+  }
   else if (!kBound && tiled) {
     // Column tiles outside, 4-row blocks inside (the packed B tile stays in cache).
     auto tile = [&](auto r_tag, int i, int j) {

@@ -1,4 +1,5 @@
-// The fast matmul's AVX-512 fused tile (ActiveIsa() kAvx512), FusedTileAvx in AVX-512.
+// The fast matmul's AVX-512 tiles (ActiveIsa() kAvx512): FusedTileAvx in AVX-512, and the
+// float32 host tile with bounds (HostTile<float, ..., true, ...> in AVX-512).
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -256,6 +257,142 @@ __attribute__((target("avx512f,avx512dq,avx512vl,avx512bw,avx2,fma"))) void Fuse
   }
 }
 
+// float32 x 8 -> double x 8 (the zero-masked form: GCC 12 warns that the plain form's undefined
+// source is used uninitialized).
+__attribute__((target("avx512f,avx512dq,avx512vl,avx512bw,avx2,fma"))) inline __m512d WidenPs(
+    __m256 x) {
+  return _mm512_maskz_cvtps_pd(static_cast<__mmask8>(0xFF), x);
+}
+
+// HostTile<float, kRound, true, R, 16> (fast_tiles_avx2.cc) in AVX-512: R rows x 16 columns of
+// float32 chains (one FMA, or the rounded product then an add, per step) with the bound data of
+// bound_step.h lane by lane in the same double operations and order: per step
+// M = Up(M + |x|), E = Up((1 + u) * (E + |used - x|) + u * M + eta), x the exact product of the
+// original inputs, used the product the chain adds; per block end (blocked / promote chains) the
+// combine's M and E. kSame: the inputs were not converted (a_orig == a, b_orig == b), so x comes
+// from the used inputs; if the product is not rounded either, used == x, the term |used - x| is
+// +0 and E + 0 == E (E >= 0), so it is left out, which changes no bit.
+template <bool kRound, bool kSame, int R>
+__attribute__((target("avx512f,avx512dq,avx512vl,avx512bw,avx2,fma"))) void HostBoundTileAvx512(
+    const MatIn& in, int i0, int j0) {
+  const Plan& p = *in.p;
+  const int n = in.n, k = in.k;
+  const __m512d up = _mm512_set1_pd(kUp);
+  const __m512d abs_mask = _mm512_castsi512_pd(_mm512_set1_epi64(0x7FFFFFFFFFFFFFFFll));
+  const double u = p.u_acc, eta = p.eta_acc;
+  const double uc = p.chain == ChainKind::kPromote ? p.u_prom : p.u_comb;
+  const double etac = p.chain == ChainKind::kPromote ? p.eta_prom : p.eta_comb;
+  const __m512d c1 = _mm512_set1_pd(1 + u), uu = _mm512_set1_pd(u), ee = _mm512_set1_pd(eta);
+  __m512 tot[R];
+  __m512d tm[R][2], te[R][2];
+  for (int r = 0; r < R; ++r) {
+    alignas(64) float cv[16];
+    for (int w = 0; w < 16; ++w) {
+      const uint64_t cb = in.c ? in.c[size_t(i0 + r) * n + j0 + w] : 0;
+      cv[w] = std::bit_cast<float>(static_cast<uint32_t>(cb));
+    }
+    tot[r] = _mm512_load_ps(cv);
+    tm[r][0] = _mm512_and_pd(WidenPs(_mm256_load_ps(cv)), abs_mask);
+    tm[r][1] = _mm512_and_pd(WidenPs(_mm256_load_ps(cv + 8)), abs_mask);
+    te[r][0] = te[r][1] = _mm512_setzero_pd();
+  }
+  const bool seq = p.chain == ChainKind::kSequential;
+  const int chunk = seq ? std::max(k, 1) : p.chunk;
+  for (int k0 = 0, k1 = 0; k0 < k; k0 = k1) {
+    k1 = ChunkEnd(p, chunk, k0, k);
+    __m512 acc[R];
+    __m512d am[R][2], ae[R][2];
+    for (int r = 0; r < R; ++r) {
+      acc[r] = seq ? tot[r] : _mm512_setzero_ps();
+      for (int h = 0; h < 2; ++h) {
+        am[r][h] = seq ? tm[r][h] : _mm512_setzero_pd();
+        ae[r][h] = seq ? te[r][h] : _mm512_setzero_pd();
+      }
+    }
+    for (int kk = k0; kk < k1; ++kk) {
+      const __m512 bu = _mm512_loadu_ps(in.b + size_t(kk) * n + j0);
+      __m512d bo[2];
+      if constexpr (kSame) {
+        bo[0] = WidenPs(_mm512_castps512_ps256(bu));
+        bo[1] = WidenPs(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(bu), 1)));
+      } else {
+        const __m512 bof = _mm512_loadu_ps(in.bo + size_t(kk) * n + j0);
+        bo[0] = WidenPs(_mm512_castps512_ps256(bof));
+        bo[1] = WidenPs(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(bof), 1)));
+      }
+      __m512d bud[2];
+      if constexpr (!kSame && !kRound) {
+        bud[0] = WidenPs(_mm512_castps512_ps256(bu));
+        bud[1] = WidenPs(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(bu), 1)));
+      }
+      for (int r = 0; r < R; ++r) {
+        const float a_used = in.a[size_t(i0 + r) * k + kk];
+        const __m512 av = _mm512_set1_ps(a_used);
+        __m512 prod;
+        if constexpr (kRound) {
+          prod = _mm512_mul_ps(av, bu);
+          acc[r] = _mm512_add_ps(acc[r], prod);
+        } else {
+          acc[r] = _mm512_fmadd_ps(av, bu, acc[r]);
+        }
+        const __m512d ao = _mm512_set1_pd(static_cast<double>(in.ao[size_t(i0 + r) * k + kk]));
+        for (int h = 0; h < 2; ++h) {
+          const __m512d x = _mm512_mul_pd(ao, bo[h]);
+          const __m512d mm = _mm512_mul_pd(_mm512_add_pd(am[r][h], _mm512_and_pd(x, abs_mask)), up);
+          am[r][h] = mm;
+          __m512d e_in = ae[r][h];
+          if constexpr (kRound) {
+            const __m256 half = h == 0 ? _mm512_castps512_ps256(prod)
+                                       : _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(prod), 1));
+            const __m512d used = WidenPs(half);
+            e_in = _mm512_add_pd(e_in, _mm512_and_pd(_mm512_sub_pd(used, x), abs_mask));
+          } else if constexpr (!kSame) {
+            const __m512d used = _mm512_mul_pd(_mm512_set1_pd(static_cast<double>(a_used)), bud[h]);
+            e_in = _mm512_add_pd(e_in, _mm512_and_pd(_mm512_sub_pd(used, x), abs_mask));
+          }
+          ae[r][h] = _mm512_mul_pd(
+              _mm512_add_pd(_mm512_add_pd(_mm512_mul_pd(c1, e_in), _mm512_mul_pd(uu, mm)), ee), up);
+        }
+      }
+    }
+    for (int r = 0; r < R; ++r) {
+      if (seq) {
+        tot[r] = acc[r];
+        for (int h = 0; h < 2; ++h) {
+          tm[r][h] = am[r][h];
+          te[r][h] = ae[r][h];
+        }
+      } else {
+        tot[r] = _mm512_add_ps(tot[r], acc[r]);
+        const __m512d c1c = _mm512_set1_pd(1 + uc), ucv = _mm512_set1_pd(uc), eec = _mm512_set1_pd(etac);
+        for (int h = 0; h < 2; ++h) {
+          const __m512d mm = _mm512_mul_pd(_mm512_add_pd(tm[r][h], am[r][h]), up);
+          const __m512d e_in = _mm512_add_pd(te[r][h], ae[r][h]);
+          te[r][h] = _mm512_mul_pd(
+              _mm512_add_pd(_mm512_add_pd(_mm512_mul_pd(c1c, e_in), _mm512_mul_pd(ucv, mm)), eec), up);
+          tm[r][h] = mm;
+        }
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    alignas(64) float v[16];
+    alignas(64) double e[16];
+    _mm512_store_ps(v, tot[r]);
+    _mm512_store_pd(e, te[r][0]);
+    _mm512_store_pd(e + 8, te[r][1]);
+    for (int w = 0; w < 16; ++w) {
+      const size_t idx = size_t(i0 + r) * n + j0 + w;
+      if (!std::isfinite(v[w])) {
+        (*in.redo)[idx] = 1;
+      } else {
+        in.d[idx] = std::bit_cast<uint32_t>(v[w]);
+        in.bounds[idx] = e[w];
+      }
+    }
+  }
+}
+
 #pragma GCC diagnostic pop
 #endif
 
@@ -287,6 +424,29 @@ void FusedTileAvx512Tile(int rows, bool floor_align, bool bound, const MatIn& in
   }
 #else
   (void)rows, (void)floor_align, (void)bound, (void)in, (void)i0, (void)j0;
+#endif
+}
+
+void HostBoundTileAvx512Tile(bool round_product, bool same_inputs, int rows, const MatIn& in,
+                             int i0, int j0) {
+#if defined(__x86_64__)
+  auto go = [&](auto round_tag, auto same_tag) {
+    constexpr bool kRound = decltype(round_tag)::value, kSame = decltype(same_tag)::value;
+    if (rows == 4) {
+      HostBoundTileAvx512<kRound, kSame, 4>(in, i0, j0);
+    } else {
+      HostBoundTileAvx512<kRound, kSame, 1>(in, i0, j0);
+    }
+  };
+  using T = std::true_type;
+  using F = std::false_type;
+  if (round_product) {
+    same_inputs ? go(T(), T()) : go(T(), F());
+  } else {
+    same_inputs ? go(F(), T()) : go(F(), F());
+  }
+#else
+  (void)round_product, (void)same_inputs, (void)rows, (void)in, (void)i0, (void)j0;
 #endif
 }
 
