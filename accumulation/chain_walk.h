@@ -51,10 +51,6 @@
 
 namespace fpconform::accumulation_internal {
 
-// SplitMix64 on a bare state (cases/pinned_random.h, the one implementation): advances `state`
-// and returns the next draw, as PinnedRng(state).Next() would.
-inline uint64_t SplitMix64(uint64_t& state) { return SplitMix64Mix(state += kSplitMix64Gamma); }
-
 template <class Ops>
 class ChainWalk {
  public:
@@ -126,9 +122,9 @@ class ChainWalk {
         std::vector<int> order(ch.slices);
         for (int s = 0; s < ch.slices; ++s) order[s] = s;
         if (ch.order == SplitOrder::kRandom) {
-          uint64_t state = seed_ ^ 0x5851F42D4C957F2Dull;
+          PinnedRng rng(seed_ ^ 0x5851F42D4C957F2Dull);
           for (int s = ch.slices - 1; s > 0; --s) {
-            const uint64_t r = SplitMix64(state);
+            const uint64_t r = rng.Next();
             std::swap(order[s], order[static_cast<int>(r % static_cast<uint64_t>(s + 1))]);
           }
         }

@@ -13,6 +13,7 @@
 #include "accumulation/chain_walk.h"
 #include "accumulation/fast_plan.h"
 #include "accumulation/strings_internal.h"
+#include "cases/pinned_random.h"
 #include "formats/ops.h"
 #include "formats/round_pack.h"
 
@@ -246,8 +247,7 @@ class Evaluator {
     } else {
       OpEnv env = m_.output.env;
       if (env.rounding == Rounding::kStochastic) {
-        uint64_t state = opt_.seed ^ 0x2545F4914F6CDD1Dull;
-        env.sr_random = accumulation_internal::SplitMix64(state);
+        env.sr_random = SplitMix64At(opt_.seed ^ 0x2545F4914F6CDD1Dull, 0);
       }
       out.bits = Convert(final_format, of, total.bits, env).bits;
       if (opt_.want_bound) {

@@ -6,7 +6,6 @@
 #include <map>
 #include <optional>
 #include <set>
-#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -14,6 +13,7 @@
 
 #include "absl/status/status.h"
 #include "accumulation/strings_internal.h"
+#include "cases/toml_reader.h"
 #include "formats/user_file.h"
 
 namespace fpconform {
@@ -22,171 +22,35 @@ namespace {
 using accumulation_internal::Cat;
 using accumulation_internal::Join;
 
-// Reads one model; the first error sticks (later lookups are skipped).
-class Reader {
- public:
-  explicit Reader(std::string_view file) : file_(file) {}
-
-  bool ok() const { return status_.ok(); }
-  absl::Status status() const { return status_; }
-
-  void Fail(const toml::node* where, std::string_view key, std::string_view what) {
-    if (!status_.ok()) return;
-    int64_t line = where != nullptr ? static_cast<int64_t>(where->source().begin.line) : 0;
-    // The key and the message may echo the file's bytes (an unknown quoted key, a bad value):
-    // escaped, so a message never carries control characters (formats/str_cat.h).
-    const std::string k = EscapeText(key, 200), w = EscapeText(what, 1000);
-    status_ = absl::InvalidArgumentError(line > 0 ? Cat(file_, ":", line, ": ", k, ": ", w)
-                                                  : Cat(file_, ": ", k, ": ", w));
-  }
-
-  // Every key of `t` must be in `allowed`.
-  void CheckKeys(const toml::table& t, std::string_view prefix,
-                 const std::set<std::string_view>& allowed) {
-    for (const auto& [k, v] : t) {
-      if (!allowed.contains(k.str())) {
-        Fail(&v, Dotted(prefix, k.str()), "unknown key");
-        return;
-      }
-    }
-  }
-
-  static std::string Dotted(std::string_view prefix, std::string_view key) {
-    return prefix.empty() ? std::string(key) : Cat(prefix, ".", key);
-  }
-
-  const toml::node* Node(const toml::table& t, std::string_view key) { return t.get(key); }
-
-  std::optional<std::string> String(const toml::table& t, std::string_view prefix,
-                                    std::string_view key, bool required,
-                                    const toml::node* table_node) {
-    if (!ok()) return std::nullopt;
-    const toml::node* n = t.get(key);
-    const std::string dotted = Dotted(prefix, key);
-    if (n == nullptr) {
-      if (required) Fail(table_node, dotted, "required key missing");
-      return std::nullopt;
-    }
-    const auto* s = n->as_string();
-    if (s == nullptr) {
-      Fail(n, dotted, "must be a string");
-      return std::nullopt;
-    }
-    Record(dotted, Cat("\"", s->get(), "\""), n);
-    return s->get();
-  }
-
-  std::optional<int64_t> Int(const toml::table& t, std::string_view prefix, std::string_view key,
-                             bool required, int64_t lo, int64_t hi,
-                             const toml::node* table_node) {
-    if (!ok()) return std::nullopt;
-    const toml::node* n = t.get(key);
-    const std::string dotted = Dotted(prefix, key);
-    if (n == nullptr) {
-      if (required) Fail(table_node, dotted, "required key missing");
-      return std::nullopt;
-    }
-    const auto* i = n->as_integer();
-    if (i == nullptr || i->get() < lo || i->get() > hi) {
-      std::string got;
-      if (i != nullptr) got = Cat(", got ", i->get());
-      Fail(n, dotted, Cat("must be an integer in ", lo, "..", hi, got));
-      return std::nullopt;
-    }
-    Record(dotted, Cat(i->get()), n);
-    return i->get();
-  }
-
-  std::optional<bool> Bool(const toml::table& t, std::string_view prefix, std::string_view key) {
-    if (!ok()) return std::nullopt;
-    const toml::node* n = t.get(key);
-    if (n == nullptr) return std::nullopt;
-    const auto* b = n->as_boolean();
-    const std::string dotted = Dotted(prefix, key);
-    if (b == nullptr) {
-      Fail(n, dotted, "must be true or false");
-      return std::nullopt;
-    }
-    Record(dotted, b->get() ? "true" : "false", n);
-    return b->get();
-  }
-
-  const FormatSpec* Format(const toml::table& t, std::string_view prefix, std::string_view key,
-                           bool required, const toml::node* table_node) {
-    std::optional<std::string> s = String(t, prefix, key, required, table_node);
-    if (!s) return nullptr;
-    const FormatSpec* f = FindFormat(*s);
-    if (f == nullptr || !IsFloat(*f)) {
-      Fail(t.get(key), Dotted(prefix, key),
+// A float format of the table named by the string `key`, or nullptr (absent, or an error).
+const FormatSpec* Format(TomlReader& r, const toml::table& t, std::string_view prefix,
+                         std::string_view key, TomlKey need = TomlKey::kOptional) {
+  std::optional<std::string> s = r.String(t, prefix, key, need);
+  if (!s) return nullptr;
+  const FormatSpec* f = FindFormat(*s);
+  if (f == nullptr || !IsFloat(*f)) {
+    r.Fail(t.get(key), TomlReader::Dotted(prefix, key),
            Cat("not a float format of the table: \"", *s, "\""));
-      return nullptr;
-    }
-    return f;
-  }
-
-  // Parses a rounding into env (default kept when absent). `only` restricts the set.
-  void RoundingKey(const toml::table& t, std::string_view prefix, std::string_view key,
-                   OpEnv& env, std::initializer_list<std::string_view> only = {}) {
-    std::optional<std::string> s = String(t, prefix, key, false, nullptr);
-    if (!s) return;
-    bool allowed = only.size() == 0;
-    for (std::string_view o : only) allowed |= (o == *s);
-    OpEnv parsed = env;
-    if (!allowed || !ParseRounding(*s, parsed)) {
-      std::string set = only.size() == 0 ? "rne rna rtz rup rdn rto sr<k>"
-                                         : Join(only, " ");
-      Fail(t.get(key), Dotted(prefix, key), Cat("must be one of ", set, ", got \"",
-                                                         *s, "\""));
-      return;
-    }
-    env = parsed;
-  }
-
-  // The value of the one of `choices` (name, value) the string names: `def` when the key is
-  // absent and not required; nullopt, with an error, when it names none of them (or the key is
-  // required and missing, or an earlier error stuck).
-  template <typename E>
-  std::optional<E> Choice(
-      const toml::table& t, std::string_view prefix, std::string_view key, bool required,
-      std::type_identity_t<std::initializer_list<std::pair<std::string_view, E>>> choices,
-      E def, const toml::node* table_node) {
-    std::optional<std::string> s = String(t, prefix, key, required, table_node);
-    if (!s) return ok() ? std::optional<E>(def) : std::nullopt;
-    std::vector<std::string_view> names;
-    for (const auto& [name, value] : choices) {
-      if (name == *s) return value;
-      names.push_back(name);
-    }
-    Fail(t.get(key), Dotted(prefix, key),
-         Cat("must be one of ", Join(names, " "), ", got \"", *s, "\""));
-    return std::nullopt;
-  }
-
-  void Record(const std::string& dotted, std::string value, const toml::node* n) {
-    parameters_.emplace_back(dotted, std::move(value));
-    lines_[dotted] = n;
-  }
-
-  std::vector<std::pair<std::string, std::string>> parameters_;
-  std::map<std::string, const toml::node*> lines_;
-
- private:
-  std::string file_;
-  absl::Status status_;
-};
-
-// A required sub-table, or nullptr (with an error when required).
-const toml::table* SubTable(Reader& r, const toml::table& root, std::string_view key,
-                            bool required) {
-  if (!r.ok()) return nullptr;
-  const toml::node* n = root.get(key);
-  if (n == nullptr) {
-    if (required) r.Fail(nullptr, key, "required table missing");
     return nullptr;
   }
-  const toml::table* t = n->as_table();
-  if (t == nullptr) r.Fail(n, key, "must be a table");
-  return t;
+  return f;
+}
+
+// Parses a rounding into env (default kept when absent). `only` restricts the set.
+void RoundingKey(TomlReader& r, const toml::table& t, std::string_view prefix, std::string_view key,
+                 OpEnv& env, std::initializer_list<std::string_view> only = {}) {
+  std::optional<std::string> s = r.String(t, prefix, key);
+  if (!s) return;
+  bool allowed = only.size() == 0;
+  for (std::string_view o : only) allowed |= (o == *s);
+  OpEnv parsed = env;
+  if (!allowed || !ParseRounding(*s, parsed)) {
+    std::string set = only.size() == 0 ? "rne rna rtz rup rdn rto sr<k>" : Join(only, " ");
+    r.Fail(t.get(key), TomlReader::Dotted(prefix, key),
+           Cat("must be one of ", set, ", got \"", *s, "\""));
+    return;
+  }
+  env = parsed;
 }
 
 // Parses chain.shape (MODEL_FORMAT.md, chain.kind = "tree") into ch.tree, ch.tree_root and
@@ -280,13 +144,6 @@ std::string ParseTreeShape(std::string_view s, Model::Chain& ch) {
   return "";
 }
 
-// Rejects `key` in `t` (it does not apply to the chosen kind).
-void Reject(Reader& r, const toml::table& t, std::string_view prefix, std::string_view key,
-            std::string_view why) {
-  if (!r.ok()) return;
-  if (const toml::node* n = t.get(key)) r.Fail(n, Reader::Dotted(prefix, key), why);
-}
-
 bool ValidName(std::string_view s) {
   if (s.empty()) return false;
   for (char ch : s) {
@@ -299,9 +156,9 @@ bool ValidName(std::string_view s) {
 
 // `name` (a valid preset name equal to the file's stem when the file is a .toml) and the one-line
 // `description`, shared by model and envelope files.
-void ReadNameAndDescription(Reader& r, const toml::table& root, std::string_view file,
+void ReadNameAndDescription(TomlReader& r, const toml::table& root, std::string_view file,
                             std::string* name, std::string* description) {
-  if (auto s = r.String(root, "", "name", true, nullptr)) {
+  if (auto s = r.String(root, "", "name", TomlKey::kRequired)) {
     if (!ValidName(*s)) r.Fail(root.get("name"), "name", "must match [a-z0-9.-]+");
     *name = *s;
     if (file.size() > 5 && file.substr(file.size() - 5) == ".toml") {
@@ -315,7 +172,7 @@ void ReadNameAndDescription(Reader& r, const toml::table& root, std::string_view
       }
     }
   }
-  if (auto s = r.String(root, "", "description", true, nullptr)) {
+  if (auto s = r.String(root, "", "description", TomlKey::kRequired)) {
     if (s->find('\n') != std::string::npos) {
       r.Fail(root.get("description"), "description", "must be one line");
     }
@@ -324,7 +181,7 @@ void ReadNameAndDescription(Reader& r, const toml::table& root, std::string_view
 }
 
 // `operations`: which of dot, matmul, sum the model defines (all when absent).
-void ReadOperations(Reader& r, const toml::table& root, Model& m) {
+void ReadOperations(TomlReader& r, const toml::table& root, Model& m) {
   const toml::node* ops = root.get("operations");
   if (ops == nullptr || !r.ok()) return;
   const toml::array* arr = ops->as_array();
@@ -347,83 +204,84 @@ void ReadOperations(Reader& r, const toml::table& root, Model& m) {
 }
 
 // [inputs]
-void ReadInputs(Reader& r, const toml::table& root, Model& m) {
-  const toml::table* t = SubTable(r, root, "inputs", true);
+void ReadInputs(TomlReader& r, const toml::table& root, Model& m) {
+  const toml::table* t = r.Table(root, "", "inputs", TomlKey::kRequired);
   if (t == nullptr) return;
   r.CheckKeys(*t, "inputs", {"a", "b", "convert_to", "convert_rounding", "daz"});
-  m.inputs.a = r.Format(*t, "inputs", "a", true, t);
-  m.inputs.b = r.Format(*t, "inputs", "b", false, t);
+  m.inputs.a = Format(r, *t, "inputs", "a", TomlKey::kRequired);
+  m.inputs.b = Format(r, *t, "inputs", "b");
   if (m.inputs.b == nullptr) m.inputs.b = m.inputs.a;
-  m.inputs.convert_to = r.Format(*t, "inputs", "convert_to", false, t);
+  m.inputs.convert_to = Format(r, *t, "inputs", "convert_to");
   if (m.inputs.convert_to == nullptr) {
-    Reject(r, *t, "inputs", "convert_rounding", "applies only with inputs.convert_to");
+    r.Reject(*t, "inputs", "convert_rounding", "applies only with inputs.convert_to");
   }
-  r.RoundingKey(*t, "inputs", "convert_rounding", m.inputs.convert_env);
+  RoundingKey(r, *t, "inputs", "convert_rounding", m.inputs.convert_env);
   if (auto b = r.Bool(*t, "inputs", "daz")) m.inputs.daz = *b;
 }
 
 // [product]
-void ReadProduct(Reader& r, const toml::table& root, Model& m) {
-  const toml::table* t = SubTable(r, root, "product", false);
+void ReadProduct(TomlReader& r, const toml::table& root, Model& m) {
+  const toml::table* t = r.Table(root, "", "product", TomlKey::kOptional);
   if (t == nullptr) return;
   r.CheckKeys(*t, "product", {"policy", "format", "rounding"});
-  m.product.policy = r.Choice(*t, "product", "policy", false,
-                              {{"exact", ProductPolicy::kExact}, {"round", ProductPolicy::kRound}},
-                              ProductPolicy::kExact, t)
-                         .value_or(ProductPolicy::kExact);
+  m.product.policy =
+      r.Choice<ProductPolicy>(*t, "product", "policy",
+                              {{"exact", ProductPolicy::kExact}, {"round", ProductPolicy::kRound}})
+          .value_or(ProductPolicy::kExact);
   if (m.product.policy == ProductPolicy::kRound) {
-    m.product.format = r.Format(*t, "product", "format", true, t);
-    r.RoundingKey(*t, "product", "rounding", m.product.env);
+    m.product.format = Format(r, *t, "product", "format", TomlKey::kRequired);
+    RoundingKey(r, *t, "product", "rounding", m.product.env);
   } else {
-    Reject(r, *t, "product", "format", "applies only with product.policy = \"round\"");
-    Reject(r, *t, "product", "rounding", "applies only with product.policy = \"round\"");
+    r.Reject(*t, "product", "format", "applies only with product.policy = \"round\"");
+    r.Reject(*t, "product", "rounding", "applies only with product.policy = \"round\"");
   }
 }
 
 // [adder] (after [product]: fma needs exact products).
-void ReadAdder(Reader& r, const toml::table& root, Model& m) {
-  const toml::table* t = SubTable(r, root, "adder", true);
+void ReadAdder(TomlReader& r, const toml::table& root, Model& m) {
+  const toml::table* t = r.Table(root, "", "adder", TomlKey::kRequired);
   if (t == nullptr) return;
   r.CheckKeys(*t, "adder",
               {"kind", "rounding", "group", "fraction_bits", "alignment", "alignment_exponent",
                "normalization_rounding", "ftz", "daz"});
-  const std::optional<AdderKind> kind =
-      r.Choice(*t, "adder", "kind", true,
-               {{"ieee", AdderKind::kIeee}, {"fma", AdderKind::kFma},
-                {"fused", AdderKind::kFused}, {"kahan", AdderKind::kKahan}},
-               AdderKind::kIeee, t);
+  const std::optional<AdderKind> kind = r.Choice<AdderKind>(*t, "adder", "kind",
+                                                            {{"ieee", AdderKind::kIeee},
+                                                             {"fma", AdderKind::kFma},
+                                                             {"fused", AdderKind::kFused},
+                                                             {"kahan", AdderKind::kKahan}},
+                                                            TomlKey::kRequired);
   if (!kind) return;
   m.adder.kind = *kind;
   if (*kind == AdderKind::kFused) {
-    Reject(r, *t, "adder", "ftz", "does not apply to a fused adder");
-    Reject(r, *t, "adder", "daz", "applies only to adder.kind = \"ieee\" or \"fma\"");
-    Reject(r, *t, "adder", "rounding", "does not apply to a fused adder "
-                                       "(use adder.normalization_rounding)");
-    m.adder.group = static_cast<int>(r.Int(*t, "adder", "group", true, 1, 256, t).value_or(1));
-    m.adder.fraction_bits =
-        static_cast<int>(r.Int(*t, "adder", "fraction_bits", true, 1, 100, t).value_or(1));
-    m.adder.alignment =
-        r.Choice(*t, "adder", "alignment", false,
-                 {{"truncate", Alignment::kTruncate}, {"round_down", Alignment::kRoundDown}},
-                 Alignment::kTruncate, t)
-            .value_or(Alignment::kTruncate);
-    m.adder.alignment_exponent = r.Choice(*t, "adder", "alignment_exponent", false,
-                                          {{"nominal", AlignmentExponent::kNominal},
-                                           {"actual", AlignmentExponent::kActual}},
-                                          AlignmentExponent::kNominal, t)
-                                     .value_or(AlignmentExponent::kNominal);
+    r.Reject(*t, "adder", "ftz", "does not apply to a fused adder");
+    r.Reject(*t, "adder", "daz", "applies only to adder.kind = \"ieee\" or \"fma\"");
+    r.Reject(*t, "adder", "rounding",
+             "does not apply to a fused adder (use adder.normalization_rounding)");
+    m.adder.group =
+        static_cast<int>(r.Int(*t, "adder", "group", 1, 256, TomlKey::kRequired).value_or(1));
+    m.adder.fraction_bits = static_cast<int>(
+        r.Int(*t, "adder", "fraction_bits", 1, 100, TomlKey::kRequired).value_or(1));
+    m.adder.alignment = r.Choice<Alignment>(*t, "adder", "alignment",
+                                            {{"truncate", Alignment::kTruncate},
+                                             {"round_down", Alignment::kRoundDown}})
+                            .value_or(Alignment::kTruncate);
+    m.adder.alignment_exponent =
+        r.Choice<AlignmentExponent>(
+             *t, "adder", "alignment_exponent",
+             {{"nominal", AlignmentExponent::kNominal}, {"actual", AlignmentExponent::kActual}})
+            .value_or(AlignmentExponent::kNominal);
     m.adder.env.rounding = Rounding::kTowardZero;
-    r.RoundingKey(*t, "adder", "normalization_rounding", m.adder.env, {"rtz", "rne"});
+    RoundingKey(r, *t, "adder", "normalization_rounding", m.adder.env, {"rtz", "rne"});
     return;
   }
   for (std::string_view key :
        {"group", "fraction_bits", "alignment", "alignment_exponent", "normalization_rounding"}) {
-    Reject(r, *t, "adder", key, "applies only to adder.kind = \"fused\"");
+    r.Reject(*t, "adder", key, "applies only to adder.kind = \"fused\"");
   }
-  r.RoundingKey(*t, "adder", "rounding", m.adder.env);
+  RoundingKey(r, *t, "adder", "rounding", m.adder.env);
   if (auto b = r.Bool(*t, "adder", "ftz")) m.adder.env.flush_to_zero = *b;
   if (*kind == AdderKind::kKahan) {
-    Reject(r, *t, "adder", "daz", "applies only to adder.kind = \"ieee\" or \"fma\"");
+    r.Reject(*t, "adder", "daz", "applies only to adder.kind = \"ieee\" or \"fma\"");
   }
   if (auto b = r.Bool(*t, "adder", "daz")) m.adder.env.denormals_are_zero = *b;
   if (*kind == AdderKind::kFma && m.product.policy != ProductPolicy::kExact) {
@@ -432,11 +290,11 @@ void ReadAdder(Reader& r, const toml::table& root, Model& m) {
 }
 
 // [accumulator]
-void ReadAccumulator(Reader& r, const toml::table& root, Model& m) {
-  const toml::table* t = SubTable(r, root, "accumulator", true);
+void ReadAccumulator(TomlReader& r, const toml::table& root, Model& m) {
+  const toml::table* t = r.Table(root, "", "accumulator", TomlKey::kRequired);
   if (t == nullptr) return;
   r.CheckKeys(*t, "accumulator", {"format", "fraction_bits", "rounding"});
-  m.accumulator.format = r.Format(*t, "accumulator", "format", true, t);
+  m.accumulator.format = Format(r, *t, "accumulator", "format", TomlKey::kRequired);
   if (m.accumulator.format != nullptr) {
     m.accumulator.fraction_bits = m.accumulator.format->fraction_bits;
     if (m.accumulator.format->nonfinite != NonFinite::kIeee || !m.accumulator.format->has_zero) {
@@ -444,12 +302,12 @@ void ReadAccumulator(Reader& r, const toml::table& root, Model& m) {
              "must be an IEEE-like format with zero and Inf (float16/bfloat16/tfloat32/"
              "float32/float64)");
     }
-    if (auto fb = r.Int(*t, "accumulator", "fraction_bits", false, 1,
-                        m.accumulator.format->fraction_bits, t)) {
+    if (auto fb =
+            r.Int(*t, "accumulator", "fraction_bits", 1, m.accumulator.format->fraction_bits)) {
       m.accumulator.fraction_bits = static_cast<int>(*fb);
     }
   }
-  r.RoundingKey(*t, "accumulator", "rounding", m.accumulator.combine_env);
+  RoundingKey(r, *t, "accumulator", "rounding", m.accumulator.combine_env);
 }
 
 // The keys of [chain] besides `kind` that apply to each chain.kind.
@@ -468,11 +326,11 @@ const std::set<std::string_view>& ChainKeys(ChainKind kind) {
 }
 
 // The parameters of [chain] for m.chain.kind (already read and checked).
-void ReadChainParameters(Reader& r, const toml::table& t, Model& m) {
+void ReadChainParameters(TomlReader& r, const toml::table& t, Model& m) {
   const int g = m.adder.kind == AdderKind::kFused ? m.adder.group : 1;
   auto multiple_of_g = [&](std::string_view key, int64_t v) {
     if (v % g != 0) {
-      r.Fail(t.get(key), Reader::Dotted("chain", key),
+      r.Fail(t.get(key), TomlReader::Dotted("chain", key),
              Cat("must be a multiple of adder.group (", g, ") with a fused adder"));
     }
   };
@@ -481,12 +339,12 @@ void ReadChainParameters(Reader& r, const toml::table& t, Model& m) {
     case ChainKind::kSequential:
       break;
     case ChainKind::kPairwise:
-      if (auto v = r.Int(t, "chain", "leaf", false, 1, kBig, &t)) m.chain.leaf = int(*v);
-      if (auto v = r.Int(t, "chain", "unroll", false, 1, 64, &t)) m.chain.unroll = int(*v);
-      if (auto v = r.Int(t, "chain", "split_multiple", false, 1, kBig, &t)) {
+      if (auto v = r.Int(t, "chain", "leaf", 1, kBig)) m.chain.leaf = int(*v);
+      if (auto v = r.Int(t, "chain", "unroll", 1, 64)) m.chain.unroll = int(*v);
+      if (auto v = r.Int(t, "chain", "split_multiple", 1, kBig)) {
         m.chain.split_multiple = int(*v);
       }
-      if (auto v = r.Int(t, "chain", "chunk", false, 1, kBig, &t)) m.chain.chunk = int(*v);
+      if (auto v = r.Int(t, "chain", "chunk", 1, kBig)) m.chain.chunk = int(*v);
       if (r.ok() && g > 1) {
         multiple_of_g("leaf", m.chain.leaf);
         if (m.chain.chunk > 0) multiple_of_g("chunk", m.chain.chunk);
@@ -496,17 +354,16 @@ void ReadChainParameters(Reader& r, const toml::table& t, Model& m) {
       }
       break;
     case ChainKind::kBlocked:
-      if (auto v = r.Int(t, "chain", "block", true, 1, kBig, &t)) {
+      if (auto v = r.Int(t, "chain", "block", 1, kBig, TomlKey::kRequired)) {
         m.chain.block = int(*v);
         multiple_of_g("block", *v);
       }
-      m.chain.tail = r.Choice(t, "chain", "tail", false,
-                              {{"fixed", BlockTail::kFixed},
-                               {"halve_down", BlockTail::kHalveDown},
-                               {"halve_up", BlockTail::kHalveUp}},
-                              BlockTail::kFixed, &t)
+      m.chain.tail = r.Choice<BlockTail>(t, "chain", "tail",
+                                         {{"fixed", BlockTail::kFixed},
+                                          {"halve_down", BlockTail::kHalveDown},
+                                          {"halve_up", BlockTail::kHalveUp}})
                          .value_or(BlockTail::kFixed);
-      if (auto v = r.Int(t, "chain", "tail_multiple", false, 1, kBig, &t)) {
+      if (auto v = r.Int(t, "chain", "tail_multiple", 1, kBig)) {
         m.chain.tail_multiple = int(*v);
         if (m.chain.tail == BlockTail::kFixed) {
           r.Fail(t.get("tail_multiple"), "chain.tail_multiple",
@@ -521,58 +378,56 @@ void ReadChainParameters(Reader& r, const toml::table& t, Model& m) {
       }
       break;
     case ChainKind::kStrided:
-      if (auto v = r.Int(t, "chain", "ways", true, 2, 4096, &t)) m.chain.ways = int(*v);
-      m.chain.combine = r.Choice(t, "chain", "combine", false,
-                                 {{"sequential", CombineOrder::kSequential},
-                                  {"pairwise", CombineOrder::kPairwise}},
-                                 CombineOrder::kSequential, &t)
+      if (auto v = r.Int(t, "chain", "ways", 2, 4096, TomlKey::kRequired)) m.chain.ways = int(*v);
+      m.chain.combine = r.Choice<CombineOrder>(t, "chain", "combine",
+                                               {{"sequential", CombineOrder::kSequential},
+                                                {"pairwise", CombineOrder::kPairwise}})
                             .value_or(CombineOrder::kSequential);
       break;
     case ChainKind::kSplitK:
-      if (auto v = r.Int(t, "chain", "slices", true, 1, 4096, &t)) m.chain.slices = int(*v);
+      if (auto v = r.Int(t, "chain", "slices", 1, 4096, TomlKey::kRequired)) {
+        m.chain.slices = int(*v);
+      }
       m.chain.order =
-          r.Choice(t, "chain", "order", false,
-                   {{"fixed", SplitOrder::kFixed}, {"random", SplitOrder::kRandom}},
-                   SplitOrder::kFixed, &t)
+          r.Choice<SplitOrder>(t, "chain", "order",
+                               {{"fixed", SplitOrder::kFixed}, {"random", SplitOrder::kRandom}})
               .value_or(SplitOrder::kFixed);
       break;
     case ChainKind::kPromote:
-      if (auto v = r.Int(t, "chain", "every", true, 1, kBig, &t)) {
+      if (auto v = r.Int(t, "chain", "every", 1, kBig, TomlKey::kRequired)) {
         m.chain.every = int(*v);
         multiple_of_g("every", *v);
       }
-      m.chain.promote_format = r.Format(t, "chain", "format", false, &t);
+      m.chain.promote_format = Format(r, t, "chain", "format");
       if (m.chain.promote_format == nullptr) m.chain.promote_format = &Float32();
       if (r.ok() && m.chain.promote_format->nonfinite != NonFinite::kIeee) {
         r.Fail(t.get("format"), "chain.format", "must be an IEEE-like format");
       }
-      r.RoundingKey(t, "chain", "rounding", m.chain.promote_env);
+      RoundingKey(r, t, "chain", "rounding", m.chain.promote_env);
       break;
     case ChainKind::kSimd:
-      if (auto v = r.Int(t, "chain", "lanes", true, 1, 4096, &t)) {
+      if (auto v = r.Int(t, "chain", "lanes", 1, 4096, TomlKey::kRequired)) {
         m.chain.lanes = int(*v);
         if ((*v & (*v - 1)) != 0) {
           r.Fail(t.get("lanes"), "chain.lanes", Cat("must be a power of two, got ", *v));
         }
       }
-      if (auto v = r.Int(t, "chain", "unit", false, 1, 64, &t)) m.chain.unit = int(*v);
+      if (auto v = r.Int(t, "chain", "unit", 1, 64)) m.chain.unit = int(*v);
       m.chain.unit_order =
-          r.Choice(t, "chain", "unit_order", false,
-                   {{"forward", UnitOrder::kForward}, {"reverse", UnitOrder::kReverse}},
-                   UnitOrder::kForward, &t)
+          r.Choice<UnitOrder>(t, "chain", "unit_order",
+                              {{"forward", UnitOrder::kForward}, {"reverse", UnitOrder::kReverse}})
               .value_or(UnitOrder::kForward);
-      m.chain.reduce = r.Choice(t, "chain", "reduce", false,
-                                {{"halving", CombineOrder::kHalving},
-                                 {"sequential", CombineOrder::kSequential},
-                                 {"pairwise", CombineOrder::kPairwise}},
-                                CombineOrder::kHalving, &t)
+      m.chain.reduce = r.Choice<CombineOrder>(t, "chain", "reduce",
+                                              {{"halving", CombineOrder::kHalving},
+                                               {"sequential", CombineOrder::kSequential},
+                                               {"pairwise", CombineOrder::kPairwise}})
                            .value_or(CombineOrder::kHalving);
       break;
     case ChainKind::kCascade:
-      if (auto v = r.Int(t, "chain", "lanes", true, 1, 4096, &t)) m.chain.lanes = int(*v);
+      if (auto v = r.Int(t, "chain", "lanes", 1, 4096, TomlKey::kRequired)) m.chain.lanes = int(*v);
       break;
     case ChainKind::kTree:
-      if (auto v = r.String(t, "chain", "shape", true, &t)) {
+      if (auto v = r.String(t, "chain", "shape", TomlKey::kRequired)) {
         const std::string err = ParseTreeShape(*v, m.chain);
         if (!err.empty()) r.Fail(t.get("shape"), "chain.shape", err);
       }
@@ -581,27 +436,30 @@ void ReadChainParameters(Reader& r, const toml::table& t, Model& m) {
 }
 
 // [chain] (after [adder]: a fused adder's group constrains it).
-void ReadChain(Reader& r, const toml::table& root, Model& m) {
-  const toml::table* t = SubTable(r, root, "chain", true);
+void ReadChain(TomlReader& r, const toml::table& root, Model& m) {
+  const toml::table* t = r.Table(root, "", "chain", TomlKey::kRequired);
   if (t == nullptr) return;
   r.CheckKeys(*t, "chain",
               {"kind", "leaf", "unroll", "split_multiple", "chunk", "block", "ways", "combine",
                "slices", "order", "every", "format", "rounding", "lanes", "unit", "unit_order",
                "reduce", "shape", "tail", "tail_multiple"});
-  const std::optional<ChainKind> kind =
-      r.Choice(*t, "chain", "kind", true,
-               {{"sequential", ChainKind::kSequential}, {"pairwise", ChainKind::kPairwise},
-                {"blocked", ChainKind::kBlocked}, {"strided", ChainKind::kStrided},
-                {"split_k", ChainKind::kSplitK}, {"promote", ChainKind::kPromote},
-                {"tree", ChainKind::kTree}, {"simd", ChainKind::kSimd},
-                {"cascade", ChainKind::kCascade}},
-               ChainKind::kSequential, t);
+  const std::optional<ChainKind> kind = r.Choice<ChainKind>(*t, "chain", "kind",
+                                                            {{"sequential", ChainKind::kSequential},
+                                                             {"pairwise", ChainKind::kPairwise},
+                                                             {"blocked", ChainKind::kBlocked},
+                                                             {"strided", ChainKind::kStrided},
+                                                             {"split_k", ChainKind::kSplitK},
+                                                             {"promote", ChainKind::kPromote},
+                                                             {"tree", ChainKind::kTree},
+                                                             {"simd", ChainKind::kSimd},
+                                                             {"cascade", ChainKind::kCascade}},
+                                                            TomlKey::kRequired);
   if (kind && r.ok()) {
     m.chain.kind = *kind;
     const std::set<std::string_view>& applies = ChainKeys(*kind);
     for (const auto& [key, v] : *t) {
       if (key.str() != "kind" && !applies.contains(key.str())) {
-        r.Fail(&v, Reader::Dotted("chain", key.str()), "does not apply to this chain.kind");
+        r.Fail(&v, TomlReader::Dotted("chain", key.str()), "does not apply to this chain.kind");
         break;
       }
     }
@@ -619,20 +477,28 @@ void ReadChain(Reader& r, const toml::table& root, Model& m) {
 }
 
 // [output] (after [accumulator] and [chain]: its format defaults to the final accumulator's).
-void ReadOutput(Reader& r, const toml::table& root, Model& m) {
-  if (const toml::table* t = SubTable(r, root, "output", false)) {
+void ReadOutput(TomlReader& r, const toml::table& root, Model& m) {
+  if (const toml::table* t = r.Table(root, "", "output", TomlKey::kOptional)) {
     r.CheckKeys(*t, "output", {"format", "rounding", "sat"});
-    m.output.format = r.Format(*t, "output", "format", false, t);
-    r.RoundingKey(*t, "output", "rounding", m.output.env);
+    m.output.format = Format(r, *t, "output", "format");
+    RoundingKey(r, *t, "output", "rounding", m.output.env);
     if (auto b = r.Bool(*t, "output", "sat")) m.output.env.saturate = *b;
   }
   if (r.ok() && m.output.format == nullptr) m.output.format = &m.FinalAccumulatorFormat();
 }
 
+// The node of the value read under `key` (for its line), or nullptr.
+const toml::node* ValueNode(const TomlReader& r, std::string_view key) {
+  for (const TomlValue& v : r.values()) {
+    if (v.key == key) return v.node;
+  }
+  return nullptr;
+}
+
 // [provenance] (last: it must cover every parameter the file set, `params`).
-void ReadProvenance(Reader& r, const toml::table& root,
+void ReadProvenance(TomlReader& r, const toml::table& root,
                     const std::vector<std::pair<std::string, std::string>>& params, Model& m) {
-  const toml::table* t = SubTable(r, root, "provenance", true);
+  const toml::table* t = r.Table(root, "", "provenance", TomlKey::kRequired);
   if (t == nullptr) return;
   std::set<std::string> present;
   for (const auto& [k, v] : params) present.insert(k);
@@ -671,8 +537,9 @@ void ReadProvenance(Reader& r, const toml::table& root,
     if (!r.ok()) break;
     if (k == "name" || k == "description" || k == "output.sat") continue;
     if (!m.provenance.contains(k)) {
-      r.Fail(r.lines_[k], k, "has no source in [provenance] (say \"unknown\" and list it "
-                             "in provenance.unconfirmed)");
+      r.Fail(ValueNode(r, k), k,
+             "has no source in [provenance] (say \"unknown\" and list it "
+             "in provenance.unconfirmed)");
     }
   }
 }
@@ -680,7 +547,7 @@ void ReadProvenance(Reader& r, const toml::table& root,
 // One function per table, in this order (the first error sticks, and later tables check
 // against earlier ones).
 absl::StatusOr<Model> Parse(const toml::table& root, std::string_view file) {
-  Reader r(file);
+  TomlReader r(file);
   Model m;
   if (const toml::node* env = root.get("envelope")) {
     r.Fail(env, "envelope", "this file is an envelope, not a model (LoadEnvelopeFile, "
@@ -698,45 +565,24 @@ absl::StatusOr<Model> Parse(const toml::table& root, std::string_view file) {
   ReadAccumulator(r, root, m);
   ReadChain(r, root, m);
   ReadOutput(r, root, m);
-  std::vector<std::pair<std::string, std::string>> params = r.parameters_;
+  std::vector<std::pair<std::string, std::string>> params;
+  for (const TomlValue& v : r.values()) params.emplace_back(v.key, v.text);
   ReadProvenance(r, root, params, m);
   if (!r.ok()) return r.status();
   m.parameters = std::move(params);
   return m;
 }
 
-// Parses `text` as TOML and hands the table to `parse_table` (which may throw on a toml++ type
-// error): every failure becomes InvalidArgument naming the file (and the line for syntax errors).
-template <typename T, typename ParseTable>
-absl::StatusOr<T> ParseTomlFile(std::string_view text, std::string_view file_name,
-                                ParseTable parse_table) {
-  const std::string file(file_name);
-  toml::table root;
-  try {
-    root = toml::parse(text, file);
-  } catch (const toml::parse_error& e) {
-    return absl::InvalidArgumentError(
-        Cat(file, ":", e.source().begin.line, ": TOML syntax: ", e.description()));
-  } catch (const std::exception& e) {
-    return absl::InvalidArgumentError(Cat(file, ": ", e.what()));
-  }
-  try {
-    return parse_table(root, file);
-  } catch (const std::exception& e) {
-    return absl::InvalidArgumentError(Cat(file, ": ", e.what()));
-  }
-}
-
 }  // namespace
 
 absl::StatusOr<Model> ParseModel(std::string_view toml_text, std::string_view file_name) {
-  return ParseTomlFile<Model>(toml_text, file_name.empty() ? "<model>" : file_name, Parse);
+  return ParseTomlText<Model>(toml_text, file_name.empty() ? "<model>" : file_name, Parse);
 }
 
 namespace {
 
 absl::StatusOr<Envelope> ParseEnvelopeTable(const toml::table& root, std::string_view file) {
-  Reader r(file);
+  TomlReader r(file);
   Envelope e;
   r.CheckKeys(root, "", {"name", "description", "envelope", "provenance"});
   ReadNameAndDescription(r, root, file, &e.name, &e.description);
@@ -770,9 +616,9 @@ absl::StatusOr<Envelope> ParseEnvelopeTable(const toml::table& root, std::string
       }
     }
   }
-  if (const toml::table* t = SubTable(r, root, "provenance", true)) {
+  if (const toml::table* t = r.Table(root, "", "provenance", TomlKey::kRequired)) {
     r.CheckKeys(*t, "provenance", {"envelope", "unconfirmed"});
-    if (auto s = r.String(*t, "provenance", "envelope", true, t)) e.members_source = *s;
+    if (auto s = r.String(*t, "provenance", "envelope", TomlKey::kRequired)) e.members_source = *s;
     if (const toml::node* u = t->get("unconfirmed"); u != nullptr && r.ok()) {
       const toml::array* arr = u->as_array();
       if (arr == nullptr) {
@@ -797,7 +643,7 @@ absl::StatusOr<Envelope> ParseEnvelopeTable(const toml::table& root, std::string
 }  // namespace
 
 absl::StatusOr<Envelope> ParseEnvelope(std::string_view toml_text, std::string_view file_name) {
-  return ParseTomlFile<Envelope>(toml_text, file_name.empty() ? "<envelope>" : file_name,
+  return ParseTomlText<Envelope>(toml_text, file_name.empty() ? "<envelope>" : file_name,
                                  ParseEnvelopeTable);
 }
 

@@ -130,7 +130,7 @@ TEST_P(Fp8Exhaustive, SqrtAllValuesAllModes) {
         k.env = OpEnv{};
         k.env.rounding = Rounding::kStochastic;
         k.env.sr_bits = bits;
-        k.env.sr_random = Mix64(a * 64 + j);
+        k.env.sr_random = SplitMix64At(a * 64 + j, 0);
         CheckCase(k, 0, a, log);
         ++n;
       }
@@ -234,7 +234,7 @@ TEST_P(Fp8Exhaustive, ConvertEveryValueToEveryFormat) {
           k.env = OpEnv{};
           k.env.rounding = Rounding::kStochastic;
           k.env.sr_bits = bits;
-          k.env.sr_random = Mix64(a * 16 + j);
+          k.env.sr_random = SplitMix64At(a * 16 + j, 0);
           CheckCase(k, 0, a, log);
           ++n;
         }

@@ -47,15 +47,12 @@ inline const char* OpName(Op op) {
   return "?";
 }
 
-// SplitMix64 on state z (cases/pinned_random.h, SplitMix64At(z, 0)): a bijection of 64-bit words.
-constexpr uint64_t Mix64(uint64_t z) { return SplitMix64At(z, 0); }
-
 // Counter-based stream of case `index` under `seed`: Next() is draw j of that case, a pure
 // function of (seed, index, j).
 class CaseRng {
  public:
-  CaseRng(uint64_t seed, uint64_t index) : key_(Mix64(seed ^ Mix64(index))) {}
-  uint64_t Next() { return Mix64(key_ + 0x632BE59BD9B4E019ull * ++j_); }
+  CaseRng(uint64_t seed, uint64_t index) : key_(SplitMix64At(seed ^ SplitMix64At(index, 0), 0)) {}
+  uint64_t Next() { return SplitMix64At(key_ + 0x632BE59BD9B4E019ull * ++j_, 0); }
   // Uniform in [0, n) (n small; the bias of the modulo is irrelevant for coverage).
   uint64_t Below(uint64_t n) { return Next() % n; }
   bool OneIn(uint64_t n) { return Below(n) == 0; }
@@ -379,7 +376,7 @@ inline uint64_t Near(const FormatSpec& f, uint64_t x, CaseRng& rng, bool negate)
 // Stream tag of (format, op, phase) so that sweeps of different ops draw different cases.
 inline uint64_t SweepTag(const FormatSpec& f, Op op, uint64_t phase) {
   uint64_t h = phase * 0x100 + static_cast<uint64_t>(op);
-  for (char ch : f.name) h = Mix64(h ^ static_cast<unsigned char>(ch));
+  for (char ch : f.name) h = SplitMix64At(h ^ static_cast<unsigned char>(ch), 0);
   return h;
 }
 

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "cases/pinned_random.h"
 #include "formats/fp8_tables.h"
 #include "formats/isa.h"
 #include "formats/ops.h"
@@ -17,13 +18,6 @@
 
 namespace fpconform {
 namespace {
-
-uint64_t SplitMix64(uint64_t seed, uint64_t index) {
-  uint64_t z = seed + (index + 1) * 0x9E3779B97F4A7C15ull;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
 
 std::vector<uint32_t> SampleInputs() {
   std::vector<uint32_t> v;
@@ -38,7 +32,7 @@ std::vector<uint32_t> SampleInputs() {
       // or subnormal), with random bits above j.
       for (uint32_t j = 1; j <= 23; ++j) {
         for (uint64_t r = 0; r < 4; ++r) {
-          const uint32_t above = static_cast<uint32_t>(SplitMix64(e * 64 + j, r + sign * 8)) &
+          const uint32_t above = static_cast<uint32_t>(SplitMix64At(e * 64 + j, r + sign * 8)) &
                                  (0x007FFFFFu & ~((1u << j) - 1u));
           const uint32_t tie = boundary | above | (1u << (j - 1));
           for (int32_t d = -2; d <= 2; ++d) v.push_back(tie + static_cast<uint32_t>(d));

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "benchmark/benchmark.h"
+#include "cases/pinned_random.h"
 #include "formats/fast_convert.h"
 #include "formats/fp8_tables.h"
 #include "formats/ops.h"
@@ -17,19 +18,12 @@ namespace {
 
 constexpr size_t kN = 4096;
 
-uint64_t SplitMix64(uint64_t seed, uint64_t index) {
-  uint64_t z = seed + (index + 1) * 0x9E3779B97F4A7C15ull;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
 // float32 patterns with random sign and fraction and exponents in [2^-24, 2^24): the range of
 // activations and gradients, crossing the FP8 overflow and subnormal boundaries.
 std::vector<uint32_t> RandomF32(uint64_t seed) {
   std::vector<uint32_t> v(kN);
   for (size_t i = 0; i < kN; ++i) {
-    const uint64_t r = SplitMix64(seed, i);
+    const uint64_t r = SplitMix64At(seed, i);
     const uint32_t e = 127 - 24 + static_cast<uint32_t>((r >> 32) % 48);
     v[i] = static_cast<uint32_t>(r >> 63) << 31 | e << 23 | static_cast<uint32_t>(r & 0x7FFFFF);
   }
@@ -38,7 +32,7 @@ std::vector<uint32_t> RandomF32(uint64_t seed) {
 
 std::vector<uint8_t> RandomBytes(uint64_t seed) {
   std::vector<uint8_t> v(kN);
-  for (size_t i = 0; i < kN; ++i) v[i] = static_cast<uint8_t>(SplitMix64(seed, i));
+  for (size_t i = 0; i < kN; ++i) v[i] = static_cast<uint8_t>(SplitMix64At(seed, i));
   return v;
 }
 

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 
+#include "cases/pinned_random.h"
 #include "formats/ops.h"
 #include "formats/round_pack.h"
 #include "formats/text.h"
@@ -14,13 +15,6 @@
 
 namespace fpconform {
 namespace {
-
-uint64_t SplitMix64(uint64_t seed, uint64_t index) {
-  uint64_t z = seed + (index + 1) * 0x9E3779B97F4A7C15ull;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
 
 // A value of f from r: boundary exponents and fractions with high probability.
 uint64_t Operand(const FormatSpec& f, uint64_t r) {
@@ -57,7 +51,7 @@ OpEnv Env(uint64_t r) {
   if (env.rounding == Rounding::kStochastic) {
     static constexpr int kBits[] = {1, 2, 8, 13, 23, 32};
     env.sr_bits = kBits[(r >> 3) % 6];
-    env.sr_random = SplitMix64(r, 99);
+    env.sr_random = SplitMix64At(r, 99);
   }
   env.saturate = ((r >> 8) & 3) == 0;
   env.flush_to_zero = ((r >> 10) & 3) == 0;
@@ -85,11 +79,11 @@ TEST_P(FastEntryTest, SameBitsAndFlagsAsTheGeneralPath) {
   int failures = 0;
   for (uint64_t i = 0; i < kCases && failures < 10; ++i) {
     const uint64_t seed = 0x5EED0000 + static_cast<uint64_t>(f.width) * 1000 + f.fraction_bits;
-    const OpEnv env = Env(SplitMix64(seed, 4 * i));
-    const uint64_t a = Operand(f, SplitMix64(seed, 4 * i + 1));
-    uint64_t b = Operand(f, SplitMix64(seed, 4 * i + 2));
-    uint64_t c = Operand(f, SplitMix64(seed, 4 * i + 3));
-    const uint64_t r = SplitMix64(seed ^ 0xABCD, i);
+    const OpEnv env = Env(SplitMix64At(seed, 4 * i));
+    const uint64_t a = Operand(f, SplitMix64At(seed, 4 * i + 1));
+    uint64_t b = Operand(f, SplitMix64At(seed, 4 * i + 2));
+    uint64_t c = Operand(f, SplitMix64At(seed, 4 * i + 3));
+    const uint64_t r = SplitMix64At(seed ^ 0xABCD, i);
     if ((r & 3) == 0) {
       // b close to -a or a (cancellation in Add or Sub): a's bits with low fraction bits changed.
       b = a ^ (r >> 8 & 7) ^ ((r >> 12 & 1) << (f.width - 1));
@@ -186,7 +180,7 @@ TEST_P(FastEntryTest, StochasticRoundingAtTheThresholdAfterAlignment) {
   const uint64_t max_field = f.d.max_biased_exponent;
   int failures = 0, checked = 0;
   for (uint64_t i = 0; i < 100000 && failures < 10; ++i) {
-    const uint64_t r = SplitMix64(0x5A7E + f.width, 2 * i), q = SplitMix64(0x5A7E, 2 * i + 1);
+    const uint64_t r = SplitMix64At(0x5A7E + f.width, 2 * i), q = SplitMix64At(0x5A7E, 2 * i + 1);
     const int k = static_cast<int>(1 + r % 32);
     const uint64_t d = q % 64 < max_field - 2 ? q % 64 : q % (max_field - 2);
     const uint64_t field_a = d + 1 + (r >> 8) % (max_field - 1 - d);  // field_a - d >= 1.
@@ -249,8 +243,8 @@ TEST_P(FastEntryTest, FmaStochasticRoundingAtTheThresholdAfterAlignment) {
   };
   const uint64_t implicit = uint64_t{1} << m;
   for (uint64_t i = 0; i < 100000 && failures < 10; ++i) {
-    const uint64_t r = SplitMix64(0xF3A + f.width, 3 * i), q = SplitMix64(0xF3A, 3 * i + 1),
-                   u = SplitMix64(0xF3A, 3 * i + 2);
+    const uint64_t r = SplitMix64At(0xF3A + f.width, 3 * i), q = SplitMix64At(0xF3A, 3 * i + 1),
+                   u = SplitMix64At(0xF3A, 3 * i + 2);
     uint64_t frac_b = (q >> 16) & frac_mask, frac_c = (u >> 16) & frac_mask;
     // Runs of zeros (alignment borrows) in the operands as often as random bits.
     if ((u >> 1) & 1) frac_b &= ~(uint64_t{0x3F} << ((u >> 2) % p)) | 1;

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "benchmark/benchmark.h"
+#include "cases/pinned_random.h"
 #include "formats/ops.h"
 
 extern "C" {
@@ -30,13 +31,6 @@ extern "C" {
 
 namespace fpconform {
 namespace {
-
-uint64_t SplitMix64(uint64_t seed, uint64_t index) {
-  uint64_t z = seed + (index + 1) * 0x9E3779B97F4A7C15ull;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
 
 enum Op { kAdd, kSub, kMul, kFma };
 enum Fmt { kF32, kBF16, kF16 };
@@ -52,7 +46,7 @@ std::vector<uint32_t> RandomNormal(int fmt, uint64_t seed, size_t n) {
   const uint32_t span = fmt == kF16 ? 7 : 24;
   std::vector<uint32_t> v(n);
   for (size_t i = 0; i < n; ++i) {
-    const uint64_t r = SplitMix64(seed, i);
+    const uint64_t r = SplitMix64At(seed, i);
     const uint32_t e = static_cast<uint32_t>(f.bias) - span + static_cast<uint32_t>((r >> 32) % (2 * span));
     const uint32_t frac = static_cast<uint32_t>(r) & ((1u << f.fraction_bits) - 1);
     v[i] = static_cast<uint32_t>(r >> 63) << (f.width - 1) | e << f.fraction_bits | frac;

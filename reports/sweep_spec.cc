@@ -10,6 +10,7 @@
 #include <toml++/toml.h>
 
 #include "accumulation/model_catalog.h"
+#include "cases/toml_reader.h"
 #include "formats/format_spec.h"
 #include "formats/str_cat.h"
 #include "formats/user_file.h"
@@ -30,132 +31,38 @@ const std::vector<std::string>& ValidDistributions() {
 
 namespace {
 
-std::string Line(const toml::node& n) {
-  return std::to_string(n.source().begin.line);
+// Remembers where `key` (SweepSpec::sources) came from.
+void Remember(SweepSpec& spec, const std::string& key, const toml::node& n, std::string field) {
+  spec.sources[key] = SweepSource{static_cast<int64_t>(n.source().begin.line), std::move(field)};
 }
 
-// The TOML type of a node, for "must be ..., got a string" messages.
-std::string_view TypeName(const toml::node& n) {
-  switch (n.type()) {
-    case toml::node_type::string: return "a string";
-    case toml::node_type::integer: return "an integer";
-    case toml::node_type::floating_point: return "a float";
-    case toml::node_type::boolean: return "a boolean";
-    case toml::node_type::array: return "an array";
-    case toml::node_type::table: return "a table";
-    default: return "a date/time";
+// A required non-empty string (a name or a platform).
+std::optional<std::string> Name(TomlReader& r, const toml::table& t, std::string_view prefix,
+                                std::string_view key) {
+  std::optional<std::string> s = r.String(t, prefix, key, TomlKey::kRequired);
+  if (s && s->empty()) {
+    r.Fail(t.get(key), TomlReader::Dotted(prefix, key), "must not be empty");
+    return std::nullopt;
   }
+  return s;
 }
 
-// Reads a sweep file strictly, as ParseModel reads model files: an integer key takes a TOML
-// integer only (not true, not 7.0), a number key an integer or a float (not a boolean), a string
-// a string. Every error is "file:line: field: problem"; user text in it is escaped.
-class SpecReader {
- public:
-  explicit SpecReader(std::string_view file, SweepSpec& spec) : file_(file), spec_(spec) {}
-
-  absl::Status Error(const toml::node* n, std::string_view key, std::string_view what) const {
-    const int64_t line = n != nullptr ? static_cast<int64_t>(n->source().begin.line) : 0;
-    return absl::InvalidArgumentError(Cat(file_, ":", line > 0 ? Line(*n) : std::string("?"),
-                                          ": ", EscapeText(key, 200), ": ",
-                                          EscapeText(what, 2000)));
+// An array of distinct strings (empty when absent or on an error), each element's position
+// remembered under source_prefix + element.
+std::vector<std::string> RememberedStrings(TomlReader& r, SweepSpec& spec, const toml::table& t,
+                                           std::string_view prefix, std::string_view key,
+                                           TomlKey need, const std::string& source_prefix) {
+  std::vector<const toml::node*> nodes;
+  std::optional<std::vector<std::string>> v = r.Strings(t, prefix, key, need, &nodes);
+  if (!v) return {};
+  for (size_t i = 0; i < v->size(); ++i) {
+    Remember(spec, source_prefix + (*v)[i], *nodes[i], TomlReader::Dotted(prefix, key));
   }
-
-  // Remembers where `key` (SweepSpec::sources) came from.
-  void Remember(const std::string& key, const toml::node& n, std::string field) {
-    spec_.sources[key] = SweepSource{static_cast<int64_t>(n.source().begin.line), std::move(field)};
-  }
-
-  // An array of distinct strings; each element's position is remembered under
-  // source_prefix + element when source_prefix is non-empty.
-  absl::StatusOr<std::vector<std::string>> Strings(const toml::table& t, std::string_view key,
-                                                   std::string_view dotted, bool required,
-                                                   const std::string& source_prefix = "") {
-    const toml::node* n = t.get(key);
-    if (n == nullptr) {
-      if (required) return Error(&t, dotted, "missing (an array of strings)");
-      return std::vector<std::string>{};
-    }
-    const toml::array* a = n->as_array();
-    if (a == nullptr) {
-      return Error(n, dotted, Cat("must be an array of strings, got ", TypeName(*n)));
-    }
-    std::vector<std::string> out;
-    std::set<std::string> seen;  // Not a linear search: a 16 MiB file may list millions.
-    for (const toml::node& e : *a) {
-      const auto* s = e.as_string();
-      if (s == nullptr) {
-        return Error(&e, dotted, Cat("must be an array of strings, got ", TypeName(e)));
-      }
-      if (!seen.insert(s->get()).second) {
-        return Error(&e, dotted, Cat("'", s->get(), "' listed twice"));
-      }
-      out.push_back(s->get());
-      if (!source_prefix.empty()) Remember(source_prefix + s->get(), e, std::string(dotted));
-    }
-    return out;
-  }
-
-  // A non-empty string.
-  absl::StatusOr<std::string> String(const toml::table& t, std::string_view key,
-                                     std::string_view dotted) {
-    const toml::node* n = t.get(key);
-    if (n == nullptr) return Error(&t, dotted, "missing (a string)");
-    const auto* s = n->as_string();
-    if (s == nullptr) return Error(n, dotted, Cat("must be a string, got ", TypeName(*n)));
-    if (s->get().empty()) return Error(n, dotted, "must not be empty");
-    return s->get();
-  }
-
-  absl::StatusOr<int64_t> Int(const toml::table& t, std::string_view key, int64_t lo, int64_t hi,
-                              std::optional<int64_t> def) {
-    const toml::node* n = t.get(key);
-    if (n == nullptr) {
-      if (def) return *def;
-      return Error(&t, key, "missing (an integer)");
-    }
-    const auto* i = n->as_integer();
-    if (i == nullptr) {
-      return Error(n, key, Cat("must be an integer in ", lo, "..", hi, ", got ", TypeName(*n)));
-    }
-    if (i->get() < lo || i->get() > hi) {
-      return Error(n, key, Cat("must be an integer in ", lo, "..", hi, ", got ", i->get()));
-    }
-    return i->get();
-  }
-
-  absl::StatusOr<double> Float(const toml::table& t, std::string_view key, double lo, double hi,
-                               double def) {
-    const toml::node* n = t.get(key);
-    if (n == nullptr) return def;
-    std::optional<double> v;
-    if (const auto* f = n->as_floating_point()) v = f->get();
-    if (const auto* i = n->as_integer()) v = static_cast<double>(i->get());
-    if (!v || !(*v >= lo && *v <= hi)) {
-      return Error(n, key, Cat("must be a number in ", lo, "..", hi,
-                               v ? "" : Cat(", got ", TypeName(*n))));
-    }
-    return *v;
-  }
-
-  absl::Status CheckKeys(const toml::table& t, std::string_view where,
-                         std::initializer_list<std::string_view> keys) {
-    for (const auto& [k, v] : t) {
-      if (std::find(keys.begin(), keys.end(), k.str()) == keys.end()) {
-        return Error(&v, Cat(where, k.str()),
-                     Cat("unknown key (valid: ", Join(keys, ", "), ")"));
-      }
-    }
-    return absl::OkStatus();
-  }
-
- private:
-  std::string file_;
-  SweepSpec& spec_;
-};
+  return *std::move(v);
+}
 
 // "unknown <what> 'x' (valid: ...)" for the first of `got` not in `valid`. `escape`: the name
-// is escaped here (command-line names); names from a file are escaped by SpecReader::Error.
+// is escaped here (command-line names); names from a file are escaped by TomlReader::Fail.
 absl::Status CheckNames(const std::vector<std::string>& got, const std::vector<std::string>& valid,
                         std::string_view what, bool escape = true) {
   const std::set<std::string> valid_set(valid.begin(), valid.end());
@@ -179,139 +86,124 @@ const toml::node* Element(const toml::node* n, std::string_view value) {
   return n;
 }
 
-#define FPC_ASSIGN(lhs, expr)             \
-  do {                                    \
-    auto _r = (expr);                     \
-    if (!_r.ok()) return _r.status();     \
-    lhs = *std::move(_r);                 \
-  } while (0)
-
 // ks: distinct K values, each position remembered ("ks/<K>").
-absl::Status ReadKs(SpecReader& r, const toml::table& root, SweepSpec& spec) {
+void ReadKs(TomlReader& r, const toml::table& root, SweepSpec& spec) {
+  if (!r.ok()) return;
   const toml::node* ks_node = root.get("ks");
   const toml::array* ks = ks_node != nullptr ? ks_node->as_array() : nullptr;
-  if (ks_node == nullptr) return r.Error(&root, "ks", "missing (an array of K >= 1)");
+  if (ks_node == nullptr) return r.Fail(nullptr, "ks", "required key missing");
   if (ks == nullptr || ks->empty()) {
-    return r.Error(ks_node, "ks", "must be a non-empty array of integers K >= 1");
+    return r.Fail(ks_node, "ks", "must be a non-empty array of integers K >= 1");
   }
   std::set<int64_t> seen_ks;
   for (const toml::node& e : *ks) {
     const auto* k = e.as_integer();
     if (k == nullptr || k->get() < 1 || k->get() > kMaxSweepK) {
-      return r.Error(&e, "ks", Cat("must be integers in 1..", kMaxSweepK));
+      return r.Fail(&e, "ks", Cat("must be integers in 1..", kMaxSweepK));
     }
-    if (!seen_ks.insert(k->get()).second) {
-      return r.Error(&e, "ks", Cat(k->get(), " listed twice"));
-    }
+    if (!seen_ks.insert(k->get()).second) return r.Fail(&e, "ks", Cat(k->get(), " listed twice"));
     spec.ks.push_back(k->get());
-    r.Remember(Cat("ks/", k->get()), e, "ks");
+    Remember(spec, Cat("ks/", k->get()), e, "ks");
   }
-  return absl::OkStatus();
+}
+
+// A list of names from `valid` that must name at least one (ops, distributions).
+std::vector<std::string> ReadNameList(TomlReader& r, const toml::table& root, std::string_view key,
+                                      const std::vector<std::string>& valid,
+                                      std::string_view what) {
+  std::vector<std::string> names =
+      r.Strings(root, "", key, TomlKey::kRequired).value_or(std::vector<std::string>{});
+  if (!r.ok()) return names;
+  if (absl::Status s = CheckNames(names, valid, what, false); !s.ok()) {
+    r.Fail(root.get(key), key, std::string(s.message()));
+  } else if (names.empty()) {
+    r.Fail(root.get(key), key, Cat("must name at least one ", what));
+  }
+  return names;
 }
 
 // The top-level scalars and lists: seed .. quantize_elements.
-absl::Status ReadTopLevel(SpecReader& r, const toml::table& root, SweepSpec& spec) {
-  int64_t v = 0;
-  FPC_ASSIGN(v, r.Int(root, "seed", 0, INT64_MAX, std::nullopt));
-  spec.seed = static_cast<uint64_t>(v);
-  FPC_ASSIGN(v, r.Int(root, "samples", 1, kMaxSweepSamples, std::nullopt));
-  spec.samples = static_cast<int>(v);
-  FPC_ASSIGN(v, r.Int(root, "min_samples", 1, kMaxSweepSamples, spec.samples));
-  spec.min_samples = static_cast<int>(std::min<int64_t>(v, spec.samples));
-  FPC_ASSIGN(spec.max_terms_per_row,
-             r.Int(root, "max_terms_per_row", 1, INT64_MAX, int64_t{1} << 40));
-  FPC_ASSIGN(spec.factor, r.Float(root, "factor", 1, 1000, 2));
-  FPC_ASSIGN(spec.lambda, r.Float(root, "lambda", 0.1, 100, 1));
-  FPC_ASSIGN(spec.ops, r.Strings(root, "ops", "ops", true));
-  if (absl::Status s = CheckNames(spec.ops, ValidOps(), "op", false); !s.ok()) {
-    return r.Error(root.get("ops"), "ops", std::string(s.message()));
-  }
-  if (spec.ops.empty()) return r.Error(root.get("ops"), "ops", "must name at least one op");
-  if (absl::Status s = ReadKs(r, root, spec); !s.ok()) return s;
-  FPC_ASSIGN(spec.distributions, r.Strings(root, "distributions", "distributions", true));
-  if (absl::Status s =
-          CheckNames(spec.distributions, ValidDistributions(), "distribution", false);
-      !s.ok()) {
-    return r.Error(root.get("distributions"), "distributions", std::string(s.message()));
-  }
-  if (spec.distributions.empty()) {
-    return r.Error(root.get("distributions"), "distributions",
-                   "must name at least one distribution");
-  }
-  FPC_ASSIGN(spec.quantize_formats,
-             r.Strings(root, "quantize_formats", "quantize_formats", false));
+void ReadTopLevel(TomlReader& r, const toml::table& root, SweepSpec& spec) {
+  spec.seed = static_cast<uint64_t>(r.Int(root, "", "seed", 0, INT64_MAX, TomlKey::kRequired)
+                                        .value_or(0));
+  spec.samples = static_cast<int>(
+      r.Int(root, "", "samples", 1, kMaxSweepSamples, TomlKey::kRequired).value_or(1));
+  spec.min_samples = static_cast<int>(std::min<int64_t>(
+      r.Int(root, "", "min_samples", 1, kMaxSweepSamples).value_or(spec.samples), spec.samples));
+  spec.max_terms_per_row =
+      r.Int(root, "", "max_terms_per_row", 1, INT64_MAX).value_or(int64_t{1} << 40);
+  spec.factor = r.Number(root, "", "factor", 1, 1000).value_or(2);
+  spec.lambda = r.Number(root, "", "lambda", 0.1, 100).value_or(1);
+  spec.ops = ReadNameList(r, root, "ops", ValidOps(), "op");
+  ReadKs(r, root, spec);
+  spec.distributions = ReadNameList(r, root, "distributions", ValidDistributions(),
+                                    "distribution");
+  spec.quantize_formats =
+      r.Strings(root, "", "quantize_formats").value_or(std::vector<std::string>{});
   for (const std::string& f : spec.quantize_formats) {
     const FormatSpec* fs = FindFormat(f);
     if (fs == nullptr || fs->width != 8 || f == "uint8" || f == "float8_e8m0fnu") {
-      return r.Error(Element(root.get("quantize_formats"), f), "quantize_formats",
-                     Cat("'", f, "' is not a signed 8-bit format"));
+      return r.Fail(Element(root.get("quantize_formats"), f), "quantize_formats",
+                    Cat("'", f, "' is not a signed 8-bit format"));
     }
   }
-  FPC_ASSIGN(spec.quantize_elements,
-             r.Int(root, "quantize_elements", 1, kMaxSweepK, 4096));
-  return absl::OkStatus();
+  spec.quantize_elements = r.Int(root, "", "quantize_elements", 1, kMaxSweepK).value_or(4096);
 }
 
 // [[dtype]] tables.
-absl::Status ReadDtypes(SpecReader& r, const toml::table& root, SweepSpec& spec) {
+void ReadDtypes(TomlReader& r, const toml::table& root, SweepSpec& spec) {
+  const toml::node* dn = root.get("dtype");
+  if (dn == nullptr || !r.ok()) return;
+  const toml::array* arr = dn->as_array();
+  if (arr == nullptr) return r.Fail(dn, "dtype", "must be an array of tables ([[dtype]])");
   std::set<std::string> dtype_names;
-  if (const toml::node* dn = root.get("dtype")) {
-    const toml::array* arr = dn->as_array();
-    if (arr == nullptr) return r.Error(dn, "dtype", "must be an array of tables ([[dtype]])");
-    for (size_t i = 0; i < arr->size(); ++i) {
-      const toml::table* t = (*arr)[i].as_table();
-      const std::string where = Cat("dtype[", i, "].");
-      if (t == nullptr) return r.Error(&(*arr)[i], where, "must be a table");
-      if (absl::Status s = r.CheckKeys(*t, where, {"name", "matmul", "sum", "integer"}); !s.ok()) {
-        return s;
-      }
-      DtypeSpec d;
-      FPC_ASSIGN(d.name, r.String(*t, "name", where + "name"));
-      if (!dtype_names.insert(d.name).second) {
-        return r.Error(t->get("name"), where + "name", Cat("duplicate '", d.name, "'"));
-      }
-      if (d.name == "quantize") {
-        return r.Error(t->get("name"), where + "name",
-                       "'quantize' is reserved (the dtype of quantize cross pairs)");
-      }
-      r.Remember(Cat("dtype/", d.name), *t->get("name"), where + "name");
-      FPC_ASSIGN(d.matmul, r.Strings(*t, "matmul", where + "matmul", false,
-                                     Cat("dtype/", d.name, "/matmul/")));
-      FPC_ASSIGN(d.sum, r.Strings(*t, "sum", where + "sum", false,
-                                  Cat("dtype/", d.name, "/sum/")));
-      if (const toml::node* in = t->get("integer")) {
-        const auto* b = in->as_boolean();
-        if (b == nullptr) {
-          return r.Error(in, where + "integer",
-                         Cat("must be true or false, got ", TypeName(*in)));
-        }
-        d.integer = b->get();
-      }
-      if (d.integer) {
-        // int8 x int8 -> int32 is computed exactly (no platform model); a list would be
-        // ignored (matmul) or meaningless (sum: there is no integer sum).
-        for (const char* list : {"matmul", "sum"}) {
-          if (const toml::node* n = t->get(list)) {
-            return r.Error(n, where + list,
-                           Cat("an integer dtype (integer = true) takes no platform list: its "
-                               "matmul is int8 x int8 -> int32, exact",
-                               std::string_view(list) == "sum" ? ", and it has no sum" : ""));
-          }
-        }
-      }
-      if (!d.integer && d.matmul.empty() && d.sum.empty()) {
-        return r.Error(t, where.substr(0, where.size() - 1),
-                       Cat("dtype '", d.name, "' has no matmul or sum platforms (and is not "
-                           "integer = true): it would add no rows"));
-      }
-      spec.dtypes.push_back(std::move(d));
+  for (size_t i = 0; i < arr->size() && r.ok(); ++i) {
+    const toml::table* t = (*arr)[i].as_table();
+    const std::string where = Cat("dtype[", i, "]");
+    if (t == nullptr) return r.Fail(&(*arr)[i], where, "must be a table");
+    r.CheckKeys(*t, where, {"name", "matmul", "sum", "integer"});
+    DtypeSpec d;
+    const std::optional<std::string> name = Name(r, *t, where, "name");
+    if (!name) return;
+    d.name = *name;
+    if (!dtype_names.insert(d.name).second) {
+      return r.Fail(t->get("name"), where + ".name", Cat("duplicate '", d.name, "'"));
     }
+    if (d.name == "quantize") {
+      return r.Fail(t->get("name"), where + ".name",
+                    "'quantize' is reserved (the dtype of quantize cross pairs)");
+    }
+    Remember(spec, Cat("dtype/", d.name), *t->get("name"), where + ".name");
+    d.matmul = RememberedStrings(r, spec, *t, where, "matmul", TomlKey::kOptional,
+                                 Cat("dtype/", d.name, "/matmul/"));
+    d.sum = RememberedStrings(r, spec, *t, where, "sum", TomlKey::kOptional,
+                              Cat("dtype/", d.name, "/sum/"));
+    d.integer = r.Bool(*t, where, "integer").value_or(false);
+    if (!r.ok()) return;
+    if (d.integer) {
+      // int8 x int8 -> int32 is computed exactly (no platform model); a list would be
+      // ignored (matmul) or meaningless (sum: there is no integer sum).
+      for (const char* list : {"matmul", "sum"}) {
+        if (const toml::node* n = t->get(list)) {
+          return r.Fail(n, TomlReader::Dotted(where, list),
+                        Cat("an integer dtype (integer = true) takes no platform list: its "
+                            "matmul is int8 x int8 -> int32, exact",
+                            std::string_view(list) == "sum" ? ", and it has no sum" : ""));
+        }
+      }
+    }
+    if (!d.integer && d.matmul.empty() && d.sum.empty()) {
+      return r.Fail(t, where,
+                    Cat("dtype '", d.name, "' has no matmul or sum platforms (and is not "
+                        "integer = true): it would add no rows"));
+    }
+    spec.dtypes.push_back(std::move(d));
   }
-  return absl::OkStatus();
 }
 
 // Every op of `ops` must be produced by some table (else it would silently add nothing).
-absl::Status CheckOpsHaveRows(SpecReader& r, const toml::table& root, const SweepSpec& spec) {
+void CheckOpsHaveRows(TomlReader& r, const toml::table& root, const SweepSpec& spec) {
+  if (!r.ok()) return;
   for (const std::string& op : spec.ops) {
     bool produces = false;
     if (op == "quantize") {
@@ -322,112 +214,110 @@ absl::Status CheckOpsHaveRows(SpecReader& r, const toml::table& root, const Swee
       }
     }
     if (!produces) {
-      return r.Error(Element(root.get("ops"), op), "ops",
-                     op == "quantize" ? std::string("'quantize' needs quantize_formats")
-                                      : Cat("'", op, "' is listed, but no [[dtype]] has ", op,
-                                            op == "matmul" ? " platforms (or integer = true)"
-                                                           : " platforms"));
+      return r.Fail(Element(root.get("ops"), op), "ops",
+                    op == "quantize" ? std::string("'quantize' needs quantize_formats")
+                                     : Cat("'", op, "' is listed, but no [[dtype]] has ", op,
+                                           op == "matmul" ? " platforms (or integer = true)"
+                                                          : " platforms"));
     }
   }
-  return absl::OkStatus();
 }
 
 // [[cross]] tables (after the dtypes and quantize_formats they refer to).
-absl::Status ReadCrossPairs(SpecReader& r, const toml::table& root, SweepSpec& spec) {
+void ReadCrossPairs(TomlReader& r, const toml::table& root, SweepSpec& spec) {
+  const toml::node* cn = root.get("cross");
+  if (cn == nullptr || !r.ok()) return;
+  const toml::array* arr = cn->as_array();
+  if (arr == nullptr) return r.Fail(cn, "cross", "must be an array of tables ([[cross]])");
   std::map<std::string, size_t> dtype_index;  // Name -> index in spec.dtypes.
   for (size_t i = 0; i < spec.dtypes.size(); ++i) dtype_index[spec.dtypes[i].name] = i;
   std::set<std::string> cross_names;
-  if (const toml::node* cn = root.get("cross")) {
-    const toml::array* arr = cn->as_array();
-    if (arr == nullptr) return r.Error(cn, "cross", "must be an array of tables ([[cross]])");
-    for (size_t i = 0; i < arr->size(); ++i) {
-      const toml::table* t = (*arr)[i].as_table();
-      const std::string where = Cat("cross[", i, "].");
-      if (t == nullptr) return r.Error(&(*arr)[i], where, "must be a table");
-      if (absl::Status s = r.CheckKeys(*t, where, {"name", "dtype", "op", "a", "b"}); !s.ok()) {
-        return s;
-      }
-      CrossSpec c;
-      FPC_ASSIGN(c.name, r.String(*t, "name", where + "name"));
-      if (!cross_names.insert(c.name).second) {
-        return r.Error(t->get("name"), where + "name", Cat("duplicate '", c.name, "'"));
-      }
-      FPC_ASSIGN(c.dtype, r.String(*t, "dtype", where + "dtype"));
-      FPC_ASSIGN(c.a, r.String(*t, "a", where + "a"));
-      const std::string key = Cat("cross/", c.name, "/");
-      r.Remember(key + "dtype", *t->get("dtype"), where + "dtype");
-      r.Remember(key + "a", *t->get("a"), where + "a");
-      if (const toml::node* on = t->get("op")) {
-        const std::optional<std::string> op = on->value<std::string>();
-        if (!op || (*op != "matmul" && *op != "sum")) {
-          return r.Error(on, where + "op", "must be \"matmul\" or \"sum\"");
-        }
-        c.op = *op;
-      }
-      FPC_ASSIGN(c.b, r.Strings(*t, "b", where + "b", true, key + "b/"));
-      if (c.b.empty()) return r.Error(t->get("b"), where + "b", "must name at least one platform");
-      if (std::find(c.b.begin(), c.b.end(), c.a) != c.b.end()) {
-        return r.Error(Element(t->get("b"), c.a), where + "b",
-                       Cat("'", c.a, "' is also a: a pair compares two different platforms"));
-      }
-      if (c.dtype == "quantize" && c.op != "matmul") {
-        return r.Error(t->get("op"), where + "op", "a quantize pair takes no op");
-      }
-      if (c.dtype == "quantize") {
-        if (c.b.size() != 1) {
-          return r.Error(t->get("b"), where + "b",
-                         Cat("a quantize pair compares one format with one other: b must have "
-                             "exactly 1 entry, got ", c.b.size()));
-        }
-        for (const auto& [field, f] : {std::pair<const char*, const std::string&>{"a", c.a},
-                                       {"b", c.b[0]}}) {
-          if (std::find(spec.quantize_formats.begin(), spec.quantize_formats.end(), f) ==
-              spec.quantize_formats.end()) {
-            return r.Error(Element(t->get(field), f), where + field,
-                           Cat("'", f, "' is not in quantize_formats (valid: ",
-                               Join(spec.quantize_formats, ", "), ")"));
-          }
-        }
-      } else {
-        auto it = dtype_index.find(c.dtype);
-        const DtypeSpec* d = it != dtype_index.end() ? &spec.dtypes[it->second] : nullptr;
-        if (d == nullptr) {
-          return r.Error(t->get("dtype"), where + "dtype",
-                         Cat("'", c.dtype, "' is not a [[dtype]] name (nor 'quantize')"));
-        }
-        if (d->integer) {
-          return r.Error(t->get("dtype"), where + "dtype",
-                         Cat("'", c.dtype, "' is an integer dtype (exact, no platforms): "
-                             "there is nothing to compare"));
-        }
-        if ((c.op == "sum" ? d->sum : d->matmul).empty()) {
-          return r.Error(t->get("dtype"), where + "dtype",
-                         Cat("dtype '", c.dtype, "' has no ", c.op, " platforms, so this pair "
-                             "would never run (cross pairs compare ", c.op, " outputs)"));
-        }
-      }
-      spec.cross.push_back(std::move(c));
+  for (size_t i = 0; i < arr->size() && r.ok(); ++i) {
+    const toml::table* t = (*arr)[i].as_table();
+    const std::string where = Cat("cross[", i, "]");
+    if (t == nullptr) return r.Fail(&(*arr)[i], where, "must be a table");
+    r.CheckKeys(*t, where, {"name", "dtype", "op", "a", "b"});
+    CrossSpec c;
+    const std::optional<std::string> name = Name(r, *t, where, "name");
+    if (!name) return;
+    c.name = *name;
+    if (!cross_names.insert(c.name).second) {
+      return r.Fail(t->get("name"), where + ".name", Cat("duplicate '", c.name, "'"));
     }
+    c.dtype = Name(r, *t, where, "dtype").value_or("");
+    c.a = Name(r, *t, where, "a").value_or("");
+    if (!r.ok()) return;
+    const std::string key = Cat("cross/", c.name, "/");
+    Remember(spec, key + "dtype", *t->get("dtype"), where + ".dtype");
+    Remember(spec, key + "a", *t->get("a"), where + ".a");
+    if (const toml::node* on = t->get("op")) {
+      const std::optional<std::string> op = on->value<std::string>();
+      if (!op || (*op != "matmul" && *op != "sum")) {
+        return r.Fail(on, where + ".op", "must be \"matmul\" or \"sum\"");
+      }
+      c.op = *op;
+    }
+    c.b = RememberedStrings(r, spec, *t, where, "b", TomlKey::kRequired, key + "b/");
+    if (!r.ok()) return;
+    if (c.b.empty()) return r.Fail(t->get("b"), where + ".b", "must name at least one platform");
+    if (std::find(c.b.begin(), c.b.end(), c.a) != c.b.end()) {
+      return r.Fail(Element(t->get("b"), c.a), where + ".b",
+                    Cat("'", c.a, "' is also a: a pair compares two different platforms"));
+    }
+    if (c.dtype == "quantize" && c.op != "matmul") {
+      return r.Fail(t->get("op"), where + ".op", "a quantize pair takes no op");
+    }
+    if (c.dtype == "quantize") {
+      if (c.b.size() != 1) {
+        return r.Fail(t->get("b"), where + ".b",
+                      Cat("a quantize pair compares one format with one other: b must have "
+                          "exactly 1 entry, got ", c.b.size()));
+      }
+      for (const auto& [field, f] : {std::pair<const char*, const std::string&>{"a", c.a},
+                                     {"b", c.b[0]}}) {
+        if (std::find(spec.quantize_formats.begin(), spec.quantize_formats.end(), f) ==
+            spec.quantize_formats.end()) {
+          return r.Fail(Element(t->get(field), f), TomlReader::Dotted(where, field),
+                        Cat("'", f, "' is not in quantize_formats (valid: ",
+                            Join(spec.quantize_formats, ", "), ")"));
+        }
+      }
+    } else {
+      auto it = dtype_index.find(c.dtype);
+      const DtypeSpec* d = it != dtype_index.end() ? &spec.dtypes[it->second] : nullptr;
+      if (d == nullptr) {
+        return r.Fail(t->get("dtype"), where + ".dtype",
+                      Cat("'", c.dtype, "' is not a [[dtype]] name (nor 'quantize')"));
+      }
+      if (d->integer) {
+        return r.Fail(t->get("dtype"), where + ".dtype",
+                      Cat("'", c.dtype, "' is an integer dtype (exact, no platforms): "
+                          "there is nothing to compare"));
+      }
+      if ((c.op == "sum" ? d->sum : d->matmul).empty()) {
+        return r.Fail(t->get("dtype"), where + ".dtype",
+                      Cat("dtype '", c.dtype, "' has no ", c.op, " platforms, so this pair "
+                          "would never run (cross pairs compare ", c.op, " outputs)"));
+      }
+    }
+    spec.cross.push_back(std::move(c));
   }
-  return absl::OkStatus();
 }
 
-// One function per part of the file, in file order; the first error is returned.
+// One function per part of the file, in file order; the first error sticks and is returned.
+// Strict types, "file:line: field: problem" errors naming what was found (toml_reader.h).
 absl::StatusOr<SweepSpec> Parse(const toml::table& root, std::string_view file) {
   SweepSpec spec;
-  SpecReader r(file, spec);
-  if (absl::Status s = r.CheckKeys(root, "",
-                                   {"seed", "samples", "min_samples", "max_terms_per_row",
-                                    "factor", "lambda", "ops", "ks", "distributions",
-                                    "quantize_formats", "quantize_elements", "dtype", "cross"});
-      !s.ok()) {
-    return s;
-  }
+  TomlReader r(file, TomlDetail::kFound);
+  r.CheckKeys(root, "",
+              {"seed", "samples", "min_samples", "max_terms_per_row", "factor", "lambda", "ops",
+               "ks", "distributions", "quantize_formats", "quantize_elements", "dtype", "cross"});
   spec.source = std::string(file);
-  if (absl::Status s = ReadTopLevel(r, root, spec); !s.ok()) return s;
-  if (absl::Status s = ReadDtypes(r, root, spec); !s.ok()) return s;
-  if (absl::Status s = CheckOpsHaveRows(r, root, spec); !s.ok()) return s;
-  if (absl::Status s = ReadCrossPairs(r, root, spec); !s.ok()) return s;
+  ReadTopLevel(r, root, spec);
+  ReadDtypes(r, root, spec);
+  CheckOpsHaveRows(r, root, spec);
+  ReadCrossPairs(r, root, spec);
+  if (!r.ok()) return r.status();
   return spec;
 }
 
@@ -536,20 +426,7 @@ absl::Status CheckSweepModels(const SweepSpec& spec, const ModelCatalog& catalog
 }
 
 absl::StatusOr<SweepSpec> ParseSweepSpec(std::string_view toml_text, std::string_view file_name) {
-  toml::table root;
-  try {
-    root = toml::parse(toml_text, file_name);
-  } catch (const toml::parse_error& e) {
-    return absl::InvalidArgumentError(Cat(file_name, ":", e.source().begin.line,
-                                                   ": TOML syntax: ", e.description()));
-  } catch (const std::exception& e) {
-    return absl::InvalidArgumentError(Cat(file_name, ": ", e.what()));
-  }
-  try {
-    return Parse(root, file_name);
-  } catch (const std::exception& e) {
-    return absl::InvalidArgumentError(Cat(file_name, ": ", e.what()));
-  }
+  return ParseTomlText<SweepSpec>(toml_text, file_name, Parse);
 }
 
 absl::StatusOr<SweepSpec> LoadSweepSpec(const std::string& path) {
