@@ -28,7 +28,12 @@
 //
 // Eligibility (FastPathEligible): inputs float32, bfloat16, float16 or any <= 16-bit signed format
 // whose values are all float32 values (fp8s), optionally float32 -> tfloat32 rtz; daz (host
-// adders, no conversion: an input below its format's 2^Emin reads as a zero of its sign). Host
+// adders, no conversion: an input below its format's 2^Emin reads as a zero of its sign); or
+// float64 a and b (no conversion, no daz) into a float64 host accumulator: each step is the host
+// fma(a, b, acc) or acc + fl(a*b) in double, the leaf bound data MagUp(a*b) and DiffUp from the
+// exact product error fma(a, b, -fl(a*b)) where that is exact, from formats/ops.h's soft Mul/Fma
+// rounded upward elsewhere (fast_scalar.h's LeafBound64); dots and matmuls of these plans run in
+// the scalar path (ScalarDot on double inputs), element by element. Host
 // path: adder ieee/fma/kahan (kahan: sequential chain only, evaluate.cc's four host operations per
 // step, p - comp as one fma for exact products), product exact (or rounded into the accumulator's own format), float32 or
 // float64 accumulator at full precision. Fused path: float32 accumulator with 1..23 fraction bits,

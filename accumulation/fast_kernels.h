@@ -18,6 +18,10 @@ namespace fpconform::fast_internal {
 // group, non-finite result).
 bool RunDot(const Plan& p, const DotView& d, uint64_t c_bits, EvalResult& out, uint64_t seed,
             bool bound);
+// The same for float64 inputs (InputKind::kFloat64): every chain of a kHostF64 plan, in
+// double, element by element (also the matmul path of these plans, fast_eval.cc).
+bool RunDot64(const Plan& p, const DotView64& d, uint64_t c_bits, EvalResult& out,
+              uint64_t seed, bool bound);
 
 // ---------------------------------------------------------------------------------------------
 // Matmul tiles. Inputs decoded to row-major A (m x k) and B (k x n).

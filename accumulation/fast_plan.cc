@@ -106,6 +106,10 @@ bool InputKindFor(const FormatSpec* f, InputKind& kind, const Table*& table) {
     kind = InputKind::kFloat32;
     return true;
   }
+  if (f == &Float64()) {
+    kind = InputKind::kFloat64;
+    return true;
+  }
   // bfloat16 and float16 by bit operations (their 64K-entry tables miss the caches).
   if (f == &BFloat16()) {
     kind = InputKind::kBFloat16;
@@ -125,6 +129,13 @@ bool InputKindFor(const FormatSpec* f, InputKind& kind, const Table*& table) {
 const char* MakePlan(const Model& m, Plan& plan) {
   plan.model = &m;
   // Inputs.
+  const bool f64_in = m.inputs.a == &Float64() || m.inputs.b == &Float64();
+  if (f64_in) {
+    // float64 inputs: both float64, read as they are, into a float64 host accumulator (checked
+    // below).
+    if (m.inputs.a != &Float64() || m.inputs.b != &Float64()) return "inputs.a/b float64 mixed";
+    if (m.inputs.daz) return "inputs.daz with float64 inputs";
+  }
   if (m.inputs.daz) {
     if (m.inputs.convert_to != nullptr) return "inputs.daz with convert_to";
     if (m.inputs.a == nullptr || m.inputs.b == nullptr) return "inputs.a";
@@ -147,6 +158,9 @@ const char* MakePlan(const Model& m, Plan& plan) {
   }
   const FormatSpec* acc = m.accumulator.format;
   if (acc == nullptr) return "accumulator.format";
+  if (f64_in && (acc != &Float64() || m.adder.kind == AdderKind::kFused)) {
+    return "accumulator.format with float64 inputs";
+  }
   // Adder and product.
   switch (m.adder.kind) {
     case AdderKind::kIeee:

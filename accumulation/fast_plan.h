@@ -33,7 +33,10 @@ struct Table {
   uint64_t mask = 0;
 };
 
-enum class InputKind : uint8_t { kFloat32, kBFloat16, kFloat16, kTable, kTf32Rtz };
+// kFloat64: float64 inputs, decoded to double (fast_decode.h's DecodeF64) and evaluated by the
+// scalar path on double inputs (fast_scalar.h's ScalarDot<double, kBound, double>); both inputs
+// float64, a float64 host accumulator.
+enum class InputKind : uint8_t { kFloat32, kBFloat16, kFloat16, kTable, kTf32Rtz, kFloat64 };
 
 struct Plan {
   enum class Arith : uint8_t { kHostF32, kHostF64, kFused } arith = Arith::kHostF32;
