@@ -5,7 +5,8 @@
 //    fast_decode_avx2.cc (DecodeValues*: call only after HostReady()), the others by DecodeOne.
 //  * ApplyInputDaz: inputs.daz on decoded values.
 //  * DecodeF64: one float64 input (InputKind::kFloat64), as a double.
-// DotView (DotView64 for float64 inputs) is the decoded inputs of one dot as the scalar path (fast_scalar.h) reads them.
+// DotView (DotView64 for float64 inputs) is the decoded inputs of one dot as the scalar path
+// (fast_scalar.h) reads them.
 //
 // Example:
 //   float used, orig; double pow;

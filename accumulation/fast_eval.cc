@@ -203,7 +203,7 @@ absl::Status fast_internal::FastMatmul(const Model& model, const Plan& plan, int
   if (plan.arith != Plan::Arith::kHostF64) {
     // float32 (bfloat16: chain.format) c with bits above the container: the generic path
     // decides what they mean.
-    const int width = plan.promote_bf16 ? 16 : 32;
+    const int width = plan.promote_bf16 || plan.acc_bf16 ? 16 : 32;
     for (size_t idx = 0; idx < c.size(); ++idx) redo[idx] = (c[idx] >> width) != 0;
   }
   std::vector<uint8_t>& bad_row = sc.bad_row;

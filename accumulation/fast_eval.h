@@ -35,12 +35,16 @@
 // rounded upward elsewhere (fast_scalar.h's LeafBound64); dots and matmuls of these plans run in
 // the scalar path (ScalarDot on double inputs), element by element. Host
 // path: adder ieee/fma/kahan (kahan: sequential chain only, evaluate.cc's four host operations per
-// step, p - comp as one fma for exact products), product exact (or rounded into the accumulator's own format), float32 or
-// float64 accumulator at full precision. Fused path: float32 accumulator with 1..23 fraction bits,
-// rtz or rne normalization, truncate or round_down alignment, nominal or actual exponents,
-// F + 2 + bit_width(G) <= 53. Chains: sequential, blocked, pairwise (host path, with chunk),
-// promote (into float32, rne; host path also into bfloat16, rne: the float32 sum rounded to odd
-// by TwoSum, then to bfloat16); strided (sequential or pairwise combine), split_k, and (host
+// step, p - comp as one fma for exact products), product exact (or rounded into the
+// accumulator's own format), float32 or float64 accumulator at full precision; or a bfloat16
+// accumulator (adder ieee/fma, bfloat16 inputs, exact products, sequential chain, bfloat16
+// output): each step acc + a*b rounded once to bfloat16, the exact sum (TwoSum in double on the
+// product, exact in double) rounded to odd in double, then float32, then to bfloat16 rne
+// (fast_scalar.h's AddRoundBf16Exact); matmuls element by element. Fused path: float32
+// accumulator with 1..23 fraction bits, rtz or rne normalization, truncate or round_down
+// alignment, nominal or actual exponents, F + 2 + bit_width(G) <= 53. Chains: sequential,
+// blocked, pairwise (host path, with chunk), promote (into float32, rne; host path also into
+// bfloat16, rne: the float32 sum rounded to odd by TwoSum, then to bfloat16); strided (sequential or pairwise combine), split_k, and (host
 // path) simd, cascade and tree (with a shape), which run chain_walk.h's WalkChain (the generic
 // evaluator's own order) on host nodes. Chains with combine adds need a full-precision
 // accumulator (their combine adds are host adds). Host float32 adders may flush (adder.ftz:
@@ -49,7 +53,7 @@
 // operand as zero (adder.daz). Output: the final accumulator's format, float64 -> float32 rne,
 // or (host path) float32 -> bfloat16 rne. Every other rounding rne (except where rtz is named),
 // no sat or stochastic rounding, no ftz/daz outside the adder's steps. Anything else (strided
-// combine "halving", a bfloat16 accumulator, new kinds or values) is ineligible.
+// combine "halving", other bfloat16-accumulator plans, new kinds or values) is ineligible.
 //
 // The bound is computed with the same double operations in the same order as evaluate.cc
 // (leaf M = |a*b| and E = |used - exact| are exact in double for these formats, so they equal

@@ -622,6 +622,68 @@ TEST(FastEvalTest, Float64InputsMatchGenericOnSpecialValues) {
   std::cout << cases << " float64 special-value cases\n";
 }
 
+// The bfloat16 accumulator (trainium2-xla-sum-bf16-bf16acc: AddRoundBf16Exact) on a table of
+// bfloat16 values (signed zeros, subnormals, 2^Emin, products below float32's subnormals,
+// ties of the bfloat16 rounding, the largest finite value, Inf, NaN) crossed with each other:
+// sums and dots (the plan does both) of a pair, of a pair and its negation, and of a tie-making
+// triple, with several c, against the generic engine; every case with finite inputs and a finite
+// result decided by the fast path itself.
+TEST(FastEvalTest, BFloat16AccumulatorMatchesGenericOnSpecialValues) {
+  const Model m = *LoadModelFile(std::string(FPCONFORM_MODELS_SOURCE_DIR) +
+                                 "/trainium2-xla-sum-bf16-bf16acc.toml");
+  ASSERT_TRUE(FastPathEligible(m)) << FastPathIneligibleReason(m);
+  const std::vector<uint64_t> vals = {
+      0x0000, 0x8000, 0x0001, 0x8001, 0x007F, 0x0080, 0x8080, 0x0081, 0x3F80, 0xBF80,
+      0x3F81, 0x3B80,  // 2^-8: 1 + 2^-8 is a tie of bfloat16's rounding.
+      0x3B81, 0xBB80, 0x4040, 0x1F80, 0x2000, 0x7F00, 0x7F7F, 0xFF7F, 0x7F80, 0xFF80, 0x7FC0};
+  const std::vector<uint64_t> cs = {0x0000, 0x8000, 0x3F80, 0x8001, 0x7F7F};
+  auto finite = [](uint64_t h) { return (h & 0x7F80u) != 0x7F80u; };
+  long cases = 0;
+  for (uint64_t x : vals) {
+    for (uint64_t y : vals) {
+      const std::vector<std::pair<std::vector<uint64_t>, std::vector<uint64_t>>> dots = {
+          {{x, y}, {y, x}},
+          {{x, x ^ 0x8000u, y}, {y, y, 0x3F80}},
+          {{0x3F80, x, y}, {y, 0x3B80, x}}};
+      for (const auto& [a, b] : dots) {
+        for (uint64_t c : cs) {
+          for (bool bound : {false, true}) {
+            EvalOptions opt;
+            opt.want_bound = bound;
+            const std::string what = m.name + " x " + Hex(x) + " y " + Hex(y) + " k " +
+                                     std::to_string(a.size()) + " c " + Hex(c) +
+                                     (bound ? " bound" : "");
+            bool all_finite = finite(c);
+            for (uint64_t t : a) all_finite &= finite(t);
+            for (uint64_t t : b) all_finite &= finite(t);
+            const EvalResult gs = *GenericEvaluateSum(m, a, c, opt);
+            uint64_t before = FastEvalFallbacks();
+            const absl::StatusOr<EvalResult> fs = FastEvaluateSum(m, a, c, opt);
+            ASSERT_TRUE(fs.ok()) << what;
+            ExpectSame(*fs, gs, "sum " + what);
+            bool sum_finite = true;
+            for (uint64_t t : a) sum_finite &= finite(t);
+            if (sum_finite && finite(c) && finite(gs.bits)) {
+              EXPECT_EQ(FastEvalFallbacks(), before) << "sum " << what;
+            }
+            const EvalResult gd = *GenericEvaluateDot(m, a, b, c, opt);
+            before = FastEvalFallbacks();
+            const absl::StatusOr<EvalResult> fd = FastEvaluateDot(m, a, b, c, opt);
+            ASSERT_TRUE(fd.ok()) << what;
+            ExpectSame(*fd, gd, "dot " + what);
+            if (all_finite && finite(gd.bits)) {
+              EXPECT_EQ(FastEvalFallbacks(), before) << "dot " << what;
+            }
+            cases += 2;
+            if (HasFailure()) return;
+          }
+        }
+      }
+    }
+  }
+  std::cout << cases << " bfloat16-accumulator special-value cases\n";
+}
+
 TEST(FastEvalTest, WhitelistRejectsWhatItDoesNotImplement) {
   Model base = *LoadModelFile(std::string(FPCONFORM_MODELS_SOURCE_DIR) + "/cuda-f32-fma.toml");
   ASSERT_TRUE(FastPathEligible(base));
@@ -687,6 +749,30 @@ TEST(FastEvalTest, WhitelistRejectsWhatItDoesNotImplement) {
   EXPECT_FALSE(FastPathEligible(m));
   m = ob64;
   m.accumulator.combine_env.rounding = Rounding::kUpward;
+  EXPECT_FALSE(FastPathEligible(m));
+  // A bfloat16 accumulator: bfloat16 inputs, exact products, sequential chain, bfloat16 output.
+  const Model bf16acc = *LoadModelFile(std::string(FPCONFORM_MODELS_SOURCE_DIR) +
+                                       "/trainium2-xla-sum-bf16-bf16acc.toml");
+  ASSERT_TRUE(FastPathEligible(bf16acc));
+  m = bf16acc;
+  m.chain.kind = ChainKind::kBlocked;
+  m.chain.block = 16;
+  EXPECT_FALSE(FastPathEligible(m));
+  m = bf16acc;
+  m.inputs.a = m.inputs.b = &Float32();
+  EXPECT_FALSE(FastPathEligible(m));
+  m = bf16acc;
+  m.adder.kind = AdderKind::kKahan;
+  EXPECT_FALSE(FastPathEligible(m));
+  m = bf16acc;
+  m.product.policy = ProductPolicy::kRound;
+  m.product.format = &BFloat16();
+  EXPECT_FALSE(FastPathEligible(m));
+  m = bf16acc;
+  m.output.format = &Float32();
+  EXPECT_FALSE(FastPathEligible(m));
+  m = bf16acc;
+  m.adder.env.rounding = Rounding::kTowardZero;
   EXPECT_FALSE(FastPathEligible(m));
   m = base;
   m.accumulator.combine_env.saturate = true;

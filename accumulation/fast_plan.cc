@@ -171,6 +171,17 @@ const char* MakePlan(const Model& m, Plan& plan) {
         plan.arith = Plan::Arith::kHostF32;
       } else if (acc == &Float64()) {
         plan.arith = Plan::Arith::kHostF64;
+      } else if (acc == &BFloat16()) {
+        // AddRoundBf16Exact on exact products (bfloat16 inputs: 8 + 8 significant bits, exact
+        // in double), one adder step per product in order.
+        if (plan.kahan) return "accumulator.format bfloat16 with kahan";
+        if (plan.in_a != InputKind::kBFloat16 || plan.in_b != InputKind::kBFloat16) {
+          return "accumulator.format bfloat16 with inputs other than bfloat16";
+        }
+        if (m.product.policy != ProductPolicy::kExact) return "product.policy";
+        if (m.chain.kind != ChainKind::kSequential) return "chain.kind with a bfloat16 accumulator";
+        plan.arith = Plan::Arith::kHostF32;
+        plan.acc_bf16 = true;
       } else {
         return "accumulator.format";
       }
@@ -181,6 +192,7 @@ const char* MakePlan(const Model& m, Plan& plan) {
       env.flush_to_zero = env.denormals_are_zero = false;
       if (!EnvSupported(env, false)) return "adder.rounding";
       if ((plan.ftz || plan.acc_daz) && (acc != &Float32() || plan.kahan)) return "adder.ftz/daz";
+      if (plan.acc_bf16 && m.output.format != &BFloat16()) return "output.format";
       switch (m.product.policy) {
         case ProductPolicy::kExact: break;
         case ProductPolicy::kRound:
@@ -339,7 +351,7 @@ const char* MakePlan(const Model& m, Plan& plan) {
                            (m.chain.kind == ChainKind::kPairwise && plan.unroll == 1);
   plan.walk = plan.arith != Plan::Arith::kFused && !plan.kahan &&
               (!fixed_chain || plan.ftz || plan.acc_daz || plan.promote_bf16 ||
-               plan.f32_to_bf16_output);
+               plan.f32_to_bf16_output || plan.acc_bf16);
   return "";
 }
 

@@ -65,6 +65,11 @@ struct Plan {
   // decides); a subnormal accumulator operand reads as a zero of its sign.
   bool ftz = false, acc_daz = false;
   bool promote_bf16 = false;  // chain.kind promote into bfloat16 (rne): the final format.
+  // A bfloat16 accumulator (host adder ieee/fma, bfloat16 inputs, exact products, sequential
+  // chain): float32 values that are bfloat16 values, each step acc + a*b (a*b exact in double)
+  // rounded once to bfloat16 (rne) by AddRoundBf16Exact (fast_scalar.h); c and the output in
+  // bfloat16 bits. Matmuls run element by element.
+  bool acc_bf16 = false;
   // Matmul: WalkTile (chain_walk.h's walk on blocks of elements) instead of the fixed-chain tiles.
   bool walk = false;
   // Bound constants (evaluate.cc's Rounder u and eta).

@@ -123,6 +123,38 @@ inline void LeafBound64(double a, double b, bool round_product, double& m, doubl
   e = d_up > 0 ? d_up : -std::bit_cast<double>(Fma(Float64(), ua, ub, neg_p, down).bits);
 }
 
+// The odd neighbour of float32 bits `bits` on the side of a nonzero difference `err` (exact
+// value - value of bits) when bits is even: the float32 rounding to odd once bits is the nearest.
+inline uint32_t OddTowards(uint32_t bits, float v, double err) {
+  if (err == 0 || (bits & 1u) != 0) return bits;
+  return std::signbit(err) == std::signbit(v) ? bits + 1 : bits - 1;
+}
+
+// x + p (x a bfloat16 value as a float, p exact in double: a product of two bfloat16 values,
+// which float32 may not hold below its subnormals) rounded once to bfloat16 (rne), as a float32
+// value: TwoSum in double gives the exact sum s + err (no overflow: |x| < 2^128, |p| < 2^256);
+// s rounded to odd (53 bits), then to float32 rounded to odd (the float32 nearest f and the exact
+// s_odd - f, a double: both on s_odd's grid, |s_odd - f| <= 2^-150 or half an ulp of f), then
+// to bfloat16 rne: each step keeps >= 2 more bits than the next at every magnitude (the
+// subnormal grids included), so the result is the correctly rounded sum (Boldo & Melquiond, as
+// AddRoundBf16). A float32 overflow gives a non-finite value (the caller hands the dot to the
+// generic path).
+inline float AddRoundBf16Exact(float x, double p) {
+  const double xd = static_cast<double>(x);
+  const double s = xd + p;
+  const double bb = s - xd;
+  const double err = (xd - (s - bb)) + (p - bb);
+  uint64_t sbits = std::bit_cast<uint64_t>(s);
+  if (err != 0 && (sbits & 1u) == 0) {
+    sbits = std::signbit(err) == std::signbit(s) ? sbits + 1 : sbits - 1;
+  }
+  const double s_odd = std::bit_cast<double>(sbits);
+  const float f = static_cast<float>(s_odd);
+  if (!std::isfinite(f)) return f;
+  const uint32_t bits = OddTowards(std::bit_cast<uint32_t>(f), f, s_odd - static_cast<double>(f));
+  return std::bit_cast<float>(Bf16RneBits(bits) << 16);
+}
+
 // Scalar evaluator of one dot over a DotViewT<In>: the mirror of evaluate.cc's Evaluator for the
 // plans above, value in Acc (float or double), bound in the same double operations. In is the
 // decoded input (float; double for float64 inputs, with Acc = double).
@@ -268,7 +300,10 @@ class ScalarDot {
     if (p_.round_product) {
       out.v = av + a * b;
     } else if constexpr (std::is_same_v<Acc, float>) {
-      out.v = __builtin_fmaf(a, b, av);
+      // A bfloat16 accumulator: a*b (bfloat16 inputs) exact in double.
+      out.v = p_.acc_bf16
+                  ? AddRoundBf16Exact(av, static_cast<double>(a) * static_cast<double>(b))
+                  : __builtin_fmaf(a, b, av);
     } else {
       out.v = __builtin_fma(a, b, av);
     }
@@ -444,8 +479,9 @@ class ScalarDot {
 // c of a float32-accumulator plan (bfloat16 bits when chain.format is bfloat16); false for bits
 // above the container or a non-finite value.
 inline bool DecodeC32(const Plan& p, uint64_t c_bits, float& c) {
-  if ((c_bits >> (p.promote_bf16 ? 16 : 32)) != 0) return false;
-  const uint32_t b = static_cast<uint32_t>(c_bits) << (p.promote_bf16 ? 16 : 0);
+  const int shift = p.promote_bf16 || p.acc_bf16 ? 16 : 0;
+  if ((c_bits >> (32 - shift)) != 0) return false;
+  const uint32_t b = static_cast<uint32_t>(c_bits) << shift;
   c = std::bit_cast<float>(b);
   return std::isfinite(c);
 }
@@ -455,7 +491,7 @@ inline bool DecodeC32(const Plan& p, uint64_t c_bits, float& c) {
 // (rne) with the conversion's bound. False when the output is not finite.
 inline bool Output32(const Plan& p, float v, double m, double e, bool bound, EvalResult& out) {
   const uint32_t bits = std::bit_cast<uint32_t>(v);
-  if (p.promote_bf16) {
+  if (p.promote_bf16 || p.acc_bf16) {
     out.bits = bits >> 16;
     out.bound = e;
   } else if (p.f32_to_bf16_output) {

@@ -1245,6 +1245,13 @@ void ScalarElement(const MatIn& in, int i, int j) {
 template <bool kBound>
 void MatmulRows(const MatIn& in, int i_lo, int i_hi) {
   const Plan& p = *in.p;
+  if (p.acc_bf16) {
+    // A bfloat16 accumulator (AddRoundBf16 steps): element by element.
+    for (int i = i_lo; i < i_hi; ++i) {
+      for (int j = 0; j < in.n; ++j) ScalarElement<kBound>(in, i, j);
+    }
+    return;
+  }
   // Pairwise chains with unroll > 1 (no preset matmul) run element by element.
   const bool pairwise = p.chain == ChainKind::kPairwise;
   const bool tiled = p.chain == ChainKind::kSequential || p.chain == ChainKind::kBlocked ||
