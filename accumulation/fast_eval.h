@@ -44,9 +44,10 @@
 // accumulator with 1..23 fraction bits, rtz or rne normalization, truncate or round_down
 // alignment, nominal or actual exponents, F + 2 + bit_width(G) <= 53. Chains: sequential,
 // blocked, pairwise (host path, with chunk), promote (into float32, rne; host path also into
-// bfloat16, rne: the float32 sum rounded to odd by TwoSum, then to bfloat16); strided (sequential or pairwise combine), split_k, and (host
-// path) simd, cascade and tree (with a shape), which run chain_walk.h's WalkChain (the generic
-// evaluator's own order) on host nodes. Chains with combine adds need a full-precision
+// bfloat16, rne: the float32 sum rounded to odd by TwoSum, then to bfloat16); strided
+// (sequential or pairwise combine), split_k, and (host path) simd, cascade and tree (with a
+// shape), which run chain_walk.h's WalkChain (the generic evaluator's own order) on host nodes.
+// Chains with combine adds need a full-precision
 // accumulator (their combine adds are host adds). Host float32 adders may flush (adder.ftz:
 // a result below 2^-126 becomes a zero of its sign, one of exactly +-2^-126 goes to the generic
 // path, as the exact value may be tiny; either tininess rule) and read a subnormal accumulator
