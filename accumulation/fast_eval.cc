@@ -34,10 +34,12 @@ using fast_internal::HostReady;
 using fast_internal::InputKind;
 using fast_internal::MakePlan;
 using fast_internal::MatIn;
+using fast_internal::MatIn64;
 using fast_internal::Plan;
 using fast_internal::RunDot;
 using fast_internal::RunDot64;
 using fast_internal::RunMatmulRows;
+using fast_internal::RunMatmulRows64;
 
 std::atomic<uint64_t> g_fallbacks{0};
 
@@ -211,8 +213,8 @@ absl::Status fast_internal::FastMatmul(const Model& model, const Plan& plan, int
   bad_row.assign(m, 0);
   bad_col.assign(n, 0);
   if (plan.in_a == InputKind::kFloat64) {
-    // float64 inputs: A row-major and B column-major in doubles, each element one RunDot64 over
-    // two contiguous rows (the scalar path; c any float64 bits, non-finite ones redone).
+    // float64 inputs: A row-major and B column-major in doubles (and B packed in 8-column tiles
+    // for the value-only tiles), RunMatmulRows64 (c any float64 bits, non-finite ones redone).
     sc.a64.resize(mk);
     sc.bt64.resize(kn);
     for (int i = 0; i < m; ++i) {
@@ -233,30 +235,27 @@ absl::Status fast_internal::FastMatmul(const Model& model, const Plan& plan, int
         }
       }
     }
-    auto rows = [&](int lo, int hi) {
-      for (int i = lo; i < hi; ++i) {
-        if (bad_row[i]) continue;
-        const double* ar = sc.a64.data() + size_t(i) * k;
-        for (int j = 0; j < n; ++j) {
-          const size_t idx = size_t(i) * n + j;
-          if (bad_col[j]) continue;
-          const double* bc = sc.bt64.data() + size_t(j) * k;
-          const DotView64 dv{ar, bc, ar, bc, nullptr, nullptr, 1, 1, k};
-          EvalResult r;
-          if (!RunDot64(plan, dv, c.empty() ? 0 : c[idx], r, options.seed, want_bound)) {
-            redo[idx] = 1;
-            continue;
+    sc.bpack.clear();
+    if (!want_bound) {
+      sc.bpack.resize(size_t(n / 8) * k * 8);
+      for (int t = 0; t < n / 8; ++t) {
+        for (int p = 0; p < k; ++p) {
+          for (int w = 0; w < 8; ++w) {
+            sc.bpack[(size_t(t) * k + p) * 8 + w] = sc.bt64[size_t(8 * t + w) * k + p];
           }
-          d[idx] = r.bits;
-          if (want_bound) bounds[idx] = r.bound;
         }
       }
-    };
+    }
+    const MatIn64 in{&plan, m, n, k, sc.a64.data(), sc.bt64.data(), sc.bpack.data(),
+                     c.empty() ? nullptr : c.data(), d.data(),
+                     want_bound ? bounds.data() : nullptr, &redo, bad_row.data(),
+                     bad_col.data(), options.seed};
+    auto rows = [&](int lo, int hi) { RunMatmulRows64(in, lo, hi, want_bound); };
     const int t = std::max(1, std::min(threads, m));
     if (t == 1) {
       rows(0, m);
     } else {
-      const int per = (m + t - 1) / t;
+      const int per = ((m + t - 1) / t + 3) / 4 * 4;  // Multiples of the tile height.
       std::vector<std::thread> pool;
       for (int lo = 0; lo < m; lo += per) {
         const int hi = std::min(m, lo + per);

@@ -622,6 +622,58 @@ TEST(FastEvalTest, Float64InputsMatchGenericOnSpecialValues) {
   std::cout << cases << " float64 special-value cases\n";
 }
 
+// float64-input matmuls with K across several OpenBLAS blocks (384, then the halved tail: the
+// value-only AVX2 tiles' ChunkEnd and block sums) and a non-multiple of the tile sizes, with and
+// without bounds, at 1 and 2 threads, against generic dots.
+TEST(FastEvalTest, Float64MatmulAcrossBlocksMatchesGeneric) {
+  const std::string dir = FPCONFORM_MODELS_SOURCE_DIR;
+  for (const char* name : {"numpy-openblas-skylakex-f64", "numpy-openblas-skylakex-f64-1thread",
+                           "numpy-openblas-skylakex-f64-small", "numpy-refblas-f64"}) {
+    Model m = *LoadModelFile(dir + "/" + name + ".toml");
+    if (std::string(name) == "numpy-refblas-f64") {
+      m.chain = LoadModelFile(dir + "/numpy-openblas-skylakex-f64-1thread.toml")->chain;
+      m.name += "+blocked384-halve_down16";  // Rounded products in blocks.
+    }
+    SCOPED_TRACE(m.name);
+    ASSERT_TRUE(FastPathEligible(m));
+    constexpr int kM = 5, kN = 19, kK = 1000;
+    PinnedRng rng(DeriveSeed(kSeed, {4242, std::hash<std::string>{}(m.name) & 0xFFFF}));
+    std::vector<uint64_t> a(size_t(kM) * kK), b(size_t(kK) * kN), c(size_t(kM) * kN);
+    for (auto& x : a) x = Draw(rng, Float64(), kNarrow);
+    for (auto& x : b) x = Draw(rng, Float64(), kNarrow);
+    for (auto& x : c) x = FromDouble(Float64(), rng.LogUniform(-3, 3));
+    std::vector<EvalResult> want(c.size());
+    for (int i = 0; i < kM; ++i) {
+      for (int j = 0; j < kN; ++j) {
+        std::vector<uint64_t> row(kK), col(kK);
+        for (int p = 0; p < kK; ++p) {
+          row[p] = a[size_t(i) * kK + p];
+          col[p] = b[size_t(p) * kN + j];
+        }
+        want[size_t(i) * kN + j] = *GenericEvaluateDot(m, row, col, c[size_t(i) * kN + j]);
+      }
+    }
+    for (int threads : {1, 2}) {
+      for (bool bound : {false, true}) {
+        std::vector<uint64_t> d(c.size());
+        std::vector<double> bounds(bound ? c.size() : 0);
+        ASSERT_TRUE(FastEvaluateMatmul(m, kM, kN, kK, a, Layout::kRowMajor, b,
+                                       Layout::kRowMajor, c, d, bounds, {}, threads)
+                        .ok());
+        for (size_t idx = 0; idx < d.size(); ++idx) {
+          ASSERT_EQ(d[idx], want[idx].bits) << "element " << idx << " threads " << threads
+                                            << " bound " << bound;
+          if (bound) {
+            ASSERT_EQ(std::bit_cast<uint64_t>(bounds[idx]),
+                      std::bit_cast<uint64_t>(want[idx].bound))
+                << "element " << idx;
+          }
+        }
+      }
+    }
+  }
+}
+
 // The bfloat16 accumulator (trainium2-xla-sum-bf16-bf16acc: AddRoundBf16Exact) on a table of
 // bfloat16 values (signed zeros, subnormals, 2^Emin, products below float32's subnormals,
 // ties of the bfloat16 rounding, the largest finite value, Inf, NaN) crossed with each other:

@@ -52,6 +52,31 @@ struct MatIn {
 // through the scalar path, in.redo set for the elements the generic path must decide.
 void RunMatmulRows(const MatIn& in, int i_lo, int i_hi, bool bound);
 
+// A matmul of float64 inputs (InputKind::kFloat64), decoded: A row-major (m x k), B column-major
+// (n x k) and, for the value-only tiles, packed in 8-column tiles (bpack[(t * k + kk) * 8 + w] =
+// B(kk, 8t + w), t < n / 8). Rows and columns with a non-finite input are marked in bad_row /
+// bad_col (their inputs read as 0 here; fast_eval.cc redoes those elements generically).
+struct MatIn64 {
+  const Plan* p;
+  int m, n, k;
+  const double* a;
+  const double* bt;
+  const double* bpack;
+  const uint64_t* c;  // m x n or nullptr.
+  uint64_t* d;
+  double* bounds;     // or nullptr.
+  std::vector<uint8_t>* redo;  // m x n: 1 = evaluate generically.
+  const uint8_t* bad_row;
+  const uint8_t* bad_col;
+  uint64_t seed = 0;
+};
+
+// Rows [i_lo, i_hi) of a float64-input matmul (fast_tiles_avx2.cc): without bounds, sequential
+// and blocked chains (not kahan) in AVX2 register tiles of 4 (or 1) rows x 8 columns, lane by
+// lane the scalar path's operations (fma(a, b, acc), or acc + fl(a*b), then the block sums added
+// in order); everything else element by element through RunDot64.
+void RunMatmulRows64(const MatIn64& in, int i_lo, int i_hi, bool bound);
+
 // The AVX-512 fused tile (fast_tiles_avx512.cc): FusedTileAvx512<rows, floor_align, bound> at
 // (i0, j0); rows 1, 2 (bound) or 1, 4 (no bound).
 void FusedTileAvx512Tile(int rows, bool floor_align, bool bound, const MatIn& in, int i0, int j0);

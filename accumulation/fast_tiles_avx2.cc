@@ -1456,6 +1456,87 @@ void MatmulRows(const MatIn& in, int i_lo, int i_hi) {
   }
 }
 
+#if defined(__x86_64__)
+// Host64Tile<R, kRound>: R rows x 8 columns of a float64-input matmul at (i0, j0), values only;
+// sequential (one chain from c) or blocked (blocks from +0 added into c in order, ChunkEnd).
+template <int R, bool kRound>
+void Host64Tile(const MatIn64& in, int i0, int j0) {
+  const Plan& p = *in.p;
+  const int k = in.k, n = in.n;
+  const double* bp = in.bpack + size_t(j0 / 8) * k * 8;
+  __m256d tot[R][2];
+  for (int r = 0; r < R; ++r) {
+    for (int h = 0; h < 2; ++h) {
+      tot[r][h] = in.c == nullptr
+                      ? _mm256_setzero_pd()
+                      : _mm256_castsi256_pd(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(
+                            in.c + size_t(i0 + r) * n + j0 + 4 * h)));
+    }
+  }
+  const bool seq = p.chain == ChainKind::kSequential;
+  for (int k0 = 0; k0 < k;) {
+    const int k1 = seq ? k : ChunkEnd(p, p.chunk, k0, k);
+    __m256d s[R][2];
+    for (int r = 0; r < R; ++r) {
+      for (int h = 0; h < 2; ++h) s[r][h] = seq ? tot[r][h] : _mm256_setzero_pd();
+    }
+    for (int q = k0; q < k1; ++q) {
+      const __m256d b0 = _mm256_loadu_pd(bp + size_t(q) * 8);
+      const __m256d b1 = _mm256_loadu_pd(bp + size_t(q) * 8 + 4);
+      for (int r = 0; r < R; ++r) {
+        const __m256d av = _mm256_broadcast_sd(in.a + size_t(i0 + r) * k + q);
+        if constexpr (kRound) {
+          s[r][0] = _mm256_add_pd(s[r][0], _mm256_mul_pd(av, b0));
+          s[r][1] = _mm256_add_pd(s[r][1], _mm256_mul_pd(av, b1));
+        } else {
+          s[r][0] = _mm256_fmadd_pd(av, b0, s[r][0]);
+          s[r][1] = _mm256_fmadd_pd(av, b1, s[r][1]);
+        }
+      }
+    }
+    for (int r = 0; r < R; ++r) {
+      for (int h = 0; h < 2; ++h) tot[r][h] = seq ? s[r][h] : _mm256_add_pd(tot[r][h], s[r][h]);
+    }
+    k0 = k1;
+  }
+  for (int r = 0; r < R; ++r) {
+    alignas(32) double v[8];
+    _mm256_store_pd(v, tot[r][0]);
+    _mm256_store_pd(v + 4, tot[r][1]);
+    for (int w = 0; w < 8; ++w) {
+      const size_t idx = size_t(i0 + r) * n + j0 + w;
+      if (!std::isfinite(v[w])) {
+        (*in.redo)[idx] = 1;
+      } else if (p.f64_to_f32_output) {
+        const float f = static_cast<float>(v[w]);
+        if (std::isfinite(f)) {
+          in.d[idx] = std::bit_cast<uint32_t>(f);
+        } else {
+          (*in.redo)[idx] = 1;
+        }
+      } else {
+        in.d[idx] = std::bit_cast<uint64_t>(v[w]);
+      }
+    }
+  }
+}
+#endif
+
+// One float64-input element through the scalar path.
+void ScalarElement64(const MatIn64& in, bool bound, int i, int j) {
+  const size_t idx = size_t(i) * in.n + j;
+  const double* ar = in.a + size_t(i) * in.k;
+  const double* bc = in.bt + size_t(j) * in.k;
+  const DotView64 dv{ar, bc, ar, bc, nullptr, nullptr, 1, 1, in.k};
+  EvalResult r;
+  if (!RunDot64(*in.p, dv, in.c ? in.c[idx] : 0, r, in.seed, bound)) {
+    (*in.redo)[idx] = 1;
+    return;
+  }
+  in.d[idx] = r.bits;
+  if (bound) in.bounds[idx] = r.bound;
+}
+
 }  // namespace
 }  // namespace fpconform::fast_internal
 #if defined(__x86_64__) && defined(__clang__)
@@ -1465,6 +1546,33 @@ void MatmulRows(const MatIn& in, int i_lo, int i_hi) {
 #endif
 
 namespace fpconform::fast_internal {
+
+void RunMatmulRows64(const MatIn64& in, int i_lo, int i_hi, bool bound) {
+  const Plan& p = *in.p;
+  int n_tiled = 0;
+#if defined(__x86_64__)
+  if (!bound && !p.kahan &&
+      (p.chain == ChainKind::kSequential || p.chain == ChainKind::kBlocked)) {
+    n_tiled = in.n / 8 * 8;
+    for (int j = 0; j < n_tiled; j += 8) {
+      int i = i_lo;
+      if (p.round_product) {
+        for (; i + 4 <= i_hi; i += 4) Host64Tile<4, true>(in, i, j);
+        for (; i < i_hi; ++i) Host64Tile<1, true>(in, i, j);
+      } else {
+        for (; i + 4 <= i_hi; i += 4) Host64Tile<4, false>(in, i, j);
+        for (; i < i_hi; ++i) Host64Tile<1, false>(in, i, j);
+      }
+    }
+  }
+#endif
+  for (int i = i_lo; i < i_hi; ++i) {
+    if (in.bad_row[i]) continue;
+    for (int j = n_tiled; j < in.n; ++j) {
+      if (!in.bad_col[j]) ScalarElement64(in, bound, i, j);
+    }
+  }
+}
 
 void RunMatmulRows(const MatIn& in, int i_lo, int i_hi, bool bound) {
   if (bound) {
