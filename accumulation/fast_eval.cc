@@ -214,7 +214,7 @@ absl::Status fast_internal::FastMatmul(const Model& model, const Plan& plan, int
   bad_col.assign(n, 0);
   if (plan.in_a == InputKind::kFloat64) {
     // float64 inputs: A row-major and B column-major in doubles (and B packed in 8-column tiles
-    // for the value-only tiles), RunMatmulRows64 (c any float64 bits, non-finite ones redone).
+    // for the tiles), RunMatmulRows64 (c any float64 bits, non-finite ones redone).
     sc.a64.resize(mk);
     sc.bt64.resize(kn);
     for (int i = 0; i < m; ++i) {
@@ -235,14 +235,11 @@ absl::Status fast_internal::FastMatmul(const Model& model, const Plan& plan, int
         }
       }
     }
-    sc.bpack.clear();
-    if (!want_bound) {
-      sc.bpack.resize(size_t(n / 8) * k * 8);
-      for (int t = 0; t < n / 8; ++t) {
-        for (int p = 0; p < k; ++p) {
-          for (int w = 0; w < 8; ++w) {
-            sc.bpack[(size_t(t) * k + p) * 8 + w] = sc.bt64[size_t(8 * t + w) * k + p];
-          }
+    sc.bpack.resize(size_t(n / 8) * k * 8);
+    for (int t = 0; t < n / 8; ++t) {
+      for (int p = 0; p < k; ++p) {
+        for (int w = 0; w < 8; ++w) {
+          sc.bpack[(size_t(t) * k + p) * 8 + w] = sc.bt64[size_t(8 * t + w) * k + p];
         }
       }
     }

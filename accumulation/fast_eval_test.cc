@@ -623,8 +623,10 @@ TEST(FastEvalTest, Float64InputsMatchGenericOnSpecialValues) {
 }
 
 // float64-input matmuls with K across several OpenBLAS blocks (384, then the halved tail: the
-// value-only AVX2 tiles' ChunkEnd and block sums) and a non-multiple of the tile sizes, with and
-// without bounds, at 1 and 2 threads, against generic dots.
+// AVX2 tiles' ChunkEnd and block sums) and a non-multiple of the tile sizes, with and without
+// bounds, at 1 and 2 threads, against generic dots: normal inputs with c, and (no c, so that the
+// bound is made of subnormal-sized terms) subnormal and zero inputs and the whole exponent range
+// (the bound tile's lanes that take LeafBound64).
 TEST(FastEvalTest, Float64MatmulAcrossBlocksMatchesGeneric) {
   const std::string dir = FPCONFORM_MODELS_SOURCE_DIR;
   for (const char* name : {"numpy-openblas-skylakex-f64", "numpy-openblas-skylakex-f64-1thread",
@@ -634,39 +636,47 @@ TEST(FastEvalTest, Float64MatmulAcrossBlocksMatchesGeneric) {
       m.chain = LoadModelFile(dir + "/numpy-openblas-skylakex-f64-1thread.toml")->chain;
       m.name += "+blocked384-halve_down16";  // Rounded products in blocks.
     }
-    SCOPED_TRACE(m.name);
     ASSERT_TRUE(FastPathEligible(m));
-    constexpr int kM = 5, kN = 19, kK = 1000;
-    PinnedRng rng(DeriveSeed(kSeed, {4242, std::hash<std::string>{}(m.name) & 0xFFFF}));
-    std::vector<uint64_t> a(size_t(kM) * kK), b(size_t(kK) * kN), c(size_t(kM) * kN);
-    for (auto& x : a) x = Draw(rng, Float64(), kNarrow);
-    for (auto& x : b) x = Draw(rng, Float64(), kNarrow);
-    for (auto& x : c) x = FromDouble(Float64(), rng.LogUniform(-3, 3));
-    std::vector<EvalResult> want(c.size());
-    for (int i = 0; i < kM; ++i) {
-      for (int j = 0; j < kN; ++j) {
-        std::vector<uint64_t> row(kK), col(kK);
-        for (int p = 0; p < kK; ++p) {
-          row[p] = a[size_t(i) * kK + p];
-          col[p] = b[size_t(p) * kN + j];
-        }
-        want[size_t(i) * kN + j] = *GenericEvaluateDot(m, row, col, c[size_t(i) * kN + j]);
+    for (Profile prof : {kNarrow, kZerosSubnormals, kWide}) {
+      SCOPED_TRACE(m.name + " profile " + std::to_string(prof));
+      constexpr int kM = 5, kN = 19, kK = 1000;
+      PinnedRng rng(DeriveSeed(kSeed, {4242, std::hash<std::string>{}(m.name) & 0xFFFF,
+                                       static_cast<uint64_t>(prof)}));
+      std::vector<uint64_t> a(size_t(kM) * kK), b(size_t(kK) * kN), c(size_t(kM) * kN);
+      for (auto& x : a) x = Draw(rng, Float64(), prof);
+      for (auto& x : b) x = Draw(rng, Float64(), prof);
+      if (prof == kNarrow) {
+        for (auto& x : c) x = FromDouble(Float64(), rng.LogUniform(-3, 3));
       }
-    }
-    for (int threads : {1, 2}) {
-      for (bool bound : {false, true}) {
-        std::vector<uint64_t> d(c.size());
-        std::vector<double> bounds(bound ? c.size() : 0);
-        ASSERT_TRUE(FastEvaluateMatmul(m, kM, kN, kK, a, Layout::kRowMajor, b,
-                                       Layout::kRowMajor, c, d, bounds, {}, threads)
-                        .ok());
-        for (size_t idx = 0; idx < d.size(); ++idx) {
-          ASSERT_EQ(d[idx], want[idx].bits) << "element " << idx << " threads " << threads
-                                            << " bound " << bound;
-          if (bound) {
-            ASSERT_EQ(std::bit_cast<uint64_t>(bounds[idx]),
-                      std::bit_cast<uint64_t>(want[idx].bound))
-                << "element " << idx;
+      std::vector<EvalResult> want(c.size());
+      for (int i = 0; i < kM; ++i) {
+        for (int j = 0; j < kN; ++j) {
+          std::vector<uint64_t> row(kK), col(kK);
+          for (int p = 0; p < kK; ++p) {
+            row[p] = a[size_t(i) * kK + p];
+            col[p] = b[size_t(p) * kN + j];
+          }
+          want[size_t(i) * kN + j] = *GenericEvaluateDot(m, row, col, c[size_t(i) * kN + j]);
+        }
+      }
+      for (int threads : {1, 2}) {
+        for (bool bound : {false, true}) {
+          std::vector<uint64_t> d(c.size());
+          std::vector<double> bounds(bound ? c.size() : 0);
+          ASSERT_TRUE(FastEvaluateMatmul(m, kM, kN, kK, a, Layout::kRowMajor, b,
+                                         Layout::kRowMajor,
+                                         prof == kNarrow ? std::span<const uint64_t>(c)
+                                                         : std::span<const uint64_t>(),
+                                         d, bounds, {}, threads)
+                          .ok());
+          for (size_t idx = 0; idx < d.size(); ++idx) {
+            ASSERT_EQ(d[idx], want[idx].bits) << "element " << idx << " threads " << threads
+                                              << " bound " << bound;
+            if (bound) {
+              ASSERT_EQ(std::bit_cast<uint64_t>(bounds[idx]),
+                        std::bit_cast<uint64_t>(want[idx].bound))
+                  << "element " << idx;
+            }
           }
         }
       }

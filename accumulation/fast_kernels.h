@@ -53,7 +53,7 @@ struct MatIn {
 void RunMatmulRows(const MatIn& in, int i_lo, int i_hi, bool bound);
 
 // A matmul of float64 inputs (InputKind::kFloat64), decoded: A row-major (m x k), B column-major
-// (n x k) and, for the value-only tiles, packed in 8-column tiles (bpack[(t * k + kk) * 8 + w] =
+// (n x k) and, for the tiles, packed in 8-column tiles (bpack[(t * k + kk) * 8 + w] =
 // B(kk, 8t + w), t < n / 8). Rows and columns with a non-finite input are marked in bad_row /
 // bad_col (their inputs read as 0 here; fast_eval.cc redoes those elements generically).
 struct MatIn64 {
@@ -71,10 +71,11 @@ struct MatIn64 {
   uint64_t seed = 0;
 };
 
-// Rows [i_lo, i_hi) of a float64-input matmul (fast_tiles_avx2.cc): without bounds, sequential
-// and blocked chains (not kahan) in AVX2 register tiles of 4 (or 1) rows x 8 columns, lane by
+// Rows [i_lo, i_hi) of a float64-input matmul (fast_tiles_avx2.cc): sequential and blocked
+// chains (not kahan) in AVX2 register tiles of 4 (with bounds 2; or 1) rows x 8 columns, lane by
 // lane the scalar path's operations (fma(a, b, acc), or acc + fl(a*b), then the block sums added
-// in order); everything else element by element through RunDot64.
+// in order; the bound as ScalarDot's, LeafBound64's leaf data); everything else (column tails,
+// other chains) element by element through RunDot64.
 void RunMatmulRows64(const MatIn64& in, int i_lo, int i_hi, bool bound);
 
 // The AVX-512 fused tile (fast_tiles_avx512.cc): FusedTileAvx512<rows, floor_align, bound> at
