@@ -32,10 +32,10 @@
 // float64 a and b (no conversion, no daz) into a float64 host accumulator: each step is the host
 // fma(a, b, acc) or acc + fl(a*b) in double, the leaf bound data MagUp(a*b) and DiffUp from the
 // exact product error fma(a, b, -fl(a*b)) where that is exact, from formats/ops.h's soft Mul/Fma
-// rounded upward elsewhere (fast_scalar.h's LeafBound64); dots and matmuls of these plans run in
-// the scalar path (ScalarDot on double inputs), element by element. Host
-// path: adder ieee/fma/kahan (kahan: sequential chain only, evaluate.cc's four host operations per
-// step, p - comp as one fma for exact products), product exact (or rounded into the
+// rounded upward elsewhere (fast_scalar.h's LeafBound64); dots of these plans run in the scalar
+// path (ScalarDot on double inputs), matmuls as "Matmul" below says. Host path: adder
+// ieee/fma/kahan (kahan: sequential chain only, evaluate.cc's four host operations per step,
+// p - comp as one fma for exact products), product exact (or rounded into the
 // accumulator's own format), float32 or float64 accumulator at full precision; or a bfloat16
 // accumulator (adder ieee/fma, bfloat16 inputs, exact products, sequential chain, bfloat16
 // output): each step acc + a*b rounded once to bfloat16, the exact sum (TwoSum in double on the
@@ -65,7 +65,10 @@
 // elements (its shape depends only on K). Every other host chain (strided, split_k, simd,
 // cascade, tree, pairwise with unroll > 1), and any host plan with ftz/daz, bfloat16 promotion
 // or bfloat16 output, runs in WalkTile: tiles of the same size whose nodes are blocks of lanes,
-// one WalkChain per tile. Fused adders with those chains run element by element.
+// one WalkChain per tile. Fused adders with those chains run element by element. float64
+// inputs: sequential and blocked chains (not kahan) in AVX2 tiles of 4 rows x 8 columns (with
+// bounds 2 rows), every other chain and the column tails element by element (ScalarDot on double
+// inputs); a bfloat16 accumulator element by element.
 // Matmul runs on `threads` threads (row ranges); each output element is computed by one thread
 // in its own K order, so results are the same at every thread count.
 //
