@@ -4,7 +4,9 @@
 //  * DecodeAll: a dot's inputs; float32/bfloat16 inputs through the AVX2 loops of
 //    fast_decode_avx2.cc (DecodeValues*: call only after HostReady()), the others by DecodeOne.
 //  * ApplyInputDaz: inputs.daz on decoded values.
-// DotView is the decoded inputs of one dot as the scalar path (fast_scalar.h) reads them.
+//  * DecodeF64: one float64 input (InputKind::kFloat64), as a double.
+// DotView (DotView64 for float64 inputs) is the decoded inputs of one dot as the scalar path
+// (fast_scalar.h) reads them.
 //
 // Example:
 //   float used, orig; double pow;
@@ -80,21 +82,33 @@ inline bool DecodeOne(InputKind kind, const Table* t, uint64_t bits, float& used
       used = orig = t->value[bits];
       pow = t->pow[bits];
       break;
+    case InputKind::kFloat64: return false;  // Not a float value: DecodeF64.
   }
   return std::isfinite(used);
 }
 
-// The decoded inputs of one dot (strided views into matrices or plain arrays).
-struct DotView {
-  const float* a;   // Used values.
-  const float* b;
-  const float* ao;  // Original values (== a without conversion).
-  const float* bo;
+// A float64 input (InputKind::kFloat64): the value itself; false for NaN/Inf.
+inline bool DecodeF64(uint64_t bits, double& v) {
+  v = std::bit_cast<double>(bits);
+  return std::isfinite(v);
+}
+
+// The decoded inputs of one dot (strided views into matrices or plain arrays): In = float for
+// every InputKind but kFloat64 (DotView), double for kFloat64 (DotView64; no conversion, no
+// daz, no fused adder: ao == a, bo == b, apow = bpow = nullptr).
+template <class In>
+struct DotViewT {
+  const In* a;   // Used values.
+  const In* b;
+  const In* ao;  // Original values (== a without conversion).
+  const In* bo;
   const double* apow;
   const double* bpow;
   size_t sa, sb;    // Strides.
   int k;
 };
+using DotView = DotViewT<float>;
+using DotView64 = DotViewT<double>;
 
 struct Decoded {
   std::vector<float> v, o;

@@ -25,16 +25,21 @@ namespace {
 using accumulation_internal::Cat;
 using fast_internal::ApplyInputDaz;
 using fast_internal::DecodeAll;
+using fast_internal::DecodeF64;
 using fast_internal::DecodeOne;
 using fast_internal::Decoded;
 using fast_internal::DotView;
+using fast_internal::DotView64;
 using fast_internal::HostReady;
 using fast_internal::InputKind;
 using fast_internal::MakePlan;
 using fast_internal::MatIn;
+using fast_internal::MatIn64;
 using fast_internal::Plan;
 using fast_internal::RunDot;
+using fast_internal::RunDot64;
 using fast_internal::RunMatmulRows;
+using fast_internal::RunMatmulRows64;
 
 std::atomic<uint64_t> g_fallbacks{0};
 
@@ -42,6 +47,7 @@ std::atomic<uint64_t> g_fallbacks{0};
 struct MatScratch {
   std::vector<float> av, ao, bv, bo, bpackf;
   std::vector<double> apow, bpow, bd, bpack;
+  std::vector<double> a64, bt64;  // float64 inputs: A row-major (m x k), B column-major (n x k).
   std::vector<uint8_t> redo, bad_row, bad_col;
 };
 
@@ -54,6 +60,22 @@ absl::StatusOr<EvalResult> DotImpl(const Model& model, const Plan& plan,
                   : GenericEvaluateDot(model, a, b, c_bits, options);
   };
   if (!HostReady()) return generic();
+  if (plan.in_a == InputKind::kFloat64) {
+    // float64 inputs (a sum: b = 1, as below).
+    const size_t n = a.size();
+    std::vector<double> av(n), bv(n, 1.0);
+    bool ok = true;
+    for (size_t i = 0; i < n; ++i) ok &= DecodeF64(a[i], av[i]);
+    if (!is_sum) {
+      for (size_t i = 0; i < n; ++i) ok &= DecodeF64(b[i], bv[i]);
+    }
+    if (!ok) return generic();
+    const DotView64 d{av.data(), bv.data(), av.data(), bv.data(), nullptr, nullptr, 1, 1,
+                      static_cast<int>(n)};
+    EvalResult r;
+    if (!RunDot64(plan, d, c_bits, r, options.seed, options.want_bound)) return generic();
+    return r;
+  }
   const bool need_pow = plan.arith == Plan::Arith::kFused;
   Decoded da, db;
   if (!DecodeAll(plan.in_a, plan.table_a, a, da, need_pow)) return generic();
@@ -183,96 +205,146 @@ absl::Status fast_internal::FastMatmul(const Model& model, const Plan& plan, int
   if (plan.arith != Plan::Arith::kHostF64) {
     // float32 (bfloat16: chain.format) c with bits above the container: the generic path
     // decides what they mean.
-    const int width = plan.promote_bf16 ? 16 : 32;
+    const int width = plan.promote_bf16 || plan.acc_bf16 ? 16 : 32;
     for (size_t idx = 0; idx < c.size(); ++idx) redo[idx] = (c[idx] >> width) != 0;
   }
   std::vector<uint8_t>& bad_row = sc.bad_row;
   std::vector<uint8_t>& bad_col = sc.bad_col;
   bad_row.assign(m, 0);
   bad_col.assign(n, 0);
-  sc.av.resize(mk);
-  sc.ao.resize(need_orig ? mk : 0);
-  sc.apow.resize(fused ? mk : 0);
-  sc.bv.resize(kn);
-  sc.bo.resize(need_orig ? kn : 0);
-  sc.bpow.resize(fused ? kn : 0);
-  {
-    double pw;
-    float orig;
+  if (plan.in_a == InputKind::kFloat64) {
+    // float64 inputs: A row-major and B column-major in doubles (and B packed in 8-column tiles
+    // for the tiles), RunMatmulRows64 (c any float64 bits, non-finite ones redone).
+    sc.a64.resize(mk);
+    sc.bt64.resize(kn);
     for (int i = 0; i < m; ++i) {
       for (int p = 0; p < k; ++p) {
-        const size_t idx = size_t(i) * k + p;
-        if (!DecodeOne(plan.in_a, plan.table_a, a_at(i, p), sc.av[idx],
-                       need_orig ? sc.ao[idx] : orig, fused ? sc.apow[idx] : pw)) {
+        double& v = sc.a64[size_t(i) * k + p];
+        if (!DecodeF64(a_at(i, p), v)) {
           bad_row[i] = 1;
-          sc.av[idx] = 0;  // Keeps the kernels' arithmetic finite; redone below.
-          if (need_orig) sc.ao[idx] = 0;
+          v = 0;
         }
       }
     }
-    for (int p = 0; p < k; ++p) {
-      for (int j = 0; j < n; ++j) {
-        const size_t idx = size_t(p) * n + j;
-        if (!DecodeOne(plan.in_b, plan.table_b, b_at(p, j), sc.bv[idx],
-                       need_orig ? sc.bo[idx] : orig, fused ? sc.bpow[idx] : pw)) {
+    for (int j = 0; j < n; ++j) {
+      for (int p = 0; p < k; ++p) {
+        double& v = sc.bt64[size_t(j) * k + p];
+        if (!DecodeF64(b_at(p, j), v)) {
           bad_col[j] = 1;
-          sc.bv[idx] = 0;
-          if (need_orig) sc.bo[idx] = 0;
+          v = 0;
         }
       }
     }
-    if (plan.input_daz) {
-      // inputs.daz after the decode loops (kept out of them: they are a third of a fast matmul).
-      for (float& v : sc.av) {
-        if (std::fabs(v) < plan.daz_min_a) v = std::copysign(0.0f, v);
-      }
-      for (float& v : sc.bv) {
-        if (std::fabs(v) < plan.daz_min_b) v = std::copysign(0.0f, v);
-      }
-    }
-  }
-  sc.bd.clear();
-  sc.bpack.clear();
-  sc.bpackf.clear();
-  if (fused) {
-    if (want_bound) sc.bd.assign(sc.bv.begin(), sc.bv.end());
-    sc.bpack.resize(size_t(n / 8) * k * 16);
+    sc.bpack.resize(size_t(n / 8) * k * 8);
     for (int t = 0; t < n / 8; ++t) {
       for (int p = 0; p < k; ++p) {
         for (int w = 0; w < 8; ++w) {
-          sc.bpack[(size_t(t) * k + p) * 16 + w] = sc.bv[size_t(p) * n + 8 * t + w];
-          sc.bpack[(size_t(t) * k + p) * 16 + 8 + w] = sc.bpow[size_t(p) * n + 8 * t + w];
+          sc.bpack[(size_t(t) * k + p) * 8 + w] = sc.bt64[size_t(8 * t + w) * k + p];
         }
       }
     }
-  } else if (!want_bound) {
-    sc.bpackf.resize(size_t(n / 16) * k * 16);
-    for (int t = 0; t < n / 16; ++t) {
-      for (int p = 0; p < k; ++p) {
-        for (int w = 0; w < 16; ++w) {
-          sc.bpackf[(size_t(t) * k + p) * 16 + w] = sc.bv[size_t(p) * n + 16 * t + w];
-        }
+    const MatIn64 in{&plan, m, n, k, sc.a64.data(), sc.bt64.data(), sc.bpack.data(),
+                     c.empty() ? nullptr : c.data(), d.data(),
+                     want_bound ? bounds.data() : nullptr, &redo, bad_row.data(),
+                     bad_col.data(), options.seed};
+    auto rows = [&](int lo, int hi) { RunMatmulRows64(in, lo, hi, want_bound); };
+    const int t = std::max(1, std::min(threads, m));
+    if (t == 1) {
+      rows(0, m);
+    } else {
+      const int per = ((m + t - 1) / t + 3) / 4 * 4;  // Multiples of the tile height.
+      std::vector<std::thread> pool;
+      for (int lo = 0; lo < m; lo += per) {
+        const int hi = std::min(m, lo + per);
+        pool.emplace_back([&rows, lo, hi] { rows(lo, hi); });
       }
+      for (std::thread& th : pool) th.join();
     }
-  }
-  MatIn in{&plan, m, n, k, sc.av.data(), need_orig ? sc.ao.data() : sc.av.data(),
-           fused ? sc.apow.data() : nullptr, sc.bv.data(),
-           need_orig ? sc.bo.data() : sc.bv.data(), fused ? sc.bpow.data() : nullptr,
-           sc.bd.data(), sc.bpack.data(), sc.bpackf.data(), c.empty() ? nullptr : c.data(),
-           d.data(), want_bound ? bounds.data() : nullptr, &redo, options.seed};
-  auto rows = [&](int lo, int hi) { RunMatmulRows(in, lo, hi, want_bound); };
-  const int t = std::max(1, std::min(threads, m));
-  if (t == 1) {
-    rows(0, m);
   } else {
-    // Row ranges in multiples of 4 (the tile height): each element is computed by one thread.
-    const int per = ((m + t - 1) / t + 3) / 4 * 4;
-    std::vector<std::thread> pool;
-    for (int lo = 0; lo < m; lo += per) {
-      const int hi = std::min(m, lo + per);
-      pool.emplace_back([&rows, lo, hi] { rows(lo, hi); });
+    sc.av.resize(mk);
+    sc.ao.resize(need_orig ? mk : 0);
+    sc.apow.resize(fused ? mk : 0);
+    sc.bv.resize(kn);
+    sc.bo.resize(need_orig ? kn : 0);
+    sc.bpow.resize(fused ? kn : 0);
+    {
+      double pw;
+      float orig;
+      for (int i = 0; i < m; ++i) {
+        for (int p = 0; p < k; ++p) {
+          const size_t idx = size_t(i) * k + p;
+          if (!DecodeOne(plan.in_a, plan.table_a, a_at(i, p), sc.av[idx],
+                         need_orig ? sc.ao[idx] : orig, fused ? sc.apow[idx] : pw)) {
+            bad_row[i] = 1;
+            sc.av[idx] = 0;  // Keeps the kernels' arithmetic finite; redone below.
+            if (need_orig) sc.ao[idx] = 0;
+          }
+        }
+      }
+      for (int p = 0; p < k; ++p) {
+        for (int j = 0; j < n; ++j) {
+          const size_t idx = size_t(p) * n + j;
+          if (!DecodeOne(plan.in_b, plan.table_b, b_at(p, j), sc.bv[idx],
+                         need_orig ? sc.bo[idx] : orig, fused ? sc.bpow[idx] : pw)) {
+            bad_col[j] = 1;
+            sc.bv[idx] = 0;
+            if (need_orig) sc.bo[idx] = 0;
+          }
+        }
+      }
+      if (plan.input_daz) {
+        // inputs.daz after the decode loops (kept out of them: they are a third of a fast matmul).
+        for (float& v : sc.av) {
+          if (std::fabs(v) < plan.daz_min_a) v = std::copysign(0.0f, v);
+        }
+        for (float& v : sc.bv) {
+          if (std::fabs(v) < plan.daz_min_b) v = std::copysign(0.0f, v);
+        }
+      }
     }
-    for (std::thread& th : pool) th.join();
+    sc.bd.clear();
+    sc.bpack.clear();
+    sc.bpackf.clear();
+    if (fused) {
+      if (want_bound) sc.bd.assign(sc.bv.begin(), sc.bv.end());
+      sc.bpack.resize(size_t(n / 8) * k * 16);
+      for (int t = 0; t < n / 8; ++t) {
+        for (int p = 0; p < k; ++p) {
+          for (int w = 0; w < 8; ++w) {
+            sc.bpack[(size_t(t) * k + p) * 16 + w] = sc.bv[size_t(p) * n + 8 * t + w];
+            sc.bpack[(size_t(t) * k + p) * 16 + 8 + w] = sc.bpow[size_t(p) * n + 8 * t + w];
+          }
+        }
+      }
+    } else if (!want_bound) {
+      sc.bpackf.resize(size_t(n / 16) * k * 16);
+      for (int t = 0; t < n / 16; ++t) {
+        for (int p = 0; p < k; ++p) {
+          for (int w = 0; w < 16; ++w) {
+            sc.bpackf[(size_t(t) * k + p) * 16 + w] = sc.bv[size_t(p) * n + 16 * t + w];
+          }
+        }
+      }
+    }
+    MatIn in{&plan, m, n, k, sc.av.data(), need_orig ? sc.ao.data() : sc.av.data(),
+             fused ? sc.apow.data() : nullptr, sc.bv.data(),
+             need_orig ? sc.bo.data() : sc.bv.data(), fused ? sc.bpow.data() : nullptr,
+             sc.bd.data(), sc.bpack.data(), sc.bpackf.data(), c.empty() ? nullptr : c.data(),
+             d.data(), want_bound ? bounds.data() : nullptr, &redo, options.seed};
+    auto rows = [&](int lo, int hi) { RunMatmulRows(in, lo, hi, want_bound); };
+    const int t = std::max(1, std::min(threads, m));
+    if (t == 1) {
+      rows(0, m);
+    } else {
+      // Row ranges in multiples of 4 (the tile height): each element is computed by one thread.
+      const int per = ((m + t - 1) / t + 3) / 4 * 4;
+      std::vector<std::thread> pool;
+      for (int lo = 0; lo < m; lo += per) {
+        const int hi = std::min(m, lo + per);
+        pool.emplace_back([&rows, lo, hi] { rows(lo, hi); });
+      }
+      for (std::thread& th : pool) th.join();
+    }
   }
   // Elements the fast kernels could not decide: the generic path, on the original bits.
   std::vector<uint64_t> row(k), col(k);

@@ -28,23 +28,33 @@
 //
 // Eligibility (FastPathEligible): inputs float32, bfloat16, float16 or any <= 16-bit signed format
 // whose values are all float32 values (fp8s), optionally float32 -> tfloat32 rtz; daz (host
-// adders, no conversion: an input below its format's 2^Emin reads as a zero of its sign). Host
-// path: adder ieee/fma/kahan (kahan: sequential chain only, evaluate.cc's four host operations per
-// step, p - comp as one fma for exact products), product exact (or rounded into the accumulator's own format), float32 or
-// float64 accumulator at full precision. Fused path: float32 accumulator with 1..23 fraction bits,
-// rtz or rne normalization, truncate or round_down alignment, nominal or actual exponents,
-// F + 2 + bit_width(G) <= 53. Chains: sequential, blocked, pairwise (host path, with chunk),
-// promote (into float32, rne; host path also into bfloat16, rne: the float32 sum rounded to odd
-// by TwoSum, then to bfloat16); strided (sequential or pairwise combine), split_k, and (host
-// path) simd, cascade and tree (with a shape), which run chain_walk.h's WalkChain (the generic
-// evaluator's own order) on host nodes. Chains with combine adds need a full-precision
+// adders, no conversion: an input below its format's 2^Emin reads as a zero of its sign); or
+// float64 a and b (no conversion, no daz) into a float64 host accumulator: each step is the host
+// fma(a, b, acc) or acc + fl(a*b) in double, the leaf bound data MagUp(a*b) and DiffUp from the
+// exact product error fma(a, b, -fl(a*b)) where that is exact, from formats/ops.h's soft Mul/Fma
+// rounded upward elsewhere (fast_scalar.h's LeafBound64); dots of these plans run in the scalar
+// path (ScalarDot on double inputs), matmuls as "Matmul" below says. Host path: adder
+// ieee/fma/kahan (kahan: sequential chain only, evaluate.cc's four host operations per step,
+// p - comp as one fma for exact products), product exact (or rounded into the
+// accumulator's own format), float32 or float64 accumulator at full precision; or a bfloat16
+// accumulator (adder ieee/fma, bfloat16 inputs, exact products, sequential chain, bfloat16
+// output): each step acc + a*b rounded once to bfloat16, the exact sum (TwoSum in double on the
+// product, exact in double) rounded to odd in double, then float32, then to bfloat16 rne
+// (fast_scalar.h's AddRoundBf16Exact); matmuls element by element. Fused path: float32
+// accumulator with 1..23 fraction bits, rtz or rne normalization, truncate or round_down
+// alignment, nominal or actual exponents, F + 2 + bit_width(G) <= 53. Chains: sequential,
+// blocked, pairwise (host path, with chunk), promote (into float32, rne; host path also into
+// bfloat16, rne: the float32 sum rounded to odd by TwoSum, then to bfloat16); strided
+// (sequential or pairwise combine), split_k, and (host path) simd, cascade and tree (with a
+// shape), which run chain_walk.h's WalkChain (the generic evaluator's own order) on host nodes.
+// Chains with combine adds need a full-precision
 // accumulator (their combine adds are host adds). Host float32 adders may flush (adder.ftz:
 // a result below 2^-126 becomes a zero of its sign, one of exactly +-2^-126 goes to the generic
 // path, as the exact value may be tiny; either tininess rule) and read a subnormal accumulator
 // operand as zero (adder.daz). Output: the final accumulator's format, float64 -> float32 rne,
 // or (host path) float32 -> bfloat16 rne. Every other rounding rne (except where rtz is named),
 // no sat or stochastic rounding, no ftz/daz outside the adder's steps. Anything else (strided
-// combine "halving", a bfloat16 accumulator, new kinds or values) is ineligible.
+// combine "halving", other bfloat16-accumulator plans, new kinds or values) is ineligible.
 //
 // The bound is computed with the same double operations in the same order as evaluate.cc
 // (leaf M = |a*b| and E = |used - exact| are exact in double for these formats, so they equal
@@ -55,7 +65,10 @@
 // elements (its shape depends only on K). Every other host chain (strided, split_k, simd,
 // cascade, tree, pairwise with unroll > 1), and any host plan with ftz/daz, bfloat16 promotion
 // or bfloat16 output, runs in WalkTile: tiles of the same size whose nodes are blocks of lanes,
-// one WalkChain per tile. Fused adders with those chains run element by element.
+// one WalkChain per tile. Fused adders with those chains run element by element. float64
+// inputs: sequential and blocked chains (not kahan) in AVX2 tiles of 4 rows x 8 columns (with
+// bounds 2 rows), every other chain and the column tails element by element (ScalarDot on double
+// inputs); a bfloat16 accumulator element by element.
 // Matmul runs on `threads` threads (row ranges); each output element is computed by one thread
 // in its own K order, so results are the same at every thread count.
 //

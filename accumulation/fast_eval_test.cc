@@ -162,7 +162,8 @@ TEST(FastEvalTest, EligiblePresetsIncludeTheTargets) {
         "cpu-f64-seq", "numpy-sum-f32", "nvidia-h100-bf16", "nvidia-h100-fp16",
         "nvidia-h100-tf32", "nvidia-a100-tf32", "nvidia-h100-fp8e4m3",
         "nvidia-h100-fp8e4m3-promote128", "nvidia-ada-fp8e5m2", "trainium2-bf16-pairwise",
-        "kahan-f32"}) {
+        "kahan-f32", "numpy-openblas-skylakex-f64", "numpy-openblas-skylakex-f64-1thread",
+        "numpy-openblas-skylakex-f64-small", "numpy-refblas-f64"}) {
     EXPECT_NE(std::find(eligible.begin(), eligible.end(), name), eligible.end()) << name;
   }
 }
@@ -215,8 +216,18 @@ TEST(FastEvalTest, DotsAndSumsMatchGenericOnEveryEligiblePreset) {
       continue;
     }
     ++presets;
-    cases += CheckDots(m, 3000);
+    const uint64_t before = FastEvalFallbacks();
+    const long preset_cases = CheckDots(m, 3000);
+    cases += preset_cases;
     if (HasFailure()) return;
+    if (m.inputs.a == &Float64()) {
+      // float64 inputs: the scalar double path decides most cases itself (tiny and huge
+      // products included), not the fallback.
+      const uint64_t preset_fallbacks = FastEvalFallbacks() - before;
+      std::cout << m.name << ": " << preset_cases << " cases, " << preset_fallbacks
+                << " handed to the generic path\n";
+      EXPECT_LT(preset_fallbacks * 3, static_cast<uint64_t>(preset_cases)) << m.name;
+    }
   }
   const uint64_t fallbacks = FastEvalFallbacks() - fallbacks_before;
   std::cout << presets << " eligible presets, " << cases << " dot/sum cases, " << fallbacks
@@ -404,6 +415,36 @@ TEST(FastEvalTest, VariantsMatchGeneric) {
   v.output.format = &Float64();
   v.name = "kahan-f64";
   variants.push_back(v);
+  // float64 inputs (DotView64, LeafBound64) beyond the BLAS presets: walked and pairwise chains,
+  // Kahan, float32 output, a rounded product in blocks.
+  const Model ob64 = *LoadModelFile(dir + "/numpy-openblas-skylakex-f64.toml");
+  const Model ref64 = *LoadModelFile(dir + "/numpy-refblas-f64.toml");
+  v = ob64;
+  v.chain = pw.chain;
+  v.name = "numpy-openblas-skylakex-f64+pairwise128";
+  variants.push_back(v);
+  v = ob64;
+  v.chain = LoadModelFile(dir + "/numpy-sum-f32.toml")->chain;
+  v.name = "numpy-openblas-skylakex-f64+numpy-sum-pairwise";
+  variants.push_back(v);
+  v = ob64;
+  v.chain.kind = ChainKind::kStrided;
+  v.chain.ways = 3;
+  v.chain.combine = CombineOrder::kPairwise;
+  v.output.format = &Float32();
+  v.name = "numpy-openblas-skylakex-f64+strided3+f32out";
+  variants.push_back(v);
+  v = ref64;
+  v.chain = ob64.chain;
+  v.name = "numpy-refblas-f64+blocked384";
+  variants.push_back(v);
+  v = ref64;
+  v.adder.kind = AdderKind::kKahan;
+  v.name = "numpy-refblas-f64+kahan";
+  variants.push_back(v);
+  v.product.policy = ProductPolicy::kExact;
+  v.name = "numpy-refblas-f64+kahan+exact_product";
+  variants.push_back(v);
   // Chain kinds walked by chain_walk.h on host nodes, beyond the presets (simd halving, cascade,
   // split_k fixed/random): strided (both combines, host and fused adders), simd reductions and
   // unit orders, split_k with a fused adder.
@@ -517,6 +558,214 @@ TEST(FastEvalTest, VariantsMatchGeneric) {
   }
 }
 
+// float64 inputs on a table of special values (signed zeros, the smallest and largest
+// subnormals, 2^Emin, values around LeafBound64's 2^-960 and 2^1000 limits, DBL_MAX, Inf, NaN)
+// crossed with each other, in dots of one product, of a product and its negation (exact zeros:
+// their sign), and of three products with c: the same bits and bounds as the generic engine, and
+// every case with finite inputs and a finite result decided by the fast path itself.
+TEST(FastEvalTest, Float64InputsMatchGenericOnSpecialValues) {
+  const std::string dir = FPCONFORM_MODELS_SOURCE_DIR;
+  const double inf = std::numeric_limits<double>::infinity();
+  const double max = std::numeric_limits<double>::max();
+  const std::vector<double> vals = {
+      0.0, -0.0, 0x1p-1074, -0x1p-1074, 0x0.fffffffffffffp-1022, 0x1p-1022, -0x1.8p-1000,
+      0x1.fffffffffffffp-961, 0x1p-960, 0x1.0000000000001p-480, 1.0, -1.0,
+      0x1.0000000000001p0, -0x1.fffffffffffffp0, 3.0, 0x1.fffffffffffffp499, 0x1p500,
+      0x1.0000000000001p500, 0x1p1000, max, -max, inf, -inf,
+      std::numeric_limits<double>::quiet_NaN()};
+  const std::vector<double> cs = {0.0, -0.0, 1.0, -0x1p-1074, max};
+  std::vector<Model> models;
+  for (const char* name : {"numpy-openblas-skylakex-f64", "numpy-openblas-skylakex-f64-1thread",
+                           "numpy-openblas-skylakex-f64-small", "numpy-refblas-f64"}) {
+    models.push_back(*LoadModelFile(dir + "/" + name + ".toml"));
+  }
+  Model v = models.back();
+  v.adder.kind = AdderKind::kKahan;
+  v.name = "numpy-refblas-f64+kahan";
+  models.push_back(v);
+  v = models[0];
+  v.output.format = &Float32();
+  v.name = "numpy-openblas-skylakex-f64+f32out";
+  models.push_back(v);
+  auto bits = [](double x) { return std::bit_cast<uint64_t>(x); };
+  long cases = 0;
+  for (const Model& m : models) {
+    SCOPED_TRACE(m.name);
+    ASSERT_TRUE(FastPathEligible(m)) << FastPathIneligibleReason(m);
+    for (double x : vals) {
+      for (double y : vals) {
+        const std::vector<std::pair<std::vector<double>, std::vector<double>>> dots = {
+            {{x}, {y}}, {{x, -x}, {y, y}}, {{x, 1.5, y}, {y, -x, 0x1p-1074}}};
+        for (const auto& [da, db] : dots) {
+          for (double c : cs) {
+            std::vector<uint64_t> a, b;
+            for (double t : da) a.push_back(bits(t));
+            for (double t : db) b.push_back(bits(t));
+            const uint64_t c_bits = bits(c);  // c: the accumulator's format (float64).
+            for (bool bound : {false, true}) {
+              EvalOptions opt;
+              opt.want_bound = bound;
+              std::ostringstream what;
+              what << std::hexfloat << m.name << " x " << x << " y " << y << " k " << a.size()
+                   << " c " << c << " bound " << bound;
+              const EvalResult gen = *GenericEvaluateDot(m, a, b, c_bits, opt);
+              const uint64_t before = FastEvalFallbacks();
+              const absl::StatusOr<EvalResult> fast = FastEvaluateDot(m, a, b, c_bits, opt);
+              const uint64_t fallbacks = FastEvalFallbacks() - before;
+              ASSERT_TRUE(fast.ok()) << what.str();
+              ExpectSame(*fast, gen, what.str());
+              const FormatSpec& of = *m.output.format;
+              const bool finite_in = std::isfinite(x) && std::isfinite(y);
+              const bool finite_out =
+                  &of == &Float64()
+                      ? std::isfinite(std::bit_cast<double>(gen.bits))
+                      : std::isfinite(std::bit_cast<float>(static_cast<uint32_t>(gen.bits)));
+              if (finite_in && finite_out) {
+                EXPECT_EQ(fallbacks, 0u) << what.str();
+              }
+              ++cases;
+              if (HasFailure()) return;
+            }
+          }
+        }
+        // The same terms as a sum.
+        const std::vector<uint64_t> xs = {bits(x), bits(y), bits(-x)};
+        const EvalResult gs = *GenericEvaluateSum(m, xs, 0, {});
+        const absl::StatusOr<EvalResult> fs = FastEvaluateSum(m, xs, 0, {});
+        ASSERT_TRUE(fs.ok());
+        ExpectSame(*fs, gs, m.name + " sum");
+        ++cases;
+        if (HasFailure()) return;
+      }
+    }
+  }
+  std::cout << cases << " float64 special-value cases\n";
+}
+
+// float64-input matmuls with K across several OpenBLAS blocks (384, then the halved tail: the
+// AVX2 tiles' ChunkEnd and block sums) and a non-multiple of the tile sizes, with and without
+// bounds, at 1 and 2 threads, against generic dots: normal inputs with c, and (no c, so that the
+// bound is made of subnormal-sized terms) subnormal and zero inputs and the whole exponent range
+// (the bound tile's lanes that take LeafBound64).
+TEST(FastEvalTest, Float64MatmulAcrossBlocksMatchesGeneric) {
+  const std::string dir = FPCONFORM_MODELS_SOURCE_DIR;
+  for (const char* name : {"numpy-openblas-skylakex-f64", "numpy-openblas-skylakex-f64-1thread",
+                           "numpy-openblas-skylakex-f64-small", "numpy-refblas-f64"}) {
+    Model m = *LoadModelFile(dir + "/" + name + ".toml");
+    if (std::string(name) == "numpy-refblas-f64") {
+      m.chain = LoadModelFile(dir + "/numpy-openblas-skylakex-f64-1thread.toml")->chain;
+      m.name += "+blocked384-halve_down16";  // Rounded products in blocks.
+    }
+    ASSERT_TRUE(FastPathEligible(m));
+    for (Profile prof : {kNarrow, kZerosSubnormals, kWide}) {
+      SCOPED_TRACE(m.name + " profile " + std::to_string(prof));
+      constexpr int kM = 5, kN = 19, kK = 1000;
+      PinnedRng rng(DeriveSeed(kSeed, {4242, std::hash<std::string>{}(m.name) & 0xFFFF,
+                                       static_cast<uint64_t>(prof)}));
+      std::vector<uint64_t> a(size_t(kM) * kK), b(size_t(kK) * kN), c(size_t(kM) * kN);
+      for (auto& x : a) x = Draw(rng, Float64(), prof);
+      for (auto& x : b) x = Draw(rng, Float64(), prof);
+      if (prof == kNarrow) {
+        for (auto& x : c) x = FromDouble(Float64(), rng.LogUniform(-3, 3));
+      }
+      std::vector<EvalResult> want(c.size());
+      for (int i = 0; i < kM; ++i) {
+        for (int j = 0; j < kN; ++j) {
+          std::vector<uint64_t> row(kK), col(kK);
+          for (int p = 0; p < kK; ++p) {
+            row[p] = a[size_t(i) * kK + p];
+            col[p] = b[size_t(p) * kN + j];
+          }
+          want[size_t(i) * kN + j] = *GenericEvaluateDot(m, row, col, c[size_t(i) * kN + j]);
+        }
+      }
+      for (int threads : {1, 2}) {
+        for (bool bound : {false, true}) {
+          std::vector<uint64_t> d(c.size());
+          std::vector<double> bounds(bound ? c.size() : 0);
+          ASSERT_TRUE(FastEvaluateMatmul(m, kM, kN, kK, a, Layout::kRowMajor, b,
+                                         Layout::kRowMajor,
+                                         prof == kNarrow ? std::span<const uint64_t>(c)
+                                                         : std::span<const uint64_t>(),
+                                         d, bounds, {}, threads)
+                          .ok());
+          for (size_t idx = 0; idx < d.size(); ++idx) {
+            ASSERT_EQ(d[idx], want[idx].bits) << "element " << idx << " threads " << threads
+                                              << " bound " << bound;
+            if (bound) {
+              ASSERT_EQ(std::bit_cast<uint64_t>(bounds[idx]),
+                        std::bit_cast<uint64_t>(want[idx].bound))
+                  << "element " << idx;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// The bfloat16 accumulator (trainium2-xla-sum-bf16-bf16acc: AddRoundBf16Exact) on a table of
+// bfloat16 values (signed zeros, subnormals, 2^Emin, products below float32's subnormals,
+// ties of the bfloat16 rounding, the largest finite value, Inf, NaN) crossed with each other:
+// sums and dots (the plan does both) of a pair, of a pair and its negation, and of a tie-making
+// triple, with several c, against the generic engine; every case with finite inputs and a finite
+// result decided by the fast path itself.
+TEST(FastEvalTest, BFloat16AccumulatorMatchesGenericOnSpecialValues) {
+  const Model m = *LoadModelFile(std::string(FPCONFORM_MODELS_SOURCE_DIR) +
+                                 "/trainium2-xla-sum-bf16-bf16acc.toml");
+  ASSERT_TRUE(FastPathEligible(m)) << FastPathIneligibleReason(m);
+  const std::vector<uint64_t> vals = {
+      0x0000, 0x8000, 0x0001, 0x8001, 0x007F, 0x0080, 0x8080, 0x0081, 0x3F80, 0xBF80,
+      0x3F81, 0x3B80,  // 2^-8: 1 + 2^-8 is a tie of bfloat16's rounding.
+      0x3B81, 0xBB80, 0x4040, 0x1F80, 0x2000, 0x7F00, 0x7F7F, 0xFF7F, 0x7F80, 0xFF80, 0x7FC0};
+  const std::vector<uint64_t> cs = {0x0000, 0x8000, 0x3F80, 0x8001, 0x7F7F};
+  auto finite = [](uint64_t h) { return (h & 0x7F80u) != 0x7F80u; };
+  long cases = 0;
+  for (uint64_t x : vals) {
+    for (uint64_t y : vals) {
+      const std::vector<std::pair<std::vector<uint64_t>, std::vector<uint64_t>>> dots = {
+          {{x, y}, {y, x}},
+          {{x, x ^ 0x8000u, y}, {y, y, 0x3F80}},
+          {{0x3F80, x, y}, {y, 0x3B80, x}}};
+      for (const auto& [a, b] : dots) {
+        for (uint64_t c : cs) {
+          for (bool bound : {false, true}) {
+            EvalOptions opt;
+            opt.want_bound = bound;
+            const std::string what = m.name + " x " + Hex(x) + " y " + Hex(y) + " k " +
+                                     std::to_string(a.size()) + " c " + Hex(c) +
+                                     (bound ? " bound" : "");
+            bool all_finite = finite(c);
+            for (uint64_t t : a) all_finite &= finite(t);
+            for (uint64_t t : b) all_finite &= finite(t);
+            const EvalResult gs = *GenericEvaluateSum(m, a, c, opt);
+            uint64_t before = FastEvalFallbacks();
+            const absl::StatusOr<EvalResult> fs = FastEvaluateSum(m, a, c, opt);
+            ASSERT_TRUE(fs.ok()) << what;
+            ExpectSame(*fs, gs, "sum " + what);
+            bool sum_finite = true;
+            for (uint64_t t : a) sum_finite &= finite(t);
+            if (sum_finite && finite(c) && finite(gs.bits)) {
+              EXPECT_EQ(FastEvalFallbacks(), before) << "sum " << what;
+            }
+            const EvalResult gd = *GenericEvaluateDot(m, a, b, c, opt);
+            before = FastEvalFallbacks();
+            const absl::StatusOr<EvalResult> fd = FastEvaluateDot(m, a, b, c, opt);
+            ASSERT_TRUE(fd.ok()) << what;
+            ExpectSame(*fd, gd, "dot " + what);
+            if (all_finite && finite(gd.bits)) {
+              EXPECT_EQ(FastEvalFallbacks(), before) << "dot " << what;
+            }
+            cases += 2;
+            if (HasFailure()) return;
+          }
+        }
+      }
+    }
+  }
+  std::cout << cases << " bfloat16-accumulator special-value cases\n";
+}
+
 TEST(FastEvalTest, WhitelistRejectsWhatItDoesNotImplement) {
   Model base = *LoadModelFile(std::string(FPCONFORM_MODELS_SOURCE_DIR) + "/cuda-f32-fma.toml");
   ASSERT_TRUE(FastPathEligible(base));
@@ -558,6 +807,54 @@ TEST(FastEvalTest, WhitelistRejectsWhatItDoesNotImplement) {
   EXPECT_FALSE(FastPathEligible(m));
   m = f64;
   m.output.format = &BFloat16();  // float64 -> bfloat16: not a conversion the plan knows.
+  EXPECT_FALSE(FastPathEligible(m));
+  // float64 inputs: only into a float64 host accumulator, both inputs float64, no inputs.daz,
+  // rne only (the generic engine keeps the rest).
+  const Model ob64 = *LoadModelFile(std::string(FPCONFORM_MODELS_SOURCE_DIR) +
+                                    "/numpy-openblas-skylakex-f64.toml");
+  ASSERT_TRUE(FastPathEligible(ob64));
+  m = ob64;
+  m.accumulator.format = &Float32();
+  m.accumulator.fraction_bits = Float32().fraction_bits;
+  EXPECT_FALSE(FastPathEligible(m));
+  m = ob64;
+  m.inputs.b = &Float32();
+  EXPECT_FALSE(FastPathEligible(m));
+  m = ob64;
+  m.inputs.daz = true;
+  EXPECT_FALSE(FastPathEligible(m));
+  m = ob64;
+  m.adder.env.flush_to_zero = true;
+  EXPECT_FALSE(FastPathEligible(m));
+  m = ob64;
+  m.adder.env.rounding = Rounding::kTowardZero;
+  EXPECT_FALSE(FastPathEligible(m));
+  m = ob64;
+  m.accumulator.combine_env.rounding = Rounding::kUpward;
+  EXPECT_FALSE(FastPathEligible(m));
+  // A bfloat16 accumulator: bfloat16 inputs, exact products, sequential chain, bfloat16 output.
+  const Model bf16acc = *LoadModelFile(std::string(FPCONFORM_MODELS_SOURCE_DIR) +
+                                       "/trainium2-xla-sum-bf16-bf16acc.toml");
+  ASSERT_TRUE(FastPathEligible(bf16acc));
+  m = bf16acc;
+  m.chain.kind = ChainKind::kBlocked;
+  m.chain.block = 16;
+  EXPECT_FALSE(FastPathEligible(m));
+  m = bf16acc;
+  m.inputs.a = m.inputs.b = &Float32();
+  EXPECT_FALSE(FastPathEligible(m));
+  m = bf16acc;
+  m.adder.kind = AdderKind::kKahan;
+  EXPECT_FALSE(FastPathEligible(m));
+  m = bf16acc;
+  m.product.policy = ProductPolicy::kRound;
+  m.product.format = &BFloat16();
+  EXPECT_FALSE(FastPathEligible(m));
+  m = bf16acc;
+  m.output.format = &Float32();
+  EXPECT_FALSE(FastPathEligible(m));
+  m = bf16acc;
+  m.adder.env.rounding = Rounding::kTowardZero;
   EXPECT_FALSE(FastPathEligible(m));
   m = base;
   m.accumulator.combine_env.saturate = true;

@@ -18,6 +18,10 @@ namespace fpconform::fast_internal {
 // group, non-finite result).
 bool RunDot(const Plan& p, const DotView& d, uint64_t c_bits, EvalResult& out, uint64_t seed,
             bool bound);
+// The same for float64 inputs (InputKind::kFloat64): every chain of a kHostF64 plan, in
+// double, element by element (also the matmul path of these plans, fast_eval.cc).
+bool RunDot64(const Plan& p, const DotView64& d, uint64_t c_bits, EvalResult& out,
+              uint64_t seed, bool bound);
 
 // ---------------------------------------------------------------------------------------------
 // Matmul tiles. Inputs decoded to row-major A (m x k) and B (k x n).
@@ -47,6 +51,32 @@ struct MatIn {
 // Rows [i_lo, i_hi) of a matmul (fast_tiles_avx2.cc): tiles, elements the tiles do not cover
 // through the scalar path, in.redo set for the elements the generic path must decide.
 void RunMatmulRows(const MatIn& in, int i_lo, int i_hi, bool bound);
+
+// A matmul of float64 inputs (InputKind::kFloat64), decoded: A row-major (m x k), B column-major
+// (n x k) and, for the tiles, packed in 8-column tiles (bpack[(t * k + kk) * 8 + w] =
+// B(kk, 8t + w), t < n / 8). Rows and columns with a non-finite input are marked in bad_row /
+// bad_col (their inputs read as 0 here; fast_eval.cc redoes those elements generically).
+struct MatIn64 {
+  const Plan* p;
+  int m, n, k;
+  const double* a;
+  const double* bt;
+  const double* bpack;
+  const uint64_t* c;  // m x n or nullptr.
+  uint64_t* d;
+  double* bounds;     // or nullptr.
+  std::vector<uint8_t>* redo;  // m x n: 1 = evaluate generically.
+  const uint8_t* bad_row;
+  const uint8_t* bad_col;
+  uint64_t seed = 0;
+};
+
+// Rows [i_lo, i_hi) of a float64-input matmul (fast_tiles_avx2.cc): sequential and blocked
+// chains (not kahan) in AVX2 register tiles of 4 (with bounds 2; or 1) rows x 8 columns, lane by
+// lane the scalar path's operations (fma(a, b, acc), or acc + fl(a*b), then the block sums added
+// in order; the bound as ScalarDot's, LeafBound64's leaf data); everything else (column tails,
+// other chains) element by element through RunDot64.
+void RunMatmulRows64(const MatIn64& in, int i_lo, int i_hi, bool bound);
 
 // The AVX-512 fused tile (fast_tiles_avx512.cc): FusedTileAvx512<rows, floor_align, bound> at
 // (i0, j0); rows 1, 2 (bound) or 1, 4 (no bound).

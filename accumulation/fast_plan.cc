@@ -106,6 +106,10 @@ bool InputKindFor(const FormatSpec* f, InputKind& kind, const Table*& table) {
     kind = InputKind::kFloat32;
     return true;
   }
+  if (f == &Float64()) {
+    kind = InputKind::kFloat64;
+    return true;
+  }
   // bfloat16 and float16 by bit operations (their 64K-entry tables miss the caches).
   if (f == &BFloat16()) {
     kind = InputKind::kBFloat16;
@@ -125,6 +129,13 @@ bool InputKindFor(const FormatSpec* f, InputKind& kind, const Table*& table) {
 const char* MakePlan(const Model& m, Plan& plan) {
   plan.model = &m;
   // Inputs.
+  const bool f64_in = m.inputs.a == &Float64() || m.inputs.b == &Float64();
+  if (f64_in) {
+    // float64 inputs: both float64, read as they are, into a float64 host accumulator (checked
+    // below).
+    if (m.inputs.a != &Float64() || m.inputs.b != &Float64()) return "inputs.a/b float64 mixed";
+    if (m.inputs.daz) return "inputs.daz with float64 inputs";
+  }
   if (m.inputs.daz) {
     if (m.inputs.convert_to != nullptr) return "inputs.daz with convert_to";
     if (m.inputs.a == nullptr || m.inputs.b == nullptr) return "inputs.a";
@@ -147,6 +158,9 @@ const char* MakePlan(const Model& m, Plan& plan) {
   }
   const FormatSpec* acc = m.accumulator.format;
   if (acc == nullptr) return "accumulator.format";
+  if (f64_in && (acc != &Float64() || m.adder.kind == AdderKind::kFused)) {
+    return "accumulator.format with float64 inputs";
+  }
   // Adder and product.
   switch (m.adder.kind) {
     case AdderKind::kIeee:
@@ -157,6 +171,17 @@ const char* MakePlan(const Model& m, Plan& plan) {
         plan.arith = Plan::Arith::kHostF32;
       } else if (acc == &Float64()) {
         plan.arith = Plan::Arith::kHostF64;
+      } else if (acc == &BFloat16()) {
+        // AddRoundBf16Exact on exact products (bfloat16 inputs: 8 + 8 significant bits, exact
+        // in double), one adder step per product in order.
+        if (plan.kahan) return "accumulator.format bfloat16 with kahan";
+        if (plan.in_a != InputKind::kBFloat16 || plan.in_b != InputKind::kBFloat16) {
+          return "accumulator.format bfloat16 with inputs other than bfloat16";
+        }
+        if (m.product.policy != ProductPolicy::kExact) return "product.policy";
+        if (m.chain.kind != ChainKind::kSequential) return "chain.kind with a bfloat16 accumulator";
+        plan.arith = Plan::Arith::kHostF32;
+        plan.acc_bf16 = true;
       } else {
         return "accumulator.format";
       }
@@ -167,6 +192,7 @@ const char* MakePlan(const Model& m, Plan& plan) {
       env.flush_to_zero = env.denormals_are_zero = false;
       if (!EnvSupported(env, false)) return "adder.rounding";
       if ((plan.ftz || plan.acc_daz) && (acc != &Float32() || plan.kahan)) return "adder.ftz/daz";
+      if (plan.acc_bf16 && m.output.format != &BFloat16()) return "output.format";
       switch (m.product.policy) {
         case ProductPolicy::kExact: break;
         case ProductPolicy::kRound:
@@ -325,7 +351,7 @@ const char* MakePlan(const Model& m, Plan& plan) {
                            (m.chain.kind == ChainKind::kPairwise && plan.unroll == 1);
   plan.walk = plan.arith != Plan::Arith::kFused && !plan.kahan &&
               (!fixed_chain || plan.ftz || plan.acc_daz || plan.promote_bf16 ||
-               plan.f32_to_bf16_output);
+               plan.f32_to_bf16_output || plan.acc_bf16);
   return "";
 }
 

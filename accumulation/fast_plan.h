@@ -33,7 +33,10 @@ struct Table {
   uint64_t mask = 0;
 };
 
-enum class InputKind : uint8_t { kFloat32, kBFloat16, kFloat16, kTable, kTf32Rtz };
+// kFloat64: float64 inputs, decoded to double (fast_decode.h's DecodeF64) and evaluated by the
+// scalar path on double inputs (fast_scalar.h's ScalarDot<double, kBound, double>); both inputs
+// float64, a float64 host accumulator.
+enum class InputKind : uint8_t { kFloat32, kBFloat16, kFloat16, kTable, kTf32Rtz, kFloat64 };
 
 struct Plan {
   enum class Arith : uint8_t { kHostF32, kHostF64, kFused } arith = Arith::kHostF32;
@@ -62,6 +65,11 @@ struct Plan {
   // decides); a subnormal accumulator operand reads as a zero of its sign.
   bool ftz = false, acc_daz = false;
   bool promote_bf16 = false;  // chain.kind promote into bfloat16 (rne): the final format.
+  // A bfloat16 accumulator (host adder ieee/fma, bfloat16 inputs, exact products, sequential
+  // chain): float32 values that are bfloat16 values, each step acc + a*b (a*b exact in double)
+  // rounded once to bfloat16 (rne) by AddRoundBf16Exact (fast_scalar.h); c and the output in
+  // bfloat16 bits. Matmuls run element by element.
+  bool acc_bf16 = false;
   // Matmul: WalkTile (chain_walk.h's walk on blocks of elements) instead of the fixed-chain tiles.
   bool walk = false;
   // Bound constants (evaluate.cc's Rounder u and eta).

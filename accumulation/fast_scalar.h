@@ -85,12 +85,85 @@ inline float AddRoundBf16(float x, float y) {
   return std::bit_cast<float>(Bf16RneBits(bits) << 16);
 }
 
-// Scalar evaluator of one dot over a DotView: the mirror of evaluate.cc's Evaluator for the
-// plans above, value in Acc (float or double), bound in the same double operations.
-template <class Acc, bool kBound>
+// The leaf bound data of a float64 product a*b (finite a and b; InputKind::kFloat64):
+// m = |a*b| rounded up and, with a rounded product (round_product), e = |fl(a*b) - a*b| rounded
+// up (0 for an exact product): evaluate.cc's MagUp(exact) and DiffUp(used, exact). Where
+// 2^-960 <= |fl(a*b)| < 2^1000 the product's rounding error err = fma(a, b, -fl(a*b)) is exact
+// (a float64 value: ea + eb >= Emin + p - 1; Boldo & Muller, "Exact and approximated error of
+// the FMA", IEEE TC 60(2), 2011, §2), so |a*b| rounds up to |fl(a*b)| or its successor by err's
+// sign and e = |err|. Elsewhere (tiny, zero or huge products) formats/ops.h's soft Mul and Fma
+// round the exact values upward (and downward for a negative difference), as RoundPack does.
+inline void LeafBound64(double a, double b, bool round_product, double& m, double& e) {
+  const double p = a * b;
+  const double ap = std::fabs(p);
+  if (ap >= 0x1p-960 && ap < 0x1p1000) {
+    const double err = __builtin_fma(a, b, -p);
+    const bool above = err != 0 && std::signbit(err) == std::signbit(p);
+    m = above ? std::bit_cast<double>(std::bit_cast<uint64_t>(ap) + 1) : ap;
+    e = round_product ? std::fabs(err) : 0.0;
+    return;
+  }
+  if (a == 0 || b == 0) {
+    m = e = 0;
+    return;
+  }
+  OpEnv up, down;
+  up.rounding = Rounding::kUpward;
+  down.rounding = Rounding::kDownward;
+  const uint64_t ua = std::bit_cast<uint64_t>(std::fabs(a));
+  const uint64_t ub = std::bit_cast<uint64_t>(std::fabs(b));
+  m = std::bit_cast<double>(Mul(Float64(), ua, ub, up).bits);
+  if (!round_product) {
+    e = 0;
+    return;
+  }
+  // |a*b| - |fl(a*b)| rounded up where it is positive; else |that| = -(it rounded down).
+  const uint64_t neg_p = std::bit_cast<uint64_t>(-ap);
+  const double d_up = std::bit_cast<double>(Fma(Float64(), ua, ub, neg_p, up).bits);
+  e = d_up > 0 ? d_up : -std::bit_cast<double>(Fma(Float64(), ua, ub, neg_p, down).bits);
+}
+
+// The odd neighbour of float32 bits `bits` on the side of a nonzero difference `err` (exact
+// value - value of bits) when bits is even: the float32 rounding to odd once bits is the nearest.
+inline uint32_t OddTowards(uint32_t bits, float v, double err) {
+  if (err == 0 || (bits & 1u) != 0) return bits;
+  return std::signbit(err) == std::signbit(v) ? bits + 1 : bits - 1;
+}
+
+// x + p (x a bfloat16 value as a float, p exact in double: a product of two bfloat16 values,
+// which float32 may not hold below its subnormals) rounded once to bfloat16 (rne), as a float32
+// value: TwoSum in double gives the exact sum s + err (no overflow: |x| < 2^128, |p| < 2^256);
+// s rounded to odd (53 bits), then to float32 rounded to odd (the float32 nearest f and the exact
+// s_odd - f, a double: both on s_odd's grid, |s_odd - f| <= 2^-150 or half an ulp of f), then
+// to bfloat16 rne: each step keeps >= 2 more bits than the next at every magnitude (the
+// subnormal grids included), so the result is the correctly rounded sum (Boldo & Melquiond, as
+// AddRoundBf16). A float32 overflow gives a non-finite value (the caller hands the dot to the
+// generic path).
+inline float AddRoundBf16Exact(float x, double p) {
+  const double xd = static_cast<double>(x);
+  const double s = xd + p;
+  const double bb = s - xd;
+  const double err = (xd - (s - bb)) + (p - bb);
+  uint64_t sbits = std::bit_cast<uint64_t>(s);
+  if (err != 0 && (sbits & 1u) == 0) {
+    sbits = std::signbit(err) == std::signbit(s) ? sbits + 1 : sbits - 1;
+  }
+  const double s_odd = std::bit_cast<double>(sbits);
+  const float f = static_cast<float>(s_odd);
+  if (!std::isfinite(f)) return f;
+  const uint32_t bits = OddTowards(std::bit_cast<uint32_t>(f), f, s_odd - static_cast<double>(f));
+  return std::bit_cast<float>(Bf16RneBits(bits) << 16);
+}
+
+// Scalar evaluator of one dot over a DotViewT<In>: the mirror of evaluate.cc's Evaluator for the
+// plans above, value in Acc (float or double), bound in the same double operations. In is the
+// decoded input (float; double for float64 inputs, with Acc = double).
+template <class Acc, bool kBound, class In = float>
 class ScalarDot {
+  static_assert(std::is_same_v<In, float> || std::is_same_v<Acc, double>);
+
  public:
-  ScalarDot(const Plan& p, const DotView& d) : p_(p), d_(d) {}
+  ScalarDot(const Plan& p, const DotViewT<In>& d) : p_(p), d_(d) {}
   bool bad = false;  // Fused group outside float32's normal range: use the generic path.
 
   Node<Acc> Run(Acc c) {
@@ -167,6 +240,10 @@ class ScalarDot {
   }
   // Leaf bound data: m = |exact|, e = |used - exact| (exact in double: see the header).
   void LeafBound(int i, double& m, double& e) const {
+    if constexpr (std::is_same_v<In, double>) {
+      LeafBound64(d_.a[i * d_.sa], d_.b[i * d_.sb], p_.round_product, m, e);
+      return;
+    }
     const double x = static_cast<double>(d_.ao[i * d_.sa]) * static_cast<double>(d_.bo[i * d_.sb]);
     double u;
     if (p_.round_product) {
@@ -223,7 +300,10 @@ class ScalarDot {
     if (p_.round_product) {
       out.v = av + a * b;
     } else if constexpr (std::is_same_v<Acc, float>) {
-      out.v = __builtin_fmaf(a, b, av);
+      // A bfloat16 accumulator: a*b (bfloat16 inputs) exact in double.
+      out.v = p_.acc_bf16
+                  ? AddRoundBf16Exact(av, static_cast<double>(a) * static_cast<double>(b))
+                  : __builtin_fmaf(a, b, av);
     } else {
       out.v = __builtin_fma(a, b, av);
     }
@@ -393,14 +473,15 @@ class ScalarDot {
 
  private:
   const Plan& p_;
-  const DotView& d_;
+  const DotViewT<In>& d_;
 };
 
 // c of a float32-accumulator plan (bfloat16 bits when chain.format is bfloat16); false for bits
 // above the container or a non-finite value.
 inline bool DecodeC32(const Plan& p, uint64_t c_bits, float& c) {
-  if ((c_bits >> (p.promote_bf16 ? 16 : 32)) != 0) return false;
-  const uint32_t b = static_cast<uint32_t>(c_bits) << (p.promote_bf16 ? 16 : 0);
+  const int shift = p.promote_bf16 || p.acc_bf16 ? 16 : 0;
+  if ((c_bits >> (32 - shift)) != 0) return false;
+  const uint32_t b = static_cast<uint32_t>(c_bits) << shift;
   c = std::bit_cast<float>(b);
   return std::isfinite(c);
 }
@@ -410,7 +491,7 @@ inline bool DecodeC32(const Plan& p, uint64_t c_bits, float& c) {
 // (rne) with the conversion's bound. False when the output is not finite.
 inline bool Output32(const Plan& p, float v, double m, double e, bool bound, EvalResult& out) {
   const uint32_t bits = std::bit_cast<uint32_t>(v);
-  if (p.promote_bf16) {
+  if (p.promote_bf16 || p.acc_bf16) {
     out.bits = bits >> 16;
     out.bound = e;
   } else if (p.f32_to_bf16_output) {
@@ -427,13 +508,14 @@ inline bool Output32(const Plan& p, float v, double m, double e, bool bound, Eva
 
 // Runs one dot on decoded inputs. Returns false when the generic path must decide (bad group,
 // non-finite result).
-template <bool kBound>
-bool DotDecoded(const Plan& p, const DotView& d, uint64_t c_bits, EvalResult& out,
+// In = double (DotView64): float64 inputs, whose plans are kHostF64.
+template <bool kBound, class In = float>
+bool DotDecoded(const Plan& p, const DotViewT<In>& d, uint64_t c_bits, EvalResult& out,
                 uint64_t seed) {
-  if (p.arith == Plan::Arith::kHostF64) {
+  if (std::is_same_v<In, double> || p.arith == Plan::Arith::kHostF64) {
     const double c = std::bit_cast<double>(c_bits);
     if (!std::isfinite(c)) return false;
-    ScalarDot<double, kBound> ev(p, d);
+    ScalarDot<double, kBound, In> ev(p, d);
     ev.seed_ = seed;
     const Node<double> r = ev.Run(c);
     if (ev.bad || !std::isfinite(r.v)) return false;
@@ -448,13 +530,16 @@ bool DotDecoded(const Plan& p, const DotView& d, uint64_t c_bits, EvalResult& ou
     }
     return true;
   }
-  float c;
-  if (!DecodeC32(p, c_bits, c)) return false;
-  ScalarDot<float, kBound> ev(p, d);
-  ev.seed_ = seed;
-  const Node<float> r = ev.Run(c);
-  if (ev.bad || !std::isfinite(r.v)) return false;
-  return Output32(p, r.v, r.m, r.e, kBound, out);
+  if constexpr (std::is_same_v<In, float>) {
+    float c;
+    if (!DecodeC32(p, c_bits, c)) return false;
+    ScalarDot<float, kBound> ev(p, d);
+    ev.seed_ = seed;
+    const Node<float> r = ev.Run(c);
+    if (ev.bad || !std::isfinite(r.v)) return false;
+    return Output32(p, r.v, r.m, r.e, kBound, out);
+  }
+  return false;
 }
 
 }  // namespace fpconform::fast_internal

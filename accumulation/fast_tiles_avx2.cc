@@ -1245,6 +1245,13 @@ void ScalarElement(const MatIn& in, int i, int j) {
 template <bool kBound>
 void MatmulRows(const MatIn& in, int i_lo, int i_hi) {
   const Plan& p = *in.p;
+  if (p.acc_bf16) {
+    // A bfloat16 accumulator (AddRoundBf16 steps): element by element.
+    for (int i = i_lo; i < i_hi; ++i) {
+      for (int j = 0; j < in.n; ++j) ScalarElement<kBound>(in, i, j);
+    }
+    return;
+  }
   // Pairwise chains with unroll > 1 (no preset matmul) run element by element.
   const bool pairwise = p.chain == ChainKind::kPairwise;
   const bool tiled = p.chain == ChainKind::kSequential || p.chain == ChainKind::kBlocked ||
@@ -1461,6 +1468,212 @@ void MatmulRows(const MatIn& in, int i_lo, int i_hi) {
   }
 }
 
+#if defined(__x86_64__)
+// Host64Tile<R, kRound>: R rows x 8 columns of a float64-input matmul at (i0, j0), values only;
+// sequential (one chain from c) or blocked (blocks from +0 added into c in order, ChunkEnd).
+template <int R, bool kRound>
+void Host64Tile(const MatIn64& in, int i0, int j0) {
+  const Plan& p = *in.p;
+  const int k = in.k, n = in.n;
+  const double* bp = in.bpack + size_t(j0 / 8) * k * 8;
+  __m256d tot[R][2];
+  for (int r = 0; r < R; ++r) {
+    for (int h = 0; h < 2; ++h) {
+      tot[r][h] = in.c == nullptr
+                      ? _mm256_setzero_pd()
+                      : _mm256_castsi256_pd(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(
+                            in.c + size_t(i0 + r) * n + j0 + 4 * h)));
+    }
+  }
+  const bool seq = p.chain == ChainKind::kSequential;
+  for (int k0 = 0; k0 < k;) {
+    const int k1 = seq ? k : ChunkEnd(p, p.chunk, k0, k);
+    __m256d s[R][2];
+    for (int r = 0; r < R; ++r) {
+      for (int h = 0; h < 2; ++h) s[r][h] = seq ? tot[r][h] : _mm256_setzero_pd();
+    }
+    for (int q = k0; q < k1; ++q) {
+      const __m256d b0 = _mm256_loadu_pd(bp + size_t(q) * 8);
+      const __m256d b1 = _mm256_loadu_pd(bp + size_t(q) * 8 + 4);
+      for (int r = 0; r < R; ++r) {
+        const __m256d av = _mm256_broadcast_sd(in.a + size_t(i0 + r) * k + q);
+        if constexpr (kRound) {
+          s[r][0] = _mm256_add_pd(s[r][0], _mm256_mul_pd(av, b0));
+          s[r][1] = _mm256_add_pd(s[r][1], _mm256_mul_pd(av, b1));
+        } else {
+          s[r][0] = _mm256_fmadd_pd(av, b0, s[r][0]);
+          s[r][1] = _mm256_fmadd_pd(av, b1, s[r][1]);
+        }
+      }
+    }
+    for (int r = 0; r < R; ++r) {
+      for (int h = 0; h < 2; ++h) tot[r][h] = seq ? s[r][h] : _mm256_add_pd(tot[r][h], s[r][h]);
+    }
+    k0 = k1;
+  }
+  for (int r = 0; r < R; ++r) {
+    alignas(32) double v[8];
+    _mm256_store_pd(v, tot[r][0]);
+    _mm256_store_pd(v + 4, tot[r][1]);
+    for (int w = 0; w < 8; ++w) {
+      const size_t idx = size_t(i0 + r) * n + j0 + w;
+      if (!std::isfinite(v[w])) {
+        (*in.redo)[idx] = 1;
+      } else if (p.f64_to_f32_output) {
+        const float f = static_cast<float>(v[w]);
+        if (std::isfinite(f)) {
+          in.d[idx] = std::bit_cast<uint32_t>(f);
+        } else {
+          (*in.redo)[idx] = 1;
+        }
+      } else {
+        in.d[idx] = std::bit_cast<uint64_t>(v[w]);
+      }
+    }
+  }
+}
+#endif
+
+// Host64BoundTile<R, kRound>: Host64Tile with the bound, lane by lane ScalarDot's StepWith and
+// Combine on double inputs: the leaf data of LeafBound64 in vectors where every lane's
+// |fl(a*b)| lies in [2^-960, 2^1000) (m = |fl(a*b)| or its successor by the sign of the exact
+// error fma(a, b, -fl(a*b)), e = its magnitude for rounded products), LeafBound64 itself for the
+// other lanes; then BoundStep's operations in its order.
+template <int R, bool kRound>
+void Host64BoundTile(const MatIn64& in, int i0, int j0) {
+  const Plan& p = *in.p;
+  const int k = in.k, n = in.n;
+  const double* bp = in.bpack + size_t(j0 / 8) * k * 8;
+  struct V {
+    __m256d v, m, e;
+  };
+  const __m256d zero = _mm256_setzero_pd();
+  const __m256d abs_mask = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7FFFFFFFFFFFFFFFll));
+  const __m256d up = _mm256_set1_pd(kUp);
+  const __m256d lo = _mm256_set1_pd(0x1p-960), hi = _mm256_set1_pd(0x1p1000);
+  const __m256d u_acc = _mm256_set1_pd(p.u_acc), u1_acc = _mm256_set1_pd(1 + p.u_acc);
+  const __m256d eta_acc = _mm256_set1_pd(p.eta_acc);
+  const __m256d u_comb = _mm256_set1_pd(p.u_comb), u1_comb = _mm256_set1_pd(1 + p.u_comb);
+  const __m256d eta_comb = _mm256_set1_pd(p.eta_comb);
+  auto step_e = [&](__m256d u1, __m256d u, __m256d eta, __m256d e, __m256d m) {
+    return _mm256_mul_pd(_mm256_add_pd(_mm256_add_pd(_mm256_mul_pd(u1, e), _mm256_mul_pd(u, m)),
+                                       eta),
+                         up);
+  };
+  V tot[R][2];
+  for (int r = 0; r < R; ++r) {
+    for (int h = 0; h < 2; ++h) {
+      tot[r][h].v = in.c == nullptr
+                        ? zero
+                        : _mm256_castsi256_pd(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(
+                              in.c + size_t(i0 + r) * n + j0 + 4 * h)));
+      tot[r][h].m = _mm256_and_pd(tot[r][h].v, abs_mask);
+      tot[r][h].e = zero;
+    }
+  }
+  const bool seq = p.chain == ChainKind::kSequential;
+  for (int k0 = 0; k0 < k;) {
+    const int k1 = seq ? k : ChunkEnd(p, p.chunk, k0, k);
+    V s[R][2];
+    for (int r = 0; r < R; ++r) {
+      for (int h = 0; h < 2; ++h) s[r][h] = seq ? tot[r][h] : V{zero, zero, zero};
+    }
+    for (int q = k0; q < k1; ++q) {
+      const double* bq = bp + size_t(q) * 8;
+      for (int r = 0; r < R; ++r) {
+        const double as = in.a[size_t(i0 + r) * k + q];
+        const __m256d av = _mm256_set1_pd(as);
+        for (int h = 0; h < 2; ++h) {
+          const __m256d bv = _mm256_loadu_pd(bq + 4 * h);
+          const __m256d pr = _mm256_mul_pd(av, bv);
+          const __m256d err = _mm256_fmsub_pd(av, bv, pr);
+          const __m256d ap = _mm256_and_pd(pr, abs_mask);
+          const __m256d above = _mm256_or_pd(
+              _mm256_and_pd(_mm256_cmp_pd(err, zero, _CMP_GT_OQ),
+                            _mm256_cmp_pd(pr, zero, _CMP_GT_OQ)),
+              _mm256_and_pd(_mm256_cmp_pd(err, zero, _CMP_LT_OQ),
+                            _mm256_cmp_pd(pr, zero, _CMP_LT_OQ)));
+          const __m256d next = _mm256_castsi256_pd(
+              _mm256_add_epi64(_mm256_castpd_si256(ap), _mm256_set1_epi64x(1)));
+          __m256d ml = _mm256_blendv_pd(ap, next, above);
+          __m256d el = kRound ? _mm256_and_pd(err, abs_mask) : zero;
+          const __m256d in_range = _mm256_and_pd(_mm256_cmp_pd(ap, lo, _CMP_GE_OQ),
+                                                 _mm256_cmp_pd(ap, hi, _CMP_LT_OQ));
+          const int ok = _mm256_movemask_pd(in_range);
+          if (ok != 0xF) {
+            alignas(32) double mv[4], ev[4];
+            _mm256_store_pd(mv, ml);
+            _mm256_store_pd(ev, el);
+            for (int w = 0; w < 4; ++w) {
+              if ((ok >> w) & 1) continue;
+              LeafBound64(as, bq[4 * h + w], kRound, mv[w], ev[w]);
+            }
+            ml = _mm256_load_pd(mv);
+            el = _mm256_load_pd(ev);
+          }
+          V& acc = s[r][h];
+          acc.v = kRound ? _mm256_add_pd(acc.v, pr) : _mm256_fmadd_pd(av, bv, acc.v);
+          acc.m = _mm256_mul_pd(_mm256_add_pd(acc.m, ml), up);
+          acc.e = step_e(u1_acc, u_acc, eta_acc, _mm256_add_pd(acc.e, el), acc.m);
+        }
+      }
+    }
+    for (int r = 0; r < R; ++r) {
+      for (int h = 0; h < 2; ++h) {
+        if (seq) {
+          tot[r][h] = s[r][h];
+          continue;
+        }
+        V& t = tot[r][h];
+        t.v = _mm256_add_pd(t.v, s[r][h].v);
+        t.m = _mm256_mul_pd(_mm256_add_pd(t.m, s[r][h].m), up);
+        t.e = step_e(u1_comb, u_comb, eta_comb, _mm256_add_pd(t.e, s[r][h].e), t.m);
+      }
+    }
+    k0 = k1;
+  }
+  for (int r = 0; r < R; ++r) {
+    alignas(32) double v[8], m[8], e[8];
+    for (int h = 0; h < 2; ++h) {
+      _mm256_store_pd(v + 4 * h, tot[r][h].v);
+      _mm256_store_pd(m + 4 * h, tot[r][h].m);
+      _mm256_store_pd(e + 4 * h, tot[r][h].e);
+    }
+    for (int w = 0; w < 8; ++w) {
+      const size_t idx = size_t(i0 + r) * n + j0 + w;
+      if (!std::isfinite(v[w])) {
+        (*in.redo)[idx] = 1;
+      } else if (p.f64_to_f32_output) {
+        const float f = static_cast<float>(v[w]);
+        if (std::isfinite(f)) {
+          in.d[idx] = std::bit_cast<uint32_t>(f);
+          in.bounds[idx] = BoundStep(p.u_out, p.eta_out, e[w], m[w]);
+        } else {
+          (*in.redo)[idx] = 1;
+        }
+      } else {
+        in.d[idx] = std::bit_cast<uint64_t>(v[w]);
+        in.bounds[idx] = e[w];
+      }
+    }
+  }
+}
+
+// One float64-input element through the scalar path.
+void ScalarElement64(const MatIn64& in, bool bound, int i, int j) {
+  const size_t idx = size_t(i) * in.n + j;
+  const double* ar = in.a + size_t(i) * in.k;
+  const double* bc = in.bt + size_t(j) * in.k;
+  const DotView64 dv{ar, bc, ar, bc, nullptr, nullptr, 1, 1, in.k};
+  EvalResult r;
+  if (!RunDot64(*in.p, dv, in.c ? in.c[idx] : 0, r, in.seed, bound)) {
+    (*in.redo)[idx] = 1;
+    return;
+  }
+  in.d[idx] = r.bits;
+  if (bound) in.bounds[idx] = r.bound;
+}
+
 }  // namespace
 }  // namespace fpconform::fast_internal
 #if defined(__x86_64__) && defined(__clang__)
@@ -1470,6 +1683,38 @@ void MatmulRows(const MatIn& in, int i_lo, int i_hi) {
 #endif
 
 namespace fpconform::fast_internal {
+
+void RunMatmulRows64(const MatIn64& in, int i_lo, int i_hi, bool bound) {
+  const Plan& p = *in.p;
+  int n_tiled = 0;
+#if defined(__x86_64__)
+  if (!p.kahan && (p.chain == ChainKind::kSequential || p.chain == ChainKind::kBlocked)) {
+    n_tiled = in.n / 8 * 8;
+    for (int j = 0; j < n_tiled; j += 8) {
+      int i = i_lo;
+      if (bound && p.round_product) {
+        for (; i + 2 <= i_hi; i += 2) Host64BoundTile<2, true>(in, i, j);
+        for (; i < i_hi; ++i) Host64BoundTile<1, true>(in, i, j);
+      } else if (bound) {
+        for (; i + 2 <= i_hi; i += 2) Host64BoundTile<2, false>(in, i, j);
+        for (; i < i_hi; ++i) Host64BoundTile<1, false>(in, i, j);
+      } else if (p.round_product) {
+        for (; i + 4 <= i_hi; i += 4) Host64Tile<4, true>(in, i, j);
+        for (; i < i_hi; ++i) Host64Tile<1, true>(in, i, j);
+      } else {
+        for (; i + 4 <= i_hi; i += 4) Host64Tile<4, false>(in, i, j);
+        for (; i < i_hi; ++i) Host64Tile<1, false>(in, i, j);
+      }
+    }
+  }
+#endif
+  for (int i = i_lo; i < i_hi; ++i) {
+    if (in.bad_row[i]) continue;
+    for (int j = n_tiled; j < in.n; ++j) {
+      if (!in.bad_col[j]) ScalarElement64(in, bound, i, j);
+    }
+  }
+}
 
 void RunMatmulRows(const MatIn& in, int i_lo, int i_hi, bool bound) {
   if (bound) {
