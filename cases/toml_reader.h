@@ -148,7 +148,8 @@ class TomlReader {
 // Parses `text` as TOML and hands the root table to `parse_table(root, file)` (which returns
 // absl::StatusOr<T> and may throw on a toml++ type error): a syntax error becomes
 // "file:line: TOML syntax: <toml++'s description>", an exception "file: <what>", both
-// InvalidArgument.
+// InvalidArgument, the description and what() escaped (EscapeText: they may quote the file's
+// bytes, control characters included).
 template <typename T, typename ParseTable>
 absl::StatusOr<T> ParseTomlText(std::string_view text, std::string_view file_name,
                                 ParseTable parse_table) {
@@ -158,14 +159,15 @@ absl::StatusOr<T> ParseTomlText(std::string_view text, std::string_view file_nam
     root = toml::parse(text, file);
   } catch (const toml::parse_error& e) {
     return absl::InvalidArgumentError(
-        Cat(file, ":", e.source().begin.line, ": TOML syntax: ", e.description()));
+        Cat(file, ":", e.source().begin.line, ": TOML syntax: ",
+            EscapeText(e.description(), 2000)));
   } catch (const std::exception& e) {
-    return absl::InvalidArgumentError(Cat(file, ": ", e.what()));
+    return absl::InvalidArgumentError(Cat(file, ": ", EscapeText(e.what(), 2000)));
   }
   try {
     return parse_table(root, std::string_view(file));
   } catch (const std::exception& e) {
-    return absl::InvalidArgumentError(Cat(file, ": ", e.what()));
+    return absl::InvalidArgumentError(Cat(file, ": ", EscapeText(e.what(), 2000)));
   }
 }
 

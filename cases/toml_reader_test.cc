@@ -138,11 +138,17 @@ TEST(TomlReaderTest, ParseTomlTextNamesSyntaxErrorsAndExceptions) {
   ASSERT_FALSE(syntax.ok());
   EXPECT_EQ(std::string(syntax.status().message()).rfind("c.toml:2: TOML syntax: ", 0), 0u)
       << syntax.status();
+  // toml++'s description quotes the file's bytes: escaped (toml_reader_fuzzer found the raw byte).
+  const absl::StatusOr<int64_t> raw = ParseTomlText<int64_t>("x = tru\x01\n", "c.toml", ok);
+  ASSERT_FALSE(raw.ok());
+  const std::string raw_message(raw.status().message());
+  EXPECT_EQ(raw_message.find('\x01'), std::string::npos) << raw_message;
+  EXPECT_NE(raw_message.find("\\x01"), std::string::npos) << raw_message;
   auto throws = [](const toml::table&, std::string_view) -> absl::StatusOr<int64_t> {
-    throw std::runtime_error("boom");
+    throw std::runtime_error("boom\x1b");
   };
   EXPECT_EQ(ParseTomlText<int64_t>("n = 3\n", "c.toml", throws).status().message(),
-            "c.toml: boom");
+            "c.toml: boom\\x1b");
 }
 
 }  // namespace
