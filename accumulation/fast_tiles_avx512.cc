@@ -283,6 +283,7 @@ __attribute__((target("avx512f,avx512dq,avx512vl,avx512bw,avx2,fma"))) void Host
   const double uc = p.chain == ChainKind::kPromote ? p.u_prom : p.u_comb;
   const double etac = p.chain == ChainKind::kPromote ? p.eta_prom : p.eta_comb;
   const __m512d c1 = _mm512_set1_pd(1 + u), uu = _mm512_set1_pd(u), ee = _mm512_set1_pd(eta);
+  const __m512d c1c = _mm512_set1_pd(1 + uc), ucv = _mm512_set1_pd(uc), eec = _mm512_set1_pd(etac);
   __m512 tot[R];
   __m512d tm[R][2], te[R][2];
   for (int r = 0; r < R; ++r) {
@@ -364,7 +365,6 @@ __attribute__((target("avx512f,avx512dq,avx512vl,avx512bw,avx2,fma"))) void Host
         }
       } else {
         tot[r] = _mm512_add_ps(tot[r], acc[r]);
-        const __m512d c1c = _mm512_set1_pd(1 + uc), ucv = _mm512_set1_pd(uc), eec = _mm512_set1_pd(etac);
         for (int h = 0; h < 2; ++h) {
           const __m512d mm = _mm512_mul_pd(_mm512_add_pd(tm[r][h], am[r][h]), up);
           const __m512d e_in = _mm512_add_pd(te[r][h], ae[r][h]);

@@ -58,9 +58,7 @@ def _vector(rng, n):
 
 def test_torch_sum_is_the_cascade_preset():
     torch = _torch()
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # Above 32768 elements more threads split the range (not modelled).
-    try:
+    with _one_thread(torch):  # Above 32768 elements more threads split the range (not modelled).
         rng = np.random.default_rng(8)
         lengths = list(range(0, 300)) + [511, 512, 513, 1000, 1024, 4095, 4096, 4097, 10000, 32768,
                                          32769, 65537, 100000]
@@ -73,8 +71,6 @@ def test_torch_sum_is_the_cascade_preset():
                 bad.append(n)
             other, _ = fpconform.emulate_sum(x[None, :], 1, "torch-cpu-sum-f32-avx512")
             bad_avx512 += int(other.view(np.uint32)[0] != want.view(np.uint32)[0])
-    finally:
-        torch.set_num_threads(threads)
     print(f"torch {torch.__version__} cpu capability {torch.backends.cpu.get_cpu_capability()}: "
           f"torch-cpu-sum-f32 bit-exact on {len(lengths) - len(bad)}/{len(lengths)}; "
           f"-avx512 mismatched {bad_avx512}")
