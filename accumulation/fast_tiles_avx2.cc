@@ -419,6 +419,10 @@ class PairwiseTile {
     for (int l = 0; l < L; ++l) x.v[l] = x.v[l] + y.v[l];
     if constexpr (kBound) {
       const double u = p_.u_comb, eta = p_.eta_comb;
+      if (L % 8 == 0 && avx512_) {
+        CombineBoundAvx512(L, x.m, x.e, x.m, x.e, y.m, y.e, u, eta);
+        return;
+      }
       for (int l = 0; l < L; ++l) {
         const double mm = Up(x.m[l] + y.m[l]);
         x.e[l] = BoundStep(u, eta, x.e[l] + y.e[l], mm);
@@ -437,6 +441,21 @@ class PairwiseTile {
     float a_used[R], b_used[W];
     for (int r = 0; r < R; ++r) a_used[r] = in_.a[size_t(i0_ + r) * k + kk];
     for (int w = 0; w < W; ++w) b_used[w] = brow[w];
+#if defined(__x86_64__)
+    if constexpr (std::is_same_v<Acc, float> && W == 16) {
+      // The value loop below in AVX2 (GCC's own vectorization shuffles the lanes).
+      const __m256 b[2] = {_mm256_loadu_ps(b_used), _mm256_loadu_ps(b_used + 8)};
+      for (int r = 0; r < R; ++r) {
+        const __m256 av = _mm256_set1_ps(a_used[r]);
+        for (int h = 0; h < 2; ++h) {
+          float* lane = x.v + r * 16 + 8 * h;
+          const __m256 v = kFirst ? _mm256_setzero_ps() : _mm256_loadu_ps(lane);
+          _mm256_storeu_ps(lane, kRound ? _mm256_add_ps(v, _mm256_mul_ps(av, b[h]))
+                                        : _mm256_fmadd_ps(av, b[h], v));
+        }
+      }
+    } else
+#endif
     for (int r = 0; r < R; ++r) {
       const Acc av = static_cast<Acc>(a_used[r]);
       for (int w = 0; w < W; ++w) {
@@ -458,6 +477,18 @@ class PairwiseTile {
       float a_orig[R], b_orig[W];
       for (int r = 0; r < R; ++r) a_orig[r] = in_.ao[size_t(i0_ + r) * k + kk];
       for (int w = 0; w < W; ++w) b_orig[w] = borow[w];
+#if defined(__x86_64__)
+      if constexpr (std::is_same_v<Acc, float> && W == 16) {
+        if (avx512_) {
+          // The loop below in AVX-512 (kFirst: from M = E = +0, which give the same bits).
+          static constexpr double kZeros[L] = {};
+          const double* m0 = kFirst ? kZeros : x.m;
+          const double* e0 = kFirst ? kZeros : x.e;
+          BoundStepAvx512(kRound, R, x.m, x.e, m0, e0, a_orig, a_used, b_used, b_orig, u, eta);
+          return;
+        }
+      }
+#endif
       for (int r = 0; r < R; ++r) {
         const double ao = a_orig[r];
         const double aused = a_used[r];
@@ -557,6 +588,7 @@ class PairwiseTile {
   const MatIn& in_;
   const Plan& p_;
   const int i0_, j0_;
+  const bool avx512_ = ActiveIsa() == Isa::kAvx512;  // Bound steps in AVX-512.
 };
 
 // Walked tile (Plan::walk: strided, split_k, simd, cascade, tree or pairwise-with-unroll chains,
@@ -649,25 +681,36 @@ class WalkTile {
 #if defined(__x86_64__)
     if constexpr (kAvx) {
       // The loops below in AVX2 (GCC's own vectorization shuffles the lanes).
+      const __m256 zero = _mm256_setzero_ps();
+      const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
+      const __m256 min_normal = _mm256_set1_ps(kMinNormal32);
+      // The step's incoming E: x.e, or with adder.daz's bound term where an accumulator lane is
+      // subnormal (rare: looked for in AVX2 first; the value loop below then finds zeros there).
       double e0[kBound ? L : 1];
+      const double* e_in = kBound ? x.e : nullptr;
       if constexpr (kBound) {
-        // adder.daz's bound term first (the value loop below then finds zeros there).
-        for (int l = 0; l < L; ++l) e0[l] = x.e[l];
         if (p_.acc_daz) {
-          for (int l = 0; l < L; ++l) {
-            const float av = x.v[l];
-            if (av != 0 && std::fabs(av) < kMinNormal32) {
-              e0[l] = Up(x.e[l] + std::fabs(static_cast<double>(av)));
-              x.v[l] = std::copysign(0.0f, av);
+          __m256 any = zero;
+          for (int q = 0; q < L; q += 8) {
+            const __m256 mag = _mm256_and_ps(_mm256_loadu_ps(x.v + q), abs_mask);
+            any = _mm256_or_ps(any, _mm256_and_ps(_mm256_cmp_ps(mag, min_normal, _CMP_LT_OQ),
+                                                  _mm256_cmp_ps(mag, zero, _CMP_NEQ_OQ)));
+          }
+          if (_mm256_movemask_ps(any) != 0) {
+            for (int l = 0; l < L; ++l) {
+              e0[l] = x.e[l];
+              const float av = x.v[l];
+              if (av != 0 && std::fabs(av) < kMinNormal32) {
+                e0[l] = Up(x.e[l] + std::fabs(static_cast<double>(av)));
+                x.v[l] = std::copysign(0.0f, av);
+              }
             }
+            e_in = e0;
           }
         }
       }
-      const __m256 zero = _mm256_setzero_ps();
       const __m256 b[2] = {pad ? zero : _mm256_loadu_ps(brow),
                            pad ? zero : _mm256_loadu_ps(brow + 8)};
-      const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
-      const __m256 min_normal = _mm256_set1_ps(kMinNormal32);
       for (int r = 0; r < R; ++r) {
         const __m256 av = _mm256_set1_ps(a_used[r]);
         for (int h = 0; h < 2; ++h) {
@@ -699,9 +742,14 @@ class WalkTile {
       if constexpr (kBound) {
         float a_orig[R];
         for (int r = 0; r < R; ++r) a_orig[r] = pad ? 0.0f : in_.ao[size_t(i0_ + r) * k + lo];
-        BoundStepAvx<kRound, R>(x.m, x.e, e0, a_orig, a_used, pad ? nullptr : brow,
-                                pad ? nullptr : in_.bo + size_t(lo) * n + j0_, p_.u_acc,
-                                p_.eta_acc);
+        const float* bo = pad ? nullptr : in_.bo + size_t(lo) * n + j0_;
+        if (avx512_) {
+          BoundStepAvx512(kRound, R, x.m, x.e, x.m, e_in, a_orig, a_used, pad ? nullptr : brow, bo,
+                          p_.u_acc, p_.eta_acc);
+        } else {
+          BoundStepAvx<kRound, R>(x.m, x.e, e_in, a_orig, a_used, pad ? nullptr : brow, bo,
+                                  p_.u_acc, p_.eta_acc);
+        }
       }
       return;
     }
@@ -819,8 +867,12 @@ class WalkTile {
   void PadTerms(int64_t) const {}
 
  private:
-  static void AddBound(Node& out, const Node& x, const Node& y, double u, double eta) {
+  void AddBound(Node& out, const Node& x, const Node& y, double u, double eta) const {
     if constexpr (kBound) {
+      if (L % 8 == 0 && avx512_) {
+        CombineBoundAvx512(L, out.m, out.e, x.m, x.e, y.m, y.e, u, eta);
+        return;
+      }
       for (int l = 0; l < L; ++l) {
         out.m[l] = Up(x.m[l] + y.m[l]);
         out.e[l] = BoundStep(u, eta, x.e[l] + y.e[l], out.m[l]);
@@ -831,6 +883,7 @@ class WalkTile {
   const MatIn& in_;
   const Plan& p_;
   const int i0_, j0_;
+  const bool avx512_ = ActiveIsa() == Isa::kAvx512;  // Bound steps in AVX-512.
   bool bad_[L] = {};  // A lane that FlushTiny sent to the generic path.
 };
 

@@ -393,6 +393,65 @@ __attribute__((target("avx512f,avx512dq,avx512vl,avx512bw,avx2,fma"))) void Host
   }
 }
 
+// fast_tiles_avx2.cc's BoundStepAvx in AVX-512: one adder step's bound data on R rows x 16
+// float32 lanes, 8 lanes of double per register instead of 4, the same double operations in the
+// same order lane by lane: m[l] = Up(m0[l] + |x|), e[l] = Up((1 + u) * (e0[l] + |used - x|) +
+// u * m[l] + eta). m0, e0 may be m, e (each lane group is read before it is written).
+template <bool kRound, int R>
+__attribute__((target("avx512f,avx512dq,avx512vl,avx512bw,avx2,fma"))) void BoundStepLanesAvx512(
+    double* m, double* e, const double* m0, const double* e0, const float* a_orig,
+    const float* a_used, const float* b_used, const float* b_orig, double u, double eta) {
+  const __m512d c1 = _mm512_set1_pd(1 + u), uu = _mm512_set1_pd(u), ee = _mm512_set1_pd(eta);
+  const __m512d up = _mm512_set1_pd(kUp);
+  const __m512d abs_mask = _mm512_castsi512_pd(_mm512_set1_epi64(0x7FFFFFFFFFFFFFFFll));
+  __m256 buf[2];
+  __m512d bu[2], bo[2];
+  for (int h = 0; h < 2; ++h) {
+    buf[h] = b_used != nullptr ? _mm256_loadu_ps(b_used + 8 * h) : _mm256_setzero_ps();
+    bu[h] = WidenPs(buf[h]);
+    bo[h] = b_orig != nullptr ? WidenPs(_mm256_loadu_ps(b_orig + 8 * h)) : _mm512_setzero_pd();
+  }
+  for (int r = 0; r < R; ++r) {
+    const __m512d ao = _mm512_set1_pd(a_orig[r]);
+    const __m512d au = _mm512_set1_pd(a_used[r]);
+    for (int h = 0; h < 2; ++h) {
+      const int l = r * 16 + 8 * h;
+      const __m512d x = _mm512_mul_pd(ao, bo[h]);
+      __m512d used;
+      if constexpr (kRound) {
+        used = WidenPs(_mm256_mul_ps(_mm256_set1_ps(a_used[r]), buf[h]));
+      } else {
+        used = _mm512_mul_pd(au, bu[h]);
+      }
+      const __m512d mi = _mm512_and_pd(x, abs_mask);
+      const __m512d ei = _mm512_and_pd(_mm512_sub_pd(used, x), abs_mask);
+      const __m512d mm = _mm512_mul_pd(_mm512_add_pd(_mm512_loadu_pd(m0 + l), mi), up);
+      _mm512_storeu_pd(m + l, mm);
+      const __m512d t = _mm512_mul_pd(c1, _mm512_add_pd(_mm512_loadu_pd(e0 + l), ei));
+      _mm512_storeu_pd(
+          e + l, _mm512_mul_pd(_mm512_add_pd(_mm512_add_pd(t, _mm512_mul_pd(uu, mm)), ee), up));
+    }
+  }
+}
+
+// A combine's bound data on `lanes` (a multiple of 8) lanes, 8 per register: bound_step.h's
+// m = Up(xm + ym), e = BoundStep(u, eta, xe + ye, m) lane by lane. m, e may be xm, xe.
+__attribute__((target("avx512f,avx512dq,avx512vl,avx512bw,avx2,fma"))) void CombineLanesAvx512(
+    int lanes, double* m, double* e, const double* xm, const double* xe, const double* ym,
+    const double* ye, double u, double eta) {
+  const __m512d c1 = _mm512_set1_pd(1 + u), uu = _mm512_set1_pd(u), ee = _mm512_set1_pd(eta);
+  const __m512d up = _mm512_set1_pd(kUp);
+  for (int l = 0; l < lanes; l += 8) {
+    const __m512d mm =
+        _mm512_mul_pd(_mm512_add_pd(_mm512_loadu_pd(xm + l), _mm512_loadu_pd(ym + l)), up);
+    const __m512d t =
+        _mm512_mul_pd(c1, _mm512_add_pd(_mm512_loadu_pd(xe + l), _mm512_loadu_pd(ye + l)));
+    _mm512_storeu_pd(m + l, mm);
+    _mm512_storeu_pd(
+        e + l, _mm512_mul_pd(_mm512_add_pd(_mm512_add_pd(t, _mm512_mul_pd(uu, mm)), ee), up));
+  }
+}
+
 #pragma GCC diagnostic pop
 #endif
 
@@ -424,6 +483,32 @@ void FusedTileAvx512Tile(int rows, bool floor_align, bool bound, const MatIn& in
   }
 #else
   (void)rows, (void)floor_align, (void)bound, (void)in, (void)i0, (void)j0;
+#endif
+}
+
+void BoundStepAvx512(bool round_product, int rows, double* m, double* e, const double* m0,
+                     const double* e0, const float* a_orig, const float* a_used,
+                     const float* b_used, const float* b_orig, double u, double eta) {
+#if defined(__x86_64__)
+  if (rows == 4) {
+    round_product ? BoundStepLanesAvx512<true, 4>(m, e, m0, e0, a_orig, a_used, b_used, b_orig, u, eta)
+                  : BoundStepLanesAvx512<false, 4>(m, e, m0, e0, a_orig, a_used, b_used, b_orig, u, eta);
+  } else {
+    round_product ? BoundStepLanesAvx512<true, 1>(m, e, m0, e0, a_orig, a_used, b_used, b_orig, u, eta)
+                  : BoundStepLanesAvx512<false, 1>(m, e, m0, e0, a_orig, a_used, b_used, b_orig, u, eta);
+  }
+#else
+  (void)round_product, (void)rows, (void)m, (void)e, (void)m0, (void)e0, (void)a_orig, (void)a_used,
+      (void)b_used, (void)b_orig, (void)u, (void)eta;
+#endif
+}
+
+void CombineBoundAvx512(int lanes, double* m, double* e, const double* xm, const double* xe,
+                        const double* ym, const double* ye, double u, double eta) {
+#if defined(__x86_64__)
+  CombineLanesAvx512(lanes, m, e, xm, xe, ym, ye, u, eta);
+#else
+  (void)lanes, (void)m, (void)e, (void)xm, (void)xe, (void)ym, (void)ye, (void)u, (void)eta;
 #endif
 }
 
