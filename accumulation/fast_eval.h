@@ -67,7 +67,10 @@
 // elements (its shape depends only on K). Every other host chain (strided, split_k, simd,
 // cascade, tree, pairwise with unroll > 1), and any host plan with ftz/daz, bfloat16 promotion
 // or bfloat16 output, runs in WalkTile: tiles of the same size whose nodes are blocks of lanes,
-// one WalkChain per tile. Fused adders with those chains run element by element. float64
+// one WalkChain per tile. With bounds under AVX-512, the float32 pairwise and walked tiles run
+// their bound steps and combines 8 lanes of double per register (fast_tiles_avx512.cc's
+// BoundStepAvx512 and CombineBoundAvx512, the same operations as the AVX2 and scalar forms).
+// Fused adders with those chains run element by element. float64
 // inputs: sequential and blocked chains (not kahan) in AVX2 tiles of 4 rows x 8 columns (with
 // bounds 2 rows), every other chain and the column tails element by element (ScalarDot on double
 // inputs); a bfloat16 accumulator element by element.
