@@ -8,7 +8,8 @@
 //    children's summed E (plus a leaf's E where one is added) and m the node's M.
 // Every function is plain double arithmetic in this order (the build has -ffp-contract=off, so no
 // caller, host or AVX2-targeted, fuses any of it). The AVX2/AVX-512 tiles repeat BoundStep lane
-// by lane in intrinsics, with the same operations in the same order.
+// by lane in intrinsics, with the same operations in the same order (the AVX-512 host tile fuses
+// an add with a product only where the product is exact, which gives the same bits).
 //
 // Example:
 //   UnitRoundoff(23, OpEnv{}) == 0x1p-24;  Eta(Float32(), 23) == 0x1p-149;

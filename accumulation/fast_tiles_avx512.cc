@@ -266,7 +266,8 @@ __attribute__((target("avx512f,avx512dq,avx512vl,avx512bw,avx2,fma"))) inline __
 
 // HostTile<float, kRound, true, R, 16> (fast_tiles_avx2.cc) in AVX-512: R rows x 16 columns of
 // float32 chains (one FMA, or the rounded product then an add, per step) with the bound data of
-// bound_step.h lane by lane in the same double operations and order: per step
+// bound_step.h lane by lane, the same double results in the same order (an fma only where it
+// fuses an exact product with its add, see the loop): per step
 // M = Up(M + |x|), E = Up((1 + u) * (E + |used - x|) + u * M + eta), x the exact product of the
 // original inputs, used the product the chain adds; per block end (blocked / promote chains) the
 // combine's M and E. kSame: the inputs were not converted (a_orig == a, b_orig == b), so x comes
@@ -321,6 +322,7 @@ __attribute__((target("avx512f,avx512dq,avx512vl,avx512bw,avx2,fma"))) void Host
         bo[0] = WidenPs(_mm512_castps512_ps256(bof));
         bo[1] = WidenPs(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(bof), 1)));
       }
+      const __m512d bo_abs[2] = {_mm512_and_pd(bo[0], abs_mask), _mm512_and_pd(bo[1], abs_mask)};
       __m512d bud[2];
       if constexpr (!kSame && !kRound) {
         bud[0] = WidenPs(_mm512_castps512_ps256(bu));
@@ -336,23 +338,28 @@ __attribute__((target("avx512f,avx512dq,avx512vl,avx512bw,avx2,fma"))) void Host
         } else {
           acc[r] = _mm512_fmadd_ps(av, bu, acc[r]);
         }
-        const __m512d ao = _mm512_set1_pd(static_cast<double>(in.ao[size_t(i0 + r) * k + kk]));
+        const double a_orig = static_cast<double>(in.ao[size_t(i0 + r) * k + kk]);
+        const __m512d ao = _mm512_set1_pd(a_orig);
+        const __m512d ao_abs = _mm512_set1_pd(std::fabs(a_orig));
         for (int h = 0; h < 2; ++h) {
-          const __m512d x = _mm512_mul_pd(ao, bo[h]);
-          const __m512d mm = _mm512_mul_pd(_mm512_add_pd(am[r][h], _mm512_and_pd(x, abs_mask)), up);
+          // x = a_orig * b_orig is exact in double, so M + |x| is one fma of the magnitudes and
+          // |used - x| = |fl(x - used)| one fms (round to nearest is odd-symmetric); u * M is
+          // exact too (u a power of two, M 0 or >= 2^-298), so (1 + u) e + u M is one fma.
+          // Each gives the bits of bound_step.h's separate operations.
+          const __m512d mm = _mm512_mul_pd(_mm512_fmadd_pd(ao_abs, bo_abs[h], am[r][h]), up);
           am[r][h] = mm;
           __m512d e_in = ae[r][h];
           if constexpr (kRound) {
             const __m256 half = h == 0 ? _mm512_castps512_ps256(prod)
                                        : _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(prod), 1));
             const __m512d used = WidenPs(half);
-            e_in = _mm512_add_pd(e_in, _mm512_and_pd(_mm512_sub_pd(used, x), abs_mask));
+            e_in = _mm512_add_pd(e_in, _mm512_and_pd(_mm512_fmsub_pd(ao, bo[h], used), abs_mask));
           } else if constexpr (!kSame) {
             const __m512d used = _mm512_mul_pd(_mm512_set1_pd(static_cast<double>(a_used)), bud[h]);
-            e_in = _mm512_add_pd(e_in, _mm512_and_pd(_mm512_sub_pd(used, x), abs_mask));
+            e_in = _mm512_add_pd(e_in, _mm512_and_pd(_mm512_fmsub_pd(ao, bo[h], used), abs_mask));
           }
           ae[r][h] = _mm512_mul_pd(
-              _mm512_add_pd(_mm512_add_pd(_mm512_mul_pd(c1, e_in), _mm512_mul_pd(uu, mm)), ee), up);
+              _mm512_add_pd(_mm512_fmadd_pd(uu, mm, _mm512_mul_pd(c1, e_in)), ee), up);
         }
       }
     }
