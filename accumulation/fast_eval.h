@@ -61,8 +61,9 @@
 // MagUp/DiffUp), so it is identical, not just close.
 //
 // Matmul: sequential, blocked and promote chains run in register tiles over K (float32 host
-// chains with bounds, under AVX-512: 4 rows x 16 columns with the bound data in zmm registers,
-// fast_tiles_avx512.cc's HostBoundTileAvx512); pairwise chains
+// chains with bounds: under AVX-512 4 rows x 16 columns with the bound data in zmm registers,
+// fast_tiles_avx512.cc's HostBoundTileAvx512; under AVX2 2 rows x 8 columns in ymm registers,
+// HostBoundTileAvx2); pairwise chains
 // (unroll 1) in tiles of 4 rows x 16 (float64: 8) columns that walk the tree once for all their
 // elements (its shape depends only on K). Every other host chain (strided, split_k, simd,
 // cascade, tree, pairwise with unroll > 1), and any host plan with ftz/daz, bfloat16 promotion

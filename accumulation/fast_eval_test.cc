@@ -935,18 +935,35 @@ TEST(FastEvalTest, PortableIsaDelegates) {
   }
 }
 
-// The host kernels chosen by ActiveIsa() (fused tiles: AVX-512 or AVX2) give the same bits on
-// every level this CPU has: matmuls of fused presets (group 4, 8, 32, promote) and walked ones.
+// The host kernels chosen by ActiveIsa() (fused tiles, host tiles with bounds, the walked and
+// pairwise tiles' bound steps: AVX-512 or AVX2) give the same bits on every level this CPU has:
+// matmuls of fused presets (group 4, 8, 32, promote), walked and pairwise ones, and float32 host
+// chains (fma, rounded products, blocked, converted inputs).
 TEST(FastEvalTest, MatmulKernelsMatchGenericOnEveryIsaLevel) {
   const std::string dir = FPCONFORM_MODELS_SOURCE_DIR;
+  std::vector<Model> models;
+  for (const char* name : {"nvidia-v100-fp16", "nvidia-a100-tf32",
+                           "nvidia-h100-fp8e4m3-promote128", "x86-avx512bf16",
+                           "trainium2-bf16-pairwise", "cuda-f32-fma", "cpu-f32-seq",
+                           "numpy-openblas-skylakex-f32", "trainium2-bf16"}) {
+    models.push_back(*LoadModelFile(dir + "/" + name + ".toml"));
+  }
+  for (const char* name : {"cuda-f32-fma", "cpu-f32-seq"}) {
+    Model v = *LoadModelFile(dir + "/" + name + ".toml");
+    v.inputs.daz = true;
+    v.chain.kind = ChainKind::kBlocked;
+    v.chain.block = 48;
+    v.name += "+input_daz+blocked48";
+    models.push_back(v);
+  }
   const Isa saved = ActiveIsa();
   for (Isa isa : AvailableIsas()) {
     if (isa == Isa::kPortable) continue;  // Delegates (PortableIsaDelegates).
     SCOPED_TRACE(std::string(IsaName(isa)));
     ASSERT_TRUE(SetActiveIsa(isa).ok());
-    for (const char* name : {"nvidia-v100-fp16", "nvidia-a100-tf32",
-                             "nvidia-h100-fp8e4m3-promote128", "x86-avx512bf16"}) {
-      CheckMatmul(*LoadModelFile(dir + "/" + name + ".toml"));
+    for (const Model& m : models) {
+      SCOPED_TRACE(m.name);
+      CheckMatmul(m);
       if (HasFatalFailure()) break;
     }
     if (HasFatalFailure()) break;

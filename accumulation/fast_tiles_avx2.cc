@@ -1280,6 +1280,136 @@ void FusedTileAvx(const MatIn& in, int i0, int j0) {
 #endif
 
 // One output element through the scalar evaluator.
+#if defined(__x86_64__)
+// Lanes 4h..4h+3 of 8 floats, as doubles.
+inline __m256d WidenHalf(__m256 v, int h) {
+  return _mm256_cvtps_pd(h == 0 ? _mm256_castps256_ps128(v) : _mm256_extractf128_ps(v, 1));
+}
+
+// HostTile<float, kRound, true, R, 8> in AVX2 intrinsics (fast_tiles_avx512.cc's
+// HostBoundTileAvx512 for CPUs without AVX-512): R rows x 8 columns of float32 chains, the bound
+// data in two vectors of 4 doubles per row, the same double results in the same order (the same
+// fmas, each fusing an exact product with its add).
+template <bool kRound, bool kSame, int R>
+void HostBoundTileAvx2(const MatIn& in, int i0, int j0) {
+  const Plan& p = *in.p;
+  const int n = in.n, k = in.k;
+  const __m256d up = _mm256_set1_pd(kUp);
+  const __m256d abs_mask = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7FFFFFFFFFFFFFFFll));
+  const double u = p.u_acc, eta = p.eta_acc;
+  const double uc = p.chain == ChainKind::kPromote ? p.u_prom : p.u_comb;
+  const double etac = p.chain == ChainKind::kPromote ? p.eta_prom : p.eta_comb;
+  const __m256d c1 = _mm256_set1_pd(1 + u), uu = _mm256_set1_pd(u), ee = _mm256_set1_pd(eta);
+  __m256 tot[R];
+  __m256d tm[R][2], te[R][2];
+  for (int r = 0; r < R; ++r) {
+    alignas(32) float cv[8];
+    for (int w = 0; w < 8; ++w) {
+      const uint64_t cb = in.c ? in.c[size_t(i0 + r) * n + j0 + w] : 0;
+      cv[w] = std::bit_cast<float>(static_cast<uint32_t>(cb));
+    }
+    tot[r] = _mm256_load_ps(cv);
+    for (int h = 0; h < 2; ++h) {
+      tm[r][h] = _mm256_and_pd(WidenHalf(tot[r], h), abs_mask);
+      te[r][h] = _mm256_setzero_pd();
+    }
+  }
+  const bool seq = p.chain == ChainKind::kSequential;
+  const int chunk = seq ? std::max(k, 1) : p.chunk;
+  for (int k0 = 0, k1 = 0; k0 < k; k0 = k1) {
+    k1 = ChunkEnd(p, chunk, k0, k);
+    __m256 acc[R];
+    __m256d am[R][2], ae[R][2];
+    for (int r = 0; r < R; ++r) {
+      acc[r] = seq ? tot[r] : _mm256_setzero_ps();
+      for (int h = 0; h < 2; ++h) {
+        am[r][h] = seq ? tm[r][h] : _mm256_setzero_pd();
+        ae[r][h] = seq ? te[r][h] : _mm256_setzero_pd();
+      }
+    }
+    for (int kk = k0; kk < k1; ++kk) {
+      const __m256 bu = _mm256_loadu_ps(in.b + size_t(kk) * n + j0);
+      const __m256 bof = kSame ? bu : _mm256_loadu_ps(in.bo + size_t(kk) * n + j0);
+      __m256d bo[2], bo_abs[2], bud[2];
+      for (int h = 0; h < 2; ++h) {
+        bo[h] = WidenHalf(bof, h);
+        bo_abs[h] = _mm256_and_pd(bo[h], abs_mask);
+        if constexpr (!kSame && !kRound) bud[h] = WidenHalf(bu, h);
+      }
+      for (int r = 0; r < R; ++r) {
+        const float a_used = in.a[size_t(i0 + r) * k + kk];
+        const __m256 av = _mm256_set1_ps(a_used);
+        __m256 prod;
+        if constexpr (kRound) {
+          prod = _mm256_mul_ps(av, bu);
+          acc[r] = _mm256_add_ps(acc[r], prod);
+        } else {
+          acc[r] = _mm256_fmadd_ps(av, bu, acc[r]);
+        }
+        const double a_orig = static_cast<double>(in.ao[size_t(i0 + r) * k + kk]);
+        const __m256d ao = _mm256_set1_pd(a_orig);
+        const __m256d ao_abs = _mm256_set1_pd(std::fabs(a_orig));
+        for (int h = 0; h < 2; ++h) {
+          const __m256d mm = _mm256_mul_pd(_mm256_fmadd_pd(ao_abs, bo_abs[h], am[r][h]), up);
+          am[r][h] = mm;
+          __m256d e_in = ae[r][h];
+          if constexpr (kRound) {
+            e_in = _mm256_add_pd(
+                e_in, _mm256_and_pd(_mm256_fmsub_pd(ao, bo[h], WidenHalf(prod, h)), abs_mask));
+          } else if constexpr (!kSame) {
+            const __m256d used = _mm256_mul_pd(_mm256_set1_pd(static_cast<double>(a_used)), bud[h]);
+            e_in = _mm256_add_pd(e_in, _mm256_and_pd(_mm256_fmsub_pd(ao, bo[h], used), abs_mask));
+          }
+          ae[r][h] = _mm256_mul_pd(
+              _mm256_add_pd(_mm256_fmadd_pd(uu, mm, _mm256_mul_pd(c1, e_in)), ee), up);
+        }
+      }
+    }
+    for (int r = 0; r < R; ++r) {
+      if (seq) {
+        tot[r] = acc[r];
+        for (int h = 0; h < 2; ++h) {
+          tm[r][h] = am[r][h];
+          te[r][h] = ae[r][h];
+        }
+      } else {
+        tot[r] = _mm256_add_ps(tot[r], acc[r]);
+        alignas(32) double m4[4], e4[4], mx[4], ex[4];
+        for (int h = 0; h < 2; ++h) {
+          // The block's combine (once per block: BoundStep itself, lane by lane).
+          _mm256_store_pd(m4, tm[r][h]);
+          _mm256_store_pd(e4, te[r][h]);
+          _mm256_store_pd(mx, am[r][h]);
+          _mm256_store_pd(ex, ae[r][h]);
+          for (int q = 0; q < 4; ++q) {
+            m4[q] = Up(m4[q] + mx[q]);
+            e4[q] = BoundStep(uc, etac, e4[q] + ex[q], m4[q]);
+          }
+          tm[r][h] = _mm256_load_pd(m4);
+          te[r][h] = _mm256_load_pd(e4);
+        }
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    alignas(32) float v[8];
+    alignas(32) double e[8];
+    _mm256_store_ps(v, tot[r]);
+    _mm256_store_pd(e, te[r][0]);
+    _mm256_store_pd(e + 4, te[r][1]);
+    for (int w = 0; w < 8; ++w) {
+      const size_t idx = size_t(i0 + r) * n + j0 + w;
+      if (!std::isfinite(v[w])) {
+        (*in.redo)[idx] = 1;
+      } else {
+        in.d[idx] = std::bit_cast<uint32_t>(v[w]);
+        in.bounds[idx] = e[w];
+      }
+    }
+  }
+}
+#endif
+
 template <bool kBound>
 void ScalarElement(const MatIn& in, int i, int j) {
   const size_t idx = size_t(i) * in.n + j;
@@ -1509,6 +1639,28 @@ void MatmulRows(const MatIn& in, int i_lo, int i_hi) {
     }
     for (int i = i_lo; i < i_hi; ++i) {
       for (int j = in.n / 16 * 16; j < in.n; ++j) ScalarElement<kBound>(in, i, j);
+    }
+  }
+  else if (kBound && tiled) {
+    // AVX2: column tiles of 8 outside, 2-row blocks inside.
+    const bool same = in.ao == in.a && in.bo == in.b;
+    auto tile = [&](auto r_tag, int i, int j) {
+      constexpr int kR = decltype(r_tag)::value;
+      if (p.round_product) {
+        same ? HostBoundTileAvx2<true, true, kR>(in, i, j)
+             : HostBoundTileAvx2<true, false, kR>(in, i, j);
+      } else {
+        same ? HostBoundTileAvx2<false, true, kR>(in, i, j)
+             : HostBoundTileAvx2<false, false, kR>(in, i, j);
+      }
+    };
+    for (int j = 0; j + 8 <= in.n; j += 8) {
+      int i = i_lo;
+      for (; i + 2 <= i_hi; i += 2) tile(std::integral_constant<int, 2>(), i, j);
+      for (; i < i_hi; ++i) tile(std::integral_constant<int, 1>(), i, j);
+    }
+    for (int i = i_lo; i < i_hi; ++i) {
+      for (int j = in.n / 8 * 8; j < in.n; ++j) ScalarElement<kBound>(in, i, j);
     }
   }
 #endif
