@@ -63,9 +63,9 @@
 // Matmul: sequential, blocked and promote chains run in register tiles over K (float32 host
 // chains with bounds: under AVX-512 4 rows x 16 columns with the bound data in zmm registers,
 // fast_tiles_avx512.cc's HostBoundTileAvx512; under AVX2 2 rows x 8 columns in ymm registers,
-// HostBoundTileAvx2); pairwise chains
-// (unroll 1) in tiles of 4 rows x 16 (float64: 8) columns that walk the tree once for all their
-// elements (its shape depends only on K). Every other host chain (strided, split_k, simd,
+// HostBoundTileAvx2; fused adders with bounds: AVX-512 2-row tiles, AVX2 1-row tiles);
+// pairwise chains (unroll 1) in tiles of 4 rows x 16 (float64: 8) columns that walk the tree
+// once for all their elements (its shape depends only on K). Every other host chain (strided, split_k, simd,
 // cascade, tree, pairwise with unroll > 1), and any host plan with ftz/daz, bfloat16 promotion
 // or bfloat16 output, runs in WalkTile: tiles of the same size whose nodes are blocks of lanes,
 // one WalkChain per tile. With bounds under AVX-512, the float32 pairwise and walked tiles run

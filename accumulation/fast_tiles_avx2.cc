@@ -1126,7 +1126,7 @@ void KahanTileF32(const MatIn& in, int i0, int j0) {
 // Fused tile, values only: R rows x 8 columns, 2R independent vectors of 4 doubles (latency, not
 // throughput, bounds this loop). The integer sums and the maxima are exact and order-free, so
 // each is split into two partial chains.
-template <int R, bool kFloorAlign>
+template <int R, bool kFloorAlign, bool kBound = false>
 void FusedTileAvx(const MatIn& in, int i0, int j0) {
   constexpr int C = 2 * R;
   const Plan& p = *in.p;
@@ -1149,7 +1149,13 @@ void FusedTileAvx(const MatIn& in, int i0, int j0) {
   const __m256i one_i = _mm256_set1_epi64x(1);
   constexpr int kMode = kFloorAlign ? (_MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC)
                                     : (_MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
-  __m256d tot[C], bad[C];
+  __m256d tot[C], bad[C], tm[C], te[C];  // Value, bad lanes; bound data M and E (kBound).
+  const __m256d up = _mm256_set1_pd(kUp);
+  const __m256d abs_mask = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7FFFFFFFFFFFFFFFll));
+  const __m256d denorm = _mm256_set1_pd(std::numeric_limits<double>::denorm_min());
+  const double u = p.u_acc, eta = p.eta_acc;
+  const double uc = p.chain == ChainKind::kPromote ? p.u_prom : p.u_comb;
+  const double etac = p.chain == ChainKind::kPromote ? p.eta_prom : p.eta_comb;
   for (int c = 0; c < C; ++c) {
     double cv[4];
     for (int w = 0; w < 4; ++w) {
@@ -1158,6 +1164,8 @@ void FusedTileAvx(const MatIn& in, int i0, int j0) {
     }
     tot[c] = _mm256_loadu_pd(cv);
     bad[c] = zero;
+    tm[c] = _mm256_and_pd(tot[c], abs_mask);
+    te[c] = zero;
   }
   const bool seq = p.chain == ChainKind::kSequential;
   const int chunk = seq ? std::max(k, 1) : p.chunk;
@@ -1170,8 +1178,12 @@ void FusedTileAvx(const MatIn& in, int i0, int j0) {
   const double* btile = in.bpack + size_t(j0 / 8) * k * 16;
   for (int k0 = 0, k1 = 0; k0 < k; k0 = k1) {
     k1 = ChunkEnd(p, chunk, k0, k);
-    __m256d acc[C];
-    for (int c = 0; c < C; ++c) acc[c] = seq ? tot[c] : zero;
+    __m256d acc[C], am[C], ae[C];
+    for (int c = 0; c < C; ++c) {
+      acc[c] = seq ? tot[c] : zero;
+      am[c] = seq ? tm[c] : zero;
+      ae[c] = seq ? te[c] : zero;
+    }
     for (int g0 = k0; g0 < k1; g0 += p.group) {
       const int g1 = std::min(k1, g0 + p.group);
       const __m256d full = g1 - g0 == p.group ? ones : zero;
@@ -1236,6 +1248,35 @@ void FusedTileAvx(const MatIn& in, int i0, int j0) {
         sum_pass(kk + 1, s1);
       }
       if (kk < g1) sum_pass(kk, s);
+      if constexpr (kBound) {
+        // FusedTile's bound, lane-wise (fast_tiles_avx512.cc's FusedTileAvx512 in 4-lane
+        // halves): M and E summed over the group in k order, T = nonzero terms * the quantum.
+        for (int r = 0; r < R; ++r) {
+          for (int h = 0; h < 2; ++h) {
+            const int c = 2 * r + h;
+            __m256d m = am[c], se = ae[c];
+            __m256d nz = _mm256_and_pd(_mm256_cmp_pd(acc[c], zero, _CMP_NEQ_OQ), one);
+            for (int t = g0; t < g1; ++t) {
+              const __m256d bu = _mm256_loadu_pd(btile + size_t(t) * 16 + 4 * h);
+              const __m256d bo = _mm256_cvtps_pd(_mm_loadu_ps(in.bo + size_t(t) * n + j0 + 4 * h));
+              const __m256d x = _mm256_mul_pd(_mm256_set1_pd(in.ao[size_t(i0 + r) * k + t]), bo);
+              const __m256d pu = _mm256_mul_pd(_mm256_set1_pd(arow[r][t]), bu);
+              nz = _mm256_add_pd(nz, _mm256_and_pd(_mm256_cmp_pd(pu, zero, _CMP_NEQ_OQ), one));
+              se = _mm256_add_pd(se, _mm256_and_pd(_mm256_sub_pd(pu, x), abs_mask));
+              m = _mm256_add_pd(m, _mm256_and_pd(x, abs_mask));
+            }
+            const __m256d quantum = _mm256_max_pd(_mm256_mul_pd(emax[c], two_mf), denorm);
+            const __m256d tq = _mm256_and_pd(_mm256_cmp_pd(emax[c], zero, _CMP_GT_OQ),
+                                             _mm256_mul_pd(nz, quantum));
+            am[c] = _mm256_mul_pd(m, up);
+            const __m256d e1 = _mm256_mul_pd(_mm256_set1_pd(1 + u), _mm256_add_pd(se, tq));
+            ae[c] = _mm256_mul_pd(
+                _mm256_add_pd(_mm256_add_pd(e1, _mm256_mul_pd(_mm256_set1_pd(u), am[c])),
+                              _mm256_set1_pd(eta)),
+                up);
+          }
+        }
+      }
       for (int c = 0; c < C; ++c) {
         // RoundGroup, lane-wise.
         const __m256d sum = _mm256_add_pd(s[c], s1[c]);
@@ -1259,12 +1300,27 @@ void FusedTileAvx(const MatIn& in, int i0, int j0) {
     for (int c = 0; c < C; ++c) {
       tot[c] = seq ? acc[c]
                    : _mm256_cvtps_pd(_mm_add_ps(_mm256_cvtpd_ps(tot[c]), _mm256_cvtpd_ps(acc[c])));
+      if constexpr (kBound) {
+        if (seq) {
+          tm[c] = am[c];
+          te[c] = ae[c];
+        } else {
+          const __m256d mm = _mm256_mul_pd(_mm256_add_pd(tm[c], am[c]), up);
+          const __m256d e1 = _mm256_mul_pd(_mm256_set1_pd(1 + uc), _mm256_add_pd(te[c], ae[c]));
+          te[c] = _mm256_mul_pd(
+              _mm256_add_pd(_mm256_add_pd(e1, _mm256_mul_pd(_mm256_set1_pd(uc), mm)),
+                            _mm256_set1_pd(etac)),
+              up);
+          tm[c] = mm;
+        }
+      }
     }
   }
   for (int c = 0; c < C; ++c) {
-    double v[4], b[4];
+    double v[4], b[4], e[4];
     _mm256_storeu_pd(v, tot[c]);
     _mm256_storeu_pd(b, bad[c]);
+    _mm256_storeu_pd(e, te[c]);
     for (int w = 0; w < 4; ++w) {
       const size_t idx = size_t(i0 + c / 2) * n + j0 + 4 * (c % 2) + w;
       const float f = static_cast<float>(v[w]);
@@ -1272,6 +1328,7 @@ void FusedTileAvx(const MatIn& in, int i0, int j0) {
         (*in.redo)[idx] = 1;
       } else {
         in.d[idx] = std::bit_cast<uint32_t>(f);
+        if constexpr (kBound) in.bounds[idx] = e[w];
       }
     }
   }
@@ -1456,6 +1513,19 @@ void MatmulRows(const MatIn& in, int i_lo, int i_hi) {
         int i = i_lo;
         for (; i + 2 <= i_hi; i += 2) tile(std::integral_constant<int, 2>(), i, j);
         for (; i < i_hi; ++i) tile(std::integral_constant<int, 1>(), i, j);
+      }
+      for (int i = i_lo; i < i_hi; ++i) {
+        for (int j = in.n / W * W; j < in.n; ++j) ScalarElement<kBound>(in, i, j);
+      }
+      return;
+    }
+    if (kBound && tiled) {
+      // AVX2 with bounds: 1-row tiles (the bound data take the registers of the other rows).
+      for (int j = 0; j + W <= in.n; j += W) {
+        for (int i = i_lo; i < i_hi; ++i) {
+          p.round_down ? FusedTileAvx<1, true, true>(in, i, j)
+                       : FusedTileAvx<1, false, true>(in, i, j);
+        }
       }
       for (int i = i_lo; i < i_hi; ++i) {
         for (int j = in.n / W * W; j < in.n; ++j) ScalarElement<kBound>(in, i, j);

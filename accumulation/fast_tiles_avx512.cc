@@ -497,12 +497,18 @@ void BoundStepAvx512(bool round_product, int rows, double* m, double* e, const d
                      const double* e0, const float* a_orig, const float* a_used,
                      const float* b_used, const float* b_orig, double u, double eta) {
 #if defined(__x86_64__)
+  auto go = [&](auto round_tag, auto rows_tag) {
+    BoundStepLanesAvx512<decltype(round_tag)::value, decltype(rows_tag)::value>(
+        m, e, m0, e0, a_orig, a_used, b_used, b_orig, u, eta);
+  };
+  using T = std::true_type;
+  using F = std::false_type;
+  using Four = std::integral_constant<int, 4>;
+  using One = std::integral_constant<int, 1>;
   if (rows == 4) {
-    round_product ? BoundStepLanesAvx512<true, 4>(m, e, m0, e0, a_orig, a_used, b_used, b_orig, u, eta)
-                  : BoundStepLanesAvx512<false, 4>(m, e, m0, e0, a_orig, a_used, b_used, b_orig, u, eta);
+    round_product ? go(T(), Four()) : go(F(), Four());
   } else {
-    round_product ? BoundStepLanesAvx512<true, 1>(m, e, m0, e0, a_orig, a_used, b_used, b_orig, u, eta)
-                  : BoundStepLanesAvx512<false, 1>(m, e, m0, e0, a_orig, a_used, b_used, b_orig, u, eta);
+    round_product ? go(T(), One()) : go(F(), One());
   }
 #else
   (void)round_product, (void)rows, (void)m, (void)e, (void)m0, (void)e0, (void)a_orig, (void)a_used,
