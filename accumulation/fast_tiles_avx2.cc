@@ -1336,7 +1336,6 @@ void FusedTileAvx(const MatIn& in, int i0, int j0) {
 
 #endif
 
-// One output element through the scalar evaluator.
 #if defined(__x86_64__)
 // Lanes 4h..4h+3 of 8 floats, as doubles.
 inline __m256d WidenHalf(__m256 v, int h) {
@@ -1467,6 +1466,7 @@ void HostBoundTileAvx2(const MatIn& in, int i0, int j0) {
 }
 #endif
 
+// One output element through the scalar evaluator.
 template <bool kBound>
 void ScalarElement(const MatIn& in, int i, int j) {
   const size_t idx = size_t(i) * in.n + j;
