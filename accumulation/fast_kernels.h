@@ -48,6 +48,11 @@ struct MatIn {
   uint64_t seed = 0;           // EvalOptions::seed.
 };
 
+// The float32 results of one tile row (fast_tiles_avx2.cc), elements (row, j0 .. j0 + width - 1):
+// a non-finite value marks its element for the generic path (in.redo), any other is stored with
+// its bound e[w] (e may be nullptr: values only). Shared by the float32 host tiles of both ISAs.
+void StoreRow32(const MatIn& in, int row, int j0, int width, const float* v, const double* e);
+
 // Rows [i_lo, i_hi) of a matmul (fast_tiles_avx2.cc): tiles, elements the tiles do not cover
 // through the scalar path, in.redo set for the elements the generic path must decide.
 void RunMatmulRows(const MatIn& in, int i_lo, int i_hi, bool bound);

@@ -1058,14 +1058,7 @@ template <bool kRound, int R>
     float v[16];
     _mm256_storeu_ps(v, tot[r][0]);
     _mm256_storeu_ps(v + 8, tot[r][1]);
-    for (int w = 0; w < 16; ++w) {
-      const size_t idx = size_t(i0 + r) * n + j0 + w;
-      if (!std::isfinite(v[w])) {
-        (*in.redo)[idx] = 1;
-      } else {
-        in.d[idx] = std::bit_cast<uint32_t>(v[w]);
-      }
-    }
+    StoreRow32(in, i0 + r, j0, 16, v, nullptr);
   }
 }
 
@@ -1453,18 +1446,26 @@ void HostBoundTileAvx2(const MatIn& in, int i0, int j0) {
     _mm256_store_ps(v, tot[r]);
     _mm256_store_pd(e, te[r][0]);
     _mm256_store_pd(e + 4, te[r][1]);
-    for (int w = 0; w < 8; ++w) {
-      const size_t idx = size_t(i0 + r) * n + j0 + w;
-      if (!std::isfinite(v[w])) {
-        (*in.redo)[idx] = 1;
-      } else {
-        in.d[idx] = std::bit_cast<uint32_t>(v[w]);
-        in.bounds[idx] = e[w];
-      }
-    }
+    StoreRow32(in, i0 + r, j0, 8, v, e);
   }
 }
 #endif
+
+}  // namespace
+
+void StoreRow32(const MatIn& in, int row, int j0, int width, const float* v, const double* e) {
+  for (int w = 0; w < width; ++w) {
+    const size_t idx = size_t(row) * in.n + j0 + w;
+    if (!std::isfinite(v[w])) {
+      (*in.redo)[idx] = 1;
+    } else {
+      in.d[idx] = std::bit_cast<uint32_t>(v[w]);
+      if (e != nullptr) in.bounds[idx] = e[w];
+    }
+  }
+}
+
+namespace {
 
 // One output element through the scalar evaluator.
 template <bool kBound>

@@ -388,15 +388,7 @@ __attribute__((target("avx512f,avx512dq,avx512vl,avx512bw,avx2,fma"))) void Host
     _mm512_store_ps(v, tot[r]);
     _mm512_store_pd(e, te[r][0]);
     _mm512_store_pd(e + 8, te[r][1]);
-    for (int w = 0; w < 16; ++w) {
-      const size_t idx = size_t(i0 + r) * n + j0 + w;
-      if (!std::isfinite(v[w])) {
-        (*in.redo)[idx] = 1;
-      } else {
-        in.d[idx] = std::bit_cast<uint32_t>(v[w]);
-        in.bounds[idx] = e[w];
-      }
-    }
+    StoreRow32(in, i0 + r, j0, 16, v, e);
   }
 }
 
