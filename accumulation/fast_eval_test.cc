@@ -971,6 +971,94 @@ TEST(FastEvalTest, MatmulKernelsMatchGenericOnEveryIsaLevel) {
   ASSERT_TRUE(SetActiveIsa(saved).ok());
 }
 
+// The fused tiles at the ends of the float32 range, on every ISA level (fast_tiles_avx2.cc's
+// FusedTileAvx takes a shortcut at each): (0) a subnormal c with products near 2^-126 under
+// nominal alignment exponents (c's exponent is Emin there, not its own), and non-finite c;
+// (1) a group result past 2^128 that the next group cancels (the lane must go to the generic
+// path, not come back in range); (2) full groups of signed zeros only (products of +-0 and
+// positive numbers), with c = +-0 or none (the sign of a zero result). Values and bounds, c
+// given or not.
+TEST(FastEvalTest, FusedTilesMatchGenericAtTheFloat32Range) {
+  const std::string dir = FPCONFORM_MODELS_SOURCE_DIR;
+  const Isa saved = ActiveIsa();
+  for (const char* name : {"nvidia-a100-bf16", "nvidia-a100-tf32", "nvidia-v100-fp16"}) {
+    SCOPED_TRACE(name);
+    const Model m = *LoadModelFile(dir + "/" + name + ".toml");
+    const FormatSpec& fa = *m.inputs.a;
+    const FormatSpec& fb = *m.inputs.b;
+    const FormatSpec& fc = m.FinalAccumulatorFormat();
+    const int g = m.adder.group;
+    PinnedRng rng(DeriveSeed(kSeed, {uint64_t(g), uint64_t(Emax(fa)), 4242}));
+    for (int kase = 0; kase < 3; ++kase) {
+      if (kase == 1 && Emax(fa) + Emax(fb) < 130) continue;  // Products cannot pass 2^128.
+      SCOPED_TRACE("case " + std::to_string(kase));
+      // A 2-row tile and a tail row; two groups and a partial one (case 2: no partial group,
+      // whose zero result is +0 whatever came before).
+      const int mm = 3, nn = 16, kk = 2 * g + (kase == 2 ? 0 : g / 2);
+      std::vector<uint64_t> a(size_t(mm) * kk), b(size_t(kk) * nn), c(size_t(mm) * nn);
+      for (int i = 0; i < mm; ++i) {
+        for (int p = 0; p < kk; ++p) {
+          double x = rng.LogUniform(-70, -62);
+          if (kase == 1) x = p < 2 * g ? (p < g ? 1 : -1) * std::ldexp(1.0 + i / 8.0, 100) : x;
+          if (kase == 2) x = i == 0 ? 0.0 : i == 1 ? -0.0 : rng.Below(2) ? 0.0 : -0.0;
+          a[size_t(i) * kk + p] = FromDouble(fa, x);
+        }
+      }
+      for (int p = 0; p < kk; ++p) {
+        for (int j = 0; j < nn; ++j) {
+          double x = kase == 2 ? std::fabs(rng.LogUniform(-3, 3)) : rng.LogUniform(-70, -62);
+          if (kase == 1 && p < 2 * g) x = std::ldexp(1.0 + j / 32.0, 30);
+          b[size_t(p) * nn + j] = FromDouble(fb, x);
+        }
+      }
+      for (size_t idx = 0; idx < c.size(); ++idx) {
+        double x = kase == 2 ? (idx % 2 ? -0.0 : 0.0)
+                             : std::copysign(std::ldexp(rng.Uniform(0.5, 1.0), -126 - int(idx % 20)),
+                                             idx % 3 ? 1.0 : -1.0);
+        if (kase == 0 && idx % 11 == 5) {
+          x = idx % 3 == 0 ? std::numeric_limits<double>::quiet_NaN()
+                           : std::copysign(std::numeric_limits<double>::infinity(), x);
+        }
+        c[idx] = FromDouble(fc, x);
+      }
+      for (Isa isa : AvailableIsas()) {
+        if (isa == Isa::kPortable) continue;
+        SCOPED_TRACE(std::string(IsaName(isa)));
+        ASSERT_TRUE(SetActiveIsa(isa).ok());
+        for (int variant = 0; variant < 4; ++variant) {
+          const bool bound = variant & 1, with_c = variant & 2;
+          std::vector<uint64_t> d(c.size());
+          std::vector<double> bounds(bound ? c.size() : 0);
+          ASSERT_TRUE(FastEvaluateMatmul(m, mm, nn, kk, a, Layout::kRowMajor, b, Layout::kRowMajor,
+                                         with_c ? std::span<const uint64_t>(c)
+                                                : std::span<const uint64_t>(),
+                                         d, bounds, {}, 1)
+                          .ok());
+          for (int i = 0; i < mm; ++i) {
+            for (int j = 0; j < nn; ++j) {
+              std::vector<uint64_t> row(kk), col(kk);
+              for (int p = 0; p < kk; ++p) {
+                row[p] = a[size_t(i) * kk + p];
+                col[p] = b[size_t(p) * nn + j];
+              }
+              const size_t idx = size_t(i) * nn + j;
+              const EvalResult want = *GenericEvaluateDot(m, row, col, with_c ? c[idx] : 0);
+              ASSERT_EQ(Hex(d[idx]), Hex(want.bits))
+                  << "element " << i << "," << j << " bound " << bound << " c " << with_c;
+              if (bound) {
+                ASSERT_EQ(std::bit_cast<uint64_t>(bounds[idx]), std::bit_cast<uint64_t>(want.bound))
+                    << "element " << i << "," << j << " c " << with_c;
+              }
+            }
+          }
+        }
+      }
+      ASSERT_TRUE(SetActiveIsa(saved).ok());
+    }
+  }
+  ASSERT_TRUE(SetActiveIsa(saved).ok());
+}
+
 TEST(FastEvalTest, ErrorsAsGeneric) {
   const Model m = *LoadModelFile(std::string(FPCONFORM_MODELS_SOURCE_DIR) + "/cuda-f32-fma.toml");
   std::vector<uint64_t> a(3), b(2), d(4);

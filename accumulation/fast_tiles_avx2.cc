@@ -1116,9 +1116,9 @@ void KahanTileF32(const MatIn& in, int i0, int j0) {
   }
 }
 
-// Fused tile, values only: R rows x 8 columns, 2R independent vectors of 4 doubles (latency, not
-// throughput, bounds this loop). The integer sums and the maxima are exact and order-free, so
-// each is split into two partial chains.
+// Fused tile: R rows x 8 columns (R = 2 or 1 values only, 1 with bounds), 2R vectors of 4
+// doubles. The integer sums and the maxima are exact and order-free, so each is split into two
+// partial chains.
 template <int R, bool kFloorAlign, bool kBound = false>
 void FusedTileAvx(const MatIn& in, int i0, int j0) {
   constexpr int C = 2 * R;
@@ -1134,6 +1134,7 @@ void FusedTileAvx(const MatIn& in, int i0, int j0) {
   const __m256i scale_base = _mm256_set1_epi64x(
       static_cast<long long>((uint64_t{1023 + 1023} + p.fraction_bits) << 52));
   const __m256d two_mf = _mm256_set1_pd(std::ldexp(1.0, -p.fraction_bits));
+  const __m256d emax_floor = _mm256_set1_pd(std::ldexp(1.0, p.fraction_bits - 1000));
   const int cut = 52 - p.acc_fraction_bits;
   const __m128i cut_count = _mm_cvtsi32_si128(cut);
   const __m256i low_mask = _mm256_set1_epi64x(static_cast<long long>((uint64_t{1} << cut) - 1));
@@ -1142,7 +1143,10 @@ void FusedTileAvx(const MatIn& in, int i0, int j0) {
   const __m256i one_i = _mm256_set1_epi64x(1);
   constexpr int kMode = kFloorAlign ? (_MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC)
                                     : (_MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
-  __m256d tot[C], bad[C], tm[C], te[C];  // Value, bad lanes; bound data M and E (kBound).
+  // Value; the least nonzero and the greatest result magnitude so far (a lane whose results
+  // left [2^-126, 2^128) is redone: RoundGroup's range check, taken once at the end; a lane with a
+  // non-finite c starts below the range); bound data M and E (kBound).
+  __m256d tot[C], lo[C], hi[C], tm[C], te[C];
   const __m256d up = _mm256_set1_pd(kUp);
   const __m256d abs_mask = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7FFFFFFFFFFFFFFFll));
   const __m256d denorm = _mm256_set1_pd(std::numeric_limits<double>::denorm_min());
@@ -1156,7 +1160,9 @@ void FusedTileAvx(const MatIn& in, int i0, int j0) {
       cv[w] = std::bit_cast<float>(static_cast<uint32_t>(cb));
     }
     tot[c] = _mm256_loadu_pd(cv);
-    bad[c] = zero;
+    lo[c] = _mm256_and_pd(_mm256_cmp_pd(_mm256_and_pd(tot[c], abs_mask), overflow32, _CMP_LT_OQ),
+                          one);
+    hi[c] = zero;
     tm[c] = _mm256_and_pd(tot[c], abs_mask);
     te[c] = zero;
   }
@@ -1181,9 +1187,12 @@ void FusedTileAvx(const MatIn& in, int i0, int j0) {
       const int g1 = std::min(k1, g0 + p.group);
       const __m256d full = g1 - g0 == p.group ? ones : zero;
       __m256d emax[C], emax1[C], scale[C], s[C], s1[C];
+      // After the first group, acc is 0 or a float32 normal (or its lane is redone), so its
+      // nominal exponent is its exponent.
+      const bool nominal_acc = !p.actual && g0 == 0;
       for (int c = 0; c < C; ++c) {
         const __m256d e = _mm256_and_pd(acc[c], expmask);
-        if (p.actual) {
+        if (!nominal_acc) {
           emax[c] = e;
         } else {
           const __m256d is_zero = _mm256_cmp_pd(acc[c], zero, _CMP_EQ_OQ);
@@ -1217,10 +1226,12 @@ void FusedTileAvx(const MatIn& in, int i0, int j0) {
       if (kk < g1) max_pass(kk, emax);
       for (int c = 0; c < C; ++c) {
         emax[c] = _mm256_max_pd(emax[c], emax1[c]);
-        const __m256d emax_zero = _mm256_cmp_pd(emax[c], zero, _CMP_EQ_OQ);
         // 2^F / emax on the exponent field: bits(2^(F - e)) = bits(2^F) + bits(1) - bits(2^e).
-        const __m256i q = _mm256_sub_epi64(scale_base, _mm256_castpd_si256(emax[c]));
-        scale[c] = _mm256_blendv_pd(_mm256_castsi256_pd(q), one, emax_zero);
+        // emax 0 (every term and acc zero) takes 2^(F - 1000) instead, below every nonzero emax
+        // (>= 2^-298): the scale 2^1000 maps the zeros to the same signed zeros as any other.
+        const __m256i q = _mm256_sub_epi64(
+            scale_base, _mm256_castpd_si256(_mm256_max_pd(emax[c], emax_floor)));
+        scale[c] = _mm256_castsi256_pd(q);
         s[c] = _mm256_round_pd(_mm256_mul_pd(acc[c], scale[c]), kMode);
         s1[c] = sign;  // -0, the identity of IEEE addition: s + s1 keeps the sign of zeros.
       }
@@ -1271,20 +1282,24 @@ void FusedTileAvx(const MatIn& in, int i0, int j0) {
         }
       }
       for (int c = 0; c < C; ++c) {
-        // RoundGroup, lane-wise.
+        // RoundGroup, lane-wise. The sum is an integer below 2^53 in magnitude: rounding the
+        // bits of its magnitude with the sign bit in place rounds the magnitude and keeps the
+        // sign (a carry stops in the exponent field), and the product with the positive
+        // emax * 2^-F keeps it too.
         const __m256d sum = _mm256_add_pd(s[c], s1[c]);
         const __m256d s_zero = _mm256_cmp_pd(sum, zero, _CMP_EQ_OQ);
-        __m256i bits = _mm256_castpd_si256(_mm256_andnot_pd(sign, sum));
+        __m256i bits = _mm256_castpd_si256(sum);
         if (p.rne) {
           const __m256i lsb = _mm256_and_si256(_mm256_srl_epi64(bits, cut_count), one_i);
           bits = _mm256_add_epi64(bits, _mm256_add_epi64(half_m1, lsb));
         }
         bits = _mm256_andnot_si256(low_mask, bits);
-        __m256d v = _mm256_mul_pd(_mm256_castsi256_pd(bits), _mm256_mul_pd(emax[c], two_mf));
-        const __m256d in_range = _mm256_and_pd(_mm256_cmp_pd(v, min_normal32, _CMP_GE_OQ),
-                                               _mm256_cmp_pd(v, overflow32, _CMP_LT_OQ));
-        bad[c] = _mm256_or_pd(bad[c], _mm256_andnot_pd(_mm256_or_pd(in_range, s_zero), ones));
-        v = _mm256_or_pd(v, _mm256_and_pd(sum, sign));
+        const __m256d v = _mm256_mul_pd(_mm256_castsi256_pd(bits), _mm256_mul_pd(emax[c], two_mf));
+        // The range check's data (min and max take their second operand where the first is NaN,
+        // which only a lane already out of range can produce: the records stay).
+        const __m256d mag = _mm256_and_pd(v, abs_mask);
+        lo[c] = _mm256_min_pd(_mm256_blendv_pd(mag, one, s_zero), lo[c]);
+        hi[c] = _mm256_max_pd(mag, hi[c]);
         const __m256d keep_sign = _mm256_and_pd(_mm256_cmp_pd(emax[c], zero, _CMP_EQ_OQ), full);
         const __m256d zres = _mm256_and_pd(sum, keep_sign);  // sum (a signed zero) or +0.
         acc[c] = _mm256_blendv_pd(v, zres, s_zero);
@@ -1312,7 +1327,8 @@ void FusedTileAvx(const MatIn& in, int i0, int j0) {
   for (int c = 0; c < C; ++c) {
     double v[4], b[4], e[4];
     _mm256_storeu_pd(v, tot[c]);
-    _mm256_storeu_pd(b, bad[c]);
+    _mm256_storeu_pd(b, _mm256_or_pd(_mm256_cmp_pd(lo[c], min_normal32, _CMP_LT_OQ),
+                                     _mm256_cmp_pd(hi[c], overflow32, _CMP_GE_OQ)));
     _mm256_storeu_pd(e, te[c]);
     for (int w = 0; w < 4; ++w) {
       const size_t idx = size_t(i0 + c / 2) * n + j0 + 4 * (c % 2) + w;
@@ -1483,6 +1499,21 @@ void ScalarElement(const MatIn& in, int i, int j) {
   if (kBound) in.bounds[idx] = r.bound;
 }
 
+// Rows [i_lo, i_hi) in column tiles of `width`: the tiles outside (a packed or strided B tile
+// stays in cache across rows), blocks of `rows` rows inside (block(i, j)), then single rows
+// (row(i, j)); the columns past the last tile element by element.
+template <bool kBound, class Block, class Row>
+void SweepColumns(const MatIn& in, int i_lo, int i_hi, int rows, int width, Block block, Row row) {
+  for (int j = 0; j + width <= in.n; j += width) {
+    int i = i_lo;
+    for (; i + rows <= i_hi; i += rows) block(i, j);
+    for (; i < i_hi; ++i) row(i, j);
+  }
+  for (int i = i_lo; i < i_hi; ++i) {
+    for (int j = in.n / width * width; j < in.n; ++j) ScalarElement<kBound>(in, i, j);
+  }
+}
+
 template <bool kBound>
 void MatmulRows(const MatIn& in, int i_lo, int i_hi) {
   const Plan& p = *in.p;
@@ -1500,64 +1531,27 @@ void MatmulRows(const MatIn& in, int i_lo, int i_hi) {
   if (p.arith == Plan::Arith::kFused) {
     constexpr int W = 8;
 #if defined(__x86_64__)
-    if (kBound && tiled && ActiveIsa() == Isa::kAvx512) {
-      // With bounds: 2-row tiles (the bound data take the registers of the other rows).
-      auto tile = [&](auto r_tag, int i, int j) {
-        constexpr int kR = decltype(r_tag)::value;
-        if (p.round_down) {
-          FusedTileAvx512Tile(kR, true, true, in, i, j);
-        } else {
-          FusedTileAvx512Tile(kR, false, true, in, i, j);
-        }
-      };
-      for (int j = 0; j + W <= in.n; j += W) {
-        int i = i_lo;
-        for (; i + 2 <= i_hi; i += 2) tile(std::integral_constant<int, 2>(), i, j);
-        for (; i < i_hi; ++i) tile(std::integral_constant<int, 1>(), i, j);
-      }
-      for (int i = i_lo; i < i_hi; ++i) {
-        for (int j = in.n / W * W; j < in.n; ++j) ScalarElement<kBound>(in, i, j);
-      }
+    if (tiled && ActiveIsa() == Isa::kAvx512) {
+      // 4-row tiles; with bounds 2 (the bound data take the registers of the other rows).
+      const bool fl = p.round_down;
+      SweepColumns<kBound>(
+          in, i_lo, i_hi, kBound ? 2 : 4, W,
+          [&](int i, int j) { FusedTileAvx512Tile(kBound ? 2 : 4, fl, kBound, in, i, j); },
+          [&](int i, int j) { FusedTileAvx512Tile(1, fl, kBound, in, i, j); });
       return;
     }
-    if (kBound && tiled) {
-      // AVX2 with bounds: 1-row tiles (the bound data take the registers of the other rows).
-      for (int j = 0; j + W <= in.n; j += W) {
-        for (int i = i_lo; i < i_hi; ++i) {
-          p.round_down ? FusedTileAvx<1, true, true>(in, i, j)
-                       : FusedTileAvx<1, false, true>(in, i, j);
-        }
-      }
-      for (int i = i_lo; i < i_hi; ++i) {
-        for (int j = in.n / W * W; j < in.n; ++j) ScalarElement<kBound>(in, i, j);
-      }
-      return;
-    }
-    if (!kBound && tiled) {
-      // Column tiles outside, rows inside: a packed B tile stays in cache across rows.
-      const bool avx512 = ActiveIsa() == Isa::kAvx512;
-      auto tile = [&](auto r_tag, int i, int j) {
-        constexpr int kR = decltype(r_tag)::value;
-        if (avx512) {
-          if (p.round_down) {
-            FusedTileAvx512Tile(kR, true, false, in, i, j);
-          } else {
-            FusedTileAvx512Tile(kR, false, false, in, i, j);
-          }
-        } else if (p.round_down) {
-          FusedTileAvx<kR, true>(in, i, j);
-        } else {
-          FusedTileAvx<kR, false>(in, i, j);
-        }
+    if (tiled) {
+      // AVX2: 2-row tiles (with 4 rows the 16 registers spill the group's data; 1.1-1.3x
+      // slower); with bounds 1 (the bound data take the registers of the other row).
+      auto sweep = [&](auto floor_tag) {
+        constexpr bool kFloor = decltype(floor_tag)::value;
+        constexpr int kRows = kBound ? 1 : 2;
+        SweepColumns<kBound>(
+            in, i_lo, i_hi, kRows, W,
+            [&](int i, int j) { FusedTileAvx<kRows, kFloor, kBound>(in, i, j); },
+            [&](int i, int j) { FusedTileAvx<1, kFloor, kBound>(in, i, j); });
       };
-      for (int j = 0; j + W <= in.n; j += W) {
-        int i = i_lo;
-        for (; i + 4 <= i_hi; i += 4) tile(std::integral_constant<int, 4>(), i, j);
-        for (; i < i_hi; ++i) tile(std::integral_constant<int, 1>(), i, j);
-      }
-      for (int i = i_lo; i < i_hi; ++i) {
-        for (int j = in.n / W * W; j < in.n; ++j) ScalarElement<kBound>(in, i, j);
-      }
+      p.round_down ? sweep(std::true_type()) : sweep(std::false_type());
       return;
     }
 #endif
@@ -1591,14 +1585,7 @@ void MatmulRows(const MatIn& in, int i_lo, int i_hi) {
   if (p.walk) {
     // Column tiles outside, rows inside (a column strip of B stays in cache).
     auto run_cols = [&](auto tile4, auto tile1, int w_width) {
-      for (int j = 0; j + w_width <= in.n; j += w_width) {
-        int i = i_lo;
-        for (; i + 4 <= i_hi; i += 4) tile4(i, j);
-        for (; i < i_hi; ++i) tile1(i, j);
-      }
-      for (int i = i_lo; i < i_hi; ++i) {
-        for (int j = in.n / w_width * w_width; j < in.n; ++j) ScalarElement<kBound>(in, i, j);
-      }
+      SweepColumns<kBound>(in, i_lo, i_hi, 4, w_width, tile4, tile1);
     };
     if (p.arith == Plan::Arith::kHostF64) {
       if (p.round_product) {
@@ -1621,22 +1608,13 @@ void MatmulRows(const MatIn& in, int i_lo, int i_hi) {
 #if defined(__x86_64__)
     if (!kBound && p.arith == Plan::Arith::kHostF32) {
       // Column tiles outside, 2-row blocks inside (the packed B tile stays in cache).
-      auto tile = [&](auto r_tag, int i, int j) {
-        constexpr int kR = decltype(r_tag)::value;
-        if (p.round_product) {
-          KahanTileF32<true, kR>(in, i, j);
-        } else {
-          KahanTileF32<false, kR>(in, i, j);
-        }
+      auto sweep = [&](auto round_tag) {
+        constexpr bool kRound = decltype(round_tag)::value;
+        SweepColumns<kBound>(
+            in, i_lo, i_hi, 2, 16, [&](int i, int j) { KahanTileF32<kRound, 2>(in, i, j); },
+            [&](int i, int j) { KahanTileF32<kRound, 1>(in, i, j); });
       };
-      for (int j = 0; j + 16 <= in.n; j += 16) {
-        int i = i_lo;
-        for (; i + 2 <= i_hi; i += 2) tile(std::integral_constant<int, 2>(), i, j);
-        for (; i < i_hi; ++i) tile(std::integral_constant<int, 1>(), i, j);
-      }
-      for (int i = i_lo; i < i_hi; ++i) {
-        for (int j = in.n / 16 * 16; j < in.n; ++j) ScalarElement<kBound>(in, i, j);
-      }
+      p.round_product ? sweep(std::true_type()) : sweep(std::false_type());
       return;
     }
 #endif
@@ -1684,54 +1662,36 @@ void MatmulRows(const MatIn& in, int i_lo, int i_hi) {
   else if (kBound && tiled && ActiveIsa() == Isa::kAvx512) {
     // Column tiles outside, 4-row blocks inside (a column strip of B stays in cache).
     const bool same = in.ao == in.a && in.bo == in.b;
-    for (int j = 0; j + 16 <= in.n; j += 16) {
-      int i = i_lo;
-      for (; i + 4 <= i_hi; i += 4) HostBoundTileAvx512Tile(p.round_product, same, 4, in, i, j);
-      for (; i < i_hi; ++i) HostBoundTileAvx512Tile(p.round_product, same, 1, in, i, j);
-    }
-    for (int i = i_lo; i < i_hi; ++i) {
-      for (int j = in.n / 16 * 16; j < in.n; ++j) ScalarElement<kBound>(in, i, j);
-    }
+    SweepColumns<kBound>(
+        in, i_lo, i_hi, 4, 16,
+        [&](int i, int j) { HostBoundTileAvx512Tile(p.round_product, same, 4, in, i, j); },
+        [&](int i, int j) { HostBoundTileAvx512Tile(p.round_product, same, 1, in, i, j); });
   }
   else if (!kBound && tiled) {
-    // Column tiles outside, 4-row blocks inside (the packed B tile stays in cache).
-    auto tile = [&](auto r_tag, int i, int j) {
-      constexpr int kR = decltype(r_tag)::value;
-      if (p.round_product) {
-        HostTileF32<true, kR>(in, i, j);
-      } else {
-        HostTileF32<false, kR>(in, i, j);
-      }
+    // Column tiles outside, 6-row blocks inside (the packed B tile stays in cache).
+    auto sweep = [&](auto round_tag) {
+      constexpr bool kRound = decltype(round_tag)::value;
+      SweepColumns<kBound>(
+          in, i_lo, i_hi, 6, 16, [&](int i, int j) { HostTileF32<kRound, 6>(in, i, j); },
+          [&](int i, int j) { HostTileF32<kRound, 1>(in, i, j); });
     };
-    for (int j = 0; j + 16 <= in.n; j += 16) {
-      int i = i_lo;
-      for (; i + 6 <= i_hi; i += 6) tile(std::integral_constant<int, 6>(), i, j);
-      for (; i < i_hi; ++i) tile(std::integral_constant<int, 1>(), i, j);
-    }
-    for (int i = i_lo; i < i_hi; ++i) {
-      for (int j = in.n / 16 * 16; j < in.n; ++j) ScalarElement<kBound>(in, i, j);
-    }
+    p.round_product ? sweep(std::true_type()) : sweep(std::false_type());
   }
   else if (kBound && tiled) {
     // AVX2: column tiles of 8 outside, 2-row blocks inside.
-    const bool same = in.ao == in.a && in.bo == in.b;
-    auto tile = [&](auto r_tag, int i, int j) {
-      constexpr int kR = decltype(r_tag)::value;
-      if (p.round_product) {
-        same ? HostBoundTileAvx2<true, true, kR>(in, i, j)
-             : HostBoundTileAvx2<true, false, kR>(in, i, j);
-      } else {
-        same ? HostBoundTileAvx2<false, true, kR>(in, i, j)
-             : HostBoundTileAvx2<false, false, kR>(in, i, j);
-      }
+    auto sweep = [&](auto round_tag, auto same_tag) {
+      constexpr bool kRound = decltype(round_tag)::value, kSame = decltype(same_tag)::value;
+      SweepColumns<kBound>(
+          in, i_lo, i_hi, 2, 8, [&](int i, int j) { HostBoundTileAvx2<kRound, kSame, 2>(in, i, j); },
+          [&](int i, int j) { HostBoundTileAvx2<kRound, kSame, 1>(in, i, j); });
     };
-    for (int j = 0; j + 8 <= in.n; j += 8) {
-      int i = i_lo;
-      for (; i + 2 <= i_hi; i += 2) tile(std::integral_constant<int, 2>(), i, j);
-      for (; i < i_hi; ++i) tile(std::integral_constant<int, 1>(), i, j);
-    }
-    for (int i = i_lo; i < i_hi; ++i) {
-      for (int j = in.n / 8 * 8; j < in.n; ++j) ScalarElement<kBound>(in, i, j);
+    using T = std::true_type;
+    using F = std::false_type;
+    const bool same = in.ao == in.a && in.bo == in.b;
+    if (p.round_product) {
+      same ? sweep(T(), T()) : sweep(T(), F());
+    } else {
+      same ? sweep(F(), T()) : sweep(F(), F());
     }
   }
 #endif
