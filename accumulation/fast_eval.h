@@ -61,16 +61,17 @@
 // MagUp/DiffUp), so it is identical, not just close.
 //
 // Matmul: sequential, blocked and promote chains run in register tiles over K (float32 host
-// chains with bounds: under AVX-512 4 rows x 16 columns with the bound data in zmm registers,
-// fast_tiles_avx512.cc's HostBoundTileAvx512; under AVX2 2 rows x 8 columns in ymm registers,
-// HostBoundTileAvx2; fused adders with bounds: AVX-512 2-row tiles, AVX2 1-row tiles);
+// chains with bounds: fast_bound_lanes.inc's HostBoundTileLanes, under AVX-512 4 rows x 16
+// columns with the bound data in zmm registers, under AVX2 2 rows x 8 columns in ymm registers;
+// fused adders: AVX-512 4-row tiles, AVX2 2-row tiles, with bounds 2 and 1 rows);
 // pairwise chains (unroll 1) in tiles of 4 rows x 16 (float64: 8) columns that walk the tree
 // once for all their elements (its shape depends only on K). Every other host chain (strided, split_k, simd,
 // cascade, tree, pairwise with unroll > 1), and any host plan with ftz/daz, bfloat16 promotion
 // or bfloat16 output, runs in WalkTile: tiles of the same size whose nodes are blocks of lanes,
-// one WalkChain per tile. With bounds under AVX-512, the float32 pairwise and walked tiles run
-// their bound steps and combines 8 lanes of double per register (fast_tiles_avx512.cc's
-// BoundStepAvx512 and CombineBoundAvx512, the same operations as the AVX2 and scalar forms).
+// one WalkChain per tile. With bounds, the float32 pairwise and walked tiles run their bound
+// steps and combines in registers of double (fast_bound_lanes.inc's BoundStepLanes and
+// CombineLanes: 8 lanes per register under AVX-512, 4 under AVX2; the same operations as the
+// scalar forms).
 // Fused adders with those chains run element by element. float64
 // inputs: sequential and blocked chains (not kahan) in AVX2 tiles of 4 rows x 8 columns (with
 // bounds 2 rows), every other chain and the column tails element by element (ScalarDot on double

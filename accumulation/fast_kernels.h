@@ -88,8 +88,8 @@ void RunMatmulRows64(const MatIn64& in, int i_lo, int i_hi, bool bound);
 void FusedTileAvx512Tile(int rows, bool floor_align, bool bound, const MatIn& in, int i0, int j0);
 
 // One adder step's bound data on `rows` (1 or 4) rows x 16 float32 lanes (fast_tiles_avx512.cc):
-// fast_tiles_avx2.cc's BoundStepAvx<round_product, rows> in AVX-512 (m0 = m), bit for bit (the walked and
-// pairwise tiles' steps). b_used / b_orig: the step's 16 columns, or nullptr for a +0 padding
+// fast_bound_lanes.inc's BoundStepLanes<round_product, rows> in AVX-512, bit for bit (the walked
+// and pairwise tiles' steps). b_used / b_orig: the step's 16 columns, or nullptr for a +0 padding
 // leaf; m0, e0 (the incoming M and E) may be m, e.
 void BoundStepAvx512(bool round_product, int rows, double* m, double* e, const double* m0,
                      const double* e0, const float* a_orig, const float* a_used,
@@ -100,8 +100,9 @@ void BoundStepAvx512(bool round_product, int rows, double* m, double* e, const d
 void CombineBoundAvx512(int lanes, double* m, double* e, const double* xm, const double* xe,
                         const double* ym, const double* ye, double u, double eta);
 
-// The AVX-512 float32 host tile with bounds (fast_tiles_avx512.cc): HostTile<float,
-// round_product, true, rows, 16> at (i0, j0), rows 1 or 4, bit for bit (values and bounds);
+// The AVX-512 float32 host tile with bounds (fast_tiles_avx512.cc): fast_bound_lanes.inc's
+// HostBoundTileLanes, HostTile<float, round_product, true, rows, 16> at (i0, j0), rows 1 or 4,
+// bit for bit (values and bounds);
 // same_inputs: in.ao == in.a and in.bo == in.b (no input conversion).
 void HostBoundTileAvx512Tile(bool round_product, bool same_inputs, int rows, const MatIn& in,
                              int i0, int j0);

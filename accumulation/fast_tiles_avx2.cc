@@ -1,7 +1,8 @@
 // The fast matmul's tiles (fast_eval.h, "Matmul"), compiled for AVX2+FMA: the register tiles
 // (HostTile, KahanTile, FusedTile and their AVX2-intrinsic value-only forms), the lane-block tiles
 // (PairwiseTile, WalkTile) and MatmulRows, which runs them over a row range. The AVX-512 fused
-// tile is fast_tiles_avx512.cc's.
+// tile is fast_tiles_avx512.cc's; the float32 bound kernels are fast_bound_lanes.inc's, included
+// here in ymm registers and there in zmm.
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -37,48 +38,46 @@ namespace fpconform::fast_internal {
 namespace {
 
 #if defined(__x86_64__)
-// The bound data of one adder step on R rows x 16 float32 lanes (ScalarDot::StepWith's bound,
-// bound_step.h's BoundStep lane by lane, in the same double operations): m[l] = Up(m[l] + |x|),
-// e[l] = Up((1 + u) * (e0[l] + |used - x|) + u * m[l] + eta), with x = a_orig[r] * b_orig[w]
-// (exact) and used = a_used[r] * b_used[w] (exact, or the float32 product under kRound).
-// b_used/b_orig: the step's 16 columns (nullptr: a +0 padding leaf). e0 may be e.
-template <bool kRound, int R>
-inline void BoundStepAvx(double* m, double* e, const double* e0, const float (&a_orig)[R],
-                         const float (&a_used)[R], const float* b_used, const float* b_orig,
-                         double u, double eta) {
-  const __m256d c1 = _mm256_set1_pd(1 + u), uu = _mm256_set1_pd(u), ee = _mm256_set1_pd(eta);
-  const __m256d up = _mm256_set1_pd(kUp);
-  const __m256d abs_mask = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7FFFFFFFFFFFFFFFll));
-  __m256d bu[4], bo[4];
-  __m128 buf[4];
-  for (int q = 0; q < 4; ++q) {
-    buf[q] = b_used != nullptr ? _mm_loadu_ps(b_used + 4 * q) : _mm_setzero_ps();
-    bu[q] = _mm256_cvtps_pd(buf[q]);
-    bo[q] = b_orig != nullptr ? _mm256_cvtps_pd(_mm_loadu_ps(b_orig + 4 * q))
-                              : _mm256_setzero_pd();
-  }
-  for (int r = 0; r < R; ++r) {
-    const __m256d ao = _mm256_set1_pd(a_orig[r]);
-    const __m256d au = _mm256_set1_pd(a_used[r]);
-    for (int q = 0; q < 4; ++q) {
-      const int l = r * 16 + 4 * q;
-      const __m256d x = _mm256_mul_pd(ao, bo[q]);
-      __m256d used;
-      if constexpr (kRound) {
-        used = _mm256_cvtps_pd(_mm_mul_ps(_mm_set1_ps(a_used[r]), buf[q]));
-      } else {
-        used = _mm256_mul_pd(au, bu[q]);
-      }
-      const __m256d mi = _mm256_and_pd(x, abs_mask);
-      const __m256d ei = _mm256_and_pd(_mm256_sub_pd(used, x), abs_mask);
-      const __m256d mm = _mm256_mul_pd(_mm256_add_pd(_mm256_loadu_pd(m + l), mi), up);
-      _mm256_storeu_pd(m + l, mm);
-      const __m256d t = _mm256_mul_pd(c1, _mm256_add_pd(_mm256_loadu_pd(e0 + l), ei));
-      _mm256_storeu_pd(
-          e + l, _mm256_mul_pd(_mm256_add_pd(_mm256_add_pd(t, _mm256_mul_pd(uu, mm)), ee), up));
-    }
-  }
+inline __m256d WidenHalf(__m256 v, int h) {  // Lanes 4h..4h+3 of 8 floats, as doubles.
+  return _mm256_cvtps_pd(h == 0 ? _mm256_castps256_ps128(v) : _mm256_extractf128_ps(v, 1));
 }
+
+// fast_bound_lanes.inc's lane traits in AVX2: 4 doubles per register.
+struct Avx2Lanes {
+  static constexpr int kLanes = 4;
+  using D = __m256d;
+  using F = __m128;
+  using P = __m256;
+  static D Set(double x) { return _mm256_set1_pd(x); }
+  static D Zero() { return _mm256_setzero_pd(); }
+  static D Load(const double* x) { return _mm256_loadu_pd(x); }
+  static void Store(double* x, D v) { _mm256_storeu_pd(x, v); }
+  static D Add(D a, D b) { return _mm256_add_pd(a, b); }
+  static D Sub(D a, D b) { return _mm256_sub_pd(a, b); }
+  static D Mul(D a, D b) { return _mm256_mul_pd(a, b); }
+  static D Fma(D a, D b, D c) { return _mm256_fmadd_pd(a, b, c); }
+  static D Fms(D a, D b, D c) { return _mm256_fmsub_pd(a, b, c); }
+  static D Abs(D a) {
+    return _mm256_and_pd(a, _mm256_castsi256_pd(_mm256_set1_epi64x(0x7FFFFFFFFFFFFFFFll)));
+  }
+  static D Up(D a) { return _mm256_mul_pd(a, _mm256_set1_pd(kUp)); }
+  static F LoadF(const float* x) { return _mm_loadu_ps(x); }
+  static F ZeroF() { return _mm_setzero_ps(); }
+  static F SetF(float x) { return _mm_set1_ps(x); }
+  static F MulF(F a, F b) { return _mm_mul_ps(a, b); }
+  static D WidenF(F a) { return _mm256_cvtps_pd(a); }
+  static P LoadP(const float* x) { return _mm256_loadu_ps(x); }
+  static void StoreP(float* x, P v) { _mm256_storeu_ps(x, v); }
+  static P SetP(float x) { return _mm256_set1_ps(x); }
+  static P AddP(P a, P b) { return _mm256_add_ps(a, b); }
+  static P MulP(P a, P b) { return _mm256_mul_ps(a, b); }
+  static P FmaP(P a, P b, P c) { return _mm256_fmadd_ps(a, b, c); }
+  static D HalfP(P a, int h) { return WidenHalf(a, h); }
+};
+
+#define FPCONFORM_LANES_TARGET  // The file's target pragma covers them.
+#include "accumulation/fast_bound_lanes.inc"
+#undef FPCONFORM_LANES_TARGET
 #endif
 
 // Host IEEE tile: R rows x W columns starting at (i0, j0), fully inside the matrix.
@@ -423,6 +422,12 @@ class PairwiseTile {
         CombineBoundAvx512(L, x.m, x.e, x.m, x.e, y.m, y.e, u, eta);
         return;
       }
+#if defined(__x86_64__)
+      if constexpr (L % 4 == 0) {
+        CombineLanes<Avx2Lanes>(L, x.m, x.e, x.m, x.e, y.m, y.e, u, eta);
+        return;
+      }
+#endif
       for (int l = 0; l < L; ++l) {
         const double mm = Up(x.m[l] + y.m[l]);
         x.e[l] = BoundStep(u, eta, x.e[l] + y.e[l], mm);
@@ -479,14 +484,17 @@ class PairwiseTile {
       for (int w = 0; w < W; ++w) b_orig[w] = borow[w];
 #if defined(__x86_64__)
       if constexpr (std::is_same_v<Acc, float> && W == 16) {
+        // The loop below in AVX-512 or AVX2 (kFirst: from M = E = +0, which give the same bits).
+        static constexpr double kZeros[L] = {};
+        const double* m0 = kFirst ? kZeros : x.m;
+        const double* e0 = kFirst ? kZeros : x.e;
         if (avx512_) {
-          // The loop below in AVX-512 (kFirst: from M = E = +0, which give the same bits).
-          static constexpr double kZeros[L] = {};
-          const double* m0 = kFirst ? kZeros : x.m;
-          const double* e0 = kFirst ? kZeros : x.e;
           BoundStepAvx512(kRound, R, x.m, x.e, m0, e0, a_orig, a_used, b_used, b_orig, u, eta);
-          return;
+        } else {
+          BoundStepLanes<Avx2Lanes, kRound, R>(x.m, x.e, m0, e0, a_orig, a_used, b_used, b_orig,
+                                               u, eta);
         }
+        return;
       }
 #endif
       for (int r = 0; r < R; ++r) {
@@ -747,8 +755,8 @@ class WalkTile {
           BoundStepAvx512(kRound, R, x.m, x.e, x.m, e_in, a_orig, a_used, pad ? nullptr : brow, bo,
                           p_.u_acc, p_.eta_acc);
         } else {
-          BoundStepAvx<kRound, R>(x.m, x.e, e_in, a_orig, a_used, pad ? nullptr : brow, bo,
-                                  p_.u_acc, p_.eta_acc);
+          BoundStepLanes<Avx2Lanes, kRound, R>(x.m, x.e, x.m, e_in, a_orig, a_used,
+                                               pad ? nullptr : brow, bo, p_.u_acc, p_.eta_acc);
         }
       }
       return;
@@ -873,6 +881,12 @@ class WalkTile {
         CombineBoundAvx512(L, out.m, out.e, x.m, x.e, y.m, y.e, u, eta);
         return;
       }
+#if defined(__x86_64__)
+      if constexpr (L % 4 == 0) {
+        CombineLanes<Avx2Lanes>(L, out.m, out.e, x.m, x.e, y.m, y.e, u, eta);
+        return;
+      }
+#endif
       for (int l = 0; l < L; ++l) {
         out.m[l] = Up(x.m[l] + y.m[l]);
         out.e[l] = BoundStep(u, eta, x.e[l] + y.e[l], out.m[l]);
@@ -1345,127 +1359,6 @@ void FusedTileAvx(const MatIn& in, int i0, int j0) {
 
 #endif
 
-#if defined(__x86_64__)
-// Lanes 4h..4h+3 of 8 floats, as doubles.
-inline __m256d WidenHalf(__m256 v, int h) {
-  return _mm256_cvtps_pd(h == 0 ? _mm256_castps256_ps128(v) : _mm256_extractf128_ps(v, 1));
-}
-
-// HostTile<float, kRound, true, R, 8> in AVX2 intrinsics (fast_tiles_avx512.cc's
-// HostBoundTileAvx512 for CPUs without AVX-512): R rows x 8 columns of float32 chains, the bound
-// data in two vectors of 4 doubles per row, the same double results in the same order (the same
-// fmas, each fusing an exact product with its add).
-template <bool kRound, bool kSame, int R>
-void HostBoundTileAvx2(const MatIn& in, int i0, int j0) {
-  const Plan& p = *in.p;
-  const int n = in.n, k = in.k;
-  const __m256d up = _mm256_set1_pd(kUp);
-  const __m256d abs_mask = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7FFFFFFFFFFFFFFFll));
-  const double u = p.u_acc, eta = p.eta_acc;
-  const double uc = p.chain == ChainKind::kPromote ? p.u_prom : p.u_comb;
-  const double etac = p.chain == ChainKind::kPromote ? p.eta_prom : p.eta_comb;
-  const __m256d c1 = _mm256_set1_pd(1 + u), uu = _mm256_set1_pd(u), ee = _mm256_set1_pd(eta);
-  __m256 tot[R];
-  __m256d tm[R][2], te[R][2];
-  for (int r = 0; r < R; ++r) {
-    alignas(32) float cv[8];
-    for (int w = 0; w < 8; ++w) {
-      const uint64_t cb = in.c ? in.c[size_t(i0 + r) * n + j0 + w] : 0;
-      cv[w] = std::bit_cast<float>(static_cast<uint32_t>(cb));
-    }
-    tot[r] = _mm256_load_ps(cv);
-    for (int h = 0; h < 2; ++h) {
-      tm[r][h] = _mm256_and_pd(WidenHalf(tot[r], h), abs_mask);
-      te[r][h] = _mm256_setzero_pd();
-    }
-  }
-  const bool seq = p.chain == ChainKind::kSequential;
-  const int chunk = seq ? std::max(k, 1) : p.chunk;
-  for (int k0 = 0, k1 = 0; k0 < k; k0 = k1) {
-    k1 = ChunkEnd(p, chunk, k0, k);
-    __m256 acc[R];
-    __m256d am[R][2], ae[R][2];
-    for (int r = 0; r < R; ++r) {
-      acc[r] = seq ? tot[r] : _mm256_setzero_ps();
-      for (int h = 0; h < 2; ++h) {
-        am[r][h] = seq ? tm[r][h] : _mm256_setzero_pd();
-        ae[r][h] = seq ? te[r][h] : _mm256_setzero_pd();
-      }
-    }
-    for (int kk = k0; kk < k1; ++kk) {
-      const __m256 bu = _mm256_loadu_ps(in.b + size_t(kk) * n + j0);
-      const __m256 bof = kSame ? bu : _mm256_loadu_ps(in.bo + size_t(kk) * n + j0);
-      __m256d bo[2], bo_abs[2], bud[2];
-      for (int h = 0; h < 2; ++h) {
-        bo[h] = WidenHalf(bof, h);
-        bo_abs[h] = _mm256_and_pd(bo[h], abs_mask);
-        if constexpr (!kSame && !kRound) bud[h] = WidenHalf(bu, h);
-      }
-      for (int r = 0; r < R; ++r) {
-        const float a_used = in.a[size_t(i0 + r) * k + kk];
-        const __m256 av = _mm256_set1_ps(a_used);
-        __m256 prod;
-        if constexpr (kRound) {
-          prod = _mm256_mul_ps(av, bu);
-          acc[r] = _mm256_add_ps(acc[r], prod);
-        } else {
-          acc[r] = _mm256_fmadd_ps(av, bu, acc[r]);
-        }
-        const double a_orig = static_cast<double>(in.ao[size_t(i0 + r) * k + kk]);
-        const __m256d ao = _mm256_set1_pd(a_orig);
-        const __m256d ao_abs = _mm256_set1_pd(std::fabs(a_orig));
-        for (int h = 0; h < 2; ++h) {
-          const __m256d mm = _mm256_mul_pd(_mm256_fmadd_pd(ao_abs, bo_abs[h], am[r][h]), up);
-          am[r][h] = mm;
-          __m256d e_in = ae[r][h];
-          if constexpr (kRound) {
-            e_in = _mm256_add_pd(
-                e_in, _mm256_and_pd(_mm256_fmsub_pd(ao, bo[h], WidenHalf(prod, h)), abs_mask));
-          } else if constexpr (!kSame) {
-            const __m256d used = _mm256_mul_pd(_mm256_set1_pd(static_cast<double>(a_used)), bud[h]);
-            e_in = _mm256_add_pd(e_in, _mm256_and_pd(_mm256_fmsub_pd(ao, bo[h], used), abs_mask));
-          }
-          ae[r][h] = _mm256_mul_pd(
-              _mm256_add_pd(_mm256_fmadd_pd(uu, mm, _mm256_mul_pd(c1, e_in)), ee), up);
-        }
-      }
-    }
-    for (int r = 0; r < R; ++r) {
-      if (seq) {
-        tot[r] = acc[r];
-        for (int h = 0; h < 2; ++h) {
-          tm[r][h] = am[r][h];
-          te[r][h] = ae[r][h];
-        }
-      } else {
-        tot[r] = _mm256_add_ps(tot[r], acc[r]);
-        alignas(32) double m4[4], e4[4], mx[4], ex[4];
-        for (int h = 0; h < 2; ++h) {
-          // The block's combine (once per block: BoundStep itself, lane by lane).
-          _mm256_store_pd(m4, tm[r][h]);
-          _mm256_store_pd(e4, te[r][h]);
-          _mm256_store_pd(mx, am[r][h]);
-          _mm256_store_pd(ex, ae[r][h]);
-          for (int q = 0; q < 4; ++q) {
-            m4[q] = Up(m4[q] + mx[q]);
-            e4[q] = BoundStep(uc, etac, e4[q] + ex[q], m4[q]);
-          }
-          tm[r][h] = _mm256_load_pd(m4);
-          te[r][h] = _mm256_load_pd(e4);
-        }
-      }
-    }
-  }
-  for (int r = 0; r < R; ++r) {
-    alignas(32) float v[8];
-    alignas(32) double e[8];
-    _mm256_store_ps(v, tot[r]);
-    _mm256_store_pd(e, te[r][0]);
-    _mm256_store_pd(e + 4, te[r][1]);
-    StoreRow32(in, i0 + r, j0, 8, v, e);
-  }
-}
-#endif
 
 }  // namespace
 
@@ -1498,6 +1391,16 @@ void ScalarElement(const MatIn& in, int i, int j) {
   in.d[idx] = r.bits;
   if (kBound) in.bounds[idx] = r.bound;
 }
+
+// The compile-time shape of a host tile (HostTile, KahanTile, PairwiseTile, WalkTile): its
+// accumulator, product rounding, rows, and columns (16 float32 lanes or 8 float64 ones).
+template <class A, bool kRoundProduct, int kR>
+struct TileShape {
+  using Acc = A;
+  static constexpr bool kRound = kRoundProduct;
+  static constexpr int kRows = kR;
+  static constexpr int kWidth = std::is_same_v<A, double> ? 8 : 16;
+};
 
 // Rows [i_lo, i_hi) in column tiles of `width`: the tiles outside (a packed or strided B tile
 // stays in cache across rows), blocks of `rows` rows inside (block(i, j)), then single rows
@@ -1582,26 +1485,49 @@ void MatmulRows(const MatIn& in, int i_lo, int i_hi) {
       for (; j < in.n; ++j) ScalarElement<kBound>(in, i, j);
     }
   };
+  // A tile template over the plan's accumulator and product rounding, in its 4-row and 1-row
+  // forms: tile(TileShape<...>(), i, j), through go(tile4, tile1, width) (run, or run_cols).
+  auto by_acc = [&](auto go, auto tile) {
+    auto pick = [&](auto acc_tag, auto round_tag) {
+      using Acc = typename decltype(acc_tag)::type;
+      constexpr bool kRound = decltype(round_tag)::value;
+      using S4 = TileShape<Acc, kRound, 4>;
+      using S1 = TileShape<Acc, kRound, 1>;
+      go([&](int i, int j) { tile(S4(), i, j); }, [&](int i, int j) { tile(S1(), i, j); },
+         S1::kWidth);
+    };
+    using F64 = std::type_identity<double>;
+    using F32 = std::type_identity<float>;
+    using T = std::true_type;
+    using F = std::false_type;
+    if (p.arith == Plan::Arith::kHostF64) {
+      p.round_product ? pick(F64(), T()) : pick(F64(), F());
+    } else {
+      p.round_product ? pick(F32(), T()) : pick(F32(), F());
+    }
+  };
+  auto walk = [&](auto s, int i, int j) {
+    using S = decltype(s);
+    WalkTile<typename S::Acc, S::kRound, kBound, S::kRows, S::kWidth>(in, i, j).Run();
+  };
+  auto kahan = [&](auto s, int i, int j) {
+    using S = decltype(s);
+    KahanTile<typename S::Acc, S::kRound, kBound, S::kRows, S::kWidth>(in, i, j);
+  };
+  auto pairwise_tile = [&](auto s, int i, int j) {
+    using S = decltype(s);
+    PairwiseTile<typename S::Acc, S::kRound, kBound, S::kRows, S::kWidth>(in, i, j).Run();
+  };
+  auto host = [&](auto s, int i, int j) {
+    using S = decltype(s);
+    HostTile<typename S::Acc, S::kRound, kBound, S::kRows, S::kWidth>(in, i, j);
+  };
   if (p.walk) {
     // Column tiles outside, rows inside (a column strip of B stays in cache).
     auto run_cols = [&](auto tile4, auto tile1, int w_width) {
       SweepColumns<kBound>(in, i_lo, i_hi, 4, w_width, tile4, tile1);
     };
-    if (p.arith == Plan::Arith::kHostF64) {
-      if (p.round_product) {
-        run_cols([&](int i, int j) { WalkTile<double, true, kBound, 4, 8>(in, i, j).Run(); },
-            [&](int i, int j) { WalkTile<double, true, kBound, 1, 8>(in, i, j).Run(); }, 8);
-      } else {
-        run_cols([&](int i, int j) { WalkTile<double, false, kBound, 4, 8>(in, i, j).Run(); },
-            [&](int i, int j) { WalkTile<double, false, kBound, 1, 8>(in, i, j).Run(); }, 8);
-      }
-    } else if (p.round_product) {
-      run_cols([&](int i, int j) { WalkTile<float, true, kBound, 4, 16>(in, i, j).Run(); },
-          [&](int i, int j) { WalkTile<float, true, kBound, 1, 16>(in, i, j).Run(); }, 16);
-    } else {
-      run_cols([&](int i, int j) { WalkTile<float, false, kBound, 4, 16>(in, i, j).Run(); },
-          [&](int i, int j) { WalkTile<float, false, kBound, 1, 16>(in, i, j).Run(); }, 16);
-    }
+    by_acc(run_cols, walk);
     return;
   }
   if (p.kahan) {
@@ -1618,45 +1544,11 @@ void MatmulRows(const MatIn& in, int i_lo, int i_hi) {
       return;
     }
 #endif
-    if (p.arith == Plan::Arith::kHostF64) {
-      if (p.round_product) {
-        run([&](int i, int j) { KahanTile<double, true, kBound, 4, 8>(in, i, j); },
-            [&](int i, int j) { KahanTile<double, true, kBound, 1, 8>(in, i, j); }, 8);
-      } else {
-        run([&](int i, int j) { KahanTile<double, false, kBound, 4, 8>(in, i, j); },
-            [&](int i, int j) { KahanTile<double, false, kBound, 1, 8>(in, i, j); }, 8);
-      }
-    } else if (p.round_product) {
-      run([&](int i, int j) { KahanTile<float, true, kBound, 4, 16>(in, i, j); },
-          [&](int i, int j) { KahanTile<float, true, kBound, 1, 16>(in, i, j); }, 16);
-    } else {
-      run([&](int i, int j) { KahanTile<float, false, kBound, 4, 16>(in, i, j); },
-          [&](int i, int j) { KahanTile<float, false, kBound, 1, 16>(in, i, j); }, 16);
-    }
+    by_acc(run, kahan);
   } else if (pairwise) {
-    if (p.arith == Plan::Arith::kHostF64) {
-      if (p.round_product) {
-        run([&](int i, int j) { PairwiseTile<double, true, kBound, 4, 8>(in, i, j).Run(); },
-            [&](int i, int j) { PairwiseTile<double, true, kBound, 1, 8>(in, i, j).Run(); }, 8);
-      } else {
-        run([&](int i, int j) { PairwiseTile<double, false, kBound, 4, 8>(in, i, j).Run(); },
-            [&](int i, int j) { PairwiseTile<double, false, kBound, 1, 8>(in, i, j).Run(); }, 8);
-      }
-    } else if (p.round_product) {
-      run([&](int i, int j) { PairwiseTile<float, true, kBound, 4, 16>(in, i, j).Run(); },
-          [&](int i, int j) { PairwiseTile<float, true, kBound, 1, 16>(in, i, j).Run(); }, 16);
-    } else {
-      run([&](int i, int j) { PairwiseTile<float, false, kBound, 4, 16>(in, i, j).Run(); },
-          [&](int i, int j) { PairwiseTile<float, false, kBound, 1, 16>(in, i, j).Run(); }, 16);
-    }
+    by_acc(run, pairwise_tile);
   } else if (p.arith == Plan::Arith::kHostF64) {
-    if (p.round_product) {
-      run([&](int i, int j) { HostTile<double, true, kBound, 4, 8>(in, i, j); },
-          [&](int i, int j) { HostTile<double, true, kBound, 1, 8>(in, i, j); }, 8);
-    } else {
-      run([&](int i, int j) { HostTile<double, false, kBound, 4, 8>(in, i, j); },
-          [&](int i, int j) { HostTile<double, false, kBound, 1, 8>(in, i, j); }, 8);
-    }
+    by_acc(run, host);
   }
 #if defined(__x86_64__)
   else if (kBound && tiled && ActiveIsa() == Isa::kAvx512) {
@@ -1682,8 +1574,9 @@ void MatmulRows(const MatIn& in, int i_lo, int i_hi) {
     auto sweep = [&](auto round_tag, auto same_tag) {
       constexpr bool kRound = decltype(round_tag)::value, kSame = decltype(same_tag)::value;
       SweepColumns<kBound>(
-          in, i_lo, i_hi, 2, 8, [&](int i, int j) { HostBoundTileAvx2<kRound, kSame, 2>(in, i, j); },
-          [&](int i, int j) { HostBoundTileAvx2<kRound, kSame, 1>(in, i, j); });
+          in, i_lo, i_hi, 2, 8,
+          [&](int i, int j) { HostBoundTileLanes<Avx2Lanes, kRound, kSame, 2>(in, i, j); },
+          [&](int i, int j) { HostBoundTileLanes<Avx2Lanes, kRound, kSame, 1>(in, i, j); });
     };
     using T = std::true_type;
     using F = std::false_type;
@@ -1695,12 +1588,8 @@ void MatmulRows(const MatIn& in, int i_lo, int i_hi) {
     }
   }
 #endif
-  else if (p.round_product) {
-    run([&](int i, int j) { HostTile<float, true, kBound, 4, 16>(in, i, j); },
-        [&](int i, int j) { HostTile<float, true, kBound, 1, 16>(in, i, j); }, 16);
-  } else {
-    run([&](int i, int j) { HostTile<float, false, kBound, 4, 16>(in, i, j); },
-        [&](int i, int j) { HostTile<float, false, kBound, 1, 16>(in, i, j); }, 16);
+  else {
+    by_acc(run, host);
   }
 }
 

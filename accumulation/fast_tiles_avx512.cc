@@ -1,5 +1,6 @@
-// The fast matmul's AVX-512 tiles (ActiveIsa() kAvx512): FusedTileAvx in AVX-512, and the
-// float32 host tile with bounds (HostTile<float, ..., true, ...> in AVX-512).
+// The fast matmul's AVX-512 tiles (ActiveIsa() kAvx512): FusedTileAvx in AVX-512, and
+// fast_bound_lanes.inc's float32 bound kernels (the host tile with bounds, the walked and pairwise
+// tiles' bound steps and combines) at 8 doubles per register.
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -40,8 +41,9 @@ using accumulation_internal::kUp;
 // per row (a packed B tile row is one load), the same operations lane by lane; lane masks
 // instead of all-ones vectors. (Max as the masked form with every lane set: GCC 12 warns that
 // the plain form's undefined source may be used uninitialized.)
-// GCC 12 reports a false -Wmaybe-uninitialized for the _mm512_undefined_pd() source of the
-// unmasked AVX-512 intrinsics (every lane is written); silenced for this function only.
+// GCC 12 reports a false -Wmaybe-uninitialized (-Wuninitialized where a lone cast such as
+// _mm512_castps512_ps256 is inlined) for the _mm512_undefined_pd() source of the unmasked
+// AVX-512 intrinsics (every lane is written); silenced for the functions of this file only.
 // A lambda does not inherit its function's target attribute in clang (GCC's does): clang needs
 // it spelled on the lambda, or the intrinsics inside cannot be inlined.
 #if defined(__clang__)
@@ -53,6 +55,7 @@ using accumulation_internal::kUp;
 #pragma GCC diagnostic push
 #if defined(__GNUC__) && !defined(__clang__)  // Clang has no such warning (and errors on it).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
 template <int R, bool kFloorAlign, bool kBound = false>
 __attribute__((target("avx512f,avx512dq,avx512vl,avx512bw,avx2,fma"))) void FusedTileAvx512(
@@ -264,192 +267,45 @@ __attribute__((target("avx512f,avx512dq,avx512vl,avx512bw,avx2,fma"))) inline __
   return _mm512_maskz_cvtps_pd(static_cast<__mmask8>(0xFF), x);
 }
 
-// HostTile<float, kRound, true, R, 16> (fast_tiles_avx2.cc) in AVX-512: R rows x 16 columns of
-// float32 chains (one FMA, or the rounded product then an add, per step) with the bound data of
-// bound_step.h lane by lane, the same double results in the same order (an fma only where it
-// fuses an exact product with its add, see the loop): per step
-// M = Up(M + |x|), E = Up((1 + u) * (E + |used - x|) + u * M + eta), x the exact product of the
-// original inputs, used the product the chain adds; per block end (blocked / promote chains) the
-// combine's M and E. kSame: the inputs were not converted (a_orig == a, b_orig == b), so x comes
-// from the used inputs; if the product is not rounded either, used == x, the term |used - x| is
-// +0 and E + 0 == E (E >= 0), so it is left out, which changes no bit.
-template <bool kRound, bool kSame, int R>
-__attribute__((target("avx512f,avx512dq,avx512vl,avx512bw,avx2,fma"))) void HostBoundTileAvx512(
-    const MatIn& in, int i0, int j0) {
-  const Plan& p = *in.p;
-  const int n = in.n, k = in.k;
-  const __m512d up = _mm512_set1_pd(kUp);
-  const __m512d abs_mask = _mm512_castsi512_pd(_mm512_set1_epi64(0x7FFFFFFFFFFFFFFFll));
-  const double u = p.u_acc, eta = p.eta_acc;
-  const double uc = p.chain == ChainKind::kPromote ? p.u_prom : p.u_comb;
-  const double etac = p.chain == ChainKind::kPromote ? p.eta_prom : p.eta_comb;
-  const __m512d c1 = _mm512_set1_pd(1 + u), uu = _mm512_set1_pd(u), ee = _mm512_set1_pd(eta);
-  const __m512d c1c = _mm512_set1_pd(1 + uc), ucv = _mm512_set1_pd(uc), eec = _mm512_set1_pd(etac);
-  __m512 tot[R];
-  __m512d tm[R][2], te[R][2];
-  for (int r = 0; r < R; ++r) {
-    alignas(64) float cv[16];
-    for (int w = 0; w < 16; ++w) {
-      const uint64_t cb = in.c ? in.c[size_t(i0 + r) * n + j0 + w] : 0;
-      cv[w] = std::bit_cast<float>(static_cast<uint32_t>(cb));
-    }
-    tot[r] = _mm512_load_ps(cv);
-    tm[r][0] = _mm512_and_pd(WidenPs(_mm256_load_ps(cv)), abs_mask);
-    tm[r][1] = _mm512_and_pd(WidenPs(_mm256_load_ps(cv + 8)), abs_mask);
-    te[r][0] = te[r][1] = _mm512_setzero_pd();
+// fast_bound_lanes.inc's lane traits in AVX-512: 8 doubles per register.
+#define FPCONFORM_LANES_TARGET \
+  __attribute__((target("avx512f,avx512dq,avx512vl,avx512bw,avx2,fma")))
+struct Avx512Lanes {
+  static constexpr int kLanes = 8;
+  using D = __m512d;
+  using F = __m256;
+  using P = __m512;
+  FPCONFORM_LANES_TARGET static D Set(double x) { return _mm512_set1_pd(x); }
+  FPCONFORM_LANES_TARGET static D Zero() { return _mm512_setzero_pd(); }
+  FPCONFORM_LANES_TARGET static D Load(const double* x) { return _mm512_loadu_pd(x); }
+  FPCONFORM_LANES_TARGET static void Store(double* x, D v) { _mm512_storeu_pd(x, v); }
+  FPCONFORM_LANES_TARGET static D Add(D a, D b) { return _mm512_add_pd(a, b); }
+  FPCONFORM_LANES_TARGET static D Sub(D a, D b) { return _mm512_sub_pd(a, b); }
+  FPCONFORM_LANES_TARGET static D Mul(D a, D b) { return _mm512_mul_pd(a, b); }
+  FPCONFORM_LANES_TARGET static D Fma(D a, D b, D c) { return _mm512_fmadd_pd(a, b, c); }
+  FPCONFORM_LANES_TARGET static D Fms(D a, D b, D c) { return _mm512_fmsub_pd(a, b, c); }
+  FPCONFORM_LANES_TARGET static D Abs(D a) {
+    return _mm512_and_pd(a, _mm512_castsi512_pd(_mm512_set1_epi64(0x7FFFFFFFFFFFFFFFll)));
   }
-  const bool seq = p.chain == ChainKind::kSequential;
-  const int chunk = seq ? std::max(k, 1) : p.chunk;
-  for (int k0 = 0, k1 = 0; k0 < k; k0 = k1) {
-    k1 = ChunkEnd(p, chunk, k0, k);
-    __m512 acc[R];
-    __m512d am[R][2], ae[R][2];
-    for (int r = 0; r < R; ++r) {
-      acc[r] = seq ? tot[r] : _mm512_setzero_ps();
-      for (int h = 0; h < 2; ++h) {
-        am[r][h] = seq ? tm[r][h] : _mm512_setzero_pd();
-        ae[r][h] = seq ? te[r][h] : _mm512_setzero_pd();
-      }
-    }
-    for (int kk = k0; kk < k1; ++kk) {
-      const __m512 bu = _mm512_loadu_ps(in.b + size_t(kk) * n + j0);
-      __m512d bo[2];
-      if constexpr (kSame) {
-        bo[0] = WidenPs(_mm512_castps512_ps256(bu));
-        bo[1] = WidenPs(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(bu), 1)));
-      } else {
-        const __m512 bof = _mm512_loadu_ps(in.bo + size_t(kk) * n + j0);
-        bo[0] = WidenPs(_mm512_castps512_ps256(bof));
-        bo[1] = WidenPs(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(bof), 1)));
-      }
-      const __m512d bo_abs[2] = {_mm512_and_pd(bo[0], abs_mask), _mm512_and_pd(bo[1], abs_mask)};
-      __m512d bud[2];
-      if constexpr (!kSame && !kRound) {
-        bud[0] = WidenPs(_mm512_castps512_ps256(bu));
-        bud[1] = WidenPs(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(bu), 1)));
-      }
-      for (int r = 0; r < R; ++r) {
-        const float a_used = in.a[size_t(i0 + r) * k + kk];
-        const __m512 av = _mm512_set1_ps(a_used);
-        __m512 prod;
-        if constexpr (kRound) {
-          prod = _mm512_mul_ps(av, bu);
-          acc[r] = _mm512_add_ps(acc[r], prod);
-        } else {
-          acc[r] = _mm512_fmadd_ps(av, bu, acc[r]);
-        }
-        const double a_orig = static_cast<double>(in.ao[size_t(i0 + r) * k + kk]);
-        const __m512d ao = _mm512_set1_pd(a_orig);
-        const __m512d ao_abs = _mm512_set1_pd(std::fabs(a_orig));
-        for (int h = 0; h < 2; ++h) {
-          // x = a_orig * b_orig is exact in double, so M + |x| is one fma of the magnitudes and
-          // |used - x| = |fl(x - used)| one fms (round to nearest is odd-symmetric); u * M is
-          // exact too (u a power of two, M 0 or >= 2^-298), so (1 + u) e + u M is one fma.
-          // Each gives the bits of bound_step.h's separate operations.
-          const __m512d mm = _mm512_mul_pd(_mm512_fmadd_pd(ao_abs, bo_abs[h], am[r][h]), up);
-          am[r][h] = mm;
-          __m512d e_in = ae[r][h];
-          if constexpr (kRound) {
-            const __m256 half = h == 0 ? _mm512_castps512_ps256(prod)
-                                       : _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(prod), 1));
-            const __m512d used = WidenPs(half);
-            e_in = _mm512_add_pd(e_in, _mm512_and_pd(_mm512_fmsub_pd(ao, bo[h], used), abs_mask));
-          } else if constexpr (!kSame) {
-            const __m512d used = _mm512_mul_pd(_mm512_set1_pd(static_cast<double>(a_used)), bud[h]);
-            e_in = _mm512_add_pd(e_in, _mm512_and_pd(_mm512_fmsub_pd(ao, bo[h], used), abs_mask));
-          }
-          ae[r][h] = _mm512_mul_pd(
-              _mm512_add_pd(_mm512_fmadd_pd(uu, mm, _mm512_mul_pd(c1, e_in)), ee), up);
-        }
-      }
-    }
-    for (int r = 0; r < R; ++r) {
-      if (seq) {
-        tot[r] = acc[r];
-        for (int h = 0; h < 2; ++h) {
-          tm[r][h] = am[r][h];
-          te[r][h] = ae[r][h];
-        }
-      } else {
-        tot[r] = _mm512_add_ps(tot[r], acc[r]);
-        for (int h = 0; h < 2; ++h) {
-          const __m512d mm = _mm512_mul_pd(_mm512_add_pd(tm[r][h], am[r][h]), up);
-          const __m512d e_in = _mm512_add_pd(te[r][h], ae[r][h]);
-          te[r][h] = _mm512_mul_pd(
-              _mm512_add_pd(_mm512_add_pd(_mm512_mul_pd(c1c, e_in), _mm512_mul_pd(ucv, mm)), eec), up);
-          tm[r][h] = mm;
-        }
-      }
-    }
+  FPCONFORM_LANES_TARGET static D Up(D a) { return _mm512_mul_pd(a, _mm512_set1_pd(kUp)); }
+  FPCONFORM_LANES_TARGET static F LoadF(const float* x) { return _mm256_loadu_ps(x); }
+  FPCONFORM_LANES_TARGET static F ZeroF() { return _mm256_setzero_ps(); }
+  FPCONFORM_LANES_TARGET static F SetF(float x) { return _mm256_set1_ps(x); }
+  FPCONFORM_LANES_TARGET static F MulF(F a, F b) { return _mm256_mul_ps(a, b); }
+  FPCONFORM_LANES_TARGET static D WidenF(F a) { return WidenPs(a); }
+  FPCONFORM_LANES_TARGET static P LoadP(const float* x) { return _mm512_loadu_ps(x); }
+  FPCONFORM_LANES_TARGET static void StoreP(float* x, P v) { _mm512_storeu_ps(x, v); }
+  FPCONFORM_LANES_TARGET static P SetP(float x) { return _mm512_set1_ps(x); }
+  FPCONFORM_LANES_TARGET static P AddP(P a, P b) { return _mm512_add_ps(a, b); }
+  FPCONFORM_LANES_TARGET static P MulP(P a, P b) { return _mm512_mul_ps(a, b); }
+  FPCONFORM_LANES_TARGET static P FmaP(P a, P b, P c) { return _mm512_fmadd_ps(a, b, c); }
+  FPCONFORM_LANES_TARGET static D HalfP(P a, int h) {
+    return WidenPs(h == 0 ? _mm512_castps512_ps256(a)
+                          : _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a), 1)));
   }
-  for (int r = 0; r < R; ++r) {
-    alignas(64) float v[16];
-    alignas(64) double e[16];
-    _mm512_store_ps(v, tot[r]);
-    _mm512_store_pd(e, te[r][0]);
-    _mm512_store_pd(e + 8, te[r][1]);
-    StoreRow32(in, i0 + r, j0, 16, v, e);
-  }
-}
-
-// fast_tiles_avx2.cc's BoundStepAvx in AVX-512: one adder step's bound data on R rows x 16
-// float32 lanes, 8 lanes of double per register instead of 4, the same double operations in the
-// same order lane by lane: m[l] = Up(m0[l] + |x|), e[l] = Up((1 + u) * (e0[l] + |used - x|) +
-// u * m[l] + eta). m0, e0 may be m, e (each lane group is read before it is written).
-template <bool kRound, int R>
-__attribute__((target("avx512f,avx512dq,avx512vl,avx512bw,avx2,fma"))) void BoundStepLanesAvx512(
-    double* m, double* e, const double* m0, const double* e0, const float* a_orig,
-    const float* a_used, const float* b_used, const float* b_orig, double u, double eta) {
-  const __m512d c1 = _mm512_set1_pd(1 + u), uu = _mm512_set1_pd(u), ee = _mm512_set1_pd(eta);
-  const __m512d up = _mm512_set1_pd(kUp);
-  const __m512d abs_mask = _mm512_castsi512_pd(_mm512_set1_epi64(0x7FFFFFFFFFFFFFFFll));
-  __m256 buf[2];
-  __m512d bu[2], bo[2];
-  for (int h = 0; h < 2; ++h) {
-    buf[h] = b_used != nullptr ? _mm256_loadu_ps(b_used + 8 * h) : _mm256_setzero_ps();
-    bu[h] = WidenPs(buf[h]);
-    bo[h] = b_orig != nullptr ? WidenPs(_mm256_loadu_ps(b_orig + 8 * h)) : _mm512_setzero_pd();
-  }
-  for (int r = 0; r < R; ++r) {
-    const __m512d ao = _mm512_set1_pd(a_orig[r]);
-    const __m512d au = _mm512_set1_pd(a_used[r]);
-    for (int h = 0; h < 2; ++h) {
-      const int l = r * 16 + 8 * h;
-      const __m512d x = _mm512_mul_pd(ao, bo[h]);
-      __m512d used;
-      if constexpr (kRound) {
-        used = WidenPs(_mm256_mul_ps(_mm256_set1_ps(a_used[r]), buf[h]));
-      } else {
-        used = _mm512_mul_pd(au, bu[h]);
-      }
-      const __m512d mi = _mm512_and_pd(x, abs_mask);
-      const __m512d ei = _mm512_and_pd(_mm512_sub_pd(used, x), abs_mask);
-      const __m512d mm = _mm512_mul_pd(_mm512_add_pd(_mm512_loadu_pd(m0 + l), mi), up);
-      _mm512_storeu_pd(m + l, mm);
-      const __m512d t = _mm512_mul_pd(c1, _mm512_add_pd(_mm512_loadu_pd(e0 + l), ei));
-      _mm512_storeu_pd(
-          e + l, _mm512_mul_pd(_mm512_add_pd(_mm512_add_pd(t, _mm512_mul_pd(uu, mm)), ee), up));
-    }
-  }
-}
-
-// A combine's bound data on `lanes` (a multiple of 8) lanes, 8 per register: bound_step.h's
-// m = Up(xm + ym), e = BoundStep(u, eta, xe + ye, m) lane by lane. m, e may be xm, xe.
-__attribute__((target("avx512f,avx512dq,avx512vl,avx512bw,avx2,fma"))) void CombineLanesAvx512(
-    int lanes, double* m, double* e, const double* xm, const double* xe, const double* ym,
-    const double* ye, double u, double eta) {
-  const __m512d c1 = _mm512_set1_pd(1 + u), uu = _mm512_set1_pd(u), ee = _mm512_set1_pd(eta);
-  const __m512d up = _mm512_set1_pd(kUp);
-  for (int l = 0; l < lanes; l += 8) {
-    const __m512d mm =
-        _mm512_mul_pd(_mm512_add_pd(_mm512_loadu_pd(xm + l), _mm512_loadu_pd(ym + l)), up);
-    const __m512d t =
-        _mm512_mul_pd(c1, _mm512_add_pd(_mm512_loadu_pd(xe + l), _mm512_loadu_pd(ye + l)));
-    _mm512_storeu_pd(m + l, mm);
-    _mm512_storeu_pd(
-        e + l, _mm512_mul_pd(_mm512_add_pd(_mm512_add_pd(t, _mm512_mul_pd(uu, mm)), ee), up));
-  }
-}
+};
+#include "accumulation/fast_bound_lanes.inc"
+#undef FPCONFORM_LANES_TARGET
 
 #pragma GCC diagnostic pop
 #endif
@@ -490,7 +346,7 @@ void BoundStepAvx512(bool round_product, int rows, double* m, double* e, const d
                      const float* b_used, const float* b_orig, double u, double eta) {
 #if defined(__x86_64__)
   auto go = [&](auto round_tag, auto rows_tag) {
-    BoundStepLanesAvx512<decltype(round_tag)::value, decltype(rows_tag)::value>(
+    BoundStepLanes<Avx512Lanes, decltype(round_tag)::value, decltype(rows_tag)::value>(
         m, e, m0, e0, a_orig, a_used, b_used, b_orig, u, eta);
   };
   using T = std::true_type;
@@ -511,7 +367,7 @@ void BoundStepAvx512(bool round_product, int rows, double* m, double* e, const d
 void CombineBoundAvx512(int lanes, double* m, double* e, const double* xm, const double* xe,
                         const double* ym, const double* ye, double u, double eta) {
 #if defined(__x86_64__)
-  CombineLanesAvx512(lanes, m, e, xm, xe, ym, ye, u, eta);
+  CombineLanes<Avx512Lanes>(lanes, m, e, xm, xe, ym, ye, u, eta);
 #else
   (void)lanes, (void)m, (void)e, (void)xm, (void)xe, (void)ym, (void)ye, (void)u, (void)eta;
 #endif
@@ -523,9 +379,9 @@ void HostBoundTileAvx512Tile(bool round_product, bool same_inputs, int rows, con
   auto go = [&](auto round_tag, auto same_tag) {
     constexpr bool kRound = decltype(round_tag)::value, kSame = decltype(same_tag)::value;
     if (rows == 4) {
-      HostBoundTileAvx512<kRound, kSame, 4>(in, i0, j0);
+      HostBoundTileLanes<Avx512Lanes, kRound, kSame, 4>(in, i0, j0);
     } else {
-      HostBoundTileAvx512<kRound, kSame, 1>(in, i0, j0);
+      HostBoundTileLanes<Avx512Lanes, kRound, kSame, 1>(in, i0, j0);
     }
   };
   using T = std::true_type;
