@@ -556,6 +556,19 @@ TEST(FastEvalTest, VariantsMatchGeneric) {
     v.name += "+blocked48";
     variants.push_back(v);
   }
+  // inputs.daz on a float64 accumulator: the flushed inputs make |used - exact| nonzero in the
+  // float64 pairwise and walked tiles' scalar bound steps (BoundStepScalar).
+  v = f64;
+  v.inputs.daz = true;
+  v.chain = pw.chain;
+  v.name = "cpu-f64-seq+pairwise128+input_daz";
+  variants.push_back(v);
+  v.chain = Model::Chain{};
+  v.chain.kind = ChainKind::kStrided;
+  v.chain.ways = 4;
+  v.chain.combine = CombineOrder::kPairwise;
+  v.name = "cpu-f64-seq+strided4+input_daz";
+  variants.push_back(v);
   for (const Model& m : variants) {
     SCOPED_TRACE(m.name);
     ASSERT_TRUE(FastPathEligible(m)) << FastPathIneligibleReason(m);

@@ -313,6 +313,33 @@ void KahanTile(const MatIn& in, int i0, int j0) {
 // inside the matrix. ScalarDot::Run's pairwise case with every node a block of R*W lanes: the
 // tree's shape depends only on k, so all lanes walk it together (one recursion per tile, not per
 // element), with the same operations per lane and the same bound arithmetic.
+// BoundStepLanes (fast_bound_lanes.inc) lane by lane for any accumulator and width: the leaf
+// step's bound data on R rows x W lanes, m[l] = Up(m0[l] + |x|), e[l] = BoundStep(u, eta,
+// e0[l] + |used - x|, m[l]), x = a_orig[r] * b_orig[w] exact in double, used the product the
+// chain adds (rounded to Acc under kRound). m0, e0 may be m, e.
+template <class Acc, bool kRound, int R, int W>
+void BoundStepScalar(double* m, double* e, const double* m0, const double* e0,
+                     const float* a_orig, const float* a_used, const float* b_used,
+                     const float* b_orig, double u, double eta) {
+  for (int r = 0; r < R; ++r) {
+    const double ao = a_orig[r];
+    const double aused = a_used[r];
+    for (int w = 0; w < W; ++w) {
+      const double xe = ao * static_cast<double>(b_orig[w]);
+      double uv;
+      if constexpr (kRound) {
+        uv = static_cast<double>(static_cast<Acc>(aused) * static_cast<Acc>(b_used[w]));
+      } else {
+        uv = aused * static_cast<double>(b_used[w]);
+      }
+      const int l = r * W + w;
+      const double mi = std::fabs(xe), ei = std::fabs(uv - xe);
+      m[l] = Up(m0[l] + mi);
+      e[l] = BoundStep(u, eta, e0[l] + ei, m[l]);
+    }
+  }
+}
+
 template <class Acc, bool kBound, int L>
 struct LaneNode {
   Acc v[L];
@@ -482,12 +509,12 @@ class PairwiseTile {
       float a_orig[R], b_orig[W];
       for (int r = 0; r < R; ++r) a_orig[r] = in_.ao[size_t(i0_ + r) * k + kk];
       for (int w = 0; w < W; ++w) b_orig[w] = borow[w];
+      // kFirst: from M = E = +0 (the same bits as a node cleared to +0).
+      static constexpr double kZeros[L] = {};
+      const double* m0 = kFirst ? kZeros : x.m;
+      const double* e0 = kFirst ? kZeros : x.e;
 #if defined(__x86_64__)
       if constexpr (std::is_same_v<Acc, float> && W == 16) {
-        // The loop below in AVX-512 or AVX2 (kFirst: from M = E = +0, which give the same bits).
-        static constexpr double kZeros[L] = {};
-        const double* m0 = kFirst ? kZeros : x.m;
-        const double* e0 = kFirst ? kZeros : x.e;
         if (avx512_) {
           BoundStepAvx512(kRound, R, x.m, x.e, m0, e0, a_orig, a_used, b_used, b_orig, u, eta);
         } else {
@@ -497,24 +524,8 @@ class PairwiseTile {
         return;
       }
 #endif
-      for (int r = 0; r < R; ++r) {
-        const double ao = a_orig[r];
-        const double aused = a_used[r];
-        for (int w = 0; w < W; ++w) {
-          const double xe = ao * static_cast<double>(b_orig[w]);
-          double uv;
-          if constexpr (kRound) {
-            uv = static_cast<double>(static_cast<Acc>(aused) * static_cast<Acc>(b_used[w]));
-          } else {
-            uv = aused * static_cast<double>(b_used[w]);
-          }
-          const int l = r * W + w;
-          const double mi = std::fabs(xe), ei = std::fabs(uv - xe);
-          const double m0 = kFirst ? 0.0 : x.m[l], e0 = kFirst ? 0.0 : x.e[l];
-          x.m[l] = Up(m0 + mi);
-          x.e[l] = BoundStep(u, eta, e0 + ei, x.m[l]);
-        }
-      }
+      BoundStepScalar<Acc, kRound, R, W>(x.m, x.e, m0, e0, a_orig, a_used, b_used, b_orig, u,
+                                         eta);
     }
   }
 
@@ -802,23 +813,8 @@ class WalkTile {
       float a_orig[R], b_orig[W];
       for (int r = 0; r < R; ++r) a_orig[r] = pad ? 0.0f : in_.ao[size_t(i0_ + r) * k + lo];
       for (int w = 0; w < W; ++w) b_orig[w] = pad ? 0.0f : in_.bo[size_t(lo) * n + j0_ + w];
-      for (int r = 0; r < R; ++r) {
-        const double ao = a_orig[r];
-        const double aused = a_used[r];
-        for (int w = 0; w < W; ++w) {
-          const double xe = ao * static_cast<double>(b_orig[w]);
-          double uv;
-          if constexpr (kRound) {
-            uv = static_cast<double>(static_cast<Acc>(aused) * static_cast<Acc>(b_used[w]));
-          } else {
-            uv = aused * static_cast<double>(b_used[w]);
-          }
-          const int l = r * W + w;
-          const double mi = std::fabs(xe), ei = std::fabs(uv - xe);
-          x.m[l] = Up(x.m[l] + mi);
-          x.e[l] = BoundStep(u, eta, e0[l] + ei, x.m[l]);
-        }
-      }
+      BoundStepScalar<Acc, kRound, R, W>(x.m, x.e, x.m, e0, a_orig, a_used, b_used, b_orig, u,
+                                         eta);
     }
   }
   Node Combine(const Node& x, const Node& y) const {
