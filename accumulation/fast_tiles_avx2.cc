@@ -340,6 +340,28 @@ void BoundStepScalar(double* m, double* e, const double* m0, const double* e0,
   }
 }
 
+// A combine's bound data on L lanes: m = Up(xm + ym), e = BoundStep(u, eta, xe + ye, m) lane by
+// lane, in zmm or ymm registers where the ISA and L allow. m, e may be xm, xe.
+template <int L>
+void CombineBound(bool avx512, double* m, double* e, const double* xm, const double* xe,
+                  const double* ym, const double* ye, double u, double eta) {
+  if (L % 8 == 0 && avx512) {
+    CombineBoundAvx512(L, m, e, xm, xe, ym, ye, u, eta);
+    return;
+  }
+#if defined(__x86_64__)
+  if constexpr (L % 4 == 0) {
+    CombineLanes<Avx2Lanes>(L, m, e, xm, xe, ym, ye, u, eta);
+    return;
+  }
+#endif
+  for (int l = 0; l < L; ++l) {
+    const double mm = Up(xm[l] + ym[l]);
+    e[l] = BoundStep(u, eta, xe[l] + ye[l], mm);
+    m[l] = mm;
+  }
+}
+
 template <class Acc, bool kBound, int L>
 struct LaneNode {
   Acc v[L];
@@ -444,22 +466,7 @@ class PairwiseTile {
 #endif
     for (int l = 0; l < L; ++l) x.v[l] = x.v[l] + y.v[l];
     if constexpr (kBound) {
-      const double u = p_.u_comb, eta = p_.eta_comb;
-      if (L % 8 == 0 && avx512_) {
-        CombineBoundAvx512(L, x.m, x.e, x.m, x.e, y.m, y.e, u, eta);
-        return;
-      }
-#if defined(__x86_64__)
-      if constexpr (L % 4 == 0) {
-        CombineLanes<Avx2Lanes>(L, x.m, x.e, x.m, x.e, y.m, y.e, u, eta);
-        return;
-      }
-#endif
-      for (int l = 0; l < L; ++l) {
-        const double mm = Up(x.m[l] + y.m[l]);
-        x.e[l] = BoundStep(u, eta, x.e[l] + y.e[l], mm);
-        x.m[l] = mm;
-      }
+      CombineBound<L>(avx512_, x.m, x.e, x.m, x.e, y.m, y.e, p_.u_comb, p_.eta_comb);
     }
   }
 
@@ -872,22 +879,7 @@ class WalkTile {
 
  private:
   void AddBound(Node& out, const Node& x, const Node& y, double u, double eta) const {
-    if constexpr (kBound) {
-      if (L % 8 == 0 && avx512_) {
-        CombineBoundAvx512(L, out.m, out.e, x.m, x.e, y.m, y.e, u, eta);
-        return;
-      }
-#if defined(__x86_64__)
-      if constexpr (L % 4 == 0) {
-        CombineLanes<Avx2Lanes>(L, out.m, out.e, x.m, x.e, y.m, y.e, u, eta);
-        return;
-      }
-#endif
-      for (int l = 0; l < L; ++l) {
-        out.m[l] = Up(x.m[l] + y.m[l]);
-        out.e[l] = BoundStep(u, eta, x.e[l] + y.e[l], out.m[l]);
-      }
-    }
+    if constexpr (kBound) CombineBound<L>(avx512_, out.m, out.e, x.m, x.e, y.m, y.e, u, eta);
   }
 
   const MatIn& in_;
@@ -1018,11 +1010,54 @@ void FusedTile(const MatIn& in, int i, int j0) {
 // The value-only kernels in AVX2 intrinsics (GCC does not keep HostTile's accumulators in
 // registers). Same operations as HostTile / FusedTile<false>, lane by lane.
 
+// The host value tiles' operations on 8 floats or 4 doubles.
+inline __m256 VLoad(const float* x) { return _mm256_loadu_ps(x); }
+inline __m256d VLoad(const double* x) { return _mm256_loadu_pd(x); }
+inline __m256 VBroadcast(const float* x) { return _mm256_broadcast_ss(x); }
+inline __m256d VBroadcast(const double* x) { return _mm256_broadcast_sd(x); }
+inline __m256 VAdd(__m256 a, __m256 b) { return _mm256_add_ps(a, b); }
+inline __m256d VAdd(__m256d a, __m256d b) { return _mm256_add_pd(a, b); }
+inline __m256 VMul(__m256 a, __m256 b) { return _mm256_mul_ps(a, b); }
+inline __m256d VMul(__m256d a, __m256d b) { return _mm256_mul_pd(a, b); }
+inline __m256 VFma(__m256 a, __m256 b, __m256 c) { return _mm256_fmadd_ps(a, b, c); }
+inline __m256d VFma(__m256d a, __m256d b, __m256d c) { return _mm256_fmadd_pd(a, b, c); }
+
+// The chains of a host value tile (HostTileF32, Host64Tile): R rows x 2 registers of lanes of E
+// (float or double), tot[r][h] holding c on entry and the results on return. A row-major from
+// its first row (stride k); bp the packed column tile (step kk's 2 registers at bp + kk * 2L).
+// Per step one fma, or the rounded product then an add; sequential chains run from c, others in
+// ChunkEnd's chunks from +0, each added into tot in order.
+template <bool kRound, int R, class E, class Vec>
+inline void HostChains(const Plan& p, int k, const E* a, const E* bp, Vec (&tot)[R][2]) {
+  constexpr int kL = 32 / sizeof(E);
+  const bool seq = p.chain == ChainKind::kSequential;
+  const int chunk = seq ? std::max(k, 1) : p.chunk;
+  for (int k0 = 0, k1 = 0; k0 < k; k0 = k1) {
+    k1 = ChunkEnd(p, chunk, k0, k);
+    Vec acc[R][2];
+    for (int r = 0; r < R; ++r) {
+      for (int h = 0; h < 2; ++h) acc[r][h] = seq ? tot[r][h] : Vec{};
+    }
+    for (int kk = k0; kk < k1; ++kk) {
+      const E* brow = bp + size_t(kk) * 2 * kL;
+      const Vec b[2] = {VLoad(brow), VLoad(brow + kL)};
+      for (int r = 0; r < R; ++r) {
+        const Vec av = VBroadcast(a + size_t(r) * k + kk);
+        for (int h = 0; h < 2; ++h) {
+          acc[r][h] = kRound ? VAdd(acc[r][h], VMul(av, b[h])) : VFma(av, b[h], acc[r][h]);
+        }
+      }
+    }
+    for (int r = 0; r < R; ++r) {
+      for (int h = 0; h < 2; ++h) tot[r][h] = seq ? acc[r][h] : VAdd(tot[r][h], acc[r][h]);
+    }
+  }
+}
+
 // Float32 host tile: R rows x 16 columns; fma (or add of the rounded product) per step.
 // (Out of line: inlined into MatmulRows, the 512^3 benchmark ran a few percent slower.)
 template <bool kRound, int R>
 [[gnu::noinline]] void HostTileF32(const MatIn& in, int i0, int j0) {
-  const Plan& p = *in.p;
   const int n = in.n, k = in.k;
   __m256 tot[R][2];
   for (int r = 0; r < R; ++r) {
@@ -1034,36 +1069,7 @@ template <bool kRound, int R>
     tot[r][0] = _mm256_loadu_ps(cv);
     tot[r][1] = _mm256_loadu_ps(cv + 8);
   }
-  const bool seq = p.chain == ChainKind::kSequential;
-  const int chunk = seq ? std::max(k, 1) : p.chunk;
-  for (int k0 = 0, k1 = 0; k0 < k; k0 = k1) {
-    k1 = ChunkEnd(p, chunk, k0, k);
-    __m256 acc[R][2];
-    for (int r = 0; r < R; ++r) {
-      acc[r][0] = seq ? tot[r][0] : _mm256_setzero_ps();
-      acc[r][1] = seq ? tot[r][1] : _mm256_setzero_ps();
-    }
-    const float* arow = in.a + size_t(i0) * k;
-    for (int kk = k0; kk < k1; ++kk) {
-      const float* brow = in.bpackf + (size_t(j0 / 16) * k + kk) * 16;
-      const __m256 b0 = _mm256_loadu_ps(brow), b1 = _mm256_loadu_ps(brow + 8);
-      for (int r = 0; r < R; ++r) {
-        const __m256 av = _mm256_broadcast_ss(arow + size_t(r) * k + kk);
-        if constexpr (kRound) {
-          acc[r][0] = _mm256_add_ps(acc[r][0], _mm256_mul_ps(av, b0));
-          acc[r][1] = _mm256_add_ps(acc[r][1], _mm256_mul_ps(av, b1));
-        } else {
-          acc[r][0] = _mm256_fmadd_ps(av, b0, acc[r][0]);
-          acc[r][1] = _mm256_fmadd_ps(av, b1, acc[r][1]);
-        }
-      }
-    }
-    for (int r = 0; r < R; ++r) {
-      for (int h = 0; h < 2; ++h) {
-        tot[r][h] = seq ? acc[r][h] : _mm256_add_ps(tot[r][h], acc[r][h]);
-      }
-    }
-  }
+  HostChains<kRound>(*in.p, k, in.a + size_t(i0) * k, in.bpackf + size_t(j0 / 16) * k * 16, tot);
   for (int r = 0; r < R; ++r) {
     float v[16];
     _mm256_storeu_ps(v, tot[r][0]);
@@ -1606,32 +1612,7 @@ void Host64Tile(const MatIn64& in, int i0, int j0) {
                             in.c + size_t(i0 + r) * n + j0 + 4 * h)));
     }
   }
-  const bool seq = p.chain == ChainKind::kSequential;
-  for (int k0 = 0; k0 < k;) {
-    const int k1 = seq ? k : ChunkEnd(p, p.chunk, k0, k);
-    __m256d s[R][2];
-    for (int r = 0; r < R; ++r) {
-      for (int h = 0; h < 2; ++h) s[r][h] = seq ? tot[r][h] : _mm256_setzero_pd();
-    }
-    for (int q = k0; q < k1; ++q) {
-      const __m256d b0 = _mm256_loadu_pd(bp + size_t(q) * 8);
-      const __m256d b1 = _mm256_loadu_pd(bp + size_t(q) * 8 + 4);
-      for (int r = 0; r < R; ++r) {
-        const __m256d av = _mm256_broadcast_sd(in.a + size_t(i0 + r) * k + q);
-        if constexpr (kRound) {
-          s[r][0] = _mm256_add_pd(s[r][0], _mm256_mul_pd(av, b0));
-          s[r][1] = _mm256_add_pd(s[r][1], _mm256_mul_pd(av, b1));
-        } else {
-          s[r][0] = _mm256_fmadd_pd(av, b0, s[r][0]);
-          s[r][1] = _mm256_fmadd_pd(av, b1, s[r][1]);
-        }
-      }
-    }
-    for (int r = 0; r < R; ++r) {
-      for (int h = 0; h < 2; ++h) tot[r][h] = seq ? s[r][h] : _mm256_add_pd(tot[r][h], s[r][h]);
-    }
-    k0 = k1;
-  }
+  HostChains<kRound>(p, k, in.a + size_t(i0) * k, bp, tot);
   for (int r = 0; r < R; ++r) {
     alignas(32) double v[8];
     _mm256_store_pd(v, tot[r][0]);
