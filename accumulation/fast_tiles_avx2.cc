@@ -1133,14 +1133,12 @@ void KahanTileF32(const MatIn& in, int i0, int j0) {
 }
 
 // Fused tile: R rows x 8 columns (R = 2 or 1 values only, 1 with bounds), 2R vectors of 4
-// doubles. The integer sums and the maxima are exact and order-free, so each is split into two
-// partial chains.
+// doubles.
 template <int R, bool kFloorAlign, bool kBound = false>
 void FusedTileAvx(const MatIn& in, int i0, int j0) {
   constexpr int C = 2 * R;
   const Plan& p = *in.p;
   const int n = in.n, k = in.k;
-  const __m256d sign = _mm256_set1_pd(-0.0);
   const __m256d zero = _mm256_setzero_pd();
   const __m256d ones = _mm256_castsi256_pd(_mm256_set1_epi64x(-1));
   const __m256d one = _mm256_set1_pd(1.0);
@@ -1202,7 +1200,7 @@ void FusedTileAvx(const MatIn& in, int i0, int j0) {
     for (int g0 = k0; g0 < k1; g0 += p.group) {
       const int g1 = std::min(k1, g0 + p.group);
       const __m256d full = g1 - g0 == p.group ? ones : zero;
-      __m256d emax[C], emax1[C], scale[C], s[C], s1[C];
+      __m256d emax[C], scale[C], s[C];
       // After the first group, acc is 0 or a float32 normal (or its lane is redone), so its
       // nominal exponent is its exponent.
       const bool nominal_acc = !p.actual && g0 == 0;
@@ -1214,10 +1212,9 @@ void FusedTileAvx(const MatIn& in, int i0, int j0) {
           const __m256d is_zero = _mm256_cmp_pd(acc[c], zero, _CMP_EQ_OQ);
           emax[c] = _mm256_andnot_pd(is_zero, _mm256_max_pd(e, min_normal32));
         }
-        emax1[c] = zero;
       }
-      // Even group offsets into emax, odd ones into emax1 (unrolled by two so the arrays stay
-      // in registers).
+      // One chain per vector for the maxima and for the sums (2R vectors of independent chains
+      // keep the pipes busy; splitting each chain in two cost more operations than it gained).
       auto max_pass = [&](int t, __m256d (&dst)[C]) {
         const double* brow = btile + size_t(t) * 16;
         for (int r = 0; r < R; ++r) {
@@ -1234,14 +1231,8 @@ void FusedTileAvx(const MatIn& in, int i0, int j0) {
           }
         }
       };
-      int kk = g0;
-      for (; kk + 1 < g1; kk += 2) {
-        max_pass(kk, emax);
-        max_pass(kk + 1, emax1);
-      }
-      if (kk < g1) max_pass(kk, emax);
+      for (int t = g0; t < g1; ++t) max_pass(t, emax);
       for (int c = 0; c < C; ++c) {
-        emax[c] = _mm256_max_pd(emax[c], emax1[c]);
         // 2^F / emax on the exponent field: bits(2^(F - e)) = bits(2^F) + bits(1) - bits(2^e).
         // emax 0 (every term and acc zero) takes 2^(F - 1000) instead, below every nonzero emax
         // (>= 2^-298): the scale 2^1000 maps the zeros to the same signed zeros as any other.
@@ -1249,7 +1240,6 @@ void FusedTileAvx(const MatIn& in, int i0, int j0) {
             scale_base, _mm256_castpd_si256(_mm256_max_pd(emax[c], emax_floor)));
         scale[c] = _mm256_castsi256_pd(q);
         s[c] = _mm256_round_pd(_mm256_mul_pd(acc[c], scale[c]), kMode);
-        s1[c] = sign;  // -0, the identity of IEEE addition: s + s1 keeps the sign of zeros.
       }
       auto sum_pass = [&](int t, __m256d (&dst)[C]) {
         const double* brow = btile + size_t(t) * 16;
@@ -1263,11 +1253,7 @@ void FusedTileAvx(const MatIn& in, int i0, int j0) {
           }
         }
       };
-      for (kk = g0; kk + 1 < g1; kk += 2) {
-        sum_pass(kk, s);
-        sum_pass(kk + 1, s1);
-      }
-      if (kk < g1) sum_pass(kk, s);
+      for (int t = g0; t < g1; ++t) sum_pass(t, s);
       if constexpr (kBound) {
         // FusedTile's bound, lane-wise (fast_tiles_avx512.cc's FusedTileAvx512 in 4-lane
         // halves): M and E summed over the group in k order, T = nonzero terms * the quantum.
@@ -1302,7 +1288,7 @@ void FusedTileAvx(const MatIn& in, int i0, int j0) {
         // bits of its magnitude with the sign bit in place rounds the magnitude and keeps the
         // sign (a carry stops in the exponent field), and the product with the positive
         // emax * 2^-F keeps it too.
-        const __m256d sum = _mm256_add_pd(s[c], s1[c]);
+        const __m256d sum = s[c];
         const __m256d s_zero = _mm256_cmp_pd(sum, zero, _CMP_EQ_OQ);
         __m256i bits = _mm256_castpd_si256(sum);
         if (p.rne) {
