@@ -11,7 +11,9 @@
 #include <fstream>
 #include <sstream>
 #include <iostream>
+#include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_join.h"
@@ -238,6 +240,17 @@ TEST(FastEvalTest, DotsAndSumsMatchGenericOnEveryEligiblePreset) {
 }
 
 // Matmul of model m in every layout, at 1, 2 and 3 threads, against per-element generic dots.
+// Row i of A (row-major, k columns) and column j of B (row-major, k x n).
+std::pair<std::vector<uint64_t>, std::vector<uint64_t>> RowAndColumn(
+    const std::vector<uint64_t>& a, const std::vector<uint64_t>& b, int k, int n, int i, int j) {
+  std::vector<uint64_t> row(k), col(k);
+  for (int p = 0; p < k; ++p) {
+    row[p] = a[size_t(i) * k + p];
+    col[p] = b[size_t(p) * n + j];
+  }
+  return {row, col};
+}
+
 void CheckMatmul(const Model& m) {
     const uint64_t model_key = std::hash<std::string>{}(m.name) & 0xFFFF;
     // Shapes: 4-row tiles plus a tail row, 16/8-column tiles plus tails, K across chunks.
@@ -272,11 +285,7 @@ void CheckMatmul(const Model& m) {
       std::vector<uint64_t> want0(c.size());
       for (int i = 0; i < mm; ++i) {
         for (int j = 0; j < nn; ++j) {
-          std::vector<uint64_t> row(kk), col(kk);
-          for (int p = 0; p < kk; ++p) {
-            row[p] = a[size_t(i) * kk + p];
-            col[p] = b[size_t(p) * nn + j];
-          }
+          const auto [row, col] = RowAndColumn(a, b, kk, nn, i, j);
           const size_t idx = size_t(i) * nn + j;
           want[idx] = GenericEvaluateDot(m, row, col, c[idx])->bits;
           want_bound[idx] = GenericEvaluateDot(m, row, col, c[idx])->bound;
@@ -1049,11 +1058,7 @@ TEST(FastEvalTest, FusedTilesMatchGenericAtTheFloat32Range) {
                           .ok());
           for (int i = 0; i < mm; ++i) {
             for (int j = 0; j < nn; ++j) {
-              std::vector<uint64_t> row(kk), col(kk);
-              for (int p = 0; p < kk; ++p) {
-                row[p] = a[size_t(i) * kk + p];
-                col[p] = b[size_t(p) * nn + j];
-              }
+              const auto [row, col] = RowAndColumn(a, b, kk, nn, i, j);
               const size_t idx = size_t(i) * nn + j;
               const EvalResult want = *GenericEvaluateDot(m, row, col, with_c ? c[idx] : 0);
               ASSERT_EQ(Hex(d[idx]), Hex(want.bits))
