@@ -309,10 +309,6 @@ void KahanTile(const MatIn& in, int i0, int j0) {
   }
 }
 
-// Pairwise tile (chain.kind = "pairwise", unroll 1): R rows x W columns from (i0, j0), fully
-// inside the matrix. ScalarDot::Run's pairwise case with every node a block of R*W lanes: the
-// tree's shape depends only on k, so all lanes walk it together (one recursion per tile, not per
-// element), with the same operations per lane and the same bound arithmetic.
 // BoundStepLanes (fast_bound_lanes.inc) lane by lane for any accumulator and width: the leaf
 // step's bound data on R rows x W lanes, m[l] = Up(m0[l] + |x|), e[l] = BoundStep(u, eta,
 // e0[l] + |used - x|, m[l]), x = a_orig[r] * b_orig[w] exact in double, used the product the
@@ -368,6 +364,10 @@ struct LaneNode {
   double m[kBound ? L : 1], e[kBound ? L : 1];
 };
 
+// Pairwise tile (chain.kind = "pairwise", unroll 1): R rows x W columns from (i0, j0), fully
+// inside the matrix. ScalarDot::Run's pairwise case with every node a block of R*W lanes: the
+// tree's shape depends only on k, so all lanes walk it together (one recursion per tile, not per
+// element), with the same operations per lane and the same bound arithmetic.
 template <class Acc, bool kRound, bool kBound, int R, int W>
 class PairwiseTile {
  public:
