@@ -1071,7 +1071,6 @@ TEST(FastEvalTest, FusedTilesMatchGenericAtTheFloat32Range) {
           }
         }
       }
-      ASSERT_TRUE(SetActiveIsa(saved).ok());
     }
   }
   ASSERT_TRUE(SetActiveIsa(saved).ok());

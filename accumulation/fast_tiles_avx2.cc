@@ -80,6 +80,33 @@ struct Avx2Lanes {
 #undef FPCONFORM_LANES_TARGET
 #endif
 
+// BoundStepLanes (fast_bound_lanes.inc) lane by lane for any accumulator and width: the leaf
+// step's bound data on R rows x W lanes, m[l] = Up(m0[l] + |x|), e[l] = BoundStep(u, eta,
+// e0[l] + |used - x|, m[l]), x = a_orig[r] * b_orig[w] exact in double, used the product the
+// chain adds (rounded to Acc under kRound). m0, e0 may be m, e.
+template <class Acc, bool kRound, int R, int W>
+void BoundStepScalar(double* m, double* e, const double* m0, const double* e0,
+                     const float* a_orig, const float* a_used, const float* b_used,
+                     const float* b_orig, double u, double eta) {
+  for (int r = 0; r < R; ++r) {
+    const double ao = a_orig[r];
+    const double aused = a_used[r];
+    for (int w = 0; w < W; ++w) {
+      const double xe = ao * static_cast<double>(b_orig[w]);
+      double uv;
+      if constexpr (kRound) {
+        uv = static_cast<double>(static_cast<Acc>(aused) * static_cast<Acc>(b_used[w]));
+      } else {
+        uv = aused * static_cast<double>(b_used[w]);
+      }
+      const int l = r * W + w;
+      const double mi = std::fabs(xe), ei = std::fabs(uv - xe);
+      m[l] = Up(m0[l] + mi);
+      e[l] = BoundStep(u, eta, e0[l] + ei, m[l]);
+    }
+  }
+}
+
 // Host IEEE tile: R rows x W columns starting at (i0, j0), fully inside the matrix.
 template <class Acc, bool kRound, bool kBound, int R, int W>
 void HostTile(const MatIn& in, int i0, int j0) {
@@ -135,23 +162,13 @@ void HostTile(const MatIn& in, int i0, int j0) {
         }
       }
       if constexpr (kBound) {
-        const float* borow = in.bo + size_t(kk) * n + j0;
+        float a_orig[R], a_used[R];
         for (int r = 0; r < R; ++r) {
-          const double ao = in.ao[size_t(i0 + r) * k + kk];
-          const double aused = in.a[size_t(i0 + r) * k + kk];
-          for (int w = 0; w < W; ++w) {
-            const double x = ao * static_cast<double>(borow[w]);
-            double uv;
-            if constexpr (kRound) {
-              uv = static_cast<double>(static_cast<Acc>(aused) * static_cast<Acc>(brow[w]));
-            } else {
-              uv = aused * static_cast<double>(brow[w]);
-            }
-            const double mi = std::fabs(x), ei = std::fabs(uv - x);
-            am[r][w] = Up(am[r][w] + mi);
-            ae[r][w] = BoundStep(u, eta, ae[r][w] + ei, am[r][w]);
-          }
+          a_orig[r] = in.ao[size_t(i0 + r) * k + kk];
+          a_used[r] = in.a[size_t(i0 + r) * k + kk];
         }
+        BoundStepScalar<Acc, kRound, R, W>(&am[0][0], &ae[0][0], &am[0][0], &ae[0][0], a_orig,
+                                           a_used, brow, in.bo + size_t(kk) * n + j0, u, eta);
       }
     }
     for (int r = 0; r < R; ++r) {
@@ -305,33 +322,6 @@ void KahanTile(const MatIn& in, int i0, int j0) {
         in.d[idx] = std::bit_cast<uint64_t>(v);
         if constexpr (kBound) in.bounds[idx] = e;
       }
-    }
-  }
-}
-
-// BoundStepLanes (fast_bound_lanes.inc) lane by lane for any accumulator and width: the leaf
-// step's bound data on R rows x W lanes, m[l] = Up(m0[l] + |x|), e[l] = BoundStep(u, eta,
-// e0[l] + |used - x|, m[l]), x = a_orig[r] * b_orig[w] exact in double, used the product the
-// chain adds (rounded to Acc under kRound). m0, e0 may be m, e.
-template <class Acc, bool kRound, int R, int W>
-void BoundStepScalar(double* m, double* e, const double* m0, const double* e0,
-                     const float* a_orig, const float* a_used, const float* b_used,
-                     const float* b_orig, double u, double eta) {
-  for (int r = 0; r < R; ++r) {
-    const double ao = a_orig[r];
-    const double aused = a_used[r];
-    for (int w = 0; w < W; ++w) {
-      const double xe = ao * static_cast<double>(b_orig[w]);
-      double uv;
-      if constexpr (kRound) {
-        uv = static_cast<double>(static_cast<Acc>(aused) * static_cast<Acc>(b_used[w]));
-      } else {
-        uv = aused * static_cast<double>(b_used[w]);
-      }
-      const int l = r * W + w;
-      const double mi = std::fabs(xe), ei = std::fabs(uv - xe);
-      m[l] = Up(m0[l] + mi);
-      e[l] = BoundStep(u, eta, e0[l] + ei, m[l]);
     }
   }
 }
@@ -1215,7 +1205,7 @@ void FusedTileAvx(const MatIn& in, int i0, int j0) {
       }
       // One chain per vector for the maxima and for the sums (2R vectors of independent chains
       // keep the pipes busy; splitting each chain in two cost more operations than it gained).
-      auto max_pass = [&](int t, __m256d (&dst)[C]) {
+      auto max_pass = [&](int t) {
         const double* brow = btile + size_t(t) * 16;
         for (int r = 0; r < R; ++r) {
           for (int h = 0; h < 2; ++h) {
@@ -1227,11 +1217,11 @@ void FusedTileAvx(const MatIn& in, int i0, int j0) {
             } else {
               e = _mm256_mul_pd(_mm256_set1_pd(apow[r][t]), _mm256_loadu_pd(brow + 8 + 4 * h));
             }
-            dst[2 * r + h] = _mm256_max_pd(dst[2 * r + h], e);
+            emax[2 * r + h] = _mm256_max_pd(emax[2 * r + h], e);
           }
         }
       };
-      for (int t = g0; t < g1; ++t) max_pass(t, emax);
+      for (int t = g0; t < g1; ++t) max_pass(t);
       for (int c = 0; c < C; ++c) {
         // 2^F / emax on the exponent field: bits(2^(F - e)) = bits(2^F) + bits(1) - bits(2^e).
         // emax 0 (every term and acc zero) takes 2^(F - 1000) instead, below every nonzero emax
@@ -1241,7 +1231,7 @@ void FusedTileAvx(const MatIn& in, int i0, int j0) {
         scale[c] = _mm256_castsi256_pd(q);
         s[c] = _mm256_round_pd(_mm256_mul_pd(acc[c], scale[c]), kMode);
       }
-      auto sum_pass = [&](int t, __m256d (&dst)[C]) {
+      auto sum_pass = [&](int t) {
         const double* brow = btile + size_t(t) * 16;
         for (int r = 0; r < R; ++r) {
           const __m256d av = _mm256_set1_pd(arow[r][t]);
@@ -1249,11 +1239,11 @@ void FusedTileAvx(const MatIn& in, int i0, int j0) {
             const int c = 2 * r + h;
             const __m256d x =
                 _mm256_mul_pd(_mm256_mul_pd(av, _mm256_loadu_pd(brow + 4 * h)), scale[c]);
-            dst[c] = _mm256_add_pd(dst[c], _mm256_round_pd(x, kMode));
+            s[c] = _mm256_add_pd(s[c], _mm256_round_pd(x, kMode));
           }
         }
       };
-      for (int t = g0; t < g1; ++t) sum_pass(t, s);
+      for (int t = g0; t < g1; ++t) sum_pass(t);
       if constexpr (kBound) {
         // FusedTile's bound, lane-wise (fast_tiles_avx512.cc's FusedTileAvx512 in 4-lane
         // halves): M and E summed over the group in k order, T = nonzero terms * the quantum.
@@ -1346,7 +1336,6 @@ void FusedTileAvx(const MatIn& in, int i0, int j0) {
 }
 
 #endif
-
 
 }  // namespace
 
