@@ -62,7 +62,6 @@ __attribute__((target("avx512f,avx512dq,avx512vl,avx512bw,avx2,fma"))) void Fuse
     const MatIn& in, int i0, int j0) {
   const Plan& p = *in.p;
   const int n = in.n, k = in.k;
-  const __m512d sign = _mm512_set1_pd(-0.0);
   const __m512d zero = _mm512_setzero_pd();
   const __m512d one = _mm512_set1_pd(1.0);
   const __m512d expmask = _mm512_castsi512_pd(_mm512_set1_epi64(0x7FF0000000000000ll));
@@ -71,6 +70,7 @@ __attribute__((target("avx512f,avx512dq,avx512vl,avx512bw,avx2,fma"))) void Fuse
   const __m512i scale_base = _mm512_set1_epi64(
       static_cast<long long>((uint64_t{1023 + 1023} + p.fraction_bits) << 52));
   const __m512d two_mf = _mm512_set1_pd(std::ldexp(1.0, -p.fraction_bits));
+  const __m512d emax_floor = _mm512_set1_pd(std::ldexp(1.0, p.fraction_bits - 1000));
   const int cut = 52 - p.acc_fraction_bits;
   const __m128i cut_count = _mm_cvtsi32_si128(cut);
   const __m512i low_mask = _mm512_set1_epi64(static_cast<long long>((uint64_t{1} << cut) - 1));
@@ -79,8 +79,9 @@ __attribute__((target("avx512f,avx512dq,avx512vl,avx512bw,avx2,fma"))) void Fuse
   const __m512i one_i = _mm512_set1_epi64(1);
   constexpr int kMode = kFloorAlign ? (_MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC)
                                     : (_MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
-  __m512d tot[R], tm[R], te[R];  // Value; bound data M and E (kBound).
-  __mmask8 bad[R];
+  // Value; the least nonzero and the greatest result magnitude so far (FusedTileAvx's range
+  // check, taken once at the end); bound data M and E (kBound).
+  __m512d tot[R], lo[R], hi[R], tm[R], te[R];
   const __m512d up = _mm512_set1_pd(kUp);
   const __m512d abs_mask = _mm512_castsi512_pd(_mm512_set1_epi64(0x7FFFFFFFFFFFFFFFll));
   const __m512d denorm = _mm512_set1_pd(std::numeric_limits<double>::denorm_min());
@@ -95,8 +96,10 @@ __attribute__((target("avx512f,avx512dq,avx512vl,avx512bw,avx2,fma"))) void Fuse
     }
     tot[r] = _mm512_loadu_pd(cv);
     tm[r] = _mm512_and_pd(tot[r], abs_mask);
+    // A lane with a non-finite c starts below the range.
+    lo[r] = _mm512_maskz_mov_pd(_mm512_cmp_pd_mask(tm[r], overflow32, _CMP_LT_OQ), one);
+    hi[r] = zero;
     te[r] = zero;
-    bad[r] = 0;
   }
   const bool seq = p.chain == ChainKind::kSequential;
   const int chunk = seq ? std::max(k, 1) : p.chunk;
@@ -118,61 +121,67 @@ __attribute__((target("avx512f,avx512dq,avx512vl,avx512bw,avx2,fma"))) void Fuse
     for (int g0 = k0; g0 < k1; g0 += p.group) {
       const int g1 = std::min(k1, g0 + p.group);
       const __mmask8 full = g1 - g0 == p.group ? 0xFF : 0;
-      __m512d emax[R], emax1[R], scale[R], s[R], s1[R];
+      __m512d emax[R], scale[R], s[R];
+      // After the first group, acc is 0 or a float32 normal (or its lane is redone), so its
+      // nominal exponent is its exponent.
+      const bool nominal_acc = !p.actual && g0 == 0;
       for (int r = 0; r < R; ++r) {
         const __m512d e = _mm512_and_pd(acc[r], expmask);
-        if (p.actual) {
+        if (!nominal_acc) {
           emax[r] = e;
         } else {
           const __mmask8 is_zero = _mm512_cmp_pd_mask(acc[r], zero, _CMP_EQ_OQ);
           emax[r] = _mm512_maskz_mov_pd(static_cast<__mmask8>(~is_zero),
                                         _mm512_mask_max_pd(e, 0xFF, e, min_normal32));
         }
-        emax1[r] = zero;
       }
-      // Even group offsets into emax, odd ones into emax1 (two chains; unrolled by two so the
-      // arrays stay in registers).
-      auto max_pass = [&](int t, __m512d (&dst)[R]) FPCONFORM_AVX512_LAMBDA {
-        const double* brow = btile + size_t(t) * 16;
-        for (int r = 0; r < R; ++r) {
-          __m512d e;
-          if (p.actual) {
-            e = _mm512_and_pd(
-                _mm512_mul_pd(_mm512_set1_pd(arow[r][t]), _mm512_loadu_pd(brow)), expmask);
-          } else {
-            e = _mm512_mul_pd(_mm512_set1_pd(apow[r][t]), _mm512_loadu_pd(brow + 8));
-          }
-          dst[r] = _mm512_mask_max_pd(dst[r], 0xFF, dst[r], e);
+      // One chain per row for the maxima and for the sums, two terms joined before they enter
+      // it (half the chain's latency, no extra operation: max is associative, and the sums are
+      // of integers below 2^53, exact in any order; a zero sum is -0 only if every term is).
+      auto exps = [&](int kk, int r) FPCONFORM_AVX512_LAMBDA {
+        const double* brow = btile + size_t(kk) * 16;
+        if (p.actual) {
+          return _mm512_and_pd(_mm512_mul_pd(_mm512_set1_pd(arow[r][kk]), _mm512_loadu_pd(brow)),
+                               expmask);
         }
+        return _mm512_mul_pd(_mm512_set1_pd(apow[r][kk]), _mm512_loadu_pd(brow + 8));
       };
-      int kk = g0;
-      for (; kk + 1 < g1; kk += 2) {
-        max_pass(kk, emax);
-        max_pass(kk + 1, emax1);
+      int kt = g0;
+      for (; kt + 1 < g1; kt += 2) {
+        for (int r = 0; r < R; ++r) {
+          const __m512d e0 = exps(kt, r), e1 = exps(kt + 1, r);
+          emax[r] = _mm512_mask_max_pd(emax[r], 0xFF, emax[r],
+                                       _mm512_mask_max_pd(e0, 0xFF, e0, e1));
+        }
       }
-      if (kk < g1) max_pass(kk, emax);
+      if (kt < g1) {
+        for (int r = 0; r < R; ++r) {
+          emax[r] = _mm512_mask_max_pd(emax[r], 0xFF, emax[r], exps(kt, r));
+        }
+      }
       for (int r = 0; r < R; ++r) {
-        emax[r] = _mm512_mask_max_pd(emax[r], 0xFF, emax[r], emax1[r]);
-        const __mmask8 emax_zero = _mm512_cmp_pd_mask(emax[r], zero, _CMP_EQ_OQ);
-        // 2^F / emax on the exponent field: bits(2^(F - e)) = bits(2^F) + bits(1) - bits(2^e).
-        const __m512i q = _mm512_sub_epi64(scale_base, _mm512_castpd_si512(emax[r]));
-        scale[r] = _mm512_mask_blend_pd(emax_zero, _mm512_castsi512_pd(q), one);
+        // 2^F / emax on the exponent field: bits(2^(F - e)) = bits(2^F) + bits(1) - bits(2^e);
+        // emax 0 takes FusedTileAvx's floor 2^(F - 1000).
+        const __m512i q = _mm512_sub_epi64(
+            scale_base,
+            _mm512_castpd_si512(_mm512_mask_max_pd(emax[r], 0xFF, emax[r], emax_floor)));
+        scale[r] = _mm512_castsi512_pd(q);
         s[r] = _mm512_roundscale_pd(_mm512_mul_pd(acc[r], scale[r]), kMode);
-        s1[r] = sign;  // -0, the identity of IEEE addition: s + s1 keeps the sign of zeros.
       }
-      auto sum_pass = [&](int t, __m512d (&dst)[R]) FPCONFORM_AVX512_LAMBDA {
-        const __m512d b = _mm512_loadu_pd(btile + size_t(t) * 16);
-        for (int r = 0; r < R; ++r) {
-          const __m512d x =
-              _mm512_mul_pd(_mm512_mul_pd(_mm512_set1_pd(arow[r][t]), b), scale[r]);
-          dst[r] = _mm512_add_pd(dst[r], _mm512_roundscale_pd(x, kMode));
-        }
+      auto term = [&](int kk, int r) FPCONFORM_AVX512_LAMBDA {
+        const __m512d x = _mm512_mul_pd(
+            _mm512_mul_pd(_mm512_set1_pd(arow[r][kk]), _mm512_loadu_pd(btile + size_t(kk) * 16)),
+            scale[r]);
+        return _mm512_roundscale_pd(x, kMode);
       };
-      for (kk = g0; kk + 1 < g1; kk += 2) {
-        sum_pass(kk, s);
-        sum_pass(kk + 1, s1);
+      for (kt = g0; kt + 1 < g1; kt += 2) {
+        for (int r = 0; r < R; ++r) {
+          s[r] = _mm512_add_pd(s[r], _mm512_add_pd(term(kt, r), term(kt + 1, r)));
+        }
       }
-      if (kk < g1) sum_pass(kk, s);
+      if (kt < g1) {
+        for (int r = 0; r < R; ++r) s[r] = _mm512_add_pd(s[r], term(kt, r));
+      }
       if constexpr (kBound) {
         // FusedTile's bound, lane-wise: M and E summed over the group in k order (inexact
         // double adds: not split), T = nonzero terms * the alignment quantum.
@@ -202,20 +211,21 @@ __attribute__((target("avx512f,avx512dq,avx512vl,avx512bw,avx2,fma"))) void Fuse
         }
       }
       for (int r = 0; r < R; ++r) {
-        // RoundGroup, lane-wise.
-        const __m512d sum = _mm512_add_pd(s[r], s1[r]);
+        // RoundGroup, lane-wise, with the sign bit in place as in FusedTileAvx.
+        const __m512d sum = s[r];
         const __mmask8 s_zero = _mm512_cmp_pd_mask(sum, zero, _CMP_EQ_OQ);
-        __m512i bits = _mm512_castpd_si512(_mm512_andnot_pd(sign, sum));
+        __m512i bits = _mm512_castpd_si512(sum);
         if (p.rne) {
           const __m512i lsb = _mm512_and_si512(_mm512_srl_epi64(bits, cut_count), one_i);
           bits = _mm512_add_epi64(bits, _mm512_add_epi64(half_m1, lsb));
         }
         bits = _mm512_andnot_si512(low_mask, bits);
-        __m512d v = _mm512_mul_pd(_mm512_castsi512_pd(bits), _mm512_mul_pd(emax[r], two_mf));
-        const __mmask8 in_range = _mm512_cmp_pd_mask(v, min_normal32, _CMP_GE_OQ) &
-                                  _mm512_cmp_pd_mask(v, overflow32, _CMP_LT_OQ);
-        bad[r] = static_cast<__mmask8>(bad[r] | ~(in_range | s_zero));
-        v = _mm512_or_pd(v, _mm512_and_pd(sum, sign));
+        const __m512d v =
+            _mm512_mul_pd(_mm512_castsi512_pd(bits), _mm512_mul_pd(emax[r], two_mf));
+        // The range check's data (a NaN magnitude keeps the record, as in FusedTileAvx).
+        const __m512d mag = _mm512_and_pd(v, abs_mask);
+        lo[r] = _mm512_mask_min_pd(lo[r], static_cast<__mmask8>(~s_zero), mag, lo[r]);
+        hi[r] = _mm512_mask_max_pd(hi[r], 0xFF, mag, hi[r]);
         const __mmask8 keep_sign =
             static_cast<__mmask8>(_mm512_cmp_pd_mask(emax[r], zero, _CMP_EQ_OQ) & full);
         const __m512d zres = _mm512_maskz_mov_pd(keep_sign, sum);  // sum (a signed zero) or +0.
@@ -247,10 +257,12 @@ __attribute__((target("avx512f,avx512dq,avx512vl,avx512bw,avx2,fma"))) void Fuse
     double v[8], e[8];
     _mm512_storeu_pd(v, tot[r]);
     _mm512_storeu_pd(e, te[r]);
+    const __mmask8 bad = static_cast<__mmask8>(_mm512_cmp_pd_mask(lo[r], min_normal32, _CMP_LT_OQ) |
+                                               _mm512_cmp_pd_mask(hi[r], overflow32, _CMP_GE_OQ));
     for (int w = 0; w < 8; ++w) {
       const size_t idx = size_t(i0 + r) * n + j0 + w;
       const float f = static_cast<float>(v[w]);
-      if (((bad[r] >> w) & 1) != 0 || !std::isfinite(f)) {
+      if (((bad >> w) & 1) != 0 || !std::isfinite(f)) {
         (*in.redo)[idx] = 1;
       } else {
         in.d[idx] = std::bit_cast<uint32_t>(f);
