@@ -1203,25 +1203,34 @@ void FusedTileAvx(const MatIn& in, int i0, int j0) {
           emax[c] = _mm256_andnot_pd(is_zero, _mm256_max_pd(e, min_normal32));
         }
       }
-      // One chain per vector for the maxima and for the sums (2R vectors of independent chains
-      // keep the pipes busy; splitting each chain in two cost more operations than it gained).
-      auto max_pass = [&](int t) {
-        const double* brow = btile + size_t(t) * 16;
+      // One chain per vector for the maxima and for the sums, two terms joined before they
+      // enter it (half the chain's latency, no extra operation: max is associative, and the
+      // sums are of integers below 2^53, exact in any order; a zero sum is -0 only if every
+      // term is). (Splitting each chain in two cost more operations than it gained.)
+      auto exps = [&](int kk, int r, int h) {
+        const double* brow = btile + size_t(kk) * 16;
+        if (p.actual) {
+          return _mm256_and_pd(
+              _mm256_mul_pd(_mm256_set1_pd(arow[r][kk]), _mm256_loadu_pd(brow + 4 * h)), expmask);
+        }
+        return _mm256_mul_pd(_mm256_set1_pd(apow[r][kk]), _mm256_loadu_pd(brow + 8 + 4 * h));
+      };
+      int kt = g0;
+      for (; kt + 1 < g1; kt += 2) {
         for (int r = 0; r < R; ++r) {
           for (int h = 0; h < 2; ++h) {
-            __m256d e;
-            if (p.actual) {
-              e = _mm256_and_pd(
-                  _mm256_mul_pd(_mm256_set1_pd(arow[r][t]), _mm256_loadu_pd(brow + 4 * h)),
-                  expmask);
-            } else {
-              e = _mm256_mul_pd(_mm256_set1_pd(apow[r][t]), _mm256_loadu_pd(brow + 8 + 4 * h));
-            }
-            emax[2 * r + h] = _mm256_max_pd(emax[2 * r + h], e);
+            emax[2 * r + h] = _mm256_max_pd(
+                emax[2 * r + h], _mm256_max_pd(exps(kt, r, h), exps(kt + 1, r, h)));
           }
         }
-      };
-      for (int t = g0; t < g1; ++t) max_pass(t);
+      }
+      if (kt < g1) {
+        for (int r = 0; r < R; ++r) {
+          for (int h = 0; h < 2; ++h) {
+            emax[2 * r + h] = _mm256_max_pd(emax[2 * r + h], exps(kt, r, h));
+          }
+        }
+      }
       for (int c = 0; c < C; ++c) {
         // 2^F / emax on the exponent field: bits(2^(F - e)) = bits(2^F) + bits(1) - bits(2^e).
         // emax 0 (every term and acc zero) takes 2^(F - 1000) instead, below every nonzero emax
@@ -1231,19 +1240,25 @@ void FusedTileAvx(const MatIn& in, int i0, int j0) {
         scale[c] = _mm256_castsi256_pd(q);
         s[c] = _mm256_round_pd(_mm256_mul_pd(acc[c], scale[c]), kMode);
       }
-      auto sum_pass = [&](int t) {
-        const double* brow = btile + size_t(t) * 16;
+      auto term = [&](int kk, int r, int h) {
+        const __m256d b = _mm256_loadu_pd(btile + size_t(kk) * 16 + 4 * h);
+        const __m256d x =
+            _mm256_mul_pd(_mm256_mul_pd(_mm256_set1_pd(arow[r][kk]), b), scale[2 * r + h]);
+        return _mm256_round_pd(x, kMode);
+      };
+      for (kt = g0; kt + 1 < g1; kt += 2) {
         for (int r = 0; r < R; ++r) {
-          const __m256d av = _mm256_set1_pd(arow[r][t]);
           for (int h = 0; h < 2; ++h) {
-            const int c = 2 * r + h;
-            const __m256d x =
-                _mm256_mul_pd(_mm256_mul_pd(av, _mm256_loadu_pd(brow + 4 * h)), scale[c]);
-            s[c] = _mm256_add_pd(s[c], _mm256_round_pd(x, kMode));
+            s[2 * r + h] =
+                _mm256_add_pd(s[2 * r + h], _mm256_add_pd(term(kt, r, h), term(kt + 1, r, h)));
           }
         }
-      };
-      for (int t = g0; t < g1; ++t) sum_pass(t);
+      }
+      if (kt < g1) {
+        for (int r = 0; r < R; ++r) {
+          for (int h = 0; h < 2; ++h) s[2 * r + h] = _mm256_add_pd(s[2 * r + h], term(kt, r, h));
+        }
+      }
       if constexpr (kBound) {
         // FusedTile's bound, lane-wise (fast_tiles_avx512.cc's FusedTileAvx512 in 4-lane
         // halves): M and E summed over the group in k order, T = nonzero terms * the quantum.
