@@ -256,22 +256,47 @@ void CheckMatmul(const Model& m) {
     // Shapes: 4-row tiles plus a tail row, 16/8-column tiles plus tails, K across chunks.
     // With inputs.daz, a shape whose products are all subnormal x large: the flushed inputs make
     // the bound's |used - exact| term the largest one (else other products' terms hide it).
-    std::vector<std::tuple<int, int, int, Profile>> shapes = {
-        {13, 37, 300, kRawBits}, {9, 33, 130, kNarrow}, {5, 17, 33, kZerosSubnormals},
-        {1, 1, 1, kNarrow}, {4, 16, 0, kNarrow}};
-    if (m.inputs.daz) shapes.emplace_back(9, 33, 64, kProfiles);
-    for (const auto& [mm, nn, kk, prof] : shapes) {
+    // With adder.daz, a shape whose products lie around the accumulator's smallest normal, with
+    // random signs, and c zero: partial sums (a step's, a lane start's, a combine's) fall below
+    // it, and the next step must read them as zero (WalkTile skips that check only where no
+    // lane can be subnormal).
+    enum class Inputs { kDrawn, kFlushedTimesLarge, kTinyProducts };
+    std::vector<std::tuple<int, int, int, Profile, Inputs>> shapes = {
+        {13, 37, 300, kRawBits, Inputs::kDrawn}, {9, 33, 130, kNarrow, Inputs::kDrawn},
+        {5, 17, 33, kZerosSubnormals, Inputs::kDrawn}, {1, 1, 1, kNarrow, Inputs::kDrawn},
+        {4, 16, 0, kNarrow, Inputs::kDrawn}};
+    if (m.inputs.daz) shapes.emplace_back(9, 33, 64, kNarrow, Inputs::kFlushedTimesLarge);
+    if (m.adder.env.denormals_are_zero) {
+      shapes.emplace_back(7, 35, 203, kNarrow, Inputs::kTinyProducts);
+    }
+    for (const auto& [mm, nn, kk, prof, kind] : shapes) {
       PinnedRng rng(DeriveSeed(kSeed, {model_key, 999, uint64_t(mm), uint64_t(kk)}));
       std::vector<uint64_t> a(size_t(mm) * kk), b(size_t(kk) * nn), c(size_t(mm) * nn);
-      const bool flushed_times_large = prof == kProfiles;
-      for (auto& x : a) x = Draw(rng, *m.inputs.a, flushed_times_large ? kZerosSubnormals : prof);
+      const int half_emin = Emin(m.FinalAccumulatorFormat()) / 2;
+      const auto tiny = [&](const FormatSpec& f) {
+        return FromDouble(f, rng.LogUniform(half_emin - 3, half_emin + 3));  // Either sign.
+      };
+      for (auto& x : a) {
+        switch (kind) {
+          case Inputs::kDrawn: x = Draw(rng, *m.inputs.a, prof); break;
+          case Inputs::kFlushedTimesLarge: x = Draw(rng, *m.inputs.a, kZerosSubnormals); break;
+          case Inputs::kTinyProducts: x = tiny(*m.inputs.a); break;
+        }
+      }
       for (auto& x : b) {
         const int top = Emax(*m.inputs.b);
-        x = flushed_times_large ? FromDouble(*m.inputs.b, rng.LogUniform(top / 2 - 4, top / 2))
-                                : Draw(rng, *m.inputs.b, prof);
+        switch (kind) {
+          case Inputs::kDrawn: x = Draw(rng, *m.inputs.b, prof); break;
+          case Inputs::kFlushedTimesLarge:
+            x = FromDouble(*m.inputs.b, rng.LogUniform(top / 2 - 4, top / 2));
+            break;
+          case Inputs::kTinyProducts: x = tiny(*m.inputs.b); break;
+        }
       }
       for (auto& x : c) x = FromDouble(m.FinalAccumulatorFormat(), rng.LogUniform(-3, 3));
-      if (m.adder.env.denormals_are_zero) {
+      if (kind == Inputs::kTinyProducts) {
+        for (auto& x : c) x = 0;
+      } else if (m.adder.env.denormals_are_zero) {
         // adder.daz reads a subnormal accumulator as zero and adds its magnitude to E: every
         // third c subnormal (the bound term the walked tiles look for before each step).
         const FormatSpec& cf = m.FinalAccumulatorFormat();
@@ -523,6 +548,20 @@ TEST(FastEvalTest, VariantsMatchGeneric) {
   v.chain.chunk = 0;
   v.adder.env.flush_to_zero = true;
   v.name = "numpy-sum-f32+unroll4+ftz";
+  variants.push_back(v);
+  // adder.daz after a combine (the unrolled leaf's tree, then its tail steps): WalkTile's
+  // may_be_subnormal must be set by Combine.
+  v.adder.env.denormals_are_zero = true;
+  v.name += "+daz";
+  variants.push_back(v);
+  // adder.daz without adder.ftz: a lane start's (RoundTerm's) or a step's subnormal result is
+  // read as zero by the next step.
+  v.adder.env.flush_to_zero = false;
+  v.name = "numpy-sum-f32+unroll4+daz";
+  variants.push_back(v);
+  v = *LoadModelFile(dir + "/x86-avx512bf16.toml");
+  v.adder.env.flush_to_zero = false;
+  v.name = "x86-avx512bf16-noftz";
   variants.push_back(v);
   v = np;
   v.chain.leaf = 16;

@@ -352,6 +352,9 @@ template <class Acc, bool kBound, int L>
 struct LaneNode {
   Acc v[L];
   double m[kBound ? L : 1], e[kBound ? L : 1];
+  // WalkTile: true where a lane may hold a subnormal value; false where none can (every lane
+  // +0, or just written by an adder.ftz step or leaf), and adder.daz's check is skipped.
+  bool may_be_subnormal = false;
 };
 
 // Pairwise tile (chain.kind = "pairwise", unroll 1): R rows x W columns from (i0, j0), fully
@@ -648,6 +651,7 @@ class WalkTile {
         }
       }
     }
+    total.may_be_subnormal = true;  // c.
     const Node out = accumulation_internal::WalkChain(*p_.model, in_.k, in_.seed, total, *this);
     for (int r = 0; r < R; ++r) {
       for (int w = 0; w < W; ++w) {
@@ -694,6 +698,9 @@ class WalkTile {
     const float* brow = kPacked ? in_.bpackf + (size_t(j0_ / 16) * k + lo) * 16
                                 : in_.b + size_t(lo) * n + j0_;
     for (int r = 0; r < R; ++r) a_used[r] = pad ? 0.0f : in_.a[size_t(i0_ + r) * k + lo];
+    // adder.daz reads a subnormal accumulator lane as zero: looked for only where one can be.
+    const bool daz = p_.acc_daz && x.may_be_subnormal;
+    x.may_be_subnormal = !p_.ftz;  // The step's result: flushed, or possibly subnormal.
 #if defined(__x86_64__)
     if constexpr (kAvx) {
       // The loops below in AVX2 (GCC's own vectorization shuffles the lanes).
@@ -705,7 +712,7 @@ class WalkTile {
       double e0[kBound ? L : 1];
       const double* e_in = kBound ? x.e : nullptr;
       if constexpr (kBound) {
-        if (p_.acc_daz) {
+        if (daz) {
           __m256 any = zero;
           for (int q = 0; q < L; q += 8) {
             const __m256 mag = _mm256_and_ps(_mm256_loadu_ps(x.v + q), abs_mask);
@@ -732,7 +739,7 @@ class WalkTile {
         for (int h = 0; h < 2; ++h) {
           float* lane = x.v + r * 16 + 8 * h;
           __m256 v = _mm256_loadu_ps(lane);
-          if (p_.acc_daz) {
+          if (daz) {
             const __m256 mag = _mm256_and_ps(v, abs_mask);
             const __m256 sub = _mm256_and_ps(_mm256_cmp_ps(mag, min_normal, _CMP_LT_OQ),
                                              _mm256_cmp_ps(mag, zero, _CMP_NEQ_OQ));
@@ -776,7 +783,7 @@ class WalkTile {
       for (int l = 0; l < L; ++l) e0[l] = x.e[l];
     }
     if constexpr (std::is_same_v<Acc, float>) {
-      if (p_.acc_daz) {
+      if (daz) {
         for (int l = 0; l < L; ++l) {
           const float av = x.v[l];
           if (av != 0 && std::fabs(av) < kMinNormal32) {
@@ -817,11 +824,13 @@ class WalkTile {
   Node Combine(const Node& x, const Node& y) const {
     Node out;
     for (int l = 0; l < L; ++l) out.v[l] = x.v[l] + y.v[l];
+    out.may_be_subnormal = true;
     AddBound(out, x, y, p_.u_comb, p_.eta_comb);
     return out;
   }
   Node Promote(const Node& x, const Node& y) const {
     Node out;
+    out.may_be_subnormal = true;
     if constexpr (std::is_same_v<Acc, float>) {
       if (p_.promote_bf16) {
         for (int l = 0; l < L; ++l) out.v[l] = AddRoundBf16(x.v[l], y.v[l]);
@@ -838,6 +847,7 @@ class WalkTile {
   Node RoundTerm(int i) {
     const int n = in_.n, k = in_.k;
     Node out;
+    out.may_be_subnormal = !p_.ftz;
     for (int r = 0; r < R; ++r) {
       const Acc av = static_cast<Acc>(in_.a[size_t(i0_ + r) * k + i]);
       for (int w = 0; w < W; ++w) {
