@@ -1032,8 +1032,8 @@ TEST(FastEvalTest, MatmulKernelsMatchGenericOnEveryIsaLevel) {
   ASSERT_TRUE(SetActiveIsa(saved).ok());
 }
 
-// The fused tiles at the ends of the float32 range, on every ISA level (fast_tiles_avx2.cc's
-// FusedTileAvx takes a shortcut at each): (0) a subnormal c with products near 2^-126 under
+// The fused tiles at the ends of the float32 range, on every ISA level (fast_fused_lanes.inc's
+// FusedTileLanes takes a shortcut at each): (0) a subnormal c with products near 2^-126 under
 // nominal alignment exponents (c's exponent is Emin there, not its own), and non-finite c;
 // (1) a group result past 2^128 that the next group cancels (the lane must go to the generic
 // path, not come back in range); (2) full groups of signed zeros only (products of +-0 and

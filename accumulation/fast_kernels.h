@@ -83,8 +83,9 @@ struct MatIn64 {
 // other chains) element by element through RunDot64.
 void RunMatmulRows64(const MatIn64& in, int i_lo, int i_hi, bool bound);
 
-// The AVX-512 fused tile (fast_tiles_avx512.cc): FusedTileAvx512<rows, floor_align, bound> at
-// (i0, j0); rows 1, 2 (bound) or 1, 4 (no bound).
+// The fused tile in AVX-512 (fast_tiles_avx512.cc): fast_fused_lanes.inc's
+// FusedTileLanes<Avx512Lanes, rows, floor_align, bound> at (i0, j0); rows 1, 2 (bound) or 1, 4
+// (no bound).
 void FusedTileAvx512Tile(int rows, bool floor_align, bool bound, const MatIn& in, int i0, int j0);
 
 // One adder step's bound data on `rows` (1 or 4) rows x 16 float32 lanes (fast_tiles_avx512.cc):

@@ -1,8 +1,8 @@
 // The fast matmul's tiles (fast_eval.h, "Matmul"), compiled for AVX2+FMA: the register tiles
 // (HostTile, KahanTile, FusedTile and their AVX2-intrinsic value-only forms), the lane-block tiles
-// (PairwiseTile, WalkTile) and MatmulRows, which runs them over a row range. The AVX-512 fused
-// tile is fast_tiles_avx512.cc's; the float32 bound kernels are fast_bound_lanes.inc's, included
-// here in ymm registers and there in zmm.
+// (PairwiseTile, WalkTile) and MatmulRows, which runs them over a row range. The float32 bound
+// kernels (fast_bound_lanes.inc) and the fused tile (fast_fused_lanes.inc) are written once for
+// any register width, included here in ymm registers and in fast_tiles_avx512.cc in zmm.
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -42,7 +42,8 @@ inline __m256d WidenHalf(__m256 v, int h) {  // Lanes 4h..4h+3 of 8 floats, as d
   return _mm256_cvtps_pd(h == 0 ? _mm256_castps256_ps128(v) : _mm256_extractf128_ps(v, 1));
 }
 
-// fast_bound_lanes.inc's lane traits in AVX2: 4 doubles per register.
+// fast_bound_lanes.inc's and fast_fused_lanes.inc's lane traits in AVX2: 4 doubles per register
+// (the fused tile: two registers per row).
 struct Avx2Lanes {
   static constexpr int kLanes = 4;
   using D = __m256d;
@@ -73,10 +74,40 @@ struct Avx2Lanes {
   static P MulP(P a, P b) { return _mm256_mul_ps(a, b); }
   static P FmaP(P a, P b, P c) { return _mm256_fmadd_ps(a, b, c); }
   static D HalfP(P a, int h) { return WidenHalf(a, h); }
+  // fast_fused_lanes.inc's: masks are vectors of all-ones or zero lanes.
+  using M = __m256d;
+  using I = __m256i;
+  static D And(D a, D b) { return _mm256_and_pd(a, b); }
+  static D Max(D a, D b) { return _mm256_max_pd(a, b); }
+  template <int kMode>
+  static D Round(D a) { return _mm256_round_pd(a, kMode); }
+  template <int kPredicate>
+  static M Cmp(D a, D b) { return _mm256_cmp_pd(a, b, kPredicate); }
+  static D Blend(M m, D a, D b) { return _mm256_blendv_pd(a, b, m); }
+  static D ZeroUnless(M m, D a) { return _mm256_and_pd(m, a); }
+  static D ZeroWhere(M m, D a) { return _mm256_andnot_pd(m, a); }
+  static D MinUnless(M skip, D a, D lo) { return _mm256_min_pd(_mm256_blendv_pd(a, lo, skip), lo); }
+  static I AsI(D a) { return _mm256_castpd_si256(a); }
+  static M MaskIf(bool all) { return all ? AsD(SetI(-1)) : Zero(); }
+  static M MaskAnd(M a, M b) { return _mm256_and_pd(a, b); }
+  static M MaskOr(M a, M b) { return _mm256_or_pd(a, b); }
+  static int MaskBits(M a) { return _mm256_movemask_pd(a); }
+  static I SetI(long long x) { return _mm256_set1_epi64x(x); }
+  static I AddI(I a, I b) { return _mm256_add_epi64(a, b); }
+  static I SubI(I a, I b) { return _mm256_sub_epi64(a, b); }
+  static I AndI(I a, I b) { return _mm256_and_si256(a, b); }
+  static I AndNotI(I a, I b) { return _mm256_andnot_si256(a, b); }
+  static I SrlI(I a, __m128i count) { return _mm256_srl_epi64(a, count); }
+  static D AsD(I a) { return _mm256_castsi256_pd(a); }
+  static F NarrowD(D a) { return _mm256_cvtpd_ps(a); }
+  static F AddF(F a, F b) { return _mm_add_ps(a, b); }
 };
 
 #define FPCONFORM_LANES_TARGET  // The file's target pragma covers them.
+#define FPCONFORM_LANES_LAMBDA
 #include "accumulation/fast_bound_lanes.inc"
+#include "accumulation/fast_fused_lanes.inc"
+#undef FPCONFORM_LANES_LAMBDA
 #undef FPCONFORM_LANES_TARGET
 #endif
 
@@ -1132,233 +1163,6 @@ void KahanTileF32(const MatIn& in, int i0, int j0) {
   }
 }
 
-// Fused tile: R rows x 8 columns (R = 2 or 1 values only, 1 with bounds), 2R vectors of 4
-// doubles.
-template <int R, bool kFloorAlign, bool kBound = false>
-void FusedTileAvx(const MatIn& in, int i0, int j0) {
-  constexpr int C = 2 * R;
-  const Plan& p = *in.p;
-  const int n = in.n, k = in.k;
-  const __m256d zero = _mm256_setzero_pd();
-  const __m256d ones = _mm256_castsi256_pd(_mm256_set1_epi64x(-1));
-  const __m256d one = _mm256_set1_pd(1.0);
-  const __m256d expmask = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7FF0000000000000ll));
-  const __m256d min_normal32 = _mm256_set1_pd(0x1p-126);
-  const __m256d overflow32 = _mm256_set1_pd(0x1p128);
-  const __m256i scale_base = _mm256_set1_epi64x(
-      static_cast<long long>((uint64_t{1023 + 1023} + p.fraction_bits) << 52));
-  const __m256d two_mf = _mm256_set1_pd(std::ldexp(1.0, -p.fraction_bits));
-  const __m256d emax_floor = _mm256_set1_pd(std::ldexp(1.0, p.fraction_bits - 1000));
-  const int cut = 52 - p.acc_fraction_bits;
-  const __m128i cut_count = _mm_cvtsi32_si128(cut);
-  const __m256i low_mask = _mm256_set1_epi64x(static_cast<long long>((uint64_t{1} << cut) - 1));
-  const __m256i half_m1 =
-      _mm256_set1_epi64x(static_cast<long long>((uint64_t{1} << (cut - 1)) - 1));
-  const __m256i one_i = _mm256_set1_epi64x(1);
-  constexpr int kMode = kFloorAlign ? (_MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC)
-                                    : (_MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
-  // Value; the least nonzero and the greatest result magnitude so far (a lane whose results
-  // left [2^-126, 2^128) is redone: RoundGroup's range check, taken once at the end; a lane with a
-  // non-finite c starts below the range); bound data M and E (kBound).
-  __m256d tot[C], lo[C], hi[C], tm[C], te[C];
-  const __m256d up = _mm256_set1_pd(kUp);
-  const __m256d abs_mask = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7FFFFFFFFFFFFFFFll));
-  const __m256d denorm = _mm256_set1_pd(std::numeric_limits<double>::denorm_min());
-  const double u = p.u_acc, eta = p.eta_acc;
-  const double uc = p.chain == ChainKind::kPromote ? p.u_prom : p.u_comb;
-  const double etac = p.chain == ChainKind::kPromote ? p.eta_prom : p.eta_comb;
-  for (int c = 0; c < C; ++c) {
-    double cv[4];
-    for (int w = 0; w < 4; ++w) {
-      const uint64_t cb = in.c ? in.c[size_t(i0 + c / 2) * n + j0 + 4 * (c % 2) + w] : 0;
-      cv[w] = std::bit_cast<float>(static_cast<uint32_t>(cb));
-    }
-    tot[c] = _mm256_loadu_pd(cv);
-    lo[c] = _mm256_and_pd(_mm256_cmp_pd(_mm256_and_pd(tot[c], abs_mask), overflow32, _CMP_LT_OQ),
-                          one);
-    hi[c] = zero;
-    tm[c] = _mm256_and_pd(tot[c], abs_mask);
-    te[c] = zero;
-  }
-  const bool seq = p.chain == ChainKind::kSequential;
-  const int chunk = seq ? std::max(k, 1) : p.chunk;
-  const float* arow[R];
-  const double* apow[R];
-  for (int r = 0; r < R; ++r) {
-    arow[r] = in.a + size_t(i0 + r) * k;
-    apow[r] = in.apow + size_t(i0 + r) * k;
-  }
-  const double* btile = in.bpack + size_t(j0 / 8) * k * 16;
-  for (int k0 = 0, k1 = 0; k0 < k; k0 = k1) {
-    k1 = ChunkEnd(p, chunk, k0, k);
-    __m256d acc[C], am[C], ae[C];
-    for (int c = 0; c < C; ++c) {
-      acc[c] = seq ? tot[c] : zero;
-      am[c] = seq ? tm[c] : zero;
-      ae[c] = seq ? te[c] : zero;
-    }
-    for (int g0 = k0; g0 < k1; g0 += p.group) {
-      const int g1 = std::min(k1, g0 + p.group);
-      const __m256d full = g1 - g0 == p.group ? ones : zero;
-      __m256d emax[C], scale[C], s[C];
-      // After the first group, acc is 0 or a float32 normal (or its lane is redone), so its
-      // nominal exponent is its exponent.
-      const bool nominal_acc = !p.actual && g0 == 0;
-      for (int c = 0; c < C; ++c) {
-        const __m256d e = _mm256_and_pd(acc[c], expmask);
-        if (!nominal_acc) {
-          emax[c] = e;
-        } else {
-          const __m256d is_zero = _mm256_cmp_pd(acc[c], zero, _CMP_EQ_OQ);
-          emax[c] = _mm256_andnot_pd(is_zero, _mm256_max_pd(e, min_normal32));
-        }
-      }
-      // One chain per vector for the maxima and for the sums, two terms joined before they
-      // enter it (half the chain's latency, no extra operation: max is associative, and the
-      // sums are of integers below 2^53, exact in any order; a zero sum is -0 only if every
-      // term is). (Splitting each chain in two cost more operations than it gained.)
-      auto exps = [&](int kk, int r, int h) {
-        const double* brow = btile + size_t(kk) * 16;
-        if (p.actual) {
-          return _mm256_and_pd(
-              _mm256_mul_pd(_mm256_set1_pd(arow[r][kk]), _mm256_loadu_pd(brow + 4 * h)), expmask);
-        }
-        return _mm256_mul_pd(_mm256_set1_pd(apow[r][kk]), _mm256_loadu_pd(brow + 8 + 4 * h));
-      };
-      int kt = g0;
-      for (; kt + 1 < g1; kt += 2) {
-        for (int r = 0; r < R; ++r) {
-          for (int h = 0; h < 2; ++h) {
-            emax[2 * r + h] = _mm256_max_pd(
-                emax[2 * r + h], _mm256_max_pd(exps(kt, r, h), exps(kt + 1, r, h)));
-          }
-        }
-      }
-      if (kt < g1) {
-        for (int r = 0; r < R; ++r) {
-          for (int h = 0; h < 2; ++h) {
-            emax[2 * r + h] = _mm256_max_pd(emax[2 * r + h], exps(kt, r, h));
-          }
-        }
-      }
-      for (int c = 0; c < C; ++c) {
-        // 2^F / emax on the exponent field: bits(2^(F - e)) = bits(2^F) + bits(1) - bits(2^e).
-        // emax 0 (every term and acc zero) takes 2^(F - 1000) instead, below every nonzero emax
-        // (>= 2^-298): the scale 2^1000 maps the zeros to the same signed zeros as any other.
-        const __m256i q = _mm256_sub_epi64(
-            scale_base, _mm256_castpd_si256(_mm256_max_pd(emax[c], emax_floor)));
-        scale[c] = _mm256_castsi256_pd(q);
-        s[c] = _mm256_round_pd(_mm256_mul_pd(acc[c], scale[c]), kMode);
-      }
-      auto term = [&](int kk, int r, int h) {
-        const __m256d b = _mm256_loadu_pd(btile + size_t(kk) * 16 + 4 * h);
-        const __m256d x =
-            _mm256_mul_pd(_mm256_mul_pd(_mm256_set1_pd(arow[r][kk]), b), scale[2 * r + h]);
-        return _mm256_round_pd(x, kMode);
-      };
-      for (kt = g0; kt + 1 < g1; kt += 2) {
-        for (int r = 0; r < R; ++r) {
-          for (int h = 0; h < 2; ++h) {
-            s[2 * r + h] =
-                _mm256_add_pd(s[2 * r + h], _mm256_add_pd(term(kt, r, h), term(kt + 1, r, h)));
-          }
-        }
-      }
-      if (kt < g1) {
-        for (int r = 0; r < R; ++r) {
-          for (int h = 0; h < 2; ++h) s[2 * r + h] = _mm256_add_pd(s[2 * r + h], term(kt, r, h));
-        }
-      }
-      if constexpr (kBound) {
-        // FusedTile's bound, lane-wise (fast_tiles_avx512.cc's FusedTileAvx512 in 4-lane
-        // halves): M and E summed over the group in k order, T = nonzero terms * the quantum.
-        for (int r = 0; r < R; ++r) {
-          for (int h = 0; h < 2; ++h) {
-            const int c = 2 * r + h;
-            __m256d m = am[c], se = ae[c];
-            __m256d nz = _mm256_and_pd(_mm256_cmp_pd(acc[c], zero, _CMP_NEQ_OQ), one);
-            for (int t = g0; t < g1; ++t) {
-              const __m256d bu = _mm256_loadu_pd(btile + size_t(t) * 16 + 4 * h);
-              const __m256d bo = _mm256_cvtps_pd(_mm_loadu_ps(in.bo + size_t(t) * n + j0 + 4 * h));
-              const __m256d x = _mm256_mul_pd(_mm256_set1_pd(in.ao[size_t(i0 + r) * k + t]), bo);
-              const __m256d pu = _mm256_mul_pd(_mm256_set1_pd(arow[r][t]), bu);
-              nz = _mm256_add_pd(nz, _mm256_and_pd(_mm256_cmp_pd(pu, zero, _CMP_NEQ_OQ), one));
-              se = _mm256_add_pd(se, _mm256_and_pd(_mm256_sub_pd(pu, x), abs_mask));
-              m = _mm256_add_pd(m, _mm256_and_pd(x, abs_mask));
-            }
-            const __m256d quantum = _mm256_max_pd(_mm256_mul_pd(emax[c], two_mf), denorm);
-            const __m256d tq = _mm256_and_pd(_mm256_cmp_pd(emax[c], zero, _CMP_GT_OQ),
-                                             _mm256_mul_pd(nz, quantum));
-            am[c] = _mm256_mul_pd(m, up);
-            const __m256d e1 = _mm256_mul_pd(_mm256_set1_pd(1 + u), _mm256_add_pd(se, tq));
-            ae[c] = _mm256_mul_pd(
-                _mm256_add_pd(_mm256_add_pd(e1, _mm256_mul_pd(_mm256_set1_pd(u), am[c])),
-                              _mm256_set1_pd(eta)),
-                up);
-          }
-        }
-      }
-      for (int c = 0; c < C; ++c) {
-        // RoundGroup, lane-wise. The sum is an integer below 2^53 in magnitude: rounding the
-        // bits of its magnitude with the sign bit in place rounds the magnitude and keeps the
-        // sign (a carry stops in the exponent field), and the product with the positive
-        // emax * 2^-F keeps it too.
-        const __m256d sum = s[c];
-        const __m256d s_zero = _mm256_cmp_pd(sum, zero, _CMP_EQ_OQ);
-        __m256i bits = _mm256_castpd_si256(sum);
-        if (p.rne) {
-          const __m256i lsb = _mm256_and_si256(_mm256_srl_epi64(bits, cut_count), one_i);
-          bits = _mm256_add_epi64(bits, _mm256_add_epi64(half_m1, lsb));
-        }
-        bits = _mm256_andnot_si256(low_mask, bits);
-        const __m256d v = _mm256_mul_pd(_mm256_castsi256_pd(bits), _mm256_mul_pd(emax[c], two_mf));
-        // The range check's data (min and max take their second operand where the first is NaN,
-        // which only a lane already out of range can produce: the records stay).
-        const __m256d mag = _mm256_and_pd(v, abs_mask);
-        lo[c] = _mm256_min_pd(_mm256_blendv_pd(mag, one, s_zero), lo[c]);
-        hi[c] = _mm256_max_pd(mag, hi[c]);
-        const __m256d keep_sign = _mm256_and_pd(_mm256_cmp_pd(emax[c], zero, _CMP_EQ_OQ), full);
-        const __m256d zres = _mm256_and_pd(sum, keep_sign);  // sum (a signed zero) or +0.
-        acc[c] = _mm256_blendv_pd(v, zres, s_zero);
-      }
-    }
-    for (int c = 0; c < C; ++c) {
-      tot[c] = seq ? acc[c]
-                   : _mm256_cvtps_pd(_mm_add_ps(_mm256_cvtpd_ps(tot[c]), _mm256_cvtpd_ps(acc[c])));
-      if constexpr (kBound) {
-        if (seq) {
-          tm[c] = am[c];
-          te[c] = ae[c];
-        } else {
-          const __m256d mm = _mm256_mul_pd(_mm256_add_pd(tm[c], am[c]), up);
-          const __m256d e1 = _mm256_mul_pd(_mm256_set1_pd(1 + uc), _mm256_add_pd(te[c], ae[c]));
-          te[c] = _mm256_mul_pd(
-              _mm256_add_pd(_mm256_add_pd(e1, _mm256_mul_pd(_mm256_set1_pd(uc), mm)),
-                            _mm256_set1_pd(etac)),
-              up);
-          tm[c] = mm;
-        }
-      }
-    }
-  }
-  for (int c = 0; c < C; ++c) {
-    double v[4], b[4], e[4];
-    _mm256_storeu_pd(v, tot[c]);
-    _mm256_storeu_pd(b, _mm256_or_pd(_mm256_cmp_pd(lo[c], min_normal32, _CMP_LT_OQ),
-                                     _mm256_cmp_pd(hi[c], overflow32, _CMP_GE_OQ)));
-    _mm256_storeu_pd(e, te[c]);
-    for (int w = 0; w < 4; ++w) {
-      const size_t idx = size_t(i0 + c / 2) * n + j0 + 4 * (c % 2) + w;
-      const float f = static_cast<float>(v[w]);
-      if (std::bit_cast<uint64_t>(b[w]) != 0 || !std::isfinite(f)) {
-        (*in.redo)[idx] = 1;
-      } else {
-        in.d[idx] = std::bit_cast<uint32_t>(f);
-        if constexpr (kBound) in.bounds[idx] = e[w];
-      }
-    }
-  }
-}
 
 #endif
 
@@ -1453,8 +1257,8 @@ void MatmulRows(const MatIn& in, int i_lo, int i_hi) {
         constexpr int kRows = kBound ? 1 : 2;
         SweepColumns<kBound>(
             in, i_lo, i_hi, kRows, W,
-            [&](int i, int j) { FusedTileAvx<kRows, kFloor, kBound>(in, i, j); },
-            [&](int i, int j) { FusedTileAvx<1, kFloor, kBound>(in, i, j); });
+            [&](int i, int j) { FusedTileLanes<Avx2Lanes, kRows, kFloor, kBound>(in, i, j); },
+            [&](int i, int j) { FusedTileLanes<Avx2Lanes, 1, kFloor, kBound>(in, i, j); });
       };
       p.round_down ? sweep(std::true_type()) : sweep(std::false_type());
       return;

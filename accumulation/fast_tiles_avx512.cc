@@ -1,4 +1,4 @@
-// The fast matmul's AVX-512 tiles (ActiveIsa() kAvx512): FusedTileAvx in AVX-512, and
+// The fast matmul's AVX-512 tiles (ActiveIsa() kAvx512): fast_fused_lanes.inc's fused tile and
 // fast_bound_lanes.inc's float32 bound kernels (the host tile with bounds, the walked and pairwise
 // tiles' bound steps and combines) at 8 doubles per register.
 #include <algorithm>
@@ -37,10 +37,6 @@ namespace {
 using accumulation_internal::kUp;
 
 #if defined(__x86_64__)
-// FusedTileAvx in AVX-512 (ActiveIsa() kAvx512): R rows x 8 columns, one vector of 8 doubles
-// per row (a packed B tile row is one load), the same operations lane by lane; lane masks
-// instead of all-ones vectors. (Max as the masked form with every lane set: GCC 12 warns that
-// the plain form's undefined source may be used uninitialized.)
 // GCC 12 reports a false -Wmaybe-uninitialized (-Wuninitialized where a lone cast such as
 // _mm512_castps512_ps256 is inlined) for the _mm512_undefined_pd() source of the unmasked
 // AVX-512 intrinsics (every lane is written); silenced for the functions of this file only.
@@ -57,220 +53,6 @@ using accumulation_internal::kUp;
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
-template <int R, bool kFloorAlign, bool kBound = false>
-__attribute__((target("avx512f,avx512dq,avx512vl,avx512bw,avx2,fma"))) void FusedTileAvx512(
-    const MatIn& in, int i0, int j0) {
-  const Plan& p = *in.p;
-  const int n = in.n, k = in.k;
-  const __m512d zero = _mm512_setzero_pd();
-  const __m512d one = _mm512_set1_pd(1.0);
-  const __m512d expmask = _mm512_castsi512_pd(_mm512_set1_epi64(0x7FF0000000000000ll));
-  const __m512d min_normal32 = _mm512_set1_pd(0x1p-126);
-  const __m512d overflow32 = _mm512_set1_pd(0x1p128);
-  const __m512i scale_base = _mm512_set1_epi64(
-      static_cast<long long>((uint64_t{1023 + 1023} + p.fraction_bits) << 52));
-  const __m512d two_mf = _mm512_set1_pd(std::ldexp(1.0, -p.fraction_bits));
-  const __m512d emax_floor = _mm512_set1_pd(std::ldexp(1.0, p.fraction_bits - 1000));
-  const int cut = 52 - p.acc_fraction_bits;
-  const __m128i cut_count = _mm_cvtsi32_si128(cut);
-  const __m512i low_mask = _mm512_set1_epi64(static_cast<long long>((uint64_t{1} << cut) - 1));
-  const __m512i half_m1 =
-      _mm512_set1_epi64(static_cast<long long>((uint64_t{1} << (cut - 1)) - 1));
-  const __m512i one_i = _mm512_set1_epi64(1);
-  constexpr int kMode = kFloorAlign ? (_MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC)
-                                    : (_MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
-  // Value; the least nonzero and the greatest result magnitude so far (FusedTileAvx's range
-  // check, taken once at the end); bound data M and E (kBound).
-  __m512d tot[R], lo[R], hi[R], tm[R], te[R];
-  const __m512d up = _mm512_set1_pd(kUp);
-  const __m512d abs_mask = _mm512_castsi512_pd(_mm512_set1_epi64(0x7FFFFFFFFFFFFFFFll));
-  const __m512d denorm = _mm512_set1_pd(std::numeric_limits<double>::denorm_min());
-  const double u = p.u_acc, eta = p.eta_acc;
-  const double uc = p.chain == ChainKind::kPromote ? p.u_prom : p.u_comb;
-  const double etac = p.chain == ChainKind::kPromote ? p.eta_prom : p.eta_comb;
-  for (int r = 0; r < R; ++r) {
-    double cv[8];
-    for (int w = 0; w < 8; ++w) {
-      const uint64_t cb = in.c ? in.c[size_t(i0 + r) * n + j0 + w] : 0;
-      cv[w] = std::bit_cast<float>(static_cast<uint32_t>(cb));
-    }
-    tot[r] = _mm512_loadu_pd(cv);
-    tm[r] = _mm512_and_pd(tot[r], abs_mask);
-    // A lane with a non-finite c starts below the range.
-    lo[r] = _mm512_maskz_mov_pd(_mm512_cmp_pd_mask(tm[r], overflow32, _CMP_LT_OQ), one);
-    hi[r] = zero;
-    te[r] = zero;
-  }
-  const bool seq = p.chain == ChainKind::kSequential;
-  const int chunk = seq ? std::max(k, 1) : p.chunk;
-  const float* arow[R];
-  const double* apow[R];
-  for (int r = 0; r < R; ++r) {
-    arow[r] = in.a + size_t(i0 + r) * k;
-    apow[r] = in.apow + size_t(i0 + r) * k;
-  }
-  const double* btile = in.bpack + size_t(j0 / 8) * k * 16;
-  for (int k0 = 0, k1 = 0; k0 < k; k0 = k1) {
-    k1 = ChunkEnd(p, chunk, k0, k);
-    __m512d acc[R], am[R], ae[R];
-    for (int r = 0; r < R; ++r) {
-      acc[r] = seq ? tot[r] : zero;
-      am[r] = seq ? tm[r] : zero;
-      ae[r] = seq ? te[r] : zero;
-    }
-    for (int g0 = k0; g0 < k1; g0 += p.group) {
-      const int g1 = std::min(k1, g0 + p.group);
-      const __mmask8 full = g1 - g0 == p.group ? 0xFF : 0;
-      __m512d emax[R], scale[R], s[R];
-      // After the first group, acc is 0 or a float32 normal (or its lane is redone), so its
-      // nominal exponent is its exponent.
-      const bool nominal_acc = !p.actual && g0 == 0;
-      for (int r = 0; r < R; ++r) {
-        const __m512d e = _mm512_and_pd(acc[r], expmask);
-        if (!nominal_acc) {
-          emax[r] = e;
-        } else {
-          const __mmask8 is_zero = _mm512_cmp_pd_mask(acc[r], zero, _CMP_EQ_OQ);
-          emax[r] = _mm512_maskz_mov_pd(static_cast<__mmask8>(~is_zero),
-                                        _mm512_mask_max_pd(e, 0xFF, e, min_normal32));
-        }
-      }
-      // One chain per row for the maxima and for the sums, two terms joined before they enter
-      // it (half the chain's latency, no extra operation: max is associative, and the sums are
-      // of integers below 2^53, exact in any order; a zero sum is -0 only if every term is).
-      auto exps = [&](int kk, int r) FPCONFORM_AVX512_LAMBDA {
-        const double* brow = btile + size_t(kk) * 16;
-        if (p.actual) {
-          return _mm512_and_pd(_mm512_mul_pd(_mm512_set1_pd(arow[r][kk]), _mm512_loadu_pd(brow)),
-                               expmask);
-        }
-        return _mm512_mul_pd(_mm512_set1_pd(apow[r][kk]), _mm512_loadu_pd(brow + 8));
-      };
-      int kt = g0;
-      for (; kt + 1 < g1; kt += 2) {
-        for (int r = 0; r < R; ++r) {
-          const __m512d e0 = exps(kt, r), e1 = exps(kt + 1, r);
-          emax[r] = _mm512_mask_max_pd(emax[r], 0xFF, emax[r],
-                                       _mm512_mask_max_pd(e0, 0xFF, e0, e1));
-        }
-      }
-      if (kt < g1) {
-        for (int r = 0; r < R; ++r) {
-          emax[r] = _mm512_mask_max_pd(emax[r], 0xFF, emax[r], exps(kt, r));
-        }
-      }
-      for (int r = 0; r < R; ++r) {
-        // 2^F / emax on the exponent field: bits(2^(F - e)) = bits(2^F) + bits(1) - bits(2^e);
-        // emax 0 takes FusedTileAvx's floor 2^(F - 1000).
-        const __m512i q = _mm512_sub_epi64(
-            scale_base,
-            _mm512_castpd_si512(_mm512_mask_max_pd(emax[r], 0xFF, emax[r], emax_floor)));
-        scale[r] = _mm512_castsi512_pd(q);
-        s[r] = _mm512_roundscale_pd(_mm512_mul_pd(acc[r], scale[r]), kMode);
-      }
-      auto term = [&](int kk, int r) FPCONFORM_AVX512_LAMBDA {
-        const __m512d x = _mm512_mul_pd(
-            _mm512_mul_pd(_mm512_set1_pd(arow[r][kk]), _mm512_loadu_pd(btile + size_t(kk) * 16)),
-            scale[r]);
-        return _mm512_roundscale_pd(x, kMode);
-      };
-      for (kt = g0; kt + 1 < g1; kt += 2) {
-        for (int r = 0; r < R; ++r) {
-          s[r] = _mm512_add_pd(s[r], _mm512_add_pd(term(kt, r), term(kt + 1, r)));
-        }
-      }
-      if (kt < g1) {
-        for (int r = 0; r < R; ++r) s[r] = _mm512_add_pd(s[r], term(kt, r));
-      }
-      if constexpr (kBound) {
-        // FusedTile's bound, lane-wise: M and E summed over the group in k order (inexact
-        // double adds: not split), T = nonzero terms * the alignment quantum.
-        for (int r = 0; r < R; ++r) {
-          __m512d m = am[r], se = ae[r];
-          __m512d nz = _mm512_maskz_mov_pd(_mm512_cmp_pd_mask(acc[r], zero, _CMP_NEQ_OQ), one);
-          for (int t = g0; t < g1; ++t) {
-            const __m512d bu = _mm512_loadu_pd(btile + size_t(t) * 16);
-            const __m512d bo = _mm512_cvtps_pd(_mm256_loadu_ps(in.bo + size_t(t) * n + j0));
-            const __m512d x = _mm512_mul_pd(_mm512_set1_pd(in.ao[size_t(i0 + r) * k + t]), bo);
-            const __m512d pu = _mm512_mul_pd(_mm512_set1_pd(arow[r][t]), bu);
-            nz = _mm512_add_pd(
-                nz, _mm512_maskz_mov_pd(_mm512_cmp_pd_mask(pu, zero, _CMP_NEQ_OQ), one));
-            se = _mm512_add_pd(se, _mm512_and_pd(_mm512_sub_pd(pu, x), abs_mask));
-            m = _mm512_add_pd(m, _mm512_and_pd(x, abs_mask));
-          }
-          const __m512d quantum =
-              _mm512_mask_max_pd(denorm, 0xFF, _mm512_mul_pd(emax[r], two_mf), denorm);
-          const __m512d tq = _mm512_maskz_mov_pd(_mm512_cmp_pd_mask(emax[r], zero, _CMP_GT_OQ),
-                                                 _mm512_mul_pd(nz, quantum));
-          am[r] = _mm512_mul_pd(m, up);
-          const __m512d e1 = _mm512_mul_pd(_mm512_set1_pd(1 + u), _mm512_add_pd(se, tq));
-          ae[r] = _mm512_mul_pd(
-              _mm512_add_pd(_mm512_add_pd(e1, _mm512_mul_pd(_mm512_set1_pd(u), am[r])),
-                            _mm512_set1_pd(eta)),
-              up);
-        }
-      }
-      for (int r = 0; r < R; ++r) {
-        // RoundGroup, lane-wise, with the sign bit in place as in FusedTileAvx.
-        const __m512d sum = s[r];
-        const __mmask8 s_zero = _mm512_cmp_pd_mask(sum, zero, _CMP_EQ_OQ);
-        __m512i bits = _mm512_castpd_si512(sum);
-        if (p.rne) {
-          const __m512i lsb = _mm512_and_si512(_mm512_srl_epi64(bits, cut_count), one_i);
-          bits = _mm512_add_epi64(bits, _mm512_add_epi64(half_m1, lsb));
-        }
-        bits = _mm512_andnot_si512(low_mask, bits);
-        const __m512d v =
-            _mm512_mul_pd(_mm512_castsi512_pd(bits), _mm512_mul_pd(emax[r], two_mf));
-        // The range check's data (a NaN magnitude keeps the record, as in FusedTileAvx).
-        const __m512d mag = _mm512_and_pd(v, abs_mask);
-        lo[r] = _mm512_mask_min_pd(lo[r], static_cast<__mmask8>(~s_zero), mag, lo[r]);
-        hi[r] = _mm512_mask_max_pd(hi[r], 0xFF, mag, hi[r]);
-        const __mmask8 keep_sign =
-            static_cast<__mmask8>(_mm512_cmp_pd_mask(emax[r], zero, _CMP_EQ_OQ) & full);
-        const __m512d zres = _mm512_maskz_mov_pd(keep_sign, sum);  // sum (a signed zero) or +0.
-        acc[r] = _mm512_mask_blend_pd(s_zero, v, zres);
-      }
-    }
-    for (int r = 0; r < R; ++r) {
-      tot[r] = seq ? acc[r]
-                   : _mm512_cvtps_pd(_mm256_add_ps(_mm512_cvtpd_ps(tot[r]),
-                                                   _mm512_cvtpd_ps(acc[r])));
-      if constexpr (kBound) {
-        if (seq) {
-          tm[r] = am[r];
-          te[r] = ae[r];
-        } else {
-          const __m512d mm = _mm512_mul_pd(_mm512_add_pd(tm[r], am[r]), up);
-          const __m512d e1 =
-              _mm512_mul_pd(_mm512_set1_pd(1 + uc), _mm512_add_pd(te[r], ae[r]));
-          te[r] = _mm512_mul_pd(
-              _mm512_add_pd(_mm512_add_pd(e1, _mm512_mul_pd(_mm512_set1_pd(uc), mm)),
-                            _mm512_set1_pd(etac)),
-              up);
-          tm[r] = mm;
-        }
-      }
-    }
-  }
-  for (int r = 0; r < R; ++r) {
-    double v[8], e[8];
-    _mm512_storeu_pd(v, tot[r]);
-    _mm512_storeu_pd(e, te[r]);
-    const __mmask8 bad = static_cast<__mmask8>(_mm512_cmp_pd_mask(lo[r], min_normal32, _CMP_LT_OQ) |
-                                               _mm512_cmp_pd_mask(hi[r], overflow32, _CMP_GE_OQ));
-    for (int w = 0; w < 8; ++w) {
-      const size_t idx = size_t(i0 + r) * n + j0 + w;
-      const float f = static_cast<float>(v[w]);
-      if (((bad >> w) & 1) != 0 || !std::isfinite(f)) {
-        (*in.redo)[idx] = 1;
-      } else {
-        in.d[idx] = std::bit_cast<uint32_t>(f);
-        if constexpr (kBound) in.bounds[idx] = e[w];
-      }
-    }
-  }
-}
 
 // float32 x 8 -> double x 8 (the zero-masked form: GCC 12 warns that the plain form's undefined
 // source is used uninitialized).
@@ -279,7 +61,8 @@ __attribute__((target("avx512f,avx512dq,avx512vl,avx512bw,avx2,fma"))) inline __
   return _mm512_maskz_cvtps_pd(static_cast<__mmask8>(0xFF), x);
 }
 
-// fast_bound_lanes.inc's lane traits in AVX-512: 8 doubles per register.
+// fast_bound_lanes.inc's and fast_fused_lanes.inc's lane traits in AVX-512: 8 doubles per
+// register (the fused tile: one register per row, a packed B tile row is one load).
 #define FPCONFORM_LANES_TARGET \
   __attribute__((target("avx512f,avx512dq,avx512vl,avx512bw,avx2,fma")))
 struct Avx512Lanes {
@@ -315,8 +98,45 @@ struct Avx512Lanes {
     return WidenPs(h == 0 ? _mm512_castps512_ps256(a)
                           : _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a), 1)));
   }
+  // fast_fused_lanes.inc's: masks are mask registers. (Max as the masked form with every lane
+  // set: GCC 12 warns that the plain form's undefined source may be used uninitialized. Its
+  // source is b, the running record in fast_fused_lanes.inc's Max(x, record): GCC then updates
+  // the record's register in place instead of moving it, which spilled one in 4-row tiles.)
+  using M = __mmask8;
+  using I = __m512i;
+  FPCONFORM_LANES_TARGET static D And(D a, D b) { return _mm512_and_pd(a, b); }
+  FPCONFORM_LANES_TARGET static D Max(D a, D b) { return _mm512_mask_max_pd(b, 0xFF, a, b); }
+  template <int kMode>
+  FPCONFORM_LANES_TARGET static D Round(D a) { return _mm512_roundscale_pd(a, kMode); }
+  template <int kPredicate>
+  FPCONFORM_LANES_TARGET static M Cmp(D a, D b) { return _mm512_cmp_pd_mask(a, b, kPredicate); }
+  FPCONFORM_LANES_TARGET static D Blend(M m, D a, D b) { return _mm512_mask_blend_pd(m, a, b); }
+  FPCONFORM_LANES_TARGET static D ZeroUnless(M m, D a) { return _mm512_maskz_mov_pd(m, a); }
+  FPCONFORM_LANES_TARGET static D ZeroWhere(M m, D a) {
+    return _mm512_maskz_mov_pd(static_cast<M>(~m), a);
+  }
+  FPCONFORM_LANES_TARGET static D MinUnless(M skip, D a, D lo) {
+    return _mm512_mask_min_pd(lo, static_cast<M>(~skip), a, lo);
+  }
+  FPCONFORM_LANES_TARGET static I AsI(D a) { return _mm512_castpd_si512(a); }
+  FPCONFORM_LANES_TARGET static M MaskIf(bool all) { return all ? 0xFF : 0; }
+  FPCONFORM_LANES_TARGET static M MaskAnd(M a, M b) { return static_cast<M>(a & b); }
+  FPCONFORM_LANES_TARGET static M MaskOr(M a, M b) { return static_cast<M>(a | b); }
+  FPCONFORM_LANES_TARGET static int MaskBits(M a) { return a; }
+  FPCONFORM_LANES_TARGET static I SetI(long long x) { return _mm512_set1_epi64(x); }
+  FPCONFORM_LANES_TARGET static I AddI(I a, I b) { return _mm512_add_epi64(a, b); }
+  FPCONFORM_LANES_TARGET static I SubI(I a, I b) { return _mm512_sub_epi64(a, b); }
+  FPCONFORM_LANES_TARGET static I AndI(I a, I b) { return _mm512_and_si512(a, b); }
+  FPCONFORM_LANES_TARGET static I AndNotI(I a, I b) { return _mm512_andnot_si512(a, b); }
+  FPCONFORM_LANES_TARGET static I SrlI(I a, __m128i count) { return _mm512_srl_epi64(a, count); }
+  FPCONFORM_LANES_TARGET static D AsD(I a) { return _mm512_castsi512_pd(a); }
+  FPCONFORM_LANES_TARGET static F NarrowD(D a) { return _mm512_cvtpd_ps(a); }
+  FPCONFORM_LANES_TARGET static F AddF(F a, F b) { return _mm256_add_ps(a, b); }
 };
+#define FPCONFORM_LANES_LAMBDA FPCONFORM_AVX512_LAMBDA
 #include "accumulation/fast_bound_lanes.inc"
+#include "accumulation/fast_fused_lanes.inc"
+#undef FPCONFORM_LANES_LAMBDA
 #undef FPCONFORM_LANES_TARGET
 
 #pragma GCC diagnostic pop
@@ -337,16 +157,18 @@ void FusedTileAvx512Tile(int rows, bool floor_align, bool bound, const MatIn& in
 #if defined(__x86_64__)
   if (bound) {
     if (rows == 2) {
-      floor_align ? FusedTileAvx512<2, true, true>(in, i0, j0)
-                  : FusedTileAvx512<2, false, true>(in, i0, j0);
+      floor_align ? FusedTileLanes<Avx512Lanes, 2, true, true>(in, i0, j0)
+                  : FusedTileLanes<Avx512Lanes, 2, false, true>(in, i0, j0);
     } else {
-      floor_align ? FusedTileAvx512<1, true, true>(in, i0, j0)
-                  : FusedTileAvx512<1, false, true>(in, i0, j0);
+      floor_align ? FusedTileLanes<Avx512Lanes, 1, true, true>(in, i0, j0)
+                  : FusedTileLanes<Avx512Lanes, 1, false, true>(in, i0, j0);
     }
   } else if (rows == 4) {
-    floor_align ? FusedTileAvx512<4, true>(in, i0, j0) : FusedTileAvx512<4, false>(in, i0, j0);
+    floor_align ? FusedTileLanes<Avx512Lanes, 4, true, false>(in, i0, j0)
+                : FusedTileLanes<Avx512Lanes, 4, false, false>(in, i0, j0);
   } else {
-    floor_align ? FusedTileAvx512<1, true>(in, i0, j0) : FusedTileAvx512<1, false>(in, i0, j0);
+    floor_align ? FusedTileLanes<Avx512Lanes, 1, true, false>(in, i0, j0)
+                : FusedTileLanes<Avx512Lanes, 1, false, false>(in, i0, j0);
   }
 #else
   (void)rows, (void)floor_align, (void)bound, (void)in, (void)i0, (void)j0;
