@@ -379,7 +379,7 @@ static int RunAudit(const AuditCommandState& s) {
           reports::CompareMatmul(ref, s.platform_ref, in, c.platform, *options);
       if (!cr.ok()) return Fail(cmd, cr.status());
       return Emit(cmd, c, reports::CompareSummaryText(*cr), reports::CompareToJson(*cr),
-                  reports::AuditReportFiles(cr->port), cr->verdict == "pass");
+                  reports::AuditReportFiles(cr->port), cr->verdict == reports::AuditVerdict::kPass);
     }
     absl::StatusOr<Tensor> ct;
     if (!s.c.file.empty()) {
@@ -434,7 +434,7 @@ static int RunAudit(const AuditCommandState& s) {
   }
   if (!r.ok()) return Fail(cmd, r.status());
   return Emit(cmd, c, reports::AuditSummaryText(*r), reports::AuditToJson(*r),
-              reports::AuditReportFiles(*r), r->verdict == "pass");
+              reports::AuditReportFiles(*r), r->verdict == reports::AuditVerdict::kPass);
 }
 
 }  // namespace fpconform::cli

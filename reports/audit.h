@@ -76,7 +76,7 @@
 //   MatmulAuditInput in{.a = &a, .b = &b, .out = &out};
 //   AuditOptions o{.platforms = {"trainium2-bf16"}, .models_dir = "accumulation/models"};
 //   absl::StatusOr<AuditResult> r = AuditMatmul(in, o);
-//   r->verdict == "pass";  std::puts(AuditSummaryText(*r).c_str());
+//   r->verdict == AuditVerdict::kPass;  std::puts(AuditSummaryText(*r).c_str());
 #ifndef FPCONFORM_REPORTS_AUDIT_H_
 #define FPCONFORM_REPORTS_AUDIT_H_
 
@@ -98,6 +98,10 @@ enum class AuditClass : uint8_t { kIdentical, kWithinBound, kWithinTolerance, kU
 inline constexpr int kAuditClasses = 4;
 // "identical", "within_bound", "within_tolerance", "unexplained".
 const char* AuditClassName(AuditClass c);
+
+enum class AuditVerdict : uint8_t { kPass, kFail };
+// "pass", "fail" (the JSON's and the Python binding's words).
+const char* AuditVerdictName(AuditVerdict v);
 
 struct AuditOptions {
   // Platform model or envelope names (an envelope stands for its members); {"auto"}: every
@@ -179,7 +183,7 @@ struct PlatformAudit {
 
 struct AuditResult {
   std::string op;                   // matmul | sum | cast
-  std::string verdict;              // pass | fail
+  AuditVerdict verdict = AuditVerdict::kFail;
   std::array<int64_t, kAuditClasses> counts{};  // Against platforms[0].
   std::vector<PlatformAudit> platforms;
   std::string best_platform;        // Most identical elements.
@@ -236,7 +240,7 @@ struct CompareResult {
   int64_t consistent = 0, inconsistent = 0;
   int64_t fault_ref = 0, fault_port = 0, fault_both = 0, fault_neither = 0;
   std::vector<std::pair<std::vector<int64_t>, std::string>> listed;  // (index, fault side).
-  std::string verdict;              // pass | fail
+  AuditVerdict verdict = AuditVerdict::kFail;
 };
 absl::StatusOr<CompareResult> CompareMatmul(const MatmulAuditInput& ref, const std::string& platform_ref,
                                             const MatmulAuditInput& port, const std::string& platform,

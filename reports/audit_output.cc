@@ -71,7 +71,7 @@ const char* kClassKeys[kAuditClasses] = {"identical", "within_bound", "within_to
                                          "unexplained"};
 
 std::string Headline(const AuditResult& r) {
-  std::string s = Cat("fpconform audit ", r.op, ": ", r.verdict == "pass" ? "PASS" : "FAIL");
+  std::string s = Cat("fpconform audit ", r.op, ": ", r.verdict == AuditVerdict::kPass ? "PASS" : "FAIL");
   if (!r.platforms.empty()) s += Cat(" against ", r.platforms[0].name);
   if (r.op != "cast") s += Cat(" (K = ", r.k, ")");
   s += Cat(", output ", r.out_format, " ", Shape(r.out_shape));
@@ -104,7 +104,7 @@ std::string AuditSummaryText(const AuditResult& r) {
   std::string s = Headline(r) + "\n";
   int64_t total = 0;
   for (int64_t c : r.counts) total += c;
-  if (r.verdict != "pass") {
+  if (r.verdict != AuditVerdict::kPass) {
     s += "Tensor-likes are not close!\n\n";
   } else {
     s += "\n";
@@ -160,7 +160,7 @@ std::string AuditSummaryText(const AuditResult& r) {
 }
 
 std::string CompareSummaryText(const CompareResult& c) {
-  std::string s = Cat("fpconform compare matmul: ", c.verdict == "pass" ? "PASS" : "FAIL", " (",
+  std::string s = Cat("fpconform compare matmul: ", c.verdict == AuditVerdict::kPass ? "PASS" : "FAIL", " (",
                       c.ref.platforms.empty() ? "" : c.ref.platforms[0].name, " vs ",
                       c.port.platforms.empty() ? "" : c.port.platforms[0].name, ")\n");
   const int64_t total = c.consistent + c.inconsistent;
@@ -182,7 +182,7 @@ ojson AuditJson(const AuditResult& r) {
   ojson j;
   j["fpconform_audit"] = 1;
   j["op"] = r.op;
-  j["verdict"] = r.verdict;
+  j["verdict"] = AuditVerdictName(r.verdict);
   ojson counts;
   for (int c = 0; c < kAuditClasses; ++c) counts[kClassKeys[c]] = r.counts[static_cast<size_t>(c)];
   j["counts"] = counts;
@@ -327,7 +327,7 @@ std::string MarkdownReport(const AuditResult& r) {
   std::string s = Cat("# ", Headline(r), "\n\n");
   int64_t total = 0;
   for (int64_t c : r.counts) total += c;
-  s += Cat("**Verdict: ", r.verdict, "**. Mismatched elements: ", r.mismatched, " / ", total, " (",
+  s += Cat("**Verdict: ", AuditVerdictName(r.verdict), "**. Mismatched elements: ", r.mismatched, " / ", total, " (",
            Percent(r.mismatched, total), ").\n\n");
   if (!r.max_abs_index.empty()) {
     s += Cat("Greatest absolute difference: ", G(r.max_abs_diff), " at index ", Index(r.max_abs_index),
@@ -384,7 +384,7 @@ std::string CompareToJson(const CompareResult& c) {
   ojson j;
   j["fpconform_compare"] = 1;
   j["op"] = "matmul";
-  j["verdict"] = c.verdict;
+  j["verdict"] = AuditVerdictName(c.verdict);
   j["consistent"] = c.consistent;
   j["inconsistent"] = c.inconsistent;
   j["at_fault"] = {{"ref", c.fault_ref}, {"port", c.fault_port}, {"both", c.fault_both}, {"neither", c.fault_neither}};

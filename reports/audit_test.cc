@@ -84,7 +84,7 @@ TEST_F(AuditTest, ModelsOwnOutputsAreIdentical) {
     MatmulAuditInput in; in.a = &a; in.b = &b; in.out = &out;
     absl::StatusOr<AuditResult> r = AuditMatmul(in, Options({name}));
     ASSERT_TRUE(r.ok()) << r.status();
-    EXPECT_EQ(r->verdict, "pass");
+    EXPECT_EQ(r->verdict, AuditVerdict::kPass);
     EXPECT_EQ(Count(*r, AuditClass::kIdentical), 63);
     EXPECT_EQ(r->best_platform, name);
   }
@@ -131,7 +131,7 @@ TEST_F(AuditTest, AnotherOrderIsWithinBoundNotIdentical) {
   EXPECT_EQ(Count(*r, AuditClass::kUnexplained), 0);
   EXPECT_GT(Count(*r, AuditClass::kWithinBound), 0);
   EXPECT_LT(Count(*r, AuditClass::kIdentical), 256);
-  EXPECT_EQ(r->verdict, "pass");
+  EXPECT_EQ(r->verdict, AuditVerdict::kPass);
 }
 
 TEST_F(AuditTest, SeveralPlatformsNameTheBestMatch) {
@@ -228,7 +228,7 @@ TEST_F(AuditTest, MutationsAreUnexplainedWithTheirDiagnosis) {
   MatmulAuditInput in; in.a = &a; in.b = &b; in.out = &out;
   absl::StatusOr<AuditResult> r = AuditMatmul(in, Options({"trainium2-bf16"}));
   ASSERT_TRUE(r.ok()) << r.status();
-  EXPECT_EQ(r->verdict, "fail");
+  EXPECT_EQ(r->verdict, AuditVerdict::kFail);
   std::set<int64_t> bad;
   for (const Case& c : cases) bad.insert(c.e);
   for (int64_t e = 0; e < out.size(); ++e) {
@@ -343,14 +343,14 @@ TEST_F(AuditTest, CastRneAndStochastic) {
   in.out = &honest;
   r = AuditCast(in, Options({}));
   ASSERT_TRUE(r.ok()) << r.status();
-  EXPECT_EQ(r->verdict, "pass") << AuditSummaryText(*r);
+  EXPECT_EQ(r->verdict, AuditVerdict::kPass) << AuditSummaryText(*r);
   EXPECT_TRUE(r->sr_test.run);
   EXPECT_LT(std::fabs(r->sr_test.z), 4.5);
   in.out = &biased;
   r = AuditCast(in, Options({}));
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(Count(*r, AuditClass::kUnexplained), 0);
-  EXPECT_EQ(r->verdict, "fail");
+  EXPECT_EQ(r->verdict, AuditVerdict::kFail);
   EXPECT_LT(r->sr_test.z, -4.5);
 }
 
@@ -381,7 +381,7 @@ TEST_F(AuditTest, BadInputsAreErrorsThatSayWhy) {
 TEST(AuditText, PercentagesKeepTheirDigits) {
   AuditResult r;
   r.op = "matmul";
-  r.verdict = "fail";
+  r.verdict = AuditVerdict::kFail;
   r.formula = "f";
   for (const auto& [unexplained, want] :
        std::vector<std::pair<int64_t, std::string>>{{1, "(1e-06%)"},

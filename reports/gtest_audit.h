@@ -99,7 +99,7 @@ inline ::testing::AssertionResult Verdict(const absl::StatusOr<reports::AuditRes
   }
   const int64_t unexplained = r->counts[static_cast<int>(reports::AuditClass::kUnexplained)];
   const int64_t total = static_cast<int64_t>(r->classes.size());
-  if (r->verdict == "pass") {
+  if (r->verdict == reports::AuditVerdict::kPass) {
     return ::testing::AssertionSuccess()
            << op << " output conforms to " << platform << " (" << total << " elements)";
   }

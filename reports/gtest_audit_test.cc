@@ -90,7 +90,7 @@ TEST_F(GtestAuditTest, WrongOutputFailsWithTheAuditEvidence) {
   const absl::StatusOr<reports::AuditResult> audit =
       reports::AuditMatmul(in, internal::MakeAuditOptions(kPlatform, options));
   ASSERT_TRUE(audit.ok()) << audit.status();
-  EXPECT_EQ(audit->verdict, "fail");
+  EXPECT_EQ(audit->verdict, reports::AuditVerdict::kFail);
   EXPECT_NE(message.find(reports::AuditSummaryText(*audit)), std::string::npos) << message;
   EXPECT_NE(message.find("sign"), std::string::npos) << message;  // The diagnosis.
 }

@@ -139,7 +139,7 @@ nb::list Platforms(const AuditResult& r) {
 std::string Repr(const AuditResult& r) {
   int64_t total = 0;
   for (int64_t c : r.counts) total += c;
-  return "<fpconform.Audit " + r.op + ": " + r.verdict + ", " +
+  return "<fpconform.Audit " + r.op + ": " + reports::AuditVerdictName(r.verdict) + ", " +
          std::to_string(r.counts[static_cast<size_t>(reports::AuditClass::kUnexplained)]) + " of " +
          std::to_string(total) + " unexplained against " +
          (r.platforms.empty() ? std::string("-") : r.platforms[0].name) + ">";
@@ -257,7 +257,7 @@ void BindAudit(nb::module_& m) {
   nb::class_<AuditResult>(m, "Audit", "The result of an audit: verdict, class counts, per-element classes, "
                                       "listed elements with evidence; str() is the CLI's summary.")
       .def_ro("op", &AuditResult::op)
-      .def_ro("verdict", &AuditResult::verdict)
+      .def_prop_ro("verdict", [](const AuditResult& r) { return reports::AuditVerdictName(r.verdict); })
       .def_ro("best_platform", &AuditResult::best_platform)
       .def_ro("k", &AuditResult::k)
       .def_ro("out_format", &AuditResult::out_format)
@@ -271,7 +271,7 @@ void BindAudit(nb::module_& m) {
       .def_ro("notes", &AuditResult::notes)
       .def_ro("soundness", &AuditResult::soundness)
       .def_prop_ro("out_shape", [](const AuditResult& r) { return IndexTuple(r.out_shape); })
-      .def_prop_ro("passed", [](const AuditResult& r) { return r.verdict == "pass"; })
+      .def_prop_ro("passed", [](const AuditResult& r) { return r.verdict == reports::AuditVerdict::kPass; })
       .def_prop_ro("counts", [](const AuditResult& r) { return Counts(r.counts); })
       .def_prop_ro("classes",
                    [](const AuditResult& r) {
@@ -292,7 +292,7 @@ void BindAudit(nb::module_& m) {
       .def("__repr__", &Repr);
 
   nb::class_<CompareResult>(m, "Compare", "Two platforms' outputs on the same inputs (fpconform compare).")
-      .def_ro("verdict", &CompareResult::verdict)
+      .def_prop_ro("verdict", [](const CompareResult& c) { return reports::AuditVerdictName(c.verdict); })
       .def_ro("ref", &CompareResult::ref)
       .def_ro("port", &CompareResult::port)
       .def_ro("consistent", &CompareResult::consistent)
@@ -312,11 +312,11 @@ void BindAudit(nb::module_& m) {
                      for (const auto& [index, side] : c.listed) l.append(nb::make_tuple(IndexTuple(index), side));
                      return l;
                    })
-      .def_prop_ro("passed", [](const CompareResult& c) { return c.verdict == "pass"; })
+      .def_prop_ro("passed", [](const CompareResult& c) { return c.verdict == reports::AuditVerdict::kPass; })
       .def("to_json", &reports::CompareToJson)
       .def("__str__", &reports::CompareSummaryText)
       .def("__repr__", [](const CompareResult& c) {
-        return "<fpconform.Compare matmul: " + c.verdict + ", " + std::to_string(c.inconsistent) + " inconsistent>";
+        return "<fpconform.Compare matmul: " + std::string(reports::AuditVerdictName(c.verdict)) + ", " + std::to_string(c.inconsistent) + " inconsistent>";
       });
 
   m.attr("CLASS_NAMES") = nb::make_tuple("identical", "within_bound", "within_tolerance", "unexplained");

@@ -1,0 +1,67 @@
+// `fpconform compare`: two outputs of the same inputs, each audited against its own platform
+// through the pipeline, their difference checked against both platforms' bounds (audit.h).
+#include <cmath>
+
+#include "formats/str_cat.h"
+#include "reports/audit.h"
+#include "reports/audit_values.h"
+
+namespace fpconform::reports {
+
+using audit_internal::kUp;
+using audit_internal::ShapeText;
+using audit_internal::ToDouble;
+using audit_internal::Unflatten;
+
+absl::StatusOr<CompareResult> CompareMatmul(const MatmulAuditInput& ref, const std::string& platform_ref,
+                                            const MatmulAuditInput& port, const std::string& platform,
+                                            const AuditOptions& options) {
+  if (ref.out == nullptr || port.out == nullptr) {
+    return absl::InvalidArgumentError("compare needs --out-ref and --out");
+  }
+  if (ref.out->shape != port.out->shape) {
+    return absl::InvalidArgumentError(Cat("compare: ", ref.out->source, " has shape ",
+                                          ShapeText(ref.out->shape), " but ", port.out->source,
+                                          " has ", ShapeText(port.out->shape)));
+  }
+  AuditOptions o = options;
+  o.keep_bounds = true;
+  o.platforms = {platform_ref};
+  CompareResult c;
+  absl::StatusOr<AuditResult> a = AuditMatmul(ref, o);
+  if (!a.ok()) return a.status();
+  o.platforms = {platform};
+  absl::StatusOr<AuditResult> b = AuditMatmul(port, o);
+  if (!b.ok()) return b.status();
+  c.ref = *std::move(a);
+  c.port = *std::move(b);
+  const FormatSpec& fr = *ref.out->format;
+  const FormatSpec& fp = *port.out->format;
+  const int64_t n = ref.out->size();
+  const auto unexplained = static_cast<uint8_t>(AuditClass::kUnexplained);
+  for (int64_t e = 0; e < n; ++e) {
+    const double yr = ToDouble(fr, ref.out->Bits(e)), yp = ToDouble(fp, port.out->Bits(e));
+    const double allowed = (c.ref.bounds[static_cast<size_t>(e)] + c.port.bounds[static_cast<size_t>(e)]) * kUp;
+    const bool same_nonfinite = !std::isfinite(yr) && !std::isfinite(yp) &&
+                                (std::isnan(yr) == std::isnan(yp)) && (std::isnan(yr) || yr == yp);
+    const bool ok = same_nonfinite || std::fabs(yr - yp) * (1 + 0x1p-52) <= allowed;
+    if (ok) {
+      ++c.consistent;
+      continue;
+    }
+    ++c.inconsistent;
+    const bool fr_bad = c.ref.best_classes[static_cast<size_t>(e)] == unexplained;
+    const bool fp_bad = c.port.best_classes[static_cast<size_t>(e)] == unexplained;
+    const char* side = fr_bad && fp_bad ? "both" : fr_bad ? "ref" : fp_bad ? "port" : "neither";
+    ++(fr_bad && fp_bad ? c.fault_both : fr_bad ? c.fault_ref : fp_bad ? c.fault_port : c.fault_neither);
+    if (static_cast<int64_t>(c.listed.size()) < options.max_listed) {
+      c.listed.emplace_back(Unflatten(e, ref.out->shape), side);
+    }
+  }
+  c.verdict = c.inconsistent == 0 ? AuditVerdict::kPass : AuditVerdict::kFail;
+  c.ref.bounds.clear();
+  c.port.bounds.clear();
+  return c;
+}
+
+}  // namespace fpconform::reports

@@ -1,0 +1,344 @@
+// `fpconform audit matmul` as an op of the audit pipeline: out = [C +] A @ B, batched with
+// numpy.matmul's broadcast, optionally with FP8 scales (audit.h).
+//
+// The pass, per batch element: A row-major and B column-major; row blocks through each
+// platform's EvaluateMatmul, then the exact values and the classes. A is converted one row block
+// at a time (a_block_, rows [block_i0_, block_i0_ + mb)), B once per batch element into
+// column-major order (b_cm_): the audit holds one extra copy of B and a block of A, not of the
+// whole inputs. The hot pass reads rows and columns in place (View).
+#include <mpfr.h>
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+
+#include "accumulation/evaluate.h"
+#include "formats/isa.h"
+#include "formats/ops.h"
+#include "formats/str_cat.h"
+#include "oracles/certified_matmul.h"
+#include "reports/audit.h"
+#include "reports/audit_inputs.h"
+#include "reports/audit_reduction.h"
+
+namespace fpconform::reports {
+namespace audit_internal {
+namespace {
+
+class MatmulOp : public ReductionOp {
+ public:
+  MatmulOp(const MatmulAuditInput& in, const AuditOptions& options)
+      : ReductionOp(/*sum=*/false, options), in_(in) {}
+
+  // Checks the input and states the audit (setup_); errors name the tensor and the problem.
+  absl::Status Init();
+
+  const char* Name() const override { return "matmul"; }
+  int64_t BlockEnd(int64_t e0) const override;
+  absl::Status EmulateBlock(int64_t e0, int64_t e1, std::vector<std::vector<Emulated>>& emu) override;
+
+ protected:
+  void Read(int64_t e, std::vector<uint64_t>& a, std::vector<uint64_t>& b, uint64_t& c) const override;
+  bool View(int64_t e, std::span<const uint64_t>& a, std::span<const uint64_t>& b,
+            uint64_t& c) const override;
+  bool CertifiedExact(int64_t e, ExactAccumulator& acc) const override;
+  double Scale(int64_t e) const override { return ScaleA(e) * ScaleB(e); }  // Exact in double.
+  double Scale32(int64_t e) const override {
+    return ToDouble(Float32(), DoubleToBits(Float32(), ScaleA(e) * ScaleB(e)));
+  }
+  double ScaleA(int64_t e) const override {
+    return sa_.size() == 1 ? sa_[0] : sa_[static_cast<size_t>((e / n_) % m_)];
+  }
+  double ScaleB(int64_t e) const override {
+    return sb_.size() == 1 ? sb_[0] : sb_[static_cast<size_t>(e % n_)];
+  }
+  std::optional<double> TransposedB(int64_t e, std::span<const uint64_t> a) const override;
+  std::optional<double> TransposedA(int64_t e, std::span<const uint64_t> b) const override;
+
+ private:
+  uint64_t AAt(int64_t bi, int64_t i, int64_t kk) const {
+    const int64_t base = BatchOffset(batch_index_[static_cast<size_t>(bi)], a_batch_) * m_ * k_;
+    return a_reader_.Get(base + (in_.transpose_a ? kk * m_ + i : i * k_ + kk));
+  }
+  uint64_t BAt(int64_t bi, int64_t kk, int64_t j) const {
+    const int64_t base = BatchOffset(batch_index_[static_cast<size_t>(bi)], b_batch_) * k_ * n_;
+    return b_reader_.Get(base + (in_.transpose_b ? j * k_ + kk : kk * n_ + j));
+  }
+  uint64_t CAt(int64_t e) const {
+    return cbits_.empty() ? 0 : cbits_[static_cast<size_t>(c_full_ ? e : e % (m_ * n_))];
+  }
+  double ExactDotDouble(std::span<const uint64_t> x, std::span<const uint64_t> y, double s) const;
+
+  const MatmulAuditInput& in_;
+  int64_t m_ = 0, n_ = 0, k_ = 0;
+  std::vector<int64_t> a_batch_, b_batch_;
+  std::vector<std::vector<int64_t>> batch_index_;
+  InputReader a_reader_, b_reader_;
+  std::vector<uint64_t> cbits_;  // C in the final accumulator format (exactly).
+  bool c_full_ = false;          // C has the batch dimensions too.
+  std::vector<double> sa_, sb_;
+  int64_t block_rows_ = 1;
+  // The current block.
+  std::vector<uint64_t> a_block_, b_cm_, cblock_, d_;
+  std::vector<double> bounds_;
+  int64_t block_i0_ = 0;
+  // The certified exact values of the current row block (batch element cert_batch_, rows
+  // [block_i0_, block_i0_ + rows)): one error-free float64 GEMM per block instead of an exact
+  // accumulation per element; elements it cannot give take AddDot. Not under
+  // FPCONFORM_ISA=portable (no host-double paths there, as in exact_sum), so
+  // cli/isa_identity_test.sh compares the audit's JSON with and without it byte for byte.
+  bool certify_ = false;
+  std::optional<OzakiSplit> split_a_, split_b_;
+  std::optional<CertifiedMatmul> cert_;
+  int64_t cert_batch_ = -1;
+};
+
+absl::Status MatmulOp::Init() {
+  const MatmulAuditInput& in = in_;
+  if (in.a == nullptr || in.b == nullptr || in.out == nullptr) {
+    return absl::InvalidArgumentError("audit matmul needs --a, --b and --out");
+  }
+  for (const auto& [t, role] : {std::pair{in.a, "A"}, {in.b, "B"}, {in.out, "the output"}}) {
+    if (absl::Status s = CheckFloat(*t, role); !s.ok()) return s;
+  }
+  const Tensor& A = *in.a;
+  const Tensor& B = *in.b;
+  const Tensor& O = *in.out;
+  if (A.shape.size() < 2 || B.shape.size() < 2) {
+    return absl::InvalidArgumentError(Cat(A.shape.size() < 2 ? A.source : B.source,
+                                          ": matmul operands must be at least 2-D, got shape ",
+                                          ShapeText(A.shape.size() < 2 ? A.shape : B.shape)));
+  }
+  const int64_t ar = A.shape[A.shape.size() - 2], ac = A.shape.back();
+  const int64_t br = B.shape[B.shape.size() - 2], bc = B.shape.back();
+  const int64_t m = in.transpose_a ? ac : ar, k = in.transpose_a ? ar : ac;
+  const int64_t kb = in.transpose_b ? bc : br, n = in.transpose_b ? br : bc;
+  if (k != kb) {
+    return absl::InvalidArgumentError(
+        Cat("matmul: A", in.transpose_a ? "^T" : "", " is ", m, " x ", k, " (", A.source,
+            " shape ", ShapeText(A.shape), ") but B", in.transpose_b ? "^T" : "", " is ", kb,
+            " x ", n, " (", B.source, " shape ", ShapeText(B.shape), "): the inner dimensions differ"));
+  }
+  if (k < 1 || m < 1 || n < 1) return absl::InvalidArgumentError("matmul: an operand has a zero dimension");
+  m_ = m;
+  n_ = n;
+  k_ = k;
+  a_batch_.assign(A.shape.begin(), A.shape.end() - 2);
+  b_batch_.assign(B.shape.begin(), B.shape.end() - 2);
+  std::vector<int64_t> batch;
+  if (!BroadcastBatch(a_batch_, b_batch_, batch)) {
+    return absl::InvalidArgumentError(Cat("matmul: batch dimensions ", ShapeText(a_batch_), " of ",
+                                          A.source, " and ", ShapeText(b_batch_), " of ", B.source,
+                                          " do not broadcast"));
+  }
+  std::vector<int64_t> out_shape = batch;
+  out_shape.push_back(m);
+  out_shape.push_back(n);
+  if (O.shape != out_shape) {
+    return absl::InvalidArgumentError(Cat(O.source, ": the output has shape ", ShapeText(O.shape),
+                                          ", expected ", ShapeText(out_shape), " for A ",
+                                          ShapeText(A.shape), " @ B ", ShapeText(B.shape)));
+  }
+  if (absl::Status s = ResolvePlatforms(options_.platforms, A.format, B.format); !s.ok()) return s;
+  setup_.out = &O;
+  setup_.out_format = O.format;
+  out_rounding_ = in.out_rounding;
+  setup_.out_shape = out_shape;
+  setup_.elements = O.size();
+  setup_.k = k;
+  setup_.progress_label = "matmul rows";
+  setup_.progress_unit = n;
+  const Model& m0 = *models_[0];
+  const FormatSpec& fa = *m0.inputs.a;
+  const FormatSpec& fb = m0.InputB();
+  for (size_t p = 0; p < models_.size(); ++p) {
+    if (models_[p]->inputs.a != &fa || &models_[p]->InputB() != &fb) {
+      return absl::InvalidArgumentError(
+          Cat("--platform: ", setup_.platforms[p].name, " takes ", models_[p]->inputs.a->name,
+              " x ", models_[p]->InputB().name, " inputs but ", m0.name, " takes ", fa.name,
+              " x ", fb.name, ": audit them in separate runs"));
+    }
+  }
+  absl::StatusOr<InputReader> a_reader = MakeInputReader(A, fa, in.cast_inputs, "A", m0.name, setup_.notes);
+  if (!a_reader.ok()) return a_reader.status();
+  absl::StatusOr<InputReader> b_reader = MakeInputReader(B, fb, in.cast_inputs, "B", m0.name, setup_.notes);
+  if (!b_reader.ok()) return b_reader.status();
+  a_reader_ = *a_reader;
+  b_reader_ = *b_reader;
+  const FormatSpec& cf = m0.FinalAccumulatorFormat();
+  if (in.c != nullptr) {
+    const Tensor& C = *in.c;
+    if (absl::Status s = CheckFloat(C, "C"); !s.ok()) return s;
+    const std::vector<int64_t> mn = {m, n};
+    if (C.shape != out_shape && C.shape != mn) {
+      return absl::InvalidArgumentError(Cat(C.source, ": C has shape ", ShapeText(C.shape),
+                                            ", expected ", ShapeText(out_shape), " or ", ShapeText(mn)));
+    }
+    c_full_ = C.shape == out_shape;
+    cbits_.resize(static_cast<size_t>(C.size()));
+    for (int64_t i = 0; i < C.size(); ++i) {
+      const OpResult r = Convert(*C.format, cf, C.Bits(i), OpEnv{});
+      if (r.flags & (kInexact | kOverflow)) {
+        return absl::InvalidArgumentError(Cat(C.source, ": C[", i, "] is not exactly representable in ",
+                                              cf.name, ", the accumulator format of ", m0.name));
+      }
+      cbits_[static_cast<size_t>(i)] = r.bits;
+    }
+    for (size_t p = 0; p < models_.size(); ++p) {
+      if (&models_[p]->FinalAccumulatorFormat() != &cf) {
+        return absl::InvalidArgumentError(Cat("--c: ", setup_.platforms[p].name, " and ", m0.name,
+                                              " accumulate in different formats: audit them separately"));
+      }
+    }
+    c_format_ = &cf;
+  }
+  absl::StatusOr<std::vector<double>> sa = ScaleValues(in.scale_a, m, "scale_a");
+  if (!sa.ok()) return sa.status();
+  absl::StatusOr<std::vector<double>> sb = ScaleValues(in.scale_b, n, "scale_b");
+  if (!sb.ok()) return sb.status();
+  sa_ = *std::move(sa);
+  sb_ = *std::move(sb);
+  scaled_ = in.scale_a != nullptr || in.scale_b != nullptr;
+  const int64_t batches = O.size() / (m * n);
+  batch_index_.resize(static_cast<size_t>(batches));
+  for (int64_t bi = 0; bi < batches; ++bi) batch_index_[static_cast<size_t>(bi)] = Unflatten(bi, batch);
+  fa_ = &fa;
+  fb_ = &fb;
+  setup_.input_format = std::string(fa.name) + (&fa == &fb ? "" : Cat(" x ", fb.name));
+  setup_.formula =
+      scaled_ ? Cat("out = fl_", O.format->name, "(fl32(fl32(scale_a[i] * scale_b[j]) * acc)), acc = ",
+                    "the platform's ", m0.OutputFormat().name,
+                    " output of sum_k A[i,k] B[k,j]; exact = scale_a[i] * scale_b[j] * sum_k A[i,k] B[k,j]")
+              : Cat("out = fl_", O.format->name, "(", in.c != nullptr ? "C[i,j] + " : "",
+                    "sum_k A[i,k] B[k,j]) in the platform's order; exact = the same sum, exactly");
+  NoteOutputConversion(m0, scaled_ ? "float32 (after the scale)" : std::string(m0.OutputFormat().name));
+  NoteBf16Fit(O, "the output", setup_.notes);
+  AddFileProvenance(setup_.provenance, "A", A);
+  AddFileProvenance(setup_.provenance, "B", B);
+  if (in.c != nullptr) AddFileProvenance(setup_.provenance, "C", *in.c);
+  AddFileProvenance(setup_.provenance, "out", O);
+  setup_.provenance.emplace_back("tool", ToolVersion());
+  RecommendAll();
+  certify_ = ActiveIsa() != Isa::kPortable && CertifiedMatmul::Supports(fa) &&
+             CertifiedMatmul::Supports(fb) && k <= (int64_t{1} << 31);
+  block_rows_ = std::max<int64_t>(1, std::min<int64_t>(m, (1 << 18) / std::max<int64_t>(1, n)));
+  return absl::OkStatus();
+}
+
+int64_t MatmulOp::BlockEnd(int64_t e0) const {
+  const int64_t i0 = (e0 % (m_ * n_)) / n_;
+  return e0 + std::min(block_rows_, m_ - i0) * n_;
+}
+
+absl::Status MatmulOp::EmulateBlock(int64_t e0, int64_t e1, std::vector<std::vector<Emulated>>& emu) {
+  const int64_t bi = e0 / (m_ * n_), i0 = (e0 % (m_ * n_)) / n_, mb = (e1 - e0) / n_;
+  const int64_t b_mat = k_ * n_;
+  if (i0 == 0) {  // A new batch element: B in column-major order.
+    b_cm_.resize(static_cast<size_t>(b_mat));
+    for (int64_t j = 0; j < n_; ++j) {
+      for (int64_t kk = 0; kk < k_; ++kk) b_cm_[static_cast<size_t>(j * k_ + kk)] = BAt(bi, kk, j);
+    }
+    if (certify_) {
+      cert_.reset();
+      split_b_.emplace(*fb_, std::span<const uint64_t>(b_cm_.data(), static_cast<size_t>(b_mat)), n_, k_);
+    }
+  }
+  const std::span<const uint64_t> bspan(b_cm_.data(), static_cast<size_t>(b_mat));
+  a_block_.resize(static_cast<size_t>(mb * k_));
+  for (int64_t i = 0; i < mb; ++i) {
+    for (int64_t kk = 0; kk < k_; ++kk) a_block_[static_cast<size_t>(i * k_ + kk)] = AAt(bi, i0 + i, kk);
+  }
+  block_i0_ = i0;
+  const std::span<const uint64_t> ablock(a_block_);
+  cblock_.clear();
+  if (!cbits_.empty()) {
+    cblock_.resize(static_cast<size_t>(mb * n_));
+    for (int64_t t = 0; t < mb * n_; ++t) cblock_[static_cast<size_t>(t)] = CAt(e0 + t);
+  }
+  d_.resize(static_cast<size_t>(mb * n_));
+  bounds_.resize(static_cast<size_t>(mb * n_));
+  for (size_t p = 0; p < models_.size(); ++p) {
+    EvalOptions eo;
+    eo.threads = std::max(1, options_.threads);
+    if (absl::Status s = EvaluateMatmul(*models_[p], static_cast<int>(mb), static_cast<int>(n_),
+                                        static_cast<int>(k_), ablock, Layout::kRowMajor, bspan,
+                                        Layout::kColumnMajor, cblock_, d_, bounds_, eo);
+        !s.ok()) {
+      return s;
+    }
+    emu[p].resize(d_.size());
+    for (size_t t = 0; t < d_.size(); ++t) {
+      emu[p][t] = PostProcess(p, e0 + static_cast<int64_t>(t), d_[t], bounds_[t]);
+    }
+  }
+  if (certify_) {
+    cert_.reset();
+    split_a_.emplace(*fa_, ablock, mb, k_);
+    cert_.emplace(*split_a_, *split_b_, std::max(1, options_.threads));
+    cert_batch_ = bi;
+  }
+  return absl::OkStatus();
+}
+
+void MatmulOp::Read(int64_t e, std::vector<uint64_t>& a, std::vector<uint64_t>& b, uint64_t& c) const {
+  const int64_t bi = e / (m_ * n_), i = (e / n_) % m_, j = e % n_;
+  a.resize(static_cast<size_t>(k_));
+  b.resize(static_cast<size_t>(k_));
+  for (int64_t kk = 0; kk < k_; ++kk) {
+    a[static_cast<size_t>(kk)] = AAt(bi, i, kk);
+    b[static_cast<size_t>(kk)] = BAt(bi, kk, j);
+  }
+  c = CAt(e);
+}
+
+bool MatmulOp::View(int64_t e, std::span<const uint64_t>& a, std::span<const uint64_t>& b,
+                    uint64_t& c) const {
+  const int64_t i = (e / n_) % m_, j = e % n_;
+  a = std::span<const uint64_t>(a_block_.data() + (i - block_i0_) * k_, static_cast<size_t>(k_));
+  b = std::span<const uint64_t>(b_cm_.data() + j * k_, static_cast<size_t>(k_));
+  c = CAt(e);
+  return true;
+}
+
+bool MatmulOp::CertifiedExact(int64_t e, ExactAccumulator& acc) const {
+  if (!cert_ || e / (m_ * n_) != cert_batch_) return false;
+  const int64_t i = (e / n_) % m_ - block_i0_, j = e % n_;
+  if (i < 0 || i >= split_a_->rows()) return false;
+  return cert_->TryLoad(i, j, acc) != CertifiedMatmul::Route::kFallback;
+}
+
+double MatmulOp::ExactDotDouble(std::span<const uint64_t> x, std::span<const uint64_t> y, double s) const {
+  ExactAccumulator acc;
+  acc.AddDot(*fa_, x, *fb_, y);
+  if (!acc.IsFinite()) return double{NAN};
+  Mpfr v;
+  acc.ToMpfr(v.v);
+  return mpfr_get_d(v.v, MPFR_RNDN) * s;
+}
+
+std::optional<double> MatmulOp::TransposedB(int64_t e, std::span<const uint64_t> a) const {
+  if (k_ != n_ || fa_ != fb_) return std::nullopt;
+  const int64_t bi = e / (m_ * n_), j = e % n_;
+  std::vector<uint64_t> row(static_cast<size_t>(k_));
+  for (int64_t kk = 0; kk < k_; ++kk) row[static_cast<size_t>(kk)] = BAt(bi, j, kk);
+  return ExactDotDouble(a, row, Scale(e));
+}
+
+std::optional<double> MatmulOp::TransposedA(int64_t e, std::span<const uint64_t> b) const {
+  if (m_ != k_ || fa_ != fb_) return std::nullopt;
+  const int64_t bi = e / (m_ * n_), i = (e / n_) % m_;
+  std::vector<uint64_t> col(static_cast<size_t>(k_));
+  for (int64_t kk = 0; kk < k_; ++kk) col[static_cast<size_t>(kk)] = AAt(bi, kk, i);
+  return ExactDotDouble(col, b, Scale(e));
+}
+
+}  // namespace
+}  // namespace audit_internal
+
+absl::StatusOr<AuditResult> AuditMatmul(const MatmulAuditInput& in, const AuditOptions& options) {
+  audit_internal::MatmulOp op(in, options);
+  if (absl::Status s = op.Init(); !s.ok()) return s;
+  return audit_internal::RunAudit(op, options);
+}
+
+}  // namespace fpconform::reports

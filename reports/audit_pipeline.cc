@@ -1,0 +1,450 @@
+// The audit pipeline (audit_op.h): classification, tallies, summary, listed elements.
+//
+// Threads own contiguous element ranges of a block and their tallies are merged in thread order,
+// so "the first maximum" is the same for any thread count. Listed elements are recomputed
+// afterwards from their element (AuditOp::Exact and EmulateOne), which keeps the hot pass free
+// of per-element strings.
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <numeric>
+#include <thread>
+
+#include "formats/ops.h"
+#include "formats/str_cat.h"
+#include "oracles/error_measures.h"
+#include "reports/audit_op.h"
+#include "reports/audit_values.h"
+
+namespace fpconform::reports {
+
+const char* AuditClassName(AuditClass c) {
+  switch (c) {
+    case AuditClass::kIdentical:
+      return "identical";
+    case AuditClass::kWithinBound:
+      return "within_bound";
+    case AuditClass::kWithinTolerance:
+      return "within_tolerance";
+    case AuditClass::kUnexplained:
+      return "unexplained";
+  }
+  return "?";
+}
+
+const char* AuditVerdictName(AuditVerdict v) { return v == AuditVerdict::kPass ? "pass" : "fail"; }
+
+namespace audit_internal {
+namespace {
+
+struct Verdict {
+  AuditClass cls = AuditClass::kUnexplained;
+  const char* hint = nullptr;  // Why a non-finite case is unexplained.
+};
+
+// Classes output y (bits of `out`) against emulated bits `emu` with bound B (both in `out`);
+// err = |y - exact| rounded up (finite cases).
+Verdict Judge(const FormatSpec& out, uint64_t y, uint64_t emu, double bound, const ExactFacts& x,
+              double err, const AuditPlatform& p) {
+  Verdict v;
+  const bool y_nan = IsNanBits(out, y), emu_nan = IsNanBits(out, emu);
+  if (y == emu || (y_nan && emu_nan)) {
+    v.cls = AuditClass::kIdentical;
+    return v;
+  }
+  const bool y_nonfinite = IsNonFinite(out, y), emu_nonfinite = IsNonFinite(out, emu);
+  if (y_nan) {
+    if (x.nan) {
+      v.cls = AuditClass::kWithinBound;
+    } else {
+      v.hint = (!x.inf && !emu_nonfinite) ? "NaN where none is expected: uninitialized memory?"
+                                          : "NaN where the exact value is not NaN";
+    }
+    return v;
+  }
+  if (y_nonfinite) {  // Inf.
+    const bool y_neg = (y & SignBit(out)) != 0;
+    if (x.inf && x.negative == y_neg) {
+      v.cls = AuditClass::kWithinBound;
+    } else {
+      v.hint = x.nan ? "Inf where the exact value is NaN (an invalid operation)"
+                     : "Inf where the exact value is finite: overflow the platform does not have?";
+    }
+    return v;
+  }
+  if (x.nan || x.inf) {
+    v.hint = "finite output where the exact value is NaN or Inf";
+    return v;
+  }
+  if (err <= bound) {
+    v.cls = AuditClass::kWithinBound;
+    return v;
+  }
+  if (p.has_rec) {
+    bool ok = err <= p.rec_atol + p.rec_rtol * std::fabs(x.x);
+    if (!ok && p.rec_ulp > 0) ok = std::fabs(UlpError(out, y, x.mp)) <= p.rec_ulp;
+    if (ok) v.cls = AuditClass::kWithinTolerance;
+  }
+  return v;
+}
+
+struct Tally {
+  std::vector<std::array<int64_t, kAuditClasses>> counts;  // Per platform.
+  double max_abs = -1, max_abs_allowed = 0;
+  int64_t max_abs_e = -1;
+  double max_rel = -1, max_rel_allowed = 0;
+  int64_t max_rel_e = -1;
+  int64_t zeros_ok = 0, perm_ok = 0, finite = 0;
+  int64_t nan_outputs = 0;
+  double max_exact = 0;  // max |exact| over the finite elements.
+};
+
+void Merge(Tally& into, const Tally& t) {
+  if (into.counts.empty()) into.counts.resize(t.counts.size());
+  for (size_t p = 0; p < t.counts.size(); ++p) {
+    for (int c = 0; c < kAuditClasses; ++c) into.counts[p][c] += t.counts[p][c];
+  }
+  if (t.max_abs > into.max_abs) {
+    into.max_abs = t.max_abs;
+    into.max_abs_allowed = t.max_abs_allowed;
+    into.max_abs_e = t.max_abs_e;
+  }
+  if (t.max_rel > into.max_rel) {
+    into.max_rel = t.max_rel;
+    into.max_rel_allowed = t.max_rel_allowed;
+    into.max_rel_e = t.max_rel_e;
+  }
+  into.zeros_ok += t.zeros_ok;
+  into.perm_ok += t.perm_ok;
+  into.finite += t.finite;
+  into.nan_outputs += t.nan_outputs;
+  into.max_exact = std::max(into.max_exact, t.max_exact);
+}
+
+// A pinned bijection of [0, n) for the permuted-output check: e -> (a e + c) mod n, a coprime
+// with n.
+struct Shuffle {
+  uint64_t n, a, c;
+  explicit Shuffle(uint64_t size) : n(std::max<uint64_t>(size, 1)) {
+    a = (n / 2) | 1;
+    if (a <= 1) a = 1;
+    while (std::gcd(a, n) != 1) a += 2;
+    c = n / 3;
+  }
+  uint64_t operator()(uint64_t e) const {
+    return static_cast<uint64_t>((static_cast<uint128>(a) * e + c) % n);
+  }
+};
+
+// The state of a running audit.
+class Auditor {
+ public:
+  Auditor(const AuditOp& op, const AuditOptions& options)
+      : op_(op), setup_(op.setup()), options_(options) {
+    const size_t n = static_cast<size_t>(setup_.elements);
+    classes_.assign(n, 0);
+    ratio_.assign(n, 0.0f);
+    if (options_.keep_bounds) {
+      bounds_.assign(n, 0.0);
+      best_.assign(n, 0);
+    }
+  }
+
+  // Judges elements [begin, end) given each platform's emulated values for them (emu[p][e -
+  // begin]) on worker threads, into the per-element arrays and the running tally.
+  void JudgeRange(int64_t begin, int64_t end, const std::vector<std::vector<Emulated>>& emu) {
+    const int threads = static_cast<int>(
+        std::clamp<int64_t>(options_.threads, 1, std::max<int64_t>(1, (end - begin) / 64)));
+    std::vector<Tally> tallies(static_cast<size_t>(threads));
+    auto work = [&](int t) {
+      const int64_t n = end - begin;
+      const int64_t lo = begin + n * t / threads, hi = begin + n * (t + 1) / threads;
+      JudgeChunk(lo, hi, begin, emu, tallies[static_cast<size_t>(t)]);
+    };
+    if (threads == 1) {
+      work(0);
+    } else {
+      std::vector<std::thread> pool;
+      for (int t = 0; t < threads; ++t) pool.emplace_back(work, t);
+      for (std::thread& th : pool) th.join();
+    }
+    for (const Tally& t : tallies) Merge(tally_, t);
+  }
+
+  AuditResult Finish();
+
+ private:
+  void JudgeChunk(int64_t lo, int64_t hi, int64_t begin,
+                  const std::vector<std::vector<Emulated>>& emu, Tally& tally);
+  AuditElement Detail(int64_t e, bool diagnose) const;
+  void Soundness(AuditResult& r) const;
+
+  const AuditOp& op_;
+  const AuditSetup& setup_;
+  const AuditOptions& options_;
+  std::vector<uint8_t> classes_;
+  std::vector<float> ratio_;
+  std::vector<double> bounds_;
+  std::vector<uint8_t> best_;
+  Tally tally_;
+};
+
+void Auditor::JudgeChunk(int64_t lo, int64_t hi, int64_t begin,
+                         const std::vector<std::vector<Emulated>>& emu, Tally& tally) {
+  const size_t np = setup_.platforms.size();
+  tally.counts.assign(np, {});
+  const std::unique_ptr<OpScratch> scratch = op_.NewScratch();
+  Mpfr yv, d;
+  const FormatSpec& out = *setup_.out_format;
+  const AuditPlatform& p0 = setup_.platforms[0];
+  const Shuffle shuffle(static_cast<uint64_t>(setup_.elements));
+  for (int64_t e = lo; e < hi; ++e) {
+    ExactFacts facts;
+    op_.Exact(e, true, *scratch, facts);
+    const uint64_t y = setup_.out->Bits(e);
+    const bool y_finite = !IsNonFinite(out, y);
+    double err = INFINITY;
+    if (y_finite && !facts.nan && !facts.inf) err = ErrorUp(out, y, facts.mp, yv, d);
+    if (IsNanBits(out, y)) ++tally.nan_outputs;
+    uint8_t best = kAuditClasses - 1;
+    double bmax = 0;
+    for (size_t p = 0; p < np; ++p) {
+      const Emulated& em = emu[p][static_cast<size_t>(e - begin)];
+      const Verdict v = Judge(out, y, em.bits, em.bound, facts, err, setup_.platforms[p]);
+      ++tally.counts[p][static_cast<int>(v.cls)];
+      best = std::min<uint8_t>(best, static_cast<uint8_t>(v.cls));
+      bmax = std::max(bmax, em.bound);
+      if (p != 0) continue;
+      classes_[static_cast<size_t>(e)] = static_cast<uint8_t>(v.cls);
+      const double r = em.bound > 0 ? err / em.bound : (err > 0 ? INFINITY : 0);
+      ratio_[static_cast<size_t>(e)] =
+          v.cls == AuditClass::kIdentical ? 0.0f : static_cast<float>(std::isnan(r) ? INFINITY : r);
+      if (!y_finite || facts.nan || facts.inf) continue;
+      ++tally.finite;
+      tally.max_exact = std::max(tally.max_exact, std::fabs(facts.x));
+      double allowed = em.bound;
+      if (p0.has_rec) allowed = std::max(allowed, p0.rec_atol + p0.rec_rtol * std::fabs(facts.x));
+      if (err > tally.max_abs) {
+        tally.max_abs = err;
+        tally.max_abs_allowed = allowed;
+        tally.max_abs_e = e;
+      }
+      const double rel = facts.x != 0 ? err / std::fabs(facts.x) : (err > 0 ? INFINITY : 0);
+      if (rel > tally.max_rel) {
+        tally.max_rel = rel;
+        tally.max_rel_allowed = facts.x != 0 ? allowed / std::fabs(facts.x) : INFINITY;
+        tally.max_rel_e = e;
+      }
+      if (p0.has_rec) {
+        const double tol = p0.rec_atol + p0.rec_rtol * std::fabs(facts.x);
+        if (std::fabs(facts.x) <= tol) ++tally.zeros_ok;
+        const uint64_t other =
+            setup_.out->Bits(static_cast<int64_t>(shuffle(static_cast<uint64_t>(e))));
+        if (std::fabs(ToDouble(out, other) - facts.x) <= tol) ++tally.perm_ok;
+      }
+    }
+    if (!bounds_.empty()) {
+      bounds_[static_cast<size_t>(e)] = bmax;
+      best_[static_cast<size_t>(e)] = best;
+    }
+  }
+}
+
+AuditElement Auditor::Detail(int64_t e, bool diagnose) const {
+  AuditElement el;
+  el.index = Unflatten(e, setup_.out_shape);
+  el.cls = static_cast<AuditClass>(classes_[static_cast<size_t>(e)]);
+  const std::unique_ptr<OpScratch> scratch = op_.NewScratch();
+  ExactFacts facts;
+  op_.Exact(e, false, *scratch, facts);
+  const FormatSpec& out = *setup_.out_format;
+  const uint64_t y = setup_.out->Bits(e);
+  el.actual_bits = y;
+  el.actual = ToDouble(out, y);
+  el.exact = facts.nan ? "nan" : facts.inf ? (facts.negative ? "-inf" : "inf") : MpfrHex(facts.mp);
+  el.exact_value = facts.x;
+  const Emulated em = op_.EmulateOne(e, *scratch);
+  el.emulated_bits = em.bits;
+  el.emulated = ToDouble(out, em.bits);
+  el.bound = em.bound;
+  const bool finite = !IsNonFinite(out, y) && !facts.nan && !facts.inf;
+  Mpfr yv, d;
+  const double err = finite ? ErrorUp(out, y, facts.mp, yv, d) : NAN;
+  el.error_ulp = finite ? UlpError(out, y, facts.mp) : NAN;
+  el.error_over_bound = !finite ? NAN : em.bound > 0 ? err / em.bound : (err > 0 ? INFINITY : 0);
+  el.abs_sum = op_.AbsSum(e, *scratch);
+  if (diagnose && el.cls == AuditClass::kUnexplained) {
+    const Verdict v = Judge(out, y, em.bits, em.bound, facts, err, setup_.platforms[0]);
+    el.diagnosis = v.hint != nullptr ? v.hint : op_.Diagnose(e, *scratch, facts, y, em.bound);
+  }
+  return el;
+}
+
+void Auditor::Soundness(AuditResult& r) const {
+  const AuditPlatform& p = setup_.platforms[0];
+  if (!p.has_rec || tally_.finite == 0) return;
+  const double n = static_cast<double>(tally_.finite);
+  const double zeros = static_cast<double>(tally_.zeros_ok) / n;
+  const double perm = static_cast<double>(tally_.perm_ok) / n;
+  r.soundness_rates.emplace_back("all_zero_output", zeros);
+  r.soundness_rates.emplace_back("permuted_output", perm);
+  if (zeros >= 1.0) {
+    r.soundness.push_back(Cat("atol ", Num(p.rec_atol), " (rtol ", Num(p.rec_rtol),
+                              ") here accepts an all-zero output: max |exact| is ",
+                              Num(tally_.max_exact),
+                              "; these inputs are too small for the N(0, 1) atol: rely on the "
+                              "bound or the ULP tolerance"));
+  } else if (zeros > 0) {
+    r.soundness.push_back(Cat("the recommended rtol/atol would accept an all-zero output on ",
+                              Num(100 * zeros), "% of the elements"));
+  }
+  if (perm > 0) {
+    r.soundness.push_back(Cat("the recommended rtol/atol would accept the output permuted on ",
+                              Num(100 * perm), "% of the elements"));
+  }
+  op_.Mutations(p, r.soundness_rates, r.soundness);
+}
+
+AuditResult Auditor::Finish() {
+  AuditResult r;
+  r.op = op_.Name();
+  r.k = setup_.k;
+  r.out_shape = setup_.out_shape;
+  r.out_format = std::string(setup_.out_format->name);
+  r.input_format = setup_.input_format;
+  r.formula = setup_.formula;
+  r.notes = setup_.notes;
+  r.provenance = setup_.provenance;
+  if (tally_.counts.empty()) tally_.counts.resize(setup_.platforms.size());
+  int64_t best = -1;
+  for (size_t p = 0; p < setup_.platforms.size(); ++p) {
+    const AuditPlatform& pl = setup_.platforms[p];
+    PlatformAudit pa;
+    pa.name = pl.name;
+    pa.counts = tally_.counts[p];
+    pa.rec_rtol = pl.rec_rtol;
+    pa.rec_atol = pl.rec_atol;
+    pa.rec_ulp = pl.rec_ulp;
+    pa.rec_bn = pl.rec_bn;
+    pa.model_hash = pl.hash;
+    if (pa.counts[0] > best) {
+      best = pa.counts[0];
+      r.best_platform = pl.name;
+    }
+    r.platforms.push_back(pa);
+    r.provenance.emplace_back(Cat("model ", pl.name), pl.hash);
+  }
+  r.counts = r.platforms[0].counts;
+  const int64_t unexplained = r.counts[static_cast<int>(AuditClass::kUnexplained)];
+  const int64_t tolerated = r.counts[static_cast<int>(AuditClass::kWithinTolerance)];
+  r.mismatched = unexplained + (options_.strict ? tolerated : 0);
+  r.verdict = r.mismatched == 0 ? AuditVerdict::kPass : AuditVerdict::kFail;
+  if (tally_.max_abs >= 0) {
+    r.max_abs_diff = tally_.max_abs;
+    r.max_abs_allowed = tally_.max_abs_allowed;
+    r.max_abs_index = Unflatten(tally_.max_abs_e, setup_.out_shape);
+    r.max_rel_diff = tally_.max_rel;
+    r.max_rel_allowed = tally_.max_rel_allowed;
+    r.max_rel_index = Unflatten(tally_.max_rel_e, setup_.out_shape);
+  }
+  if (tally_.nan_outputs > 0) {
+    r.notes.push_back(Cat(tally_.nan_outputs, " output element(s) are NaN"));
+  }
+  const int64_t elements = setup_.elements;
+  const auto is_unexplained = [&](int64_t e) {
+    return classes_[static_cast<size_t>(e)] == static_cast<uint8_t>(AuditClass::kUnexplained);
+  };
+  // Listed elements: every unexplained one first (C order), then the worst of the others.
+  const int64_t max_listed = std::max(0, options_.max_listed);
+  std::vector<int64_t> listed;
+  for (int64_t e = 0; e < elements && static_cast<int64_t>(listed.size()) < max_listed; ++e) {
+    if (is_unexplained(e)) listed.push_back(e);
+  }
+  if (static_cast<int64_t>(listed.size()) < max_listed) {
+    std::vector<int64_t> others;
+    for (int64_t e = 0; e < elements; ++e) {
+      if (!is_unexplained(e) && ratio_[static_cast<size_t>(e)] > 0) others.push_back(e);
+    }
+    const size_t want = std::min(others.size(), static_cast<size_t>(max_listed) - listed.size());
+    std::partial_sort(others.begin(), others.begin() + static_cast<std::ptrdiff_t>(want),
+                      others.end(), [&](int64_t x, int64_t y) {
+                        const float rx = ratio_[static_cast<size_t>(x)];
+                        const float ry = ratio_[static_cast<size_t>(y)];
+                        return rx != ry ? rx > ry : x < y;
+                      });
+    listed.insert(listed.end(), others.begin(), others.begin() + static_cast<std::ptrdiff_t>(want));
+  }
+  for (int64_t e : listed) r.elements.push_back(Detail(e, true));
+  r.unexplained_total = unexplained;
+  if (options_.all_unexplained) {
+    size_t next_listed = 0;
+    for (int64_t e = 0;
+         e < elements && static_cast<int64_t>(r.unexplained.size()) < kMaxUnexplainedDetails; ++e) {
+      if (!is_unexplained(e)) continue;
+      // The listed ones are already computed (they come first, in the same order).
+      if (next_listed < listed.size() && listed[next_listed] == e) {
+        r.unexplained.push_back(r.elements[next_listed++]);
+      } else {
+        r.unexplained.push_back(
+            Detail(e, static_cast<int64_t>(r.unexplained.size()) < kMaxDiagnosed));
+      }
+    }
+    if (unexplained > static_cast<int64_t>(r.unexplained.size())) {
+      r.notes.push_back(Cat("elements.csv lists the first ", r.unexplained.size(), " of ",
+                            unexplained, " unexplained elements"));
+    }
+  }
+  Soundness(r);
+  // Mismatch map and histogram.
+  const int64_t cols =
+      setup_.out_shape.empty() ? 1 : std::max<int64_t>(1, setup_.out_shape.back());
+  const int64_t rows = elements / std::max<int64_t>(1, cols);
+  r.map_rows = rows;
+  r.map_cols = cols;
+  r.map_cell_rows = std::max<int64_t>(1, (rows + 255) / 256);
+  r.map_cell_cols = std::max<int64_t>(1, (cols + 255) / 256);
+  const int64_t mr = rows > 0 ? (rows + r.map_cell_rows - 1) / r.map_cell_rows : 0;
+  const int64_t mc = (cols + r.map_cell_cols - 1) / r.map_cell_cols;
+  r.map.assign(static_cast<size_t>(mr * mc), 0.0f);
+  r.histogram.assign(34, 0);
+  for (int64_t e = 0; e < elements; ++e) {
+    const float v = ratio_[static_cast<size_t>(e)];
+    float& cell = r.map[static_cast<size_t>((e / cols) / r.map_cell_rows * mc +
+                                            (e % cols) / r.map_cell_cols)];
+    if (!(v <= cell)) cell = v;  // NaN wins.
+    if (classes_[static_cast<size_t>(e)] == static_cast<uint8_t>(AuditClass::kIdentical)) continue;
+    if (!(v > 0)) {
+      ++r.histogram[0];
+    } else if (std::isinf(v)) {
+      ++r.histogram[33];
+    } else {
+      const double l = std::log10(static_cast<double>(v));
+      const int bin = static_cast<int>(std::floor((l + 8) * 2));
+      ++r.histogram[static_cast<size_t>(std::clamp(bin + 1, 0, 33))];
+    }
+  }
+  r.classes = std::move(classes_);
+  r.bounds = std::move(bounds_);
+  r.best_classes = std::move(best_);
+  return r;
+}
+
+}  // namespace
+
+absl::StatusOr<AuditResult> RunAudit(AuditOp& op, const AuditOptions& options) {
+  Auditor auditor(op, options);
+  const AuditSetup& s = op.setup();
+  const int64_t unit = std::max<int64_t>(1, s.progress_unit);
+  std::vector<std::vector<Emulated>> emu(s.platforms.size());
+  for (int64_t e0 = 0, e1 = 0; e0 < s.elements; e0 = e1) {
+    e1 = std::min(s.elements, op.BlockEnd(e0));
+    if (absl::Status st = op.EmulateBlock(e0, e1, emu); !st.ok()) return st;
+    auditor.JudgeRange(e0, e1, emu);
+    if (options.progress) options.progress(e1 / unit, s.elements / unit, s.progress_label);
+    if (options.cancelled && options.cancelled()) return absl::CancelledError("interrupted");
+  }
+  return auditor.Finish();
+}
+
+}  // namespace audit_internal
+}  // namespace fpconform::reports

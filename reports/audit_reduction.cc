@@ -1,0 +1,474 @@
+// Matmul and sum in the audit pipeline: what the two reductions share (audit_reduction.h).
+#include "reports/audit_reduction.h"
+
+#include <mpfr.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+
+#include "accumulation/evaluate.h"
+#include "cases/pinned_random.h"
+#include "formats/ops.h"
+#include "formats/str_cat.h"
+#include "formats/user_file.h"
+#include "oracles/error_measures.h"
+#include "reports/hash.h"
+#include "reports/mutations.h"
+#include "reports/report.h"
+#include "reports/sweep.h"
+
+#ifndef FPCONFORM_REPORTS_SOURCE_DIR
+#define FPCONFORM_REPORTS_SOURCE_DIR "reports"
+#endif
+
+namespace fpconform::reports {
+namespace audit_internal {
+namespace {
+
+bool HasOp(const Model& m, bool sum) { return sum ? m.op_sum : (m.op_matmul || m.op_dot); }
+
+// The tolerance report's recommendation for one platform at this K (a small sweep on N(0, 1)
+// inputs through the same rule: reports/sweep.h).
+absl::Status Recommend(AuditPlatform& p, const Model& model, bool sum, int64_t k,
+                       const AuditOptions& options) {
+  const std::string sweep_path = options.sweep_file.empty()
+                                     ? std::string(FPCONFORM_REPORTS_SOURCE_DIR) +
+                                           "/standard_sweep.toml"
+                                     : options.sweep_file;
+  absl::StatusOr<SweepSpec> base = LoadSweepSpec(sweep_path);
+  if (!base.ok()) return base.status();
+  SweepSpec spec = *base;
+  DtypeSpec dtype;
+  bool found = false;
+  for (const DtypeSpec& d : base->dtypes) {
+    const std::vector<std::string>& list = sum ? d.sum : d.matmul;
+    if (!d.integer && std::find(list.begin(), list.end(), p.name) != list.end()) {
+      dtype = d;
+      found = true;
+      break;
+    }
+  }
+  if (!found) dtype.name = std::string(model.inputs.a->name);
+  dtype.matmul.clear();
+  dtype.sum.clear();
+  (sum ? dtype.sum : dtype.matmul).push_back(p.name);
+  spec.ops = {sum ? "sum" : "matmul"};
+  spec.ks = {k};
+  spec.distributions = {"normal"};
+  spec.dtypes = {dtype};
+  spec.cross.clear();
+  spec.quantize_formats.clear();
+  spec.samples = std::max(8, options.tolerance_samples);
+  spec.min_samples = spec.samples;
+  spec.max_terms_per_row = static_cast<int64_t>(spec.samples) * k;
+  SweepOptions so;
+  so.models_dir = options.models_dir;
+  so.threads = std::max(1, options.threads);
+  absl::StatusOr<Report> r = RunSweep(spec, so);
+  if (!r.ok()) return r.status();
+  const Table* t = r->Find("tolerance");
+  if (t == nullptr || t->rows.empty()) {
+    return absl::InternalError(Cat("tolerance rule for ", p.name, ": the sweep gave no row"));
+  }
+  auto get = [&](std::string_view col) {
+    const int c = t->ColumnIndex(col);
+    if (c < 0) return 0.0;
+    const double* v = std::get_if<double>(&t->rows[0][c]);
+    return v != nullptr ? *v : 0.0;
+  };
+  p.rec_rtol = get("rec_rtol");
+  p.rec_atol = get("rec_atol");
+  p.rec_ulp = get("rec_ulp");
+  p.rec_bn = get("rec_bn");
+  p.has_rec = true;
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+struct ReductionOp::Scratch : OpScratch {
+  ExactAccumulator acc;
+  Mpfr x;
+  std::vector<uint64_t> a, b;  // Read's operands (when the view is not used).
+  std::span<const uint64_t> as, bs;
+  uint64_t c = 0;
+};
+
+bool ReductionOp::View(int64_t, std::span<const uint64_t>&, std::span<const uint64_t>&,
+                       uint64_t&) const {
+  return false;
+}
+bool ReductionOp::CertifiedExact(int64_t, ExactAccumulator&) const { return false; }
+double ReductionOp::Scale(int64_t) const { return 1; }
+double ReductionOp::Scale32(int64_t) const { return 1; }
+double ReductionOp::ScaleA(int64_t) const { return 1; }
+double ReductionOp::ScaleB(int64_t) const { return 1; }
+std::optional<double> ReductionOp::TransposedB(int64_t, std::span<const uint64_t>) const {
+  return std::nullopt;
+}
+std::optional<double> ReductionOp::TransposedA(int64_t, std::span<const uint64_t>) const {
+  return std::nullopt;
+}
+
+absl::Status ReductionOp::ResolvePlatforms(const std::vector<std::string>& names,
+                                           const FormatSpec* fa, const FormatSpec* fb) {
+  const bool sum = sum_;
+  auto add = [&](const Model* m) {
+    for (const AuditPlatform& p : setup_.platforms) {
+      if (p.name == m->name) return;
+    }
+    AuditPlatform p;
+    p.name = m->name;
+    absl::StatusOr<std::string> text = ReadUserFile(Cat(catalog_.dir(), "/", m->name, ".toml"),
+                                                    kMaxTextFileBytes, "model file");
+    p.hash = text.ok() ? HexHash(Fnv1a(*text)) : "?";
+    setup_.platforms.push_back(std::move(p));
+    models_.push_back(m);
+  };
+  if (names.empty()) {
+    return absl::InvalidArgumentError(
+        "no platform given: name one or more (--platform P[,P...]) or 'auto'; see `fpconform "
+        "models`");
+  }
+  for (const std::string& name : names) {
+    if (name == "auto") {
+      for (const std::string& n : catalog_.Names()) {
+        if (catalog_.IsEnvelope(n)) continue;
+        const absl::StatusOr<Model>& m = catalog_.Find(n);
+        if (!m.ok() || !HasOp(*m, sum)) continue;
+        if (m->inputs.a != fa || (!sum && &m->InputB() != fb)) continue;
+        add(&*m);
+      }
+      continue;
+    }
+    absl::StatusOr<std::vector<const Model*>> models = catalog_.Expand(name);
+    if (!models.ok()) {
+      return absl::InvalidArgumentError(Cat("--platform: ", models.status().message()));
+    }
+    for (const Model* m : *models) {
+      if (!HasOp(*m, sum)) {
+        return absl::InvalidArgumentError(Cat("--platform: model '", m->name, "' has no ",
+                                              sum ? "sum" : "matmul", " operation"));
+      }
+      add(m);
+    }
+  }
+  if (setup_.platforms.empty()) {
+    return absl::InvalidArgumentError(
+        Cat("--platform auto: no preset takes ", fa != nullptr ? fa->name : "?",
+            sum ? "" : " x ", sum || fb == nullptr ? "" : fb->name, " inputs for ",
+            sum ? "sum" : "matmul", " (see `fpconform models`)"));
+  }
+  return absl::OkStatus();
+}
+
+void ReductionOp::RecommendAll() {
+  if (!options_.recommend) return;
+  const int64_t k = setup_.k;
+  for (size_t i = 0; i < setup_.platforms.size(); ++i) {
+    AuditPlatform& p = setup_.platforms[i];
+    if (options_.progress) options_.progress(0, 1, Cat("tolerance rule for ", p.name, " at K=", k));
+    if (absl::Status s = Recommend(p, *models_[i], sum_, k, options_); !s.ok()) {
+      setup_.notes.push_back(Cat("no tolerance recommendation for ", p.name, ": ", s.message()));
+    }
+  }
+}
+
+void ReductionOp::NoteOutputConversion(const Model& m0, const std::string& model_writes) {
+  if (&m0.OutputFormat() == setup_.out_format) return;
+  setup_.notes.push_back(Cat("the output is ", setup_.out_format->name, " while ", m0.name,
+                             " writes ", model_writes, ": emulated values converted with ",
+                             RoundingName(out_rounding_),
+                             " and bounds widened by that conversion"));
+}
+
+Emulated ReductionOp::PostProcess(size_t p, int64_t e, uint64_t model_bits,
+                                  double model_bound) const {
+  const FormatSpec& model_out = models_[p]->OutputFormat();
+  const FormatSpec& out = *setup_.out_format;
+  uint64_t bits = model_bits;
+  const FormatSpec* fmt = &model_out;
+  double bound = model_bound;
+  if (scaled_) {
+    const double s = Scale(e), s32 = Scale32(e);
+    const double y = ToDouble(model_out, bits);
+    const double prod = s32 * y;  // Exact: 24-bit times <= 24-bit significands.
+    bits = DoubleToBits(Float32(), prod);
+    fmt = &Float32();
+    const double v = ToDouble(Float32(), bits);
+    if (std::isfinite(v) && std::isfinite(y)) {
+      bound = (std::fabs(v - prod) * (1 + 0x1p-52) + std::fabs(s32 - s) * std::fabs(y) +
+               std::fabs(s) * bound) * kUp;
+    }
+  }
+  if (fmt != &out) {
+    const uint64_t conv = Convert(*fmt, out, bits, out_rounding_).bits;
+    const double a = ToDouble(*fmt, bits), b = ToDouble(out, conv);
+    if (std::isfinite(a) && std::isfinite(b)) {
+      bound = (bound + std::fabs(b - a) * (1 + 0x1p-52) + HalfUlp(out, std::fabs(b) + bound)) * kUp;
+    }
+    bits = conv;
+  }
+  return Emulated{bits, bound};
+}
+
+std::unique_ptr<OpScratch> ReductionOp::NewScratch() const { return std::make_unique<Scratch>(); }
+
+void ReductionOp::Exact(int64_t e, bool in_block, OpScratch& scratch, ExactFacts& facts) const {
+  Scratch& s = static_cast<Scratch&>(scratch);
+  if (!in_block || !View(e, s.as, s.bs, s.c)) {
+    Read(e, s.a, s.b, s.c);
+    s.as = s.a;
+    s.bs = s.b;
+  }
+  ExactAccumulator& acc = s.acc;
+  if (!CertifiedExact(e, acc)) {
+    acc.Reset();
+    if (sum_) {
+      acc.AddSum(*fa_, s.as);
+    } else {
+      acc.AddDot(*fa_, s.as, *fb_, s.bs);
+    }
+  }
+  if (c_format_ != nullptr) acc.Add(*c_format_, s.c);
+  facts = ExactFacts{};
+  facts.nan = acc.IsNan();
+  facts.inf = acc.IsInf();
+  facts.negative = acc.Sign() < 0;
+  if (facts.nan || facts.inf) {
+    facts.x = facts.nan ? NAN : (facts.negative ? -INFINITY : INFINITY);
+    return;
+  }
+  acc.ToMpfr(s.x.v);
+  if (scaled_) {
+    mpfr_prec_round(s.x.v, mpfr_get_prec(s.x.v) + 60, MPFR_RNDN);  // Exact: widening.
+    mpfr_mul_d(s.x.v, s.x.v, Scale(e), MPFR_RNDN);                 // Exact: 53 more bits fit.
+  }
+  facts.x = mpfr_get_d(s.x.v, MPFR_RNDN);
+  facts.mp = s.x.v;
+}
+
+Emulated ReductionOp::EmulateOne(int64_t e, OpScratch& scratch) const {
+  const Scratch& s = static_cast<const Scratch&>(scratch);
+  EvalOptions eo;
+  absl::StatusOr<EvalResult> r = sum_ ? EvaluateSum(*models_[0], s.as, s.c, eo)
+                                      : EvaluateDot(*models_[0], s.as, s.bs, s.c, eo);
+  return r.ok() ? PostProcess(0, e, r->bits, r->bound) : Emulated{};
+}
+
+double ReductionOp::AbsSum(int64_t e, OpScratch& scratch) const {
+  const Scratch& s = static_cast<const Scratch&>(scratch);
+  ExactAccumulator abs = sum_ ? ExactAbsSum(*fa_, s.as) : ExactAbsDot(*fa_, s.as, *fb_, s.bs);
+  if (!abs.IsFinite()) return INFINITY;
+  Mpfr v;
+  abs.ToMpfr(v.v);
+  return mpfr_get_d(v.v, MPFR_RNDU) * std::fabs(Scale(e));
+}
+
+std::string ReductionOp::Diagnose(int64_t e, OpScratch& scratch, const ExactFacts& facts,
+                                  uint64_t y, double bound) const {
+  const Scratch& sc = static_cast<const Scratch&>(scratch);
+  const std::span<const uint64_t> a = sc.as, b = sc.bs;
+  const FormatSpec& out = *setup_.out_format;
+  const double yd = ToDouble(out, y), x = facts.x;
+  const double s = Scale(e);
+  auto holds = [&](double r) {
+    return std::isfinite(r) &&
+           std::fabs(yd - r) <= (bound + HalfUlp(out, std::fabs(r))) * (1 + 0x1p-40);
+  };
+  const bool nonzero = std::fabs(x) > bound;
+  if (nonzero && yd == 0) return "zero where the exact value is not: element not written?";
+  if (nonzero && holds(-x)) return "sign flipped (out = -exact)";
+  // Scales first: a power-of-two scale forgotten is also "off by a power of two", and the scale
+  // is the better explanation.
+  if (scaled_ && nonzero) {
+    const double sa = ScaleA(e), sb = ScaleB(e);
+    if (sa != 1 && holds(x / sa)) return "FP8 scale_a missing (out = exact / scale_a)";
+    if (sb != 1 && holds(x / sb)) return "FP8 scale_b missing (out = exact / scale_b)";
+    if (holds(x / s)) return "both scales missing (out = exact / (scale_a scale_b))";
+  }
+  if (nonzero) {
+    for (int k = 1; k <= 8; ++k) {
+      if (holds(std::ldexp(x, k))) return Cat("off by a factor of 2^", k, k == 1 ? " (doubled)" : "");
+      if (holds(std::ldexp(x, -k))) return Cat("off by a factor of 2^-", k, k == 1 ? " (halved)" : "");
+    }
+  }
+  const int64_t k = setup_.k;
+  const FormatSpec& fa = *fa_;
+  const FormatSpec* fb = fb_;
+  auto partial = [&](int64_t t0, int64_t t1) {
+    const std::span<const uint64_t> ta = a.subspan(static_cast<size_t>(t0), static_cast<size_t>(t1 - t0));
+    ExactAccumulator acc;
+    if (fb == nullptr) {
+      acc.AddSum(fa, ta);
+    } else {
+      acc.AddDot(fa, ta, *fb, b.subspan(static_cast<size_t>(t0), static_cast<size_t>(t1 - t0)));
+    }
+    if (!acc.IsFinite()) return 0.0;
+    Mpfr v;
+    acc.ToMpfr(v.v);
+    return mpfr_get_d(v.v, MPFR_RNDN) * s;
+  };
+  std::vector<int64_t> tiles = {16, 32, 64, 128, 256, 512};
+  if (models_[0]->chain.block > 0) tiles.push_back(models_[0]->chain.block);
+  for (int64_t t : tiles) {
+    if (t >= k) continue;
+    for (int64_t t0 = 0; t0 < k; t0 += t) {
+      const int64_t t1 = std::min(k, t0 + t);
+      const double ts = partial(t0, t1);
+      if (std::fabs(ts) <= bound) continue;
+      if (holds(x - ts)) return Cat("one K tile missing (k in [", t0, ", ", t1, "), tile ", t, ")");
+      if (holds(x + ts)) return Cat("one K tile added twice (k in [", t0, ", ", t1, "), tile ", t, ")");
+    }
+  }
+  if (!sum_) {
+    if (const std::optional<double> r = TransposedB(e, a); r.has_value() && holds(*r)) {
+      return "equals the result with B transposed (A @ B.T): operand read transposed?";
+    }
+    if (const std::optional<double> r = TransposedA(e, b); r.has_value() && holds(*r)) {
+      return "equals the result with A transposed (A.T @ B): operand read transposed?";
+    }
+  }
+  {
+    // Accumulated in bfloat16: the output is a bfloat16 value about as far from the exact one as
+    // a sequential bfloat16 chain lands (or that chain's bits exactly).
+    const Model m = Bf16AccumulationModel(fa, fb != nullptr ? *fb : fa, sum_);
+    EvalOptions eo;
+    eo.want_bound = false;
+    absl::StatusOr<EvalResult> r = sum_ ? EvaluateSum(m, a, 0, eo) : EvaluateDot(m, a, b, 0, eo);
+    const bool fits_bf16 = (Convert(out, BFloat16(), y, OpEnv{}).flags & kInexact) == 0;
+    if (r.ok() && fits_bf16) {
+      const double cv = c_format_ != nullptr ? ToDouble(*c_format_, sc.c) : 0;
+      const double v = ToDouble(BFloat16(), r->bits) * s + cv;
+      const double spread = std::max(std::fabs(v - x), 16 * HalfUlp(BFloat16(), std::fabs(v)));
+      if (std::isfinite(v) && std::fabs(yd - v) <= spread && std::fabs(yd - x) <= 2 * spread) {
+        return "accumulated in bfloat16 (a bfloat16 accumulation explains this value)";
+      }
+    }
+  }
+  return "no simple relation found";
+}
+
+void ReductionOp::Mutations(const AuditPlatform& p,
+                            std::vector<std::pair<std::string, double>>& rates,
+                            std::vector<std::string>& sentences) const {
+  // On a pinned sample of at most 256 elements.
+  const int64_t k = setup_.k;
+  if (k < 2) return;
+  const int64_t elements = setup_.elements;
+  PinnedRng rng(DeriveSeed(0xA0D17, {static_cast<uint64_t>(elements), static_cast<uint64_t>(k)}));
+  const int64_t samples = std::min<int64_t>(256, elements);
+  std::array<int64_t, 4> accepted{};
+  int64_t tested = 0;
+  const FormatSpec& fa = *fa_;
+  const FormatSpec* fb = fb_;
+  const FormatSpec& out = *setup_.out_format;
+  Scratch sc;
+  for (int64_t sidx = 0; sidx < samples; ++sidx) {
+    const int64_t e = elements <= 256 ? sidx : static_cast<int64_t>(rng.Below(static_cast<uint64_t>(elements)));
+    ExactFacts facts;
+    Exact(e, false, sc, facts);
+    if (facts.nan || facts.inf) continue;
+    ++tested;
+    const std::vector<uint64_t>& a = sc.a;
+    const std::vector<uint64_t>& b = sc.b;
+    const ExactAccumulator& acc = sc.acc;
+    const double s = Scale(e);
+    const double tol = p.rec_atol + p.rec_rtol * std::fabs(facts.x);
+    auto rounded = [&](ExactAccumulator& m) {
+      Mpfr v;
+      if (!m.IsFinite()) return double{NAN};
+      m.ToMpfr(v.v);
+      return ToDouble(out, DoubleToBits(out, mpfr_get_d(v.v, MPFR_RNDN) * s));
+    };
+    const int64_t tile = std::max<int64_t>(1, std::min<int64_t>(128, k / 4));
+    const int64_t t0 = static_cast<int64_t>(rng.Below(static_cast<uint64_t>((k + tile - 1) / tile))) * tile;
+    const int64_t t1 = std::min(k, t0 + tile);
+    const int64_t j = static_cast<int64_t>(rng.Below(static_cast<uint64_t>(k)));
+    std::vector<uint64_t> na(a.begin() + t0, a.begin() + t1);
+    for (uint64_t& v : na) v = Convert(fa, fa, v ^ SignBit(fa), OpEnv{}).bits;
+    const std::span<const uint64_t> tb =
+        fb != nullptr ? std::span<const uint64_t>(b.data() + t0, static_cast<size_t>(t1 - t0))
+                      : std::span<const uint64_t>();
+    auto add_tile = [&](ExactAccumulator& m, const std::vector<uint64_t>& vals) {
+      if (fb == nullptr) {
+        m.AddSum(fa, vals);
+      } else {
+        m.AddDot(fa, vals, *fb, tb);
+      }
+    };
+    ExactAccumulator dropped = acc;
+    add_tile(dropped, na);
+    const std::vector<uint64_t> pa(a.begin() + t0, a.begin() + t1);
+    ExactAccumulator doubled = acc;
+    add_tile(doubled, pa);
+    ExactAccumulator flipped = acc;
+    {
+      const std::vector<uint64_t> aj = {a[static_cast<size_t>(j)] ^ SignBit(fa)};
+      if (fb == nullptr) {
+        flipped.AddSum(fa, aj);
+        flipped.AddSum(fa, aj);
+      } else {
+        const std::vector<uint64_t> bj = {b[static_cast<size_t>(j)]};
+        flipped.AddDot(fa, aj, *fb, bj);
+        flipped.AddDot(fa, aj, *fb, bj);
+      }
+    }
+    double bf = NAN;
+    {
+      const Model m = Bf16AccumulationModel(fa, fb != nullptr ? *fb : fa, sum_);
+      absl::StatusOr<EvalResult> er = sum_ ? EvaluateSum(m, a, 0, {}) : EvaluateDot(m, a, b, 0, {});
+      if (er.ok()) bf = ToDouble(out, DoubleToBits(out, ToDouble(BFloat16(), er->bits) * s));
+    }
+    const std::array<double, 4> mutants = {rounded(dropped), rounded(doubled), rounded(flipped), bf};
+    for (size_t m = 0; m < mutants.size(); ++m) {
+      if (std::fabs(mutants[m] - facts.x) <= tol) ++accepted[m];
+    }
+  }
+  if (tested == 0) return;
+  const std::array<const char*, 4> names = {"dropped_k_tile", "doubled_k_tile", "sign_flip",
+                                            "bf16_accumulation"};
+  for (size_t m = 0; m < names.size(); ++m) {
+    const double rate = static_cast<double>(accepted[m]) / static_cast<double>(tested);
+    rates.emplace_back(names[m], rate);
+    if (rate >= 0.5) {
+      sentences.push_back(Cat("the recommended rtol/atol would still accept ", names[m], " on ",
+                              Num(100 * rate), "% of ", tested,
+                              " sampled elements: this mutation is hard to catch here"));
+    }
+  }
+}
+
+}  // namespace audit_internal
+
+absl::StatusOr<PlatformAudit> RecommendTolerance(const std::string& op, const std::string& platform,
+                                                 int64_t k, const AuditOptions& options) {
+  if (op != "matmul" && op != "sum") {
+    return absl::InvalidArgumentError(Cat("tolerance: op '", op, "' is not matmul or sum"));
+  }
+  if (k < 1) return absl::InvalidArgumentError(Cat("tolerance: K = ", k, " must be at least 1"));
+  const bool sum = op == "sum";
+  const ModelCatalog catalog(options.models_dir);
+  if (catalog.IsEnvelope(platform)) {
+    return absl::InvalidArgumentError(
+        Cat("tolerance: '", platform, "' is an envelope: name one of its members"));
+  }
+  const absl::StatusOr<Model>& m = catalog.Find(platform);
+  if (!m.ok()) return m.status();
+  if (!audit_internal::HasOp(*m, sum)) {
+    return absl::InvalidArgumentError(Cat("tolerance: model '", platform, "' has no ", op, " operation"));
+  }
+  audit_internal::AuditPlatform p;
+  p.name = platform;
+  if (absl::Status s = audit_internal::Recommend(p, *m, sum, k, options); !s.ok()) return s;
+  PlatformAudit out;
+  out.name = platform;
+  out.rec_rtol = p.rec_rtol;
+  out.rec_atol = p.rec_atol;
+  out.rec_ulp = p.rec_ulp;
+  out.rec_bn = p.rec_bn;
+  return out;
+}
+
+}  // namespace fpconform::reports

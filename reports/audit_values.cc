@@ -1,0 +1,90 @@
+#include "reports/audit_values.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+
+#include "formats/ops.h"
+#include "formats/str_cat.h"
+#include "oracles/error_measures.h"
+
+namespace fpconform::reports::audit_internal {
+
+double ToDouble(const FormatSpec& f, uint64_t bits) {
+  if (f.kind == FormatKind::kInteger) {
+    if (f.is_signed && f.width < 64 && (bits >> (f.width - 1)) & 1) {
+      return static_cast<double>(static_cast<int64_t>(bits | (~uint64_t{0} << f.width)));
+    }
+    return static_cast<double>(bits);
+  }
+  const uint64_t d = Convert(f, Float64(), bits, OpEnv{}).bits;
+  double v;
+  std::memcpy(&v, &d, sizeof v);
+  return v;
+}
+
+uint64_t DoubleToBits(const FormatSpec& f, double v, const OpEnv& env) {
+  uint64_t d;
+  std::memcpy(&d, &v, sizeof d);
+  return Convert(Float64(), f, d, env).bits;
+}
+
+bool IsNonFinite(const FormatSpec& f, uint64_t bits) {
+  if (f.kind == FormatKind::kInteger) return false;
+  const FloatClass c = Classify(f, bits);
+  return c == FloatClass::kSignalingNan || c == FloatClass::kQuietNan ||
+         c == FloatClass::kNegativeInfinity || c == FloatClass::kPositiveInfinity;
+}
+
+double HalfUlp(const FormatSpec& f, double v) {
+  if (f.kind == FormatKind::kInteger) return 0.5;
+  int e = f.d.emin;
+  if (v > 0 && std::isfinite(v)) {
+    int ex;
+    std::frexp(v, &ex);  // v = m 2^ex, m in [0.5, 1): floor(log2 v) = ex - 1.
+    e = std::max(ex - 1, f.d.emin);
+  }
+  return std::ldexp(1.0, e - f.d.precision);
+}
+
+std::string MpfrHex(mpfr_srcptr x) {
+  if (mpfr_nan_p(x)) return "nan";
+  if (mpfr_inf_p(x)) return mpfr_sgn(x) > 0 ? "inf" : "-inf";
+  char* s = nullptr;
+  mpfr_asprintf(&s, "%Ra", x);
+  std::string r = s != nullptr ? s : "?";
+  mpfr_free_str(s);
+  return r;
+}
+
+std::string Num(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
+std::string ShapeText(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += Cat(i ? ", " : "", shape[i]);
+  return s + "]";
+}
+
+std::vector<int64_t> Unflatten(int64_t e, const std::vector<int64_t>& shape) {
+  std::vector<int64_t> index(shape.size());
+  for (size_t d = shape.size(); d-- > 0;) {
+    index[d] = shape[d] > 0 ? e % shape[d] : 0;
+    e = shape[d] > 0 ? e / shape[d] : 0;
+  }
+  return index;
+}
+
+double ErrorUp(const FormatSpec& out, uint64_t y, mpfr_srcptr x, Mpfr& yv, Mpfr& d) {
+  ErrorMeasureValue(out, y, yv.v);
+  mpfr_sub(d.v, yv.v, x, MPFR_RNDA);
+  return std::fabs(mpfr_get_d(d.v, MPFR_RNDA));
+}
+
+}  // namespace fpconform::reports::audit_internal

@@ -1,0 +1,55 @@
+// Small value helpers shared by the audit's ops and pipeline (reports/audit_*.cc): a format's
+// bits as a double and back, half an ulp, an RAII MPFR value, and the text forms the audit prints.
+// Internal to the audit library: not installed as an API of its own.
+#ifndef FPCONFORM_REPORTS_AUDIT_VALUES_H_
+#define FPCONFORM_REPORTS_AUDIT_VALUES_H_
+
+#include <mpfr.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "formats/format_spec.h"
+#include "formats/op_env.h"
+
+namespace fpconform::reports::audit_internal {
+
+// Rounds the result of a few double operations up (bounds): 1 + 2^-50.
+inline constexpr double kUp = 1 + 0x1p-50;
+
+// The value of `bits` in f as a double (exact for every float format up to float64 and for
+// integers below 2^53; float64 NaN for NaN).
+double ToDouble(const FormatSpec& f, uint64_t bits);
+// v converted to f under env (RNE by default).
+uint64_t DoubleToBits(const FormatSpec& f, double v, const OpEnv& env = {});
+// NaN or infinity (never for integer formats).
+bool IsNonFinite(const FormatSpec& f, uint64_t bits);
+// Half an ulp of float format f at magnitude v (>= 0): 2^(max(floor(log2 v), emin) - p); 0.5 for
+// integer formats.
+double HalfUlp(const FormatSpec& f, double v);
+
+// An MPFR value that clears itself.
+struct Mpfr {
+  mpfr_t v;
+  explicit Mpfr(mpfr_prec_t p = 64) { mpfr_init2(v, p); }
+  ~Mpfr() { mpfr_clear(v); }
+  Mpfr(const Mpfr&) = delete;
+  Mpfr& operator=(const Mpfr&) = delete;
+};
+
+// x as a hex-float at full precision ("nan", "inf", "-inf" for the non-finite).
+std::string MpfrHex(mpfr_srcptr x);
+// v with 6 significant digits ("%.6g"; "nan", "inf", "-inf").
+std::string Num(double v);
+// "[2, 3]".
+std::string ShapeText(const std::vector<int64_t>& shape);
+// The index of flat (C order) element e in a tensor of this shape.
+std::vector<int64_t> Unflatten(int64_t e, const std::vector<int64_t>& shape);
+// |y - x| rounded up to a double: y finite bits of `out`, x an exact finite value; yv and d are
+// working values (any precision: yv is reset to hold y exactly).
+double ErrorUp(const FormatSpec& out, uint64_t y, mpfr_srcptr x, Mpfr& yv, Mpfr& d);
+
+}  // namespace fpconform::reports::audit_internal
+
+#endif  // FPCONFORM_REPORTS_AUDIT_VALUES_H_
