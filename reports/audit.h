@@ -42,8 +42,11 @@
 //   * |out - exact| is computed exactly (the exact accumulator holds exact - out) and rounded up
 //     to a double before comparing with B, so within_bound is never granted by a rounding.
 //   * With several platforms every element is classed against each; counts, `classes` and the
-//     verdict are against the first platform (with `auto`: the platform with the most identical
-//     elements, ties in catalog order).
+//     verdict are against the primary platform, AuditResult::platforms[0]: the first one given,
+//     or with `auto` the best-explaining preset (best_platform: one that leaves no element
+//     unexplained if any does, then the most bit-identical, then the most explained, then catalog
+//     order), so an output that some preset explains never fails because of the choice; `auto`
+//     then costs a second pass when that preset is not the catalog's first.
 //   * cast under sr<k>: the bits cannot be predicted. Each output must be one of the two
 //     neighbours of the exact value (else unexplained); the share rounded away from zero is
 //     checked against its expectation sum_i p_i (p_i = the SR probability of element i) with a
@@ -186,7 +189,7 @@ struct AuditResult {
   AuditVerdict verdict = AuditVerdict::kFail;
   std::array<int64_t, kAuditClasses> counts{};  // Against platforms[0].
   std::vector<PlatformAudit> platforms;
-  std::string best_platform;        // Most identical elements.
+  std::string best_platform;        // The best-explaining platform (see "several platforms").
   std::vector<uint8_t> classes;     // Per element of out (C order), AuditClass against [0].
   std::vector<int64_t> out_shape;
   std::vector<AuditElement> elements;  // Listed elements.

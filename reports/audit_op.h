@@ -17,6 +17,7 @@
 
 #include <mpfr.h>
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -88,13 +89,13 @@ class AuditOp {
   // block (the op may read that block's state). Loads e's operands into s: EmulateOne, AbsSum
   // and Diagnose take the same scratch after Exact of the same element.
   virtual void Exact(int64_t e, bool in_block, OpScratch& s, ExactFacts& x) const = 0;
-  // Platform 0's value for element e (a listed element's evidence).
-  virtual Emulated EmulateOne(int64_t e, OpScratch& s) const = 0;
+  // Platform p's value for element e (a listed element's evidence).
+  virtual Emulated EmulateOne(int64_t e, size_t p, OpScratch& s) const = 0;
   // sum |terms| of element e (|a_k b_k| times the scale, |x_k|; |exact| for elementwise ops).
   virtual double AbsSum(int64_t e, OpScratch& s) const = 0;
   // The first simple relation an unexplained finite output y holds to the exact value (bound: B
-  // of platform 0), or "no simple relation found".
-  virtual std::string Diagnose(int64_t e, OpScratch& s, const ExactFacts& x, uint64_t y,
+  // of platform p, the primary one), or "no simple relation found".
+  virtual std::string Diagnose(int64_t e, size_t p, OpScratch& s, const ExactFacts& x, uint64_t y,
                                double bound) const = 0;
   // Soundness against the op's mutations (the recommended tolerance of p on a pinned sample):
   // appends (case, accepted fraction) to rates and the sentences worth printing.
@@ -111,7 +112,19 @@ class AuditOp {
 
 // Runs the audit of `op` (see the file comment); errors from the op's EmulateBlock, or
 // CancelledError when options.cancelled says so between blocks.
+//
+// The primary platform (AuditResult::platforms[0], whose classes, counts and verdict the result
+// gives) is the first one given, except when the first name in options.platforms is "auto": then
+// it is the best-explaining one (BestPlatform), and the pass runs a second time against it when
+// it is not the first (the cost of one more pass, paid only then).
 absl::StatusOr<AuditResult> RunAudit(AuditOp& op, const AuditOptions& options);
+
+// The best-explaining of several platforms' class counts: one that leaves no element
+// unexplained if there is one (so an output that some platform explains never fails because of
+// the choice), then the most bit-identical elements (the datapath that matches: a loose bound
+// explains much and identifies nothing), then the most explained (identical + within_bound), then
+// the first given.
+size_t BestPlatform(const std::vector<std::array<int64_t, kAuditClasses>>& counts);
 
 }  // namespace fpconform::reports::audit_internal
 

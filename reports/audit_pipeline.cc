@@ -9,6 +9,7 @@
 #include <cmath>
 #include <numeric>
 #include <thread>
+#include <tuple>
 
 #include "formats/ops.h"
 #include "formats/str_cat.h"
@@ -139,8 +140,9 @@ struct Shuffle {
 // The state of a running audit.
 class Auditor {
  public:
-  Auditor(const AuditOp& op, const AuditOptions& options)
-      : op_(op), setup_(op.setup()), options_(options) {
+  // primary: the index of the platform whose classes the result gives.
+  Auditor(const AuditOp& op, const AuditOptions& options, size_t primary)
+      : op_(op), setup_(op.setup()), options_(options), primary_(primary) {
     const size_t n = static_cast<size_t>(setup_.elements);
     classes_.assign(n, 0);
     ratio_.assign(n, 0.0f);
@@ -172,6 +174,8 @@ class Auditor {
   }
 
   AuditResult Finish();
+  // Per platform, the class counts so far.
+  const std::vector<std::array<int64_t, kAuditClasses>>& counts() const { return tally_.counts; }
 
  private:
   void JudgeChunk(int64_t lo, int64_t hi, int64_t begin,
@@ -182,6 +186,7 @@ class Auditor {
   const AuditOp& op_;
   const AuditSetup& setup_;
   const AuditOptions& options_;
+  const size_t primary_;
   std::vector<uint8_t> classes_;
   std::vector<float> ratio_;
   std::vector<double> bounds_;
@@ -196,7 +201,7 @@ void Auditor::JudgeChunk(int64_t lo, int64_t hi, int64_t begin,
   const std::unique_ptr<OpScratch> scratch = op_.NewScratch();
   Mpfr yv, d;
   const FormatSpec& out = *setup_.out_format;
-  const AuditPlatform& p0 = setup_.platforms[0];
+  const AuditPlatform& p0 = setup_.platforms[primary_];
   const Shuffle shuffle(static_cast<uint64_t>(setup_.elements));
   for (int64_t e = lo; e < hi; ++e) {
     ExactFacts facts;
@@ -214,7 +219,7 @@ void Auditor::JudgeChunk(int64_t lo, int64_t hi, int64_t begin,
       ++tally.counts[p][static_cast<int>(v.cls)];
       best = std::min<uint8_t>(best, static_cast<uint8_t>(v.cls));
       bmax = std::max(bmax, em.bound);
-      if (p != 0) continue;
+      if (p != primary_) continue;
       classes_[static_cast<size_t>(e)] = static_cast<uint8_t>(v.cls);
       const double r = em.bound > 0 ? err / em.bound : (err > 0 ? INFINITY : 0);
       ratio_[static_cast<size_t>(e)] =
@@ -263,7 +268,7 @@ AuditElement Auditor::Detail(int64_t e, bool diagnose) const {
   el.actual = ToDouble(out, y);
   el.exact = facts.nan ? "nan" : facts.inf ? (facts.negative ? "-inf" : "inf") : MpfrHex(facts.mp);
   el.exact_value = facts.x;
-  const Emulated em = op_.EmulateOne(e, *scratch);
+  const Emulated em = op_.EmulateOne(e, primary_, *scratch);
   el.emulated_bits = em.bits;
   el.emulated = ToDouble(out, em.bits);
   el.bound = em.bound;
@@ -274,14 +279,15 @@ AuditElement Auditor::Detail(int64_t e, bool diagnose) const {
   el.error_over_bound = !finite ? NAN : em.bound > 0 ? err / em.bound : (err > 0 ? INFINITY : 0);
   el.abs_sum = op_.AbsSum(e, *scratch);
   if (diagnose && el.cls == AuditClass::kUnexplained) {
-    const Verdict v = Judge(out, y, em.bits, em.bound, facts, err, setup_.platforms[0]);
-    el.diagnosis = v.hint != nullptr ? v.hint : op_.Diagnose(e, *scratch, facts, y, em.bound);
+    const Verdict v = Judge(out, y, em.bits, em.bound, facts, err, setup_.platforms[primary_]);
+    el.diagnosis =
+        v.hint != nullptr ? v.hint : op_.Diagnose(e, primary_, *scratch, facts, y, em.bound);
   }
   return el;
 }
 
 void Auditor::Soundness(AuditResult& r) const {
-  const AuditPlatform& p = setup_.platforms[0];
+  const AuditPlatform& p = setup_.platforms[primary_];
   if (!p.has_rec || tally_.finite == 0) return;
   const double n = static_cast<double>(tally_.finite);
   const double zeros = static_cast<double>(tally_.zeros_ok) / n;
@@ -316,8 +322,13 @@ AuditResult Auditor::Finish() {
   r.notes = setup_.notes;
   r.provenance = setup_.provenance;
   if (tally_.counts.empty()) tally_.counts.resize(setup_.platforms.size());
-  int64_t best = -1;
+  r.best_platform = setup_.platforms[BestPlatform(tally_.counts)].name;
+  // The primary platform first, then the others in the order given.
+  std::vector<size_t> order = {primary_};
   for (size_t p = 0; p < setup_.platforms.size(); ++p) {
+    if (p != primary_) order.push_back(p);
+  }
+  for (size_t p : order) {
     const AuditPlatform& pl = setup_.platforms[p];
     PlatformAudit pa;
     pa.name = pl.name;
@@ -327,10 +338,6 @@ AuditResult Auditor::Finish() {
     pa.rec_ulp = pl.rec_ulp;
     pa.rec_bn = pl.rec_bn;
     pa.model_hash = pl.hash;
-    if (pa.counts[0] > best) {
-      best = pa.counts[0];
-      r.best_platform = pl.name;
-    }
     r.platforms.push_back(pa);
     r.provenance.emplace_back(Cat("model ", pl.name), pl.hash);
   }
@@ -429,10 +436,9 @@ AuditResult Auditor::Finish() {
   return r;
 }
 
-}  // namespace
-
-absl::StatusOr<AuditResult> RunAudit(AuditOp& op, const AuditOptions& options) {
-  Auditor auditor(op, options);
+// One pass of the audit over every element into `auditor`; label: the progress phase.
+absl::Status Pass(AuditOp& op, const AuditOptions& options, const std::string& label,
+                  Auditor& auditor) {
   const AuditSetup& s = op.setup();
   const int64_t unit = std::max<int64_t>(1, s.progress_unit);
   std::vector<std::vector<Emulated>> emu(s.platforms.size());
@@ -440,10 +446,40 @@ absl::StatusOr<AuditResult> RunAudit(AuditOp& op, const AuditOptions& options) {
     e1 = std::min(s.elements, op.BlockEnd(e0));
     if (absl::Status st = op.EmulateBlock(e0, e1, emu); !st.ok()) return st;
     auditor.JudgeRange(e0, e1, emu);
-    if (options.progress) options.progress(e1 / unit, s.elements / unit, s.progress_label);
+    if (options.progress) options.progress(e1 / unit, s.elements / unit, label);
     if (options.cancelled && options.cancelled()) return absl::CancelledError("interrupted");
   }
-  return auditor.Finish();
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+size_t BestPlatform(const std::vector<std::array<int64_t, kAuditClasses>>& counts) {
+  const auto key = [](const std::array<int64_t, kAuditClasses>& c) {
+    const int64_t identical = c[static_cast<int>(AuditClass::kIdentical)];
+    const int64_t explained = identical + c[static_cast<int>(AuditClass::kWithinBound)];
+    return std::tuple{c[static_cast<int>(AuditClass::kUnexplained)] == 0, identical, explained};
+  };
+  size_t best = 0;
+  for (size_t p = 1; p < counts.size(); ++p) {
+    if (key(counts[p]) > key(counts[best])) best = p;
+  }
+  return best;
+}
+
+absl::StatusOr<AuditResult> RunAudit(AuditOp& op, const AuditOptions& options) {
+  const AuditSetup& s = op.setup();
+  auto first = std::make_unique<Auditor>(op, options, 0);
+  if (absl::Status st = Pass(op, options, s.progress_label, *first); !st.ok()) return st;
+  const bool choose = !options.platforms.empty() && options.platforms[0] == "auto";
+  const size_t best = choose ? BestPlatform(first->counts()) : 0;
+  if (best == 0) return first->Finish();
+  first.reset();
+  Auditor second(op, options, best);
+  const std::string label = Cat(s.progress_label, " (again, against ", s.platforms[best].name,
+                                ", the best-explaining preset)");
+  if (absl::Status st = Pass(op, options, label, second); !st.ok()) return st;
+  return second.Finish();
 }
 
 }  // namespace audit_internal

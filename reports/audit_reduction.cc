@@ -249,12 +249,12 @@ void ReductionOp::Exact(int64_t e, bool in_block, OpScratch& scratch, ExactFacts
   facts.mp = s.x.v;
 }
 
-Emulated ReductionOp::EmulateOne(int64_t e, OpScratch& scratch) const {
+Emulated ReductionOp::EmulateOne(int64_t e, size_t p, OpScratch& scratch) const {
   const Scratch& s = static_cast<const Scratch&>(scratch);
   EvalOptions eo;
-  absl::StatusOr<EvalResult> r = sum_ ? EvaluateSum(*models_[0], s.as, s.c, eo)
-                                      : EvaluateDot(*models_[0], s.as, s.bs, s.c, eo);
-  return r.ok() ? PostProcess(0, e, r->bits, r->bound) : Emulated{};
+  absl::StatusOr<EvalResult> r = sum_ ? EvaluateSum(*models_[p], s.as, s.c, eo)
+                                      : EvaluateDot(*models_[p], s.as, s.bs, s.c, eo);
+  return r.ok() ? PostProcess(p, e, r->bits, r->bound) : Emulated{};
 }
 
 double ReductionOp::AbsSum(int64_t e, OpScratch& scratch) const {
@@ -266,8 +266,8 @@ double ReductionOp::AbsSum(int64_t e, OpScratch& scratch) const {
   return mpfr_get_d(v.v, MPFR_RNDU) * std::fabs(Scale(e));
 }
 
-std::string ReductionOp::Diagnose(int64_t e, OpScratch& scratch, const ExactFacts& facts,
-                                  uint64_t y, double bound) const {
+std::string ReductionOp::Diagnose(int64_t e, size_t p, OpScratch& scratch,
+                                  const ExactFacts& facts, uint64_t y, double bound) const {
   const Scratch& sc = static_cast<const Scratch&>(scratch);
   const std::span<const uint64_t> a = sc.as, b = sc.bs;
   const FormatSpec& out = *setup_.out_format;
@@ -311,7 +311,7 @@ std::string ReductionOp::Diagnose(int64_t e, OpScratch& scratch, const ExactFact
     return mpfr_get_d(v.v, MPFR_RNDN) * s;
   };
   std::vector<int64_t> tiles = {16, 32, 64, 128, 256, 512};
-  if (models_[0]->chain.block > 0) tiles.push_back(models_[0]->chain.block);
+  if (models_[p]->chain.block > 0) tiles.push_back(models_[p]->chain.block);
   for (int64_t t : tiles) {
     if (t >= k) continue;
     for (int64_t t0 = 0; t0 < k; t0 += t) {

@@ -29,9 +29,9 @@ class ReductionOp : public AuditOp {
  public:
   std::unique_ptr<OpScratch> NewScratch() const override;
   void Exact(int64_t e, bool in_block, OpScratch& s, ExactFacts& x) const override;
-  Emulated EmulateOne(int64_t e, OpScratch& s) const override;
+  Emulated EmulateOne(int64_t e, size_t p, OpScratch& s) const override;
   double AbsSum(int64_t e, OpScratch& s) const override;
-  std::string Diagnose(int64_t e, OpScratch& s, const ExactFacts& x, uint64_t y,
+  std::string Diagnose(int64_t e, size_t p, OpScratch& s, const ExactFacts& x, uint64_t y,
                        double bound) const override;
   void Mutations(const AuditPlatform& p, std::vector<std::pair<std::string, double>>& rates,
                  std::vector<std::string>& sentences) const override;

@@ -156,6 +156,59 @@ TEST_F(AuditTest, SeveralPlatformsNameTheBestMatch) {
   EXPECT_EQ(best, 64);
 }
 
+// auto audits against the best-explaining preset (issue: a legitimate output must never fail
+// because of the choice). The output is a TF32 tensor-core chain whose inputs were rounded to
+// nearest (as cuBLAS's s1688 kernels convert in software): bit-identical to no preset, within
+// the TF32 presets' bounds, and outside the float32 FMA chains' (the catalog's first float32
+// presets), which `auto` used to audit against.
+TEST_F(AuditTest, AutoAuditsAgainstTheBestExplainingPreset) {
+  absl::StatusOr<Model> rn = ParseModel(R"(
+name = "tf32-rn-inputs"
+description = "nvidia-h100-tf32 with float32 inputs rounded to nearest tf32"
+[inputs]
+a = "float32"
+convert_to = "tfloat32"
+convert_rounding = "rne"
+[adder]
+kind = "fused"
+group = 8
+fraction_bits = 25
+[accumulator]
+format = "float32"
+[chain]
+kind = "sequential"
+[provenance]
+"inputs.a" = "test"
+"inputs.convert_to" = "test"
+"inputs.convert_rounding" = "test"
+"adder.kind" = "test"
+"adder.group" = "test"
+"adder.fraction_bits" = "test"
+"accumulator.format" = "test"
+"chain.kind" = "test"
+)", "tf32-rn-inputs.toml");
+  ASSERT_TRUE(rn.ok()) << rn.status();
+  const Tensor a = Random(Float32(), {16, 256}, 21), b = Random(Float32(), {256, 16}, 22);
+  const Tensor out = Emulate(*rn, a, b);
+  MatmulAuditInput in; in.a = &a; in.b = &b; in.out = &out;
+  absl::StatusOr<AuditResult> first = AuditMatmul(in, Options({"cpu-f32-seq"}));
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_GT(Count(*first, AuditClass::kUnexplained), 0) << "the old auto choice must fail here";
+  absl::StatusOr<AuditResult> r = AuditMatmul(in, Options({"auto"}));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->verdict, AuditVerdict::kPass) << AuditSummaryText(*r);
+  EXPECT_NE(r->platforms[0].name.find("tf32"), std::string::npos) << r->platforms[0].name;
+  EXPECT_EQ(r->best_platform, r->platforms[0].name);
+  EXPECT_EQ(r->counts, r->platforms[0].counts);
+  EXPECT_EQ(Count(*r, AuditClass::kUnexplained), 0);
+  // Platforms given by name: the first is the primary, whatever explains better.
+  absl::StatusOr<AuditResult> named = AuditMatmul(in, Options({"cpu-f32-seq", "nvidia-h100-tf32"}));
+  ASSERT_TRUE(named.ok()) << named.status();
+  EXPECT_EQ(named->platforms[0].name, "cpu-f32-seq");
+  EXPECT_EQ(named->verdict, AuditVerdict::kFail);
+  EXPECT_EQ(named->best_platform, "nvidia-h100-tf32");
+}
+
 // Every mutation at chosen elements: unexplained there (and only there), with its diagnosis.
 TEST_F(AuditTest, MutationsAreUnexplainedWithTheirDiagnosis) {
   const Model& m = M("trainium2-bf16");
