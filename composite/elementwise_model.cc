@@ -1,0 +1,264 @@
+// Elementwise implementation models (elementwise_model.h; file format: MODEL_FORMAT.md).
+#include "composite/elementwise_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <set>
+
+#include "cases/toml_reader.h"
+#include "formats/ops.h"
+#include "formats/str_cat.h"
+#include "formats/user_file.h"
+
+namespace fpconform::composite {
+
+std::span<const std::string_view> ElementwiseFunctionNames() {
+  static constexpr std::array<std::string_view, 10> kNames = {
+      "exp", "exp2", "log", "tanh", "sigmoid", "silu", "gelu", "gelu_tanh", "rsqrt", "reciprocal"};
+  return kNames;
+}
+
+namespace {
+
+double ToDouble(const FormatSpec& f, uint64_t bits) {
+  const uint64_t d = Convert(f, Float64(), bits, OpEnv{}).bits;
+  double v;
+  std::memcpy(&v, &d, sizeof v);
+  return v;
+}
+
+double RoundTo(const FormatSpec& f, double v) {
+  if (std::isnan(v)) return v;
+  uint64_t d;
+  std::memcpy(&d, &v, sizeof d);
+  return ToDouble(f, Convert(Float64(), f, d, OpEnv{}).bits);
+}
+
+const FormatSpec* FloatFormat(TomlReader& r, const toml::table& t, std::string_view prefix,
+                              std::string_view key, TomlKey need) {
+  const std::optional<std::string> name = r.String(t, prefix, key, need);
+  if (!name) return nullptr;
+  const FormatSpec* f = FindFormat(*name);
+  if (f == nullptr || f->kind != FormatKind::kFloat || f->d.precision > 53) {
+    r.Fail(t.get(key), TomlReader::Dotted(prefix, key),
+           Cat("must be a float format of at most 53 bits (float32 bfloat16 float16 ...), got \"",
+               *name, "\""));
+    return nullptr;
+  }
+  return f;
+}
+
+absl::StatusOr<ElementwiseModel> ParseTable(const toml::table& root, std::string_view file) {
+  TomlReader r(file);
+  ElementwiseModel m;
+  r.CheckKeys(root, "", {"name", "description", "kind", "contract", "formats", "accuracy",
+                         "functions", "provenance"});
+  if (std::optional<std::string> s = r.String(root, "", "name", TomlKey::kRequired)) m.name = *s;
+  if (std::optional<std::string> s = r.String(root, "", "description", TomlKey::kRequired)) {
+    m.description = *s;
+  }
+  r.Choice<int>(root, "", "kind", {{"elementwise", 0}}, TomlKey::kRequired);
+  if (std::optional<bool> b = r.Bool(root, "", "contract")) m.contract = *b;
+  if (const toml::table* t = r.Table(root, "", "formats", TomlKey::kRequired)) {
+    r.CheckKeys(*t, "formats", {"input", "compute", "output"});
+    m.input = FloatFormat(r, *t, "formats", "input", TomlKey::kRequired);
+    m.compute = FloatFormat(r, *t, "formats", "compute", TomlKey::kRequired);
+    m.output = FloatFormat(r, *t, "formats", "output", TomlKey::kRequired);
+    if (r.ok() && m.compute->d.precision < m.input->d.precision) {
+      r.Fail(t->get("compute"), "formats.compute",
+             Cat("narrower than the input format ", m.input->name,
+                 ": the input must convert into it exactly"));
+    }
+  }
+  std::array<bool, kFns> declared{};
+  for (FnAccuracy& a : m.accuracy) a = FnAccuracy{};
+  if (const toml::table* t = r.Table(root, "", "accuracy", TomlKey::kOptional)) {
+    for (const auto& [key, node] : *t) {
+      const std::string k(key.str());
+      int fn = -1;
+      for (int i = 0; i < kFns; ++i) {
+        if (k == FnName(static_cast<Fn>(i))) fn = i;
+      }
+      if (fn < 0) {
+        r.Fail(&node, Cat("accuracy.", k), "unknown key (valid: exp exp2 log tanh erf sqrt rsqrt)");
+        break;
+      }
+      FnAccuracy a;
+      const std::string key_name = Cat("accuracy.", k);
+      if (node.is_string() && *node.value<std::string>() == "correctly_rounded") {
+        a.correctly_rounded = true;
+      } else if (node.is_number()) {
+        a.correctly_rounded = false;
+        a.ulps = *node.value<double>();
+      } else if (const toml::table* inline_table = node.as_table()) {
+        // { ulps = k, abs = a }: within k ulps plus a of the exact value.
+        a.correctly_rounded = false;
+        r.CheckKeys(*inline_table, key_name, {"ulps", "abs"});
+        a.ulps = r.Number(*inline_table, key_name, "ulps", 0.5, 1e9, TomlKey::kRequired).value_or(0.5);
+        a.abs = r.Number(*inline_table, key_name, "abs", 0, 1e300, TomlKey::kRequired).value_or(0);
+        if (!r.ok()) break;
+      } else {
+        r.Fail(&node, key_name,
+               "must be \"correctly_rounded\", a number of ulps or { ulps = k, abs = a }");
+        break;
+      }
+      if (!a.correctly_rounded && !(a.ulps >= 0.5 && a.ulps <= 1e9)) {
+        r.Fail(&node, key_name, "must be \"correctly_rounded\" or ulps in 0.5..1e9");
+        break;
+      }
+      m.accuracy[static_cast<size_t>(fn)] = a;
+      declared[static_cast<size_t>(fn)] = true;
+    }
+  }
+  std::set<std::string> keys = {"formats.input", "formats.compute", "formats.output"};
+  if (root.contains("contract")) keys.insert("contract");
+  for (int i = 0; i < kFns; ++i) {
+    if (declared[static_cast<size_t>(i)]) keys.insert(Cat("accuracy.", FnName(static_cast<Fn>(i))));
+  }
+  if (const toml::table* t = r.Table(root, "", "functions", TomlKey::kRequired); t != nullptr && r.ok()) {
+    for (const auto& [key, node] : *t) {
+      const std::string k(key.str());
+      const auto names = ElementwiseFunctionNames();
+      if (std::find(names.begin(), names.end(), k) == names.end()) {
+        r.Fail(&node, Cat("functions.", k), Cat("unknown function (valid: ", Join(names, " "), ")"));
+        break;
+      }
+      const std::optional<std::string> text = r.String(*t, "functions", k);
+      if (!text) break;
+      ElementwiseFunction fn;
+      fn.name = k;
+      fn.input = m.input;
+      fn.output = m.output;
+      fn.accuracy = m.accuracy;
+      fn.contract = m.contract;
+      if (*text == "correctly_rounded") {
+        fn.correctly_rounded = true;
+      } else {
+        absl::StatusOr<Formula> f = ParseFormula(*text, *m.compute);
+        if (!f.ok()) {
+          r.Fail(&node, Cat("functions.", k), std::string(f.status().message()));
+          break;
+        }
+        for (int i = 0; i < kFns; ++i) {
+          // sqrt is an IEEE 754 operation (correctly rounded) unless [accuracy] says otherwise.
+          if (f->uses[static_cast<size_t>(i)] && !declared[static_cast<size_t>(i)] &&
+              static_cast<Fn>(i) != Fn::kSqrt) {
+            r.Fail(&node, Cat("functions.", k),
+                   Cat("calls ", FnName(static_cast<Fn>(i)), ", whose accuracy [accuracy] does not give"));
+            break;
+          }
+        }
+        fn.formula = *std::move(f);
+      }
+      keys.insert(Cat("functions.", k));
+      m.functions.push_back(std::move(fn));
+    }
+    if (r.ok() && m.functions.empty()) r.Fail(t, "functions", "no function given");
+  }
+  if (const toml::table* t = r.Table(root, "", "provenance", TomlKey::kRequired); t != nullptr && r.ok()) {
+    for (const auto& [key, node] : *t) {
+      const std::string k(key.str());
+      if (k == "unconfirmed") continue;
+      if (keys.count(k) == 0) {
+        r.Fail(&node, Cat("provenance.", k), "names no key of this file");
+        break;
+      }
+      if (const std::optional<std::string> s = r.String(*t, "provenance", k)) {
+        m.provenance.emplace_back(k, *s);
+      }
+    }
+    for (const std::string& k : keys) {
+      if (r.ok() && !t->contains(k)) r.Fail(t, Cat("provenance.\"", k, "\""), "required key missing");
+    }
+    if (r.ok()) {
+      std::vector<const toml::node*> nodes;
+      if (std::optional<std::vector<std::string>> u =
+              r.Strings(*t, "provenance", "unconfirmed", TomlKey::kOptional, &nodes)) {
+        for (size_t i = 0; i < u->size() && r.ok(); ++i) {
+          if (keys.count((*u)[i]) == 0) {
+            r.Fail(nodes[i], "provenance.unconfirmed", Cat("'", (*u)[i], "' names no key of this file"));
+          }
+        }
+        m.unconfirmed = *std::move(u);
+      }
+    }
+  }
+  if (!r.ok()) return r.status();
+  return m;
+}
+
+}  // namespace
+
+bool ElementwiseFunction::exact() const {
+  if (correctly_rounded) return true;
+  for (int i = 0; i < kFns; ++i) {
+    if (formula.uses[static_cast<size_t>(i)] && !accuracy[static_cast<size_t>(i)].correctly_rounded) {
+      return false;
+    }
+  }
+  if (contract) {
+    for (const FormulaNode& n : formula.nodes) {
+      if (n.feeds_add) return false;
+    }
+  }
+  return true;
+}
+
+uint64_t ElementwiseFunction::Emulate(uint64_t x) const {
+  const FormatSpec& F = *formula.compute;
+  const uint64_t xf = Convert(*input, F, x, OpEnv{}).bits;  // Exact: F is at least as wide.
+  return Convert(F, *output, FormulaValue(formula, xf), OpEnv{}).bits;
+}
+
+Enclosure ElementwiseFunction::Enclose(uint64_t x) const {
+  const FormatSpec& F = *formula.compute;
+  const uint64_t xf = Convert(*input, F, x, OpEnv{}).bits;
+  const Enclosure e = FormulaEnclosure(formula, accuracy, contract, xf);
+  return {RoundTo(*output, e.lo), RoundTo(*output, e.hi)};
+}
+
+const ElementwiseFunction* ElementwiseModel::Find(std::string_view fn) const {
+  for (const ElementwiseFunction& f : functions) {
+    if (f.name == fn) return &f;
+  }
+  return nullptr;
+}
+
+absl::StatusOr<ElementwiseModel> ParseElementwiseModel(std::string_view toml_text,
+                                                       std::string_view file_name) {
+  return ParseTomlText<ElementwiseModel>(toml_text, file_name, &ParseTable);
+}
+
+absl::StatusOr<ElementwiseModel> LoadElementwiseModel(const std::string& path) {
+  absl::StatusOr<std::string> text = ReadUserFile(path, kMaxTextFileBytes, "model file");
+  if (!text.ok()) return text.status();
+  absl::StatusOr<ElementwiseModel> m = ParseElementwiseModel(*text, path);
+  if (!m.ok()) return m.status();
+  const std::string stem = std::filesystem::path(path).stem().string();
+  if (m->name != stem) {
+    return absl::InvalidArgumentError(Cat(path, ": name: \"", EscapeText(m->name, 200),
+                                          "\" must equal the file's stem \"", stem, "\""));
+  }
+  return m;
+}
+
+absl::StatusOr<std::vector<ElementwiseModel>> LoadElementwiseModels(const std::string& dir) {
+  std::error_code ec;
+  std::vector<std::string> paths;
+  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    if (it->path().extension() == ".toml") paths.push_back(it->path().string());
+  }
+  if (ec) return absl::InvalidArgumentError(Cat(dir, ": cannot read the models directory: ", ec.message()));
+  std::sort(paths.begin(), paths.end());
+  std::vector<ElementwiseModel> out;
+  for (const std::string& p : paths) {
+    absl::StatusOr<ElementwiseModel> m = LoadElementwiseModel(p);
+    if (!m.ok()) return m.status();
+    out.push_back(*std::move(m));
+  }
+  return out;
+}
+
+}  // namespace fpconform::composite

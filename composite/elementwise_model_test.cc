@@ -1,0 +1,189 @@
+// Elementwise models (elementwise_model.h): the reader's errors, and every preset in
+// composite/models/ against the mathematical function it claims to implement (evaluated here by
+// MPFR at 200 bits, independently of the oracles): the enclosure of every function must hold the
+// exact value to within the formula's own approximation (a few ulps), on random and special
+// inputs, so a mistyped formula or constant fails.
+#include "composite/elementwise_model.h"
+
+#include <mpfr.h>
+
+#include <cmath>
+#include <cstring>
+#include <string>
+
+#include "cases/pinned_random.h"
+#include "cases/test_seed.h"
+#include "formats/ops.h"
+#include "gtest/gtest.h"
+
+namespace fpconform::composite {
+namespace {
+
+const std::string kModels = FPCONFORM_COMPOSITE_MODELS_DIR;
+
+constexpr char kMinimal[] = R"toml(name = "m"
+description = "d"
+kind = "elementwise"
+[formats]
+input = "bfloat16"
+compute = "float32"
+output = "bfloat16"
+[accuracy]
+exp = 2
+[functions]
+sigmoid = "1 / (1 + exp(-x))"
+exp = "correctly_rounded"
+[provenance]
+"formats.input" = "s"
+"formats.compute" = "s"
+"formats.output" = "s"
+"accuracy.exp" = "s"
+"functions.sigmoid" = "s"
+"functions.exp" = "s"
+unconfirmed = ["accuracy.exp"]
+)toml";
+
+TEST(ElementwiseModelTest, ParsesAMinimalModel) {
+  absl::StatusOr<ElementwiseModel> m = ParseElementwiseModel(kMinimal, "m.toml");
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->functions.size(), 2u);
+  const ElementwiseFunction* s = m->Find("sigmoid");
+  ASSERT_NE(s, nullptr);
+  EXPECT_FALSE(s->exact());
+  EXPECT_TRUE(m->Find("exp")->exact());
+  EXPECT_EQ(s->Emulate(0x0000), 0x3F00u);  // sigmoid(0) = 0.5 in bfloat16.
+  EXPECT_EQ(m->unconfirmed, std::vector<std::string>{"accuracy.exp"});
+}
+
+TEST(ElementwiseModelTest, ErrorsNameFileLineAndKey) {
+  struct Case {
+    std::string from, to, message;
+  };
+  const Case cases[] = {
+      {"sigmoid = \"1 / (1 + exp(-x))\"", "sigmoid = \"1 / (1 + expf(-x))\"",
+       "m.toml:11: functions.sigmoid: column 10: unknown name 'expf'"},
+      {"sigmoid =", "sigmod =", "m.toml:11: functions.sigmod: unknown function"},
+      {"exp = 2\n", "erf = 2\n", "functions.sigmoid: calls exp, whose accuracy [accuracy] does not give"},
+      {"exp = 2\n", "exp = 0.1\n", "m.toml:9: accuracy.exp: must be \"correctly_rounded\" or ulps in 0.5..1e9"},
+      {"compute = \"float32\"", "compute = \"float8_e4m3fn\"", "formats.compute: narrower than the input format bfloat16"},
+      {"\"functions.exp\" = \"s\"\n", "", "provenance.\"functions.exp\": required key missing"},
+      {"unconfirmed = [\"accuracy.exp\"]", "unconfirmed = [\"accuracy.erf\"]", "'accuracy.erf' names no key of this file"},
+      {"kind = \"elementwise\"", "kind = \"softmax\"", "m.toml:3: kind: must be one of elementwise, got \"softmax\""},
+      {"[formats]", "colour = 1\n[formats]", "colour: unknown key"},
+  };
+  for (const Case& c : cases) {
+    std::string text = kMinimal;
+    const size_t at = text.find(c.from);
+    ASSERT_NE(at, std::string::npos) << c.from;
+    text.replace(at, c.from.size(), c.to);
+    SCOPED_TRACE(text);
+    absl::StatusOr<ElementwiseModel> m = ParseElementwiseModel(text, "m.toml");
+    ASSERT_FALSE(m.ok());
+    EXPECT_NE(m.status().message().find(c.message), std::string::npos) << m.status();
+  }
+  EXPECT_NE(ParseElementwiseModel("name = [", "m.toml").status().message().find("m.toml:1: TOML syntax"),
+            std::string::npos);
+}
+
+// fn(x) of the mathematical function, by MPFR at 200 bits, as a double (RNE).
+double Exact(const std::string& fn, double x) {
+  mpfr_t v, t, u;
+  mpfr_inits2(200, v, t, u, static_cast<mpfr_ptr>(nullptr));
+  mpfr_set_d(v, x, MPFR_RNDN);
+  if (fn == "exp") {
+    mpfr_exp(t, v, MPFR_RNDN);
+  } else if (fn == "exp2") {
+    mpfr_exp2(t, v, MPFR_RNDN);
+  } else if (fn == "log") {
+    mpfr_log(t, v, MPFR_RNDN);
+  } else if (fn == "tanh") {
+    mpfr_tanh(t, v, MPFR_RNDN);
+  } else if (fn == "rsqrt") {
+    mpfr_rec_sqrt(t, v, MPFR_RNDN);
+  } else if (fn == "reciprocal") {
+    mpfr_ui_div(t, 1, v, MPFR_RNDN);
+  } else if (fn == "sigmoid" || fn == "silu") {
+    mpfr_neg(t, v, MPFR_RNDN);
+    mpfr_exp(t, t, MPFR_RNDN);
+    mpfr_add_ui(t, t, 1, MPFR_RNDN);
+    mpfr_ui_div(t, 1, t, MPFR_RNDN);
+    if (fn == "silu") mpfr_mul(t, t, v, MPFR_RNDN);
+  } else if (fn == "gelu") {
+    mpfr_sqrt_ui(u, 2, MPFR_RNDN);
+    mpfr_div(t, v, u, MPFR_RNDN);
+    mpfr_erf(t, t, MPFR_RNDN);
+    mpfr_add_ui(t, t, 1, MPFR_RNDN);
+    mpfr_mul(t, t, v, MPFR_RNDN);
+    mpfr_div_2ui(t, t, 1, MPFR_RNDN);
+  } else {  // gelu_tanh
+    mpfr_const_pi(u, MPFR_RNDN);
+    mpfr_ui_div(u, 2, u, MPFR_RNDN);
+    mpfr_sqrt(u, u, MPFR_RNDN);                 // sqrt(2/pi)
+    mpfr_pow_ui(t, v, 3, MPFR_RNDN);
+    mpfr_t k;
+    mpfr_init2(k, 200);
+    mpfr_set_str(k, "0.044715", 10, MPFR_RNDN);
+    mpfr_mul(t, t, k, MPFR_RNDN);
+    mpfr_clear(k);
+    mpfr_add(t, t, v, MPFR_RNDN);
+    mpfr_mul(t, t, u, MPFR_RNDN);
+    mpfr_tanh(t, t, MPFR_RNDN);
+    mpfr_add_ui(t, t, 1, MPFR_RNDN);
+    mpfr_mul(t, t, v, MPFR_RNDN);
+    mpfr_div_2ui(t, t, 1, MPFR_RNDN);
+  }
+  const double d = mpfr_get_d(t, MPFR_RNDN);
+  mpfr_clears(v, t, u, static_cast<mpfr_ptr>(nullptr));
+  return d;
+}
+
+double ToDouble(const FormatSpec& f, uint64_t bits) {
+  const uint64_t d = Convert(f, Float64(), bits, OpEnv{}).bits;
+  double v;
+  std::memcpy(&v, &d, sizeof v);
+  return v;
+}
+uint64_t FromDouble(const FormatSpec& f, double v) {
+  uint64_t d;
+  std::memcpy(&d, &v, sizeof d);
+  return Convert(Float64(), f, d, OpEnv{}).bits;
+}
+
+TEST(ElementwiseModelTest, PresetsImplementTheirFunctions) {
+  absl::StatusOr<std::vector<ElementwiseModel>> models = LoadElementwiseModels(kModels);
+  ASSERT_TRUE(models.ok()) << models.status();
+  ASSERT_GE(models->size(), 4u);
+  PinnedRng rng(DeriveSeed(TestSeed(2026, "PresetsImplementTheirFunctions"), {4}));
+  for (const ElementwiseModel& m : *models) {
+    for (const ElementwiseFunction& fn : m.functions) {
+      if (fn.correctly_rounded) continue;
+      const FormatSpec& in = *fn.input;
+      const FormatSpec& out = *fn.output;
+      for (int i = 0; i < 300; ++i) {
+        double x = rng.Uniform(-12, 12);
+        if (fn.name == "log" || fn.name == "rsqrt") x = std::fabs(x) + 1e-3;
+        if (fn.name == "reciprocal" && std::fabs(x) < 1e-3) x = 1;
+        const uint64_t xb = FromDouble(in, x);
+        x = ToDouble(in, xb);
+        const Enclosure e = fn.Enclose(xb);
+        const double exact = Exact(fn.name, x);
+        SCOPED_TRACE(::testing::Message() << m.name << " " << fn.name << "(" << x << ") = " << exact
+                                          << " enclosed in [" << e.lo << ", " << e.hi << "]");
+        ASSERT_LE(e.lo, e.hi);
+        const double y = ToDouble(out, fn.Emulate(xb));
+        EXPECT_TRUE(y >= e.lo && y <= e.hi) << y;
+        // The formula approximates the function to a few ulps of the output format (more where
+        // it cancels: 1 + erf(x / sqrt 2) for x < -5, which the bound covers through the
+        // enclosure's width).
+        const double ulp = std::ldexp(1.0, std::max(std::ilogb(std::fabs(exact) + 1e-300), out.d.emin) -
+                                               out.d.precision + 1);
+        const double slack = 8 * ulp + 4 * (e.hi - e.lo) + 1e-30;
+        EXPECT_LE(exact, e.hi + slack);
+        EXPECT_GE(exact, e.lo - slack);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace fpconform::composite
