@@ -289,6 +289,20 @@ CLI::App* AddAuditCommand(CLI::App& root, AuditCommandState& s) {
   s.sum->add_option("--axis", s.axis, "Axis summed (negative counts from the end; default -1)");
   AddCommon(s.sum, s.common, true);
 
+  s.elementwise = app->add_subcommand(
+      "elementwise", "out = FN(X) elementwise: exp exp2 log tanh sigmoid silu gelu gelu_tanh rsqrt "
+                     "reciprocal, against elementwise implementation models (composite/models/)");
+  AddTensorOption(s.elementwise, s.x, "X");
+  AddTensorOption(s.elementwise, s.out, "The kernel's output (X's shape)");
+  s.elementwise->add_option("--fn", s.fn, "The function: exp exp2 log tanh sigmoid silu gelu "
+                                          "gelu_tanh rsqrt reciprocal")->required();
+  AddCommon(s.elementwise, s.common, true);
+  s.elementwise->footer(
+      "--models-dir names the directory of elementwise models (default: the presets).\n"
+      "Example:\n"
+      "  fpconform audit elementwise --fn gelu --x x.npy --x-dtype bfloat16 --out y.npy \\\n"
+      "      --out-dtype bfloat16 --platform torch-cuda-bf16 --json audit.json");
+
   s.cast = app->add_subcommand("cast", "out = cast(X / scale) elementwise (quantization)");
   AddTensorOption(s.cast, s.x, "X");
   AddTensorOption(s.cast, s.out, "The kernel's output");
@@ -395,6 +409,20 @@ static int RunAudit(const AuditCommandState& s) {
     if (sb->has_value()) in.scale_b = &**sb;
     in.out = &*out;
     r = reports::AuditMatmul(in, *options);
+  } else if (s.elementwise->parsed()) {
+    absl::StatusOr<Tensor> x = need(s.x);
+    if (!x.ok()) return Fail(cmd, x.status());
+    if (cast_inputs.has_value()) {
+      return Fail(cmd, absl::InvalidArgumentError("--cast-inputs: not taken by audit elementwise "
+                                                  "(the platform's input format must be X's)"));
+    }
+    reports::ElementwiseAuditInput in;
+    in.x = &*x;
+    in.out = &*out;
+    in.fn = s.fn;
+    in.out_rounding = *out_rounding;
+    options->composite_models_dir = c.models_dir.empty() ? DefaultCompositeModelsDir() : c.models_dir;
+    r = reports::AuditElementwise(in, *options);
   } else if (s.sum->parsed()) {
     absl::StatusOr<Tensor> x = need(s.x);
     if (!x.ok()) return Fail(cmd, x.status());

@@ -118,12 +118,14 @@ struct AuditCommandState {
   CLI::App* matmul = nullptr;
   CLI::App* sum = nullptr;
   CLI::App* cast = nullptr;
+  CLI::App* elementwise = nullptr;
   CLI::App* compare_matmul = nullptr;
   TensorArg a{"a"}, b{"b"}, out{"out"}, c{"c"}, scale_a{"scale-a"}, scale_b{"scale-b"}, x{"x"},
       out_ref{"out-ref"};
   bool transpose_a = false, transpose_b = false;
   int axis = -1;
   std::string to, rounding = "rne";
+  std::string fn;  // audit elementwise --fn.
   double scale = 1;
   std::string platform_ref;
   AuditCommonOptions common;

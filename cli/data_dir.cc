@@ -8,6 +8,9 @@
 #ifndef FPCONFORM_MODELS_SOURCE_DIR
 #define FPCONFORM_MODELS_SOURCE_DIR "accumulation/models"
 #endif
+#ifndef FPCONFORM_COMPOSITE_MODELS_SOURCE_DIR
+#define FPCONFORM_COMPOSITE_MODELS_SOURCE_DIR "composite/models"
+#endif
 #ifndef FPCONFORM_REPORTS_SOURCE_DIR
 #define FPCONFORM_REPORTS_SOURCE_DIR "reports"
 #endif
@@ -44,6 +47,12 @@ std::string InstalledDataDir() {
 std::string DefaultModelsDir() {
   const std::string installed = InstalledDataDir();
   return installed.empty() ? std::string(FPCONFORM_MODELS_SOURCE_DIR) : installed + "/models";
+}
+
+std::string DefaultCompositeModelsDir() {
+  const std::string installed = InstalledDataDir();
+  return installed.empty() ? std::string(FPCONFORM_COMPOSITE_MODELS_SOURCE_DIR)
+                           : installed + "/composite-models";
 }
 
 std::string DefaultReportsFile(const std::string& name) {

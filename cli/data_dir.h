@@ -23,6 +23,10 @@ std::string InstalledDataDir();
 // The presets: <installed>/models, else the source tree's accumulation/models.
 std::string DefaultModelsDir();
 
+// The elementwise (composite) model presets: <installed>/composite-models, else the source
+// tree's composite/models.
+std::string DefaultCompositeModelsDir();
+
 // A file of reports/ (standard_sweep.toml, plot_report.py): <installed>/<name>, else the source
 // tree's reports/<name>.
 std::string DefaultReportsFile(const std::string& name);

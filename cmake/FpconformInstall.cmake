@@ -12,6 +12,7 @@
 #                                    fpconformTargets*.cmake, fpconformAudit.cmake
 #   bin/fpconform                    the CLI (imported target fpconform::cli)
 #   share/fpconform/models/          the model presets (accumulation/models/*.toml, SOURCES.md)
+#   share/fpconform/composite-models/ the elementwise implementation models (composite/models/*.toml)
 #   share/fpconform/standard_sweep.toml, plot_report.py
 #
 # Targets (namespace fpconform::): one per library (fpconform::audit, fpconform::tensor_file,
@@ -79,6 +80,9 @@ install(EXPORT fpconformTargets NAMESPACE fpconform:: DESTINATION "${FPCONFORM_I
 # ---- Data: presets, the standard sweep, the report renderer. ----
 install(DIRECTORY "${PROJECT_SOURCE_DIR}/accumulation/models/"
         DESTINATION "${FPCONFORM_INSTALL_DATADIR}/models"
+        FILES_MATCHING PATTERN "*.toml" PATTERN "*.md")
+install(DIRECTORY "${PROJECT_SOURCE_DIR}/composite/models/"
+        DESTINATION "${FPCONFORM_INSTALL_DATADIR}/composite-models"
         FILES_MATCHING PATTERN "*.toml" PATTERN "*.md")
 install(FILES "${PROJECT_SOURCE_DIR}/reports/standard_sweep.toml"
         DESTINATION "${FPCONFORM_INSTALL_DATADIR}")

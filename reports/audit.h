@@ -111,6 +111,8 @@ struct AuditOptions {
   // preset whose input formats are the tensors' formats and that has the operation.
   std::vector<std::string> platforms;
   std::string models_dir;
+  // Elementwise models (composite/models/*.toml); empty: the source tree's (compiled in).
+  std::string composite_models_dir;
   std::string sweep_file;    // For the tolerance rule's parameters (seed, factor): the
                              // standard sweep when empty (FPCONFORM_REPORTS_SOURCE_DIR).
   int max_listed = 100;      // Elements listed: every unexplained first, then the worst others.
@@ -155,6 +157,26 @@ struct CastAuditInput {
   const FormatSpec* to = nullptr;   // Must be out's format.
   OpEnv env;                        // Rounding (sr<k>: statistical check), sat.
   double scale = 1;                 // out = fl_to(x / scale).
+};
+
+// `fpconform audit elementwise`: out = fn(x) elementwise, fn one of exp exp2 log tanh sigmoid silu
+// gelu gelu_tanh rsqrt reciprocal (composite/elementwise_model.h). The platforms are elementwise
+// implementation models (composite/models/*.toml; `auto`: every one with fn whose input and
+// output formats are the tensors'); the exact value is the mathematical function of the input as
+// received (oracles/elementary.h). Per element and platform: the emulated value (every step
+// correctly rounded: bit-exact for a model whose elementary functions are correctly rounded) and
+// the bound B = max(hi - exact, exact - lo), [lo, hi] the enclosure of every implementation
+// within the model's declared accuracies (composite/formula.h), so within_bound means "some
+// conforming implementation of that library could have produced this"; where the formula
+// cancels (torch's 1 + erf(x / sqrt 2) for x < -5) B is absolute, not relative. No tolerance rule
+// runs for these ops (no within_tolerance class). Errors: shapes that differ, an unknown
+// function (the message lists them), a platform without fn, an input format the platform does
+// not take.
+struct ElementwiseAuditInput {
+  const Tensor* x = nullptr;
+  const Tensor* out = nullptr;
+  std::string fn;
+  OpEnv out_rounding;               // Model output -> output file format.
 };
 
 inline constexpr int64_t kMaxUnexplainedDetails = 100000;
@@ -233,6 +255,8 @@ struct AuditResult {
 absl::StatusOr<AuditResult> AuditMatmul(const MatmulAuditInput& input, const AuditOptions& options);
 absl::StatusOr<AuditResult> AuditSum(const SumAuditInput& input, const AuditOptions& options);
 absl::StatusOr<AuditResult> AuditCast(const CastAuditInput& input, const AuditOptions& options);
+absl::StatusOr<AuditResult> AuditElementwise(const ElementwiseAuditInput& input,
+                                             const AuditOptions& options);
 
 // `fpconform compare`: out_ref audited against platform_ref, out against platform; per element
 // "consistent" when |out - out_ref| <= B_ref + B (each side's element bound, envelopes: the max

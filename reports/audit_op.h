@@ -35,6 +35,9 @@ struct ExactFacts {
   bool nan = false, inf = false, negative = false;
   double x = 0;               // Rounded to double (RNE); +-inf or NaN for the non-finite.
   mpfr_srcptr mp = nullptr;   // The exact value (finite only), owned by the op's scratch.
+  // An upper bound on |mp - exact| where mp only encloses a transcendental value (0: exact);
+  // the pipeline adds it to |out - mp| (rounded up), so within_bound stays rigorous.
+  double mp_error = 0;
 };
 
 // A platform's value for one element, in the output file's format, and its bound B.

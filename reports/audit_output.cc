@@ -73,7 +73,7 @@ const char* kClassKeys[kAuditClasses] = {"identical", "within_bound", "within_to
 std::string Headline(const AuditResult& r) {
   std::string s = Cat("fpconform audit ", r.op, ": ", r.verdict == AuditVerdict::kPass ? "PASS" : "FAIL");
   if (!r.platforms.empty()) s += Cat(" against ", r.platforms[0].name);
-  if (r.op != "cast") s += Cat(" (K = ", r.k, ")");
+  if (r.op == "matmul" || r.op == "sum") s += Cat(" (K = ", r.k, ")");
   s += Cat(", output ", r.out_format, " ", Shape(r.out_shape));
   return s;
 }

@@ -89,6 +89,12 @@ Verdict Judge(const FormatSpec& out, uint64_t y, uint64_t emu, double bound, con
   return v;
 }
 
+// |y - exact| rounded up (y finite bits of `out`, the exact value finite).
+double ErrorOf(const FormatSpec& out, uint64_t y, const ExactFacts& x, Mpfr& yv, Mpfr& d) {
+  const double err = ErrorUp(out, y, x.mp, yv, d);
+  return x.mp_error > 0 ? (err + x.mp_error) * kUp : err;
+}
+
 struct Tally {
   std::vector<std::array<int64_t, kAuditClasses>> counts;  // Per platform.
   double max_abs = -1, max_abs_allowed = 0;
@@ -209,7 +215,7 @@ void Auditor::JudgeChunk(int64_t lo, int64_t hi, int64_t begin,
     const uint64_t y = setup_.out->Bits(e);
     const bool y_finite = !IsNonFinite(out, y);
     double err = INFINITY;
-    if (y_finite && !facts.nan && !facts.inf) err = ErrorUp(out, y, facts.mp, yv, d);
+    if (y_finite && !facts.nan && !facts.inf) err = ErrorOf(out, y, facts, yv, d);
     if (IsNanBits(out, y)) ++tally.nan_outputs;
     uint8_t best = kAuditClasses - 1;
     double bmax = 0;
@@ -274,7 +280,7 @@ AuditElement Auditor::Detail(int64_t e, bool diagnose) const {
   el.bound = em.bound;
   const bool finite = !IsNonFinite(out, y) && !facts.nan && !facts.inf;
   Mpfr yv, d;
-  const double err = finite ? ErrorUp(out, y, facts.mp, yv, d) : NAN;
+  const double err = finite ? ErrorOf(out, y, facts, yv, d) : NAN;
   el.error_ulp = finite ? UlpError(out, y, facts.mp) : NAN;
   el.error_over_bound = !finite ? NAN : em.bound > 0 ? err / em.bound : (err > 0 ? INFINITY : 0);
   el.abs_sum = op_.AbsSum(e, *scratch);

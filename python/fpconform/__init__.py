@@ -42,7 +42,7 @@ __all__ = [
     "Audit", "Compare", "CLASS_NAMES", "IDENTICAL", "WITHIN_BOUND", "WITHIN_TOLERANCE", "UNEXPLAINED",
     "formats", "cast", "ulp", "ulp_distance", "models", "model", "emulate_matmul", "emulate_sum",
     "exact_matmul", "exact_sum", "tolerance", "audit_matmul", "audit_sum", "audit_cast",
-    "compare_matmul", "models_dir", "sweep_file", "dtype_name", "blas",
+    "compare_matmul", "models_dir", "sweep_file", "audit_elementwise", "composite_models_dir", "dtype_name", "blas",
 ]
 
 Audit = _C.Audit
@@ -63,6 +63,17 @@ def models_dir() -> str:
     if (_DATA / "models").is_dir():
         return str(_DATA / "models")
     return _C.MODELS_SOURCE_DIR
+
+
+def composite_models_dir() -> str:
+    """The elementwise implementation models: $FPCONFORM_COMPOSITE_MODELS_DIR, else the package's
+    data/composite-models (an installed wheel), else the source tree's composite/models."""
+    env = os.environ.get("FPCONFORM_COMPOSITE_MODELS_DIR")
+    if env:
+        return env
+    if (_DATA / "composite-models").is_dir():
+        return str(_DATA / "composite-models")
+    return _C.COMPOSITE_MODELS_SOURCE_DIR
 
 
 def sweep_file() -> str:
@@ -375,6 +386,7 @@ def _options(platform, strict, tolerance, tolerance_samples, max_listed, threads
     o = _C.AuditOptions()
     o.platforms = _platforms(platform)
     o.models_dir = models_dir()
+    o.composite_models_dir = composite_models_dir()
     o.sweep_file = sweep_file()
     o.strict = bool(strict)
     o.recommend = bool(tolerance)
@@ -438,6 +450,31 @@ def audit_sum(x: Any, out: Any, axis: int = -1, platform: Union[str, Sequence[st
     r = _C.audit_sum(_tensor(x, "x", x_dtype), int(axis), _tensor(out, "out", out_dtype), cast_inputs,
                      out_rounding, o)
     _notify(r, "sum")
+    return r
+
+
+def audit_elementwise(x: Any, out: Any, fn: str, platform: Union[str, Sequence[str]] = "auto", *,
+                      out_rounding: str = "rne", strict: bool = False, max_listed: int = 100,
+                      threads: Optional[int] = None, x_dtype: Any = None, out_dtype: Any = None) -> Audit:
+    """Audit out = fn(x) elementwise (fn: exp exp2 log tanh sigmoid silu gelu gelu_tanh rsqrt
+    reciprocal) against elementwise implementation models (composite/models/, e.g.
+    "torch-cuda-f32"): identical to the model's every-step-correctly-rounded value, within the
+    bound of every implementation that meets the model's declared accuracies, or unexplained with
+    a diagnosis (the other GELU form, another function, a sign flip, ...).
+
+    >>> import numpy as np, fpconform
+    >>> x = np.float32([-2.0, 0.0, 1.0])
+    >>> fpconform.audit_elementwise(x, np.float32([-0.04550027, 0.0, 0.8413447]), "gelu",
+    ...                             platform="torch-cuda-f32").verdict
+    'pass'
+    >>> r = fpconform.audit_elementwise(x, np.float32([-0.04540231, 0.0, 0.8411920]), "gelu",
+    ...                                 platform="torch-cuda-f32")
+    >>> r.verdict, r.elements[0]["diagnosis"][:20]
+    ('fail', 'the other GELU form:')
+    """
+    o = _options(platform, strict, False, 200, max_listed, threads)
+    r = _C.audit_elementwise(_tensor(x, "x", x_dtype), _tensor(out, "out", out_dtype), str(fn), out_rounding, o)
+    _notify(r, "elementwise")
     return r
 
 

@@ -40,14 +40,21 @@ def conformance_message(audit: Any, msg: Optional[str] = None) -> str:
     return out.rstrip("\n")
 
 
+#: The functions op="elementwise" (fn=...) audits, also accepted as op itself.
+ELEMENTWISE_FUNCTIONS = ("exp", "exp2", "log", "tanh", "sigmoid", "silu", "gelu", "gelu_tanh", "rsqrt",
+                         "reciprocal")
+
+
 def assert_conforms(out: Any, a: Any, b: Any = None, platform: Any = None, op: str = "matmul", *,
                     c: Any = None, scale_a: Any = None, scale_b: Any = None, axis: int = -1,
                     to: Any = None, rounding: str = "rne", sat: bool = False, scale: float = 1.0,
-                    strict: Optional[bool] = None, msg: Optional[str] = None, **kwargs: Any):
+                    strict: Optional[bool] = None, msg: Optional[str] = None, fn: Optional[str] = None,
+                    **kwargs: Any):
     """Audits `out` and raises AssertionError unless every element is explained.
 
     op "matmul": out = [c +] a @ b; "sum": out = a summed along `axis` (b unused); "cast": out =
-    cast(a / scale) into `to` (default out's dtype). platform: a model, an envelope, a list or
+    cast(a / scale) into `to` (default out's dtype); "elementwise" (with fn=...) or the function's
+    name itself ("gelu", "silu", ...; ELEMENTWISE_FUNCTIONS): out = fn(a). platform: a model, an envelope, a list or
     "auto" (default: the pytest ini option fpconform_platform, else auto). strict (default: ini
     fpconform_strict): elements only within the recommended tolerance fail too. Other keyword
     arguments go to fpconform.audit_matmul / audit_sum / audit_cast (max_listed defaults to 10
@@ -68,7 +75,14 @@ def assert_conforms(out: Any, a: Any, b: Any = None, platform: Any = None, op: s
         audit = fpconform.audit_sum(a, out, axis=axis, platform=platform, strict=strict, **kwargs)
     elif op == "cast":
         audit = fpconform.audit_cast(a, out, to=to, rounding=rounding, sat=sat, scale=scale, **kwargs)
+    elif op == "elementwise" or op in ELEMENTWISE_FUNCTIONS:
+        function = fn if op == "elementwise" else op
+        if function is None:
+            raise ValueError("assert_conforms: op 'elementwise' needs fn (one of "
+                             + " ".join(ELEMENTWISE_FUNCTIONS) + ")")
+        audit = fpconform.audit_elementwise(a, out, function, platform=platform, strict=strict, **kwargs)
     else:
-        raise ValueError(f"assert_conforms: op '{op}' is not matmul, sum or cast")
+        raise ValueError(f"assert_conforms: op '{op}' is not matmul, sum, cast, elementwise or one of "
+                         + " ".join(ELEMENTWISE_FUNCTIONS))
     if audit.verdict != "pass":
         raise AssertionError(conformance_message(audit, msg))

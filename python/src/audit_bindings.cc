@@ -56,7 +56,7 @@ OpEnv ParseMode(const std::string& text, const std::string& what) {
 
 struct Options {
   std::vector<std::string> platforms;
-  std::string models_dir, sweep_file;
+  std::string models_dir, sweep_file, composite_models_dir;
   int max_listed = 100;
   bool strict = false, recommend = true;
   int tolerance_samples = 200, threads = 0;
@@ -67,6 +67,7 @@ reports::AuditOptions MakeOptions(const Options& o) {
   r.platforms = o.platforms;
   r.models_dir = o.models_dir;
   r.sweep_file = o.sweep_file;
+  r.composite_models_dir = o.composite_models_dir;
   if (o.max_listed < 0) ThrowValue("max_listed must be >= 0");
   if (o.tolerance_samples < 8) ThrowValue("tolerance_samples must be >= 8");
   r.max_listed = o.max_listed;
@@ -215,6 +216,23 @@ AuditResult AuditCastPy(const TensorPair& x, const TensorPair& out, const std::s
   return Run(std::move(r));
 }
 
+AuditResult AuditElementwisePy(const TensorPair& x, const TensorPair& out, const std::string& fn,
+                               const std::string& out_rounding, const Options& o) {
+  const Tensor tx = Need(x, "x"), tout = Need(out, "out");
+  reports::ElementwiseAuditInput in;
+  in.x = &tx;
+  in.out = &tout;
+  in.fn = fn;
+  in.out_rounding = ParseMode(out_rounding, "out_rounding");
+  const reports::AuditOptions opts = MakeOptions(o);
+  absl::StatusOr<AuditResult> r;
+  {
+    nb::gil_scoped_release release;
+    r = reports::AuditElementwise(in, opts);
+  }
+  return Run(std::move(r));
+}
+
 CompareResult CompareMatmulPy(const TensorPair& a, const TensorPair& b, const TensorPair& out_ref,
                               const std::string& platform_ref, const TensorPair& out, const std::string& platform,
                               bool transpose_a, bool transpose_b, std::optional<std::string> cast_inputs,
@@ -248,6 +266,7 @@ void BindAudit(nb::module_& m) {
       .def_rw("platforms", &Options::platforms)
       .def_rw("models_dir", &Options::models_dir)
       .def_rw("sweep_file", &Options::sweep_file)
+      .def_rw("composite_models_dir", &Options::composite_models_dir)
       .def_rw("max_listed", &Options::max_listed)
       .def_rw("strict", &Options::strict)
       .def_rw("recommend", &Options::recommend)
@@ -326,6 +345,9 @@ void BindAudit(nb::module_& m) {
         nb::arg("transpose_b"), nb::arg("cast_inputs").none(), nb::arg("out_rounding"), nb::arg("options"));
   m.def("audit_sum", &AuditSumPy, nb::arg("x").none(), nb::arg("axis"), nb::arg("out").none(),
         nb::arg("cast_inputs").none(), nb::arg("out_rounding"), nb::arg("options"));
+  m.def("audit_elementwise", &AuditElementwisePy, nb::arg("x").none(), nb::arg("out").none(), nb::arg("fn"),
+        nb::arg("out_rounding"), nb::arg("options"));
+  m.attr("COMPOSITE_MODELS_SOURCE_DIR") = FPCONFORM_COMPOSITE_MODELS_SOURCE_DIR;
   m.def("audit_cast", &AuditCastPy, nb::arg("x").none(), nb::arg("out").none(), nb::arg("to"), nb::arg("rounding"),
         nb::arg("sat"), nb::arg("scale"), nb::arg("options"));
   m.def("compare_matmul", &CompareMatmulPy, nb::arg("a").none(), nb::arg("b").none(), nb::arg("out_ref").none(),

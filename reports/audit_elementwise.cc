@@ -1,0 +1,305 @@
+// `fpconform audit elementwise` as an op of the audit pipeline (audit.h, AuditElementwise).
+#include <mpfr.h>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+
+#include "composite/elementwise_model.h"
+#include "formats/ops.h"
+#include "formats/str_cat.h"
+#include "formats/user_file.h"
+#include "oracles/elementary.h"
+#include "reports/audit.h"
+#include "reports/audit_inputs.h"
+#include "reports/audit_op.h"
+#include "reports/audit_values.h"
+#include "reports/hash.h"
+
+#ifndef FPCONFORM_COMPOSITE_MODELS_DIR
+#define FPCONFORM_COMPOSITE_MODELS_DIR "composite/models"
+#endif
+
+namespace fpconform::reports {
+namespace audit_internal {
+namespace {
+
+using composite::ElementwiseFunction;
+using composite::ElementwiseModel;
+using composite::Enclosure;
+
+class ElementwiseOp : public AuditOp {
+ public:
+  ElementwiseOp(const ElementwiseAuditInput& in, const AuditOptions& options)
+      : in_(in), options_(options) {}
+
+  absl::Status Init();
+
+  const char* Name() const override { return "elementwise"; }
+  int64_t BlockEnd(int64_t e0) const override { return e0 + (1 << 16); }
+  absl::Status EmulateBlock(int64_t e0, int64_t e1, std::vector<std::vector<Emulated>>& emu) override;
+  std::unique_ptr<OpScratch> NewScratch() const override { return std::make_unique<Scratch>(); }
+  void Exact(int64_t e, bool in_block, OpScratch& s, ExactFacts& x) const override;
+  Emulated EmulateOne(int64_t e, size_t p, OpScratch& s) const override;
+  double AbsSum(int64_t e, OpScratch& s) const override;
+  std::string Diagnose(int64_t e, size_t p, OpScratch& s, const ExactFacts& x, uint64_t y,
+                       double bound) const override;
+
+ private:
+  struct Scratch : OpScratch {
+    Mpfr x{64};
+    ExactEnclosure exact;
+  };
+  // Platform p's value and bound for input bits x, whose exact value is enclosed by `exact`.
+  Emulated Emulate(size_t p, uint64_t x, const ExactEnclosure& exact) const;
+  // fn's correctly rounded value of x in the output file's format.
+  uint64_t Rounded(ElementaryFn fn, uint64_t x) const;
+
+  const ElementwiseAuditInput& in_;
+  const AuditOptions& options_;
+  ElementaryFn fn_ = ElementaryFn::kExp;
+  std::vector<ElementwiseModel> catalog_;
+  std::vector<const ElementwiseModel*> models_;       // Parallel to setup_.platforms.
+  std::vector<const ElementwiseFunction*> functions_;
+  const FormatSpec* in_format_ = nullptr;
+};
+
+absl::Status ElementwiseOp::Init() {
+  if (in_.x == nullptr || in_.out == nullptr) {
+    return absl::InvalidArgumentError("audit elementwise needs --x and --out");
+  }
+  for (const auto& [t, role] : {std::pair{in_.x, "X"}, {in_.out, "the output"}}) {
+    if (absl::Status s = CheckFloat(*t, role); !s.ok()) return s;
+  }
+  const Tensor& X = *in_.x;
+  const Tensor& O = *in_.out;
+  absl::StatusOr<ElementaryFn> fn = ParseElementaryFn(in_.fn);
+  if (!fn.ok()) return absl::InvalidArgumentError(Cat("--fn: ", fn.status().message()));
+  fn_ = *fn;
+  if (X.shape != O.shape) {
+    return absl::InvalidArgumentError(Cat(O.source, ": the output has shape ", ShapeText(O.shape),
+                                          ", expected X's ", ShapeText(X.shape), " (", X.source,
+                                          ") for an elementwise op"));
+  }
+  const std::string dir = options_.composite_models_dir.empty() ? FPCONFORM_COMPOSITE_MODELS_DIR
+                                                                : options_.composite_models_dir;
+  absl::StatusOr<std::vector<ElementwiseModel>> catalog = composite::LoadElementwiseModels(dir);
+  if (!catalog.ok()) return catalog.status();
+  catalog_ = *std::move(catalog);
+  const auto add = [&](const ElementwiseModel& m) {
+    for (const ElementwiseModel* have : models_) {
+      if (have == &m) return;
+    }
+    AuditPlatform p;
+    p.name = m.name;
+    absl::StatusOr<std::string> text =
+        ReadUserFile(Cat(dir, "/", m.name, ".toml"), kMaxTextFileBytes, "model file");
+    p.hash = text.ok() ? HexHash(Fnv1a(*text)) : "?";
+    setup_.platforms.push_back(std::move(p));
+    models_.push_back(&m);
+    functions_.push_back(m.Find(in_.fn));
+  };
+  if (options_.platforms.empty()) {
+    return absl::InvalidArgumentError(
+        "no platform given: name one or more (--platform P[,P...]) or 'auto'; see `fpconform "
+        "models --elementwise`");
+  }
+  for (const std::string& name : options_.platforms) {
+    if (name == "auto") {
+      for (const ElementwiseModel& m : catalog_) {
+        if (m.Find(in_.fn) != nullptr && m.input == X.format && m.output == O.format) add(m);
+      }
+      continue;
+    }
+    const ElementwiseModel* found = nullptr;
+    std::vector<std::string> names;
+    for (const ElementwiseModel& m : catalog_) {
+      names.push_back(m.name);
+      if (m.name == name) found = &m;
+    }
+    if (found == nullptr) {
+      return absl::InvalidArgumentError(Cat("--platform: no elementwise model '", EscapeText(name, 200),
+                                            "' in ", dir, " (valid: ", Join(names, " "), ")"));
+    }
+    if (found->Find(in_.fn) == nullptr) {
+      return absl::InvalidArgumentError(Cat("--platform: model '", name, "' has no ", in_.fn));
+    }
+    if (found->input != X.format) {
+      return absl::InvalidArgumentError(Cat(X.source, ": X is ", X.format->name, " but platform ", name,
+                                            " takes ", found->input->name, " inputs"));
+    }
+    add(*found);
+  }
+  if (setup_.platforms.empty()) {
+    return absl::InvalidArgumentError(Cat("--platform auto: no elementwise model computes ", in_.fn,
+                                          " from ", X.format->name, " into ", O.format->name,
+                                          " (see composite/models/)"));
+  }
+  in_format_ = X.format;
+  setup_.out = &O;
+  setup_.out_format = O.format;
+  setup_.out_shape = O.shape;
+  setup_.elements = O.size();
+  setup_.k = 1;
+  setup_.progress_label = Cat(in_.fn, " elements");
+  setup_.input_format = std::string(X.format->name);
+  setup_.formula = Cat("out = ", in_.fn, "(x) elementwise in the platform's formula and formats; exact = ",
+                       in_.fn, "(x) of the input as received, exactly (oracles/elementary.h)");
+  for (size_t p = 0; p < models_.size(); ++p) {
+    if (models_[p]->output != O.format) {
+      setup_.notes.push_back(Cat("the output is ", O.format->name, " while ", models_[p]->name, " writes ",
+                                 models_[p]->output->name, ": emulated values and enclosures converted with ",
+                                 RoundingName(in_.out_rounding)));
+    }
+    if (!functions_[p]->exact()) {
+      setup_.notes.push_back(Cat(models_[p]->name, ": ", in_.fn, " calls elementary functions that are not ",
+                                 "correctly rounded: its emulated value is one conforming implementation ",
+                                 "(identical where the library rounds as it does), its bound covers them all"));
+    }
+  }
+  NoteBf16Fit(O, "the output", setup_.notes);
+  AddFileProvenance(setup_.provenance, "X", X);
+  AddFileProvenance(setup_.provenance, "out", O);
+  setup_.provenance.emplace_back("tool", ToolVersion());
+  return absl::OkStatus();
+}
+
+uint64_t ElementwiseOp::Rounded(ElementaryFn fn, uint64_t x) const {
+  OpEnv env = in_.out_rounding;
+  return ElementaryRound(fn, *in_format_, x, *setup_.out_format, env).bits;
+}
+
+Emulated ElementwiseOp::Emulate(size_t p, uint64_t x, const ExactEnclosure& exact) const {
+  const ElementwiseFunction& f = *functions_[p];
+  const FormatSpec& out = *setup_.out_format;
+  Emulated em;
+  double lo, hi;
+  if (f.correctly_rounded) {
+    em.bits = ElementaryRound(fn_, *in_format_, x, *f.output, OpEnv{}).bits;
+    lo = hi = ToDouble(*f.output, em.bits);
+  } else {
+    em.bits = f.Emulate(x);
+    const Enclosure e = f.Enclose(x);
+    lo = e.lo;
+    hi = e.hi;
+  }
+  if (f.output != &out) {
+    em.bits = Convert(*f.output, out, em.bits, in_.out_rounding).bits;
+    lo = ToDouble(out, DoubleToBits(out, lo, in_.out_rounding));
+    hi = ToDouble(out, DoubleToBits(out, hi, in_.out_rounding));
+  }
+  // Every conforming output lies in [lo, hi]: |out - exact| <= max(hi - exact, exact - lo).
+  const double b = std::max(hi - exact.lo, exact.hi - lo) * kUp;
+  em.bound = std::isfinite(b) && b >= 0 ? b : NAN;  // No enclosure: only identical explains.
+  return em;
+}
+
+absl::Status ElementwiseOp::EmulateBlock(int64_t e0, int64_t e1,
+                                         std::vector<std::vector<Emulated>>& emu) {
+  for (size_t p = 0; p < models_.size(); ++p) emu[p].resize(static_cast<size_t>(e1 - e0));
+  for (int64_t e = e0; e < e1; ++e) {
+    const uint64_t x = in_.x->Bits(e);
+    const ExactEnclosure exact = ElementaryEnclose(fn_, *in_format_, x, OpEnv{});
+    for (size_t p = 0; p < models_.size(); ++p) {
+      emu[p][static_cast<size_t>(e - e0)] = Emulate(p, x, exact);
+    }
+  }
+  return absl::OkStatus();
+}
+
+void ElementwiseOp::Exact(int64_t e, bool, OpScratch& scratch, ExactFacts& facts) const {
+  Scratch& s = static_cast<Scratch&>(scratch);
+  s.exact = ElementaryEnclose(fn_, *in_format_, in_.x->Bits(e), OpEnv{});
+  facts = ExactFacts{};
+  const ExactEnclosure& x = s.exact;
+  facts.nan = std::isnan(x.nearest);
+  facts.inf = std::isinf(x.lo) && x.lo == x.hi;
+  facts.negative = std::signbit(x.nearest);
+  facts.x = x.nearest;
+  if (facts.nan || facts.inf) return;
+  // Beyond binary64's range the enclosure is (DBL_MAX, Inf): no finite error measure holds.
+  if (!std::isfinite(x.hi) || !std::isfinite(x.lo)) {
+    facts.inf = true;
+    facts.x = x.lo < 0 ? -INFINITY : INFINITY;
+    facts.negative = x.lo < 0;
+    return;
+  }
+  mpfr_set_d(s.x.v, x.nearest, MPFR_RNDN);
+  facts.mp = s.x.v;
+  facts.mp_error = x.hi - x.lo;  // nearest lies in [lo, hi], as the exact value does.
+}
+
+Emulated ElementwiseOp::EmulateOne(int64_t e, size_t p, OpScratch& scratch) const {
+  return Emulate(p, in_.x->Bits(e), static_cast<Scratch&>(scratch).exact);
+}
+
+double ElementwiseOp::AbsSum(int64_t, OpScratch& scratch) const {
+  return std::fabs(static_cast<Scratch&>(scratch).exact.nearest);
+}
+
+std::string ElementwiseOp::Diagnose(int64_t e, size_t p, OpScratch&, const ExactFacts& facts,
+                                    uint64_t y, double bound) const {
+  const FormatSpec& out = *setup_.out_format;
+  const uint64_t x = in_.x->Bits(e);
+  const double yd = ToDouble(out, y), ex = facts.x;
+  const double slack = std::isnan(bound) ? 0 : bound;
+  auto holds = [&](double r) {
+    return std::isfinite(r) && std::fabs(yd - r) <= (slack + HalfUlp(out, std::fabs(r))) * (1 + 0x1p-40);
+  };
+  const bool nonzero = std::fabs(ex) > slack;
+  if (nonzero && yd == 0) return "zero where the exact value is not: element not written?";
+  if (nonzero && holds(-ex)) return Cat("sign flipped (out = -", in_.fn, "(x))");
+  // Another function of the list, correctly rounded: the other GELU form first.
+  std::vector<ElementaryFn> others;
+  if (fn_ == ElementaryFn::kGelu) others.push_back(ElementaryFn::kGeluTanh);
+  if (fn_ == ElementaryFn::kGeluTanh) others.push_back(ElementaryFn::kGelu);
+  for (ElementaryFn g : AllElementaryFns()) {
+    if (g != fn_ && std::find(others.begin(), others.end(), g) == others.end()) others.push_back(g);
+  }
+  for (ElementaryFn g : others) {
+    const uint64_t v = Rounded(g, x);
+    if (v == y || holds(ToDouble(out, v))) {
+      const bool gelu_pair = (fn_ == ElementaryFn::kGelu || fn_ == ElementaryFn::kGeluTanh) &&
+                             (g == ElementaryFn::kGelu || g == ElementaryFn::kGeluTanh);
+      return gelu_pair ? Cat("the other GELU form: out = ", ElementaryFnName(g),
+                             "(x), not ", in_.fn, "(x) (approximate='",
+                             g == ElementaryFn::kGeluTanh ? "tanh" : "none", "'?)")
+                       : Cat("equals ", ElementaryFnName(g), "(x), not ", in_.fn, "(x): the wrong function?");
+    }
+  }
+  // The formula with every step in bfloat16, or the input rounded to bfloat16 first.
+  const ElementwiseFunction& f = *functions_[p];
+  if (!f.correctly_rounded && f.formula.compute != &BFloat16()) {
+    absl::StatusOr<composite::Formula> bf = composite::ParseFormula(f.formula.text, BFloat16());
+    if (bf.ok()) {
+      const uint64_t xb = Convert(*in_format_, BFloat16(), x, OpEnv{}).bits;
+      const uint64_t v = Convert(BFloat16(), out, composite::FormulaValue(*bf, xb), OpEnv{}).bits;
+      if (v == y) return "computed in bfloat16 (every step of the formula rounded to bfloat16)";
+    }
+  }
+  if (in_format_ != &BFloat16()) {
+    const uint64_t xb = Convert(*in_format_, BFloat16(), x, OpEnv{}).bits;
+    const uint64_t v = ElementaryRound(fn_, BFloat16(), xb, out, OpEnv{}).bits;
+    if (v == y || (nonzero && holds(ToDouble(out, v)) && v != Rounded(fn_, x))) {
+      return Cat("the input rounded to bfloat16 first (out = ", in_.fn, "(bfloat16(x)))");
+    }
+  }
+  if (nonzero) {
+    for (int k = 1; k <= 8; ++k) {
+      if (holds(std::ldexp(ex, k))) return Cat("off by a factor of 2^", k, k == 1 ? " (doubled)" : "");
+      if (holds(std::ldexp(ex, -k))) return Cat("off by a factor of 2^-", k, k == 1 ? " (halved)" : "");
+    }
+  }
+  return "no simple relation found";
+}
+
+}  // namespace
+}  // namespace audit_internal
+
+absl::StatusOr<AuditResult> AuditElementwise(const ElementwiseAuditInput& in, const AuditOptions& options) {
+  audit_internal::ElementwiseOp op(in, options);
+  if (absl::Status s = op.Init(); !s.ok()) return s;
+  return audit_internal::RunAudit(op, options);
+}
+
+}  // namespace fpconform::reports
