@@ -98,6 +98,16 @@ class Parser {
     return false;
   }
   int Add(FormulaNode n) {
+    using K = FormulaNode::Kind;
+    const auto row_of = [&](int k) { return k >= 0 && out_.nodes[static_cast<size_t>(k)].row; };
+    if (error_.empty() && n.kind != K::kX && n.kind != K::kW && n.kind != K::kB) {
+      if (n.kind == K::kSum || n.kind == K::kMax || n.kind == K::kMean) {
+        if (!row_of(n.a)) Fail("a reduction of a value that is the same for the whole row");
+        n.row = false;
+      } else {
+        n.row = row_of(n.a) || row_of(n.b) || row_of(n.c);
+      }
+    }
     out_.nodes.push_back(n);
     return static_cast<int>(out_.nodes.size()) - 1;
   }
@@ -192,10 +202,17 @@ class Parser {
     const size_t start = pos_;
     while (pos_ < s_.size() && (std::isalnum(static_cast<unsigned char>(s_[pos_])) || s_[pos_] == '_')) ++pos_;
     const std::string name(s_.substr(start, pos_ - start));
-    if (name == "x") {
-      FormulaNode n;
-      n.kind = FormulaNode::Kind::kX;
-      return Add(n);
+    for (const auto& [var, kind] : {std::pair{"x", FormulaNode::Kind::kX}, {"w", FormulaNode::Kind::kW},
+                                    {"b", FormulaNode::Kind::kB}, {"eps", FormulaNode::Kind::kEps},
+                                    {"n", FormulaNode::Kind::kN}}) {
+      if (name == var) {
+        FormulaNode v;
+        v.kind = kind;
+        v.row = kind == FormulaNode::Kind::kX || kind == FormulaNode::Kind::kW ||
+                kind == FormulaNode::Kind::kB;
+        if (kind != FormulaNode::Kind::kX) out_.row_terms = true;
+        return Add(v);
+      }
     }
     FormulaNode n;
     int arity = 1;
@@ -225,10 +242,18 @@ class Parser {
       arity = 3;
       known = true;
     }
+    for (const auto& [red, kind] : {std::pair{"sum", FormulaNode::Kind::kSum},
+                                    {"max", FormulaNode::Kind::kMax}, {"mean", FormulaNode::Kind::kMean}}) {
+      if (name == red) {
+        n.kind = kind;
+        known = true;
+        out_.row_terms = true;
+      }
+    }
     if (!known) {
       pos_ = start;
-      Fail(Cat("unknown name '", name, "' (valid: x, exp exp2 log tanh erf sqrt rsqrt, fma, ",
-               "bfloat16 float16 float32)"));
+      Fail(Cat("unknown name '", name, "' (valid: x w b eps n, exp exp2 log tanh erf sqrt rsqrt, ",
+               "fma, sum max mean, bfloat16 float16 float32)"));
       return 0;
     }
     if (!Eat('(')) {
@@ -387,99 +412,240 @@ absl::StatusOr<Formula> ParseFormula(std::string_view text, const FormatSpec& co
   return Parser(text, compute).Parse();
 }
 
-uint64_t FormulaValue(const Formula& f, uint64_t x_bits) {
+namespace {
+
+// Node values over one row: n entries for a row node, one for a scalar node.
+template <typename T>
+struct RowValues {
+  std::vector<std::vector<T>> v;
+  const T& At(int node, size_t i) const {
+    const std::vector<T>& x = v[static_cast<size_t>(node)];
+    return x.size() == 1 ? x[0] : x[i];
+  }
+};
+
+size_t Width(const Formula& f, const FormulaNode& node, size_t n) {
+  (void)f;
+  return node.row ? n : 1;
+}
+
+uint64_t One(const FormatSpec& F) { return DoubleToBits(F, 1.0); }
+
+}  // namespace
+
+void FormulaRowValue(const Formula& f, const RowInputs& in, std::span<uint64_t> out) {
   const FormatSpec& F = *f.compute;
   const OpEnv env;
-  std::vector<uint64_t> v(f.nodes.size());
-  for (size_t i = 0; i < f.nodes.size(); ++i) {
-    const FormulaNode& n = f.nodes[i];
-    const auto at = [&](int k) { return v[static_cast<size_t>(k)]; };
+  const size_t n = in.x.size();
+  RowValues<uint64_t> r;
+  r.v.resize(f.nodes.size());
+  for (size_t k = 0; k < f.nodes.size(); ++k) {
+    const FormulaNode& node = f.nodes[k];
+    std::vector<uint64_t>& v = r.v[k];
     using K = FormulaNode::Kind;
-    switch (n.kind) {
-      case K::kX: v[i] = x_bits; break;
-      case K::kConst: v[i] = n.bits; break;
-      case K::kAdd: v[i] = Add(F, at(n.a), at(n.b), env).bits; break;
-      case K::kSub: v[i] = Sub(F, at(n.a), at(n.b), env).bits; break;
-      case K::kMul: v[i] = Mul(F, at(n.a), at(n.b), env).bits; break;
-      case K::kDiv: v[i] = Div(F, at(n.a), at(n.b), env).bits; break;
-      case K::kNeg: v[i] = at(n.a) ^ SignBit(F); break;
-      case K::kFma: v[i] = Fma(F, at(n.a), at(n.b), at(n.c), env).bits; break;
-      case K::kFn: v[i] = RoundFn(F, n.fn, BitsToDouble(F, at(n.a))); break;
-      case K::kCast:
-        v[i] = Convert(*n.to, F, Convert(F, *n.to, at(n.a), env).bits, env).bits;
-        break;
+    switch (node.kind) {
+      case K::kX: v.assign(in.x.begin(), in.x.end()); continue;
+      case K::kW:
+        if (in.w.empty()) v.assign(n, One(F)); else v.assign(in.w.begin(), in.w.end());
+        continue;
+      case K::kB:
+        if (in.b.empty()) v.assign(n, 0); else v.assign(in.b.begin(), in.b.end());
+        continue;
+      case K::kEps: v = {in.eps}; continue;
+      case K::kN: v = {DoubleToBits(F, static_cast<double>(n))}; continue;
+      case K::kConst: v = {node.bits}; continue;
+      case K::kSum:
+      case K::kMean: {
+        uint64_t acc = r.At(node.a, 0);
+        for (size_t i = 1; i < n; ++i) acc = Add(F, acc, r.At(node.a, i), env).bits;
+        if (node.kind == K::kMean) acc = Div(F, acc, DoubleToBits(F, static_cast<double>(n)), env).bits;
+        v = {acc};
+        continue;
+      }
+      case K::kMax: {
+        uint64_t m = r.At(node.a, 0);
+        for (size_t i = 1; i < n; ++i) m = Maximum(F, m, r.At(node.a, i), env).bits;
+        v = {m};
+        continue;
+      }
+      default: break;
+    }
+    v.resize(Width(f, node, n));
+    for (size_t i = 0; i < v.size(); ++i) {
+      const auto at = [&](int o) { return r.At(o, i); };
+      switch (node.kind) {
+        case K::kAdd: v[i] = Add(F, at(node.a), at(node.b), env).bits; break;
+        case K::kSub: v[i] = Sub(F, at(node.a), at(node.b), env).bits; break;
+        case K::kMul: v[i] = Mul(F, at(node.a), at(node.b), env).bits; break;
+        case K::kDiv: v[i] = Div(F, at(node.a), at(node.b), env).bits; break;
+        case K::kNeg: v[i] = at(node.a) ^ SignBit(F); break;
+        case K::kFma: v[i] = Fma(F, at(node.a), at(node.b), at(node.c), env).bits; break;
+        case K::kFn: v[i] = RoundFn(F, node.fn, BitsToDouble(F, at(node.a))); break;
+        case K::kCast:
+          v[i] = Convert(*node.to, F, Convert(F, *node.to, at(node.a), env).bits, env).bits;
+          break;
+        default: break;
+      }
     }
   }
-  return v.back();
+  for (size_t i = 0; i < out.size(); ++i) out[i] = r.At(static_cast<int>(f.nodes.size()) - 1, i);
+}
+
+uint64_t FormulaValue(const Formula& f, uint64_t x_bits) {
+  uint64_t y = 0;
+  RowInputs in;
+  in.x = std::span<const uint64_t>(&x_bits, 1);
+  FormulaRowValue(f, in, std::span<uint64_t>(&y, 1));
+  return y;
+}
+
+namespace {
+
+// The sum of a row of intervals in F in any order, each addition rounded to nearest in F:
+// the exact sum lies in [sum lo, sum hi] and a floating-point sum of n terms in any order errs
+// by at most gamma_(n-1) sum |t_i| (Higham, Accuracy and Stability, 2nd ed., §4.2, (4.4)),
+// gamma_k = k u / (1 - k u), u = 2^-p of F. The binary64 sums move one ulp outward per step.
+Enclosure SumEnclosure(const FormatSpec& F, const std::vector<Enclosure>& t) {
+  double lo = 0, hi = 0, mag = 0;
+  for (const Enclosure& e : t) {
+    if (std::isnan(e.lo) || std::isnan(e.hi)) return Nan();
+    lo = Down(lo + e.lo);
+    hi = Up(hi + e.hi);
+    mag = Up(mag + std::max(std::fabs(e.lo), std::fabs(e.hi)));
+  }
+  const double k = static_cast<double>(t.size() - 1);
+  const double u = std::ldexp(1.0, -F.d.precision);
+  if (!(k * u < 0.5)) return Nan();
+  const double gamma = Up(Up(k * u) / Down(1 - k * u));
+  const double err = Up(gamma * mag);
+  if (std::isnan(err) || std::isnan(lo - err)) return Nan();
+  const double l = Down(lo - err), h = Up(hi + err);
+  const double up_h = RoundTo(F, h, Rounding::kUpward), down_l = RoundTo(F, l, Rounding::kDownward);
+  return {std::isinf(down_l) && down_l < 0 ? -INFINITY : RoundTo(F, l, Rounding::kUpward),
+          std::isinf(up_h) && up_h > 0 ? INFINITY : RoundTo(F, h, Rounding::kDownward)};
+}
+
+}  // namespace
+
+void FormulaRowEnclosure(const Formula& f, const AccuracyTable& accuracy, bool contract,
+                         const RowInputs& in, std::span<Enclosure> out) {
+  const FormatSpec& F = *f.compute;
+  const size_t n = in.x.size();
+  RowValues<Enclosure> r, raw;  // raw: unrounded products, for contraction.
+  r.v.resize(f.nodes.size());
+  raw.v.resize(f.nodes.size());
+  const auto point = [&](uint64_t bits) {
+    const double d = BitsToDouble(F, bits);
+    return Enclosure{d, d};
+  };
+  // An operand of + - or a reduction: with contraction a product may enter unrounded.
+  const auto addend = [&](int k, size_t i) {
+    const Enclosure e = r.At(k, i);
+    if (!contract || f.nodes[static_cast<size_t>(k)].kind != FormulaNode::Kind::kMul) return e;
+    const Enclosure p = raw.At(k, i);
+    if (std::isnan(p.lo) || std::isnan(e.lo)) return Nan();
+    return Enclosure{std::min(p.lo, e.lo), std::max(p.hi, e.hi)};
+  };
+  for (size_t k = 0; k < f.nodes.size(); ++k) {
+    const FormulaNode& node = f.nodes[k];
+    std::vector<Enclosure>& v = r.v[k];
+    using K = FormulaNode::Kind;
+    switch (node.kind) {
+      case K::kX:
+        v.resize(n);
+        for (size_t i = 0; i < n; ++i) v[i] = point(in.x[i]);
+        continue;
+      case K::kW:
+        v.resize(in.w.empty() ? 1 : n);
+        for (size_t i = 0; i < v.size(); ++i) v[i] = in.w.empty() ? Enclosure{1, 1} : point(in.w[i]);
+        continue;
+      case K::kB:
+        v.resize(in.b.empty() ? 1 : n);
+        for (size_t i = 0; i < v.size(); ++i) v[i] = in.b.empty() ? Enclosure{0, 0} : point(in.b[i]);
+        continue;
+      case K::kEps: v = {point(in.eps)}; continue;
+      case K::kN: v = {point(DoubleToBits(F, static_cast<double>(n)))}; continue;
+      case K::kConst: v = {point(node.bits)}; continue;
+      case K::kSum:
+      case K::kMean: {
+        std::vector<Enclosure> t(n);
+        for (size_t i = 0; i < n; ++i) t[i] = addend(node.a, i);
+        Enclosure s = SumEnclosure(F, t);
+        if (node.kind == K::kMean && !std::isnan(s.lo)) {
+          const double m = static_cast<double>(n);
+          s = RoundEnclosure(F, Hull({s.lo / m, s.hi / m}));
+        }
+        v = {s};
+        continue;
+      }
+      case K::kMax: {
+        Enclosure m{-INFINITY, -INFINITY};
+        for (size_t i = 0; i < n; ++i) {
+          const Enclosure e = r.At(node.a, i);
+          if (std::isnan(e.lo) || std::isnan(e.hi)) {
+            m = Nan();
+            break;
+          }
+          m = {std::max(m.lo, e.lo), std::max(m.hi, e.hi)};
+        }
+        v = {m};
+        continue;
+      }
+      default: break;
+    }
+    const size_t width = Width(f, node, n);
+    v.resize(width);
+    if (node.kind == K::kMul) raw.v[k].resize(width);
+    for (size_t i = 0; i < width; ++i) {
+      const auto at = [&](int o) { return r.At(o, i); };
+      Enclosure e;
+      switch (node.kind) {
+        case K::kAdd:
+        case K::kSub: {
+          const Enclosure a = addend(node.a, i), b = addend(node.b, i);
+          e = node.kind == K::kAdd ? RoundEnclosure(F, Hull({a.lo + b.lo, a.hi + b.hi}))
+                                   : RoundEnclosure(F, Hull({a.lo - b.hi, a.hi - b.lo}));
+          break;
+        }
+        case K::kMul: {
+          const Enclosure a = at(node.a), b = at(node.b);
+          raw.v[k][i] = Hull({a.lo * b.lo, a.lo * b.hi, a.hi * b.lo, a.hi * b.hi});
+          e = RoundEnclosure(F, raw.v[k][i]);
+          break;
+        }
+        case K::kDiv: {
+          const Enclosure a = at(node.a), b = at(node.b);
+          e = std::isnan(b.lo) || (b.lo <= 0 && b.hi >= 0)
+                  ? Nan()
+                  : RoundEnclosure(F, Hull({a.lo / b.lo, a.lo / b.hi, a.hi / b.lo, a.hi / b.hi}));
+          break;
+        }
+        case K::kNeg: e = {-at(node.a).hi, -at(node.a).lo}; break;
+        case K::kFma: {
+          const Enclosure a = at(node.a), b = at(node.b), c = at(node.c);
+          const Enclosure p = Hull({a.lo * b.lo, a.lo * b.hi, a.hi * b.lo, a.hi * b.hi});
+          e = RoundEnclosure(F, Hull({p.lo + c.lo, p.hi + c.hi}));
+          break;
+        }
+        case K::kFn: e = FnEnclosure(F, node.fn, accuracy[static_cast<size_t>(node.fn)], at(node.a)); break;
+        case K::kCast: e = RoundEnclosure(*node.to, at(node.a)); break;
+        default: break;
+      }
+      // inf - inf and 0 * inf make NaN end points; an interval's end points also stay ordered.
+      if (std::isnan(e.lo) || std::isnan(e.hi) || e.lo > e.hi) e = Nan();
+      v[i] = e;
+    }
+  }
+  for (size_t i = 0; i < out.size(); ++i) out[i] = r.At(static_cast<int>(f.nodes.size()) - 1, i);
 }
 
 Enclosure FormulaEnclosure(const Formula& f, const AccuracyTable& accuracy, bool contract,
                            uint64_t x_bits) {
-  const FormatSpec& F = *f.compute;
-  std::vector<Enclosure> v(f.nodes.size());
-  // Unrounded products, for contraction.
-  std::vector<Enclosure> raw(f.nodes.size());
-  for (size_t i = 0; i < f.nodes.size(); ++i) {
-    const FormulaNode& n = f.nodes[i];
-    const auto at = [&](int k) { return v[static_cast<size_t>(k)]; };
-    // An operand of + or -: with contraction a product may enter unrounded.
-    const auto addend = [&](int k) {
-      const Enclosure r = v[static_cast<size_t>(k)];
-      if (!contract || f.nodes[static_cast<size_t>(k)].kind != FormulaNode::Kind::kMul) return r;
-      const Enclosure p = raw[static_cast<size_t>(k)];
-      if (std::isnan(p.lo) || std::isnan(r.lo)) return Nan();
-      return Enclosure{std::min(p.lo, r.lo), std::max(p.hi, r.hi)};
-    };
-    using K = FormulaNode::Kind;
-    switch (n.kind) {
-      case K::kX: {
-        const double x = BitsToDouble(F, x_bits);
-        v[i] = {x, x};
-        break;
-      }
-      case K::kConst: {
-        const double c = BitsToDouble(F, n.bits);
-        v[i] = {c, c};
-        break;
-      }
-      case K::kAdd:
-      case K::kSub: {
-        const Enclosure a = addend(n.a), b = addend(n.b);
-        v[i] = n.kind == K::kAdd ? RoundEnclosure(F, Hull({a.lo + b.lo, a.hi + b.hi}))
-                                 : RoundEnclosure(F, Hull({a.lo - b.hi, a.hi - b.lo}));
-        break;
-      }
-      case K::kMul: {
-        const Enclosure a = at(n.a), b = at(n.b);
-        raw[i] = Hull({a.lo * b.lo, a.lo * b.hi, a.hi * b.lo, a.hi * b.hi});
-        v[i] = RoundEnclosure(F, raw[i]);
-        break;
-      }
-      case K::kDiv: {
-        const Enclosure a = at(n.a), b = at(n.b);
-        if (std::isnan(b.lo) || (b.lo <= 0 && b.hi >= 0)) {
-          v[i] = Nan();
-        } else {
-          v[i] = RoundEnclosure(F, Hull({a.lo / b.lo, a.lo / b.hi, a.hi / b.lo, a.hi / b.hi}));
-        }
-        break;
-      }
-      case K::kNeg: v[i] = {-at(n.a).hi, -at(n.a).lo}; break;
-      case K::kFma: {
-        const Enclosure a = at(n.a), b = at(n.b), c = at(n.c);
-        const Enclosure p = Hull({a.lo * b.lo, a.lo * b.hi, a.hi * b.lo, a.hi * b.hi});
-        v[i] = RoundEnclosure(F, Hull({p.lo + c.lo, p.hi + c.hi}));
-        break;
-      }
-      case K::kFn:
-        v[i] = FnEnclosure(F, n.fn, accuracy[static_cast<size_t>(n.fn)], at(n.a));
-        break;
-      case K::kCast: v[i] = RoundEnclosure(*n.to, at(n.a)); break;
-    }
-    // inf - inf and 0 * inf make NaN end points; an interval's end points also stay ordered.
-    if (std::isnan(v[i].lo) || std::isnan(v[i].hi) || v[i].lo > v[i].hi) v[i] = Nan();
-  }
-  return v.back();
+  Enclosure e;
+  RowInputs in;
+  in.x = std::span<const uint64_t>(&x_bits, 1);
+  FormulaRowEnclosure(f, accuracy, contract, in, std::span<Enclosure>(&e, 1));
+  return e;
 }
 
 }  // namespace fpconform::composite

@@ -43,6 +43,18 @@
 //     The bound an audit uses is then max(hi - exact_lo, exact_hi - lo) (composite/elementwise).
 //     An interval end point that is NaN makes the enclosure NaN (no bound).
 //
+// Rows (softmax, norms: composite/axis_model.h): a row formula computes every entry of a row of
+// n inputs x_i from the row: besides x it may use w and b (the entry's weight and bias, 1 and 0
+// when the kernel has none), eps and n (scalars of F), and the reductions sum(e), max(e) and
+// mean(e) (= sum(e) / n, one division) of a per-entry expression e over the row; e.g. PyTorch's
+// composite RMSNorm: x * rsqrt(mean(x * x) + eps) * w. FormulaRowValue sums in index order (one
+// implementation); FormulaRowEnclosure covers every order: a sum of n terms with intervals
+// [lo_i, hi_i] lies in [sum lo - g M, sum hi + g M], M = sum max(|lo_i|, |hi_i|), g =
+// gamma_(n-1) = (n-1) u / (1 - (n-1) u), u = 2^-p of F, for any summation tree with additions
+// rounded to nearest in F (Higham, Accuracy and Stability, 2nd ed., §4.2, (4.4)); a product under
+// a reduction may be fused with the addition when `contract` (its interval is then the hull of
+// the exact and the rounded product); max is exact, so [max lo, max hi].
+//
 // Errors (ParseFormula, InvalidArgument): "column N: <what>": an unknown name (the message lists
 // the valid ones), a function with the wrong number of arguments, a constant that is not a
 // decimal number, a cast to a format wider than F, a missing parenthesis, trailing text.
@@ -55,6 +67,7 @@
 
 #include <array>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -71,13 +84,17 @@ inline constexpr int kFns = 7;
 const char* FnName(Fn f);
 
 struct FormulaNode {
-  enum class Kind : uint8_t { kX, kConst, kAdd, kSub, kMul, kDiv, kNeg, kFma, kFn, kCast };
+  enum class Kind : uint8_t {
+    kX, kConst, kAdd, kSub, kMul, kDiv, kNeg, kFma, kFn, kCast,
+    kW, kB, kEps, kN, kSum, kMax, kMean,  // Row formulas (see "Rows" above).
+  };
   Kind kind = Kind::kX;
   int a = -1, b = -1, c = -1;          // Operand nodes (earlier in Formula::nodes).
   uint64_t bits = 0;                   // kConst: the constant in F.
   Fn fn = Fn::kExp;                    // kFn.
   const FormatSpec* to = nullptr;      // kCast.
   bool feeds_add = false;              // kMul whose result is an operand of + or - (contraction).
+  bool row = false;                    // One value per row entry (else one for the whole row).
 };
 
 struct Formula {
@@ -85,6 +102,7 @@ struct Formula {
   const FormatSpec* compute = nullptr;  // F.
   std::vector<FormulaNode> nodes;       // Operands before their users; the result last.
   std::array<bool, kFns> uses{};        // Which elementary functions it calls.
+  bool row_terms = false;               // Uses w, b, eps, n or a reduction (a row formula).
 };
 
 absl::StatusOr<Formula> ParseFormula(std::string_view text, const FormatSpec& compute);
@@ -101,8 +119,17 @@ struct FnAccuracy {
 using AccuracyTable = std::array<FnAccuracy, kFns>;
 
 // The result (bits of F) of the implementation with every step correctly rounded; x_bits is the
-// input in F.
+// input in F. For a formula without row terms (a row formula sees a row of one).
 uint64_t FormulaValue(const Formula& f, uint64_t x_bits);
+
+// One row of a row formula: x (n >= 1 values of F), w and b (n values of F, or empty: 1 and 0),
+// eps (a value of F).
+struct RowInputs {
+  std::span<const uint64_t> x, w, b;
+  uint64_t eps = 0;
+};
+// Every step correctly rounded, reductions sequential (index order); out: n values of F.
+void FormulaRowValue(const Formula& f, const RowInputs& in, std::span<uint64_t> out);
 
 // [lo, hi] (binary64; values of F, or +-Inf) holding every conforming implementation's result
 // (see the file comment); NaN end points when there is no such interval.
@@ -111,6 +138,9 @@ struct Enclosure {
 };
 Enclosure FormulaEnclosure(const Formula& f, const AccuracyTable& accuracy, bool contract,
                            uint64_t x_bits);
+// The same for every entry of a row (reductions in any order; see "Rows").
+void FormulaRowEnclosure(const Formula& f, const AccuracyTable& accuracy, bool contract,
+                         const RowInputs& in, std::span<Enclosure> out);
 
 }  // namespace fpconform::composite
 

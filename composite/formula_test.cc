@@ -5,8 +5,10 @@
 
 #include <mpfr.h>
 
+#include <bit>
 #include <cmath>
 #include <cstring>
+#include <optional>
 #include <string>
 
 #include "cases/pinned_random.h"
@@ -157,75 +159,144 @@ double ExactFn(Fn f, double v) {
   return d;
 }
 
-// An implementation of the formula chosen by rng: every arithmetic step RNE (a product feeding
-// + or - fused when `contract`), every elementary function the correctly rounded value moved by
-// up to floor(ulps - 0.5) ulps of F either way (so within `ulps` of the exact value).
-uint64_t Adversary(const Formula& f, const AccuracyTable& acc, bool contract, uint64_t x,
-                   PinnedRng& rng) {
+// An implementation of the formula chosen by rng, for one row: every arithmetic step RNE (a
+// product feeding + or - or a reduction fused with it half the time when `contract`), every
+// elementary function the correctly rounded value moved by up to floor(ulps - 0.5) ulps of F
+// either way while it stays within `ulps` of the exact value, every sum in a random order and
+// tree (a random permutation, then pairs joined at random).
+std::vector<uint64_t> AdversaryRow(const Formula& f, const AccuracyTable& acc, bool contract,
+                                   const RowInputs& in, PinnedRng& rng) {
   const FormatSpec& F = *f.compute;
   const OpEnv env;
-  std::vector<uint64_t> v(f.nodes.size());
-  for (size_t i = 0; i < f.nodes.size(); ++i) {
-    const FormulaNode& n = f.nodes[i];
-    const auto at = [&](int k) { return v[static_cast<size_t>(k)]; };
-    // The operand of + or -: a product recomputed fused with the addition, half the time.
-    const auto fused = [&](int add_other, int mul, bool sub, bool mul_first) -> std::optional<uint64_t> {
-      const FormulaNode& m = f.nodes[static_cast<size_t>(mul)];
-      if (!contract || m.kind != FormulaNode::Kind::kMul || rng.Below(2) == 0) return std::nullopt;
-      uint64_t c = at(add_other);
-      uint64_t a = at(m.a);
-      if (sub && mul_first) c ^= SignBit(F);             // a*b - c.
-      if (sub && !mul_first) a ^= SignBit(F);            // c - a*b.
-      return Fma(F, a, at(m.b), c, env).bits;
-    };
+  const size_t n = in.x.size();
+  const uint64_t one = Convert(Float64(), F, 0x3FF0000000000000ull, env).bits;
+  std::vector<std::vector<uint64_t>> v(f.nodes.size());
+  const auto at = [&](int k, size_t i) {
+    const std::vector<uint64_t>& x = v[static_cast<size_t>(k)];
+    return x.size() == 1 ? x[0] : x[i];
+  };
+  for (size_t k = 0; k < f.nodes.size(); ++k) {
+    const FormulaNode& nd = f.nodes[k];
     using K = FormulaNode::Kind;
-    switch (n.kind) {
-      case K::kX: v[i] = x; break;
-      case K::kConst: v[i] = n.bits; break;
-      case K::kAdd:
-      case K::kSub: {
-        const bool sub = n.kind == K::kSub;
-        std::optional<uint64_t> r = fused(n.b, n.a, sub, true);
-        if (!r) r = fused(n.a, n.b, sub, false);
-        v[i] = r ? *r : (sub ? Sub(F, at(n.a), at(n.b), env) : Add(F, at(n.a), at(n.b), env)).bits;
-        break;
+    std::vector<uint64_t>& out = v[k];
+    switch (nd.kind) {
+      case K::kX: out.assign(in.x.begin(), in.x.end()); continue;
+      case K::kW: if (in.w.empty()) out = {one}; else out.assign(in.w.begin(), in.w.end()); continue;
+      case K::kB: if (in.b.empty()) out = {0}; else out.assign(in.b.begin(), in.b.end()); continue;
+      case K::kEps: out = {in.eps}; continue;
+      case K::kN: out = {Convert(Float64(), F, std::bit_cast<uint64_t>(static_cast<double>(n)), env).bits}; continue;
+      case K::kConst: out = {nd.bits}; continue;
+      case K::kMax: {
+        uint64_t m = at(nd.a, 0);
+        for (size_t i = 1; i < n; ++i) m = Maximum(F, m, at(nd.a, i), env).bits;
+        out = {m};
+        continue;
       }
-      case K::kMul: v[i] = Mul(F, at(n.a), at(n.b), env).bits; break;
-      case K::kDiv: v[i] = Div(F, at(n.a), at(n.b), env).bits; break;
-      case K::kNeg: v[i] = at(n.a) ^ SignBit(F); break;
-      case K::kFma: v[i] = Fma(F, at(n.a), at(n.b), at(n.c), env).bits; break;
-      case K::kCast: v[i] = Convert(*n.to, F, Convert(F, *n.to, at(n.a), env).bits, env).bits; break;
-      case K::kFn: {
-        Formula one;
-        one.compute = &F;
-        one.nodes = {FormulaNode{}, n};
-        one.nodes[1].a = 0;
-        uint64_t y = FormulaValue(one, at(n.a));
-        const FnAccuracy& a = acc[static_cast<size_t>(n.fn)];
-        const int64_t reach = a.correctly_rounded ? 0 : static_cast<int64_t>(std::floor(a.ulps - 0.5));
-        const double yd = ToDouble(F, y);
-        if (reach > 0 && std::isfinite(yd) && yd != 0) {
-          // A neighbour of y up to `reach` steps away, kept only if it is within the allowance
-          // of the exact value (MPFR at 200 bits; the check has a margin of 2^-20 of an ulp).
-          const int64_t steps = static_cast<int64_t>(rng.Below(static_cast<uint64_t>(2 * reach + 1))) - reach;
-          const uint64_t mag = y & ~SignBit(F);
-          const uint64_t frac_mask = (uint64_t{1} << (F.d.precision - 1)) - 1;
-          const int64_t frac = static_cast<int64_t>(mag & frac_mask);
-          if (frac + steps >= 0 && frac + steps <= static_cast<int64_t>(frac_mask)) {
-            const uint64_t cand = static_cast<uint64_t>(static_cast<int64_t>(y) + steps);
-            const double exact = ExactFn(n.fn, ToDouble(F, at(n.a)));
-            int e;
-            std::frexp(exact, &e);
-            const double ulp = std::ldexp(1.0, std::max(e - 1, F.d.emin) - F.d.precision + 1);
-            if (std::fabs(ToDouble(F, cand) - exact) <= (a.ulps - 0x1p-20) * ulp) y = cand;
+      case K::kSum:
+      case K::kMean: {
+        // Terms in a random order; a product term may be fused into the addition that takes it.
+        const FormulaNode& term = f.nodes[static_cast<size_t>(nd.a)];
+        const bool fusable = contract && term.kind == K::kMul;
+        std::vector<size_t> order(n);
+        for (size_t i = 0; i < n; ++i) order[i] = i;
+        for (size_t i = n; i > 1; --i) std::swap(order[i - 1], order[rng.Below(i)]);
+        // Partial sums: joined at random until one is left; a leaf joined to a partial sum is
+        // fused (a * b + s) when allowed.
+        struct Part { uint64_t value; bool leaf; size_t index; };
+        std::vector<Part> parts;
+        for (size_t i : order) parts.push_back({at(nd.a, i), true, i});
+        while (parts.size() > 1) {
+          const size_t i = rng.Below(parts.size() - 1);
+          Part a = parts[i], b = parts[i + 1];
+          uint64_t r;
+          if (fusable && a.leaf != b.leaf && rng.Below(2) == 0) {
+            const Part& leaf = a.leaf ? a : b;
+            const Part& sum = a.leaf ? b : a;
+            r = Fma(F, at(term.a, leaf.index), at(term.b, leaf.index), sum.value, env).bits;
+          } else {
+            r = Add(F, a.value, b.value, env).bits;
           }
+          parts[i] = {r, false, 0};
+          parts.erase(parts.begin() + static_cast<std::ptrdiff_t>(i) + 1);
         }
-        v[i] = y;
-        break;
+        uint64_t s = parts[0].value;
+        if (nd.kind == K::kMean) {
+          s = Div(F, s, Convert(Float64(), F, std::bit_cast<uint64_t>(static_cast<double>(n)), env).bits, env).bits;
+        }
+        out = {s};
+        continue;
+      }
+      default: break;
+    }
+    out.resize(nd.row ? n : 1);
+    for (size_t i = 0; i < out.size(); ++i) {
+      // The operand of + or -: a product recomputed fused with the addition, half the time.
+      const auto fused = [&](int add_other, int mul, bool sub, bool mul_first) -> std::optional<uint64_t> {
+        const FormulaNode& m = f.nodes[static_cast<size_t>(mul)];
+        if (!contract || m.kind != K::kMul || rng.Below(2) == 0) return std::nullopt;
+        uint64_t c = at(add_other, i);
+        uint64_t a = at(m.a, i);
+        if (sub && mul_first) c ^= SignBit(F);             // a*b - c.
+        if (sub && !mul_first) a ^= SignBit(F);            // c - a*b.
+        return Fma(F, a, at(m.b, i), c, env).bits;
+      };
+      switch (nd.kind) {
+        case K::kAdd:
+        case K::kSub: {
+          const bool sub = nd.kind == K::kSub;
+          std::optional<uint64_t> r = fused(nd.b, nd.a, sub, true);
+          if (!r) r = fused(nd.a, nd.b, sub, false);
+          out[i] = r ? *r : (sub ? Sub(F, at(nd.a, i), at(nd.b, i), env) : Add(F, at(nd.a, i), at(nd.b, i), env)).bits;
+          break;
+        }
+        case K::kMul: out[i] = Mul(F, at(nd.a, i), at(nd.b, i), env).bits; break;
+        case K::kDiv: out[i] = Div(F, at(nd.a, i), at(nd.b, i), env).bits; break;
+        case K::kNeg: out[i] = at(nd.a, i) ^ SignBit(F); break;
+        case K::kFma: out[i] = Fma(F, at(nd.a, i), at(nd.b, i), at(nd.c, i), env).bits; break;
+        case K::kCast: out[i] = Convert(*nd.to, F, Convert(F, *nd.to, at(nd.a, i), env).bits, env).bits; break;
+        case K::kFn: {
+          Formula one_fn;
+          one_fn.compute = &F;
+          one_fn.nodes = {FormulaNode{}, nd};
+          one_fn.nodes[1].a = 0;
+          one_fn.nodes[0].row = true;
+          uint64_t y = FormulaValue(one_fn, at(nd.a, i));
+          const FnAccuracy& a = acc[static_cast<size_t>(nd.fn)];
+          const int64_t reach = a.correctly_rounded ? 0 : static_cast<int64_t>(std::floor(a.ulps - 0.5));
+          const double yd = ToDouble(F, y);
+          if (reach > 0 && std::isfinite(yd) && yd != 0) {
+            // A neighbour of y up to `reach` steps away, kept only if it is within the
+            // allowance of the exact value (MPFR at 200 bits; a margin of 2^-20 of an ulp).
+            const int64_t steps = static_cast<int64_t>(rng.Below(static_cast<uint64_t>(2 * reach + 1))) - reach;
+            const uint64_t mag = y & ~SignBit(F);
+            const uint64_t frac_mask = (uint64_t{1} << (F.d.precision - 1)) - 1;
+            const int64_t frac = static_cast<int64_t>(mag & frac_mask);
+            if (frac + steps >= 0 && frac + steps <= static_cast<int64_t>(frac_mask)) {
+              const uint64_t cand = static_cast<uint64_t>(static_cast<int64_t>(y) + steps);
+              const double exact = ExactFn(nd.fn, ToDouble(F, at(nd.a, i)));
+              int e;
+              std::frexp(exact, &e);
+              const double ulp = std::ldexp(1.0, std::max(e - 1, F.d.emin) - F.d.precision + 1);
+              if (std::fabs(ToDouble(F, cand) - exact) <= (a.ulps - 0x1p-20) * ulp) y = cand;
+            }
+          }
+          out[i] = y;
+          break;
+        }
+        default: break;
       }
     }
   }
-  return v.back();
+  std::vector<uint64_t> y(n);
+  for (size_t i = 0; i < n; ++i) y[i] = at(static_cast<int>(f.nodes.size()) - 1, i);
+  return y;
+}
+
+uint64_t Adversary(const Formula& f, const AccuracyTable& acc, bool contract, uint64_t x,
+                   PinnedRng& rng) {
+  RowInputs in;
+  in.x = std::span<const uint64_t>(&x, 1);
+  return AdversaryRow(f, acc, contract, in, rng)[0];
 }
 
 struct EnclosureCase {
@@ -271,6 +342,72 @@ TEST(FormulaTest, EnclosureHoldsEveryConformingImplementation) {
       }
     }
   }
+}
+
+struct RowCase {
+  const char* formula;
+  double mean, spread;  // x_i = mean + spread * N(0, 1).
+};
+
+// Row formulas (softmax, norms): every adversary (random sum orders and trees, fused products,
+// perturbed elementary functions) inside the enclosure, also with a large DC offset (layernorm's
+// conditioning), large logits, weights and biases.
+TEST(FormulaTest, RowEnclosureHoldsEveryConformingImplementation) {
+  const RowCase cases[] = {
+      {"exp(x - max(x)) / sum(exp(x - max(x)))", 0, 3},
+      {"exp(x - max(x)) / sum(exp(x - max(x)))", 0, 30},
+      {"exp(x - max(x)) * (1 / sum(exp(x - max(x))))", 5, 2},
+      {"x - max(x) - log(sum(exp(x - max(x))))", 0, 10},
+      {"x * rsqrt(mean(x * x) + eps) * w", 0, 1},
+      {"bfloat16(x * rsqrt(mean(x * x) + eps)) * w", 3, 1},
+      {"x / (sqrt(mean(x * x)) + eps) * w", 0, 1},
+      {"(x - mean(x)) * rsqrt(mean((x - mean(x)) * (x - mean(x))) + eps) * w + b", 0, 1},
+      {"(x - mean(x)) * rsqrt(mean((x - mean(x)) * (x - mean(x))) + eps) * w + b", 1e4, 1},
+      {"(x - mean(x)) * rsqrt(mean(x * x) - mean(x) * mean(x) + eps) * w + b", 10, 1},
+  };
+  PinnedRng rng(DeriveSeed(TestSeed(2026, "RowEnclosureHoldsEveryConformingImplementation"), {5}));
+  for (const bool contract : {false, true}) {
+    for (const double ulps : {0.5, 2.0}) {
+      AccuracyTable acc;
+      for (FnAccuracy& a : acc) a = ulps == 0.5 ? FnAccuracy{} : FnAccuracy{false, ulps};
+      for (const RowCase& c : cases) {
+        const Formula f = Parse(c.formula);
+        for (int trial = 0; trial < 12; ++trial) {
+          const size_t n = 1 + rng.Below(trial < 2 ? 3 : 300);
+          std::vector<uint64_t> x(n), w(n), b(n);
+          for (size_t i = 0; i < n; ++i) {
+            x[i] = Bits(static_cast<float>(c.mean + c.spread * rng.Normal()));
+            w[i] = Bits(static_cast<float>(1 + 0.1 * rng.Normal()));
+            b[i] = Bits(static_cast<float>(0.1 * rng.Normal()));
+          }
+          RowInputs in;
+          in.x = x;
+          in.w = w;
+          in.b = b;
+          in.eps = Bits(1e-5f);
+          std::vector<Enclosure> e(n);
+          FormulaRowEnclosure(f, acc, contract, in, e);
+          std::vector<uint64_t> cr(n);
+          FormulaRowValue(f, in, cr);
+          std::vector<std::vector<uint64_t>> adversaries;
+          for (int t = 0; t < 6; ++t) adversaries.push_back(AdversaryRow(f, acc, contract, in, rng));
+          for (size_t i = 0; i < n; ++i) {
+            SCOPED_TRACE(::testing::Message() << c.formula << " n=" << n << " i=" << i << " ulps=" << ulps
+                                              << " contract=" << contract << " [" << e[i].lo << ", "
+                                              << e[i].hi << "]");
+            ASSERT_FALSE(std::isnan(e[i].lo)) << "no enclosure";
+            const double y = ToDouble(Float32(), cr[i]);
+            ASSERT_TRUE(y >= e[i].lo && y <= e[i].hi) << "sequential " << y;
+            for (const std::vector<uint64_t>& a : adversaries) {
+              const double ya = ToDouble(Float32(), a[i]);
+              ASSERT_TRUE(ya >= e[i].lo && ya <= e[i].hi) << "adversary " << ya;
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_FALSE(ParseFormula("sum(1)", Float32()).ok());
 }
 
 TEST(FormulaTest, EnclosureSpecialValues) {

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <memory>
 
-#include "composite/elementwise_model.h"
+#include "composite/model.h"
 #include "formats/ops.h"
 #include "formats/str_cat.h"
 #include "formats/user_file.h"
@@ -24,8 +24,8 @@ namespace fpconform::reports {
 namespace audit_internal {
 namespace {
 
-using composite::ElementwiseFunction;
-using composite::ElementwiseModel;
+using composite::CompositeFunction;
+using composite::CompositeModel;
 using composite::Enclosure;
 
 class ElementwiseOp : public AuditOp {
@@ -58,9 +58,9 @@ class ElementwiseOp : public AuditOp {
   const ElementwiseAuditInput& in_;
   const AuditOptions& options_;
   ElementaryFn fn_ = ElementaryFn::kExp;
-  std::vector<ElementwiseModel> catalog_;
-  std::vector<const ElementwiseModel*> models_;       // Parallel to setup_.platforms.
-  std::vector<const ElementwiseFunction*> functions_;
+  std::vector<CompositeModel> catalog_;
+  std::vector<const CompositeModel*> models_;       // Parallel to setup_.platforms.
+  std::vector<const CompositeFunction*> functions_;
   const FormatSpec* in_format_ = nullptr;
 };
 
@@ -83,11 +83,11 @@ absl::Status ElementwiseOp::Init() {
   }
   const std::string dir = options_.composite_models_dir.empty() ? FPCONFORM_COMPOSITE_MODELS_DIR
                                                                 : options_.composite_models_dir;
-  absl::StatusOr<std::vector<ElementwiseModel>> catalog = composite::LoadElementwiseModels(dir);
+  absl::StatusOr<std::vector<CompositeModel>> catalog = composite::LoadCompositeModels(dir);
   if (!catalog.ok()) return catalog.status();
   catalog_ = *std::move(catalog);
-  const auto add = [&](const ElementwiseModel& m) {
-    for (const ElementwiseModel* have : models_) {
+  const auto add = [&](const CompositeModel& m) {
+    for (const CompositeModel* have : models_) {
       if (have == &m) return;
     }
     AuditPlatform p;
@@ -106,14 +106,14 @@ absl::Status ElementwiseOp::Init() {
   }
   for (const std::string& name : options_.platforms) {
     if (name == "auto") {
-      for (const ElementwiseModel& m : catalog_) {
+      for (const CompositeModel& m : catalog_) {
         if (m.Find(in_.fn) != nullptr && m.input == X.format && m.output == O.format) add(m);
       }
       continue;
     }
-    const ElementwiseModel* found = nullptr;
+    const CompositeModel* found = nullptr;
     std::vector<std::string> names;
-    for (const ElementwiseModel& m : catalog_) {
+    for (const CompositeModel& m : catalog_) {
       names.push_back(m.name);
       if (m.name == name) found = &m;
     }
@@ -170,7 +170,7 @@ uint64_t ElementwiseOp::Rounded(ElementaryFn fn, uint64_t x) const {
 }
 
 Emulated ElementwiseOp::Emulate(size_t p, uint64_t x, const ExactEnclosure& exact) const {
-  const ElementwiseFunction& f = *functions_[p];
+  const CompositeFunction& f = *functions_[p];
   const FormatSpec& out = *setup_.out_format;
   Emulated em;
   double lo, hi;
@@ -268,7 +268,7 @@ std::string ElementwiseOp::Diagnose(int64_t e, size_t p, OpScratch&, const Exact
     }
   }
   // The formula with every step in bfloat16, or the input rounded to bfloat16 first.
-  const ElementwiseFunction& f = *functions_[p];
+  const CompositeFunction& f = *functions_[p];
   if (!f.correctly_rounded && f.formula.compute != &BFloat16()) {
     absl::StatusOr<composite::Formula> bf = composite::ParseFormula(f.formula.text, BFloat16());
     if (bf.ok()) {

@@ -1,9 +1,9 @@
-// Elementwise models (elementwise_model.h): the reader's errors, and every preset in
+// Elementwise models (model.h): the reader's errors, and every preset in
 // composite/models/ against the mathematical function it claims to implement (evaluated here by
 // MPFR at 200 bits, independently of the oracles): the enclosure of every function must hold the
 // exact value to within the formula's own approximation (a few ulps), on random and special
 // inputs, so a mistyped formula or constant fails.
-#include "composite/elementwise_model.h"
+#include "composite/model.h"
 
 #include <mpfr.h>
 
@@ -43,11 +43,11 @@ exp = "correctly_rounded"
 unconfirmed = ["accuracy.exp"]
 )toml";
 
-TEST(ElementwiseModelTest, ParsesAMinimalModel) {
-  absl::StatusOr<ElementwiseModel> m = ParseElementwiseModel(kMinimal, "m.toml");
+TEST(CompositeModelTest, ParsesAMinimalModel) {
+  absl::StatusOr<CompositeModel> m = ParseCompositeModel(kMinimal, "m.toml");
   ASSERT_TRUE(m.ok()) << m.status();
   EXPECT_EQ(m->functions.size(), 2u);
-  const ElementwiseFunction* s = m->Find("sigmoid");
+  const CompositeFunction* s = m->Find("sigmoid");
   ASSERT_NE(s, nullptr);
   EXPECT_FALSE(s->exact());
   EXPECT_TRUE(m->Find("exp")->exact());
@@ -55,7 +55,7 @@ TEST(ElementwiseModelTest, ParsesAMinimalModel) {
   EXPECT_EQ(m->unconfirmed, std::vector<std::string>{"accuracy.exp"});
 }
 
-TEST(ElementwiseModelTest, ErrorsNameFileLineAndKey) {
+TEST(CompositeModelTest, ErrorsNameFileLineAndKey) {
   struct Case {
     std::string from, to, message;
   };
@@ -68,8 +68,10 @@ TEST(ElementwiseModelTest, ErrorsNameFileLineAndKey) {
       {"compute = \"float32\"", "compute = \"float8_e4m3fn\"", "formats.compute: narrower than the input format bfloat16"},
       {"\"functions.exp\" = \"s\"\n", "", "provenance.\"functions.exp\": required key missing"},
       {"unconfirmed = [\"accuracy.exp\"]", "unconfirmed = [\"accuracy.erf\"]", "'accuracy.erf' names no key of this file"},
-      {"kind = \"elementwise\"", "kind = \"softmax\"", "m.toml:3: kind: must be one of elementwise, got \"softmax\""},
+      {"kind = \"elementwise\"", "kind = \"softmax\"", "m.toml:3: kind: must be one of elementwise axis, got \"softmax\""},
       {"[formats]", "colour = 1\n[formats]", "colour: unknown key"},
+      {"sigmoid = \"1 / (1 + exp(-x))\"", "sigmoid = \"x / sum(x)\"",
+       "functions.sigmoid: uses w, b, eps, n or a reduction: only kind = \"axis\" models do"},
   };
   for (const Case& c : cases) {
     std::string text = kMinimal;
@@ -77,11 +79,11 @@ TEST(ElementwiseModelTest, ErrorsNameFileLineAndKey) {
     ASSERT_NE(at, std::string::npos) << c.from;
     text.replace(at, c.from.size(), c.to);
     SCOPED_TRACE(text);
-    absl::StatusOr<ElementwiseModel> m = ParseElementwiseModel(text, "m.toml");
+    absl::StatusOr<CompositeModel> m = ParseCompositeModel(text, "m.toml");
     ASSERT_FALSE(m.ok());
     EXPECT_NE(m.status().message().find(c.message), std::string::npos) << m.status();
   }
-  EXPECT_NE(ParseElementwiseModel("name = [", "m.toml").status().message().find("m.toml:1: TOML syntax"),
+  EXPECT_NE(ParseCompositeModel("name = [", "m.toml").status().message().find("m.toml:1: TOML syntax"),
             std::string::npos);
 }
 
@@ -149,13 +151,13 @@ uint64_t FromDouble(const FormatSpec& f, double v) {
   return Convert(Float64(), f, d, OpEnv{}).bits;
 }
 
-TEST(ElementwiseModelTest, PresetsImplementTheirFunctions) {
-  absl::StatusOr<std::vector<ElementwiseModel>> models = LoadElementwiseModels(kModels);
+TEST(CompositeModelTest, PresetsImplementTheirFunctions) {
+  absl::StatusOr<std::vector<CompositeModel>> models = LoadCompositeModels(kModels);
   ASSERT_TRUE(models.ok()) << models.status();
   ASSERT_GE(models->size(), 4u);
   PinnedRng rng(DeriveSeed(TestSeed(2026, "PresetsImplementTheirFunctions"), {4}));
-  for (const ElementwiseModel& m : *models) {
-    for (const ElementwiseFunction& fn : m.functions) {
+  for (const CompositeModel& m : *models) {
+    for (const CompositeFunction& fn : m.functions) {
       if (fn.correctly_rounded) continue;
       const FormatSpec& in = *fn.input;
       const FormatSpec& out = *fn.output;

@@ -1,11 +1,11 @@
-// libFuzzer harness for elementwise model files (elementwise_model.h): the input bytes are a
-// TOML file given to ParseElementwiseModel. A bad file must give InvalidArgument whose message
+// libFuzzer harness for elementwise model files (model.h): the input bytes are a
+// TOML file given to ParseCompositeModel. A bad file must give InvalidArgument whose message
 // starts with the file name, never a crash, a throw or an abort. When it parses, every function
 // with a formula is evaluated at a few inputs drawn from a hash of the file (and at +-0, +-1,
 // +-Inf, NaN) and checked: Emulate's value lies in Enclose's interval whenever that interval
 // exists (formula.h's claim), and the interval is ordered.
 //
-//   build-fuzz/composite/elementwise_model_fuzzer composite/testdata/fuzz/elementwise_model_fuzzer
+//   build-fuzz/composite/model_fuzzer composite/testdata/fuzz/model_fuzzer
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -16,14 +16,14 @@
 #include <string_view>
 
 #include "cases/pinned_random.h"
-#include "composite/elementwise_model.h"
+#include "composite/model.h"
 #include "formats/ops.h"
 
 namespace fpconform::composite {
 namespace {
 
 [[noreturn]] void Fail(const std::string& what, std::string_view input) {
-  std::fprintf(stderr, "elementwise_model_fuzzer: %s\ninput:\n%.*s\n", what.c_str(),
+  std::fprintf(stderr, "model_fuzzer: %s\ninput:\n%.*s\n", what.c_str(),
                static_cast<int>(input.size()), input.data());
   std::abort();
 }
@@ -36,7 +36,7 @@ double ToDouble(const FormatSpec& f, uint64_t bits) {
 }
 
 void Check(std::string_view text) {
-  absl::StatusOr<ElementwiseModel> m = ParseElementwiseModel(text, "fuzz_model");
+  absl::StatusOr<CompositeModel> m = ParseCompositeModel(text, "fuzz_model");
   if (!m.ok()) {
     const std::string_view msg(m.status().message().data(), m.status().message().size());
     if (m.status().code() != absl::StatusCode::kInvalidArgument || !msg.starts_with("fuzz_model")) {
@@ -47,7 +47,7 @@ void Check(std::string_view text) {
   uint64_t h = 1469598103934665603ull;
   for (char c : text) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
   PinnedRng rng(h);
-  for (const ElementwiseFunction& fn : m->functions) {
+  for (const CompositeFunction& fn : m->functions) {
     if (fn.correctly_rounded) continue;
     const FormatSpec& in = *fn.input;
     const uint64_t mask = in.width >= 64 ? ~uint64_t{0} : (uint64_t{1} << in.width) - 1;

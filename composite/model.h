@@ -1,8 +1,10 @@
-// Implementation models of elementwise functions, as data (composite/MODEL_FORMAT.md): how a
-// library computes exp, exp2, log, tanh, sigmoid, silu, gelu, gelu_tanh, rsqrt or reciprocal of
-// each element, as a formula per function (composite/formula.h) in a compute format, with the
-// accuracy of the elementary functions it calls, the input and output formats, whether the
-// compiler may contract a*b+c into an fma, and where each of those facts comes from.
+// Implementation models of composite kernels, as data (composite/MODEL_FORMAT.md): how a library
+// computes an elementwise function (kind "elementwise": exp, exp2, log, tanh, sigmoid, silu, gelu,
+// gelu_tanh, rsqrt, reciprocal of each element) or an op along one axis (kind "axis": softmax,
+// log_softmax, rmsnorm, layernorm of each row), as a formula per function (composite/formula.h;
+// row formulas for "axis") in a compute format, with the accuracy of the elementary functions it
+// calls, the input and output formats, whether the compiler may contract a*b+c into an fma, and
+// where each of those facts comes from.
 //
 // A model gives, per input element x (bits of its input format):
 //   * Emulate: the output bits of the implementation whose every step is correctly rounded
@@ -14,17 +16,17 @@
 // A function given as "correctly_rounded" is the correctly rounded fn(x) in the output format
 // (oracles/elementary.h decides it); its enclosure is that one value.
 //
-// Errors (ParseElementwiseModel, LoadElementwiseModel; InvalidArgument): "file:line: key: what"
+// Errors (ParseCompositeModel, LoadCompositeModel; InvalidArgument): "file:line: key: what"
 // (cases/toml_reader.h), a formula's error prefixed with its key ("functions.gelu: column 12:
 // unknown name 'erff'"), a compute format narrower than the input format, a key without its
 // provenance entry or a provenance entry for no key.
 //
 // Example (composite/models/torch-cuda-f32.toml):
-//   absl::StatusOr<ElementwiseModel> m = LoadElementwiseModel("composite/models/torch-cuda-f32.toml");
-//   const ElementwiseFunction* gelu = m->Find("gelu");
+//   absl::StatusOr<CompositeModel> m = LoadCompositeModel("composite/models/torch-cuda-f32.toml");
+//   const CompositeFunction* gelu = m->Find("gelu");
 //   uint64_t y = gelu->Emulate(0x3F800000 /*1.0f*/);   // 0.8413447 in float32
-#ifndef FPCONFORM_COMPOSITE_ELEMENTWISE_MODEL_H_
-#define FPCONFORM_COMPOSITE_ELEMENTWISE_MODEL_H_
+#ifndef FPCONFORM_COMPOSITE_MODEL_H_
+#define FPCONFORM_COMPOSITE_MODEL_H_
 
 #include <array>
 #include <cstdint>
@@ -41,12 +43,17 @@
 
 namespace fpconform::composite {
 
-// The functions an elementwise model may implement (the audit's --fn), in this order.
+enum class CompositeKind : uint8_t { kElementwise, kAxis };
+
+// The functions a model of that kind may implement, in this order: the audit's --fn for
+// elementwise, the op of `fpconform audit softmax|log_softmax|rmsnorm|layernorm` for axis.
 std::span<const std::string_view> ElementwiseFunctionNames();
+std::span<const std::string_view> AxisFunctionNames();
 
 // One function of a model.
-struct ElementwiseFunction {
-  std::string name;                 // One of ElementwiseFunctionNames().
+struct CompositeFunction {
+  std::string name;                 // One of the kind's function names.
+  CompositeKind kind = CompositeKind::kElementwise;
   bool correctly_rounded = false;   // "correctly_rounded": no formula.
   Formula formula;                  // Otherwise.
   const FormatSpec* input = nullptr;
@@ -62,34 +69,50 @@ struct ElementwiseFunction {
   // Every conforming implementation's output for x lies in [lo, hi] (output format values as
   // binary64; NaN end points: no enclosure). Not for correctly_rounded functions.
   Enclosure Enclose(uint64_t x) const;
+
+  // Axis functions, one row: x (n bits of `input`), weight and bias (n bits of their formats, or
+  // empty), eps (the kernel's argument; rounded to the compute format as the kernel's float
+  // does). The formats of weight and bias must convert into the compute format exactly
+  // (InvalidArgument otherwise). Not for correctly_rounded functions.
+  struct Row {
+    std::span<const uint64_t> x;
+    const FormatSpec* weight_format = nullptr;
+    std::span<const uint64_t> weight;
+    const FormatSpec* bias_format = nullptr;
+    std::span<const uint64_t> bias;
+    double eps = 0;
+  };
+  absl::Status EmulateRow(const Row& row, std::span<uint64_t> out) const;
+  absl::Status EncloseRow(const Row& row, std::span<Enclosure> out) const;
 };
 
-struct ElementwiseModel {
+struct CompositeModel {
   std::string name;
   std::string description;
+  CompositeKind kind = CompositeKind::kElementwise;
   const FormatSpec* input = nullptr;
   const FormatSpec* compute = nullptr;
   const FormatSpec* output = nullptr;
   bool contract = false;
   AccuracyTable accuracy{};
-  std::vector<ElementwiseFunction> functions;
+  std::vector<CompositeFunction> functions;
   // (dotted key, source), in file order; and the keys whose values are unconfirmed.
   std::vector<std::pair<std::string, std::string>> provenance;
   std::vector<std::string> unconfirmed;
 
-  const ElementwiseFunction* Find(std::string_view fn) const;
+  const CompositeFunction* Find(std::string_view fn) const;
 };
 
-absl::StatusOr<ElementwiseModel> ParseElementwiseModel(std::string_view toml_text,
+absl::StatusOr<CompositeModel> ParseCompositeModel(std::string_view toml_text,
                                                        std::string_view file_name);
 // Reads a model file (a regular file of at most 16 MiB, formats/user_file.h); its `name` must be
 // the file's stem.
-absl::StatusOr<ElementwiseModel> LoadElementwiseModel(const std::string& path);
+absl::StatusOr<CompositeModel> LoadCompositeModel(const std::string& path);
 
 // The models of a directory (every *.toml), read once, in name order. A bad file is an error
 // naming it.
-absl::StatusOr<std::vector<ElementwiseModel>> LoadElementwiseModels(const std::string& dir);
+absl::StatusOr<std::vector<CompositeModel>> LoadCompositeModels(const std::string& dir);
 
 }  // namespace fpconform::composite
 
-#endif  // FPCONFORM_COMPOSITE_ELEMENTWISE_MODEL_H_
+#endif  // FPCONFORM_COMPOSITE_MODEL_H_

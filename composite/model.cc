@@ -1,5 +1,5 @@
-// Elementwise implementation models (elementwise_model.h; file format: MODEL_FORMAT.md).
-#include "composite/elementwise_model.h"
+// Implementation models of composite kernels (model.h; file format: MODEL_FORMAT.md).
+#include "composite/model.h"
 
 #include <algorithm>
 #include <cmath>
@@ -17,6 +17,12 @@ namespace fpconform::composite {
 std::span<const std::string_view> ElementwiseFunctionNames() {
   static constexpr std::array<std::string_view, 10> kNames = {
       "exp", "exp2", "log", "tanh", "sigmoid", "silu", "gelu", "gelu_tanh", "rsqrt", "reciprocal"};
+  return kNames;
+}
+
+std::span<const std::string_view> AxisFunctionNames() {
+  static constexpr std::array<std::string_view, 4> kNames = {"softmax", "log_softmax", "rmsnorm",
+                                                             "layernorm"};
   return kNames;
 }
 
@@ -50,16 +56,20 @@ const FormatSpec* FloatFormat(TomlReader& r, const toml::table& t, std::string_v
   return f;
 }
 
-absl::StatusOr<ElementwiseModel> ParseTable(const toml::table& root, std::string_view file) {
+absl::StatusOr<CompositeModel> ParseTable(const toml::table& root, std::string_view file) {
   TomlReader r(file);
-  ElementwiseModel m;
+  CompositeModel m;
   r.CheckKeys(root, "", {"name", "description", "kind", "contract", "formats", "accuracy",
                          "functions", "provenance"});
   if (std::optional<std::string> s = r.String(root, "", "name", TomlKey::kRequired)) m.name = *s;
   if (std::optional<std::string> s = r.String(root, "", "description", TomlKey::kRequired)) {
     m.description = *s;
   }
-  r.Choice<int>(root, "", "kind", {{"elementwise", 0}}, TomlKey::kRequired);
+  if (std::optional<CompositeKind> k = r.Choice<CompositeKind>(
+          root, "", "kind", {{"elementwise", CompositeKind::kElementwise}, {"axis", CompositeKind::kAxis}},
+          TomlKey::kRequired)) {
+    m.kind = *k;
+  }
   if (std::optional<bool> b = r.Bool(root, "", "contract")) m.contract = *b;
   if (const toml::table* t = r.Table(root, "", "formats", TomlKey::kRequired)) {
     r.CheckKeys(*t, "formats", {"input", "compute", "output"});
@@ -120,15 +130,16 @@ absl::StatusOr<ElementwiseModel> ParseTable(const toml::table& root, std::string
   if (const toml::table* t = r.Table(root, "", "functions", TomlKey::kRequired); t != nullptr && r.ok()) {
     for (const auto& [key, node] : *t) {
       const std::string k(key.str());
-      const auto names = ElementwiseFunctionNames();
+      const auto names = m.kind == CompositeKind::kAxis ? AxisFunctionNames() : ElementwiseFunctionNames();
       if (std::find(names.begin(), names.end(), k) == names.end()) {
         r.Fail(&node, Cat("functions.", k), Cat("unknown function (valid: ", Join(names, " "), ")"));
         break;
       }
       const std::optional<std::string> text = r.String(*t, "functions", k);
       if (!text) break;
-      ElementwiseFunction fn;
+      CompositeFunction fn;
       fn.name = k;
+      fn.kind = m.kind;
       fn.input = m.input;
       fn.output = m.output;
       fn.accuracy = m.accuracy;
@@ -139,6 +150,11 @@ absl::StatusOr<ElementwiseModel> ParseTable(const toml::table& root, std::string
         absl::StatusOr<Formula> f = ParseFormula(*text, *m.compute);
         if (!f.ok()) {
           r.Fail(&node, Cat("functions.", k), std::string(f.status().message()));
+          break;
+        }
+        if (f->row_terms && m.kind != CompositeKind::kAxis) {
+          r.Fail(&node, Cat("functions.", k),
+                 "uses w, b, eps, n or a reduction: only kind = \"axis\" models do");
           break;
         }
         for (int i = 0; i < kFns; ++i) {
@@ -191,7 +207,7 @@ absl::StatusOr<ElementwiseModel> ParseTable(const toml::table& root, std::string
 
 }  // namespace
 
-bool ElementwiseFunction::exact() const {
+bool CompositeFunction::exact() const {
   if (correctly_rounded) return true;
   for (int i = 0; i < kFns; ++i) {
     if (formula.uses[static_cast<size_t>(i)] && !accuracy[static_cast<size_t>(i)].correctly_rounded) {
@@ -206,35 +222,87 @@ bool ElementwiseFunction::exact() const {
   return true;
 }
 
-uint64_t ElementwiseFunction::Emulate(uint64_t x) const {
+uint64_t CompositeFunction::Emulate(uint64_t x) const {
   const FormatSpec& F = *formula.compute;
   const uint64_t xf = Convert(*input, F, x, OpEnv{}).bits;  // Exact: F is at least as wide.
   return Convert(F, *output, FormulaValue(formula, xf), OpEnv{}).bits;
 }
 
-Enclosure ElementwiseFunction::Enclose(uint64_t x) const {
+Enclosure CompositeFunction::Enclose(uint64_t x) const {
   const FormatSpec& F = *formula.compute;
   const uint64_t xf = Convert(*input, F, x, OpEnv{}).bits;
   const Enclosure e = FormulaEnclosure(formula, accuracy, contract, xf);
   return {RoundTo(*output, e.lo), RoundTo(*output, e.hi)};
 }
 
-const ElementwiseFunction* ElementwiseModel::Find(std::string_view fn) const {
-  for (const ElementwiseFunction& f : functions) {
+namespace {
+
+// The row's inputs in the compute format (exact conversions), eps rounded to it.
+absl::StatusOr<RowInputs> ToCompute(const CompositeFunction& fn, const CompositeFunction::Row& row,
+                                    std::vector<uint64_t>& x, std::vector<uint64_t>& w,
+                                    std::vector<uint64_t>& b) {
+  const FormatSpec& F = *fn.formula.compute;
+  const auto convert = [&](const FormatSpec* from, std::span<const uint64_t> in, std::vector<uint64_t>& out,
+                           const char* what) -> absl::Status {
+    out.resize(in.size());
+    if (in.empty()) return absl::OkStatus();
+    if (from == nullptr || from->kind != FormatKind::kFloat || from->d.precision > F.d.precision ||
+        from->d.emax > F.d.emax) {
+      return absl::InvalidArgumentError(Cat(what, " (", from != nullptr ? from->name : "?",
+                                            ") does not convert exactly into the compute format ", F.name));
+    }
+    for (size_t i = 0; i < in.size(); ++i) out[i] = Convert(*from, F, in[i], OpEnv{}).bits;
+    return absl::OkStatus();
+  };
+  if (absl::Status s = convert(fn.input, row.x, x, "the input"); !s.ok()) return s;
+  if (absl::Status s = convert(row.weight_format, row.weight, w, "the weight"); !s.ok()) return s;
+  if (absl::Status s = convert(row.bias_format, row.bias, b, "the bias"); !s.ok()) return s;
+  RowInputs in;
+  in.x = x;
+  in.w = w;
+  in.b = b;
+  uint64_t eps;
+  std::memcpy(&eps, &row.eps, sizeof eps);
+  in.eps = Convert(Float64(), F, eps, OpEnv{}).bits;
+  return in;
+}
+
+}  // namespace
+
+absl::Status CompositeFunction::EmulateRow(const Row& row, std::span<uint64_t> out) const {
+  std::vector<uint64_t> x, w, b, y(row.x.size());
+  absl::StatusOr<RowInputs> in = ToCompute(*this, row, x, w, b);
+  if (!in.ok()) return in.status();
+  FormulaRowValue(formula, *in, y);
+  for (size_t i = 0; i < out.size(); ++i) out[i] = Convert(*formula.compute, *output, y[i], OpEnv{}).bits;
+  return absl::OkStatus();
+}
+
+absl::Status CompositeFunction::EncloseRow(const Row& row, std::span<Enclosure> out) const {
+  std::vector<uint64_t> x, w, b;
+  absl::StatusOr<RowInputs> in = ToCompute(*this, row, x, w, b);
+  if (!in.ok()) return in.status();
+  FormulaRowEnclosure(formula, accuracy, contract, *in, out);
+  for (Enclosure& e : out) e = {RoundTo(*output, e.lo), RoundTo(*output, e.hi)};
+  return absl::OkStatus();
+}
+
+const CompositeFunction* CompositeModel::Find(std::string_view fn) const {
+  for (const CompositeFunction& f : functions) {
     if (f.name == fn) return &f;
   }
   return nullptr;
 }
 
-absl::StatusOr<ElementwiseModel> ParseElementwiseModel(std::string_view toml_text,
+absl::StatusOr<CompositeModel> ParseCompositeModel(std::string_view toml_text,
                                                        std::string_view file_name) {
-  return ParseTomlText<ElementwiseModel>(toml_text, file_name, &ParseTable);
+  return ParseTomlText<CompositeModel>(toml_text, file_name, &ParseTable);
 }
 
-absl::StatusOr<ElementwiseModel> LoadElementwiseModel(const std::string& path) {
+absl::StatusOr<CompositeModel> LoadCompositeModel(const std::string& path) {
   absl::StatusOr<std::string> text = ReadUserFile(path, kMaxTextFileBytes, "model file");
   if (!text.ok()) return text.status();
-  absl::StatusOr<ElementwiseModel> m = ParseElementwiseModel(*text, path);
+  absl::StatusOr<CompositeModel> m = ParseCompositeModel(*text, path);
   if (!m.ok()) return m.status();
   const std::string stem = std::filesystem::path(path).stem().string();
   if (m->name != stem) {
@@ -244,7 +312,7 @@ absl::StatusOr<ElementwiseModel> LoadElementwiseModel(const std::string& path) {
   return m;
 }
 
-absl::StatusOr<std::vector<ElementwiseModel>> LoadElementwiseModels(const std::string& dir) {
+absl::StatusOr<std::vector<CompositeModel>> LoadCompositeModels(const std::string& dir) {
   std::error_code ec;
   std::vector<std::string> paths;
   for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
@@ -252,9 +320,9 @@ absl::StatusOr<std::vector<ElementwiseModel>> LoadElementwiseModels(const std::s
   }
   if (ec) return absl::InvalidArgumentError(Cat(dir, ": cannot read the models directory: ", ec.message()));
   std::sort(paths.begin(), paths.end());
-  std::vector<ElementwiseModel> out;
+  std::vector<CompositeModel> out;
   for (const std::string& p : paths) {
-    absl::StatusOr<ElementwiseModel> m = LoadElementwiseModel(p);
+    absl::StatusOr<CompositeModel> m = LoadCompositeModel(p);
     if (!m.ok()) return m.status();
     out.push_back(*std::move(m));
   }
