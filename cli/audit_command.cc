@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <chrono>
@@ -303,6 +304,29 @@ CLI::App* AddAuditCommand(CLI::App& root, AuditCommandState& s) {
       "  fpconform audit elementwise --fn gelu --x x.npy --x-dtype bfloat16 --out y.npy \\\n"
       "      --out-dtype bfloat16 --platform torch-cuda-bf16 --json audit.json");
 
+  const std::array<const char*, 4> axis_names = {"softmax", "log_softmax", "rmsnorm", "layernorm"};
+  const std::array<const char*, 4> axis_what = {
+      "out = softmax(X) along --axis", "out = log_softmax(X) along --axis",
+      "out = X * w / sqrt(mean(X^2) + eps) along --axis",
+      "out = (X - mean) / sqrt(var + eps) * w + b along --axis (biased variance)"};
+  for (size_t i = 0; i < axis_names.size(); ++i) {
+    CLI::App* sub = app->add_subcommand(axis_names[i], Cat(axis_what[i], ", against axis models (composite/models/)"));
+    s.axis_ops[i] = sub;
+    AddTensorOption(sub, s.x, "X");
+    AddTensorOption(sub, s.out, "The kernel's output (X's shape)");
+    sub->add_option("--axis", s.axis, "The axis (negative counts from the end; default -1)");
+    if (i >= 2) {
+      AddTensorOption(sub, s.weight, "The weight (1-D, the axis's length), optional");
+      if (i == 3) AddTensorOption(sub, s.bias, "The bias (1-D, the axis's length), optional");
+      sub->add_option("--eps", s.eps, "The kernel's epsilon (> 0), e.g. 1e-6")->required();
+    }
+    AddCommon(sub, s.common, true);
+    sub->footer(Cat("--models-dir names the directory of composite models (default: the presets).\n",
+                    "Example:\n  fpconform audit ", axis_names[i], " --x x.npy --x-dtype bfloat16",
+                    i >= 2 ? " --weight w.npy --weight-dtype bfloat16 --eps 1e-6" : "",
+                    " --axis -1 \\\n      --out y.npy --out-dtype bfloat16 --platform auto --json audit.json"));
+  }
+
   s.cast = app->add_subcommand("cast", "out = cast(X / scale) elementwise (quantization)");
   AddTensorOption(s.cast, s.x, "X");
   AddTensorOption(s.cast, s.out, "The kernel's output");
@@ -409,6 +433,41 @@ static int RunAudit(const AuditCommandState& s) {
     if (sb->has_value()) in.scale_b = &**sb;
     in.out = &*out;
     r = reports::AuditMatmul(in, *options);
+  } else if (const auto axis_op = std::find_if(s.axis_ops.begin(), s.axis_ops.end(),
+                                               [](const CLI::App* a) { return a != nullptr && a->parsed(); });
+             axis_op != s.axis_ops.end()) {
+    absl::StatusOr<Tensor> x = need(s.x);
+    if (!x.ok()) return Fail(cmd, x.status());
+    if (cast_inputs.has_value()) {
+      return Fail(cmd, absl::InvalidArgumentError("--cast-inputs: not taken by this audit "
+                                                  "(the platform's input format must be X's)"));
+    }
+    reports::AxisAuditInput in;
+    in.op = (*axis_op)->get_name();
+    in.x = &*x;
+    in.axis = s.axis;
+    in.out = &*out;
+    in.out_rounding = *out_rounding;
+    absl::StatusOr<Tensor> weight, bias;
+    if (!s.weight.file.empty()) {
+      weight = LoadTensor(s.weight);
+      if (!weight.ok()) return Fail(cmd, weight.status());
+      in.weight = &*weight;
+    }
+    if (!s.bias.file.empty()) {
+      bias = LoadTensor(s.bias);
+      if (!bias.ok()) return Fail(cmd, bias.status());
+      in.bias = &*bias;
+    }
+    if (!s.eps.empty()) {
+      double eps = 0;
+      if (!ParseDouble(s.eps, eps)) {
+        return Fail(cmd, absl::InvalidArgumentError(Cat("--eps '", s.eps, "': not a number")));
+      }
+      in.eps = eps;
+    }
+    options->composite_models_dir = c.models_dir.empty() ? DefaultCompositeModelsDir() : c.models_dir;
+    r = reports::AuditAxis(in, *options);
   } else if (s.elementwise->parsed()) {
     absl::StatusOr<Tensor> x = need(s.x);
     if (!x.ok()) return Fail(cmd, x.status());

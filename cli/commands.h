@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <array>
 #include <string>
 #include <vector>
 
@@ -119,9 +120,12 @@ struct AuditCommandState {
   CLI::App* sum = nullptr;
   CLI::App* cast = nullptr;
   CLI::App* elementwise = nullptr;
+  // softmax, log_softmax, rmsnorm, layernorm (in that order).
+  std::array<CLI::App*, 4> axis_ops{};
   CLI::App* compare_matmul = nullptr;
   TensorArg a{"a"}, b{"b"}, out{"out"}, c{"c"}, scale_a{"scale-a"}, scale_b{"scale-b"}, x{"x"},
-      out_ref{"out-ref"};
+      out_ref{"out-ref"}, weight{"weight"}, bias{"bias"};
+  std::string eps;  // rmsnorm, layernorm --eps (text: checked, a double).
   bool transpose_a = false, transpose_b = false;
   int axis = -1;
   std::string to, rounding = "rne";

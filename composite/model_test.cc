@@ -158,7 +158,7 @@ TEST(CompositeModelTest, PresetsImplementTheirFunctions) {
   PinnedRng rng(DeriveSeed(TestSeed(2026, "PresetsImplementTheirFunctions"), {4}));
   for (const CompositeModel& m : *models) {
     for (const CompositeFunction& fn : m.functions) {
-      if (fn.correctly_rounded) continue;
+      if (fn.correctly_rounded || fn.kind != CompositeKind::kElementwise) continue;
       const FormatSpec& in = *fn.input;
       const FormatSpec& out = *fn.output;
       for (int i = 0; i < 300; ++i) {
@@ -185,6 +185,130 @@ TEST(CompositeModelTest, PresetsImplementTheirFunctions) {
       }
     }
   }
+}
+
+// The exact value of op at every entry of row x (weight w, bias b: empty for none), by MPFR at
+// 300 bits, as doubles.
+std::vector<double> ExactRow(const std::string& op, const std::vector<double>& x, const std::vector<double>& w,
+                             const std::vector<double>& b, double eps) {
+  const size_t n = x.size();
+  std::vector<double> out(n);
+  mpfr_t s, t, u, m;
+  mpfr_inits2(300, s, t, u, m, static_cast<mpfr_ptr>(nullptr));
+  if (op == "softmax" || op == "log_softmax") {
+    mpfr_set_zero(s, 1);
+    for (double v : x) {
+      mpfr_set_d(t, v, MPFR_RNDN);
+      mpfr_exp(t, t, MPFR_RNDN);
+      mpfr_add(s, s, t, MPFR_RNDN);
+    }
+    mpfr_log(u, s, MPFR_RNDN);
+    for (size_t i = 0; i < n; ++i) {
+      mpfr_set_d(t, x[i], MPFR_RNDN);
+      if (op == "softmax") {
+        mpfr_exp(t, t, MPFR_RNDN);
+        mpfr_div(t, t, s, MPFR_RNDN);
+      } else {
+        mpfr_sub(t, t, u, MPFR_RNDN);
+      }
+      out[i] = mpfr_get_d(t, MPFR_RNDN);
+    }
+  } else {
+    mpfr_set_zero(m, 1);
+    if (op == "layernorm") {
+      for (double v : x) mpfr_add_d(m, m, v, MPFR_RNDN);
+      mpfr_div_ui(m, m, n, MPFR_RNDN);
+    }
+    mpfr_set_zero(s, 1);
+    for (double v : x) {
+      mpfr_set_d(t, v, MPFR_RNDN);
+      mpfr_sub(t, t, m, MPFR_RNDN);
+      mpfr_sqr(t, t, MPFR_RNDN);
+      mpfr_add(s, s, t, MPFR_RNDN);
+    }
+    mpfr_div_ui(s, s, n, MPFR_RNDN);
+    mpfr_add_d(s, s, eps, MPFR_RNDN);
+    mpfr_rec_sqrt(s, s, MPFR_RNDN);
+    for (size_t i = 0; i < n; ++i) {
+      mpfr_set_d(t, x[i], MPFR_RNDN);
+      mpfr_sub(t, t, m, MPFR_RNDN);
+      mpfr_mul(t, t, s, MPFR_RNDN);
+      if (!w.empty()) mpfr_mul_d(t, t, w[i], MPFR_RNDN);
+      if (!b.empty()) mpfr_add_d(t, t, b[i], MPFR_RNDN);
+      out[i] = mpfr_get_d(t, MPFR_RNDN);
+    }
+  }
+  mpfr_clears(s, t, u, m, static_cast<mpfr_ptr>(nullptr));
+  return out;
+}
+
+// Every axis preset against the exact ops (rows with DC offsets and large logits, weights and
+// biases): the enclosure holds the exact value to within the formula's own approximation (its
+// width, plus a few ulps per rounding to the output format), so a mistyped formula fails.
+TEST(CompositeModelTest, AxisPresetsImplementTheirFunctions) {
+  absl::StatusOr<std::vector<CompositeModel>> models = LoadCompositeModels(kModels);
+  ASSERT_TRUE(models.ok()) << models.status();
+  PinnedRng rng(DeriveSeed(TestSeed(2026, "AxisPresetsImplementTheirFunctions"), {6}));
+  int checked = 0;
+  for (const CompositeModel& m : *models) {
+    if (m.kind != CompositeKind::kAxis) continue;
+    for (const CompositeFunction& fn : m.functions) {
+      if (fn.correctly_rounded) continue;
+      const FormatSpec& in = *fn.input;
+      const FormatSpec& out = *fn.output;
+      for (int trial = 0; trial < 20; ++trial) {
+        const size_t n = 1 + rng.Below(200);
+        const double offset = fn.name == "layernorm" ? (trial % 3 == 0 ? 50.0 : 0.0) : 0.0;
+        const double spread = fn.name.find("softmax") != std::string::npos ? (trial % 2 ? 20.0 : 2.0) : 1.0;
+        std::vector<uint64_t> x(n), w(n), b(n);
+        std::vector<double> xd(n), wd(n), bd(n);
+        for (size_t i = 0; i < n; ++i) {
+          x[i] = FromDouble(in, offset + spread * rng.Normal());
+          w[i] = FromDouble(in, 1 + 0.2 * rng.Normal());
+          b[i] = FromDouble(in, 0.2 * rng.Normal());
+          xd[i] = ToDouble(in, x[i]);
+          wd[i] = ToDouble(in, w[i]);
+          bd[i] = ToDouble(in, b[i]);
+        }
+        const bool norm = fn.name == "rmsnorm" || fn.name == "layernorm";
+        CompositeFunction::Row row;
+        row.x = x;
+        row.eps = 1e-5;
+        if (norm) {
+          row.weight_format = &in;
+          row.weight = w;
+        }
+        if (fn.name == "layernorm") {
+          row.bias_format = &in;
+          row.bias = b;
+        }
+        std::vector<Enclosure> e(n);
+        std::vector<uint64_t> y(n);
+        ASSERT_TRUE(fn.EncloseRow(row, e).ok());
+        ASSERT_TRUE(fn.EmulateRow(row, y).ok());
+        const std::vector<double> exacts = ExactRow(fn.name, xd, norm ? wd : std::vector<double>{},
+                                                    fn.name == "layernorm" ? bd : std::vector<double>{}, 1e-5);
+        for (size_t i = 0; i < n; ++i) {
+          const double exact = exacts[i];
+          SCOPED_TRACE(::testing::Message() << m.name << " " << fn.name << " n=" << n << " i=" << i << ": exact "
+                                            << exact << " enclosed in [" << e[i].lo << ", " << e[i].hi << "]");
+          ASSERT_LE(e[i].lo, e[i].hi);
+          const double yv = ToDouble(out, y[i]);
+          EXPECT_TRUE(yv >= e[i].lo && yv <= e[i].hi) << yv;
+          // A formula rounding its intermediate steps (nki-library's four bfloat16 buffers) errs
+          // by ulps of the intermediates' magnitude: |normalized x| |w| + |b|, not of the result.
+          const double mag = std::fabs(exact) + (norm ? std::fabs(wd[i]) * 4 + std::fabs(bd[i]) : 0.0);
+          const double ulp = std::ldexp(1.0, std::max(std::ilogb(mag + 1e-300), out.d.emin) -
+                                                 out.d.precision + 1);
+          const double slack = 8 * ulp + 4 * (e[i].hi - e[i].lo) + 1e-30;
+          EXPECT_LE(exact, e[i].hi + slack);
+          EXPECT_GE(exact, e[i].lo - slack);
+          ++checked;
+        }
+      }
+    }
+  }
+  EXPECT_GT(checked, 1000);
 }
 
 }  // namespace

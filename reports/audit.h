@@ -179,6 +179,29 @@ struct ElementwiseAuditInput {
   OpEnv out_rounding;               // Model output -> output file format.
 };
 
+// `fpconform audit softmax|log_softmax|rmsnorm|layernorm`: out = op(x) along `axis`, each row of
+// x (the entries along that axis) normalized with the optional weight and bias (1-D, the axis's
+// length) and eps (rmsnorm, layernorm: > 0, finite; the kernel's argument). Platforms: models of
+// kind "axis" (composite/models/; `auto`: every one with the op whose input and output formats
+// are the tensors'). Exact values: oracles/axis_ops.h (the function of the inputs as received,
+// eps included). Emulated values and bounds as for elementwise (every step correctly rounded,
+// reductions in index order; the bound covers every order and tree of the reductions, fused
+// products and the declared accuracy of exp, log, rsqrt). Diagnoses name the variant that explains
+// an element: a missing max subtraction, eps outside the square root, a missing weight, an
+// unbiased variance, a bfloat16 intermediate, another eps, the op along another axis, ...
+// Errors: an unknown op, shapes that differ, an axis out of range, a weight or bias whose size is
+// not the axis's length, a weight for softmax, a missing or non-positive or non-finite eps.
+struct AxisAuditInput {
+  std::string op;
+  const Tensor* x = nullptr;
+  int axis = -1;
+  const Tensor* weight = nullptr;
+  const Tensor* bias = nullptr;
+  std::optional<double> eps;
+  const Tensor* out = nullptr;
+  OpEnv out_rounding;
+};
+
 inline constexpr int64_t kMaxUnexplainedDetails = 100000;
 inline constexpr int64_t kMaxDiagnosed = 1000;
 
@@ -257,6 +280,7 @@ absl::StatusOr<AuditResult> AuditSum(const SumAuditInput& input, const AuditOpti
 absl::StatusOr<AuditResult> AuditCast(const CastAuditInput& input, const AuditOptions& options);
 absl::StatusOr<AuditResult> AuditElementwise(const ElementwiseAuditInput& input,
                                              const AuditOptions& options);
+absl::StatusOr<AuditResult> AuditAxis(const AxisAuditInput& input, const AuditOptions& options);
 
 // `fpconform compare`: out_ref audited against platform_ref, out against platform; per element
 // "consistent" when |out - out_ref| <= B_ref + B (each side's element bound, envelopes: the max

@@ -8,17 +8,12 @@
 #include "composite/model.h"
 #include "formats/ops.h"
 #include "formats/str_cat.h"
-#include "formats/user_file.h"
 #include "oracles/elementary.h"
 #include "reports/audit.h"
+#include "reports/audit_composite.h"
 #include "reports/audit_inputs.h"
 #include "reports/audit_op.h"
 #include "reports/audit_values.h"
-#include "reports/hash.h"
-
-#ifndef FPCONFORM_COMPOSITE_MODELS_DIR
-#define FPCONFORM_COMPOSITE_MODELS_DIR "composite/models"
-#endif
 
 namespace fpconform::reports {
 namespace audit_internal {
@@ -58,9 +53,7 @@ class ElementwiseOp : public AuditOp {
   const ElementwiseAuditInput& in_;
   const AuditOptions& options_;
   ElementaryFn fn_ = ElementaryFn::kExp;
-  std::vector<CompositeModel> catalog_;
-  std::vector<const CompositeModel*> models_;       // Parallel to setup_.platforms.
-  std::vector<const CompositeFunction*> functions_;
+  CompositePlatforms platforms_;
   const FormatSpec* in_format_ = nullptr;
 };
 
@@ -81,59 +74,10 @@ absl::Status ElementwiseOp::Init() {
                                           ", expected X's ", ShapeText(X.shape), " (", X.source,
                                           ") for an elementwise op"));
   }
-  const std::string dir = options_.composite_models_dir.empty() ? FPCONFORM_COMPOSITE_MODELS_DIR
-                                                                : options_.composite_models_dir;
-  absl::StatusOr<std::vector<CompositeModel>> catalog = composite::LoadCompositeModels(dir);
-  if (!catalog.ok()) return catalog.status();
-  catalog_ = *std::move(catalog);
-  const auto add = [&](const CompositeModel& m) {
-    for (const CompositeModel* have : models_) {
-      if (have == &m) return;
-    }
-    AuditPlatform p;
-    p.name = m.name;
-    absl::StatusOr<std::string> text =
-        ReadUserFile(Cat(dir, "/", m.name, ".toml"), kMaxTextFileBytes, "model file");
-    p.hash = text.ok() ? HexHash(Fnv1a(*text)) : "?";
-    setup_.platforms.push_back(std::move(p));
-    models_.push_back(&m);
-    functions_.push_back(m.Find(in_.fn));
-  };
-  if (options_.platforms.empty()) {
-    return absl::InvalidArgumentError(
-        "no platform given: name one or more (--platform P[,P...]) or 'auto'; see `fpconform "
-        "models --elementwise`");
-  }
-  for (const std::string& name : options_.platforms) {
-    if (name == "auto") {
-      for (const CompositeModel& m : catalog_) {
-        if (m.Find(in_.fn) != nullptr && m.input == X.format && m.output == O.format) add(m);
-      }
-      continue;
-    }
-    const CompositeModel* found = nullptr;
-    std::vector<std::string> names;
-    for (const CompositeModel& m : catalog_) {
-      names.push_back(m.name);
-      if (m.name == name) found = &m;
-    }
-    if (found == nullptr) {
-      return absl::InvalidArgumentError(Cat("--platform: no elementwise model '", EscapeText(name, 200),
-                                            "' in ", dir, " (valid: ", Join(names, " "), ")"));
-    }
-    if (found->Find(in_.fn) == nullptr) {
-      return absl::InvalidArgumentError(Cat("--platform: model '", name, "' has no ", in_.fn));
-    }
-    if (found->input != X.format) {
-      return absl::InvalidArgumentError(Cat(X.source, ": X is ", X.format->name, " but platform ", name,
-                                            " takes ", found->input->name, " inputs"));
-    }
-    add(*found);
-  }
-  if (setup_.platforms.empty()) {
-    return absl::InvalidArgumentError(Cat("--platform auto: no elementwise model computes ", in_.fn,
-                                          " from ", X.format->name, " into ", O.format->name,
-                                          " (see composite/models/)"));
+  if (absl::Status st = platforms_.Resolve(composite::CompositeKind::kElementwise, in_.fn, *X.format,
+                                           *O.format, options_, in_.out_rounding, setup_);
+      !st.ok()) {
+    return st;
   }
   in_format_ = X.format;
   setup_.out = &O;
@@ -145,18 +89,6 @@ absl::Status ElementwiseOp::Init() {
   setup_.input_format = std::string(X.format->name);
   setup_.formula = Cat("out = ", in_.fn, "(x) elementwise in the platform's formula and formats; exact = ",
                        in_.fn, "(x) of the input as received, exactly (oracles/elementary.h)");
-  for (size_t p = 0; p < models_.size(); ++p) {
-    if (models_[p]->output != O.format) {
-      setup_.notes.push_back(Cat("the output is ", O.format->name, " while ", models_[p]->name, " writes ",
-                                 models_[p]->output->name, ": emulated values and enclosures converted with ",
-                                 RoundingName(in_.out_rounding)));
-    }
-    if (!functions_[p]->exact()) {
-      setup_.notes.push_back(Cat(models_[p]->name, ": ", in_.fn, " calls elementary functions that are not ",
-                                 "correctly rounded: its emulated value is one conforming implementation ",
-                                 "(identical where the library rounds as it does), its bound covers them all"));
-    }
-  }
   NoteBf16Fit(O, "the output", setup_.notes);
   AddFileProvenance(setup_.provenance, "X", X);
   AddFileProvenance(setup_.provenance, "out", O);
@@ -170,37 +102,25 @@ uint64_t ElementwiseOp::Rounded(ElementaryFn fn, uint64_t x) const {
 }
 
 Emulated ElementwiseOp::Emulate(size_t p, uint64_t x, const ExactEnclosure& exact) const {
-  const CompositeFunction& f = *functions_[p];
-  const FormatSpec& out = *setup_.out_format;
-  Emulated em;
-  double lo, hi;
+  const CompositeFunction& f = *platforms_.functions[p];
   if (f.correctly_rounded) {
-    em.bits = ElementaryRound(fn_, *in_format_, x, *f.output, OpEnv{}).bits;
-    lo = hi = ToDouble(*f.output, em.bits);
-  } else {
-    em.bits = f.Emulate(x);
-    const Enclosure e = f.Enclose(x);
-    lo = e.lo;
-    hi = e.hi;
+    const uint64_t bits = ElementaryRound(fn_, *in_format_, x, *f.output, OpEnv{}).bits;
+    const double v = ToDouble(*f.output, bits);
+    return EmulatedFromEnclosure(bits, v, v, *f.output, *setup_.out_format, in_.out_rounding, exact.lo,
+                                 exact.hi);
   }
-  if (f.output != &out) {
-    em.bits = Convert(*f.output, out, em.bits, in_.out_rounding).bits;
-    lo = ToDouble(out, DoubleToBits(out, lo, in_.out_rounding));
-    hi = ToDouble(out, DoubleToBits(out, hi, in_.out_rounding));
-  }
-  // Every conforming output lies in [lo, hi]: |out - exact| <= max(hi - exact, exact - lo).
-  const double b = std::max(hi - exact.lo, exact.hi - lo) * kUp;
-  em.bound = std::isfinite(b) && b >= 0 ? b : NAN;  // No enclosure: only identical explains.
-  return em;
+  const Enclosure e = f.Enclose(x);
+  return EmulatedFromEnclosure(f.Emulate(x), e.lo, e.hi, *f.output, *setup_.out_format, in_.out_rounding,
+                               exact.lo, exact.hi);
 }
 
 absl::Status ElementwiseOp::EmulateBlock(int64_t e0, int64_t e1,
                                          std::vector<std::vector<Emulated>>& emu) {
-  for (size_t p = 0; p < models_.size(); ++p) emu[p].resize(static_cast<size_t>(e1 - e0));
+  for (size_t p = 0; p < platforms_.models.size(); ++p) emu[p].resize(static_cast<size_t>(e1 - e0));
   for (int64_t e = e0; e < e1; ++e) {
     const uint64_t x = in_.x->Bits(e);
     const ExactEnclosure exact = ElementaryEnclose(fn_, *in_format_, x, OpEnv{});
-    for (size_t p = 0; p < models_.size(); ++p) {
+    for (size_t p = 0; p < platforms_.models.size(); ++p) {
       emu[p][static_cast<size_t>(e - e0)] = Emulate(p, x, exact);
     }
   }
@@ -268,7 +188,7 @@ std::string ElementwiseOp::Diagnose(int64_t e, size_t p, OpScratch&, const Exact
     }
   }
   // The formula with every step in bfloat16, or the input rounded to bfloat16 first.
-  const CompositeFunction& f = *functions_[p];
+  const CompositeFunction& f = *platforms_.functions[p];
   if (!f.correctly_rounded && f.formula.compute != &BFloat16()) {
     absl::StatusOr<composite::Formula> bf = composite::ParseFormula(f.formula.text, BFloat16());
     if (bf.ok()) {

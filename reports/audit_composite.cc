@@ -1,0 +1,108 @@
+#include "reports/audit_composite.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "formats/ops.h"
+#include "formats/str_cat.h"
+#include "formats/user_file.h"
+#include "reports/audit_values.h"
+#include "reports/hash.h"
+
+#ifndef FPCONFORM_COMPOSITE_MODELS_DIR
+#define FPCONFORM_COMPOSITE_MODELS_DIR "composite/models"
+#endif
+
+namespace fpconform::reports::audit_internal {
+
+absl::Status CompositePlatforms::Resolve(composite::CompositeKind kind, const std::string& fn,
+                                         const FormatSpec& x, const FormatSpec& out,
+                                         const AuditOptions& options, const OpEnv& out_rounding,
+                                         AuditSetup& setup) {
+  dir = options.composite_models_dir.empty() ? FPCONFORM_COMPOSITE_MODELS_DIR
+                                             : options.composite_models_dir;
+  absl::StatusOr<std::vector<composite::CompositeModel>> loaded = composite::LoadCompositeModels(dir);
+  if (!loaded.ok()) return loaded.status();
+  catalog = *std::move(loaded);
+  const char* kind_name = kind == composite::CompositeKind::kAxis ? "axis" : "elementwise";
+  const auto add = [&](const composite::CompositeModel& m) {
+    for (const composite::CompositeModel* have : models) {
+      if (have == &m) return;
+    }
+    AuditPlatform p;
+    p.name = m.name;
+    absl::StatusOr<std::string> text =
+        ReadUserFile(Cat(dir, "/", m.name, ".toml"), kMaxTextFileBytes, "model file");
+    p.hash = text.ok() ? HexHash(Fnv1a(*text)) : "?";
+    setup.platforms.push_back(std::move(p));
+    models.push_back(&m);
+    functions.push_back(m.Find(fn));
+  };
+  if (options.platforms.empty()) {
+    return absl::InvalidArgumentError(
+        Cat("no platform given: name one or more (--platform P[,P...]) or 'auto' (the ", kind_name,
+            " models are in ", dir, ")"));
+  }
+  for (const std::string& name : options.platforms) {
+    if (name == "auto") {
+      for (const composite::CompositeModel& m : catalog) {
+        if (m.kind == kind && m.Find(fn) != nullptr && m.input == &x && m.output == &out) add(m);
+      }
+      continue;
+    }
+    const composite::CompositeModel* found = nullptr;
+    std::vector<std::string> names;
+    for (const composite::CompositeModel& m : catalog) {
+      if (m.kind != kind) continue;
+      names.push_back(m.name);
+      if (m.name == name) found = &m;
+    }
+    if (found == nullptr) {
+      return absl::InvalidArgumentError(Cat("--platform: no ", kind_name, " model '", EscapeText(name, 200),
+                                            "' in ", dir, " (valid: ", Join(names, " "), ")"));
+    }
+    if (found->Find(fn) == nullptr) {
+      return absl::InvalidArgumentError(Cat("--platform: model '", name, "' has no ", fn));
+    }
+    if (found->input != &x) {
+      return absl::InvalidArgumentError(Cat("X is ", x.name, " but platform ", name, " takes ",
+                                            found->input->name, " inputs"));
+    }
+    add(*found);
+  }
+  if (setup.platforms.empty()) {
+    return absl::InvalidArgumentError(Cat("--platform auto: no ", kind_name, " model computes ", fn,
+                                          " from ", x.name, " into ", out.name, " (see ", dir, ")"));
+  }
+  for (size_t p = 0; p < models.size(); ++p) {
+    if (models[p]->output != &out) {
+      setup.notes.push_back(Cat("the output is ", out.name, " while ", models[p]->name, " writes ",
+                                models[p]->output->name, ": emulated values and enclosures converted with ",
+                                RoundingName(out_rounding)));
+    }
+    if (!functions[p]->exact()) {
+      setup.notes.push_back(Cat(models[p]->name, ": ", fn, " is not bit-reproducible from the model ",
+                                "(elementary functions that are not correctly rounded, reduction orders or ",
+                                "fused products left open): its emulated value is one conforming ",
+                                "implementation, its bound covers them all"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+Emulated EmulatedFromEnclosure(uint64_t bits, double lo, double hi, const FormatSpec& model_out,
+                               const FormatSpec& out, const OpEnv& out_rounding, double exact_lo,
+                               double exact_hi) {
+  Emulated em;
+  em.bits = bits;
+  if (&model_out != &out) {
+    em.bits = Convert(model_out, out, bits, out_rounding).bits;
+    lo = ToDouble(out, DoubleToBits(out, lo, out_rounding));
+    hi = ToDouble(out, DoubleToBits(out, hi, out_rounding));
+  }
+  const double b = std::max(hi - exact_lo, exact_hi - lo) * kUp;
+  em.bound = std::isfinite(b) && b >= 0 ? b : NAN;
+  return em;
+}
+
+}  // namespace fpconform::reports::audit_internal

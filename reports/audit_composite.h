@@ -1,0 +1,46 @@
+// What the composite ops of the audit pipeline share (internal): the elementwise and axis audits
+// (audit_elementwise.cc, audit_axis.cc) resolve their platforms among composite models
+// (composite/model.h) and turn a model's value and enclosure into the pipeline's emulated bits
+// and bound.
+#ifndef FPCONFORM_REPORTS_AUDIT_COMPOSITE_H_
+#define FPCONFORM_REPORTS_AUDIT_COMPOSITE_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "composite/model.h"
+#include "reports/audit.h"
+#include "reports/audit_op.h"
+
+namespace fpconform::reports::audit_internal {
+
+// The platforms of a composite audit: the models of `dir` of that kind that implement `fn`.
+struct CompositePlatforms {
+  std::string dir;
+  std::vector<composite::CompositeModel> catalog;
+  std::vector<const composite::CompositeModel*> models;       // Parallel to setup.platforms.
+  std::vector<const composite::CompositeFunction*> functions;
+
+  // Loads the catalog (options.composite_models_dir, else the source tree's) and resolves
+  // options.platforms into setup.platforms: names (an error names the valid ones, a model without
+  // fn, or one whose input format is not x's) or "auto" (every model with fn whose input and
+  // output formats are x's and out's). Adds the notes on output conversions and inexact models.
+  absl::Status Resolve(composite::CompositeKind kind, const std::string& fn, const FormatSpec& x,
+                       const FormatSpec& out, const AuditOptions& options, const OpEnv& out_rounding,
+                       AuditSetup& setup);
+};
+
+// A model's value (bits of model_out) and enclosure [lo, hi] (values of model_out) as the
+// pipeline's emulated value in `out` (converted under out_rounding, the enclosure's ends too:
+// rounding is monotone) with bound B = max(hi - exact_lo, exact_hi - lo) rounded up, the largest
+// distance from the exact value of any output in the enclosure; NaN (only identical explains)
+// where there is no finite enclosure.
+Emulated EmulatedFromEnclosure(uint64_t bits, double lo, double hi, const FormatSpec& model_out,
+                               const FormatSpec& out, const OpEnv& out_rounding, double exact_lo,
+                               double exact_hi);
+
+}  // namespace fpconform::reports::audit_internal
+
+#endif  // FPCONFORM_REPORTS_AUDIT_COMPOSITE_H_
