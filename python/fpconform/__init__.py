@@ -42,7 +42,8 @@ __all__ = [
     "Audit", "Compare", "CLASS_NAMES", "IDENTICAL", "WITHIN_BOUND", "WITHIN_TOLERANCE", "UNEXPLAINED",
     "formats", "cast", "ulp", "ulp_distance", "models", "model", "emulate_matmul", "emulate_sum",
     "exact_matmul", "exact_sum", "tolerance", "audit_matmul", "audit_sum", "audit_cast",
-    "compare_matmul", "models_dir", "sweep_file", "audit_elementwise", "composite_models_dir", "dtype_name", "blas",
+    "compare_matmul", "models_dir", "sweep_file", "audit_elementwise", "composite_models_dir",
+    "audit_softmax", "audit_log_softmax", "audit_rmsnorm", "audit_layernorm", "dtype_name", "blas",
 ]
 
 Audit = _C.Audit
@@ -476,6 +477,76 @@ def audit_elementwise(x: Any, out: Any, fn: str, platform: Union[str, Sequence[s
     r = _C.audit_elementwise(_tensor(x, "x", x_dtype), _tensor(out, "out", out_dtype), str(fn), out_rounding, o)
     _notify(r, "elementwise")
     return r
+
+
+def _audit_axis(op, x, out, axis, weight, bias, eps, platform, out_rounding, strict, max_listed, threads,
+                x_dtype, out_dtype, weight_dtype, bias_dtype) -> Audit:
+    o = _options(platform, strict, False, 200, max_listed, threads)
+    r = _C.audit_axis(op, _tensor(x, "x", x_dtype), int(axis), _tensor(weight, "weight", weight_dtype),
+                      _tensor(bias, "bias", bias_dtype), None if eps is None else float(eps),
+                      _tensor(out, "out", out_dtype), out_rounding, o)
+    _notify(r, op)
+    return r
+
+
+def audit_softmax(x: Any, out: Any, axis: int = -1, platform: Union[str, Sequence[str]] = "auto", *,
+                  out_rounding: str = "rne", strict: bool = False, max_listed: int = 100,
+                  threads: Optional[int] = None, x_dtype: Any = None, out_dtype: Any = None) -> Audit:
+    """Audit out = softmax(x) along `axis` against axis models (composite/models/, e.g.
+    "torch-cuda-rows-f32"): identical, within the bound of every conforming implementation (any
+    reduction order, the declared exp accuracy), or unexplained with a diagnosis (the wrong axis,
+    no max subtraction, log_softmax, ...).
+
+    >>> import numpy as np, fpconform
+    >>> x = np.float32([[1.0, 2.0, 3.0]])
+    >>> e = np.exp(x.astype(np.float64)); y = (e / e.sum()).astype(np.float32)
+    >>> fpconform.audit_softmax(x, y, platform="correctly-rounded-rows-f32").verdict
+    'pass'
+    """
+    return _audit_axis("softmax", x, out, axis, None, None, None, platform, out_rounding, strict, max_listed,
+                       threads, x_dtype, out_dtype, None, None)
+
+
+def audit_log_softmax(x: Any, out: Any, axis: int = -1, platform: Union[str, Sequence[str]] = "auto", *,
+                      out_rounding: str = "rne", strict: bool = False, max_listed: int = 100,
+                      threads: Optional[int] = None, x_dtype: Any = None, out_dtype: Any = None) -> Audit:
+    """Audit out = log_softmax(x) along `axis` (see audit_softmax)."""
+    return _audit_axis("log_softmax", x, out, axis, None, None, None, platform, out_rounding, strict, max_listed,
+                       threads, x_dtype, out_dtype, None, None)
+
+
+def audit_rmsnorm(x: Any, out: Any, eps: float, weight: Any = None, axis: int = -1,
+                  platform: Union[str, Sequence[str]] = "auto", *, out_rounding: str = "rne", strict: bool = False,
+                  max_listed: int = 100, threads: Optional[int] = None, x_dtype: Any = None,
+                  out_dtype: Any = None, weight_dtype: Any = None) -> Audit:
+    """Audit out = x * weight / sqrt(mean(x^2) + eps) along `axis` (weight: 1-D, the axis's
+    length, or None) against axis models (e.g. "hf-llama-rmsnorm-cuda-bf16"); diagnoses include
+    eps outside the square root, a missing weight, a bfloat16 normalization before the weight,
+    another eps.
+
+    >>> import numpy as np, fpconform
+    >>> x = np.float32([[3.0, 4.0, -1.0]])
+    >>> xd = x.astype(np.float64); y = (xd / np.sqrt((xd * xd).mean() + 1e-6)).astype(np.float32)
+    >>> fpconform.audit_rmsnorm(x, y, eps=1e-6, platform="correctly-rounded-rows-f32").verdict
+    'pass'
+    >>> r = fpconform.audit_rmsnorm(x, y, eps=1e-2, platform="correctly-rounded-rows-f32")
+    >>> r.verdict, r.elements[0]["diagnosis"]
+    ('fail', 'another eps: 1e-06 instead of 0.01')
+    """
+    return _audit_axis("rmsnorm", x, out, axis, weight, None, eps, platform, out_rounding, strict, max_listed,
+                       threads, x_dtype, out_dtype, weight_dtype, None)
+
+
+def audit_layernorm(x: Any, out: Any, eps: float, weight: Any = None, bias: Any = None, axis: int = -1,
+                    platform: Union[str, Sequence[str]] = "auto", *, out_rounding: str = "rne",
+                    strict: bool = False, max_listed: int = 100, threads: Optional[int] = None,
+                    x_dtype: Any = None, out_dtype: Any = None, weight_dtype: Any = None,
+                    bias_dtype: Any = None) -> Audit:
+    """Audit out = (x - mean) / sqrt(var + eps) * weight + bias along `axis` (biased variance)
+    against axis models; diagnoses include an unbiased variance, eps outside the square root, a
+    missing weight or bias, rmsnorm instead."""
+    return _audit_axis("layernorm", x, out, axis, weight, bias, eps, platform, out_rounding, strict, max_listed,
+                       threads, x_dtype, out_dtype, weight_dtype, bias_dtype)
 
 
 def audit_cast(x: Any, out: Any, to: Any = None, rounding: str = "rne", sat: bool = False, scale: float = 1.0, *,

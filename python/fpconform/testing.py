@@ -40,6 +40,8 @@ def conformance_message(audit: Any, msg: Optional[str] = None) -> str:
     return out.rstrip("\n")
 
 
+#: The ops along one axis (eps=, weight=, bias= for the norms go to their audit).
+AXIS_OPS = ("softmax", "log_softmax", "rmsnorm", "layernorm")
 #: The functions op="elementwise" (fn=...) audits, also accepted as op itself.
 ELEMENTWISE_FUNCTIONS = ("exp", "exp2", "log", "tanh", "sigmoid", "silu", "gelu", "gelu_tanh", "rsqrt",
                          "reciprocal")
@@ -54,7 +56,9 @@ def assert_conforms(out: Any, a: Any, b: Any = None, platform: Any = None, op: s
 
     op "matmul": out = [c +] a @ b; "sum": out = a summed along `axis` (b unused); "cast": out =
     cast(a / scale) into `to` (default out's dtype); "elementwise" (with fn=...) or the function's
-    name itself ("gelu", "silu", ...; ELEMENTWISE_FUNCTIONS): out = fn(a). platform: a model, an envelope, a list or
+    name itself ("gelu", "silu", ...; ELEMENTWISE_FUNCTIONS): out = fn(a); "softmax",
+    "log_softmax", "rmsnorm", "layernorm" (AXIS_OPS): out = op(a) along `axis` (eps=, weight=,
+    bias= for the norms). platform: a model, an envelope, a list or
     "auto" (default: the pytest ini option fpconform_platform, else auto). strict (default: ini
     fpconform_strict): elements only within the recommended tolerance fail too. Other keyword
     arguments go to fpconform.audit_matmul / audit_sum / audit_cast (max_listed defaults to 10
@@ -75,6 +79,10 @@ def assert_conforms(out: Any, a: Any, b: Any = None, platform: Any = None, op: s
         audit = fpconform.audit_sum(a, out, axis=axis, platform=platform, strict=strict, **kwargs)
     elif op == "cast":
         audit = fpconform.audit_cast(a, out, to=to, rounding=rounding, sat=sat, scale=scale, **kwargs)
+    elif op in AXIS_OPS:
+        audit_fn = getattr(fpconform, f"audit_{op}")
+        extra = {k: kwargs.pop(k) for k in ("eps", "weight", "bias") if k in kwargs}
+        audit = audit_fn(a, out, axis=axis, platform=platform, strict=strict, **extra, **kwargs)
     elif op == "elementwise" or op in ELEMENTWISE_FUNCTIONS:
         function = fn if op == "elementwise" else op
         if function is None:
@@ -82,7 +90,7 @@ def assert_conforms(out: Any, a: Any, b: Any = None, platform: Any = None, op: s
                              + " ".join(ELEMENTWISE_FUNCTIONS) + ")")
         audit = fpconform.audit_elementwise(a, out, function, platform=platform, strict=strict, **kwargs)
     else:
-        raise ValueError(f"assert_conforms: op '{op}' is not matmul, sum, cast, elementwise or one of "
-                         + " ".join(ELEMENTWISE_FUNCTIONS))
+        raise ValueError(f"assert_conforms: op '{op}' is not matmul, sum, cast, elementwise, one of "
+                         + " ".join(AXIS_OPS) + " or one of " + " ".join(ELEMENTWISE_FUNCTIONS))
     if audit.verdict != "pass":
         raise AssertionError(conformance_message(audit, msg))

@@ -233,6 +233,29 @@ AuditResult AuditElementwisePy(const TensorPair& x, const TensorPair& out, const
   return Run(std::move(r));
 }
 
+AuditResult AuditAxisPy(const std::string& op, const TensorPair& x, int axis, const TensorPair& weight,
+                        const TensorPair& bias, std::optional<double> eps, const TensorPair& out,
+                        const std::string& out_rounding, const Options& o) {
+  const Tensor tx = Need(x, "x"), tout = Need(out, "out");
+  const std::optional<Tensor> tw = Load(weight, "weight"), tb = Load(bias, "bias");
+  reports::AxisAuditInput in;
+  in.op = op;
+  in.x = &tx;
+  in.axis = axis;
+  if (tw.has_value()) in.weight = &*tw;
+  if (tb.has_value()) in.bias = &*tb;
+  in.eps = eps;
+  in.out = &tout;
+  in.out_rounding = ParseMode(out_rounding, "out_rounding");
+  const reports::AuditOptions opts = MakeOptions(o);
+  absl::StatusOr<AuditResult> r;
+  {
+    nb::gil_scoped_release release;
+    r = reports::AuditAxis(in, opts);
+  }
+  return Run(std::move(r));
+}
+
 CompareResult CompareMatmulPy(const TensorPair& a, const TensorPair& b, const TensorPair& out_ref,
                               const std::string& platform_ref, const TensorPair& out, const std::string& platform,
                               bool transpose_a, bool transpose_b, std::optional<std::string> cast_inputs,
@@ -348,6 +371,9 @@ void BindAudit(nb::module_& m) {
   m.def("audit_elementwise", &AuditElementwisePy, nb::arg("x").none(), nb::arg("out").none(), nb::arg("fn"),
         nb::arg("out_rounding"), nb::arg("options"));
   m.attr("COMPOSITE_MODELS_SOURCE_DIR") = FPCONFORM_COMPOSITE_MODELS_SOURCE_DIR;
+  m.def("audit_axis", &AuditAxisPy, nb::arg("op"), nb::arg("x").none(), nb::arg("axis"), nb::arg("weight").none(),
+        nb::arg("bias").none(), nb::arg("eps").none(), nb::arg("out").none(), nb::arg("out_rounding"),
+        nb::arg("options"));
   m.def("audit_cast", &AuditCastPy, nb::arg("x").none(), nb::arg("out").none(), nb::arg("to"), nb::arg("rounding"),
         nb::arg("sat"), nb::arg("scale"), nb::arg("options"));
   m.def("compare_matmul", &CompareMatmulPy, nb::arg("a").none(), nb::arg("b").none(), nb::arg("out_ref").none(),
