@@ -100,7 +100,10 @@ Emulated EmulatedFromEnclosure(uint64_t bits, double lo, double hi, const Format
     lo = ToDouble(out, DoubleToBits(out, lo, out_rounding));
     hi = ToDouble(out, DoubleToBits(out, hi, out_rounding));
   }
-  const double b = std::max(hi - exact_lo, exact_hi - lo) * kUp;
+  // The pipeline measures |out - exact| as |out - nearest| + (exact_hi - exact_lo) (audit_op.h,
+  // ExactFacts::mp_error), rounded up: the bound carries the same width so that an output at an
+  // end of the enclosure stays within it.
+  const double b = (std::max(hi - exact_lo, exact_hi - lo) + (exact_hi - exact_lo)) * kUp * kUp;
   em.bound = std::isfinite(b) && b >= 0 ? b : NAN;
   return em;
 }

@@ -34,8 +34,9 @@ struct CompositePlatforms {
 
 // A model's value (bits of model_out) and enclosure [lo, hi] (values of model_out) as the
 // pipeline's emulated value in `out` (converted under out_rounding, the enclosure's ends too:
-// rounding is monotone) with bound B = max(hi - exact_lo, exact_hi - lo) rounded up, the largest
-// distance from the exact value of any output in the enclosure; NaN (only identical explains)
+// rounding is monotone) with bound B = max(hi - exact_lo, exact_hi - lo), the largest distance
+// from the exact value of any output in the enclosure, plus the exact value's own enclosure width
+// (which the pipeline adds to every measured error), rounded up; NaN (only identical explains)
 // where there is no finite enclosure.
 Emulated EmulatedFromEnclosure(uint64_t bits, double lo, double hi, const FormatSpec& model_out,
                                const FormatSpec& out, const OpEnv& out_rounding, double exact_lo,
