@@ -153,6 +153,47 @@ expect_rc 0 "compare identical outputs" "$fp" compare matmul --a "$tmp/ab.safete
   --out-ref "$tmp/c.npy" --platform-ref trainium2-bf16 --out "$tmp/c.npy" --platform trainium2-bf16-sequential \
   --no-tolerance --progress never
 
+# ---- composite ops: elementwise, softmax, norms (rows written by NumPy in float64, rounded once) ----
+"$py" - "$tmp" <<'EOF'
+import math, sys
+import numpy as np
+d = sys.argv[1]
+rng = np.random.default_rng(7)
+x = (rng.standard_normal((6, 50)) * 3).astype(np.float32)
+np.save(f"{d}/cx.npy", x)
+xd = x.astype(np.float64)
+np.save(f"{d}/gelu.npy", np.vectorize(lambda v: 0.5 * v * (1 + math.erf(v / math.sqrt(2))))(xd).astype(np.float32))
+e = np.exp(xd - xd.max(-1, keepdims=True))
+np.save(f"{d}/softmax.npy", (e / e.sum(-1, keepdims=True)).astype(np.float32))
+np.save(f"{d}/rms.npy", (xd / np.sqrt((xd * xd).mean(-1, keepdims=True) + 1e-6)).astype(np.float32))
+np.save(f"{d}/w.npy", np.ones(50, np.float32))
+np.save(f"{d}/w7.npy", np.ones(7, np.float32))
+EOF
+expect_rc 0 "gelu audit" "$fp" audit elementwise --fn gelu --x "$tmp/cx.npy" --out "$tmp/gelu.npy" \
+  --platform torch-cuda-f32,correctly-rounded-f32 --progress never
+expect_rc 1 "gelu output audited as silu" "$fp" audit elementwise --fn silu --x "$tmp/cx.npy" \
+  --out "$tmp/gelu.npy" --platform torch-cuda-f32 --progress never --json "$tmp/silu.json"
+json_get "$tmp/silu.json" 'd["elements"][0]["diagnosis"]' | grep -q "equals gelu(x)" || fail "silu vs gelu diagnosis"
+expect_rc 2 "unknown function" "$fp" audit elementwise --fn swish --x "$tmp/cx.npy" --out "$tmp/gelu.npy" \
+  --platform auto --progress never
+grep -q "gelu_tanh" "$tmp/stderr" || fail "unknown function: the valid names are not listed"
+expect_rc 0 "softmax audit" "$fp" audit softmax --x "$tmp/cx.npy" --out "$tmp/softmax.npy" --platform auto \
+  --progress never
+expect_rc 1 "softmax over the wrong axis" "$fp" audit softmax --x "$tmp/cx.npy" --out "$tmp/softmax.npy" \
+  --axis 0 --platform torch-cuda-rows-f32 --progress never
+expect_rc 0 "rmsnorm audit" "$fp" audit rmsnorm --x "$tmp/cx.npy" --weight "$tmp/w.npy" --eps 1e-6 \
+  --out "$tmp/rms.npy" --platform auto --progress never
+for bad in "--eps 0" "--eps -1e-6" "--eps nan" "--eps abc"; do
+  expect_rc 2 "rmsnorm $bad" "$fp" audit rmsnorm --x "$tmp/cx.npy" $bad --out "$tmp/rms.npy" --platform auto \
+    --progress never
+  grep -q -- "--eps" "$tmp/stderr" || fail "rmsnorm $bad: the message does not name --eps"
+done
+expect_rc 2 "rmsnorm weight of the wrong length" "$fp" audit rmsnorm --x "$tmp/cx.npy" --weight "$tmp/w7.npy" \
+  --eps 1e-6 --out "$tmp/rms.npy" --platform auto --progress never
+grep -q "expected \[50\]" "$tmp/stderr" || fail "the weight's expected shape is not named"
+expect_rc 2 "axis out of range" "$fp" audit softmax --x "$tmp/cx.npy" --out "$tmp/softmax.npy" --axis 2 \
+  --platform auto --progress never
+
 if [ "$failures" -ne 0 ]; then
   echo "$failures failure(s)"
   exit 1
