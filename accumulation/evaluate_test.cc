@@ -402,6 +402,41 @@ TEST(EvaluateTest, EpilogueRunsGenericAndAgreesAcrossDotMatmulAndBound) {
   }
 }
 
+// inputs.convert_rounding of float32 -> tfloat32 (10 fraction bits, ulp(1) = 2^-10): rtz as the
+// tensor core reads float32 registers, rne, and rna as CUTLASS's round_half_ulp_truncate
+// (bits + 0x1000, then truncated) converts before the mma. The dot of x with 1 shows the
+// converted x (exact in a group of F = 25).
+TEST(EvaluateTest, Tf32ConversionRounding) {
+  auto model = [](const char* rounding) {
+    return MakeModel(std::string("[inputs]\na = \"float32\"\nconvert_to = \"tfloat32\"\n"
+                                 "convert_rounding = \"") +
+                     rounding +
+                     "\"\n[adder]\nkind = \"fused\"\ngroup = 8\nfraction_bits = 25\n"
+                     "[accumulator]\nformat = \"float32\"\n[chain]\nkind = \"sequential\"\n");
+  };
+  const std::vector<uint64_t> one = {F32(1.0f)};
+  struct {
+    float x, rtz, rne, rna;
+  } const rows[] = {
+      // A tie: 1 + 2^-11 lies halfway between 1 and 1 + 2^-10 (1 is even).
+      {1.0f + 0x1p-11f, 1.0f, 1.0f, 1.0f + 0x1p-10f},
+      // A tie between 1 + 2^-10 (odd) and 1 + 2^-9 (even).
+      {1.0f + 3 * 0x1p-11f, 1.0f + 0x1p-10f, 1.0f + 0x1p-9f, 1.0f + 0x1p-9f},
+      // Below half an ulp: every nearest rounding goes down; above: up (rtz always down).
+      {1.0f + 0x1p-12f, 1.0f, 1.0f, 1.0f},
+      {1.0f + 0x1p-11f + 0x1p-23f, 1.0f, 1.0f + 0x1p-10f, 1.0f + 0x1p-10f},
+      // Negative: ties away from zero go to the larger magnitude.
+      {-(1.0f + 0x1p-11f), -1.0f, -1.0f, -(1.0f + 0x1p-10f)},
+  };
+  for (const auto& r : rows) {
+    SCOPED_TRACE(testing::Message() << std::hexfloat << r.x);
+    const std::vector<uint64_t> x = {F32(r.x)};
+    EXPECT_EQ(EvaluateDot(model("rtz"), x, one, 0)->bits, F32(r.rtz));
+    EXPECT_EQ(EvaluateDot(model("rne"), x, one, 0)->bits, F32(r.rne));
+    EXPECT_EQ(EvaluateDot(model("rna"), x, one, 0)->bits, F32(r.rna));
+  }
+}
+
 TEST(EvaluateTest, ReducedAccumulatorPrecision) {
   // float32 accumulator with 13 fraction bits (Hopper FP8): 1 + 2^-13 + 2^-14 -> RZ 1 + 2^-13.
   const Model m = MakeModel(

@@ -801,6 +801,24 @@ TEST(ModelTest, NewPresets) {
   absl::StatusOr<Envelope> env = LoadEnvelopeFile(dir + "/trainium2-bf16-envelope.toml");
   ASSERT_TRUE(env.ok()) << env.status();
   EXPECT_GE(env->members.size(), 2u);
+  // The Hopper presets of the H200 recordings (SOURCES.md section 1b).
+  absl::StatusOr<Model> mma = LoadModelFile(dir + "/nvidia-h100-fp8e4m3-mmasync.toml");
+  ASSERT_TRUE(mma.ok()) << mma.status();
+  EXPECT_EQ(mma->chain.kind, ChainKind::kBlocked);
+  EXPECT_EQ(mma->chain.block, 32);
+  EXPECT_EQ(mma->chain.permutation.size(), 32u);
+  EXPECT_EQ(mma->adder.group, 16);
+  EXPECT_EQ(mma->accumulator.fraction_bits, 23);
+  for (const char* name : {"nvidia-h100-bf16-cublas", "nvidia-h100-fp8e4m3-cublaslt",
+                           "nvidia-h100-fp8e4m3-cublaslt-fastaccum"}) {
+    absl::StatusOr<Model> lib = LoadModelFile(dir + "/" + name + ".toml");
+    ASSERT_TRUE(lib.ok()) << lib.status();
+    EXPECT_EQ(lib->epilogue.c, EpilogueC::kAfter) << name;
+    EXPECT_EQ(lib->adder.overflow, FusedOverflow::kInf) << name;
+  }
+  absl::StatusOr<Model> s1688 = LoadModelFile(dir + "/nvidia-h100-tf32-cutlass-s1688.toml");
+  ASSERT_TRUE(s1688.ok()) << s1688.status();
+  EXPECT_EQ(s1688->inputs.convert_env.rounding, Rounding::kNearestAway);
 }
 
 

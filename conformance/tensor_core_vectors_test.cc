@@ -442,16 +442,29 @@ std::vector<Row> Rows() {
   // after it by one float32 RNE add (epilogue.c = "after"). Every vector here has K <= 32, one
   // 32-term group, so promote128's outer = RNE(c + inner) is that same single add of the same
   // group sum: each promote128 row's derivation holds for both.
+  // nvidia-h100-tf32-cutlass-s1688: the H100 tf32 datapath after an RNA conversion. Where every
+  // input is a tf32 value (low 13 bits zero) any conversion rounding is exact, so each
+  // nvidia-h100-tf32 row with such inputs holds for it; B1's 1 - 2^-24 is not (row below).
   for (Row& row : r) {
     std::vector<const char*> extra;
+    bool tf32_exact = true;
+    for (uint64_t x : row.a) tf32_exact &= (x & 0x1FFF) == 0;
+    for (uint64_t x : row.b) tf32_exact &= (x & 0x1FFF) == 0;
     for (const char* p : row.presets) {
       if (std::string(p) == "nvidia-h100-fp8e4m3-promote128") {
         extra.push_back("nvidia-h100-fp8e4m3-cublaslt");
         extra.push_back("nvidia-h100-fp8e4m3-cublaslt-fastaccum");
       }
+      if (std::string(p) == "nvidia-h100-tf32" && tf32_exact) {
+        extra.push_back("nvidia-h100-tf32-cutlass-s1688");
+      }
     }
     row.presets.insert(row.presets.end(), extra.begin(), extra.end());
   }
+  // B1 with RNA conversion: float32 1 - 2^-24 is 2^-24 below 1, less than half a tf32 ulp
+  // (2^-12 below 1): it rounds to 1, and the four products sum to 4 = 0x40800000 (RZ: B1 above).
+  add("B1 exact products, tf32 RNA input", {"nvidia-h100-tf32-cutlass-s1688"},
+      V(4, 0x3F7FFFFF), V(4, 0x3F7FFFFF), 0, 0x40800000);
 
   // nvidia-h100-bf16-cublas: the H100 bf16 group (G = 16, F = 25, RZ) from +0, then
   // d = RNE_f32(group + c). With c = 0 the group's value is kept (never -0 here), so A1, B1, C1,
