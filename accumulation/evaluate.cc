@@ -217,6 +217,18 @@ class Evaluator {
         n.e = DiffUp(used, exact);
       }
     }
+    // chain.permutation: pad with +0 products to a multiple of its length, reorder each block.
+    const std::vector<int>& perm = m_.chain.permutation;
+    if (!perm.empty()) {
+      const size_t len = perm.size();
+      const size_t padded = (leaves_.size() + len - 1) / len * len;
+      leaves_.resize(padded, Zero());
+      std::vector<Node> reordered(padded);
+      for (size_t blk = 0; blk < padded; blk += len) {
+        for (size_t i = 0; i < len; ++i) reordered[blk + i] = leaves_[blk + size_t(perm[i])];
+      }
+      leaves_ = std::move(reordered);
+    }
   }
 
   Node Leaf(const FormatSpec& f, uint64_t bits) {
@@ -231,13 +243,21 @@ class Evaluator {
   // converts to the output format.
   EvalResult Run(uint64_t c_bits) {
     const FormatSpec& final_format = m_.FinalAccumulatorFormat();
-    Node c = Leaf(final_format, c_bits);
+    const Node c = Leaf(final_format, c_bits);
+    // epilogue.c = "after": the chain starts from +0 and c is added once after it.
+    const bool c_after = m_.epilogue.c == EpilogueC::kAfter;
+    const Node start = c_after ? Leaf(final_format, ZeroBits(final_format, false)) : c;
     const int k = static_cast<int>(leaves_.size());
     // Kahan's compensated loop is not a tree of additions: it runs here, not in the chain walk.
-    const Node total =
+    Node total =
         m_.chain.kind == ChainKind::kSequential && m_.adder.kind == AdderKind::kKahan
-            ? Kahan(c, 0, k)
-            : accumulation_internal::WalkChain(m_, k, opt_.seed, c, *this);
+            ? Kahan(start, 0, k)
+            : accumulation_internal::WalkChain(m_, k, opt_.seed, start, *this);
+    if (c_after) {
+      const Rounder epilogue =
+          MakeRounder(final_format, final_format.fraction_bits, m_.epilogue.env);
+      total = Add2(total, c, epilogue, m_.epilogue.env);
+    }
     // Output conversion.
     EvalResult out;
     const FormatSpec& of = *m_.output.format;
@@ -476,6 +496,7 @@ class Evaluator {
     if (hi - lo < group_) all_neg_zero = false;  // Padding zeros are +0.
     double sum_e = acc.e, m = acc.m;
     int nonzero = 0;
+    bool overflowed = false;
     if (nan || (pinf && ninf)) {
       Special(acc_, ad.env, true, false, out);
     } else if (pinf || ninf) {
@@ -512,7 +533,13 @@ class Evaluator {
       } else {
         const bool neg = total < 0;
         const uint128 mag = neg ? static_cast<uint128>(-total) : static_cast<uint128>(total);
-        Pack(acc_, ad.env, neg, q, mag, false, out);
+        const OpResult r = RoundPack(acc_.spec, neg, q, mag, false, ad.env);
+        overflowed = (r.flags & kOverflow) != 0;
+        // adder.overflow = "inf": an overflow gives +-Inf under any normalization rounding.
+        out.bits = overflowed && ad.overflow == FusedOverflow::kInf
+                       ? InfOrNanBits(*acc_.full, neg, ad.env)
+                       : r.bits;
+        out.t = Decode(*acc_.full, out.bits, false);
       }
       if (opt_.want_bound) {
         const double quantum = std::max(std::ldexp(1.0, q), std::numeric_limits<double>::denorm_min());
@@ -523,6 +550,9 @@ class Evaluator {
         }
         out.m = Up(m);
         out.e = BoundStep(acc_.u, acc_.eta, sum_e + t, out.m);
+        // An overflowed group (Inf, or +-max finite under adder.overflow = "ieee" and rtz) can
+        // be off by more than any relative bound: no finite bound holds past the range.
+        if (overflowed) out.e = std::numeric_limits<double>::infinity();
         return out;
       }
     }

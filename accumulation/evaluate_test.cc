@@ -269,6 +269,174 @@ TEST(EvaluateTest, FusedPadsAndChainsGroups) {
   EXPECT_EQ(EvaluateDot(Fused(1, 23, "rtz"), s, one, 0)->bits, F32(0x1p-24f));
 }
 
+// adder.overflow on a group whose sum leaves float32's range (bfloat16 inputs, G = 1, F = 25).
+Model FusedOverflow(const char* norm, const char* overflow) {
+  return MakeModel(std::string("[inputs]\na = \"bfloat16\"\n[adder]\nkind = \"fused\"\ngroup = 1\n"
+                               "fraction_bits = 25\nnormalization_rounding = \"") +
+                   norm + "\"\noverflow = \"" + overflow +
+                   "\"\n[accumulator]\nformat = \"float32\"\n[chain]\nkind = \"sequential\"\n");
+}
+
+constexpr uint64_t kB2p30 = 0x4E80;   // bfloat16 2^30
+constexpr uint64_t kBm2p30 = 0xCE80;  // bfloat16 -2^30
+constexpr uint64_t kB2p51 = 0x5900;   // bfloat16 2^51
+constexpr uint64_t kB2p52 = 0x5980;   // bfloat16 2^52
+constexpr uint64_t kB2p100 = 0x7180;  // bfloat16 2^100
+constexpr uint64_t kF32Max = 0x7F7FFFFF, kF32Inf = 0x7F800000;
+
+TEST(EvaluateTest, FusedOverflowIsInfOrTheRoundingsResult) {
+  static_assert(std::bit_cast<float>(uint32_t{0x4E80} << 16) == 0x1p30f);
+  static_assert(std::bit_cast<float>(uint32_t{0x5900} << 16) == 0x1p51f);
+  static_assert(std::bit_cast<float>(uint32_t{0x5980} << 16) == 0x1p52f);
+  static_assert(std::bit_cast<float>(uint32_t{0x7180} << 16) == 0x1p100f);
+  static_assert(std::bit_cast<float>(uint32_t{kF32Max}) == 0x1.fffffep127f);
+  const std::vector<uint64_t> big = {kB2p100}, pos = {kB2p30}, neg = {kBm2p30};
+  // 2^100 * 2^30 = 2^130: "ieee" under rtz gives +-max finite (IEEE 754-2019 §7.4), "inf" +-Inf.
+  EXPECT_EQ(EvaluateDot(FusedOverflow("rtz", "ieee"), big, pos, 0)->bits, kF32Max);
+  EXPECT_EQ(EvaluateDot(FusedOverflow("rtz", "ieee"), big, neg, 0)->bits, kF32Max | 0x80000000u);
+  EXPECT_EQ(EvaluateDot(FusedOverflow("rtz", "inf"), big, pos, 0)->bits, kF32Inf);
+  EXPECT_EQ(EvaluateDot(FusedOverflow("rtz", "inf"), big, neg, 0)->bits, kF32Inf | 0x80000000u);
+  // Under rne both give Inf.
+  EXPECT_EQ(EvaluateDot(FusedOverflow("rne", "ieee"), big, pos, 0)->bits, kF32Inf);
+  EXPECT_EQ(EvaluateDot(FusedOverflow("rne", "inf"), big, pos, 0)->bits, kF32Inf);
+  // Overflow is decided after rounding: c = max finite = 2^128 - 2^104 plus 2^52 * 2^51 is
+  // 2^128 - 2^103 exactly (quantum 2^(127-25)), which rtz brings back to max finite; plus
+  // 2^52 * 2^52 it is 2^128: Inf.
+  const Model inf = FusedOverflow("rtz", "inf");
+  EXPECT_EQ(EvaluateDot(inf, std::vector<uint64_t>{kB2p52}, std::vector<uint64_t>{kB2p51},
+                        kF32Max)->bits, kF32Max);
+  EXPECT_EQ(EvaluateDot(inf, std::vector<uint64_t>{kB2p52}, std::vector<uint64_t>{kB2p52},
+                        kF32Max)->bits, kF32Inf);
+  // An overflowed group stays overflowed: 2^130 then -2^130 (two groups) is Inf under "inf";
+  // under "ieee" the second group sums max finite - 2^130 = -(3 * 2^128 + 2^104), which rtz
+  // saturates to -max finite.
+  const std::vector<uint64_t> two = {kB2p100, kB2p100}, pm = {kB2p30, kBm2p30};
+  EXPECT_EQ(EvaluateDot(inf, two, pm, 0)->bits, kF32Inf);
+  EXPECT_EQ(EvaluateDot(FusedOverflow("rtz", "ieee"), two, pm, 0)->bits, kF32Max | 0x80000000u);
+  // No finite bound holds past the range: an overflowed group's bound is Inf in both modes.
+  for (const char* o : {"ieee", "inf"}) {
+    const absl::StatusOr<EvalResult> r = EvaluateDot(FusedOverflow("rtz", o), big, pos, 0);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->bound, std::numeric_limits<double>::infinity()) << o;
+    // In range, the bound is finite.
+    EXPECT_LT(EvaluateDot(FusedOverflow("rtz", o), pos, pos, 0)->bound,
+              std::numeric_limits<double>::infinity());
+  }
+}
+
+// [epilogue] c = "after": the chain runs from +0 and c is added once after it (cuBLAS's
+// D = alpha * acc + beta * C with alpha = beta = 1).
+Model WithEpilogue(Model m, const char* rounding = "rne") {
+  m.epilogue.c = EpilogueC::kAfter;
+  OpEnv env;
+  EXPECT_TRUE(ParseRounding(rounding, env));
+  m.epilogue.env = env;
+  return m;
+}
+
+TEST(EvaluateTest, EpilogueAddsCOnceAfterTheChain) {
+  // Fused (G = 4, F = 23, rtz), c = 2^24, four products 1: in the chain c aligns the group and
+  // the products (1 each, quantum 2) truncate to 0: 2^24 (FusedAccumulatorAlignsToo). After:
+  // the group from +0 sums to 4, then 2^24 + 4 is exact in float32.
+  const std::vector<uint64_t> ones = {kH1, kH1, kH1, kH1};
+  const Model fused = Fused(4, 23, "rtz");
+  EXPECT_EQ(EvaluateDot(fused, ones, ones, F32(0x1p24f))->bits, F32(0x1p24f));
+  EXPECT_EQ(EvaluateDot(WithEpilogue(fused), ones, ones, F32(0x1p24f))->bits, F32(0x1p24f + 4));
+  // IEEE chain (fma, rne), c = 1, products 2^-24 and 2^-24: in the chain each 1 + 2^-24 is a tie
+  // that rounds to 1: result 1. After: 2^-24 + 2^-24 = 2^-23, then 1 + 2^-23 exactly.
+  const Model fma = MakeModel(
+      "[inputs]\na = \"float16\"\n[adder]\nkind = \"fma\"\n[accumulator]\nformat = "
+      "\"float32\"\n[chain]\nkind = \"sequential\"\n");
+  const std::vector<uint64_t> tiny = {kH2m12, kH2m12};
+  EXPECT_EQ(EvaluateDot(fma, tiny, tiny, F32(1.0f))->bits, F32(1.0f));
+  EXPECT_EQ(EvaluateDot(WithEpilogue(fma), tiny, tiny, F32(1.0f))->bits, F32(1.0f + 0x1p-23f));
+  // epilogue.rounding: three products 2^-24 + 2^-25 + ... : 2^-24 * 3 = 1.5 ulp(1) / 2 after c = 1
+  // is 1 + 3 * 2^-24 = 1 + 1.5 * 2^-23: rne gives 1 + 2^-22, rtz 1 + 2^-23.
+  const std::vector<uint64_t> three = {kH2m12, kH2m12, kH2m12};
+  EXPECT_EQ(EvaluateDot(WithEpilogue(fma), three, three, F32(1.0f))->bits, F32(1.0f + 0x1p-22f));
+  EXPECT_EQ(EvaluateDot(WithEpilogue(fma, "rtz"), three, three, F32(1.0f))->bits,
+            F32(1.0f + 0x1p-23f));
+  // Full float32 precision in the epilogue even where the accumulator is reduced (13 bits):
+  // c = 1, chain 2^-20 (exact at 13 bits): 1 + 2^-20 is kept.
+  Model reduced = Fused(4, 23, "rtz");
+  reduced.accumulator.fraction_bits = 13;
+  const std::vector<uint64_t> one_tiny = {kH2m11, 0, 0, 0}, one_tiny_b = {0x1800 /*2^-9*/, 0, 0, 0};
+  static_assert(0x1800 == ((15 - 9) << 10));  // float16: biased exponent 15 - 9.
+  EXPECT_EQ(EvaluateDot(reduced, one_tiny, one_tiny_b, F32(1.0f))->bits, F32(1.0f));
+  EXPECT_EQ(EvaluateDot(WithEpilogue(reduced), one_tiny, one_tiny_b, F32(1.0f))->bits,
+            F32(1.0f + 0x1p-20f));
+}
+
+TEST(EvaluateTest, EpilogueRunsGenericAndAgreesAcrossDotMatmulAndBound) {
+  const Model m = WithEpilogue(Fused(16, 25, "rtz", "truncate", "bfloat16"));
+  EXPECT_FALSE(FastPathEligible(m));
+  EXPECT_STREQ(FastPathIneligibleReason(m), "epilogue.c");
+  Rng rng(DeriveSeed(91, {2}));
+  const int mm = 3, nn = 5, kk = 40;
+  auto bf16 = [](float x) { return uint64_t{std::bit_cast<uint32_t>(x) >> 16}; };
+  std::vector<uint64_t> a(mm * kk), b(kk * nn), c(mm * nn), d(mm * nn);
+  for (auto& x : a) x = bf16(rng.F(3));
+  for (auto& x : b) x = bf16(rng.F(3));
+  for (auto& x : c) x = F32(rng.F(6));
+  std::vector<double> bounds(mm * nn);
+  ASSERT_TRUE(EvaluateMatmul(m, mm, nn, kk, a, Layout::kRowMajor, b, Layout::kRowMajor, c, d,
+                             bounds).ok());
+  for (int i = 0; i < mm; ++i) {
+    for (int j = 0; j < nn; ++j) {
+      std::vector<uint64_t> row(kk), col(kk);
+      for (int p = 0; p < kk; ++p) {
+        row[p] = a[i * kk + p];
+        col[p] = b[p * nn + j];
+      }
+      const EvalResult r = *EvaluateDot(m, row, col, c[i * nn + j]);
+      EXPECT_EQ(r.bits, d[i * nn + j]);
+      EXPECT_EQ(r.bound, bounds[i * nn + j]);
+      // The epilogue is one more rne add after the chain: d = round(chain_from_0 + c).
+      Model chain_only = m;
+      chain_only.epilogue = {};
+      const EvalResult acc = *EvaluateDot(chain_only, row, col, 0);
+      const float want = std::bit_cast<float>(static_cast<uint32_t>(acc.bits)) +
+                         std::bit_cast<float>(static_cast<uint32_t>(c[i * nn + j]));
+      EXPECT_EQ(r.bits, F32(want));
+    }
+  }
+}
+
+// inputs.convert_rounding of float32 -> tfloat32 (10 fraction bits, ulp(1) = 2^-10): rtz as the
+// tensor core reads float32 registers, rne, and rna as CUTLASS's round_half_ulp_truncate
+// (bits + 0x1000, then truncated) converts before the mma. The dot of x with 1 shows the
+// converted x (exact in a group of F = 25).
+TEST(EvaluateTest, Tf32ConversionRounding) {
+  auto model = [](const char* rounding) {
+    return MakeModel(std::string("[inputs]\na = \"float32\"\nconvert_to = \"tfloat32\"\n"
+                                 "convert_rounding = \"") +
+                     rounding +
+                     "\"\n[adder]\nkind = \"fused\"\ngroup = 8\nfraction_bits = 25\n"
+                     "[accumulator]\nformat = \"float32\"\n[chain]\nkind = \"sequential\"\n");
+  };
+  const std::vector<uint64_t> one = {F32(1.0f)};
+  struct {
+    float x, rtz, rne, rna;
+  } const rows[] = {
+      // A tie: 1 + 2^-11 lies halfway between 1 and 1 + 2^-10 (1 is even).
+      {1.0f + 0x1p-11f, 1.0f, 1.0f, 1.0f + 0x1p-10f},
+      // A tie between 1 + 2^-10 (odd) and 1 + 2^-9 (even).
+      {1.0f + 3 * 0x1p-11f, 1.0f + 0x1p-10f, 1.0f + 0x1p-9f, 1.0f + 0x1p-9f},
+      // Below half an ulp: every nearest rounding goes down; above: up (rtz always down).
+      {1.0f + 0x1p-12f, 1.0f, 1.0f, 1.0f},
+      {1.0f + 0x1p-11f + 0x1p-23f, 1.0f, 1.0f + 0x1p-10f, 1.0f + 0x1p-10f},
+      // Negative: ties away from zero go to the larger magnitude.
+      {-(1.0f + 0x1p-11f), -1.0f, -1.0f, -(1.0f + 0x1p-10f)},
+  };
+  for (const auto& r : rows) {
+    SCOPED_TRACE(testing::Message() << std::hexfloat << r.x);
+    const std::vector<uint64_t> x = {F32(r.x)};
+    EXPECT_EQ(EvaluateDot(model("rtz"), x, one, 0)->bits, F32(r.rtz));
+    EXPECT_EQ(EvaluateDot(model("rne"), x, one, 0)->bits, F32(r.rne));
+    EXPECT_EQ(EvaluateDot(model("rna"), x, one, 0)->bits, F32(r.rna));
+  }
+}
+
 TEST(EvaluateTest, ReducedAccumulatorPrecision) {
   // float32 accumulator with 13 fraction bits (Hopper FP8): 1 + 2^-13 + 2^-14 -> RZ 1 + 2^-13.
   const Model m = MakeModel(
@@ -355,6 +523,82 @@ TEST(EvaluateTest, WithinBoundFusedModels) {
                         "normalization_rounding = \"rne\"\n[accumulator]\nformat = \"float32\"\n"
                         "[chain]\nkind = \"blocked\"\nblock = 8\n[output]\nformat = \"float16\"\n"),
               Float16(), 2000, 100, 23, 3);
+}
+
+TEST(EvaluateTest, WithinBoundEpilogue) {
+  // The epilogue's add is one more rounding node: c + (chain from +0), fused and IEEE chains,
+  // with cancellation (CheckBounds' odd cases) and the epilogue rounding rne or rtz.
+  const Model h100 = Fused(16, 25, "rtz", "truncate", "bfloat16");  // nvidia-h100-bf16's G, F.
+  CheckBounds(WithEpilogue(h100), BFloat16(), 1000, 100, 31);
+  CheckBounds(WithEpilogue(h100, "rtz"), BFloat16(), 1000, 100, 32);
+  CheckBounds(WithEpilogue(MakeModel(std::string(kIeeeBase) + "[chain]\nkind = \"pairwise\"\n")),
+              Float32(), 1000, 100, 33);
+}
+
+// chain.permutation: the products padded with +0 to a multiple of its length and reordered per
+// block, then the chain as without it.
+TEST(EvaluateTest, PermutationReordersEachPaddedBlock) {
+  const Model fma = MakeModel(
+      "[inputs]\na = \"float16\"\n[adder]\nkind = \"fma\"\n[accumulator]\nformat = "
+      "\"float32\"\n[chain]\nkind = \"sequential\"\n");
+  Model perm = fma;
+  perm.chain.permutation = {1, 2, 0};
+  // Products 1, 2^-24, 2^-24 (c = 0). In order: 1 + 2^-24 is a tie that rounds to 1, twice: 1.
+  // Permuted (2^-24, 2^-24, 1): 2^-23 + 1 exactly.
+  const std::vector<uint64_t> h = {kH1, kH2m12, kH2m12};
+  EXPECT_EQ(EvaluateDot(fma, h, h, 0)->bits, F32(1.0f));
+  EXPECT_EQ(EvaluateDot(perm, h, h, 0)->bits, F32(1.0f + 0x1p-23f));
+  EXPECT_STREQ(FastPathIneligibleReason(perm), "chain.permutation");
+  // Random inputs, K not a multiple of the length: the same as the model without permutation on
+  // the inputs padded with +0 and reordered by hand; fused and IEEE; dot, matmul and bound.
+  Model fused = Fused(16, 25, "rtz", "truncate", "bfloat16");
+  fused.chain.kind = ChainKind::kBlocked;
+  fused.chain.block = 32;
+  const std::vector<int> interleave = {0, 1, 4, 5, 8, 9, 12, 13, 16, 17, 20, 21, 24, 25, 28, 29,
+                                       2, 3, 6, 7, 10, 11, 14, 15, 18, 19, 22, 23, 26, 27, 30, 31};
+  const Model ieee = MakeModel(std::string(kIeeeBase) + "[chain]\nkind = \"sequential\"\n");
+  Rng rng(DeriveSeed(92, {1}));
+  for (const Model& base : {fused, ieee}) {
+    const bool bf16 = base.inputs.a == &BFloat16();
+    Model m = base;
+    m.chain.permutation = bf16 ? interleave : std::vector<int>{2, 0, 1};
+    const size_t len = m.chain.permutation.size();
+    for (int k : {1, 5, 31, 32, 33, 70, 128}) {
+      SCOPED_TRACE(testing::Message() << (bf16 ? "fused" : "ieee") << " k " << k);
+      std::vector<uint64_t> a(k), b(k);
+      for (int i = 0; i < k; ++i) {
+        a[i] = bf16 ? F32(rng.F(8)) >> 16 : F32(rng.F(8));
+        b[i] = bf16 ? F32(rng.F(8)) >> 16 : F32(rng.F(8));
+      }
+      const uint64_t c = F32(rng.F(8));
+      const size_t padded = (size_t(k) + len - 1) / len * len;
+      std::vector<uint64_t> pa(padded), pb(padded);
+      for (size_t blk = 0; blk < padded; blk += len) {
+        for (size_t i = 0; i < len; ++i) {
+          const size_t src = blk + size_t(m.chain.permutation[i]);
+          pa[blk + i] = src < size_t(k) ? a[src] : 0;
+          pb[blk + i] = src < size_t(k) ? b[src] : 0;
+        }
+      }
+      const EvalResult got = *EvaluateDot(m, a, b, c);
+      const EvalResult want = *EvaluateDot(base, pa, pb, c);
+      EXPECT_EQ(got.bits, want.bits);
+      EXPECT_EQ(got.bound, want.bound);
+      std::vector<uint64_t> d(1);
+      ASSERT_TRUE(EvaluateMatmul(m, 1, 1, k, a, Layout::kRowMajor, b, Layout::kRowMajor,
+                                 std::vector<uint64_t>{c}, d).ok());
+      EXPECT_EQ(d[0], got.bits);
+    }
+  }
+}
+
+TEST(EvaluateTest, WithinBoundPermutation) {
+  Model m = Fused(16, 25, "rtz", "truncate", "bfloat16");
+  m.chain.kind = ChainKind::kBlocked;
+  m.chain.block = 32;
+  m.chain.permutation = {0, 1, 4, 5, 8, 9, 12, 13, 16, 17, 20, 21, 24, 25, 28, 29,
+                         2, 3, 6, 7, 10, 11, 14, 15, 18, 19, 22, 23, 26, 27, 30, 31};
+  CheckBounds(m, BFloat16(), 1000, 100, 34);
 }
 
 TEST(EvaluateTest, MatmulLayoutsAgreeWithDot) {

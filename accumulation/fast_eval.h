@@ -53,8 +53,10 @@
 // path, as the exact value may be tiny; either tininess rule) and read a subnormal accumulator
 // operand as zero (adder.daz). Output: the final accumulator's format, float64 -> float32 rne,
 // or (host path) float32 -> bfloat16 rne. Every other rounding rne (except where rtz is named),
-// no sat or stochastic rounding, no ftz/daz outside the adder's steps. Anything else (strided
-// combine "halving", other bfloat16-accumulator plans, new kinds or values) is ineligible.
+// no sat or stochastic rounding, no ftz/daz outside the adder's steps. Fused groups with either
+// adder.overflow (an overflowing group goes to the generic path, which alone writes its Inf or max
+// finite). Anything else (strided combine "halving", other bfloat16-accumulator plans,
+// chain.permutation, epilogue.c = "after", new kinds or values) is ineligible.
 //
 // The bound is computed with the same double operations in the same order as evaluate.cc
 // (leaf M = |a*b| and E = |used - exact| are exact in double for these formats, so they equal

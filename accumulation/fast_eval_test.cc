@@ -1115,6 +1115,76 @@ TEST(FastEvalTest, FusedTilesMatchGenericAtTheFloat32Range) {
   ASSERT_TRUE(SetActiveIsa(saved).ok());
 }
 
+// adder.overflow ("ieee" and "inf") on fused groups that leave float32's range: the fast dot,
+// the fused matmul tiles (every ISA level) and the portable level (which delegates) give the
+// generic path's bits and bounds. Rows: 0 overflows upward in its first group, 1 downward, 2 in
+// its second group after an ordinary first one, 3 stays in range. The test checks that both
+// values of adder.overflow are reached (Inf and max finite), so it cannot pass vacuously.
+TEST(FastEvalTest, FusedOverflowMatchesGenericOnEveryIsa) {
+  const std::string dir = FPCONFORM_MODELS_SOURCE_DIR;
+  const Isa saved = ActiveIsa();
+  for (const char* name : {"nvidia-h100-bf16", "nvidia-h100-tf32", "nvidia-a100-bf16"}) {
+    for (FusedOverflow overflow : {FusedOverflow::kIeee, FusedOverflow::kInf}) {
+      Model m = *LoadModelFile(dir + "/" + name + ".toml");
+      m.adder.overflow = overflow;
+      SCOPED_TRACE(std::string(name) + (overflow == FusedOverflow::kInf ? " inf" : " ieee"));
+      const FormatSpec& fa = *m.inputs.a;
+      const FormatSpec& fb = *m.inputs.b;
+      const FormatSpec& fc = m.FinalAccumulatorFormat();
+      const int g = m.adder.group;
+      PinnedRng rng(DeriveSeed(kSeed, {uint64_t(g), 2929}));
+      const int mm = 5, nn = 16, kk = 2 * g + g / 2;
+      std::vector<uint64_t> a(size_t(mm) * kk), b(size_t(kk) * nn), c(size_t(mm) * nn);
+      for (int i = 0; i < mm; ++i) {
+        for (int p = 0; p < kk; ++p) {
+          double x = rng.LogUniform(-3, 3);
+          const bool big = (i == 0 || i == 1) ? p < g : i == 2 ? (p >= g && p < 2 * g) : false;
+          if (big) x = (i == 1 ? -1 : 1) * std::ldexp(1.0 + (p % 8) / 8.0, 100);
+          a[size_t(i) * kk + p] = FromDouble(fa, x);
+        }
+      }
+      for (int p = 0; p < kk; ++p) {
+        for (int j = 0; j < nn; ++j) {
+          // 2^100 * 2^27 = 2^127 per product: a group of G >= 2 such products passes 2^128.
+          const double x = p < 2 * g ? std::ldexp(1.0 + j / 32.0, 27) : rng.LogUniform(-3, 3);
+          b[size_t(p) * nn + j] = FromDouble(fb, x);
+        }
+      }
+      for (uint64_t& x : c) x = FromDouble(fc, rng.LogUniform(-3, 3));
+      int infs = 0, maxes = 0;
+      for (Isa isa : AvailableIsas()) {
+        SCOPED_TRACE(std::string(IsaName(isa)));
+        ASSERT_TRUE(SetActiveIsa(isa).ok());
+        std::vector<uint64_t> d(c.size());
+        std::vector<double> bounds(c.size());
+        ASSERT_TRUE(FastEvaluateMatmul(m, mm, nn, kk, a, Layout::kRowMajor, b, Layout::kRowMajor,
+                                       c, d, bounds, {}, 1)
+                        .ok());
+        for (int i = 0; i < mm; ++i) {
+          for (int j = 0; j < nn; ++j) {
+            const auto [row, col] = RowAndColumn(a, b, kk, nn, i, j);
+            const size_t idx = size_t(i) * nn + j;
+            const EvalResult want = *GenericEvaluateDot(m, row, col, c[idx]);
+            ASSERT_EQ(Hex(d[idx]), Hex(want.bits)) << "element " << i << "," << j;
+            ASSERT_EQ(std::bit_cast<uint64_t>(bounds[idx]), std::bit_cast<uint64_t>(want.bound))
+                << "element " << i << "," << j;
+            ExpectSame(*FastEvaluateDot(m, row, col, c[idx]), want, "dot");
+            infs += (want.bits & 0x7FFFFFFFu) == 0x7F800000u;
+            maxes += (want.bits & 0x7FFFFFFFu) == 0x7F7FFFFFu;
+          }
+        }
+      }
+      if (overflow == FusedOverflow::kInf) {
+        EXPECT_GT(infs, 0);
+        EXPECT_EQ(maxes, 0);
+      } else {
+        EXPECT_GT(maxes, 0);
+      }
+    }
+  }
+  ASSERT_TRUE(SetActiveIsa(saved).ok());
+}
+
 TEST(FastEvalTest, ErrorsAsGeneric) {
   const Model m = *LoadModelFile(std::string(FPCONFORM_MODELS_SOURCE_DIR) + "/cuda-f32-fma.toml");
   std::vector<uint64_t> a(3), b(2), d(4);

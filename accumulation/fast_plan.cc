@@ -30,8 +30,9 @@ static_assert(sizeof(Model::Inputs) == 56, "Model::Inputs changed: extend MakePl
 static_assert(sizeof(Model::Product) == 40, "Model::Product changed: extend MakePlan");
 static_assert(sizeof(Model::Adder) == 48, "Model::Adder changed: extend MakePlan");
 static_assert(sizeof(Model::Accumulator) == 40, "Model::Accumulator changed: extend MakePlan");
-static_assert(sizeof(Model::Chain) == 136, "Model::Chain changed: extend MakePlan");
+static_assert(sizeof(Model::Chain) == 160, "Model::Chain changed: extend MakePlan");
 static_assert(sizeof(Model::Output) == 32, "Model::Output changed: extend MakePlan");
+static_assert(sizeof(Model::Epilogue) == 32, "Model::Epilogue changed: extend MakePlan");
 
 // Formats whose every finite value is a float32 (so the float table is exact).
 bool FitsFloat32(const FormatSpec& f) {
@@ -228,6 +229,11 @@ const char* MakePlan(const Model& m, Plan& plan) {
         case Alignment::kRoundDown: plan.round_down = true; break;
         default: return "adder.alignment";
       }
+      // adder.overflow: an overflowing group goes to the generic path (RoundGroup's `bad`), so
+      // both values are fine here; anything else is not.
+      if (m.adder.overflow != FusedOverflow::kIeee && m.adder.overflow != FusedOverflow::kInf) {
+        return "adder.overflow";
+      }
       switch (m.adder.alignment_exponent) {
         case AlignmentExponent::kNominal: plan.actual = false; break;
         case AlignmentExponent::kActual: plan.actual = true; break;
@@ -249,6 +255,7 @@ const char* MakePlan(const Model& m, Plan& plan) {
     return "accumulator.fraction_bits with combine adds";
   }
   // Chain.
+  if (!m.chain.permutation.empty()) return "chain.permutation";
   if (plan.kahan && m.chain.kind != ChainKind::kSequential) return "chain.kind with kahan";
   plan.chain = m.chain.kind;
   switch (m.chain.kind) {
@@ -320,6 +327,8 @@ const char* MakePlan(const Model& m, Plan& plan) {
       break;
     default: return "chain.kind";
   }
+  // Epilogue: c after the chain runs on the generic path only.
+  if (m.epilogue.c != EpilogueC::kChain) return "epilogue.c";
   // Output.
   const FormatSpec& final_format = m.FinalAccumulatorFormat();
   if (m.output.format == nullptr) return "output.format";

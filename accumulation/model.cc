@@ -243,7 +243,7 @@ void ReadAdder(TomlReader& r, const toml::table& root, Model& m) {
   if (t == nullptr) return;
   r.CheckKeys(*t, "adder",
               {"kind", "rounding", "group", "fraction_bits", "alignment", "alignment_exponent",
-               "normalization_rounding", "ftz", "daz"});
+               "normalization_rounding", "overflow", "ftz", "daz"});
   const std::optional<AdderKind> kind = r.Choice<AdderKind>(*t, "adder", "kind",
                                                             {{"ieee", AdderKind::kIeee},
                                                              {"fma", AdderKind::kFma},
@@ -272,10 +272,14 @@ void ReadAdder(TomlReader& r, const toml::table& root, Model& m) {
             .value_or(AlignmentExponent::kNominal);
     m.adder.env.rounding = Rounding::kTowardZero;
     RoundingKey(r, *t, "adder", "normalization_rounding", m.adder.env, {"rtz", "rne"});
+    m.adder.overflow = r.Choice<FusedOverflow>(*t, "adder", "overflow",
+                                               {{"ieee", FusedOverflow::kIeee},
+                                                {"inf", FusedOverflow::kInf}})
+                           .value_or(FusedOverflow::kIeee);
     return;
   }
-  for (std::string_view key :
-       {"group", "fraction_bits", "alignment", "alignment_exponent", "normalization_rounding"}) {
+  for (std::string_view key : {"group", "fraction_bits", "alignment", "alignment_exponent",
+                               "normalization_rounding", "overflow"}) {
     r.Reject(*t, "adder", key, "applies only to adder.kind = \"fused\"");
   }
   RoundingKey(r, *t, "adder", "rounding", m.adder.env);
@@ -308,6 +312,36 @@ void ReadAccumulator(TomlReader& r, const toml::table& root, Model& m) {
     }
   }
   RoundingKey(r, *t, "accumulator", "rounding", m.accumulator.combine_env);
+}
+
+// chain.permutation: whitespace-separated decimal indices, each of 0..m-1 exactly once
+// (1 <= m <= 4096). Returns "" or the error (without the key).
+std::string ParsePermutation(std::string_view text, std::vector<int>& out) {
+  out.clear();
+  size_t i = 0;
+  while (i < text.size()) {
+    if (text[i] == ' ' || text[i] == '\t') {
+      ++i;
+      continue;
+    }
+    size_t j = i;
+    while (j < text.size() && text[j] >= '0' && text[j] <= '9') ++j;
+    if (j == i || (j < text.size() && text[j] != ' ' && text[j] != '\t')) {
+      return Cat("unexpected character '", text.substr(j, 1), "' at column ", j + 1);
+    }
+    if (j - i > 4 || out.size() >= 4096) return "more than 4096 entries, or an index above 4095";
+    out.push_back(std::stoi(std::string(text.substr(i, j - i))));
+    i = j;
+  }
+  if (out.empty()) return "empty permutation";
+  const int m = static_cast<int>(out.size());
+  std::vector<bool> seen(size_t(m), false);
+  for (int v : out) {
+    if (v >= m) return Cat("index ", v, " out of range 0..", m - 1, " (", m, " entries)");
+    if (seen[size_t(v)]) return Cat("duplicate index ", v);
+    seen[size_t(v)] = true;
+  }
+  return "";
 }
 
 // The keys of [chain] besides `kind` that apply to each chain.kind.
@@ -433,6 +467,11 @@ void ReadChainParameters(TomlReader& r, const toml::table& t, Model& m) {
       }
       break;
   }
+  // chain.permutation (every kind): the order of the products within each block.
+  if (auto v = r.String(t, "chain", "permutation")) {
+    const std::string err = ParsePermutation(*v, m.chain.permutation);
+    if (!err.empty()) r.Fail(t.get("permutation"), "chain.permutation", err);
+  }
 }
 
 // [chain] (after [adder]: a fused adder's group constrains it).
@@ -442,7 +481,7 @@ void ReadChain(TomlReader& r, const toml::table& root, Model& m) {
   r.CheckKeys(*t, "chain",
               {"kind", "leaf", "unroll", "split_multiple", "chunk", "block", "ways", "combine",
                "slices", "order", "every", "format", "rounding", "lanes", "unit", "unit_order",
-               "reduce", "shape", "tail", "tail_multiple"});
+               "reduce", "shape", "tail", "tail_multiple", "permutation"});
   const std::optional<ChainKind> kind = r.Choice<ChainKind>(*t, "chain", "kind",
                                                             {{"sequential", ChainKind::kSequential},
                                                              {"pairwise", ChainKind::kPairwise},
@@ -458,7 +497,7 @@ void ReadChain(TomlReader& r, const toml::table& root, Model& m) {
     m.chain.kind = *kind;
     const std::set<std::string_view>& applies = ChainKeys(*kind);
     for (const auto& [key, v] : *t) {
-      if (key.str() != "kind" && !applies.contains(key.str())) {
+      if (key.str() != "kind" && key.str() != "permutation" && !applies.contains(key.str())) {
         r.Fail(&v, TomlReader::Dotted("chain", key.str()), "does not apply to this chain.kind");
         break;
       }
@@ -474,6 +513,23 @@ void ReadChain(TomlReader& r, const toml::table& root, Model& m) {
     }
   }
   ReadChainParameters(r, *t, m);
+}
+
+// [epilogue] (after [chain]: its add is in the final accumulator's format).
+void ReadEpilogue(TomlReader& r, const toml::table& root, Model& m) {
+  const toml::table* t = r.Table(root, "", "epilogue", TomlKey::kOptional);
+  if (t == nullptr) return;
+  r.CheckKeys(*t, "epilogue", {"c", "rounding"});
+  m.epilogue.c = r.Choice<EpilogueC>(*t, "epilogue", "c",
+                                     {{"chain", EpilogueC::kChain}, {"after", EpilogueC::kAfter}},
+                                     TomlKey::kRequired)
+                     .value_or(EpilogueC::kChain);
+  if (m.epilogue.c == EpilogueC::kAfter) {
+    RoundingKey(r, *t, "epilogue", "rounding", m.epilogue.env,
+                {"rne", "rna", "rtz", "rup", "rdn"});
+  } else {
+    r.Reject(*t, "epilogue", "rounding", "applies only with epilogue.c = \"after\"");
+  }
 }
 
 // [output] (after [accumulator] and [chain]: its format defaults to the final accumulator's).
@@ -556,7 +612,7 @@ absl::StatusOr<Model> Parse(const toml::table& root, std::string_view file) {
   }
   r.CheckKeys(root, "",
               {"name", "description", "operations", "inputs", "product", "adder", "accumulator",
-               "chain", "output", "provenance"});
+               "chain", "epilogue", "output", "provenance"});
   ReadNameAndDescription(r, root, file, &m.name, &m.description);
   ReadOperations(r, root, m);
   ReadInputs(r, root, m);
@@ -564,6 +620,7 @@ absl::StatusOr<Model> Parse(const toml::table& root, std::string_view file) {
   ReadAdder(r, root, m);
   ReadAccumulator(r, root, m);
   ReadChain(r, root, m);
+  ReadEpilogue(r, root, m);
   ReadOutput(r, root, m);
   std::vector<std::pair<std::string, std::string>> params;
   for (const TomlValue& v : r.values()) params.emplace_back(v.key, v.text);

@@ -48,6 +48,13 @@ enum class ProductPolicy : uint8_t { kExact, kRound };
 enum class AdderKind : uint8_t { kIeee, kFma, kFused, kKahan };
 enum class Alignment : uint8_t { kTruncate, kRoundDown };
 enum class AlignmentExponent : uint8_t { kNominal, kActual };
+// adder.overflow (fused): a group whose normalized sum exceeds the accumulator's range gives what
+// the normalization rounding gives under IEEE 754-2019 §7.4 (kIeee: rtz -> +-max finite, rne ->
+// +-Inf), or +-Inf whatever the rounding (kInf: NVIDIA tensor cores, measured on an H200).
+enum class FusedOverflow : uint8_t { kIeee, kInf };
+// epilogue.c: where the initial value c enters a dot (kChain: as the chain's initial
+// accumulator; kAfter: the chain runs from +0 and c is added once after it, in the epilogue).
+enum class EpilogueC : uint8_t { kChain, kAfter };
 enum class ChainKind : uint8_t {
   kSequential, kPairwise, kBlocked, kStrided, kSplitK, kPromote, kSimd, kCascade, kTree
 };
@@ -86,6 +93,7 @@ struct Model {
     int fraction_bits = 0;   // fused: F.
     Alignment alignment = Alignment::kTruncate;
     AlignmentExponent alignment_exponent = AlignmentExponent::kNominal;
+    FusedOverflow overflow = FusedOverflow::kIeee;  // fused: adder.overflow.
   } adder;
 
   struct Accumulator {
@@ -124,7 +132,19 @@ struct Model {
     std::vector<TreeNode> tree;
     int tree_root = 0;
     int tree_units = 0;
+    // chain.permutation (any kind; empty: none): the products are padded with +0 products to a
+    // multiple of m = permutation.size() and position i of each block of m takes the block's
+    // product permutation[i]; the chain runs on the reordered products.
+    std::vector<int> permutation;
   } chain;
+
+  // [epilogue] (MODEL_FORMAT.md): what happens between the chain and the output conversion.
+  // c = kAfter: d = output(round(chain_from_+0 + c)), the one add in FinalAccumulatorFormat()
+  // rounded with `env` (epilogue.rounding) at its full precision.
+  struct Epilogue {
+    EpilogueC c = EpilogueC::kChain;
+    OpEnv env;  // epilogue.rounding (c = kAfter only).
+  } epilogue;
 
   struct Output {
     const FormatSpec* format = nullptr;  // Defaults: accumulator (promote: chain.format).

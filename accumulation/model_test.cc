@@ -195,6 +195,86 @@ TEST(ModelTest, BadFilesNameFileLineAndField) {
   }
 }
 
+// adder.overflow and [epilogue] (MODEL_FORMAT.md), on the H100 example: overflow goes after
+// normalization_rounding (line 19), the epilogue table before [output] (line 27 when there is
+// no overflow line).
+std::string WithOverflowAndEpilogue(const std::string& overflow, const std::string& epilogue) {
+  std::string text = Replace(kH100, "normalization_rounding = \"rtz\"\n",
+                             "normalization_rounding = \"rtz\"\n" + overflow);
+  text = Replace(text, "[output]", epilogue + "[output]");
+  std::string prov;
+  if (!overflow.empty()) prov += "\"adder.overflow\" = \"x\"\n";
+  if (epilogue.find("c =") != std::string::npos) prov += "\"epilogue.c\" = \"x\"\n";
+  if (epilogue.find("rounding =") != std::string::npos) prov += "\"epilogue.rounding\" = \"x\"\n";
+  return Replace(text, "unconfirmed", prov + "unconfirmed");
+}
+
+TEST(ModelTest, ParsesOverflowAndEpilogue) {
+  absl::StatusOr<Model> m = ParseModel(kH100, "dir/nvidia-h100-bf16.toml");
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->adder.overflow, FusedOverflow::kIeee);  // Defaults.
+  EXPECT_EQ(m->epilogue.c, EpilogueC::kChain);
+  m = ParseModel(WithOverflowAndEpilogue("overflow = \"inf\"\n",
+                                         "[epilogue]\nc = \"after\"\nrounding = \"rtz\"\n"),
+                 "dir/nvidia-h100-bf16.toml");
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->adder.overflow, FusedOverflow::kInf);
+  EXPECT_EQ(m->epilogue.c, EpilogueC::kAfter);
+  EXPECT_EQ(m->epilogue.env.rounding, Rounding::kTowardZero);
+  m = ParseModel(WithOverflowAndEpilogue("overflow = \"ieee\"\n", "[epilogue]\nc = \"chain\"\n"),
+                 "dir/nvidia-h100-bf16.toml");
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->adder.overflow, FusedOverflow::kIeee);
+  EXPECT_EQ(m->epilogue.c, EpilogueC::kChain);
+  m = ParseModel(WithOverflowAndEpilogue("", "[epilogue]\nc = \"after\"\n"),
+                 "dir/nvidia-h100-bf16.toml");
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->epilogue.env.rounding, Rounding::kNearestEven);  // Default rne.
+}
+
+TEST(ModelTest, OverflowAndEpilogueErrorsNameFileLineAndField) {
+  struct {
+    const char* comment;
+    std::string text;
+    const char* expected;
+  } const cases[] = {
+      {"overflow value", WithOverflowAndEpilogue("overflow = \"saturate\"\n", ""),
+       "h.toml:19: adder.overflow: must be one of ieee inf"},
+      {"overflow on an ieee adder",
+       Replace(Replace(kCpu, "rounding = \"rne\"\n\n[accumulator]",
+                       "rounding = \"rne\"\noverflow = \"inf\"\n\n[accumulator]"),
+               "\"adder.rounding\"", "\"adder.overflow\" = \"x\"\n\"adder.rounding\""),
+       "cpu-f32-seq.toml:16: adder.overflow: applies only to adder.kind = \"fused\""},
+      {"epilogue c value", WithOverflowAndEpilogue("", "[epilogue]\nc = \"later\"\n"),
+       "h.toml:28: epilogue.c: must be one of chain after"},
+      {"epilogue c missing", WithOverflowAndEpilogue("", "[epilogue]\n"),
+       "h.toml:27: epilogue.c: required key missing"},
+      {"epilogue rounding with c in the chain",
+       WithOverflowAndEpilogue("", "[epilogue]\nc = \"chain\"\nrounding = \"rne\"\n"),
+       "h.toml:29: epilogue.rounding: applies only with epilogue.c = \"after\""},
+      {"epilogue stochastic rounding",
+       WithOverflowAndEpilogue("", "[epilogue]\nc = \"after\"\nrounding = \"sr8\"\n"),
+       "h.toml:29: epilogue.rounding: must be one of rne rna rtz rup rdn"},
+      {"epilogue unknown key", WithOverflowAndEpilogue("", "[epilogue]\nc = \"after\"\nalpha = 2\n"),
+       "h.toml:29: epilogue.alpha: unknown key"},
+      {"epilogue without provenance",
+       Replace(WithOverflowAndEpilogue("", "[epilogue]\nc = \"after\"\n"),
+               "\"epilogue.c\" = \"x\"\n", ""),
+       "h.toml:28: epilogue.c: has no source"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.comment);
+    const bool cpu = std::string_view(c.expected).starts_with("cpu-f32-seq.toml");
+    absl::StatusOr<Model> m =
+        ParseModel(c.text, cpu ? "dir/cpu-f32-seq.toml" : "dir/nvidia-h100-bf16.toml");
+    ASSERT_FALSE(m.ok());
+    const std::string msg(m.status().message());
+    const std::string expected =
+        "dir/" + (cpu ? std::string(c.expected) : Replace(c.expected, "h.toml", "nvidia-h100-bf16.toml"));
+    EXPECT_EQ(msg.rfind(expected, 0), 0u) << msg;
+  }
+}
+
 TEST(ModelTest, GarbageNeverCrashes) {
   const char* inputs[] = {"", "\x01\x02", "[[inputs]]\na=1", "inputs = 3", "a.b.c = [1,2",
                           "[provenance]\nunconfirmed = 3", "name = 1"};
@@ -458,6 +538,52 @@ shape = "((0 1) (2 3))"
 "chain.shape" = "x"
 )toml";
 
+// chain.permutation, on the blocked test text (line 16: permutation).
+TEST(ModelTest, ParsesPermutation) {
+  const std::string with = Replace(
+      Replace(kBlockedTail, "tail_multiple = 16\n", "tail_multiple = 16\npermutation = \" 2 0\t3 1 \"\n"),
+      "\"chain.tail_multiple\" = \"x\"\n", "\"chain.tail_multiple\" = \"x\"\n\"chain.permutation\" = \"x\"\n");
+  absl::StatusOr<Model> m = ParseModel(with, "dir/b.toml");
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->chain.permutation, (std::vector<int>{2, 0, 3, 1}));
+  m = ParseModel(kBlockedTail, "dir/b.toml");
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_TRUE(m->chain.permutation.empty());
+  // Any chain kind takes it (here sequential, with a one-entry identity).
+  m = ParseModel(Replace(Replace(with, "kind = \"blocked\"\nblock = 448\ntail = \"halve_down\"\n"
+                                       "tail_multiple = 16\n", "kind = \"sequential\"\n"),
+                         "\"chain.block\" = \"x\"\n\"chain.tail\" = \"x\"\n\"chain.tail_multiple\" = \"x\"\n", ""),
+                 "dir/b.toml");
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->chain.kind, ChainKind::kSequential);
+
+  struct {
+    const char* text;
+    const char* expected;
+  } const bad[] = {
+      {"\"\"", "dir/b.toml:16: chain.permutation: empty permutation"},
+      {"\"0 1 1\"", "dir/b.toml:16: chain.permutation: duplicate index 1"},
+      {"\"0 3 1\"", "dir/b.toml:16: chain.permutation: index 3 out of range 0..2 (3 entries)"},
+      {"\"0,1\"", "dir/b.toml:16: chain.permutation: unexpected character ',' at column 2"},
+      {"\"0 -1\"", "dir/b.toml:16: chain.permutation: unexpected character '-' at column 3"},
+      {"[0, 1]", "dir/b.toml:16: chain.permutation: must be a string"},
+  };
+  for (const auto& c : bad) {
+    SCOPED_TRACE(c.text);
+    absl::StatusOr<Model> b = ParseModel(Replace(with, "\" 2 0\t3 1 \"", c.text), "dir/b.toml");
+    ASSERT_FALSE(b.ok());
+    const std::string msg(b.status().message());
+    EXPECT_EQ(msg.rfind(c.expected, 0), 0u) << msg;
+  }
+  // Missing provenance.
+  absl::StatusOr<Model> b = ParseModel(Replace(with, "\"chain.permutation\" = \"x\"\n", ""),
+                                       "dir/b.toml");
+  ASSERT_FALSE(b.ok());
+  EXPECT_NE(b.status().message().find("dir/b.toml:16: chain.permutation: has no source"),
+            std::string_view::npos)
+      << b.status();
+}
+
 TEST(ModelTest, ParsesTreeShape) {
   absl::StatusOr<Model> m = ParseModel(kTree, "dir/t.toml");
   ASSERT_TRUE(m.ok()) << m.status();
@@ -675,6 +801,24 @@ TEST(ModelTest, NewPresets) {
   absl::StatusOr<Envelope> env = LoadEnvelopeFile(dir + "/trainium2-bf16-envelope.toml");
   ASSERT_TRUE(env.ok()) << env.status();
   EXPECT_GE(env->members.size(), 2u);
+  // The Hopper presets of the H200 recordings (SOURCES.md section 1b).
+  absl::StatusOr<Model> mma = LoadModelFile(dir + "/nvidia-h100-fp8e4m3-mmasync.toml");
+  ASSERT_TRUE(mma.ok()) << mma.status();
+  EXPECT_EQ(mma->chain.kind, ChainKind::kBlocked);
+  EXPECT_EQ(mma->chain.block, 32);
+  EXPECT_EQ(mma->chain.permutation.size(), 32u);
+  EXPECT_EQ(mma->adder.group, 16);
+  EXPECT_EQ(mma->accumulator.fraction_bits, 23);
+  for (const char* name : {"nvidia-h100-bf16-cublas", "nvidia-h100-fp8e4m3-cublaslt",
+                           "nvidia-h100-fp8e4m3-cublaslt-fastaccum"}) {
+    absl::StatusOr<Model> lib = LoadModelFile(dir + "/" + name + ".toml");
+    ASSERT_TRUE(lib.ok()) << lib.status();
+    EXPECT_EQ(lib->epilogue.c, EpilogueC::kAfter) << name;
+    EXPECT_EQ(lib->adder.overflow, FusedOverflow::kInf) << name;
+  }
+  absl::StatusOr<Model> s1688 = LoadModelFile(dir + "/nvidia-h100-tf32-cutlass-s1688.toml");
+  ASSERT_TRUE(s1688.ok()) << s1688.status();
+  EXPECT_EQ(s1688->inputs.convert_env.rounding, Rounding::kNearestAway);
 }
 
 

@@ -74,9 +74,27 @@ class Builder {
       default:
         return Unknown("chain.kind", static_cast<int>(ch.kind));
     }
-    for (int i = 0; i < n_; ++i) leaves_.push_back(Leaf(Kind::kTerm, i));
+    // chain.permutation: the terms padded with +0 to a multiple of its length, each block
+    // reordered (as evaluate.cc's Leaves).
+    const std::vector<int>& perm = m_.chain.permutation;
+    if (perm.empty()) {
+      for (int i = 0; i < n_; ++i) leaves_.push_back(Leaf(Kind::kTerm, i));
+    } else {
+      const int len = static_cast<int>(perm.size());
+      for (int b = 0; b < n_; b += len) {
+        for (int i = 0; i < len; ++i) {
+          const int t = b + perm[size_t(i)];
+          leaves_.push_back(t < n_ ? Leaf(Kind::kTerm, t) : Zero());
+        }
+      }
+    }
+    const int k = static_cast<int>(leaves_.size());
     const int c = Leaf(Kind::kInit, -1);
-    int total = accumulation_internal::WalkChain(m_, n_, seed_, c, *this);
+    // epilogue.c = "after": the chain starts from +0 and c is added after it (drawn as a
+    // combine add, c first, as the other adds of c to a finished partial sum).
+    const bool c_after = m_.epilogue.c == EpilogueC::kAfter;
+    int total = accumulation_internal::WalkChain(m_, k, seed_, c_after ? Zero() : c, *this);
+    if (c_after) total = AddNode(c, total, Role::kCombine);
     const FormatSpec& final_format = m_.FinalAccumulatorFormat();
     if (m_.output.format != &final_format) {
       SumTree::Node cvt;
@@ -125,7 +143,7 @@ class Builder {
   int Combine(int x, int y) { return AddNode(x, y, Role::kCombine); }
 
   // One adder step: acc with terms [lo, hi) (one term for ieee/fma; a group for fused). Terms at
-  // or past n are the simd loop's zero padding.
+  // or past the (padded) term count are the simd loop's zero padding.
   int Step(int acc, int lo, int hi) {
     if (m_.adder.kind != AdderKind::kFused) return AddNode(acc, TermOrPad(lo), Role::kStep);
     SumTree::Node node;
@@ -136,7 +154,7 @@ class Builder {
     return tree_.Add(std::move(node));
   }
 
-  int TermOrPad(int i) { return i < n_ ? leaves_[i] : Zero(); }
+  int TermOrPad(int i) { return i < static_cast<int>(leaves_.size()) ? leaves_[i] : Zero(); }
 
   int Promote(int outer, int inner) { return AddNode(outer, inner, Role::kPromote); }
 

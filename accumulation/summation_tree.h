@@ -12,6 +12,8 @@
 //                  simd lane combination, pairwise chunks, cascade levels and lanes
 //   kAdd kPromote  promote: outer = round(outer + inner) in chain.format
 //   kFused         one fused group: its G (or, at the end, fewer) products, then the accumulator
+//                  (and, with epilogue.c = "after", the epilogue's add of c to the chain's sum,
+//                  rounded with epilogue.rounding at the final format's full precision)
 //   kConvert       a one-operand rounding: the output conversion (when the output format is not
 //                  the final accumulator's) and the start of a pairwise unroll lane (r_j = p_j
 //                  rounded into the accumulator)

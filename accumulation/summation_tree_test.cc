@@ -72,6 +72,28 @@ TEST(SummationTree, FusedGroups) {
   EXPECT_EQ(FusedGroupSize(t4), 4);
 }
 
+TEST(SummationTree, EpilogueAddsCAfterTheChain) {
+  Model m = MakeModel("kind = \"fused\"\ngroup = 2\nfraction_bits = 25", R"(kind = "sequential")",
+                      "\"adder.group\" = \"t\"\n\"adder.fraction_bits\" = \"t\"\n");
+  m.epilogue.c = EpilogueC::kAfter;
+  // The chain from +0, then c + chain (epilogue.c = "after", MODEL_FORMAT.md).
+  EXPECT_EQ(Text(m, 3), "(c +c fused[x2 fused[x0 x1 0]])");
+  Model ieee = MakeModel(R"(kind = "ieee")", R"(kind = "sequential")");
+  ieee.epilogue.c = EpilogueC::kAfter;
+  EXPECT_EQ(Text(ieee, 2), "(c +c ((0 + x0) + x1))");
+}
+
+TEST(SummationTree, PermutationReordersPaddedBlocks) {
+  Model m = MakeModel("kind = \"fused\"\ngroup = 2\nfraction_bits = 25", R"(kind = "sequential")",
+                      "\"adder.group\" = \"t\"\n\"adder.fraction_bits\" = \"t\"\n");
+  m.chain.permutation = {1, 0};
+  // n = 3 padded to 4: x1 x0 | +0 x2.
+  EXPECT_EQ(Text(m, 3), "fused[0 x2 fused[x1 x0 c]]");
+  Model ieee = MakeModel(R"(kind = "ieee")", R"(kind = "sequential")");
+  ieee.chain.permutation = {2, 0, 1};
+  EXPECT_EQ(Text(ieee, 3), "(((c + x2) + x0) + x1)");
+}
+
 TEST(SummationTree, Pairwise) {
   const Model m = MakeModel(R"(kind = "ieee")", "kind = \"pairwise\"\nleaf = 2",
                             "\"chain.leaf\" = \"t\"\n");

@@ -46,7 +46,10 @@ struct KnownDisagreement {
   const char* reason;
 };
 
-// None yet: no hardware recording is in conformance/data/ so far (README.md there says why).
+// None: every line of the H200 recordings (2026-12-04) agrees with its preset since the presets
+// model overflow to Inf, C added in the cuBLAS epilogue and Hopper's mma.sync FP8 datapath
+// (accumulation/models/SOURCES.md, section 1b). A new disagreement is listed here with the
+// behaviour the presets lack.
 constexpr std::array<KnownDisagreement, 0> kKnownDisagreements{};
 
 struct ReplayLine {

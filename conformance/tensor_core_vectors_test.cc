@@ -88,6 +88,11 @@ std::vector<const char*> E5m2B200() { return {"nvidia-b200-fp8e5m2"}; }
 //  float8_e5m2 (bias 15, Emin -14, subnormals m*2^-16): 1 = 0x3C, 2 = 0x40, 4 = 0x44, 8 = 0x48,
 //    2^8 = 0x5C, 2^15 = 0x78, 1.75 = 0x3F, 1-2^-3 = 0x3B, 2^-2 = 0x34, 2^-6 = 0x24,
 //    1.5*2^-6 = 0x26, 2^-7 = 0x20, 2^-9 = 0x18, 2^-16 = 0x01, 3*2^-16 = 0x03.
+// An e4m3fn encoding or the e5m2 one of the same value (the mma.sync rows below run on both).
+uint64_t Bits(bool e4m3, uint64_t e4m3_bits, uint64_t e5m2_bits) {
+  return e4m3 ? e4m3_bits : e5m2_bits;
+}
+
 std::vector<Row> Rows() {
   std::vector<Row> r;
   auto add = [&](const char* test, std::vector<const char*> presets, V a, V b, uint64_t c,
@@ -430,6 +435,136 @@ std::vector<Row> Rows() {
       0x437FFFFF, 0x43800001);
   add("D5 non-monotonic (fp8 x2^8), c = 256", E5m2B200(), d5ae4, V(6, 0x34), 0x43800000,
       0x43800000);
+
+  // ---- Presets written from the H200 recordings (accumulation/models/SOURCES.md, 1b).
+  //
+  // cuBLASLt e4m3 (with and without fast accumulation): the chain runs from +0 and c is added
+  // after it by one float32 RNE add (epilogue.c = "after"). Every vector here has K <= 32, one
+  // 32-term group, so promote128's outer = RNE(c + inner) is that same single add of the same
+  // group sum: each promote128 row's derivation holds for both.
+  // nvidia-h100-tf32-cutlass-s1688: the H100 tf32 datapath after an RNA conversion. Where every
+  // input is a tf32 value (low 13 bits zero) any conversion rounding is exact, so each
+  // nvidia-h100-tf32 row with such inputs holds for it; B1's 1 - 2^-24 is not (row below).
+  for (Row& row : r) {
+    std::vector<const char*> extra;
+    bool tf32_exact = true;
+    for (uint64_t x : row.a) tf32_exact &= (x & 0x1FFF) == 0;
+    for (uint64_t x : row.b) tf32_exact &= (x & 0x1FFF) == 0;
+    for (const char* p : row.presets) {
+      if (std::string(p) == "nvidia-h100-fp8e4m3-promote128") {
+        extra.push_back("nvidia-h100-fp8e4m3-cublaslt");
+        extra.push_back("nvidia-h100-fp8e4m3-cublaslt-fastaccum");
+      }
+      if (std::string(p) == "nvidia-h100-tf32" && tf32_exact) {
+        extra.push_back("nvidia-h100-tf32-cutlass-s1688");
+      }
+    }
+    row.presets.insert(row.presets.end(), extra.begin(), extra.end());
+  }
+  // B1 with RNA conversion: float32 1 - 2^-24 is 2^-24 below 1, less than half a tf32 ulp
+  // (2^-12 below 1): it rounds to 1, and the four products sum to 4 = 0x40800000 (RZ: B1 above).
+  add("B1 exact products, tf32 RNA input", {"nvidia-h100-tf32-cutlass-s1688"},
+      V(4, 0x3F7FFFFF), V(4, 0x3F7FFFFF), 0, 0x40800000);
+
+  // nvidia-h100-bf16-cublas: the H100 bf16 group (G = 16, F = 25, RZ) from +0, then
+  // d = RNE_f32(group + c). With c = 0 the group's value is kept (never -0 here), so A1, B1, C1,
+  // C2 are the H100 rows; with c != 0:
+  const std::vector<const char*> cublas = {"nvidia-h100-bf16-cublas"};
+  add("A1 subnormal input (c after)", cublas, {0x0001}, {0x4300}, 0, 0x00800000);
+  add("B1 exact products (c after)", cublas, V(4, 0x3F7F), V(4, 0x3F7F), 0, 0x407E0100);
+  add("C1 RZ positive (c after)", cublas, V(4, 0x3F80), {0x4000, 0x3440, 0, 0}, 0, 0x40000000);
+  add("C2 RZ negative (c after)", cublas, V(4, 0x3F80), {0xC000, 0xB440, 0, 0}, 0, 0xC0000000);
+  // A2: the zero products give +0; +0 + 2^-149 = 2^-149.
+  add("A2 subnormal c (c after)", cublas, {0}, {0}, 0x00000001, 0x00000001);
+  // B2: the eight 2^-26 sum to 2^-23 exactly in their own group; RNE(1 + 2^-23) = 0x3F800001
+  // (in the chain, c = 1 truncated them: 1).
+  add("B2 c after keeps the small terms", cublas, V(8, 0x3E80), V(8, 0x3380), 0x3F800000,
+      0x3F800001);
+  // D1: group 1; RNE(1 - (1 - 2^-24)) = 2^-24 exactly.
+  add("D1 alignment bits (c after)", cublas, {0x3F80}, {0x3F80}, 0xBF7FFFFF, 0x33800000);
+  // D2: group 4 * 2^-24 = 2^-22; RNE(1 - 2^-24 + 2^-22) = RNE(1 + 1.5 * 2^-23), a tie between
+  // 1 + 2^-23 (odd) and 1 + 2^-22 (even): 0x3F800002.
+  add("D2 c after", cublas, V(4, 0x3F80), V(4, 0x3380), 0x3F7FFFFF, 0x3F800002);
+  // D3: group {1, -2^-24} (emax 0, q = 2^-25 keeps it) = 1 - 2^-24, a float32;
+  // RNE(1 - 2^-24 - (1 - 2^-24)) = +0.
+  add("D3 c after", cublas, {0x3F80, 0x3F80}, {0x3F80, 0xB380}, 0xBF7FFFFF, 0x00000000);
+  // D4 carry: group 3 + 2^-23 (exact) -> RZ (ulp 2^-22 in [2, 4)) -> 3; RNE(3 + 1 + 2^-22 +
+  // 2^-23) = RNE(4 + 0.75 * 2^-21) = 4 + 2^-21 = 0x40800001.
+  add("D4 carry-out (c after)", cublas, V(4, 0x3F80), {0x3F80, 0x3F80, 0x3F80, 0x3400},
+      0x3F800003, 0x40800001);
+  // D4 third carry bit: group 6.125, + 1.875 = 8.
+  add("D4 third carry bit (c after)", cublas, V(4, 0x3F80), {0x3F80, 0x3FC0, 0x3FE0, 0x3FF0},
+      0x3FF00000, 0x41000000);
+  // D4 RZ: group 4; RNE(5 + 2^-22 + 2^-23) = 5 + 2^-21 (0.75 ulp rounds up): 0x40A00001, and
+  // negated 0xC0A00001 (in the chain RZ gave 5).
+  add("D4 RNE in the epilogue", cublas, V(4, 0x3F80), V(4, 0x3F80), 0x3F800003, 0x40A00001);
+  add("D4 RNE in the epilogue", cublas, V(4, 0x3F80), V(4, 0xBF80), 0xBF800003, 0xC0A00001);
+  // D5 (F = 25 vector): the group sums 3 * 0.75 * 2^-24 + 3 * 0.25 * 2^-24 = 3 * 2^-24 exactly;
+  // c = 1 - 2^-24: RNE(1 + 2^-23) = 0x3F800001; c = 1: RNE(1 + 1.5 * 2^-23), a tie to even,
+  // 1 + 2^-22 = 0x3F800002: monotone once c is outside the group.
+  add("D5 c after, c = 1-2^-24", cublas, d5a25bf, V(6, 0x3380), 0x3F7FFFFF, 0x3F800001);
+  add("D5 c after, c = 1", cublas, d5a25bf, V(6, 0x3380), 0x3F800000, 0x3F800002);
+
+  // nvidia-h100-fp8e{4m3,5m2}-mmasync: per k32 instruction (K padded with zero products) half A
+  // = products 0 1 4 5 ..., half B = 2 3 6 7 ...; half A is a group from +0 (G = 16, F = 25,
+  // RZ to float32), half B a group with half A's value as its accumulator, then d = RNE_f32(c +
+  // half B). In the vectors below the products sit at indices 0..4: half A = {0, 1, 4},
+  // half B = {2, 3}.
+  const std::vector<const char*> mma_e4 = {"nvidia-h100-fp8e4m3-mmasync"};
+  const std::vector<const char*> mma_e5 = {"nvidia-h100-fp8e5m2-mmasync"};
+  for (const auto& p : {mma_e4, mma_e5}) {
+    const bool e4 = p == mma_e4;
+    // A1: 2^-9 * 2^8 (e5m2: 2^-16 * 2^15) = 2^-1 in half A, unchanged by half B and c = 0.
+    add("A1 subnormal input (mma.sync fp8)", p, {0x01}, {0x78}, 0, 0x3F000000);
+    // A2: +0 + 2^-149.
+    add("A2 subnormal c (mma.sync fp8)", p, {0}, {0}, 0x00000001, 0x00000001);
+    // B1: x^2 (x = 0.9375 / 0.875) twice per half, exact (F = 25 against emax <= 1):
+    // 4x^2 = 3.515625 = 0x40610000 / 3.0625 = 0x40440000.
+    add("B1 exact products (mma.sync fp8)", p, V(4, e4 ? 0x37 : 0x3B), V(4, e4 ? 0x37 : 0x3B), 0,
+        e4 ? 0x40610000 : 0x40440000);
+    // B2: four products 2^-14 (e4m3fn 2^-5 * 2^-9, e5m2 2^-7 * 2^-7): the halves sum 2^-12
+    // exactly; RNE(1 + 2^-12) = 0x3F800800.
+    add("B2 c after the instruction (mma.sync fp8)", p, V(4, e4 ? 0x10 : 0x20),
+        V(4, e4 ? 0x01 : 0x20), 0x3F800000, 0x3F800800);
+    // C1/C2: 2 + 1.5 * 2^-13 in half A: emax 1, q = 2^-24 keeps 3 * 2^-14, and the full float32
+    // (ulp 2^-22 in [2, 4)) holds it: 0x40000300 / 0xC0000300 (the 13-bit wgmma path gives 2).
+    add("C1 full float32 halves (mma.sync fp8)", p, {Bits(e4, 0x38, 0x3C), Bits(e4, 0x0C, 0x26)},
+        {0x40, Bits(e4, 0x04, 0x20)}, 0, 0x40000300);
+    add("C2 full float32 halves (mma.sync fp8)", p, {Bits(e4, 0x38, 0x3C), Bits(e4, 0x0C, 0x26)},
+        {0xC0, Bits(e4, 0x84, 0xA0)}, 0, 0xC0000300);
+    // D1: the halves give 1; RNE(1 - (1 - 2^-24)) = 2^-24 = 0x33800000 (recorded, e4m3 file).
+    add("D1 alignment bits (mma.sync fp8)", p, {Bits(e4, 0x38, 0x3C)}, {Bits(e4, 0x38, 0x3C)},
+        0xBF7FFFFF, 0x33800000);
+    // D2: the halves give 2^-12; RNE(1 - 2^-14 + 2^-12) = 1 + 3 * 2^-14 = 0x3F800600.
+    add("D2 c after the instruction (mma.sync fp8)", p, V(4, e4 ? 0x10 : 0x20),
+        V(4, e4 ? 0x01 : 0x20), 0x3F7FFC00, 0x3F800600);
+    // D3: half A = {1, -2^-14}: emax 0, q = 2^-25 keeps both: 1 - 2^-14, a float32; then
+    // RNE(1 - 2^-14 - (1 - 2^-14)) = +0.
+    add("D3 (mma.sync fp8)", p, {Bits(e4, 0x38, 0x3C), Bits(e4, 0x10, 0x20)},
+        {Bits(e4, 0x38, 0x3C), Bits(e4, 0x81, 0xA0)}, 0xBF7FFC00, 0x00000000);
+    // D4 carry: products 1, 1, 1, 2^-13: half A 2; half B {1, 2^-13, 2} (emax 1, q = 2^-24) =
+    // 3 + 2^-13, a float32; RNE(3 + 2^-13 + 1 + 2^-12 + 2^-13) = 4 + 2^-11 = 0x40800400.
+    add("D4 carry-out (mma.sync fp8)", p,
+        {Bits(e4, 0x38, 0x3C), Bits(e4, 0x38, 0x3C), Bits(e4, 0x38, 0x3C), Bits(e4, 0x18, 0x24)},
+        {Bits(e4, 0x38, 0x3C), Bits(e4, 0x38, 0x3C), Bits(e4, 0x38, 0x3C), Bits(e4, 0x01, 0x20)},
+        0x3F800C00, 0x40800400);
+    // D4 RZ normalization (the recorded vector): halves 2, then 4; RNE(4 + 1 + 2^-22 + 2^-23)
+    // = 5 + 2^-21 = 0x40A00001 (negated 0xC0A00001), as the H200 gave (RZ would give 5).
+    add("D4 RNE after the instruction (mma.sync fp8)", p, V(4, Bits(e4, 0x38, 0x3C)),
+        V(4, Bits(e4, 0x38, 0x3C)), 0x3F800003, 0x40A00001);
+    add("D4 RNE after the instruction (mma.sync fp8)", p, V(4, Bits(e4, 0x38, 0x3C)),
+        V(4, Bits(e4, 0xB8, 0xBC)), 0xBF800003, 0xC0A00001);
+    // Interleaved halves: +-M^2 (e4m3fn M = 2^8, e5m2 M = 2^15) at products 0 and 1 (both in
+    // half A) cancel exactly to +0, and a tiny product t at index 2 (half B; e4m3fn 2^-9 * 2^-9
+    // = 2^-18, e5m2 2^-16 * 2^-16 = 2^-32) survives: t = 0x36800000 / 0x2F800000. One group of
+    // all three (wgmma, or consecutive halves) would truncate t against emax = log2 M^2.
+    add("interleaved halves: t after a cancelled pair (mma.sync fp8)", p, {0x78, 0x78, 0x01},
+        {0x78, 0xF8, 0x01}, 0, e4 ? 0x36800000 : 0x2F800000);
+    // The pair at 2 and 3 (half B) and t at index 4 (half A): half A = t, then half B
+    // {M^2, -M^2, t} truncates t (q = 2^(16-25) or 2^(30-25)): +0. Half A is summed first.
+    add("interleaved halves: half A first (mma.sync fp8)", p, {0, 0, 0x78, 0x78, 0x01},
+        {0, 0, 0x78, 0xF8, 0x01}, 0, 0x00000000);
+  }
   return r;
 }
 

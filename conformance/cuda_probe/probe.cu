@@ -686,10 +686,16 @@ void ChooseExpect(const Device& dev, bool wgmma, Type type, FileSpec* spec) {
   static const char* a100[] = {"nvidia-a100-fp16", "nvidia-a100-bf16", "nvidia-a100-tf32", "",
                                ""};
   static const char* ada[] = {"", "", "", "nvidia-ada-fp8e4m3", "nvidia-ada-fp8e5m2"};
+  // mma.sync on sm_90, recorded on an H200 (SOURCES.md 1b): f16/bf16/tf32 run the wgmma
+  // datapath; FP8 is another one (two interleaved halves, c added after the instruction).
+  static const char* h100_mma[] = {"nvidia-h100-fp16", "nvidia-h100-bf16", "nvidia-h100-tf32",
+                                   "nvidia-h100-fp8e4m3-mmasync", "nvidia-h100-fp8e5m2-mmasync"};
   const int cc = dev.major * 10 + dev.minor;
   spec->expect = "record-only";
   if (wgmma && cc == 90) {
     spec->expect = h100[type];  // H100 and H200 are both GH100 (sm_90).
+  } else if (!wgmma && cc == 90) {
+    spec->expect = h100_mma[type];
   } else if (!wgmma && cc == 80 && a100[type][0]) {
     spec->expect = a100[type];
   } else if (!wgmma && cc == 89 && ada[type][0]) {
@@ -697,8 +703,10 @@ void ChooseExpect(const Device& dev, bool wgmma, Type type, FileSpec* spec) {
   }
   if (spec->expect == "record-only") {
     std::string cands;
-    for (const char* p : {a100[type], ada[type], h100[type]}) {
-      if (p[0]) cands += (cands.empty() ? "" : " ") + std::string(p);
+    for (const char* p : {a100[type], ada[type], h100[type], h100_mma[type]}) {
+      if (p[0] && (cands + " ").find(std::string(p) + " ") == std::string::npos) {
+        cands += (cands.empty() ? "" : " ") + std::string(p);
+      }
     }
     spec->candidates = cands;
     spec->note = "mma.sync on this architecture: which preset applies is unknown; recorded only, "
@@ -826,9 +834,15 @@ bool CublasBf16(const std::string& out_dir, const Device& dev, uint64_t seed) {
   spec.short_name = "cublas-gemmex-bf16";
   spec.a_format = spec.b_format = "bfloat16";
   spec.a_digits = 4;
-  spec.expect = "record-only";
-  spec.candidates = "nvidia-a100-bf16 nvidia-h100-bf16 nvidia-b200-bf16";
-  spec.note = "cuBLAS picks the kernel (tile order, split-K) itself: recorded only.";
+  // sm_90: the preset written from the H200 recording (16x16xK, K <= 1024; cuBLAS picks its
+  // kernel per shape, so other shapes or GPUs are recorded only).
+  if (dev.major * 10 + dev.minor == 90) {
+    spec.expect = "nvidia-h100-bf16-cublas";
+  } else {
+    spec.expect = "record-only";
+    spec.candidates = "nvidia-a100-bf16 nvidia-h100-bf16 nvidia-h100-bf16-cublas nvidia-b200-bf16";
+    spec.note = "cuBLAS picks the kernel (tile order, split-K) itself: recorded only.";
+  }
   return WriteFile(out_dir, dev, spec, all, dall, seed, "not applicable (library call)");
 }
 
@@ -931,10 +945,16 @@ bool CublasLtFp8(const std::string& out_dir, const Device& dev, uint64_t seed, b
   spec.short_name = std::string("cublaslt-e4m3") + (fast ? "-fastaccum" : "");
   spec.a_format = spec.b_format = "float8_e4m3fn";
   spec.a_digits = 2;
-  spec.expect = "record-only";
-  spec.candidates = "nvidia-h100-fp8e4m3 nvidia-h100-fp8e4m3-promote128 nvidia-ada-fp8e4m3 "
-                    "nvidia-b200-fp8e4m3";
-  spec.note = "cuBLASLt picks the kernel itself; fast accumulation is undocumented: recorded only.";
+  const std::string lt_preset =
+      fast ? "nvidia-h100-fp8e4m3-cublaslt-fastaccum" : "nvidia-h100-fp8e4m3-cublaslt";
+  if (dev.major * 10 + dev.minor == 90) {
+    spec.expect = lt_preset;  // Written from the H200 recording (16x16xK, K <= 1024).
+  } else {
+    spec.expect = "record-only";
+    spec.candidates = "nvidia-h100-fp8e4m3 nvidia-h100-fp8e4m3-promote128 " + lt_preset +
+                      " nvidia-ada-fp8e4m3 nvidia-b200-fp8e4m3";
+    spec.note = "cuBLASLt picks the kernel itself: recorded only.";
+  }
   return WriteFile(out_dir, dev, spec, all, dall, seed, "not applicable (library call)");
 }
 
