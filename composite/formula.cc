@@ -12,6 +12,7 @@
 
 #include "formats/ops.h"
 #include "formats/str_cat.h"
+#include "oracles/certified_double.h"
 #include "oracles/mpfr_oracle.h"
 
 namespace fpconform::composite {
@@ -304,10 +305,42 @@ MpfrFn FnOf(Fn f) {
   return &mpfr_exp;
 }
 
-// f(v) correctly rounded into F (RNE); v a value of F as a double.
+// A certified binary64 enclosure (lo, hi) of f(v) (oracles/certified_double.h), or false where
+// its evaluation refuses the argument (the callers then ask MPFR).
+bool FastFn(Fn f, double v, certified::Interval* out) {
+  using certified::Ev;
+  if (!std::isfinite(v)) return false;
+  Ev r{0, certified::kInf};
+  switch (f) {
+    case Fn::kExp: r = certified::ExpEv(certified::Exact(v)); break;
+    case Fn::kExp2: r = certified::Exp2Of(v); break;
+    case Fn::kLog:
+      if (v > 0) r = certified::LogEv(certified::Exact(v));
+      break;
+    case Fn::kTanh:
+      if (v != 0) r = certified::TanhOf(v);
+      break;
+    case Fn::kErf: r = certified::ErfEv(certified::Exact(v)); break;
+    case Fn::kSqrt:
+      if (v > 0) r = certified::Sqrt(certified::Exact(v));
+      break;
+    case Fn::kRsqrt:
+      if (v > 0) r = certified::Div(certified::Exact(1), certified::Sqrt(certified::Exact(v)));
+      break;
+  }
+  if (!certified::Ok(r)) return false;
+  *out = certified::Enclose(r);
+  return std::isfinite(out->lo) && std::isfinite(out->hi) && out->lo <= out->hi;
+}
+
+// f(v) correctly rounded into F (RNE); v a value of F as a double. The certified binary64
+// evaluation decides it where no rounding boundary of F lies in its enclosure; MPFR otherwise.
 uint64_t RoundFn(const FormatSpec& F, Fn f, double v) {
   if (std::isnan(v)) return DoubleToBits(F, v);
   if (f == Fn::kRsqrt && v == 0) return DoubleToBits(F, std::signbit(v) ? -INFINITY : INFINITY);
+  certified::Interval iv;
+  OpResult decided;
+  if (FastFn(f, v, &iv) && certified::DecideInterval(F, OpEnv{}, iv, &decided)) return decided.bits;
   mpfr_t a, r;
   mpfr_init2(a, 64);
   mpfr_init2(r, 123);
@@ -329,9 +362,12 @@ uint64_t RoundFn(const FormatSpec& F, Fn f, double v) {
   return bits;
 }
 
-// f(v) rounded by MPFR toward rnd in binary64.
+// f(v) rounded toward rnd in binary64 (or below/above it: a bound): the certified binary64
+// enclosure where it applies, MPFR's directed rounding otherwise.
 double FnDirected(Fn f, double v, mpfr_rnd_t rnd) {
   if (f == Fn::kRsqrt && v == 0) return std::signbit(v) ? -INFINITY : INFINITY;
+  certified::Interval iv;
+  if (FastFn(f, v, &iv)) return rnd == MPFR_RNDD ? iv.lo : iv.hi;
   mpfr_t a, r;
   mpfr_init2(a, 64);
   mpfr_init2(r, 53);

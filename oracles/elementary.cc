@@ -483,15 +483,29 @@ Tail Tiny(bool neg) { return {neg, 0.0, 0x1p-960}; }
 // |v| >= 2^1024 (beyond every format of precision <= 53).
 Tail Huge() { return {false, 0x1.fffffffffffffp1023, cd::kInf}; }
 
-// Decides fn(x) for a finite non-zero double x, or returns false.
-bool FastOne(ElementaryFn fn, double x, const FormatSpec& out, const OpEnv& env, OpResult* r) {
+// The certified binary64 knowledge of fn(x) for a finite non-zero double x: a sign and an open
+// magnitude interval (a tail rule), or an Ev (a value with its bound); false when neither.
+struct Fast {
+  bool is_tail = false;
+  Tail tail{false, 0, 0};
+  cd::Ev value;
+};
+bool FastEval(ElementaryFn fn, double x, Fast* f) {
   using cd::Add;
   using cd::Div;
   using cd::Ev;
   using cd::Exact;
   using cd::Mul;
-  auto tail = [&](Tail t) { return cd::Decide(out, env, t.neg, t.mlo, t.mhi, r); };
-  auto value = [&](Ev v) { return cd::DecideInterval(out, env, cd::Enclose(v), r); };
+  auto tail = [&](Tail t) {
+    f->is_tail = true;
+    f->tail = t;
+    return true;
+  };
+  auto value = [&](Ev v) {
+    f->is_tail = false;
+    f->value = v;
+    return true;
+  };
   // Tiny |x|: the value is within a binary64 gap next to a binary64 number X (1, 1/2, x/2, x):
   //   exp, exp2 (|x| < 2^-54): e^x in (1, 1 + 2^-53) or (1 - 2^-54, 1);
   //   tanh (|x| < 2^-27): |tanh x| in (|x| - |x|^3/3, |x|);
@@ -500,10 +514,10 @@ bool FastOne(ElementaryFn fn, double x, const FormatSpec& out, const OpEnv& env,
   //     x > 0 by less than x/2 2^-53, below |x|/2 in magnitude for x < 0.
   const double ax = std::fabs(x);
   auto above = [&](double v) {  // v > 0: (v, next(v)).
-    return cd::Decide(out, env, false, v, std::nextafter(v, cd::kInf), r);
+    return tail(Tail{false, v, std::nextafter(v, cd::kInf)});
   };
   auto below = [&](double v, bool neg) {  // v > 0: magnitude in (prev(v), v).
-    return cd::Decide(out, env, neg, std::nextafter(v, 0.0), v, r);
+    return tail(Tail{neg, std::nextafter(v, 0.0), v});
   };
   switch (fn) {
     case ElementaryFn::kExp:
@@ -576,6 +590,14 @@ bool FastOne(ElementaryFn fn, double x, const FormatSpec& out, const OpEnv& env,
   return false;
 }
 
+// Decides fn(x) for a finite non-zero double x, or returns false.
+bool FastOne(ElementaryFn fn, double x, const FormatSpec& out, const OpEnv& env, OpResult* r) {
+  Fast f;
+  if (!FastEval(fn, x, &f)) return false;
+  return f.is_tail ? cd::Decide(out, env, f.tail.neg, f.tail.mlo, f.tail.mhi, r)
+                   : cd::DecideInterval(out, env, cd::Enclose(f.value), r);
+}
+
 void BatchRange(ElementaryFn fn, const FormatSpec& in, std::span<const uint64_t> in_bits,
                 const FormatSpec& out, const OpEnv& env, std::span<uint64_t> out_bits,
                 std::span<Flags> out_flags, ElementaryStats* stats) {
@@ -601,6 +623,25 @@ void BatchRange(ElementaryFn fn, const FormatSpec& in, std::span<const uint64_t>
 }
 
 }  // namespace
+
+bool ElementaryEncloseFast(ElementaryFn fn, const FormatSpec& in, uint64_t bits, double* lo,
+                           double* hi) {
+  double x = 0;
+  if (!IsFloat(in) || Precision(in) > 53 || cd::DecodeToDouble(in, bits, false, &x) != 1) return false;
+  if (x < 0 && (fn == ElementaryFn::kLog || fn == ElementaryFn::kRsqrt)) return false;
+  Fast f;
+  if (!FastEval(fn, x, &f)) return false;
+  if (f.is_tail) {
+    if (!std::isfinite(f.tail.mhi)) return false;
+    *lo = f.tail.neg ? -f.tail.mhi : f.tail.mlo;
+    *hi = f.tail.neg ? -f.tail.mlo : f.tail.mhi;
+  } else {
+    const cd::Interval iv = cd::Enclose(f.value);
+    *lo = iv.lo;
+    *hi = iv.hi;
+  }
+  return std::isfinite(*lo) && std::isfinite(*hi) && *lo < *hi;
+}
 
 void ElementaryRoundBatch(ElementaryFn fn, const FormatSpec& in,
                           std::span<const uint64_t> in_bits, const FormatSpec& out,

@@ -173,6 +173,14 @@ struct ExactTruncation {
 ExactTruncation ElementaryTruncate(ElementaryFn fn, const FormatSpec& in, uint64_t bits,
                                    bool daz, mpfr_ptr t);
 
+// The certified binary64 path's enclosure of fn(x) (the header comment's "Fast batch path"): an
+// open interval, lo < exact < hi, for a finite non-zero input where that path evaluates fn (its
+// tails included, but not beyond binary64's range); false elsewhere (use ElementaryEnclose). The
+// interval is a few binary64 ulps wide, not the tightest: for error measures (the audit), not
+// for rounding.
+bool ElementaryEncloseFast(ElementaryFn fn, const FormatSpec& in, uint64_t bits, double* lo,
+                           double* hi);
+
 // Batch: out_bits[i] / out_flags[i] = ElementaryRound(fn, in, in_bits[i], out, env), computed by
 // the certified binary64 path where it decides and by ElementaryRound elsewhere (header
 // comment). out_flags may be empty (bits only). `threads` >= 1 split the inputs.

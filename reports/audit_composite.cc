@@ -80,6 +80,10 @@ absl::Status CompositePlatforms::Resolve(composite::CompositeKind kind, const st
                                 models[p]->output->name, ": emulated values and enclosures converted with ",
                                 RoundingName(out_rounding)));
     }
+    if (!models[p]->unconfirmed.empty()) {
+      setup.notes.push_back(Cat(models[p]->name, ": unconfirmed parameters (no source or measurement ",
+                                "confirms them): ", Join(models[p]->unconfirmed, ", ")));
+    }
     if (!functions[p]->exact()) {
       setup.notes.push_back(Cat(models[p]->name, ": ", fn, " is not bit-reproducible from the model ",
                                 "(elementary functions that are not correctly rounded, reduction orders or ",
