@@ -514,6 +514,7 @@ int64_t FastRow(AxisOp op, const FormatSpec& in, std::span<const uint64_t> xb,
     const Ev srest = cd::SumEv(tmp);
     const Ev s = Add(Exact(1.0), srest);
     if (!cd::Ok(srest)) return -1;
+    const Ev log_s = op == AxisOp::kLogSoftmax ? cd::LogEv(s) : Ev{};
     for (size_t i = 0; i < n; ++i) {
       OpResult r;
       bool ok = false;
@@ -535,7 +536,7 @@ int64_t FastRow(AxisOp op, const FormatSpec& in, std::span<const uint64_t> xb,
           ok = cd::DecideInterval(out, env, cd::Enclose(Ev{-l.y, l.e}), &r);
         } else {
           ok = cd::DecideInterval(
-              out, env, cd::Enclose(Sub(Sub(Exact(x[i]), Exact(m)), cd::LogEv(s))), &r);
+              out, env, cd::Enclose(Sub(Sub(Exact(x[i]), Exact(m)), log_s)), &r);
         }
       }
       put(i, ok, r);

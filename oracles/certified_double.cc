@@ -1,5 +1,6 @@
 #include "oracles/certified_double.h"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdint>
@@ -226,6 +227,29 @@ Ev ErfEv(Ev z) {
   return Fail();
 }
 
+// K(z) = sqrt(pi) e^(z^2) erfc(z) for z >= 2 by Laplace's continued fraction (Abramowitz &
+// Stegun 7.1.14): K = 1/(z + (1/2)/(z + (2/2)/(z + (3/2)/(z + ...)))). Its partial numerators
+// k/2 and denominators z are positive, so consecutive convergents lie on both sides of K
+// (Cuyt et al., Handbook of Continued Fractions for Special Functions, 2008, Thm 3.12 (Seidel-
+// Stern) with the convergence of 13.2.20a for z > 0): K is within |K_N - K_(N+1)| of either.
+Ev ErfcScaledEv(Ev z) {
+  if (!(z.y - z.e >= 2.0) || !(z.y <= 1e6)) return Fail();
+  for (int depth = 24; depth <= 96; depth *= 2) {
+    Ev a = z, b = z;
+    for (int k = depth + 1; k >= 1; --k) {
+      b = Add(z, Div(Exact(0.5 * k), b));
+      if (k <= depth) a = Add(z, Div(Exact(0.5 * k), a));
+    }
+    // a = denominator at depth (convergent K_depth = 1/a), b at depth + 1.
+    const Ev ka = Div(Exact(1.0), a), kb = Div(Exact(1.0), b);
+    const double gap = std::fabs(ka.y - kb.y);
+    if (gap <= 0x1p-58 * ka.y) {
+      return {ka.y, std::max(ka.e, kb.e) + gap};
+    }
+  }
+  return Fail();
+}
+
 Ev SumEv(std::span<const Ev> terms) {
   double s = 0, c = 0, a = 0, e = 0;
   for (const Ev& t : terms) {
@@ -310,6 +334,36 @@ bool Decide(const FormatSpec& f, const OpEnv& env, bool neg, double mlo, double 
     }
     r->bits = bits;
     r->flags = kOverflow | kInexact;
+    return true;
+  }
+  // Subnormal range, at most pred_p(2^Emin) = 2^Emin (1 - 2^-p): tiny before and after
+  // rounding in every mode; the quantum is fixed, q = 2^(Emin - p) (half a subnormal ulp).
+  // Only where the bounds stay above 2^-960 (every output but binary64).
+  if (mhi <= std::ldexp(1.0 - std::ldexp(1.0, -p), Emin(f)) && Emin(f) - p >= -950) {
+    const double sl = std::ldexp(mlo, p - Emin(f));
+    const double sh = std::ldexp(mhi, p - Emin(f));
+    const double k = std::floor(sl);
+    if (sh > k + 1) return false;
+    const uint64_t ki = static_cast<uint64_t>(k);
+    uint64_t i = ki >> 1;
+    bool up = false;
+    switch (env.rounding) {
+      case Rounding::kNearestEven:
+      case Rounding::kNearestAway: up = (ki & 1) != 0; break;
+      case Rounding::kTowardZero: break;
+      case Rounding::kUpward: up = !neg; break;
+      case Rounding::kDownward: up = neg; break;
+      case Rounding::kToOdd: i |= 1; break;
+      case Rounding::kStochastic: return false;
+    }
+    const uint64_t m = i + (up ? 1 : 0);
+    if (env.flush_to_zero || m == 0) {
+      const bool neg_zero = neg && f.nan_encoding != NanEncoding::kNegativeZero;
+      r->bits = PlaceBits(f, neg_zero ? sign : 0);
+    } else {
+      r->bits = PlaceBits(f, sign | m);  // m = 2^(p-1) is 2^Emin's encoding.
+    }
+    r->flags = kUnderflow | kInexact;
     return true;
   }
   if (mlo < std::ldexp(1.0, Emin(f)) || mlo < 0x1p-960) return false;

@@ -86,6 +86,8 @@ Ev Log1pEv(Ev a);
 Ev TanhOf(double x);
 // erf(z) for |z.y| + z.e <= 2.5 (else e = Inf).
 Ev ErfEv(Ev z);
+// sqrt(pi) e^(z^2) erfc(z) for z >= 2 (continued fraction; else e = Inf).
+Ev ErfcScaledEv(Ev z);
 
 // Compensated sum (Sum2) of the terms' y with the bound above.
 Ev SumEv(std::span<const Ev> terms);

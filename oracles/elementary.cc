@@ -490,6 +490,7 @@ bool FastOne(ElementaryFn fn, double x, const FormatSpec& out, const OpEnv& env,
   using cd::Ev;
   using cd::Exact;
   using cd::Mul;
+  using cd::Sub;
   auto tail = [&](Tail t) { return cd::Decide(out, env, t.neg, t.mlo, t.mhi, r); };
   auto value = [&](Ev v) { return cd::DecideInterval(out, env, cd::Enclose(v), r); };
   // Tiny |x|: the value is within a binary64 gap next to a binary64 number X (1, 1/2, x/2, x):
@@ -544,28 +545,57 @@ bool FastOne(ElementaryFn fn, double x, const FormatSpec& out, const OpEnv& env,
       }
       return value(cd::TanhOf(x));
     case ElementaryFn::kSigmoid:
-      if (x >= 40.0) return tail(Below(1.0));      // 1 - s = e^-x / (1 + e^-x) < 2^-57.
-      if (x <= -700.0) return tail(Tiny(false));   // s < e^x.
-      return value(Div(Exact(1.0), Add(Exact(1.0), cd::ExpEv(Exact(-x)))));
     case ElementaryFn::kSilu:
-      if (x >= 40.0) return tail(Below(x));        // x - silu(x) < x e^-x.
-      if (x <= -700.0) return tail(Tiny(true));    // |x| e^x <= 700 e^-700 < 2^-1000.
-      return value(Div(Exact(x), Add(Exact(1.0), cd::ExpEv(Exact(-x)))));
-    case ElementaryFn::kGeluTanh: {
-      if (x >= 40.0) return tail(Below(x));        // x - g < x e^-v, v > x.
-      if (x <= -30.0) return tail(Tiny(true));     // |g| < |x| e^-|v|, |v| > 0.07 |x|^3.
-      const Ev x3 = Mul(Mul(Exact(x), Exact(x)), Exact(x));
-      const Ev v = Mul(cd::GeluTanhK(), Add(Exact(x), Mul(cd::GeluTanhA(), x3)));
-      if (v.y > 690.0) return tail(Below(x));      // x e^-v < x 2^-995.
-      if (v.y < -690.0) return false;
-      return value(Div(Exact(x), Add(Exact(1.0), cd::ExpEv(Ev{-v.y, v.e}))));
-    }
+    case ElementaryFn::kGeluTanh:
     case ElementaryFn::kGelu: {
-      if (x >= 9.0) return tail(Below(x));         // x erfc(x/sqrt2)/2 < x e^-40.5 / 2.
-      if (x <= -40.0) return tail(Tiny(true));     // |x| e^-800.
-      if (std::fabs(x) > 3.5) return false;
-      const Ev erf = cd::ErfEv(Mul(Exact(x), cd::InvSqrt2()));
-      return value(Mul(Exact(0.5 * x), Add(Exact(1.0), erf)));
+      // value = X s(a) with s = sigmoid, X = 1 (sigmoid) or x, a = x or v (gelu_tanh's
+      // 2 sqrt(2/pi)(x + 0.044715 x^3)); gelu: X (1 + erf(x/sqrt2)) / 2.
+      // x > 0: X - c with c = X s(-a) (gelu: X erfc(x/sqrt2)/2) evaluated alone; when
+      // c < X 2^-54 the value is in (pred(X), X). x < 0: X s(a) = X / (1 + e^-a) (gelu:
+      // X erfc(|x|/sqrt2)/2), no cancellation.
+      const bool sigmoid = fn == ElementaryFn::kSigmoid;
+      const double big_x = sigmoid ? 1.0 : x;
+      if (x >= 745.0) return tail(Below(big_x));      // c < X e^-745 < X 2^-1074.
+      // Tiny: |gelu| <= |x| e^(-x^2/2) / 2 (x <= -38), |gelu_tanh| < |x| e^-|v| with
+      // |v| > 0.07 |x|^3 (x <= -30), silu <= |x| e^x <= 700 e^-700, sigmoid < e^-700: all below
+      // 2^-1000.
+      if ((fn == ElementaryFn::kGelu && x <= -38.0) ||
+          (fn == ElementaryFn::kGeluTanh && x <= -30.0) ||
+          (fn == ElementaryFn::kSilu && x <= -700.0)) {
+        return tail(Tiny(true));
+      }
+      if (sigmoid && x <= -700.0) return tail(Tiny(false));
+      Ev c;  // x > 0: the correction; x < 0: the value.
+      if (fn == ElementaryFn::kGelu) {
+        const double ax2 = 0.5 * x * x;  // Exact: x^2 / 2 for inputs of <= 26 bits; else Ev.
+        if (std::fabs(x) <= 3.0) {
+          const Ev erf = cd::ErfEv(Mul(Exact(x), cd::InvSqrt2()));
+          return value(Mul(Exact(0.5 * x), Add(Exact(1.0), erf)));
+        }
+        if (ax2 > 690.0) {
+          if (x > 0) return tail(Below(x));          // x erfc/2 < x e^-690.
+          return false;
+        }
+        const Ev k = cd::ErfcScaledEv(Mul(Exact(std::fabs(x)), cd::InvSqrt2()));
+        const Ev e = cd::ExpEv(Mul(Mul(Exact(x), Exact(x)), Exact(-0.5)));
+        const Ev inv_sqrt_pi{0.5 * cd::TwoOverSqrtPi().y, 0.5 * cd::TwoOverSqrtPi().e};
+        c = Mul(Mul(Exact(0.5 * x), e), Mul(k, inv_sqrt_pi));  // X erfc(|x|/sqrt2) / 2.
+      } else {
+        Ev a = Exact(x);
+        if (fn == ElementaryFn::kGeluTanh) {
+          const Ev x3 = Mul(Mul(Exact(x), Exact(x)), Exact(x));
+          a = Mul(cd::GeluTanhK(), Add(Exact(x), Mul(cd::GeluTanhA(), x3)));
+        }
+        if (a.y > 690.0) return tail(Below(big_x));    // c < X e^-690.
+        if (a.y < -690.0) return false;
+        // x > 0: c = X / (1 + e^a); x < 0: value X / (1 + e^-a).
+        const Ev e = cd::ExpEv(x > 0 ? a : Ev{-a.y, a.e});
+        c = Div(Exact(big_x), Add(Exact(1.0), e));
+      }
+      if (x < 0) return value(c);
+      if (!cd::Ok(c)) return false;
+      if (c.y + c.e < big_x * 0x1p-54) return tail(Below(big_x));
+      return value(Sub(Exact(big_x), c));
     }
     case ElementaryFn::kRsqrt:
       if (x < 0) return false;
