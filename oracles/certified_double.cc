@@ -4,6 +4,7 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 
 #include <mpfr.h>
 
@@ -92,6 +93,21 @@ const Consts& C() {
 }
 
 Ev Coef(double c) { return {c, kU * std::fabs(c)}; }
+
+// 2^k exactly (a multiplication by it is exact when the product is a normal double).
+double Pow2(int k) {
+  if (k < -1022 || k > 1023) return std::ldexp(1.0, k);
+  const uint64_t b = static_cast<uint64_t>(k + 1023) << 52;
+  double d;
+  std::memcpy(&d, &b, sizeof d);
+  return d;
+}
+// Exponent of a positive normal double.
+int ExponentOf(double v) {
+  uint64_t b;
+  std::memcpy(&b, &v, sizeof b);
+  return static_cast<int>((b >> 52) & 0x7FF) - 1023;
+}
 Ev Fail() { return {0, kInf}; }
 
 // 2 atanh(t) for |t| + t.e <= 0.18: 2 t sum_{k<=12} t^(2k) / (2k + 1); remainder
@@ -137,7 +153,8 @@ Ev ExpEv(Ev a) {
   const int j = k & 63;
   const int m = (k - j) / 64;
   const Ev s = Mul(Coef(c.table[static_cast<size_t>(j)]), p);
-  return {std::ldexp(s.y, m), std::ldexp(s.e, m)};
+  const double scale = Pow2(m);  // m >= -1011: s.y * 2^m is normal and exact.
+  return {s.y * scale, s.e * scale};
 }
 
 // 2^x = 2^(k/64) e^(d ln2), k = round(64 x), d = x - k/64 exact (|d| <= 1/128: both are
@@ -152,7 +169,8 @@ Ev Exp2Of(double x) {
   const int j = k & 63;
   const int m = (k - j) / 64;
   const Ev s = Mul(Coef(c.table[static_cast<size_t>(j)]), e);
-  return {std::ldexp(s.y, m), std::ldexp(s.e, m)};
+  const double scale = Pow2(m);  // |m| <= 16: exact.
+  return {s.y * scale, s.e * scale};
 }
 
 // log a = ex ln2 + 2 atanh((f - 1)/(f + 1)), a = f 2^ex, f in [sqrt(1/2), sqrt 2): |t| <= 0.1716;
@@ -292,7 +310,7 @@ bool Decide(const FormatSpec& f, const OpEnv& env, bool neg, double mlo, double 
   const int fb = f.fraction_bits;
   const uint64_t sign = neg ? SignMaskOf(f) : 0;
   // Below half the smallest subnormal: 0 or the smallest subnormal, u x (tiny either way).
-  if (mhi <= std::ldexp(1.0, MinSubnormalExponent(f) - 1)) {
+  if (mhi <= Pow2(MinSubnormalExponent(f) - 1)) {
     bool up = false;
     switch (env.rounding) {
       case Rounding::kNearestEven:
@@ -311,7 +329,7 @@ bool Decide(const FormatSpec& f, const OpEnv& env, bool neg, double mlo, double 
     return true;
   }
   // At or above 2^(Emax + 1): overflow in every mode.
-  if (mlo >= std::ldexp(1.0, Emax(f) + 1)) {
+  if (mlo >= Pow2(Emax(f) + 1)) {
     bool to_inf = false;
     switch (env.rounding) {
       case Rounding::kNearestEven:
@@ -339,9 +357,9 @@ bool Decide(const FormatSpec& f, const OpEnv& env, bool neg, double mlo, double 
   // Subnormal range, at most pred_p(2^Emin) = 2^Emin (1 - 2^-p): tiny before and after
   // rounding in every mode; the quantum is fixed, q = 2^(Emin - p) (half a subnormal ulp).
   // Only where the bounds stay above 2^-960 (every output but binary64).
-  if (mhi <= std::ldexp(1.0 - std::ldexp(1.0, -p), Emin(f)) && Emin(f) - p >= -950) {
-    const double sl = std::ldexp(mlo, p - Emin(f));
-    const double sh = std::ldexp(mhi, p - Emin(f));
+  if (Emin(f) - p >= -950 && mhi <= (1.0 - Pow2(-p)) * Pow2(Emin(f))) {
+    const double sl = mlo * Pow2(p - Emin(f));  // Exact: < 2^p, scaled up.
+    const double sh = mhi * Pow2(p - Emin(f));
     const double k = std::floor(sl);
     if (sh > k + 1) return false;
     const uint64_t ki = static_cast<uint64_t>(k);
@@ -366,11 +384,11 @@ bool Decide(const FormatSpec& f, const OpEnv& env, bool neg, double mlo, double 
     r->flags = kUnderflow | kInexact;
     return true;
   }
-  if (mlo < std::ldexp(1.0, Emin(f)) || mlo < 0x1p-960) return false;
-  const int e = std::ilogb(mlo);
-  if (mhi > std::ldexp(1.0, e + 1)) return false;
-  const double sl = std::ldexp(mlo, p - e);
-  const double sh = std::ldexp(mhi, p - e);
+  if (mlo < Pow2(Emin(f)) || mlo < 0x1p-960) return false;
+  const int e = ExponentOf(mlo);
+  if (e >= 1023 || mhi > Pow2(e + 1)) return false;
+  const double sl = mlo * Pow2(p - e);  // Exact scalings into [2^p, 2^(p+1)].
+  const double sh = mhi * Pow2(p - e);
   const double k = std::floor(sl);
   if (sh > k + 1) return false;  // A point of the (p+1)-bit grid inside.
   const uint64_t ki = static_cast<uint64_t>(k);
@@ -406,6 +424,18 @@ bool DecideInterval(const FormatSpec& f, const OpEnv& env, Interval v, OpResult*
 }
 
 int DecodeToDouble(const FormatSpec& f, uint64_t bits, bool daz, double* v) {
+  // binary32 and bfloat16 (the IEEE layouts of format_spec.h's FastLayout): the host float's
+  // conversion to double is exact; classes as below.
+  if (!daz && (f.d.fast_layout == FastLayout::kBinary32 || f.d.fast_layout == FastLayout::kBFloat16)) {
+    uint32_t u = static_cast<uint32_t>(bits & WidthMask(f));
+    if (f.d.fast_layout == FastLayout::kBFloat16) u <<= 16;
+    float g;
+    std::memcpy(&g, &u, sizeof g);
+    if (std::isnan(g)) return 3;
+    *v = static_cast<double>(g);
+    if (std::isinf(g)) return 2;
+    return g == 0 ? 0 : 1;
+  }
   const uint64_t enc = (bits & WidthMask(f)) >> f.pad_bits;
   const int fb = f.fraction_bits;
   const uint64_t frac = enc & Ones(fb);

@@ -493,34 +493,52 @@ bool FastOne(ElementaryFn fn, double x, const FormatSpec& out, const OpEnv& env,
   using cd::Sub;
   auto tail = [&](Tail t) { return cd::Decide(out, env, t.neg, t.mlo, t.mhi, r); };
   auto value = [&](Ev v) { return cd::DecideInterval(out, env, cd::Enclose(v), r); };
-  // Tiny |x|: the value is within a binary64 gap next to a binary64 number X (1, 1/2, x/2, x):
-  //   exp, exp2 (|x| < 2^-54): e^x in (1, 1 + 2^-53) or (1 - 2^-54, 1);
-  //   tanh (|x| < 2^-27): |tanh x| in (|x| - |x|^3/3, |x|);
-  //   sigmoid (|x| < 2^-52): 1/2 + x/4 - x^3/48 + ..., in (1/2, 1/2 + 2^-54) or below 1/2;
-  //   silu, gelu, gelu_tanh (|x| < 2^-53): x/2 + c x^2 + O(x^4), 0 < c < 0.41: above x/2 for
-  //     x > 0 by less than x/2 2^-53, below |x|/2 in magnitude for x < 0.
+  // Anchored values: v = A + B with A a double and B in [b_lo, b_hi] (bounds of one sign, or
+  // the sign of B known): the open interval (RD(A + b_lo), RU(A + b_hi)), clamped to A on the
+  // side where B's sign puts v strictly beyond A.
+  auto anchored = [&](double a, double b_lo, double b_hi, int b_sign) {
+    double lo = std::nextafter(a + b_lo, -cd::kInf);
+    double hi = std::nextafter(a + b_hi, cd::kInf);
+    if (b_sign > 0 && lo < a) lo = a;
+    if (b_sign < 0 && hi > a) hi = a;
+    return cd::DecideInterval(out, env, {lo, hi}, r);
+  };
+  // Small |x| (each B bound from the Taylor series, the rounding of the bounds' own few
+  // operations, <= 3u relative, covered by the margins of the constants):
+  //   exp (|x| < 2^-30):  e^x - 1 in (x, 2x) for x > 0, (x, x/2) for x < 0;
+  //   exp2 (|x| < 2^-30): 2^x - 1 = x ln2 + ...: (x/2, x) for x > 0, (x, x/2) for x < 0;
+  //   sigmoid (|x| < 2^-30): sigmoid(x) - 1/2 = x/4 - x^3/48 + ...: between x/8 and x/4;
+  //   silu, gelu, gelu_tanh (|x| < 2^-20): f(x) - x/2 = c x^2 + O(x^4), c = 1/4 (silu),
+  //     1/sqrt(2 pi) = 0.39894 (gelu), sqrt(2/pi)/2 = 0.39894 (gelu_tanh): in (0.24 x^2, 0.25
+  //     x^2) or (0.39 x^2, 0.4 x^2);
+  //   tanh (|x| < 2^-10): tanh(x) - x = -x^3/3 + 2x^5/15 - ...: -(0.33 .. 0.34) x^3.
   const double ax = std::fabs(x);
-  auto above = [&](double v) {  // v > 0: (v, next(v)).
-    return cd::Decide(out, env, false, v, std::nextafter(v, cd::kInf), r);
-  };
-  auto below = [&](double v, bool neg) {  // v > 0: magnitude in (prev(v), v).
-    return cd::Decide(out, env, neg, std::nextafter(v, 0.0), v, r);
-  };
+  const double sg = x > 0 ? 1.0 : -1.0;
   switch (fn) {
     case ElementaryFn::kExp:
-    case ElementaryFn::kExp2:
-      if (ax < 0x1p-54) return x > 0 ? above(1.0) : below(1.0, false);
+      if (ax < 0x1p-30) return x > 0 ? anchored(1.0, x, 2 * x, 1) : anchored(1.0, x, x / 2, -1);
       break;
-    case ElementaryFn::kTanh:
-      if (ax < 0x1p-27) return below(ax, x < 0);
+    case ElementaryFn::kExp2:
+      if (ax < 0x1p-30) return x > 0 ? anchored(1.0, x / 2, x, 1) : anchored(1.0, x, x / 2, -1);
       break;
     case ElementaryFn::kSigmoid:
-      if (ax < 0x1p-52) return x > 0 ? above(0.5) : below(0.5, false);
+      if (ax < 0x1p-30) {
+        return x > 0 ? anchored(0.5, x / 8, x / 4, 1) : anchored(0.5, x / 4, x / 8, -1);
+      }
       break;
     case ElementaryFn::kSilu:
+      if (ax < 0x1p-20) return anchored(0.5 * x, 0.24 * x * x, 0.25 * x * x, 1);
+      break;
     case ElementaryFn::kGelu:
     case ElementaryFn::kGeluTanh:
-      if (ax < 0x1p-53) return x > 0 ? above(0.5 * x) : below(0.5 * ax, true);
+      if (ax < 0x1p-20) return anchored(0.5 * x, 0.39 * x * x, 0.4 * x * x, 1);
+      break;
+    case ElementaryFn::kTanh:
+      if (ax < 0x1p-10) {
+        const double c3 = ax * ax * ax;
+        return anchored(x, -sg * (x > 0 ? 0.34 : 0.33) * c3, -sg * (x > 0 ? 0.33 : 0.34) * c3,
+                        x > 0 ? -1 : 1);
+      }
       break;
     default:
       break;
@@ -595,7 +613,9 @@ bool FastOne(ElementaryFn fn, double x, const FormatSpec& out, const OpEnv& env,
       if (x < 0) return value(c);
       if (!cd::Ok(c)) return false;
       if (c.y + c.e < big_x * 0x1p-54) return tail(Below(big_x));
-      return value(Sub(Exact(big_x), c));
+      const double eb = c.e * (1.0 + 0x1p-30) + 0x1p-1000;
+      if (!(c.y > eb)) return false;
+      return anchored(big_x, -(c.y + eb), -(c.y - eb), -1);
     }
     case ElementaryFn::kRsqrt:
       if (x < 0) return false;
