@@ -25,6 +25,7 @@ struct Consts {
   std::array<double, 13> atanh_c{};  // 1 / (2k + 1), nearest.
   std::array<double, 10> sinh_c{};   // 1 / (2n + 1)!, nearest.
   std::array<double, 10> cosh_c{};   // 1 / (2n)!, nearest.
+  std::array<double, 42> erf_c{};    // (-1)^n / (n! (2n + 1)), nearest.
   double ln2 = 0, two_over_sqrt_pi = 0, inv_sqrt2 = 0, gelu_k = 0, gelu_a = 0;
 
   Consts() {
@@ -67,6 +68,14 @@ struct Consts {
       mpfr_mul_ui(f, f, 2 * n + 1, MPFR_RNDN);
       mpfr_ui_div(v, 1, f, MPFR_RNDN);
       sinh_c[n] = nearest();
+    }
+    mpfr_set_ui(f, 1, MPFR_RNDN);  // n!
+    for (unsigned long k = 0; k < 42; ++k) {
+      if (k > 0) mpfr_mul_ui(f, f, k, MPFR_RNDN);
+      mpfr_mul_ui(w, f, 2 * k + 1, MPFR_RNDN);
+      mpfr_ui_div(v, 1, w, MPFR_RNDN);
+      if (k % 2 == 1) mpfr_neg(v, v, MPFR_RNDN);
+      erf_c[k] = nearest();
     }
     mpfr_const_log2(v, MPFR_RNDN);
     ln2 = nearest();
@@ -223,26 +232,22 @@ Ev TanhOf(double x) {
   return x < 0 ? Ev{-v.y, v.e} : v;
 }
 
-// erf z = 2/sqrt(pi) sum_n (-1)^n z^(2n+1) / (n! (2n + 1)); after the last term n (with
-// n + 1 >= z^2 the magnitudes decrease from term n+1 on, alternating) the remainder is at most
-// |term n+1| <= |z^(2n+1)/n!| z^2 / (n + 1).
+// erf z = 2/sqrt(pi) z sum_{n<=N} a_n z^(2n), a_n = (-1)^n / (n! (2n + 1)) (Horner in z^2), N
+// by the size of z; with N + 1 >= z^2 the terms decrease in magnitude from n = N + 1 on and
+// alternate, so the remainder is at most |a_(N+1)| |z|^(2N+3).
 Ev ErfEv(Ev z) {
   const double zmax = std::fabs(z.y) + z.e;
   if (!(zmax <= 2.5)) return Fail();
-  const Ev z2 = Mul(z, z);
-  const double z2max = z2.y + z2.e;
-  const Ev mz2{-z2.y, z2.e};
-  Ev term = z, sum = z;
-  for (int n = 1; n <= 80; ++n) {
-    term = Div(Mul(term, mz2), Exact(n));
-    sum = Add(sum, Div(term, Exact(2 * n + 1)));
-    const double tmag = std::fabs(term.y) + term.e;
-    if (n + 1 >= z2max && tmag < 0x1p-62 * std::fabs(sum.y)) {
-      sum.e += tmag * z2max / (n + 1) * 1.01;
-      return Mul(TwoOverSqrtPi(), sum);
-    }
-  }
-  return Fail();
+  const Consts& c = C();
+  const int n = zmax <= 0.25 ? 8 : zmax <= 0.5 ? 11 : zmax <= 1.0 ? 17 : zmax <= 1.5 ? 26 : 40;
+  const Ev s = Mul(z, z);
+  Ev q = Coef(c.erf_c[static_cast<size_t>(n)]);
+  for (int k = n - 1; k >= 0; --k) q = Add(Mul(q, s), Coef(c.erf_c[static_cast<size_t>(k)]));
+  double zp = zmax;  // zmax^(2n + 3)
+  for (int k = 0; k < n + 1; ++k) zp *= zmax * zmax;
+  q.e += std::fabs(c.erf_c[static_cast<size_t>(n + 1)]) * zp / zmax * 1.01;
+  // q.e bounds the polynomial part; the remainder of sum a_k z^(2k) is |a_(N+1)| z^(2N+2).
+  return Mul(TwoOverSqrtPi(), Mul(z, q));
 }
 
 // K(z) = sqrt(pi) e^(z^2) erfc(z) for z >= 2 by Laplace's continued fraction (Abramowitz &
@@ -252,17 +257,30 @@ Ev ErfEv(Ev z) {
 // Stern) with the convergence of 13.2.20a for z > 0): K is within |K_N - K_(N+1)| of either.
 Ev ErfcScaledEv(Ev z) {
   if (!(z.y - z.e >= 2.0) || !(z.y <= 1e6)) return Fail();
-  for (int depth = 24; depth <= 96; depth *= 2) {
-    Ev a = z, b = z;
-    for (int k = depth + 1; k >= 1; --k) {
-      b = Add(z, Div(Exact(0.5 * k), b));
-      if (k <= depth) a = Add(z, Div(Exact(0.5 * k), a));
+  // Convergents K_k = A_k / B_k by the forward recurrences (Wallis): A_k = z A_(k-1) +
+  // b_(k-1) A_(k-2), the same for B, b_0 = 1, b_j = j/2; A_-1 = 1, A_0 = 0, B_-1 = 0, B_0 = 1.
+  // All terms are positive, so the running bounds stay relative.
+  Ev a2 = Exact(1.0), a1 = Exact(0.0), b2 = Exact(0.0), b1 = Exact(1.0);
+  for (int k = 1; k <= 160; ++k) {
+    const Ev bk = Exact(k == 1 ? 1.0 : 0.5 * (k - 1));
+    const Ev a0 = Add(Mul(z, a1), Mul(bk, a2));
+    const Ev b0 = Add(Mul(z, b1), Mul(bk, b2));
+    a2 = a1;
+    a1 = a0;
+    b2 = b1;
+    b1 = b0;
+    if (b1.y > 0x1p500) {  // Rescale (exact: powers of two) to stay in range.
+      a1 = {a1.y * 0x1p-500, a1.e * 0x1p-500};
+      a2 = {a2.y * 0x1p-500, a2.e * 0x1p-500};
+      b1 = {b1.y * 0x1p-500, b1.e * 0x1p-500};
+      b2 = {b2.y * 0x1p-500, b2.e * 0x1p-500};
     }
-    // a = denominator at depth (convergent K_depth = 1/a), b at depth + 1.
-    const Ev ka = Div(Exact(1.0), a), kb = Div(Exact(1.0), b);
-    const double gap = std::fabs(ka.y - kb.y);
-    if (gap <= 0x1p-58 * ka.y) {
-      return {ka.y, std::max(ka.e, kb.e) + gap};
+    if (k >= 8 && k % 4 == 0) {
+      // Consecutive convergents K_k, K_(k-1) bracket K (checked every 4 steps).
+      const Ev kk = Div(a1, b1);
+      const Ev km1 = Div(a2, b2);
+      const double gap = std::fabs(kk.y - km1.y);
+      if (gap <= 0x1p-58 * kk.y) return {kk.y, std::max(kk.e, km1.e) + gap};
     }
   }
   return Fail();
