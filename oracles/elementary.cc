@@ -503,41 +503,58 @@ bool FastOne(ElementaryFn fn, double x, const FormatSpec& out, const OpEnv& env,
     if (b_sign < 0 && hi > a) hi = a;
     return cd::DecideInterval(out, env, {lo, hi}, r);
   };
-  // Small |x| (each B bound from the Taylor series, the rounding of the bounds' own few
-  // operations, <= 3u relative, covered by the margins of the constants):
-  //   exp (|x| < 2^-30):  e^x - 1 in (x, 2x) for x > 0, (x, x/2) for x < 0;
-  //   exp2 (|x| < 2^-30): 2^x - 1 = x ln2 + ...: (x/2, x) for x > 0, (x, x/2) for x < 0;
-  //   sigmoid (|x| < 2^-30): sigmoid(x) - 1/2 = x/4 - x^3/48 + ...: between x/8 and x/4;
-  //   silu, gelu, gelu_tanh (|x| < 2^-20): f(x) - x/2 = c x^2 + O(x^4), c = 1/4 (silu),
-  //     1/sqrt(2 pi) = 0.39894 (gelu), sqrt(2/pi)/2 = 0.39894 (gelu_tanh): in (0.24 x^2, 0.25
-  //     x^2) or (0.39 x^2, 0.4 x^2);
-  //   tanh (|x| < 2^-10): tanh(x) - x = -x^3/3 + 2x^5/15 - ...: -(0.33 .. 0.34) x^3.
+  // Small |x|: B's bounds from the Taylor series, with relative margins (2^-50) that cover the
+  // few roundings of the bounds' own computation (<= 3u) and of the constants (u):
+  //   exp (|x| < 2^-30):  e^x - 1 in (x, x (1 + 2^-29)) for x > 0, (x, x (1 - 2^-30)) for x < 0
+  //                       (x^2/2 < |x| 2^-31);
+  //   exp2 (|x| < 2^-30): 2^x - 1 = t + t^2/2 + ..., t = x ln2: the same with t;
+  //   sigmoid (|x| < 2^-30): sigmoid(x) - 1/2 = x/4 - x^3/48 + ...: x/4 (1 - 2^-40 .. 1);
+  //   silu (|x| < 2^-20): silu(x) - x/2 = x^2/4 - x^4/48 + ...: x^2/4 (1 - 2^-30 .. 1 + 2^-50);
+  //   gelu, gelu_tanh (|x| < 2^-20): f(x) - x/2 = k x^2 (1 + O(x^2)), k = 1/sqrt(2 pi) (both:
+  //     gelu_tanh's x (sigmoid(v) - 1/2) = x v/4 + ... = sqrt(2/pi)/2 x^2 (1 + 0.044715 x^2) - ...):
+  //     k x^2 (1 -+ 2^-30);
+  //   tanh (|x| < 2^-10): tanh(x) - x = -(x^3/3)(1 - (2/5) x^2 + ...): -(x^3/3)(1 - 0.41 x^2
+  //     - 2^-49 .. 1 + 2^-49).
   const double ax = std::fabs(x);
-  const double sg = x > 0 ? 1.0 : -1.0;
+  const double m50 = 0x1p-50;
   switch (fn) {
     case ElementaryFn::kExp:
-      if (ax < 0x1p-30) return x > 0 ? anchored(1.0, x, 2 * x, 1) : anchored(1.0, x, x / 2, -1);
+      if (ax < 0x1p-30) {
+        return x > 0 ? anchored(1.0, x, x * (1 + 0x1p-29), 1)
+                     : anchored(1.0, x, x * (1 - 0x1p-30), -1);
+      }
       break;
     case ElementaryFn::kExp2:
-      if (ax < 0x1p-30) return x > 0 ? anchored(1.0, x / 2, x, 1) : anchored(1.0, x, x / 2, -1);
+      if (ax < 0x1p-30) {
+        const double t = x * cd::Ln2().y;
+        return x > 0 ? anchored(1.0, t * (1 - m50), t * (1 + 0x1p-29), 1)
+                     : anchored(1.0, t * (1 + m50), t * (1 - 0x1p-30), -1);
+      }
       break;
     case ElementaryFn::kSigmoid:
       if (ax < 0x1p-30) {
-        return x > 0 ? anchored(0.5, x / 8, x / 4, 1) : anchored(0.5, x / 4, x / 8, -1);
+        return x > 0 ? anchored(0.5, (x / 4) * (1 - 0x1p-40), x / 4, 1)
+                     : anchored(0.5, x / 4, (x / 4) * (1 - 0x1p-40), -1);
       }
       break;
     case ElementaryFn::kSilu:
-      if (ax < 0x1p-20) return anchored(0.5 * x, 0.24 * x * x, 0.25 * x * x, 1);
+      if (ax < 0x1p-20) {
+        const double b = 0.25 * (x * x);
+        return anchored(0.5 * x, b * (1 - 0x1p-30), b * (1 + m50), 1);
+      }
       break;
     case ElementaryFn::kGelu:
     case ElementaryFn::kGeluTanh:
-      if (ax < 0x1p-20) return anchored(0.5 * x, 0.39 * x * x, 0.4 * x * x, 1);
+      if (ax < 0x1p-20) {
+        const double b = 0.5 * cd::TwoOverSqrtPi().y * cd::InvSqrt2().y * (x * x);
+        return anchored(0.5 * x, b * (1 - 0x1p-30), b * (1 + 0x1p-30), 1);
+      }
       break;
     case ElementaryFn::kTanh:
       if (ax < 0x1p-10) {
-        const double c3 = ax * ax * ax;
-        return anchored(x, -sg * (x > 0 ? 0.34 : 0.33) * c3, -sg * (x > 0 ? 0.33 : 0.34) * c3,
-                        x > 0 ? -1 : 1);
+        const double c3 = ax * ax * ax / 3;
+        const double big = c3 * (1 + 0x1p-49), small = c3 * (1 - 0.41 * ax * ax - 0x1p-49);
+        return x > 0 ? anchored(x, -big, -small, -1) : anchored(x, small, big, 1);
       }
       break;
     default:
@@ -591,8 +608,8 @@ bool FastOne(ElementaryFn fn, double x, const FormatSpec& out, const OpEnv& env,
           return value(Mul(Exact(0.5 * x), Add(Exact(1.0), erf)));
         }
         if (ax2 > 690.0) {
-          if (x > 0) return tail(Below(x));          // x erfc/2 < x e^-690.
-          return false;
+          // |x| erfc(|x|/sqrt2)/2 < |x| e^-690 / 2 < 2^-990 (|x| < 38 here).
+          return x > 0 ? tail(Below(x)) : tail(Tiny(true));
         }
         const Ev k = cd::ErfcScaledEv(Mul(Exact(std::fabs(x)), cd::InvSqrt2()));
         const Ev e = cd::ExpEv(Mul(Mul(Exact(x), Exact(x)), Exact(-0.5)));
@@ -605,7 +622,8 @@ bool FastOne(ElementaryFn fn, double x, const FormatSpec& out, const OpEnv& env,
           a = Mul(cd::GeluTanhK(), Add(Exact(x), Mul(cd::GeluTanhA(), x3)));
         }
         if (a.y > 690.0) return tail(Below(big_x));    // c < X e^-690.
-        if (a.y < -690.0) return false;
+        // x < 0, a < -690: |value| < |X| e^-690 < 2^-985 (|X| <= 700).
+        if (a.y < -690.0) return tail(Tiny(!sigmoid));
         // x > 0: c = X / (1 + e^a); x < 0: value X / (1 + e^-a).
         const Ev e = cd::ExpEv(x > 0 ? a : Ev{-a.y, a.e});
         c = Div(Exact(big_x), Add(Exact(1.0), e));

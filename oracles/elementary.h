@@ -93,12 +93,13 @@
 // the double nearest with |error| <= ulp/2 in the bound.
 // Values next to a double X are decided as X + B with B's bounds and sign ("anchored": the
 // interval is clamped at X on the side where B's sign puts the value): small |x| (exp, exp2,
-// sigmoid: |x| < 2^-30, X = 1 or 1/2; silu, gelu, gelu_tanh: |x| < 2^-20, X = x/2, B in
-// (0.24, 0.25) x^2 or (0.39, 0.4) x^2; tanh: |x| < 2^-10, X = x, B = -(0.33 .. 0.34) x^3), and
-// the X - c forms (B = -c). Tails decided without evaluation: value within X 2^-54 below X gives
-// (pred(X), X) (tanh |x| >= 20; sigmoid, silu, gelu_tanh, gelu for x >= 745 or when a > 690);
-// values known below 2^-960 in magnitude (exp x <= -700, exp2 x <= -961, sigmoid x <= -700,
-// silu x <= -700, gelu x <= -38, gelu_tanh x <= -30) are tiny; exp x >= 710 and exp2 x >= 1024
+// sigmoid: |x| < 2^-30, X = 1 or 1/2; silu, gelu, gelu_tanh: |x| < 2^-20, X = x/2, B = x^2/4
+// or x^2/sqrt(2 pi) to a relative 2^-30; tanh: |x| < 2^-10, X = x, B = -(x^3/3)(1 - 0.41 x^2
+// .. 1); elementary.cc derives each bound), and the X - c forms (B = -c). Tails decided without
+// evaluation: value within X 2^-54 below X gives (pred(X), X) (tanh |x| >= 20; sigmoid, silu,
+// gelu_tanh, gelu for x >= 745 or when a > 690); values known below 2^-960 in magnitude (exp
+// x <= -700, exp2 x <= -961, sigmoid and silu x <= -700 or a < -690, gelu x <= -38 or
+// x^2/2 > 690, gelu_tanh x <= -30 or v < -690) are tiny; exp x >= 710 and exp2 x >= 1024
 // overflow. elementary_test.cc checks the fast bits and flags against ElementaryRound on every
 // bfloat16 and float16 input and on seeded float32 samples in every mode, and that the
 // enclosures of certified_double.h contain MPFR's values.
