@@ -38,6 +38,10 @@
 // -(mu - mu^)^2 only), each element decided by certified::Decide; rows with an undecided element
 // are computed by the MPFR method and the undecided elements taken from it (counted).
 //
+// Speed (axis_ops_benchmark: 4096 x 4096 float32 N(0, 1), float32 out, rne, 2 threads on 2
+// shared cores at load 7): softmax 1.42 s wall (2 rows through MPFR), log_softmax 1.29 s,
+// rmsnorm 0.95 s, layernorm 1.08 s (per-thread CPU time about a third of that).
+//
 // Errors are values: InvalidArgument for eps <= 0 or not finite, spans of the wrong size,
 // non-float formats, output precision > 53.
 //
