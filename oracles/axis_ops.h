@@ -9,7 +9,7 @@
 //                mean_j (x_j - mu)^2 (biased)                   (w_i = 1, b_i = 0 when absent)
 // eps is the binary64 value given (exact), > 0. Weight and bias are bits in their own formats.
 //
-// Special values: a NaN or Inf in the row's x gives NaN for the whole row, except -Inf entries
+// Special values (the binary64 path takes -Inf masks and exact zero products itself): a NaN or Inf in the row's x gives NaN for the whole row, except -Inf entries
 // of softmax (0) and log_softmax (-Inf) while at least one entry is finite (all -Inf: NaN row).
 // A NaN or Inf weight or bias gives NaN in its column. Exact zero results: rmsnorm's
 // x_i w_i = +-0 gives the zero of sign(x_i) xor sign(w_i); layernorm's x_i = mu exactly gives

@@ -268,6 +268,28 @@ TEST(AxisOps, EpsWeightsBiasLengthOne) {
   EXPECT_EQ(y, std::vector<uint64_t>(3, 0));
 }
 
+// Masked rows (attention): -Inf entries in softmax/log_softmax; zeros in rmsnorm rows
+// (post-ReLU); both taken by the binary64 path and checked against the MPFR method.
+TEST(AxisOps, MaskedAndZeroEntries) {
+  Totals tot;
+  std::vector<uint64_t> x = NormalRows(6, 16, 40, 0, 2);
+  PinnedRng rng(DeriveSeed(Seed(), {28, 103}));
+  std::vector<uint64_t> masked = x, relu = x;
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (rng.Below(3) == 0) masked[i] = 0xFF800000;            // -Inf
+    if (rng.Below(2) == 0) relu[i] = rng.Below(2) ? 0 : 0x80000000;  // +-0
+  }
+  for (int64_t r = 0; r < 16; ++r) masked[static_cast<size_t>(r * 40)] = F32(0.5f);  // One finite.
+  CheckRows(AxisOp::kSoftmax, Float32(), masked, 16, 40, AxisParams{}, Float32(), "masked", &tot);
+  CheckRows(AxisOp::kLogSoftmax, Float32(), masked, 16, 40, AxisParams{}, Float32(), "masked",
+            &tot);
+  CheckRows(AxisOp::kRmsNorm, Float32(), relu, 16, 40, AxisParams{}, Float32(), "relu", &tot);
+  CheckRows(AxisOp::kRmsNorm, Float32(), relu, 16, 40, AxisParams{}, Float8E4M3FNUZ(),
+            "relu fnuz", &tot);
+  EXPECT_EQ(tot.st.special, 0);
+  EXPECT_GT(tot.st.fast, 2000);
+}
+
 TEST(AxisOps, ExactCases) {
   // Equal entries: softmax 1/n exactly (n = 4: 0.25, no inexact), 1/3 rounded for n = 3.
   std::vector<uint64_t> four(4, F32(7.0f)), three(3, F32(-2.0f)), y4(4), y3(3);
