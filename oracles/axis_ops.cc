@@ -147,7 +147,9 @@ absl::Status CheckArgs(AxisOp op, const FormatSpec& in, int64_t n, const AxisPar
     }
   }
   if (!p.bias.empty()) {
-    if (op != AxisOp::kLayerNorm) return absl::InvalidArgumentError("axis op: only layernorm takes a bias");
+    if (op != AxisOp::kLayerNorm) {
+      return absl::InvalidArgumentError("axis op: only layernorm takes a bias");
+    }
     if (static_cast<int64_t>(p.bias.size()) != n || p.bias_format == nullptr ||
         !IsFloat(*p.bias_format)) {
       return absl::InvalidArgumentError("axis op: bias needs n entries and a float format");

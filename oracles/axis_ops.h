@@ -4,13 +4,14 @@
 //
 //   softmax:     y_i = e^(x_i) / sum_j e^(x_j)
 //   log_softmax: y_i = x_i - log sum_j e^(x_j)
-//   rmsnorm:     y_i = x_i w_i / sqrt(mean_j(x_j^2) + eps)                  (w_i = 1 without weight)
+//   rmsnorm:     y_i = x_i w_i / sqrt(mean_j(x_j^2) + eps)               (w_i = 1 without weight)
 //   layernorm:   y_i = (x_i - mu) / sqrt(var + eps) w_i + b_i, mu = mean_j x_j, var =
 //                mean_j (x_j - mu)^2 (biased)                   (w_i = 1, b_i = 0 when absent)
 // eps is the binary64 value given (exact), > 0. Weight and bias are bits in their own formats.
 //
-// Special values (the binary64 path takes -Inf masks and exact zero products itself): a NaN or Inf in the row's x gives NaN for the whole row, except -Inf entries
-// of softmax (0) and log_softmax (-Inf) while at least one entry is finite (all -Inf: NaN row).
+// Special values: a NaN or Inf in the row's x gives NaN for the whole row, except -Inf entries
+// of softmax (0) and log_softmax (-Inf) while at least one entry is finite (all -Inf: NaN row);
+// the binary64 path takes such -Inf masks and rmsnorm's exact zero products itself.
 // A NaN or Inf weight or bias gives NaN in its column. Exact zero results: rmsnorm's
 // x_i w_i = +-0 gives the zero of sign(x_i) xor sign(w_i); layernorm's x_i = mu exactly gives
 // b_i exactly, or, without bias or with a zero bias, the zero that round-to-nearest IEEE

@@ -444,7 +444,8 @@ bool DecideInterval(const FormatSpec& f, const OpEnv& env, Interval v, OpResult*
 int DecodeToDouble(const FormatSpec& f, uint64_t bits, bool daz, double* v) {
   // binary32 and bfloat16 (the IEEE layouts of format_spec.h's FastLayout): the host float's
   // conversion to double is exact; classes as below.
-  if (!daz && (f.d.fast_layout == FastLayout::kBinary32 || f.d.fast_layout == FastLayout::kBFloat16)) {
+  if (!daz && (f.d.fast_layout == FastLayout::kBinary32 ||
+               f.d.fast_layout == FastLayout::kBFloat16)) {
     uint32_t u = static_cast<uint32_t>(bits & WidthMask(f));
     if (f.d.fast_layout == FastLayout::kBFloat16) u <<= 16;
     float g;

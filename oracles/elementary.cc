@@ -511,7 +511,8 @@ bool FastOne(ElementaryFn fn, double x, const FormatSpec& out, const OpEnv& env,
   //   sigmoid (|x| < 2^-30): sigmoid(x) - 1/2 = x/4 - x^3/48 + ...: x/4 (1 - 2^-40 .. 1);
   //   silu (|x| < 2^-20): silu(x) - x/2 = x^2/4 - x^4/48 + ...: x^2/4 (1 - 2^-30 .. 1 + 2^-50);
   //   gelu, gelu_tanh (|x| < 2^-20): f(x) - x/2 = k x^2 (1 + O(x^2)), k = 1/sqrt(2 pi) (both:
-  //     gelu_tanh's x (sigmoid(v) - 1/2) = x v/4 + ... = sqrt(2/pi)/2 x^2 (1 + 0.044715 x^2) - ...):
+  //     gelu_tanh's x (sigmoid(v) - 1/2) = x v/4 + ... = sqrt(2/pi)/2 x^2 (1 + 0.044715 x^2)
+  //     - ...):
   //     k x^2 (1 -+ 2^-30);
   //   tanh (|x| < 2^-10): tanh(x) - x = -(x^3/3)(1 - (2/5) x^2 + ...): -(x^3/3)(1 - 0.41 x^2
   //     - 2^-49 .. 1 + 2^-49).

@@ -16,7 +16,8 @@
 // Special values (IEEE 754-2019 §9.2 where it defines the function; limits elsewhere):
 //   NaN in -> NaN out (propagated per env.nan as mpfr_oracle.h's ops do; v for a signaling NaN).
 //   exp(+-0) = exp2(+-0) = 1; exp(-Inf) = exp2(-Inf) = +0; exp(+Inf) = +Inf.
-//   log(+-0) = -Inf with z; log(x < 0) = NaN with v (also log(-Inf)); log(1) = +0; log(+Inf) = +Inf.
+//   log(+-0) = -Inf with z; log(x < 0) = NaN with v (also log(-Inf)); log(1) = +0;
+//   log(+Inf) = +Inf.
 //   tanh(+-0) = +-0, tanh(+-Inf) = +-1.
 //   sigmoid(+-0) = 0.5 exactly; sigmoid(+Inf) = 1, sigmoid(-Inf) = +0.
 //   silu, gelu, gelu_tanh: (+-0) = +-0; (+Inf) = +Inf; (-Inf) = -0, the limit. (A kernel that
