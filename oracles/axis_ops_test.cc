@@ -198,6 +198,11 @@ TEST(AxisOps, RandomRows) {
               "N(0,1) f32 -> bf16", &tot);
     CheckRows(op, BFloat16(), NormalRows(2, 24, 33, 0, 2, true), 24, 33, p, BFloat16(),
               "N(0,4) bf16", &tot);
+    // float8 outputs (no Inf, NaN S.1111.111; fnuz: no -0).
+    CheckRows(op, Float32(), NormalRows(7, 12, 20, 0, 1), 12, 20, p, Float8E4M3FN(),
+              "f32 -> e4m3fn", &tot);
+    CheckRows(op, Float32(), NormalRows(7, 12, 20, 0, 1), 12, 20, p, Float8E5M2FNUZ(),
+              "f32 -> e5m2fnuz", &tot);
   }
   std::printf("random rows: fast %lld fallback %lld special %lld mpfr_rows %lld, %d rows vs "
               "independent\n",
