@@ -671,13 +671,28 @@ void BatchRange(ElementaryFn fn, const FormatSpec& in, std::span<const uint64_t>
 
 }  // namespace
 
-void ElementaryRoundBatch(ElementaryFn fn, const FormatSpec& in,
-                          std::span<const uint64_t> in_bits, const FormatSpec& out,
-                          const OpEnv& env, std::span<uint64_t> out_bits,
-                          std::span<Flags> out_flags, ElementaryStats* stats, int threads) {
+absl::Status ElementarySupports(const FormatSpec& in, const FormatSpec& out) {
+  if (!IsFloat(in)) {
+    return absl::InvalidArgumentError("elementwise oracle: input format " + std::string(in.name) +
+                                      " is not a float format");
+  }
+  if (!IsFloat(out) || Precision(out) > 53) {
+    return absl::InvalidArgumentError("elementwise oracle: output format " +
+                                      std::string(out.name) +
+                                      " must be a float format of at most 53 bits");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ElementaryRoundBatch(ElementaryFn fn, const FormatSpec& in,
+                                  std::span<const uint64_t> in_bits, const FormatSpec& out,
+                                  const OpEnv& env, std::span<uint64_t> out_bits,
+                                  std::span<Flags> out_flags, ElementaryStats* stats,
+                                  int threads) {
+  if (absl::Status st = ElementarySupports(in, out); !st.ok()) return st;
   if (out_bits.size() != in_bits.size() ||
       (!out_flags.empty() && out_flags.size() != in_bits.size())) {
-    Die("ElementaryRoundBatch: output spans of the wrong size");
+    return absl::InvalidArgumentError("elementwise oracle: output spans of the wrong size");
   }
   const size_t n = in_bits.size();
   const size_t t = static_cast<size_t>(threads < 1 ? 1 : threads);
@@ -701,6 +716,7 @@ void ElementaryRoundBatch(ElementaryFn fn, const FormatSpec& in,
   ElementaryStats total;
   for (const ElementaryStats& s : st) total += s;
   if (stats != nullptr) *stats += total;
+  return absl::OkStatus();
 }
 
 }  // namespace fpconform

@@ -133,6 +133,7 @@
 
 #include <mpfr.h>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "formats/format_spec.h"
 #include "formats/op_env.h"
@@ -205,10 +206,18 @@ struct ElementaryStats {
     return *this;
   }
 };
-void ElementaryRoundBatch(ElementaryFn fn, const FormatSpec& in,
-                          std::span<const uint64_t> in_bits, const FormatSpec& out,
-                          const OpEnv& env, std::span<uint64_t> out_bits,
-                          std::span<Flags> out_flags, ElementaryStats* stats, int threads = 1);
+// InvalidArgument (nothing written) for formats ElementarySupports refuses or spans of the
+// wrong size.
+absl::Status ElementaryRoundBatch(ElementaryFn fn, const FormatSpec& in,
+                                  std::span<const uint64_t> in_bits, const FormatSpec& out,
+                                  const OpEnv& env, std::span<uint64_t> out_bits,
+                                  std::span<Flags> out_flags, ElementaryStats* stats,
+                                  int threads = 1);
+
+// OK when `in` and `out` are float formats and `out` has at most 53 bits of precision (the
+// precondition of ElementaryRound, ElementaryEnclose and ElementaryTruncate, which abort
+// otherwise: check user-chosen formats with this first).
+absl::Status ElementarySupports(const FormatSpec& in, const FormatSpec& out);
 
 // Whether the batch's binary64 path applies to (in, out, env) at all (else every element is
 // computed by ElementaryRound and counted as special).

@@ -61,6 +61,15 @@ TEST(ElementaryNames, RoundTripAndError) {
     ASSERT_TRUE(p.ok());
     EXPECT_EQ(*p, fn);
   }
+  std::vector<uint64_t> in(2), out(3);
+  EXPECT_FALSE(ElementaryRoundBatch(ElementaryFn::kExp, Float32(), in, Float32(), OpEnv{}, out, {},
+                                    nullptr)
+                   .ok());
+  out.resize(2);
+  EXPECT_FALSE(ElementaryRoundBatch(ElementaryFn::kExp, Float32(), in, Int8(), OpEnv{}, out, {},
+                                    nullptr)
+                   .ok());
+  EXPECT_TRUE(ElementarySupports(Float32(), Float64()).ok());
   auto bad = ParseElementaryFn("softplus");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("gelu_tanh"), std::string::npos);
@@ -148,8 +157,10 @@ TEST(ElementarySpecial, Table) {
     uint64_t ob = 0;
     Flags of = 0;
     ElementaryStats st;
-    ElementaryRoundBatch(r.fn, *r.in, std::span<const uint64_t>(&r.bits, 1), *r.out, env,
-                         std::span<uint64_t>(&ob, 1), std::span<Flags>(&of, 1), &st);
+    ASSERT_TRUE(ElementaryRoundBatch(r.fn, *r.in, std::span<const uint64_t>(&r.bits, 1), *r.out,
+                                     env, std::span<uint64_t>(&ob, 1), std::span<Flags>(&of, 1),
+                                     &st)
+                    .ok());
     if (r.expect == kNanAny) {
       EXPECT_TRUE(MpfrIsNanBits(*r.out, ob));
     } else {
@@ -242,7 +253,7 @@ ElementaryStats CheckInputs(ElementaryFn fn, const FormatSpec& f, const FormatSp
     OpEnv env;
     env.rounding = mode;
     ElementaryStats st;
-    ElementaryRoundBatch(fn, f, bits, out, env, ob, of, &st, 2);
+    EXPECT_TRUE(ElementaryRoundBatch(fn, f, bits, out, env, ob, of, &st, 2).ok());
     if (mode == Rounding::kNearestEven) rne_stats = st;
     for (size_t i = 0; i < bits.size() && failures < 10; ++i) {
       const OpResult ref = ElementaryRound(fn, f, bits[i], out, env);
