@@ -1,5 +1,5 @@
 // Speed of the elementwise oracles (elementary.h): ElementaryRoundBatch over all 2^16 bfloat16
-// inputs (bfloat16 out) and over 2^24 float32 inputs (float32 out: N(0, 3) values, or random bit
+// inputs (bfloat16 out) and over 2^24 float32 inputs (float32 out: 3 N(0, 1) values, or random bit
 // patterns), rne, 2 threads; the counters report the fallbacks to MPFR.
 //   build/oracles/elementary_benchmark --benchmark_min_time=0.01   (one iteration each)
 #include <cstdint>
