@@ -147,7 +147,9 @@ absl::Status CheckArgs(AxisOp op, const FormatSpec& in, int64_t n, const AxisPar
     }
   }
   if (!p.bias.empty()) {
-    if (op != AxisOp::kLayerNorm) return absl::InvalidArgumentError("axis op: only layernorm takes a bias");
+    if (op != AxisOp::kLayerNorm) {
+      return absl::InvalidArgumentError("axis op: only layernorm takes a bias");
+    }
     if (static_cast<int64_t>(p.bias.size()) != n || p.bias_format == nullptr ||
         !IsFloat(*p.bias_format)) {
       return absl::InvalidArgumentError("axis op: bias needs n entries and a float format");
@@ -468,9 +470,21 @@ int64_t FastRow(AxisOp op, const FormatSpec& in, std::span<const uint64_t> xb,
   const bool daz = env.denormals_are_zero;
   x.resize(n);
   decided.assign(n, 0);
+  const bool softmaxes = op == AxisOp::kSoftmax || op == AxisOp::kLogSoftmax;
+  size_t masked = 0;  // softmax/log_softmax: -Inf entries (masks), outputs +0 / -Inf exactly.
   for (size_t i = 0; i < n; ++i) {
-    if (cd::DecodeToDouble(in, xb[i], daz, &x[i]) > 1) return -1;
+    const int kind = cd::DecodeToDouble(in, xb[i], daz, &x[i]);
+    if (kind == 2 && softmaxes && x[i] < 0) {
+      ++masked;
+      continue;
+    }
+    if (kind > 1) return -1;
   }
+  if (masked == n) return -1;
+  const uint64_t sign_bit = uint64_t{1} << (out.exponent_bits + out.fraction_bits) << out.pad_bits;
+  auto zero_bits = [&](bool neg) {  // out has a zero and a sign (FastSupported).
+    return neg && out.nan_encoding != NanEncoding::kNegativeZero ? sign_bit : uint64_t{0};
+  };
   auto wt = [&](size_t i, double* v) {
     if (p.weight.empty()) {
       *v = 1.0;
@@ -496,14 +510,19 @@ int64_t FastRow(AxisOp op, const FormatSpec& in, std::span<const uint64_t> xb,
   };
   tmp.resize(n);
   const double nd = static_cast<double>(n);
-  if (op == AxisOp::kSoftmax || op == AxisOp::kLogSoftmax) {
-    size_t imax = 0;
-    for (size_t i = 1; i < n; ++i) {
-      if (x[i] > x[imax]) imax = i;
+  if (softmaxes) {
+    size_t imax = n;
+    for (size_t i = 0; i < n; ++i) {
+      if (std::isinf(x[i])) continue;
+      if (imax == n || x[i] > x[imax]) imax = i;
     }
     const double m = x[imax];
-    if (n == 1) return -1;
+    if (n - masked == 1) return -1;
     for (size_t j = 0; j < n; ++j) {
+      if (std::isinf(x[j])) {
+        tmp[j] = Exact(0);  // e^-Inf = 0.
+        continue;
+      }
       if (j == imax) {
         tmp[j] = Exact(0);  // Excluded from S' below; e^0 = 1 added exactly.
         continue;
@@ -514,7 +533,16 @@ int64_t FastRow(AxisOp op, const FormatSpec& in, std::span<const uint64_t> xb,
     const Ev srest = cd::SumEv(tmp);
     const Ev s = Add(Exact(1.0), srest);
     if (!cd::Ok(srest)) return -1;
+    const Ev log_s = op == AxisOp::kLogSoftmax ? cd::LogEv(s) : Ev{};
     for (size_t i = 0; i < n; ++i) {
+      if (std::isinf(x[i])) {
+        const uint64_t inf_bits = ((uint64_t{1} << out.exponent_bits) - 1)
+                                  << out.fraction_bits << out.pad_bits;
+        if (op == AxisOp::kLogSoftmax && out.nonfinite != NonFinite::kIeee) return -1;
+        ob[i] = op == AxisOp::kSoftmax ? zero_bits(false) : (sign_bit | inf_bits);
+        decided[i] = 1;
+        continue;
+      }
       OpResult r;
       bool ok = false;
       if (op == AxisOp::kSoftmax) {
@@ -535,7 +563,7 @@ int64_t FastRow(AxisOp op, const FormatSpec& in, std::span<const uint64_t> xb,
           ok = cd::DecideInterval(out, env, cd::Enclose(Ev{-l.y, l.e}), &r);
         } else {
           ok = cd::DecideInterval(
-              out, env, cd::Enclose(Sub(Sub(Exact(x[i]), Exact(m)), cd::LogEv(s))), &r);
+              out, env, cd::Enclose(Sub(Sub(Exact(x[i]), Exact(m)), log_s)), &r);
         }
       }
       put(i, ok, r);
@@ -550,7 +578,11 @@ int64_t FastRow(AxisOp op, const FormatSpec& in, std::span<const uint64_t> xb,
     for (size_t i = 0; i < n; ++i) {
       double w;
       if (!wt(i, &w)) return -1;
-      if (x[i] == 0 || w == 0) return -1;  // Exact zeros: the MPFR method's sign rule.
+      if (x[i] == 0 || w == 0) {  // Exact zero: the zero of sign(x) xor sign(w).
+        ob[i] = zero_bits(std::signbit(x[i]) != std::signbit(w));
+        decided[i] = 1;
+        continue;
+      }
       OpResult r;
       put(i, cd::DecideInterval(out, env, cd::Enclose(Mul(Mul(Exact(x[i]), Exact(w)), rs)), &r),
           r);

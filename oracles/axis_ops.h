@@ -4,13 +4,14 @@
 //
 //   softmax:     y_i = e^(x_i) / sum_j e^(x_j)
 //   log_softmax: y_i = x_i - log sum_j e^(x_j)
-//   rmsnorm:     y_i = x_i w_i / sqrt(mean_j(x_j^2) + eps)                  (w_i = 1 without weight)
+//   rmsnorm:     y_i = x_i w_i / sqrt(mean_j(x_j^2) + eps)               (w_i = 1 without weight)
 //   layernorm:   y_i = (x_i - mu) / sqrt(var + eps) w_i + b_i, mu = mean_j x_j, var =
 //                mean_j (x_j - mu)^2 (biased)                   (w_i = 1, b_i = 0 when absent)
 // eps is the binary64 value given (exact), > 0. Weight and bias are bits in their own formats.
 //
 // Special values: a NaN or Inf in the row's x gives NaN for the whole row, except -Inf entries
-// of softmax (0) and log_softmax (-Inf) while at least one entry is finite (all -Inf: NaN row).
+// of softmax (0) and log_softmax (-Inf) while at least one entry is finite (all -Inf: NaN row);
+// the binary64 path takes such -Inf masks and rmsnorm's exact zero products itself.
 // A NaN or Inf weight or bias gives NaN in its column. Exact zero results: rmsnorm's
 // x_i w_i = +-0 gives the zero of sign(x_i) xor sign(w_i); layernorm's x_i = mu exactly gives
 // b_i exactly, or, without bias or with a zero bias, the zero that round-to-nearest IEEE
@@ -37,6 +38,10 @@
 // mu^)^2 exactly since sum (x_j - mu) = 0, so the computed mean's error enters the bound as
 // -(mu - mu^)^2 only), each element decided by certified::Decide; rows with an undecided element
 // are computed by the MPFR method and the undecided elements taken from it (counted).
+//
+// Speed (axis_ops_benchmark: 4096 x 4096 float32 N(0, 1), float32 out, rne, 2 threads on 2
+// shared cores at load 7): softmax 1.42 s wall (2 rows through MPFR), log_softmax 1.29 s,
+// rmsnorm 0.95 s, layernorm 1.08 s (per-thread CPU time about a third of that).
 //
 // Errors are values: InvalidArgument for eps <= 0 or not finite, spans of the wrong size,
 // non-float formats, output precision > 53.

@@ -1,6 +1,6 @@
 // Speed of the along-axis oracles (axis_ops.h): AxisRound over a rows x n float32 matrix of
 // N(0, 1) values (float32 out, rne, 2 threads); counters: elements taken from the MPFR method.
-//   build/oracles/axis_ops_benchmark --benchmark_min_time=1x
+//   build/oracles/axis_ops_benchmark --benchmark_min_time=0.01   (one iteration each)
 #include <cstdint>
 #include <cstring>
 #include <vector>

@@ -198,6 +198,11 @@ TEST(AxisOps, RandomRows) {
               "N(0,1) f32 -> bf16", &tot);
     CheckRows(op, BFloat16(), NormalRows(2, 24, 33, 0, 2, true), 24, 33, p, BFloat16(),
               "N(0,4) bf16", &tot);
+    // float8 outputs (no Inf, NaN S.1111.111; fnuz: no -0).
+    CheckRows(op, Float32(), NormalRows(7, 12, 20, 0, 1), 12, 20, p, Float8E4M3FN(),
+              "f32 -> e4m3fn", &tot);
+    CheckRows(op, Float32(), NormalRows(7, 12, 20, 0, 1), 12, 20, p, Float8E5M2FNUZ(),
+              "f32 -> e5m2fnuz", &tot);
   }
   std::printf("random rows: fast %lld fallback %lld special %lld mpfr_rows %lld, %d rows vs "
               "independent\n",
@@ -266,6 +271,28 @@ TEST(AxisOps, EpsWeightsBiasLengthOne) {
                         OpEnv{}, y, nullptr)
                   .ok());
   EXPECT_EQ(y, std::vector<uint64_t>(3, 0));
+}
+
+// Masked rows (attention): -Inf entries in softmax/log_softmax; zeros in rmsnorm rows
+// (post-ReLU); both taken by the binary64 path and checked against the MPFR method.
+TEST(AxisOps, MaskedAndZeroEntries) {
+  Totals tot;
+  std::vector<uint64_t> x = NormalRows(6, 16, 40, 0, 2);
+  PinnedRng rng(DeriveSeed(Seed(), {28, 103}));
+  std::vector<uint64_t> masked = x, relu = x;
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (rng.Below(3) == 0) masked[i] = 0xFF800000;            // -Inf
+    if (rng.Below(2) == 0) relu[i] = rng.Below(2) ? 0 : 0x80000000;  // +-0
+  }
+  for (int64_t r = 0; r < 16; ++r) masked[static_cast<size_t>(r * 40)] = F32(0.5f);  // One finite.
+  CheckRows(AxisOp::kSoftmax, Float32(), masked, 16, 40, AxisParams{}, Float32(), "masked", &tot);
+  CheckRows(AxisOp::kLogSoftmax, Float32(), masked, 16, 40, AxisParams{}, Float32(), "masked",
+            &tot);
+  CheckRows(AxisOp::kRmsNorm, Float32(), relu, 16, 40, AxisParams{}, Float32(), "relu", &tot);
+  CheckRows(AxisOp::kRmsNorm, Float32(), relu, 16, 40, AxisParams{}, Float8E4M3FNUZ(),
+            "relu fnuz", &tot);
+  EXPECT_EQ(tot.st.special, 0);
+  EXPECT_GT(tot.st.fast, 2000);
 }
 
 TEST(AxisOps, ExactCases) {

@@ -1,8 +1,10 @@
 #include "oracles/certified_double.h"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 
 #include <mpfr.h>
 
@@ -23,6 +25,7 @@ struct Consts {
   std::array<double, 13> atanh_c{};  // 1 / (2k + 1), nearest.
   std::array<double, 10> sinh_c{};   // 1 / (2n + 1)!, nearest.
   std::array<double, 10> cosh_c{};   // 1 / (2n)!, nearest.
+  std::array<double, 42> erf_c{};    // (-1)^n / (n! (2n + 1)), nearest.
   double ln2 = 0, two_over_sqrt_pi = 0, inv_sqrt2 = 0, gelu_k = 0, gelu_a = 0;
 
   Consts() {
@@ -66,6 +69,14 @@ struct Consts {
       mpfr_ui_div(v, 1, f, MPFR_RNDN);
       sinh_c[n] = nearest();
     }
+    mpfr_set_ui(f, 1, MPFR_RNDN);  // n!
+    for (unsigned long k = 0; k < 42; ++k) {
+      if (k > 0) mpfr_mul_ui(f, f, k, MPFR_RNDN);
+      mpfr_mul_ui(w, f, 2 * k + 1, MPFR_RNDN);
+      mpfr_ui_div(v, 1, w, MPFR_RNDN);
+      if (k % 2 == 1) mpfr_neg(v, v, MPFR_RNDN);
+      erf_c[k] = nearest();
+    }
     mpfr_const_log2(v, MPFR_RNDN);
     ln2 = nearest();
     mpfr_const_pi(w, MPFR_RNDN);
@@ -91,6 +102,21 @@ const Consts& C() {
 }
 
 Ev Coef(double c) { return {c, kU * std::fabs(c)}; }
+
+// 2^k exactly (a multiplication by it is exact when the product is a normal double).
+double Pow2(int k) {
+  if (k < -1022 || k > 1023) return std::ldexp(1.0, k);
+  const uint64_t b = static_cast<uint64_t>(k + 1023) << 52;
+  double d;
+  std::memcpy(&d, &b, sizeof d);
+  return d;
+}
+// Exponent of a positive normal double.
+int ExponentOf(double v) {
+  uint64_t b;
+  std::memcpy(&b, &v, sizeof b);
+  return static_cast<int>((b >> 52) & 0x7FF) - 1023;
+}
 Ev Fail() { return {0, kInf}; }
 
 // 2 atanh(t) for |t| + t.e <= 0.18: 2 t sum_{k<=12} t^(2k) / (2k + 1); remainder
@@ -136,7 +162,8 @@ Ev ExpEv(Ev a) {
   const int j = k & 63;
   const int m = (k - j) / 64;
   const Ev s = Mul(Coef(c.table[static_cast<size_t>(j)]), p);
-  return {std::ldexp(s.y, m), std::ldexp(s.e, m)};
+  const double scale = Pow2(m);  // m >= -1011: s.y * 2^m is normal and exact.
+  return {s.y * scale, s.e * scale};
 }
 
 // 2^x = 2^(k/64) e^(d ln2), k = round(64 x), d = x - k/64 exact (|d| <= 1/128: both are
@@ -151,7 +178,8 @@ Ev Exp2Of(double x) {
   const int j = k & 63;
   const int m = (k - j) / 64;
   const Ev s = Mul(Coef(c.table[static_cast<size_t>(j)]), e);
-  return {std::ldexp(s.y, m), std::ldexp(s.e, m)};
+  const double scale = Pow2(m);  // |m| <= 16: exact.
+  return {s.y * scale, s.e * scale};
 }
 
 // log a = ex ln2 + 2 atanh((f - 1)/(f + 1)), a = f 2^ex, f in [sqrt(1/2), sqrt 2): |t| <= 0.1716;
@@ -204,23 +232,55 @@ Ev TanhOf(double x) {
   return x < 0 ? Ev{-v.y, v.e} : v;
 }
 
-// erf z = 2/sqrt(pi) sum_n (-1)^n z^(2n+1) / (n! (2n + 1)); after the last term n (with
-// n + 1 >= z^2 the magnitudes decrease from term n+1 on, alternating) the remainder is at most
-// |term n+1| <= |z^(2n+1)/n!| z^2 / (n + 1).
+// erf z = 2/sqrt(pi) z sum_{n<=N} a_n z^(2n), a_n = (-1)^n / (n! (2n + 1)) (Horner in z^2), N
+// by the size of z; with N + 1 >= z^2 the terms decrease in magnitude from n = N + 1 on and
+// alternate, so the remainder is at most |a_(N+1)| |z|^(2N+3).
 Ev ErfEv(Ev z) {
   const double zmax = std::fabs(z.y) + z.e;
   if (!(zmax <= 2.5)) return Fail();
-  const Ev z2 = Mul(z, z);
-  const double z2max = z2.y + z2.e;
-  const Ev mz2{-z2.y, z2.e};
-  Ev term = z, sum = z;
-  for (int n = 1; n <= 80; ++n) {
-    term = Div(Mul(term, mz2), Exact(n));
-    sum = Add(sum, Div(term, Exact(2 * n + 1)));
-    const double tmag = std::fabs(term.y) + term.e;
-    if (n + 1 >= z2max && tmag < 0x1p-62 * std::fabs(sum.y)) {
-      sum.e += tmag * z2max / (n + 1) * 1.01;
-      return Mul(TwoOverSqrtPi(), sum);
+  const Consts& c = C();
+  const int n = zmax <= 0.25 ? 8 : zmax <= 0.5 ? 11 : zmax <= 1.0 ? 17 : zmax <= 1.5 ? 26 : 40;
+  const Ev s = Mul(z, z);
+  Ev q = Coef(c.erf_c[static_cast<size_t>(n)]);
+  for (int k = n - 1; k >= 0; --k) q = Add(Mul(q, s), Coef(c.erf_c[static_cast<size_t>(k)]));
+  double zp = zmax;  // zmax^(2n + 3)
+  for (int k = 0; k < n + 1; ++k) zp *= zmax * zmax;
+  q.e += std::fabs(c.erf_c[static_cast<size_t>(n + 1)]) * zp / zmax * 1.01;
+  // q.e bounds the polynomial part; the remainder of sum a_k z^(2k) is |a_(N+1)| z^(2N+2).
+  return Mul(TwoOverSqrtPi(), Mul(z, q));
+}
+
+// K(z) = sqrt(pi) e^(z^2) erfc(z) for z >= 2 by Laplace's continued fraction (Abramowitz &
+// Stegun 7.1.14): K = 1/(z + (1/2)/(z + (2/2)/(z + (3/2)/(z + ...)))). Its partial numerators
+// k/2 and denominators z are positive, so consecutive convergents lie on both sides of K
+// (Cuyt et al., Handbook of Continued Fractions for Special Functions, 2008, Thm 3.12 (Seidel-
+// Stern) with the convergence of 13.2.20a for z > 0): K is within |K_N - K_(N+1)| of either.
+Ev ErfcScaledEv(Ev z) {
+  if (!(z.y - z.e >= 2.0) || !(z.y <= 1e6)) return Fail();
+  // Convergents K_k = A_k / B_k by the forward recurrences (Wallis): A_k = z A_(k-1) +
+  // b_(k-1) A_(k-2), the same for B, b_0 = 1, b_j = j/2; A_-1 = 1, A_0 = 0, B_-1 = 0, B_0 = 1.
+  // All terms are positive, so the running bounds stay relative.
+  Ev a2 = Exact(1.0), a1 = Exact(0.0), b2 = Exact(0.0), b1 = Exact(1.0);
+  for (int k = 1; k <= 160; ++k) {
+    const Ev bk = Exact(k == 1 ? 1.0 : 0.5 * (k - 1));
+    const Ev a0 = Add(Mul(z, a1), Mul(bk, a2));
+    const Ev b0 = Add(Mul(z, b1), Mul(bk, b2));
+    a2 = a1;
+    a1 = a0;
+    b2 = b1;
+    b1 = b0;
+    if (b1.y > 0x1p500) {  // Rescale (exact: powers of two) to stay in range.
+      a1 = {a1.y * 0x1p-500, a1.e * 0x1p-500};
+      a2 = {a2.y * 0x1p-500, a2.e * 0x1p-500};
+      b1 = {b1.y * 0x1p-500, b1.e * 0x1p-500};
+      b2 = {b2.y * 0x1p-500, b2.e * 0x1p-500};
+    }
+    if (k >= 8 && k % 4 == 0) {
+      // Consecutive convergents K_k, K_(k-1) bracket K (checked every 4 steps).
+      const Ev kk = Div(a1, b1);
+      const Ev km1 = Div(a2, b2);
+      const double gap = std::fabs(kk.y - km1.y);
+      if (gap <= 0x1p-58 * kk.y) return {kk.y, std::max(kk.e, km1.e) + gap};
     }
   }
   return Fail();
@@ -268,7 +328,7 @@ bool Decide(const FormatSpec& f, const OpEnv& env, bool neg, double mlo, double 
   const int fb = f.fraction_bits;
   const uint64_t sign = neg ? SignMaskOf(f) : 0;
   // Below half the smallest subnormal: 0 or the smallest subnormal, u x (tiny either way).
-  if (mhi <= std::ldexp(1.0, MinSubnormalExponent(f) - 1)) {
+  if (mhi <= Pow2(MinSubnormalExponent(f) - 1)) {
     bool up = false;
     switch (env.rounding) {
       case Rounding::kNearestEven:
@@ -287,7 +347,7 @@ bool Decide(const FormatSpec& f, const OpEnv& env, bool neg, double mlo, double 
     return true;
   }
   // At or above 2^(Emax + 1): overflow in every mode.
-  if (mlo >= std::ldexp(1.0, Emax(f) + 1)) {
+  if (mlo >= Pow2(Emax(f) + 1)) {
     bool to_inf = false;
     switch (env.rounding) {
       case Rounding::kNearestEven:
@@ -312,11 +372,41 @@ bool Decide(const FormatSpec& f, const OpEnv& env, bool neg, double mlo, double 
     r->flags = kOverflow | kInexact;
     return true;
   }
-  if (mlo < std::ldexp(1.0, Emin(f)) || mlo < 0x1p-960) return false;
-  const int e = std::ilogb(mlo);
-  if (mhi > std::ldexp(1.0, e + 1)) return false;
-  const double sl = std::ldexp(mlo, p - e);
-  const double sh = std::ldexp(mhi, p - e);
+  // Subnormal range, at most pred_p(2^Emin) = 2^Emin (1 - 2^-p): tiny before and after
+  // rounding in every mode; the quantum is fixed, q = 2^(Emin - p) (half a subnormal ulp).
+  // Only where the bounds stay above 2^-960 (every output but binary64).
+  if (Emin(f) - p >= -950 && mhi <= (1.0 - Pow2(-p)) * Pow2(Emin(f))) {
+    const double sl = mlo * Pow2(p - Emin(f));  // Exact: < 2^p, scaled up.
+    const double sh = mhi * Pow2(p - Emin(f));
+    const double k = std::floor(sl);
+    if (sh > k + 1) return false;
+    const uint64_t ki = static_cast<uint64_t>(k);
+    uint64_t i = ki >> 1;
+    bool up = false;
+    switch (env.rounding) {
+      case Rounding::kNearestEven:
+      case Rounding::kNearestAway: up = (ki & 1) != 0; break;
+      case Rounding::kTowardZero: break;
+      case Rounding::kUpward: up = !neg; break;
+      case Rounding::kDownward: up = neg; break;
+      case Rounding::kToOdd: i |= 1; break;
+      case Rounding::kStochastic: return false;
+    }
+    const uint64_t m = i + (up ? 1 : 0);
+    if (env.flush_to_zero || m == 0) {
+      const bool neg_zero = neg && f.nan_encoding != NanEncoding::kNegativeZero;
+      r->bits = PlaceBits(f, neg_zero ? sign : 0);
+    } else {
+      r->bits = PlaceBits(f, sign | m);  // m = 2^(p-1) is 2^Emin's encoding.
+    }
+    r->flags = kUnderflow | kInexact;
+    return true;
+  }
+  if (mlo < Pow2(Emin(f)) || mlo < 0x1p-960) return false;
+  const int e = ExponentOf(mlo);
+  if (e >= 1023 || mhi > Pow2(e + 1)) return false;
+  const double sl = mlo * Pow2(p - e);  // Exact scalings into [2^p, 2^(p+1)].
+  const double sh = mhi * Pow2(p - e);
   const double k = std::floor(sl);
   if (sh > k + 1) return false;  // A point of the (p+1)-bit grid inside.
   const uint64_t ki = static_cast<uint64_t>(k);
@@ -352,6 +442,19 @@ bool DecideInterval(const FormatSpec& f, const OpEnv& env, Interval v, OpResult*
 }
 
 int DecodeToDouble(const FormatSpec& f, uint64_t bits, bool daz, double* v) {
+  // binary32 and bfloat16 (the IEEE layouts of format_spec.h's FastLayout): the host float's
+  // conversion to double is exact; classes as below.
+  if (!daz && (f.d.fast_layout == FastLayout::kBinary32 ||
+               f.d.fast_layout == FastLayout::kBFloat16)) {
+    uint32_t u = static_cast<uint32_t>(bits & WidthMask(f));
+    if (f.d.fast_layout == FastLayout::kBFloat16) u <<= 16;
+    float g;
+    std::memcpy(&g, &u, sizeof g);
+    if (std::isnan(g)) return 3;
+    *v = static_cast<double>(g);
+    if (std::isinf(g)) return 2;
+    return g == 0 ? 0 : 1;
+  }
   const uint64_t enc = (bits & WidthMask(f)) >> f.pad_bits;
   const int fb = f.fraction_bits;
   const uint64_t frac = enc & Ones(fb);

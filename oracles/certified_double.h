@@ -2,6 +2,9 @@
 // rounded result from the enclosure it gives: the fast paths of the elementwise and along-axis
 // oracles (elementary.h, axis_ops.h).
 //
+// Requires the default floating-point environment (round to nearest, no FTZ/DAZ in MXCSR):
+// fpconform never changes it (DESIGN.md: no global floating-point state).
+//
 // Ev {y, e}: a computed double y and a bound e with |y - v| <= e for the exact value v it
 // stands for. The operations below take exact-value bounds of their operands and return one for
 // the exact result of the operation on the exact operands, under the standard model of IEEE
@@ -86,6 +89,8 @@ Ev Log1pEv(Ev a);
 Ev TanhOf(double x);
 // erf(z) for |z.y| + z.e <= 2.5 (else e = Inf).
 Ev ErfEv(Ev z);
+// sqrt(pi) e^(z^2) erfc(z) for z >= 2 (continued fraction; else e = Inf).
+Ev ErfcScaledEv(Ev z);
 
 // Compensated sum (Sum2) of the terms' y with the bound above.
 Ev SumEv(std::span<const Ev> terms);

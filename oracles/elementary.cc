@@ -483,57 +483,99 @@ Tail Tiny(bool neg) { return {neg, 0.0, 0x1p-960}; }
 // |v| >= 2^1024 (beyond every format of precision <= 53).
 Tail Huge() { return {false, 0x1.fffffffffffffp1023, cd::kInf}; }
 
-// The certified binary64 knowledge of fn(x) for a finite non-zero double x: a sign and an open
-// magnitude interval (a tail rule), or an Ev (a value with its bound); false when neither.
-struct Fast {
-  bool is_tail = false;
-  Tail tail{false, 0, 0};
-  cd::Ev value;
-};
-bool FastEval(ElementaryFn fn, double x, Fast* f) {
+// Decides fn(x) for a finite non-zero double x, or returns false.
+// With `capture`, the interval the decision would be taken on is stored there instead (and true
+// returned): ElementaryEncloseFast.
+bool FastOne(ElementaryFn fn, double x, const FormatSpec& out, const OpEnv& env, OpResult* r,
+             cd::Interval* capture = nullptr) {
   using cd::Add;
   using cd::Div;
   using cd::Ev;
   using cd::Exact;
   using cd::Mul;
+  using cd::Sub;
   auto tail = [&](Tail t) {
-    f->is_tail = true;
-    f->tail = t;
-    return true;
+    if (capture != nullptr) {
+      *capture = t.neg ? cd::Interval{-t.mhi, -t.mlo} : cd::Interval{t.mlo, t.mhi};
+      return true;
+    }
+    return cd::Decide(out, env, t.neg, t.mlo, t.mhi, r);
   };
   auto value = [&](Ev v) {
-    f->is_tail = false;
-    f->value = v;
-    return true;
+    if (capture != nullptr) {
+      *capture = cd::Enclose(v);
+      return true;
+    }
+    return cd::DecideInterval(out, env, cd::Enclose(v), r);
   };
-  // Tiny |x|: the value is within a binary64 gap next to a binary64 number X (1, 1/2, x/2, x):
-  //   exp, exp2 (|x| < 2^-54): e^x in (1, 1 + 2^-53) or (1 - 2^-54, 1);
-  //   tanh (|x| < 2^-27): |tanh x| in (|x| - |x|^3/3, |x|);
-  //   sigmoid (|x| < 2^-52): 1/2 + x/4 - x^3/48 + ..., in (1/2, 1/2 + 2^-54) or below 1/2;
-  //   silu, gelu, gelu_tanh (|x| < 2^-53): x/2 + c x^2 + O(x^4), 0 < c < 0.41: above x/2 for
-  //     x > 0 by less than x/2 2^-53, below |x|/2 in magnitude for x < 0.
+  // Anchored values: v = A + B with A a double and B in [b_lo, b_hi] (bounds of one sign, or
+  // the sign of B known): the open interval (RD(A + b_lo), RU(A + b_hi)), clamped to A on the
+  // side where B's sign puts v strictly beyond A.
+  auto anchored = [&](double a, double b_lo, double b_hi, int b_sign) {
+    double lo = std::nextafter(a + b_lo, -cd::kInf);
+    double hi = std::nextafter(a + b_hi, cd::kInf);
+    if (b_sign > 0 && lo < a) lo = a;
+    if (b_sign < 0 && hi > a) hi = a;
+    if (capture != nullptr) {
+      *capture = {lo, hi};
+      return true;
+    }
+    return cd::DecideInterval(out, env, {lo, hi}, r);
+  };
+  // Small |x|: B's bounds from the Taylor series, with relative margins (2^-50) that cover the
+  // few roundings of the bounds' own computation (<= 3u) and of the constants (u):
+  //   exp (|x| < 2^-30):  e^x - 1 in (x, x (1 + 2^-29)) for x > 0, (x, x (1 - 2^-30)) for x < 0
+  //                       (x^2/2 < |x| 2^-31);
+  //   exp2 (|x| < 2^-30): 2^x - 1 = t + t^2/2 + ..., t = x ln2: the same with t;
+  //   sigmoid (|x| < 2^-30): sigmoid(x) - 1/2 = x/4 - x^3/48 + ...: x/4 (1 - 2^-40 .. 1);
+  //   silu (|x| < 2^-20): silu(x) - x/2 = x^2/4 - x^4/48 + ...: x^2/4 (1 - 2^-30 .. 1 + 2^-50);
+  //   gelu, gelu_tanh (|x| < 2^-20): f(x) - x/2 = k x^2 (1 + O(x^2)), k = 1/sqrt(2 pi) (both:
+  //     gelu_tanh's x (sigmoid(v) - 1/2) = x v/4 + ... = sqrt(2/pi)/2 x^2 (1 + 0.044715 x^2)
+  //     - ...):
+  //     k x^2 (1 -+ 2^-30);
+  //   tanh (|x| < 2^-10): tanh(x) - x = -(x^3/3)(1 - (2/5) x^2 + ...): -(x^3/3)(1 - 0.41 x^2
+  //     - 2^-49 .. 1 + 2^-49).
   const double ax = std::fabs(x);
-  auto above = [&](double v) {  // v > 0: (v, next(v)).
-    return tail(Tail{false, v, std::nextafter(v, cd::kInf)});
-  };
-  auto below = [&](double v, bool neg) {  // v > 0: magnitude in (prev(v), v).
-    return tail(Tail{neg, std::nextafter(v, 0.0), v});
-  };
+  const double m50 = 0x1p-50;
   switch (fn) {
     case ElementaryFn::kExp:
-    case ElementaryFn::kExp2:
-      if (ax < 0x1p-54) return x > 0 ? above(1.0) : below(1.0, false);
+      if (ax < 0x1p-30) {
+        return x > 0 ? anchored(1.0, x, x * (1 + 0x1p-29), 1)
+                     : anchored(1.0, x, x * (1 - 0x1p-30), -1);
+      }
       break;
-    case ElementaryFn::kTanh:
-      if (ax < 0x1p-27) return below(ax, x < 0);
+    case ElementaryFn::kExp2:
+      if (ax < 0x1p-30) {
+        const double t = x * cd::Ln2().y;
+        return x > 0 ? anchored(1.0, t * (1 - m50), t * (1 + 0x1p-29), 1)
+                     : anchored(1.0, t * (1 + m50), t * (1 - 0x1p-30), -1);
+      }
       break;
     case ElementaryFn::kSigmoid:
-      if (ax < 0x1p-52) return x > 0 ? above(0.5) : below(0.5, false);
+      if (ax < 0x1p-30) {
+        return x > 0 ? anchored(0.5, (x / 4) * (1 - 0x1p-40), x / 4, 1)
+                     : anchored(0.5, x / 4, (x / 4) * (1 - 0x1p-40), -1);
+      }
       break;
     case ElementaryFn::kSilu:
+      if (ax < 0x1p-20) {
+        const double b = 0.25 * (x * x);
+        return anchored(0.5 * x, b * (1 - 0x1p-30), b * (1 + m50), 1);
+      }
+      break;
     case ElementaryFn::kGelu:
     case ElementaryFn::kGeluTanh:
-      if (ax < 0x1p-53) return x > 0 ? above(0.5 * x) : below(0.5 * ax, true);
+      if (ax < 0x1p-20) {
+        const double b = 0.5 * cd::TwoOverSqrtPi().y * cd::InvSqrt2().y * (x * x);
+        return anchored(0.5 * x, b * (1 - 0x1p-30), b * (1 + 0x1p-30), 1);
+      }
+      break;
+    case ElementaryFn::kTanh:
+      if (ax < 0x1p-10) {
+        const double c3 = ax * ax * ax / 3;
+        const double big = c3 * (1 + 0x1p-49), small = c3 * (1 - 0.41 * ax * ax - 0x1p-49);
+        return x > 0 ? anchored(x, -big, -small, -1) : anchored(x, small, big, 1);
+      }
       break;
     default:
       break;
@@ -558,28 +600,60 @@ bool FastEval(ElementaryFn fn, double x, Fast* f) {
       }
       return value(cd::TanhOf(x));
     case ElementaryFn::kSigmoid:
-      if (x >= 40.0) return tail(Below(1.0));      // 1 - s = e^-x / (1 + e^-x) < 2^-57.
-      if (x <= -700.0) return tail(Tiny(false));   // s < e^x.
-      return value(Div(Exact(1.0), Add(Exact(1.0), cd::ExpEv(Exact(-x)))));
     case ElementaryFn::kSilu:
-      if (x >= 40.0) return tail(Below(x));        // x - silu(x) < x e^-x.
-      if (x <= -700.0) return tail(Tiny(true));    // |x| e^x <= 700 e^-700 < 2^-1000.
-      return value(Div(Exact(x), Add(Exact(1.0), cd::ExpEv(Exact(-x)))));
-    case ElementaryFn::kGeluTanh: {
-      if (x >= 40.0) return tail(Below(x));        // x - g < x e^-v, v > x.
-      if (x <= -30.0) return tail(Tiny(true));     // |g| < |x| e^-|v|, |v| > 0.07 |x|^3.
-      const Ev x3 = Mul(Mul(Exact(x), Exact(x)), Exact(x));
-      const Ev v = Mul(cd::GeluTanhK(), Add(Exact(x), Mul(cd::GeluTanhA(), x3)));
-      if (v.y > 690.0) return tail(Below(x));      // x e^-v < x 2^-995.
-      if (v.y < -690.0) return false;
-      return value(Div(Exact(x), Add(Exact(1.0), cd::ExpEv(Ev{-v.y, v.e}))));
-    }
+    case ElementaryFn::kGeluTanh:
     case ElementaryFn::kGelu: {
-      if (x >= 9.0) return tail(Below(x));         // x erfc(x/sqrt2)/2 < x e^-40.5 / 2.
-      if (x <= -40.0) return tail(Tiny(true));     // |x| e^-800.
-      if (std::fabs(x) > 3.5) return false;
-      const Ev erf = cd::ErfEv(Mul(Exact(x), cd::InvSqrt2()));
-      return value(Mul(Exact(0.5 * x), Add(Exact(1.0), erf)));
+      // value = X s(a) with s = sigmoid, X = 1 (sigmoid) or x, a = x or v (gelu_tanh's
+      // 2 sqrt(2/pi)(x + 0.044715 x^3)); gelu: X (1 + erf(x/sqrt2)) / 2.
+      // x > 0: X - c with c = X s(-a) (gelu: X erfc(x/sqrt2)/2) evaluated alone; when
+      // c < X 2^-54 the value is in (pred(X), X). x < 0: X s(a) = X / (1 + e^-a) (gelu:
+      // X erfc(|x|/sqrt2)/2), no cancellation.
+      const bool sigmoid = fn == ElementaryFn::kSigmoid;
+      const double big_x = sigmoid ? 1.0 : x;
+      if (x >= 745.0) return tail(Below(big_x));      // c < X e^-745 < X 2^-1074.
+      // Tiny: |gelu| <= |x| e^(-x^2/2) / 2 (x <= -38), |gelu_tanh| < |x| e^-|v| with
+      // |v| > 0.07 |x|^3 (x <= -30), silu <= |x| e^x <= 700 e^-700, sigmoid < e^-700: all below
+      // 2^-1000.
+      if ((fn == ElementaryFn::kGelu && x <= -38.0) ||
+          (fn == ElementaryFn::kGeluTanh && x <= -30.0) ||
+          (fn == ElementaryFn::kSilu && x <= -700.0)) {
+        return tail(Tiny(true));
+      }
+      if (sigmoid && x <= -700.0) return tail(Tiny(false));
+      Ev c;  // x > 0: the correction; x < 0: the value.
+      if (fn == ElementaryFn::kGelu) {
+        const double ax2 = 0.5 * x * x;  // Exact: x^2 / 2 for inputs of <= 26 bits; else Ev.
+        if (std::fabs(x) <= 3.0) {
+          const Ev erf = cd::ErfEv(Mul(Exact(x), cd::InvSqrt2()));
+          return value(Mul(Exact(0.5 * x), Add(Exact(1.0), erf)));
+        }
+        if (ax2 > 690.0) {
+          // |x| erfc(|x|/sqrt2)/2 < |x| e^-690 / 2 < 2^-990 (|x| < 38 here).
+          return x > 0 ? tail(Below(x)) : tail(Tiny(true));
+        }
+        const Ev k = cd::ErfcScaledEv(Mul(Exact(std::fabs(x)), cd::InvSqrt2()));
+        const Ev e = cd::ExpEv(Mul(Mul(Exact(x), Exact(x)), Exact(-0.5)));
+        const Ev inv_sqrt_pi{0.5 * cd::TwoOverSqrtPi().y, 0.5 * cd::TwoOverSqrtPi().e};
+        c = Mul(Mul(Exact(0.5 * x), e), Mul(k, inv_sqrt_pi));  // X erfc(|x|/sqrt2) / 2.
+      } else {
+        Ev a = Exact(x);
+        if (fn == ElementaryFn::kGeluTanh) {
+          const Ev x3 = Mul(Mul(Exact(x), Exact(x)), Exact(x));
+          a = Mul(cd::GeluTanhK(), Add(Exact(x), Mul(cd::GeluTanhA(), x3)));
+        }
+        if (a.y > 690.0) return tail(Below(big_x));    // c < X e^-690.
+        // x < 0, a < -690: |value| < |X| e^-690 < 2^-985 (|X| <= 700).
+        if (a.y < -690.0) return tail(Tiny(!sigmoid));
+        // x > 0: c = X / (1 + e^a); x < 0: value X / (1 + e^-a).
+        const Ev e = cd::ExpEv(x > 0 ? a : Ev{-a.y, a.e});
+        c = Div(Exact(big_x), Add(Exact(1.0), e));
+      }
+      if (x < 0) return value(c);
+      if (!cd::Ok(c)) return false;
+      if (c.y + c.e < big_x * 0x1p-54) return tail(Below(big_x));
+      const double eb = c.e * (1.0 + 0x1p-30) + 0x1p-1000;
+      if (!(c.y > eb)) return false;
+      return anchored(big_x, -(c.y + eb), -(c.y - eb), -1);
     }
     case ElementaryFn::kRsqrt:
       if (x < 0) return false;
@@ -588,14 +662,6 @@ bool FastEval(ElementaryFn fn, double x, Fast* f) {
       return value(Div(Exact(1.0), Exact(x)));
   }
   return false;
-}
-
-// Decides fn(x) for a finite non-zero double x, or returns false.
-bool FastOne(ElementaryFn fn, double x, const FormatSpec& out, const OpEnv& env, OpResult* r) {
-  Fast f;
-  if (!FastEval(fn, x, &f)) return false;
-  return f.is_tail ? cd::Decide(out, env, f.tail.neg, f.tail.mlo, f.tail.mhi, r)
-                   : cd::DecideInterval(out, env, cd::Enclose(f.value), r);
 }
 
 void BatchRange(ElementaryFn fn, const FormatSpec& in, std::span<const uint64_t> in_bits,
@@ -629,27 +695,36 @@ bool ElementaryEncloseFast(ElementaryFn fn, const FormatSpec& in, uint64_t bits,
   double x = 0;
   if (!IsFloat(in) || Precision(in) > 53 || cd::DecodeToDouble(in, bits, false, &x) != 1) return false;
   if (x < 0 && (fn == ElementaryFn::kLog || fn == ElementaryFn::kRsqrt)) return false;
-  Fast f;
-  if (!FastEval(fn, x, &f)) return false;
-  if (f.is_tail) {
-    if (!std::isfinite(f.tail.mhi)) return false;
-    *lo = f.tail.neg ? -f.tail.mhi : f.tail.mlo;
-    *hi = f.tail.neg ? -f.tail.mlo : f.tail.mhi;
-  } else {
-    const cd::Interval iv = cd::Enclose(f.value);
-    *lo = iv.lo;
-    *hi = iv.hi;
-  }
+  cd::Interval iv{0, 0};
+  OpResult unused;
+  if (!FastOne(fn, x, Float64(), OpEnv{}, &unused, &iv)) return false;
+  *lo = iv.lo;
+  *hi = iv.hi;
   return std::isfinite(*lo) && std::isfinite(*hi) && *lo < *hi;
 }
 
-void ElementaryRoundBatch(ElementaryFn fn, const FormatSpec& in,
-                          std::span<const uint64_t> in_bits, const FormatSpec& out,
-                          const OpEnv& env, std::span<uint64_t> out_bits,
-                          std::span<Flags> out_flags, ElementaryStats* stats, int threads) {
+absl::Status ElementarySupports(const FormatSpec& in, const FormatSpec& out) {
+  if (!IsFloat(in)) {
+    return absl::InvalidArgumentError("elementwise oracle: input format " + std::string(in.name) +
+                                      " is not a float format");
+  }
+  if (!IsFloat(out) || Precision(out) > 53) {
+    return absl::InvalidArgumentError("elementwise oracle: output format " +
+                                      std::string(out.name) +
+                                      " must be a float format of at most 53 bits");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ElementaryRoundBatch(ElementaryFn fn, const FormatSpec& in,
+                                  std::span<const uint64_t> in_bits, const FormatSpec& out,
+                                  const OpEnv& env, std::span<uint64_t> out_bits,
+                                  std::span<Flags> out_flags, ElementaryStats* stats,
+                                  int threads) {
+  if (absl::Status st = ElementarySupports(in, out); !st.ok()) return st;
   if (out_bits.size() != in_bits.size() ||
       (!out_flags.empty() && out_flags.size() != in_bits.size())) {
-    Die("ElementaryRoundBatch: output spans of the wrong size");
+    return absl::InvalidArgumentError("elementwise oracle: output spans of the wrong size");
   }
   const size_t n = in_bits.size();
   const size_t t = static_cast<size_t>(threads < 1 ? 1 : threads);
@@ -673,6 +748,7 @@ void ElementaryRoundBatch(ElementaryFn fn, const FormatSpec& in,
   ElementaryStats total;
   for (const ElementaryStats& s : st) total += s;
   if (stats != nullptr) *stats += total;
+  return absl::OkStatus();
 }
 
 }  // namespace fpconform

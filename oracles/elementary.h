@@ -16,7 +16,8 @@
 // Special values (IEEE 754-2019 §9.2 where it defines the function; limits elsewhere):
 //   NaN in -> NaN out (propagated per env.nan as mpfr_oracle.h's ops do; v for a signaling NaN).
 //   exp(+-0) = exp2(+-0) = 1; exp(-Inf) = exp2(-Inf) = +0; exp(+Inf) = +Inf.
-//   log(+-0) = -Inf with z; log(x < 0) = NaN with v (also log(-Inf)); log(1) = +0; log(+Inf) = +Inf.
+//   log(+-0) = -Inf with z; log(x < 0) = NaN with v (also log(-Inf)); log(1) = +0;
+//   log(+Inf) = +Inf.
 //   tanh(+-0) = +-0, tanh(+-Inf) = +-1.
 //   sigmoid(+-0) = 0.5 exactly; sigmoid(+Inf) = 1, sigmoid(-Inf) = +0.
 //   silu, gelu, gelu_tanh: (+-0) = +-0; (+Inf) = +Inf; (-Inf) = -0, the limit. (A kernel that
@@ -66,35 +67,52 @@
 // NaN in all three; Inf results give that Inf.
 //
 // Fast batch path (ElementaryRoundBatch): each input is evaluated in binary64 with a rigorous
-// running error bound (class Ev in elementary.cc: every operation carries |computed - exact|
-// <= e under the standard model fl(a op b) = (a op b)(1 + d), |d| <= u = 2^-53 round to
-// nearest, no contraction: -ffp-contract=off), from which an open interval (lo, hi) around the
-// exact value is formed; if no point of the output's (p+1)-bit grid (values and midpoints) lies
-// in it, every mode but stochastic rounds every point of it the same, and the result is read
-// off (bits with flag x; or o x above 2^(Emax+1); or u x below half the smallest subnormal).
-// Otherwise (and for subnormal-range results, NaN/Inf/zero inputs, exact results, sr<k>,
-// outputs without subnormals or zero, inputs wider than binary64) the element is computed by
-// ElementaryRound and counted as a fallback. No libm function is used: exp is own argument
-// reduction (k = round(64 x / ln 2), r = x - k ln2/64 with ln2/64 as a 36-bit head whose
-// product with |k| < 2^17 is exact and a tail, 2^(j/64) from a table correctly rounded by MPFR,
-// |error| <= ulp/2 each) and a Taylor polynomial of degree 7 whose remainder
-// |r|^8/8! e^|r| (|r| <= 0.0055) is added to the bound; log uses log m = 2 atanh((m-1)/(m+1)),
-// m in [sqrt(1/2), sqrt 2), |t| <= 0.1716, 13 odd terms, remainder t^27/(27 (1 - t^2)); tanh
-// for |x| <= 0.5 is sinh/cosh by Taylor series (remainder 2 |x|^(2N+1)/(2N+1)!), else
-// (1 - e^-2|x|)/(1 + e^-2|x|); erf for |x/sqrt2| <= 2.5 (gelu with |x| <= 3.5) is its
-// alternating Taylor series, the first omitted term bounding the remainder; gelu outside that
-// range falls back except in its tails (below). Every constant (ln2/64 head and tail, 2/sqrt pi,
-// sqrt(2/pi), 0.044715) is the double nearest with its |error| <= ulp/2 in the bound. The bound
-// arithmetic itself is done in round-to-nearest; at most 600 chained operations make it low by
-// a factor >= 1 - 600 * 2u, and the final bound is multiplied by 1 + 2^-30 and increased by
-// 2^-1000 (which also covers underflow in the bound; results below 2^-960 are not decided).
-// Tails decided without evaluation: value = X - c with 0 < c < X 2^-54 gives (pred(X), X)
-// (sigmoid, tanh: X = 1, x >= 40 / |x| >= 20; silu, gelu_tanh x >= 40; gelu x >= 9); values
-// known to lie in (0, 2^-999) in magnitude (x <= -745 for exp, x <= -745 for sigmoid and silu,
-// x <= -40 for gelu, x <= -30 for gelu_tanh) decide as tiny when that is below half the
-// output's smallest subnormal; exp above 709.79 as overflow. The fast result equals
-// ElementaryRound's bits and flags for every input where it decides (elementary_test.cc checks
-// this on every bfloat16 and float16 input and on seeded float32 samples).
+// running error bound (certified_double.h: every operation carries |computed - exact| <= e
+// under the standard model fl(a op b) = (a op b)(1 + d), |d| <= u = 2^-53, round to nearest, no
+// contraction: -ffp-contract=off), from which an open interval (lo, hi) around the exact value
+// is formed; if no point of the output's (p+1)-bit grid (values and midpoints) lies in it, every
+// mode but stochastic rounds every point of it the same, and the result is read off
+// (certified::Decide: bits with x; u x in the subnormal range or below half the smallest
+// subnormal; o x at or above 2^(Emax+1)). Otherwise (and for NaN/Inf/zero inputs, log/rsqrt of
+// negatives, exact results, sr<k>, outputs without subnormals, zero or sign, formats wider than
+// binary64) the element is computed by ElementaryRound (counted: fallback, or special).
+// No libm function is used for values (nearbyint, frexp, ldexp only: exact):
+//   * exp: own argument reduction (k = round(64 x / ln 2), r = x - k ln2/64 with ln2/64 as a
+//     36-bit head whose product with |k| < 2^17 is exact and a tail; 2^(j/64) from a table
+//     correctly rounded by MPFR) and the Taylor polynomial of degree 7, remainder
+//     |r|^8/8! e^|r| (|r| <= 0.006) added to the bound; exp2 through it with x = k/64 + d;
+//   * log: log m = 2 atanh((m-1)/(m+1)), m in [sqrt(1/2), sqrt 2), |t| <= 0.1716, 13 odd terms,
+//     remainder 2 |t|^27 / (27 (1 - t^2));
+//   * tanh: |x| <= 0.5 sinh/cosh by Taylor series (remainders 2 x^20/21!, 2 x^20/20!), else
+//     (1 - e^-2|x|)/(1 + e^-2|x|);
+//   * sigmoid, silu, gelu_tanh: X / (1 + e^-a) (X = 1 or x, a = x or gelu_tanh's v); for x > 0
+//     as X - c with c = X / (1 + e^a) evaluated alone (relative precision);
+//   * gelu: |x| <= 3 the alternating Taylor series of erf (first omitted term bounds the
+//     remainder); |x| > 3 erfc(|x|/sqrt 2) = e^(-x^2/2) K / sqrt(pi) with K Laplace's continued
+//     fraction, whose consecutive convergents bracket it (Seidel-Stern); x > 0 as x - c again.
+// Every constant (ln2/64 head and tail, ln 2, 2/sqrt pi, 1/sqrt 2, 2 sqrt(2/pi), 0.044715) is
+// the double nearest with |error| <= ulp/2 in the bound.
+// Values next to a double X are decided as X + B with B's bounds and sign ("anchored": the
+// interval is clamped at X on the side where B's sign puts the value): small |x| (exp, exp2,
+// sigmoid: |x| < 2^-30, X = 1 or 1/2; silu, gelu, gelu_tanh: |x| < 2^-20, X = x/2, B = x^2/4
+// or x^2/sqrt(2 pi) to a relative 2^-30; tanh: |x| < 2^-10, X = x, B = -(x^3/3)(1 - 0.41 x^2
+// .. 1); elementary.cc derives each bound), and the X - c forms (B = -c). Tails decided without
+// evaluation: value within X 2^-54 below X gives (pred(X), X) (tanh |x| >= 20; sigmoid, silu,
+// gelu_tanh, gelu for x >= 745 or when a > 690); values known below 2^-960 in magnitude (exp
+// x <= -700, exp2 x <= -961, sigmoid and silu x <= -700 or a < -690, gelu x <= -38 or
+// x^2/2 > 690, gelu_tanh x <= -30 or v < -690) are tiny; exp x >= 710 and exp2 x >= 1024
+// overflow. elementary_test.cc checks the fast bits and flags against ElementaryRound on every
+// bfloat16 and float16 input and on seeded float32 samples in every mode, and that the
+// enclosures of certified_double.h contain MPFR's values.
+//
+// Speed (elementary_benchmark, 2 threads on 2 shared cores at load 6-7, so wall times are about
+// 3x the per-thread CPU time given second): all 2^16 bfloat16 inputs 3-8 ms wall per function
+// (0.7-1.3 ms CPU); 2^24 float32 N(0, 9) inputs 0.8-2.2 s wall (0.27-0.75 s CPU) for every
+// function but gelu, 5.3 s wall (1.77 s CPU: erf's 40-term series and erfc's continued
+// fraction); 2^24 random float32 bit patterns 0.8-1.8 s wall (0.28-0.61 s CPU). Fallbacks to
+// MPFR: 0-9 per 2^24 N(0, 9) inputs (gelu 81), 0-7.6k per 2^24 random patterns (exact
+// results, outputs near the top of the subnormal range). ElementaryRound alone: ~1-5 us per
+// call for the MPFR functions, 10-300 us for gelu (mpfr_erfc).
 //
 // Thread safety: MPFR scratch is thread-local; the batch call splits the inputs over `threads`
 // std::threads, results independent of the split.
@@ -115,6 +133,7 @@
 
 #include <mpfr.h>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "formats/format_spec.h"
 #include "formats/op_env.h"
@@ -195,10 +214,18 @@ struct ElementaryStats {
     return *this;
   }
 };
-void ElementaryRoundBatch(ElementaryFn fn, const FormatSpec& in,
-                          std::span<const uint64_t> in_bits, const FormatSpec& out,
-                          const OpEnv& env, std::span<uint64_t> out_bits,
-                          std::span<Flags> out_flags, ElementaryStats* stats, int threads = 1);
+// InvalidArgument (nothing written) for formats ElementarySupports refuses or spans of the
+// wrong size.
+absl::Status ElementaryRoundBatch(ElementaryFn fn, const FormatSpec& in,
+                                  std::span<const uint64_t> in_bits, const FormatSpec& out,
+                                  const OpEnv& env, std::span<uint64_t> out_bits,
+                                  std::span<Flags> out_flags, ElementaryStats* stats,
+                                  int threads = 1);
+
+// OK when `in` and `out` are float formats and `out` has at most 53 bits of precision (the
+// precondition of ElementaryRound, ElementaryEnclose and ElementaryTruncate, which abort
+// otherwise: check user-chosen formats with this first).
+absl::Status ElementarySupports(const FormatSpec& in, const FormatSpec& out);
 
 // Whether the batch's binary64 path applies to (in, out, env) at all (else every element is
 // computed by ElementaryRound and counted as special).

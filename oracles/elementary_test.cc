@@ -28,6 +28,7 @@
 
 #include "cases/pinned_random.h"
 #include "formats/format_spec.h"
+#include "oracles/certified_double.h"
 #include "oracles/mpfr_oracle.h"
 #include "oracles/mpfr_plumbing.h"
 
@@ -60,6 +61,15 @@ TEST(ElementaryNames, RoundTripAndError) {
     ASSERT_TRUE(p.ok());
     EXPECT_EQ(*p, fn);
   }
+  std::vector<uint64_t> in(2), out(3);
+  EXPECT_FALSE(ElementaryRoundBatch(ElementaryFn::kExp, Float32(), in, Float32(), OpEnv{}, out, {},
+                                    nullptr)
+                   .ok());
+  out.resize(2);
+  EXPECT_FALSE(ElementaryRoundBatch(ElementaryFn::kExp, Float32(), in, Int8(), OpEnv{}, out, {},
+                                    nullptr)
+                   .ok());
+  EXPECT_TRUE(ElementarySupports(Float32(), Float64()).ok());
   auto bad = ParseElementaryFn("softplus");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("gelu_tanh"), std::string::npos);
@@ -147,8 +157,10 @@ TEST(ElementarySpecial, Table) {
     uint64_t ob = 0;
     Flags of = 0;
     ElementaryStats st;
-    ElementaryRoundBatch(r.fn, *r.in, std::span<const uint64_t>(&r.bits, 1), *r.out, env,
-                         std::span<uint64_t>(&ob, 1), std::span<Flags>(&of, 1), &st);
+    ASSERT_TRUE(ElementaryRoundBatch(r.fn, *r.in, std::span<const uint64_t>(&r.bits, 1), *r.out,
+                                     env, std::span<uint64_t>(&ob, 1), std::span<Flags>(&of, 1),
+                                     &st)
+                    .ok());
     if (r.expect == kNanAny) {
       EXPECT_TRUE(MpfrIsNanBits(*r.out, ob));
     } else {
@@ -241,7 +253,7 @@ ElementaryStats CheckInputs(ElementaryFn fn, const FormatSpec& f, const FormatSp
     OpEnv env;
     env.rounding = mode;
     ElementaryStats st;
-    ElementaryRoundBatch(fn, f, bits, out, env, ob, of, &st, 2);
+    EXPECT_TRUE(ElementaryRoundBatch(fn, f, bits, out, env, ob, of, &st, 2).ok());
     if (mode == Rounding::kNearestEven) rne_stats = st;
     for (size_t i = 0; i < bits.size() && failures < 10; ++i) {
       const OpResult ref = ElementaryRound(fn, f, bits[i], out, env);
@@ -301,7 +313,7 @@ TEST(ElementarySweep, ExhaustiveFloat16) { Sweep16(Float16(), 1); }
 TEST(ElementarySweep, Float32Seeded) {
   PinnedRng rng(DeriveSeed(Seed(), {28, 1}));
   std::vector<uint64_t> bits;
-  for (int i = 0; i < 4000; ++i) {
+  for (int i = 0; i < 2000; ++i) {
     bits.push_back(rng.Next() & 0xFFFFFFFF);
     bits.push_back(F32(static_cast<float>(3.0 * rng.Normal())));
   }
@@ -440,6 +452,66 @@ TEST(ElementaryEnclosure, BracketsAndBoost) {
     }
   }
   EXPECT_GT(checked, 9000);
+}
+
+// ---- The certified binary64 evaluations: the exact value (MPFR, 300 bits, correctly rounded
+// functions; the margin 2^-200 relative is far below the bounds) lies in every enclosure, and
+// the bounds are tight enough to decide (relative width < 2^-44; erf 2^-40). ----
+
+TEST(CertifiedDouble, EnclosuresContainTheExactValue) {
+  namespace cd = certified;
+  PinnedRng rng(DeriveSeed(Seed(), {28, 3}));
+  MpfrValue x(64), v(300), t(300);
+  int checked = 0;
+  auto check = [&](const char* what, double at, cd::Ev ev) {
+    ASSERT_TRUE(cd::Ok(ev)) << what << " " << at;
+    const cd::Interval iv = cd::Enclose(ev);
+    SCOPED_TRACE(std::string(what) + " at " + std::to_string(at) + " seed " +
+                 std::to_string(Seed()));
+    EXPECT_GT(mpfr_cmp_d(v, iv.lo), 0);  // lo < v < hi
+    EXPECT_LT(mpfr_cmp_d(v, iv.hi), 0);
+    // erf's alternating series cancels about 8 bits at |z| = 2.4.
+    const double tight = std::string(what) == "erf" ? 0x1p-40 : 0x1p-44;
+    EXPECT_LT(ev.e, tight * std::fabs(ev.y) + 0x1p-1000) << what;
+    ++checked;
+  };
+  for (int i = 0; i < 1000; ++i) {
+    const double a = rng.Uniform(-700, 700);
+    mpfr_set_d(x, a, MPFR_RNDN);
+    mpfr_exp(v, x, MPFR_RNDN);
+    check("exp", a, cd::ExpEv(cd::Exact(a)));
+    const double b = rng.Uniform(-1000, 1000);
+    mpfr_set_d(x, b, MPFR_RNDN);
+    mpfr_exp2(v, x, MPFR_RNDN);
+    check("exp2", b, cd::Exp2Of(b));
+    const double c = std::exp2(rng.Uniform(-1000, 1000)) * (1 + rng.Uniform01());
+    mpfr_set_d(x, c, MPFR_RNDN);
+    mpfr_log(v, x, MPFR_RNDN);
+    if (c != 1.0) check("log", c, cd::LogEv(cd::Exact(c)));
+    const double d = std::exp2(rng.Uniform(-60, 0));
+    mpfr_set_d(x, d, MPFR_RNDN);
+    mpfr_log1p(v, x, MPFR_RNDN);
+    check("log1p", d, cd::Log1pEv(cd::Exact(d)));
+    const double e = rng.Uniform(-19.9, 19.9);
+    mpfr_set_d(x, e, MPFR_RNDN);
+    mpfr_tanh(v, x, MPFR_RNDN);
+    if (e != 0) check("tanh", e, cd::TanhOf(e));
+    const double z = rng.Uniform(-2.4, 2.4);
+    mpfr_set_d(x, z, MPFR_RNDN);
+    mpfr_erf(v, x, MPFR_RNDN);
+    if (std::fabs(z) > 0x1p-20) check("erf", z, cd::ErfEv(cd::Exact(z)));
+    const double w = rng.Uniform(2.0, 30.0);
+    mpfr_set_d(x, w, MPFR_RNDN);
+    mpfr_erfc(v, x, MPFR_RNDN);  // sqrt(pi) e^(w^2) erfc(w)
+    mpfr_sqr(t, x, MPFR_RNDN);
+    mpfr_exp(t, t, MPFR_RNDN);
+    mpfr_mul(v, v, t, MPFR_RNDN);
+    mpfr_const_pi(t, MPFR_RNDN);
+    mpfr_sqrt(t, t, MPFR_RNDN);
+    mpfr_mul(v, v, t, MPFR_RNDN);
+    check("erfc scaled", w, cd::ErfcScaledEv(cd::Exact(w)));
+  }
+  EXPECT_GT(checked, 6500);
 }
 
 }  // namespace
