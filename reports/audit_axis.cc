@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <mutex>
 
 #include "composite/formula.h"
 #include "composite/model.h"
@@ -255,22 +256,39 @@ absl::Status AxisAuditOp::EmulateBlock(int64_t e0, int64_t e1, std::vector<std::
   for (size_t p = 0; p < np; ++p) emu[p].assign(static_cast<size_t>(e1 - e0), Emulated{});
   block_e0_ = e0;
   block_exact_.assign(static_cast<size_t>(e1 - e0), ExactEnclosure{});
-  std::vector<uint64_t> x;
-  std::vector<ExactEnclosure> exact;
-  std::vector<Emulated> row;
-  for (int64_t slice = e0; slice < e1; slice += n_ * inner_) {
-    for (int64_t j = 0; j < inner_; ++j) {
-      const int64_t start = slice + j;
+  // The block's rows (every slice of n x inner elements holds `inner` rows), split over threads;
+  // each row writes only its own elements. The first error of a thread (in row order) is kept.
+  const int64_t slice = n_ * inner_;
+  const int64_t nrows = (e1 - e0) / slice * inner_;
+  const int threads = std::max(1, options_.threads);
+  std::mutex mu;
+  int64_t error_row = -1;
+  absl::Status error;
+  ParallelFor(nrows, threads, [&](int64_t b, int64_t end) {
+    std::vector<uint64_t> x;
+    std::vector<ExactEnclosure> exact;
+    std::vector<Emulated> row;
+    for (int64_t r = b; r < end; ++r) {
+      const int64_t start = e0 + (r / inner_) * slice + r % inner_;
       ReadRow(*in_.x, start, x);
-      if (absl::Status s = ExactRow(x, exact); !s.ok()) return s;
-      for (int64_t i = 0; i < n_; ++i) block_exact_[static_cast<size_t>(start + i * inner_ - e0)] = exact[static_cast<size_t>(i)];
-      for (size_t p = 0; p < np; ++p) {
-        if (absl::Status s = EmulateRow(p, x, exact, row); !s.ok()) return s;
+      absl::Status st = ExactRow(x, exact);
+      for (size_t p = 0; st.ok() && p < np; ++p) {
+        st = EmulateRow(p, x, exact, row);
+        if (!st.ok()) break;
         for (int64_t i = 0; i < n_; ++i) emu[p][static_cast<size_t>(start + i * inner_ - e0)] = row[static_cast<size_t>(i)];
       }
+      if (!st.ok()) {
+        const std::lock_guard<std::mutex> lock(mu);
+        if (error_row < 0 || r < error_row) {  // The first row's error, whatever the split.
+          error_row = r;
+          error = st;
+        }
+        return;
+      }
+      for (int64_t i = 0; i < n_; ++i) block_exact_[static_cast<size_t>(start + i * inner_ - e0)] = exact[static_cast<size_t>(i)];
     }
-    if (options_.cancelled && options_.cancelled()) return absl::CancelledError("interrupted");
-  }
+  });
+  if (!error.ok()) return error;
   return absl::OkStatus();
 }
 

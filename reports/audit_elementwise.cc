@@ -134,13 +134,33 @@ absl::Status ElementwiseOp::EmulateBlock(int64_t e0, int64_t e1,
   for (size_t p = 0; p < platforms_.models.size(); ++p) emu[p].resize(static_cast<size_t>(e1 - e0));
   block_e0_ = e0;
   block_exact_.resize(static_cast<size_t>(e1 - e0));
-  for (int64_t e = e0; e < e1; ++e) {
-    const uint64_t x = in_.x->Bits(e);
-    const ExactEnclosure exact = FastExact(x);
-    block_exact_[static_cast<size_t>(e - e0)] = exact;
-    for (size_t p = 0; p < platforms_.models.size(); ++p) {
-      emu[p][static_cast<size_t>(e - e0)] = Emulate(p, x, exact);
+  std::vector<uint64_t> xs(static_cast<size_t>(e1 - e0)), rounded(xs.size());
+  for (int64_t e = e0; e < e1; ++e) xs[static_cast<size_t>(e - e0)] = in_.x->Bits(e);
+  const int threads = std::max(1, options_.threads);
+  ParallelFor(static_cast<int64_t>(xs.size()), threads, [&](int64_t b, int64_t end) {
+    for (int64_t i = b; i < end; ++i) block_exact_[static_cast<size_t>(i)] = FastExact(xs[static_cast<size_t>(i)]);
+  });
+  for (size_t p = 0; p < platforms_.models.size(); ++p) {
+    const CompositeFunction& f = *platforms_.functions[p];
+    if (f.correctly_rounded) {
+      // The oracle's batch path (certified binary64, MPFR where it cannot decide).
+      if (absl::Status st = ElementaryRoundBatch(fn_, *in_format_, xs, *f.output, OpEnv{}, rounded, {},
+                                                 nullptr, threads);
+          !st.ok()) {
+        return st;
+      }
+      for (size_t i = 0; i < xs.size(); ++i) {
+        const double v = ToDouble(*f.output, rounded[i]);
+        emu[p][i] = EmulatedFromEnclosure(rounded[i], v, v, *f.output, *setup_.out_format, in_.out_rounding,
+                                          block_exact_[i].lo, block_exact_[i].hi);
+      }
+      continue;
     }
+    ParallelFor(static_cast<int64_t>(xs.size()), threads, [&](int64_t b, int64_t end) {
+      for (int64_t i = b; i < end; ++i) {
+        emu[p][static_cast<size_t>(i)] = Emulate(p, xs[static_cast<size_t>(i)], block_exact_[static_cast<size_t>(i)]);
+      }
+    });
   }
   return absl::OkStatus();
 }

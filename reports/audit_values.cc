@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <thread>
+#include <vector>
 
 #include "formats/ops.h"
 #include "formats/str_cat.h"
@@ -79,6 +81,14 @@ std::vector<int64_t> Unflatten(int64_t e, const std::vector<int64_t>& shape) {
     e = shape[d] > 0 ? e / shape[d] : 0;
   }
   return index;
+}
+
+void ParallelFor(int64_t n, int threads, const std::function<void(int64_t, int64_t)>& body) {
+  const int64_t t = std::clamp<int64_t>(threads, 1, std::max<int64_t>(1, n));
+  std::vector<std::thread> pool;
+  for (int64_t k = 1; k < t; ++k) pool.emplace_back(body, n * k / t, n * (k + 1) / t);
+  body(0, n / t);
+  for (std::thread& th : pool) th.join();
 }
 
 double ErrorUp(const FormatSpec& out, uint64_t y, mpfr_srcptr x, Mpfr& yv, Mpfr& d) {

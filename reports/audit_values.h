@@ -7,6 +7,7 @@
 #include <mpfr.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,10 @@ std::string Num(double v);
 std::string ShapeText(const std::vector<int64_t>& shape);
 // The index of flat (C order) element e in a tensor of this shape.
 std::vector<int64_t> Unflatten(int64_t e, const std::vector<int64_t>& shape);
+// Runs body(begin, end) over [0, n) split into `threads` contiguous ranges (one thread each,
+// the calling thread included); the body must only write what its range owns.
+void ParallelFor(int64_t n, int threads, const std::function<void(int64_t, int64_t)>& body);
+
 // |y - x| rounded up to a double: y finite bits of `out`, x an exact finite value; yv and d are
 // working values (any precision: yv is reset to hold y exactly).
 double ErrorUp(const FormatSpec& out, uint64_t y, mpfr_srcptr x, Mpfr& yv, Mpfr& d);
