@@ -302,22 +302,7 @@ void AxisAuditOp::Exact(int64_t e, bool in_block, OpScratch& scratch, ExactFacts
     ReadRow(*in_.x, RowStart(e), x);
     s.exact = ExactRow(x, exact).ok() ? exact[static_cast<size_t>(EntryOf(e))] : ExactEnclosure{NAN, NAN, NAN, false};
   }
-  const ExactEnclosure& x = s.exact;
-  facts = ExactFacts{};
-  facts.nan = std::isnan(x.nearest);
-  facts.inf = std::isinf(x.lo) && x.lo == x.hi;
-  facts.negative = std::signbit(x.nearest);
-  facts.x = x.nearest;
-  if (facts.nan || facts.inf) return;
-  if (!std::isfinite(x.hi) || !std::isfinite(x.lo)) {
-    facts.inf = true;
-    facts.x = x.lo < 0 ? -INFINITY : INFINITY;
-    facts.negative = x.lo < 0;
-    return;
-  }
-  mpfr_set_d(s.x.v, x.nearest, MPFR_RNDN);
-  facts.mp = s.x.v;
-  facts.mp_error = x.hi - x.lo;
+  FactsFromEnclosure(s.exact, s.x, facts);
 }
 
 Emulated AxisAuditOp::EmulateOne(int64_t e, size_t p, OpScratch&) const {
@@ -337,11 +322,9 @@ std::string AxisAuditOp::Diagnose(int64_t e, size_t p, OpScratch&, const ExactFa
                                   double bound) const {
   const FormatSpec& out = *setup_.out_format;
   const double yd = ToDouble(out, y), ex = facts.x;
-  const double slack = std::isnan(bound) ? 0 : bound;
-  auto holds = [&](double r) {
-    return std::isfinite(r) && std::fabs(yd - r) <= (slack + HalfUlp(out, std::fabs(r))) * (1 + 0x1p-40);
-  };
-  const bool nonzero = std::fabs(ex) > slack;
+  const Relation rel(out, yd, bound);
+  const auto holds = [&](double r) { return rel.Holds(r); };
+  const bool nonzero = std::fabs(ex) > rel.slack();
   if (nonzero && yd == 0) return "zero where the exact value is not: element not written?";
   if (nonzero && holds(-ex)) return Cat("sign flipped (out = -", in_.op, "(x))");
   std::vector<uint64_t> x;
@@ -413,10 +396,7 @@ std::string AxisAuditOp::Diagnose(int64_t e, size_t p, OpScratch&, const ExactFa
     }
   }
   if (nonzero) {
-    for (int k = 1; k <= 8; ++k) {
-      if (holds(std::ldexp(ex, k))) return Cat("off by a factor of 2^", k, k == 1 ? " (doubled)" : "");
-      if (holds(std::ldexp(ex, -k))) return Cat("off by a factor of 2^-", k, k == 1 ? " (halved)" : "");
-    }
+    if (std::string p2 = rel.PowerOfTwo(ex); !p2.empty()) return p2;
   }
   return "no simple relation found";
 }

@@ -94,6 +94,24 @@ absl::Status CompositePlatforms::Resolve(composite::CompositeKind kind, const st
   return absl::OkStatus();
 }
 
+void FactsFromEnclosure(const ExactEnclosure& x, Mpfr& value, ExactFacts& facts) {
+  facts = ExactFacts{};
+  facts.nan = std::isnan(x.nearest);
+  facts.inf = std::isinf(x.lo) && x.lo == x.hi;
+  facts.negative = std::signbit(x.nearest);
+  facts.x = x.nearest;
+  if (facts.nan || facts.inf) return;
+  if (!std::isfinite(x.hi) || !std::isfinite(x.lo)) {
+    facts.inf = true;
+    facts.x = x.lo < 0 ? -INFINITY : INFINITY;
+    facts.negative = x.lo < 0;
+    return;
+  }
+  mpfr_set_d(value.v, x.nearest, MPFR_RNDN);
+  facts.mp = value.v;
+  facts.mp_error = x.hi - x.lo;  // nearest lies in [lo, hi], as the exact value does.
+}
+
 Emulated EmulatedFromEnclosure(uint64_t bits, double lo, double hi, const FormatSpec& model_out,
                                const FormatSpec& out, const OpEnv& out_rounding, double exact_lo,
                                double exact_hi) {

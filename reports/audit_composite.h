@@ -11,6 +11,8 @@
 
 #include "absl/status/status.h"
 #include "composite/model.h"
+#include "oracles/elementary.h"
+#include "reports/audit_values.h"
 #include "reports/audit.h"
 #include "reports/audit_op.h"
 
@@ -41,6 +43,12 @@ struct CompositePlatforms {
 Emulated EmulatedFromEnclosure(uint64_t bits, double lo, double hi, const FormatSpec& model_out,
                                const FormatSpec& out, const OpEnv& out_rounding, double exact_lo,
                                double exact_hi);
+
+// The pipeline's facts of an exact value known by its binary64 enclosure (oracles/elementary.h,
+// axis_ops.h): nearest as the value (set into `value`), hi - lo as its error; NaN and Inf as
+// such; an enclosure beyond binary64's range counts as the infinity of its sign (no finite error
+// measure holds there).
+void FactsFromEnclosure(const ExactEnclosure& x, Mpfr& value, ExactFacts& facts);
 
 }  // namespace fpconform::reports::audit_internal
 

@@ -170,23 +170,7 @@ void ElementwiseOp::Exact(int64_t e, bool in_block, OpScratch& scratch, ExactFac
   // The hot pass: the block's fast enclosures; a listed element: the tightest (for its evidence).
   s.exact = in_block ? block_exact_[static_cast<size_t>(e - block_e0_)]
                      : ElementaryEnclose(fn_, *in_format_, in_.x->Bits(e), OpEnv{});
-  facts = ExactFacts{};
-  const ExactEnclosure& x = s.exact;
-  facts.nan = std::isnan(x.nearest);
-  facts.inf = std::isinf(x.lo) && x.lo == x.hi;
-  facts.negative = std::signbit(x.nearest);
-  facts.x = x.nearest;
-  if (facts.nan || facts.inf) return;
-  // Beyond binary64's range the enclosure is (DBL_MAX, Inf): no finite error measure holds.
-  if (!std::isfinite(x.hi) || !std::isfinite(x.lo)) {
-    facts.inf = true;
-    facts.x = x.lo < 0 ? -INFINITY : INFINITY;
-    facts.negative = x.lo < 0;
-    return;
-  }
-  mpfr_set_d(s.x.v, x.nearest, MPFR_RNDN);
-  facts.mp = s.x.v;
-  facts.mp_error = x.hi - x.lo;  // nearest lies in [lo, hi], as the exact value does.
+  FactsFromEnclosure(s.exact, s.x, facts);
 }
 
 Emulated ElementwiseOp::EmulateOne(int64_t e, size_t p, OpScratch& scratch) const {
@@ -202,11 +186,9 @@ std::string ElementwiseOp::Diagnose(int64_t e, size_t p, OpScratch&, const Exact
   const FormatSpec& out = *setup_.out_format;
   const uint64_t x = in_.x->Bits(e);
   const double yd = ToDouble(out, y), ex = facts.x;
-  const double slack = std::isnan(bound) ? 0 : bound;
-  auto holds = [&](double r) {
-    return std::isfinite(r) && std::fabs(yd - r) <= (slack + HalfUlp(out, std::fabs(r))) * (1 + 0x1p-40);
-  };
-  const bool nonzero = std::fabs(ex) > slack;
+  const Relation rel(out, yd, bound);
+  const auto holds = [&](double r) { return rel.Holds(r); };
+  const bool nonzero = std::fabs(ex) > rel.slack();
   if (nonzero && yd == 0) return "zero where the exact value is not: element not written?";
   if (nonzero && holds(-ex)) return Cat("sign flipped (out = -", in_.fn, "(x))");
   // Another function of the list, correctly rounded: the other GELU form first.
@@ -245,10 +227,7 @@ std::string ElementwiseOp::Diagnose(int64_t e, size_t p, OpScratch&, const Exact
     }
   }
   if (nonzero) {
-    for (int k = 1; k <= 8; ++k) {
-      if (holds(std::ldexp(ex, k))) return Cat("off by a factor of 2^", k, k == 1 ? " (doubled)" : "");
-      if (holds(std::ldexp(ex, -k))) return Cat("off by a factor of 2^-", k, k == 1 ? " (halved)" : "");
-    }
+    if (std::string p2 = rel.PowerOfTwo(ex); !p2.empty()) return p2;
   }
   return "no simple relation found";
 }

@@ -273,10 +273,8 @@ std::string ReductionOp::Diagnose(int64_t e, size_t p, OpScratch& scratch,
   const FormatSpec& out = *setup_.out_format;
   const double yd = ToDouble(out, y), x = facts.x;
   const double s = Scale(e);
-  auto holds = [&](double r) {
-    return std::isfinite(r) &&
-           std::fabs(yd - r) <= (bound + HalfUlp(out, std::fabs(r))) * (1 + 0x1p-40);
-  };
+  const Relation rel(out, yd, bound);
+  const auto holds = [&](double r) { return rel.Holds(r); };
   const bool nonzero = std::fabs(x) > bound;
   if (nonzero && yd == 0) return "zero where the exact value is not: element not written?";
   if (nonzero && holds(-x)) return "sign flipped (out = -exact)";
@@ -289,10 +287,7 @@ std::string ReductionOp::Diagnose(int64_t e, size_t p, OpScratch& scratch,
     if (holds(x / s)) return "both scales missing (out = exact / (scale_a scale_b))";
   }
   if (nonzero) {
-    for (int k = 1; k <= 8; ++k) {
-      if (holds(std::ldexp(x, k))) return Cat("off by a factor of 2^", k, k == 1 ? " (doubled)" : "");
-      if (holds(std::ldexp(x, -k))) return Cat("off by a factor of 2^-", k, k == 1 ? " (halved)" : "");
-    }
+    if (std::string p2 = rel.PowerOfTwo(x); !p2.empty()) return p2;
   }
   const int64_t k = setup_.k;
   const FormatSpec& fa = *fa_;

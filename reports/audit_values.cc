@@ -83,6 +83,18 @@ std::vector<int64_t> Unflatten(int64_t e, const std::vector<int64_t>& shape) {
   return index;
 }
 
+bool Relation::Holds(double r) const {
+  return std::isfinite(r) && std::fabs(y_ - r) <= (slack_ + HalfUlp(out_, std::fabs(r))) * (1 + 0x1p-40);
+}
+
+std::string Relation::PowerOfTwo(double x) const {
+  for (int k = 1; k <= 8; ++k) {
+    if (Holds(std::ldexp(x, k))) return Cat("off by a factor of 2^", k, k == 1 ? " (doubled)" : "");
+    if (Holds(std::ldexp(x, -k))) return Cat("off by a factor of 2^-", k, k == 1 ? " (halved)" : "");
+  }
+  return "";
+}
+
 void ParallelFor(int64_t n, int threads, const std::function<void(int64_t, int64_t)>& body) {
   const int64_t t = std::clamp<int64_t>(threads, 1, std::max<int64_t>(1, n));
   std::vector<std::thread> pool;

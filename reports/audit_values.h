@@ -47,6 +47,24 @@ std::string Num(double v);
 std::string ShapeText(const std::vector<int64_t>& shape);
 // The index of flat (C order) element e in a tensor of this shape.
 std::vector<int64_t> Unflatten(int64_t e, const std::vector<int64_t>& shape);
+// The diagnoses' test of a candidate value r for an unexplained output y (a value of `out`): r
+// "holds" when |y - r| <= (slack + half an ulp of out at |r|) (1 + 2^-40), slack the platform's
+// bound for the element (NaN counts as 0).
+class Relation {
+ public:
+  Relation(const FormatSpec& out, double y, double slack)
+      : out_(out), y_(y), slack_(slack == slack ? slack : 0) {}
+  bool Holds(double r) const;
+  // "off by a factor of 2^k (doubled)", "... 2^-k (halved)" for the first k in 1..8 with
+  // y = 2^+-k x; "" when none holds.
+  std::string PowerOfTwo(double x) const;
+  double slack() const { return slack_; }
+
+ private:
+  const FormatSpec& out_;
+  double y_, slack_;
+};
+
 // Runs body(begin, end) over [0, n) split into `threads` contiguous ranges (one thread each,
 // the calling thread included); the body must only write what its range owns.
 void ParallelFor(int64_t n, int threads, const std::function<void(int64_t, int64_t)>& body);
