@@ -1,8 +1,6 @@
 #include "cases/tensor_file.h"
 
-#include <fcntl.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -14,6 +12,7 @@
 #include <new>
 #include <string>
 
+#include "formats/output_file.h"
 #include "formats/str_cat.h"
 #include "formats/user_file.h"
 #include "nlohmann/json.hpp"
@@ -1319,49 +1318,6 @@ absl::StatusOr<std::string> SafetensorsHeaderBytes(
   return out + json;
 }
 
-// Writes the pieces to `path` through a temporary sibling and a rename.
-absl::Status WriteAtomically(const std::string& path, const std::vector<std::string_view>& pieces) {
-  std::string tmpl = path + ".tmp.XXXXXX";
-  const int fd = ::mkstemp(tmpl.data());
-  if (fd < 0) {
-    const int err = errno;
-    return absl::InvalidArgumentError(
-        Cat(path, ": cannot create a temporary file beside it: ", std::strerror(err)));
-  }
-  auto fail = [&](std::string_view what, int err) {
-    ::close(fd);
-    ::unlink(tmpl.c_str());
-    return absl::InvalidArgumentError(Cat(path, ": ", what, ": ", std::strerror(err)));
-  };
-  for (std::string_view p : pieces) {
-    size_t done = 0;
-    while (done < p.size()) {
-      const ssize_t w = ::write(fd, p.data() + done, p.size() - done);
-      if (w < 0) {
-        if (errno == EINTR) continue;
-        return fail("cannot write", errno);
-      }
-      done += static_cast<size_t>(w);
-    }
-  }
-  // mkstemp makes the file 0600; give it the usual 0666 & ~umask.
-  const mode_t mask = ::umask(0);
-  ::umask(mask);
-  if (::fchmod(fd, 0666 & ~mask) != 0) return fail("cannot set the mode", errno);
-  if (::close(fd) != 0) {
-    const int err = errno;
-    ::unlink(tmpl.c_str());
-    return absl::InvalidArgumentError(Cat(path, ": cannot write: ", std::strerror(err)));
-  }
-  if (::rename(tmpl.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    ::unlink(tmpl.c_str());
-    return absl::InvalidArgumentError(
-        Cat(path, ": cannot rename the temporary file to it: ", std::strerror(err)));
-  }
-  return absl::OkStatus();
-}
-
 // Whether every finite value of t fits `f` (an IEEE-like float format with subnormals).
 bool FitsFormat(double v, const FormatSpec& f) {
   if (v == 0) return true;
@@ -1513,7 +1469,7 @@ absl::StatusOr<std::string> SafetensorsBytes(
 absl::Status WriteNpy(const Tensor& t, const std::string& path) {
   if (absl::Status st = CheckWritable(t, path); !st.ok()) return st;
   const std::string header = NpyHeaderBytes(t);
-  return WriteAtomically(
+  return WriteFileAtomically(
       path,
       {header, std::string_view(reinterpret_cast<const char*>(t.data.data()), t.data.size())});
 }
@@ -1527,7 +1483,7 @@ absl::Status WriteSafetensors(const std::vector<std::pair<std::string, const Ten
   for (const auto& [name, t] : tensors) {
     pieces.emplace_back(reinterpret_cast<const char*>(t->data.data()), t->data.size());
   }
-  return WriteAtomically(path, pieces);
+  return WriteFileAtomically(path, pieces);
 }
 
 std::optional<std::string> NarrowestExactFloat(const Tensor& t) {

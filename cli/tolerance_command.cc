@@ -17,6 +17,7 @@
 #include "cli/commands.h"
 #include "cli/data_dir.h"
 #include "cli/shard_auto.h"
+#include "formats/output_file.h"
 #include "formats/str_cat.h"
 #include "formats/user_file.h"
 #include "reports/process.h"
@@ -93,13 +94,16 @@ absl::Status RenderHtml(const std::string& staging, bool plots) {
     if (plots) std::fprintf(stderr, "fpconform: matplotlib not available: report.html has no plots\n");
     return absl::OkStatus();
   }
-  FILE* f = std::fopen(html.c_str(), "w");
-  if (f == nullptr) return absl::InternalError(html + ": cannot write");
-  std::fputs("<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>fpconform report</title>"
-             "</head><body><p>Python 3 was not found, so this page could not be rendered; the "
-             "report is in <a href=\"report.md\">report.md</a> and report.json.</p></body></html>\n",
-             f);
-  std::fclose(f);
+  // Through a temporary and a rename: a report.html the renderer left half-written is replaced
+  // whole, and a failed write is reported rather than leaving a truncated page.
+  if (absl::Status w = WriteFileAtomically(
+          html, {"<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>fpconform report</title>"
+                 "</head><body><p>Python 3 was not found, so this page could not be rendered; the "
+                 "report is in <a href=\"report.md\">report.md</a> and report.json.</p></body>"
+                 "</html>\n"});
+      !w.ok()) {
+    return w;
+  }
   std::fprintf(stderr, "fpconform: python3 not found: report.html is a placeholder (%s)\n",
                std::string(s.message()).c_str());
   return absl::OkStatus();
