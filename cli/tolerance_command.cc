@@ -200,7 +200,7 @@ CLI::App* AddToleranceCommand(CLI::App& root, ToleranceOptions& o) {
                                       "the Slurm array task or Kubernetes Indexed Job index "
                                       "(README.md); combine with `fpconform merge`")
       ->transform(ShardAutoTransform("tolerance"));
-  app->add_option("--models-dir", o.models_dir, "Directory of model files");
+  app->add_option("--models-dir", o.models_dir, kModelsDirHelp)->type_name("DIR");
   app->add_flag("--no-html", o.no_html, "Skip report.html");
   app->add_option("--progress", o.progress, "Progress on stderr: auto (a terminal, not CI), "
                                             "always, never")
@@ -224,8 +224,7 @@ CLI::App* AddToleranceCommand(CLI::App& root, ToleranceOptions& o) {
 int RunToleranceCommand(const ToleranceOptions& o) {
   if (!OutputOk("tolerance", o.out)) return kExitUsage;
   reports::InterruptGuard interrupts;
-  const std::string sweep_path =
-      o.sweep.empty() ? DefaultReportsFile("standard_sweep.toml") : o.sweep;
+  const std::string sweep_path = ResolveSweepFile(o.sweep);
   absl::StatusOr<reports::SweepSpec> spec = reports::LoadSweepSpec(sweep_path);
   if (!spec.ok()) {
     std::fprintf(stderr, "fpconform tolerance: %s\n", std::string(spec.status().message()).c_str());
