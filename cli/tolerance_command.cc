@@ -130,6 +130,20 @@ int ExitInterrupted(const char* command, const std::string& out) {
   return 128 + reports::InterruptGuard::Signal();
 }
 
+// The last step of tolerance and merge: `report` written to `out` as a report directory
+// (reports/report.h, WriteDirectoryAtomically; report.html unless !html). nullopt when it was
+// installed, else the exit status, the reason printed: 130/143 when interrupted, else kExitUsage.
+std::optional<int> InstallReport(const char* command, const std::string& out,
+                                 const reports::Report& report, bool html) {
+  const absl::Status w = reports::WriteDirectoryAtomically(out, "tolerance",
+                                                           reports::ReportFiles(report),
+                                                           Finalize(html));
+  if (w.ok()) return std::nullopt;
+  if (Interrupted()) return ExitInterrupted(command, out);
+  std::fprintf(stderr, "fpconform %s: %s\n", command, std::string(w.message()).c_str());
+  return kExitUsage;
+}
+
 // --out, checked before any work (reports/report.h, CheckOutputDirectory).
 bool OutputOk(const char* command, const std::string& out) {
   if (absl::Status s = reports::CheckOutputDirectory(out); !s.ok()) {
@@ -304,13 +318,8 @@ int RunToleranceCommand(const ToleranceOptions& o) {
     return kExitUsage;
   }
   reports::AddSummaries(*report);
-  absl::Status w = reports::WriteDirectoryAtomically(o.out, "tolerance",
-                                                     reports::ReportFiles(*report),
-                                                     Finalize(!o.no_html));
-  if (!w.ok() && Interrupted()) return ExitInterrupted("tolerance", o.out);
-  if (!w.ok()) {
-    std::fprintf(stderr, "fpconform tolerance: %s\n", std::string(w.message()).c_str());
-    return kExitUsage;
+  if (const std::optional<int> failed = InstallReport("tolerance", o.out, *report, !o.no_html)) {
+    return *failed;
   }
   const double elapsed =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -359,13 +368,8 @@ int RunMergeCommand(const MergeOptions& o) {
     std::fprintf(stderr, "fpconform merge: %s\n", std::string(merged.status().message()).c_str());
     return kExitUsage;
   }
-  absl::Status w = reports::WriteDirectoryAtomically(o.out, "tolerance",
-                                                     reports::ReportFiles(*merged),
-                                                     Finalize(!o.no_html));
-  if (!w.ok() && Interrupted()) return ExitInterrupted("merge", o.out);
-  if (!w.ok()) {
-    std::fprintf(stderr, "fpconform merge: %s\n", std::string(w.message()).c_str());
-    return kExitUsage;
+  if (const std::optional<int> failed = InstallReport("merge", o.out, *merged, !o.no_html)) {
+    return *failed;
   }
   std::fprintf(stderr, "fpconform merge: %zu shards -> %s/ (%s)\n", shards.size(), o.out.c_str(),
                JoinNames(o.dirs).c_str());
