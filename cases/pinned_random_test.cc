@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "cases/test_seed.h"
 #include "gtest/gtest.h"
 
 namespace fpconform {
@@ -54,7 +55,8 @@ TEST(PinnedRandomTest, StreamsDependOnEveryKey) {
 }
 
 TEST(PinnedRandomTest, DistributionsHaveTheirMoments) {
-  PinnedRng rng(DeriveSeed(42, {1}));
+  // Any seed: every bound below is at least 4 standard deviations of its estimate wide.
+  PinnedRng rng(DeriveSeed(TestSeed(42, "PinnedRandomTest.DistributionsHaveTheirMoments"), {1}));
   const int n = 400000;
   double s1 = 0, s2 = 0, u1 = 0;
   int tail = 0;

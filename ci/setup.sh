@@ -1,15 +1,35 @@
 #!/usr/bin/env bash
 # Installs what fpconform needs on Debian 12 (root, or sudo available), only if missing.
 # Safe to run any number of times.
+#   bash ci/setup.sh          # everything: the main job's packages and the tests' (ci/test.sh)
+#   bash ci/setup.sh main     # only what the main job (ci/main.sh) builds and runs with
 set -euo pipefail
 
-packages=(
-  build-essential cmake ninja-build pkg-config git
-  libmpfr-dev libgmp-dev libboost-dev libabsl-dev
-  libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev libtomlplusplus-dev
-  python3-numpy python3-matplotlib python3-venv
-  clang libclang-rt-14-dev  # ci/fuzz.sh: clang++ and libFuzzer's runtime (libclang_rt.fuzzer)
+# The main job: configure (GoogleTest's CMake package is found unconditionally by the top-level
+# CMakeLists.txt, Boost by oracles/), build the fpconform CLI, render report.html (matplotlib,
+# which brings numpy).
+main_packages=(
+  build-essential cmake ninja-build pkg-config
+  libmpfr-dev libgmp-dev libboost-dev libabsl-dev libgtest-dev
+  libcli11-dev nlohmann-json3-dev libtomlplusplus-dev
+  python3-matplotlib
 )
+# The tests on top of that: GoogleMock and Google Benchmark, NumPy for the CLI tests' input
+# files, python3-venv for ci/venv.sh, clang and libFuzzer's runtime for ci/fuzz.sh (the largest
+# part of the download).
+test_packages=(
+  git libgmock-dev libbenchmark-dev python3-numpy python3-venv
+  clang libclang-rt-14-dev
+)
+
+case "${1:-all}" in
+  all) packages=("${main_packages[@]}" "${test_packages[@]}") ;;
+  main) packages=("${main_packages[@]}") ;;
+  *)
+    echo "ci/setup.sh: unknown package set '$1' (all, main)" >&2
+    exit 2
+    ;;
+esac
 
 missing=()
 for p in "${packages[@]}"; do

@@ -20,9 +20,7 @@ CLI::App* AddCalcCommand(CLI::App& root, CalcOptions& options) {
       "line.");
   app->add_option("-i,--input", options.input, "Read cases from FILE (default: standard input)")
       ->type_name("FILE");
-  app->add_option("--models-dir", options.models_dir,
-                  "Model files for mdot/msum (default: $FPCONFORM_MODELS_DIR, else the source "
-                  "tree's accumulation/models)")
+  app->add_option("--models-dir", options.models_dir, kModelsDirHelp)
       ->type_name("DIR");
   app->footer(
       "Input lines:\n"

@@ -15,17 +15,13 @@
 #include <vector>
 
 #include "CLI/CLI.hpp"
+#include "cli/data_dir.h"  // ResolveModelsDir, ResolveSweepFile: every command's data defaults.
 
 namespace fpconform::cli {
 
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitBadLines = 1;
 inline constexpr int kExitUsage = 2;
-
-// The models directory: `flag` when non-empty, else $FPCONFORM_MODELS_DIR when set and
-// non-empty, else DefaultModelsDir() (cli/data_dir.h: the installed presets next to the
-// executable, else the source tree's accumulation/models).
-std::string ResolveModelsDir(const std::string& flag);
 
 // --progress auto|always|never: auto shows progress when stderr is a terminal and CI is not
 // "true" (tolerance_command.cc; shared by the commands with long runs).

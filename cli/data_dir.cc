@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <string>
 
 #ifndef FPCONFORM_MODELS_SOURCE_DIR
@@ -58,6 +59,17 @@ std::string DefaultCompositeModelsDir() {
 std::string DefaultReportsFile(const std::string& name) {
   const std::string installed = InstalledDataDir();
   return (installed.empty() ? std::string(FPCONFORM_REPORTS_SOURCE_DIR) : installed) + "/" + name;
+}
+
+std::string ResolveModelsDir(const std::string& flag) {
+  if (!flag.empty()) return flag;
+  const char* env = std::getenv("FPCONFORM_MODELS_DIR");
+  if (env != nullptr && *env != '\0') return env;
+  return DefaultModelsDir();
+}
+
+std::string ResolveSweepFile(const std::string& flag) {
+  return flag.empty() ? DefaultReportsFile("standard_sweep.toml") : flag;
 }
 
 }  // namespace fpconform::cli

@@ -9,7 +9,8 @@
 //
 // The installed directory is used when it exists next to the executable (/proc/self/exe,
 // symbolic links resolved), else the source tree's. --models-dir and $FPCONFORM_MODELS_DIR still
-// come first for the models (ResolveModelsDir in commands.h), --sweep for the sweep file.
+// come first for the models (ResolveModelsDir), --sweep for the sweep file (ResolveSweepFile).
+// Every command resolves its defaults through here.
 #ifndef FPCONFORM_CLI_DATA_DIR_H_
 #define FPCONFORM_CLI_DATA_DIR_H_
 
@@ -30,6 +31,18 @@ std::string DefaultCompositeModelsDir();
 // A file of reports/ (standard_sweep.toml, plot_report.py): <installed>/<name>, else the source
 // tree's reports/<name>.
 std::string DefaultReportsFile(const std::string& name);
+
+// The models directory: `flag` when non-empty, else $FPCONFORM_MODELS_DIR when set and
+// non-empty, else DefaultModelsDir().
+std::string ResolveModelsDir(const std::string& flag);
+
+// The sweep file: `flag` (--sweep) when non-empty, else DefaultReportsFile("standard_sweep.toml").
+std::string ResolveSweepFile(const std::string& flag);
+
+// The help text of every --models-dir option that ResolveModelsDir resolves.
+inline constexpr const char* kModelsDirHelp =
+    "Directory of model files (default: $FPCONFORM_MODELS_DIR, else the installed "
+    "share/fpconform/models, else the source tree's accumulation/models)";
 
 }  // namespace fpconform::cli
 

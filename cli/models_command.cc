@@ -16,18 +16,7 @@
 
 namespace fpconform::cli {
 
-std::string ResolveModelsDir(const std::string& flag) {
-  if (!flag.empty()) return flag;
-  const char* env = std::getenv("FPCONFORM_MODELS_DIR");
-  if (env != nullptr && *env != '\0') return env;
-  return DefaultModelsDir();
-}
-
 namespace {
-
-constexpr const char* kDirHelp =
-    "Directory of model files (default: $FPCONFORM_MODELS_DIR, else the installed "
-    "share/fpconform/models, else the source tree's accumulation/models)";
 
 int List(const ModelCatalog& catalog) {
   absl::StatusOr<std::vector<ModelFile>> files = catalog.LoadAll();
@@ -120,7 +109,7 @@ int Show(const ModelCatalog& catalog, const std::string& name) {
 CLI::App* AddModelsCommand(CLI::App& root, ModelsOptions& options) {
   CLI::App* app = root.add_subcommand(
       "models", "List the accumulation-model presets, or show one model's parameters.");
-  app->add_option("--models-dir", options.models_dir, kDirHelp)->type_name("DIR");
+  app->add_option("--models-dir", options.models_dir, kModelsDirHelp)->type_name("DIR");
   app->footer(
       "Lists one line per model file (<dir>/*.toml, sorted): its name and description.\n"
       "A bad model file does not hide the good ones: they are listed on standard output, and\n"

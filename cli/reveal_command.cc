@@ -77,9 +77,7 @@ CLI::App* AddRevealCommand(CLI::App& root, RevealOptions& options) {
   app->add_option("--outputs-dtype", options.outputs_dtype,
                   "--from: dtype of the outputs when the file does not say (bfloat16 '<V2' .npy)")
       ->type_name("DTYPE");
-  app->add_option("--models-dir", options.models_dir,
-                  "Directory of model files (default: $FPCONFORM_MODELS_DIR, else the source "
-                  "tree's accumulation/models)")
+  app->add_option("--models-dir", options.models_dir, kModelsDirHelp)
       ->type_name("DIR");
   app->add_option_function<std::string>(
          "--seed",

@@ -17,6 +17,7 @@
 #include "cli/commands.h"
 #include "cli/data_dir.h"
 #include "cli/shard_auto.h"
+#include "formats/output_file.h"
 #include "formats/str_cat.h"
 #include "formats/user_file.h"
 #include "reports/process.h"
@@ -93,13 +94,16 @@ absl::Status RenderHtml(const std::string& staging, bool plots) {
     if (plots) std::fprintf(stderr, "fpconform: matplotlib not available: report.html has no plots\n");
     return absl::OkStatus();
   }
-  FILE* f = std::fopen(html.c_str(), "w");
-  if (f == nullptr) return absl::InternalError(html + ": cannot write");
-  std::fputs("<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>fpconform report</title>"
-             "</head><body><p>Python 3 was not found, so this page could not be rendered; the "
-             "report is in <a href=\"report.md\">report.md</a> and report.json.</p></body></html>\n",
-             f);
-  std::fclose(f);
+  // Through a temporary and a rename: a report.html the renderer left half-written is replaced
+  // whole, and a failed write is reported rather than leaving a truncated page.
+  if (absl::Status w = WriteFileAtomically(
+          html, {"<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>fpconform report</title>"
+                 "</head><body><p>Python 3 was not found, so this page could not be rendered; the "
+                 "report is in <a href=\"report.md\">report.md</a> and report.json.</p></body>"
+                 "</html>\n"});
+      !w.ok()) {
+    return w;
+  }
   std::fprintf(stderr, "fpconform: python3 not found: report.html is a placeholder (%s)\n",
                std::string(s.message()).c_str());
   return absl::OkStatus();
@@ -124,6 +128,20 @@ int ExitInterrupted(const char* command, const std::string& out) {
                reports::InterruptGuard::Signal() == SIGINT ? "SIGINT" : "SIGTERM",
                out.c_str());
   return 128 + reports::InterruptGuard::Signal();
+}
+
+// The last step of tolerance and merge: `report` written to `out` as a report directory
+// (reports/report.h, WriteDirectoryAtomically; report.html unless !html). nullopt when it was
+// installed, else the exit status, the reason printed: 130/143 when interrupted, else kExitUsage.
+std::optional<int> InstallReport(const char* command, const std::string& out,
+                                 const reports::Report& report, bool html) {
+  const absl::Status w = reports::WriteDirectoryAtomically(out, "tolerance",
+                                                           reports::ReportFiles(report),
+                                                           Finalize(html));
+  if (w.ok()) return std::nullopt;
+  if (Interrupted()) return ExitInterrupted(command, out);
+  std::fprintf(stderr, "fpconform %s: %s\n", command, std::string(w.message()).c_str());
+  return kExitUsage;
 }
 
 // --out, checked before any work (reports/report.h, CheckOutputDirectory).
@@ -196,7 +214,7 @@ CLI::App* AddToleranceCommand(CLI::App& root, ToleranceOptions& o) {
                                       "the Slurm array task or Kubernetes Indexed Job index "
                                       "(README.md); combine with `fpconform merge`")
       ->transform(ShardAutoTransform("tolerance"));
-  app->add_option("--models-dir", o.models_dir, "Directory of model files");
+  app->add_option("--models-dir", o.models_dir, kModelsDirHelp)->type_name("DIR");
   app->add_flag("--no-html", o.no_html, "Skip report.html");
   app->add_option("--progress", o.progress, "Progress on stderr: auto (a terminal, not CI), "
                                             "always, never")
@@ -220,8 +238,7 @@ CLI::App* AddToleranceCommand(CLI::App& root, ToleranceOptions& o) {
 int RunToleranceCommand(const ToleranceOptions& o) {
   if (!OutputOk("tolerance", o.out)) return kExitUsage;
   reports::InterruptGuard interrupts;
-  const std::string sweep_path =
-      o.sweep.empty() ? DefaultReportsFile("standard_sweep.toml") : o.sweep;
+  const std::string sweep_path = ResolveSweepFile(o.sweep);
   absl::StatusOr<reports::SweepSpec> spec = reports::LoadSweepSpec(sweep_path);
   if (!spec.ok()) {
     std::fprintf(stderr, "fpconform tolerance: %s\n", std::string(spec.status().message()).c_str());
@@ -301,13 +318,8 @@ int RunToleranceCommand(const ToleranceOptions& o) {
     return kExitUsage;
   }
   reports::AddSummaries(*report);
-  absl::Status w = reports::WriteDirectoryAtomically(o.out, "tolerance",
-                                                     reports::ReportFiles(*report),
-                                                     Finalize(!o.no_html));
-  if (!w.ok() && Interrupted()) return ExitInterrupted("tolerance", o.out);
-  if (!w.ok()) {
-    std::fprintf(stderr, "fpconform tolerance: %s\n", std::string(w.message()).c_str());
-    return kExitUsage;
+  if (const std::optional<int> failed = InstallReport("tolerance", o.out, *report, !o.no_html)) {
+    return *failed;
   }
   const double elapsed =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -356,13 +368,8 @@ int RunMergeCommand(const MergeOptions& o) {
     std::fprintf(stderr, "fpconform merge: %s\n", std::string(merged.status().message()).c_str());
     return kExitUsage;
   }
-  absl::Status w = reports::WriteDirectoryAtomically(o.out, "tolerance",
-                                                     reports::ReportFiles(*merged),
-                                                     Finalize(!o.no_html));
-  if (!w.ok() && Interrupted()) return ExitInterrupted("merge", o.out);
-  if (!w.ok()) {
-    std::fprintf(stderr, "fpconform merge: %s\n", std::string(w.message()).c_str());
-    return kExitUsage;
+  if (const std::optional<int> failed = InstallReport("merge", o.out, *merged, !o.no_html)) {
+    return *failed;
   }
   std::fprintf(stderr, "fpconform merge: %zu shards -> %s/ (%s)\n", shards.size(), o.out.c_str(),
                JoinNames(o.dirs).c_str());

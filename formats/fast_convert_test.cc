@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cases/pinned_random.h"
+#include "cases/test_seed.h"
 #include "formats/fp8_tables.h"
 #include "formats/isa.h"
 #include "formats/ops.h"
@@ -20,6 +21,8 @@ namespace fpconform {
 namespace {
 
 std::vector<uint32_t> SampleInputs() {
+  // The random bits above each tie (FPCONFORM_SEED=N draws others; the default is 0).
+  const uint64_t seed = TestSeed(0, "fast_convert_test SampleInputs");
   std::vector<uint32_t> v;
   // Every 1021st pattern (1021 is prime: every residue of the low bits is visited).
   for (uint64_t x = 0; x <= 0xFFFFFFFFull; x += 1021) v.push_back(static_cast<uint32_t>(x));
@@ -32,8 +35,9 @@ std::vector<uint32_t> SampleInputs() {
       // or subnormal), with random bits above j.
       for (uint32_t j = 1; j <= 23; ++j) {
         for (uint64_t r = 0; r < 4; ++r) {
-          const uint32_t above = static_cast<uint32_t>(SplitMix64At(e * 64 + j, r + sign * 8)) &
-                                 (0x007FFFFFu & ~((1u << j) - 1u));
+          const uint32_t above =
+              static_cast<uint32_t>(SplitMix64At(seed + e * 64 + j, r + sign * 8)) &
+              (0x007FFFFFu & ~((1u << j) - 1u));
           const uint32_t tie = boundary | above | (1u << (j - 1));
           for (int32_t d = -2; d <= 2; ++d) v.push_back(tie + static_cast<uint32_t>(d));
         }

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "cases/pinned_random.h"
+#include "cases/test_seed.h"
 #include "formats/ops.h"
 #include "formats/round_pack.h"
 #include "formats/text.h"
@@ -77,8 +78,9 @@ TEST_P(FastEntryTest, SameBitsAndFlagsAsTheGeneralPath) {
   general.d.fast_layout = FastLayout::kNone;
   constexpr uint64_t kCases = 300000;
   int failures = 0;
+  const uint64_t seed = TestSeed(0x5EED0000, "FastEntryTest.SameBitsAndFlagsAsTheGeneralPath") +
+                        static_cast<uint64_t>(f.width) * 1000 + f.fraction_bits;
   for (uint64_t i = 0; i < kCases && failures < 10; ++i) {
-    const uint64_t seed = 0x5EED0000 + static_cast<uint64_t>(f.width) * 1000 + f.fraction_bits;
     const OpEnv env = Env(SplitMix64At(seed, 4 * i));
     const uint64_t a = Operand(f, SplitMix64At(seed, 4 * i + 1));
     uint64_t b = Operand(f, SplitMix64At(seed, 4 * i + 2));
@@ -179,8 +181,10 @@ TEST_P(FastEntryTest, StochasticRoundingAtTheThresholdAfterAlignment) {
   const int p = f.fraction_bits + 1;
   const uint64_t max_field = f.d.max_biased_exponent;
   int failures = 0, checked = 0;
+  const uint64_t seed = TestSeed(0, "FastEntryTest.StochasticRoundingAtTheThresholdAfterAlignment");
   for (uint64_t i = 0; i < 100000 && failures < 10; ++i) {
-    const uint64_t r = SplitMix64At(0x5A7E + f.width, 2 * i), q = SplitMix64At(0x5A7E, 2 * i + 1);
+    const uint64_t r = SplitMix64At(seed + 0x5A7E + f.width, 2 * i),
+                   q = SplitMix64At(seed + 0x5A7E, 2 * i + 1);
     const int k = static_cast<int>(1 + r % 32);
     const uint64_t d = q % 64 < max_field - 2 ? q % 64 : q % (max_field - 2);
     const uint64_t field_a = d + 1 + (r >> 8) % (max_field - 1 - d);  // field_a - d >= 1.
@@ -213,6 +217,8 @@ TEST_P(FastEntryTest, FmaStochasticRoundingAtTheThresholdAfterAlignment) {
   const int64_t max_field = static_cast<int64_t>(f.d.max_biased_exponent), bias = f.bias;
   const uint64_t frac_mask = f.d.fraction_mask;
   int failures = 0, checked = 0;
+  const uint64_t seed =
+      TestSeed(0, "FastEntryTest.FmaStochasticRoundingAtTheThresholdAfterAlignment");
   // One case: significands (implicit bit included), fields, signs; dd = product exponent minus
   // addend exponent (of the leading bits, before any carry). Skipped where a field is out of
   // range or the result is an exact zero.
@@ -243,8 +249,9 @@ TEST_P(FastEntryTest, FmaStochasticRoundingAtTheThresholdAfterAlignment) {
   };
   const uint64_t implicit = uint64_t{1} << m;
   for (uint64_t i = 0; i < 100000 && failures < 10; ++i) {
-    const uint64_t r = SplitMix64At(0xF3A + f.width, 3 * i), q = SplitMix64At(0xF3A, 3 * i + 1),
-                   u = SplitMix64At(0xF3A, 3 * i + 2);
+    const uint64_t r = SplitMix64At(seed + 0xF3A + f.width, 3 * i),
+                   q = SplitMix64At(seed + 0xF3A, 3 * i + 1),
+                   u = SplitMix64At(seed + 0xF3A, 3 * i + 2);
     uint64_t frac_b = (q >> 16) & frac_mask, frac_c = (u >> 16) & frac_mask;
     // Runs of zeros (alignment borrows) in the operands as often as random bits.
     if ((u >> 1) & 1) frac_b &= ~(uint64_t{0x3F} << ((u >> 2) % p)) | 1;

@@ -16,6 +16,7 @@
 #include <sstream>
 #include <system_error>
 
+#include "formats/output_file.h"
 #include "formats/str_cat.h"
 #include "nlohmann/json.hpp"
 
@@ -693,30 +694,6 @@ absl::Status RemoveReportDirectory(const std::string& dir, const TargetState& st
   return absl::OkStatus();
 }
 
-absl::Status WriteWholeFile(const std::string& path, std::string_view content) {
-  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-  if (fd < 0) {
-    const int e = errno;
-    return absl::InternalError(Cat(path, ": cannot create: ", ErrnoText(e)));
-  }
-  size_t done = 0;
-  while (done < content.size()) {
-    const ssize_t n = write(fd, content.data() + done, content.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      const int e = errno;
-      close(fd);
-      return absl::InternalError(Cat(path, ": write failed: ", ErrnoText(e)));
-    }
-    done += static_cast<size_t>(n);
-  }
-  if (close(fd) != 0) {
-    const int e = errno;
-    return absl::InternalError(Cat(path, ": write failed: ", ErrnoText(e)));
-  }
-  return absl::OkStatus();
-}
-
 // A sibling name that does not exist yet: base, base-1, base-2, ...
 std::string FreeSibling(const std::string& base) {
   for (int n = 0;; ++n) {
@@ -771,7 +748,7 @@ absl::Status WriteDirectoryAtomically(
     return s;
   };
   for (const auto& [name, content] : files) {
-    if (absl::Status s = WriteWholeFile(staging + "/" + name, content); !s.ok()) {
+    if (absl::Status s = WriteNewFile(staging + "/" + name, content); !s.ok()) {
       return fail(std::move(s));
     }
   }
@@ -798,7 +775,7 @@ absl::Status WriteDirectoryAtomically(
     AppendJsonString(manifest, names[i]);
   }
   manifest += "\n  ]\n}\n";
-  if (absl::Status s = WriteWholeFile(staging + "/" + kManifestFileName, manifest); !s.ok()) {
+  if (absl::Status s = WriteNewFile(staging + "/" + kManifestFileName, manifest); !s.ok()) {
     return fail(std::move(s));
   }
 

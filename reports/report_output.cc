@@ -60,6 +60,17 @@ double MaxNan(double a, double b) {
   return std::max(a, b);
 }
 
+// The rubric's assert_close tolerances pooled over a row's distributions (the tolerance and the
+// cross-platform summaries): rtol and atol are scale-dependent, so the normal rows' when the
+// sweep has them (the first normal row replaces what other distributions gave), else the largest.
+void PoolAssertClose(const RowView& v, double& rtol, double& atol, bool& have_normal) {
+  const bool normal = v.Str("distribution") == "normal";
+  if (!normal && have_normal) return;
+  rtol = normal && !have_normal ? v.Num("rec_rtol") : MaxNan(rtol, v.Num("rec_rtol"));
+  atol = normal && !have_normal ? v.Num("rec_atol") : MaxNan(atol, v.Num("rec_atol"));
+  have_normal = have_normal || normal;
+}
+
 constexpr auto I = IntColumn;
 constexpr auto S = StringColumn;
 constexpr auto F = FloatColumn;
@@ -158,13 +169,7 @@ void AddSummaries(Report& report) {
     ++a.n;
     a.bn = MaxNan(a.bn, v.Num("bn_max"));
     a.bound = MaxNan(a.bound, v.Num("bound_bn"));
-    // assert_close from the normal rows when the sweep has them, else the largest.
-    const bool normal = v.Str("distribution") == "normal";
-    if (normal || !a.have_normal) {
-      a.rtol = normal && !a.have_normal ? v.Num("rec_rtol") : MaxNan(a.rtol, v.Num("rec_rtol"));
-      a.atol = normal && !a.have_normal ? v.Num("rec_atol") : MaxNan(a.atol, v.Num("rec_atol"));
-      a.have_normal = a.have_normal || normal;
-    }
+    PoolAssertClose(v, a.rtol, a.atol, a.have_normal);
     a.ulp = MaxNan(a.ulp, v.Num("rec_ulp"));
     a.rbn = MaxNan(a.rbn, v.Num("rec_bn"));
     const auto dkey = std::make_tuple(v.Str("op"), v.Str("dtype"), v.Str("platform"));
@@ -302,14 +307,9 @@ std::string ToMarkdown(const Report& report) {
       a.du = MaxNan(a.du, v.Num("diff_ulp_max"));
       a.db = MaxNan(a.db, v.Num("diff_bn_max"));
       a.rel = MaxNan(a.rel, v.Num("diff_rel_max"));
-      // rtol/atol (absolute: scale-dependent) from the normal rows when present, as in the
-      // rubric; the scale-free columns are the worst over all distributions.
-      const bool normal = v.Str("distribution") == "normal";
-      if (normal || !a.have_normal) {
-        a.rtol = normal && !a.have_normal ? v.Num("rec_rtol") : MaxNan(a.rtol, v.Num("rec_rtol"));
-        a.atol = normal && !a.have_normal ? v.Num("rec_atol") : MaxNan(a.atol, v.Num("rec_atol"));
-        a.have_normal = a.have_normal || normal;
-      }
+      // rtol/atol (absolute: scale-dependent) as in the rubric; the scale-free columns are the
+      // worst over all distributions.
+      PoolAssertClose(v, a.rtol, a.atol, a.have_normal);
       a.worst = MaxNan(a.worst, v.Num("worst_bn"));
     }
     std::vector<std::vector<std::string>> rows;

@@ -26,9 +26,14 @@
 #include "reports/hash.h"
 #include "reports/mutations.h"
 #include "reports/stats.h"
+#include "reports/sweep_tables.h"
 
 namespace fpconform::reports {
 namespace {
+
+using sweep_internal::DescribeTables;
+using sweep_internal::SweepTables;
+
 
 // ---- Small value helpers (formats' Convert does every rounding). ----
 
@@ -452,130 +457,6 @@ bool Rejects(double err, double x, double atol, double rtol) {
   return !(err <= atol + rtol * std::fabs(x));
 }
 
-// ---- Table layouts. ----
-constexpr auto I = IntColumn;
-constexpr auto S = StringColumn;
-constexpr auto F = FloatColumn;
-
-Table ToleranceTable() {
-  Table t;
-  t.name = "tolerance";
-  t.title = "Observed errors and recommended tolerances";
-  t.columns = {
-      I("unit", "sweep unit (op, dtype, distribution, K) index"),
-      I("item", "row within the unit"),
-      S("op", "matmul (dot along K) or sum"),
-      S("dtype", "input dtype of the row"),
-      S("platform", "accumulation model (accumulation/models) or int32-exact"),
-      S("input_format", "format the platform receives (a operand)"),
-      S("output_format", "format of the compared output"),
-      S("accumulator", "accumulation format (/fN: only N fraction bits kept)"),
-      S("distribution", "input distribution"),
-      I("k", "reduction length"),
-      I("samples", "dot products (outputs) measured"),
-      S("seed", "sweep seed (stream keys: unit, K, sample)"),
-      F("ulp_max", "ulp", "max |ULP error| of the output"),
-      F("ulp_p99", "ulp", "99th percentile (nearest rank)"),
-      F("ulp_median", "ulp", "median"),
-      F("bn_max", "u*sum|ab|", "max bound-normalized error"),
-      F("bn_p99", "u*sum|ab|", "99th percentile"),
-      F("bn_median", "u*sum|ab|", "median"),
-      F("rel_max", "", "max relative error"),
-      F("rel_p99", "", "99th percentile"),
-      F("rel_median", "", "median"),
-      F("bound_ulp", "ulp", "worst-case analytical bound, max over samples"),
-      F("bound_bn", "u*sum|ab|", "worst-case analytical bound, max over samples"),
-      F("prob_bn", "u*sum|ab|", "probabilistic estimate lambda*sqrt(K)"),
-      F("rec_ulp", "ulp", "recommended max ULP error"),
-      F("rec_bn", "u*sum|ab|", "recommended bound-normalized tolerance"),
-      F("rec_rtol", "", "recommended assert_close rtol"),
-      F("rec_atol", "", "recommended assert_close atol"),
-      S("note", "flags: capped by the worst-case bound, above the probabilistic estimate, "
-                "non-finite outputs"),
-      F("torch_rtol", "", "torch.testing.assert_close default rtol for the output dtype"),
-      F("torch_atol", "", "torch default atol"),
-      F("torch_rejects", "", "fraction of these correct outputs torch's default rejects"),
-      F("jax_tol", "", "JAX test default tolerance (atol = rtol)"),
-      F("jax_rejects", "", "fraction of these correct outputs JAX's default rejects"),
-  };
-  return t;
-}
-
-Table CrossTable() {
-  Table t;
-  t.name = "cross_platform";
-  t.title = "Cross-platform envelopes";
-  t.columns = {
-      I("unit", "sweep unit index"),
-      I("item", "row within the unit"),
-      S("op", "matmul, sum or quantize"),
-      S("dtype", "input dtype"),
-      S("name", "pair name (sweep file)"),
-      S("platform_a", "reference platform (CUDA side)"),
-      S("platform_b", "port platform(s); several joined by '+' form an envelope (worst member)"),
-      S("distribution", "input distribution"),
-      I("k", "reduction length (quantize: elements)"),
-      I("samples", "outputs compared"),
-      F("diff_ulp_max", "ulp", "max integer ULP distance between the two outputs"),
-      F("diff_ulp_p99", "ulp", "99th percentile"),
-      F("diff_bn_max", "u*sum|ab|", "max |a - b| in units of platform a's u*sum|ab|"),
-      F("diff_bn_p99", "u*sum|ab|", "99th percentile"),
-      F("diff_rel_max", "", "max |a - b| / |a|"),
-      F("worst_bn", "u*sum|ab|", "worst case: bound_a + bound_b + |x_a - x_b|, max over samples"),
-      F("rec_ulp", "ulp", "recommended ULP tolerance between the two outputs"),
-      F("rec_bn", "u*sum|ab|", "recommended bound-normalized tolerance"),
-      F("rec_rtol", "", "recommended assert_close rtol (expected = platform a)"),
-      F("rec_atol", "", "recommended assert_close atol"),
-  };
-  return t;
-}
-
-Table PowerTable() {
-  Table t;
-  t.name = "power";
-  t.title = "Tolerance power against known-wrong variants";
-  t.columns = {
-      I("unit", "sweep unit index"),
-      I("item", "row within the unit"),
-      S("op", "matmul or sum"),
-      S("dtype", "input dtype"),
-      S("platform", "accumulation model"),
-      S("distribution", "input distribution"),
-      I("k", "reduction length"),
-      S("mutation", "known-wrong variant (sweep.h)"),
-      F("rejected_assert_close", "", "fraction of mutant outputs the recommended rtol/atol rejects"),
-      F("rejected_ulp", "", "... the recommended ULP tolerance rejects"),
-      F("rejected_bn", "", "... the recommended bound-normalized tolerance rejects"),
-      F("rejected_torch", "", "... torch's default rejects"),
-      F("rejected_jax", "", "... JAX's default rejects"),
-  };
-  return t;
-}
-
-Table QuantizeTable() {
-  Table t;
-  t.name = "quantize";
-  t.title = "Elementwise quantization (per-tensor scale amax / max)";
-  t.columns = {
-      I("unit", "sweep unit index"),
-      I("item", "row within the unit"),
-      S("format", "target format"),
-      S("distribution", "input distribution"),
-      I("elements", "elements per tensor"),
-      I("samples", "tensors"),
-      F("ulp_max", "ulp", "max |q - x/s| in ulp of the target format"),
-      F("ulp_p99", "ulp", "99th percentile"),
-      F("rel_max", "", "max |q s - x| / |x|"),
-      F("rel_p99", "", "99th percentile"),
-      F("saturated", "", "fraction of elements where saturation changed the result (RNE alone "
-                         "would have overflowed)"),
-      F("rec_rtol", "", "recommended rtol (dequantized vs input)"),
-      F("rec_atol", "", "recommended atol"),
-      F("rec_ulp", "ulp", "recommended ULP tolerance"),
-  };
-  return t;
-}
-
 std::string Note(const Recommendation& r, const Summary& sb, double prob, int non_finite,
                  double factor) {
   std::vector<std::string> notes;
@@ -800,12 +681,6 @@ std::vector<std::pair<std::string, std::string>> SweepProvenance(const SweepPlan
   }
   return p;
 }
-
-// The row tables, filled unit by unit (SweepTableSchemas() order).
-struct SweepTables {
-  Table tol = ToleranceTable(), cross = CrossTable(), power = PowerTable(),
-        quant = QuantizeTable();
-};
 
 // ---- Quantize units. ----
 
@@ -1183,33 +1058,7 @@ absl::Status RunReductionUnit(const Unit& u, int64_t unit_index, const SweepPlan
   return absl::OkStatus();
 }
 
-void DescribeTables(SweepTables& tables) {
-  tables.tol.description =
-      "One row per (op, dtype, platform, distribution, K). Errors are measured against the "
-      "exact value of the computation the platform was given. Recommended tolerances follow "
-      "the rule in the provenance; `note` says when a recommendation was capped by the "
-      "worst-case bound or lies above the probabilistic estimate lambda*sqrt(K).";
-  tables.cross.description =
-      "Difference between two platforms' outputs on the same inputs (each quantizing them to its "
-      "own input format). An envelope (several b platforms) takes, per sample, the member "
-      "farthest from a. Use rec_rtol/rec_atol with the CUDA output as `expected`. The ULP "
-      "distance counts every representable value between the two outputs, so outputs of "
-      "opposite sign near zero give huge counts: under cancellation use the bound-normalized or "
-      "assert_close columns.";
-  tables.power.description =
-      "Fraction of known-wrong outputs each tolerance rejects (1 = catches every sample). A "
-      "value below 0.5 means the tolerance passes that bug more often than not.";
-  tables.quant.description =
-      "Quantization of float inputs to 8-bit formats with a per-tensor scale amax / max "
-      "(int8: 127), RNE with saturation. rtol = factor * the largest relative error among "
-      "elements in the format's normal range; atol covers the subnormal and zero ones.";
-}
-
 }  // namespace
-
-std::vector<Table> SweepTableSchemas() {
-  return {ToleranceTable(), CrossTable(), PowerTable(), QuantizeTable()};
-}
 
 absl::StatusOr<Report> RunSweep(const SweepSpec& input_spec, const SweepOptions& options) {
   if (options.shard_count < 1 || options.shard_index < 0 ||
