@@ -21,6 +21,7 @@
 #include "cli/commands.h"
 #include "cli/data_dir.h"
 #include "formats/op_env.h"
+#include "formats/output_file.h"
 #include "formats/str_cat.h"
 #include "reports/audit.h"
 #include "reports/process.h"
@@ -145,21 +146,7 @@ absl::Status WriteTextFile(const std::string& path, const std::string& text) {
   // A symlink to a regular file: replace the target, keep the link.
   char resolved[PATH_MAX];
   const std::string target = ::realpath(path.c_str(), resolved) != nullptr ? std::string(resolved) : path;
-  const std::string tmp = Cat(target, ".tmp-", ::getpid());
-  FILE* f = std::fopen(tmp.c_str(), "wx");
-  if (f == nullptr) {
-    const int err = errno;
-    return absl::InvalidArgumentError(Cat(tmp, ": cannot create: ", std::strerror(err)));
-  }
-  const size_t n = std::fwrite(text.data(), 1, text.size(), f);
-  const bool ok = n == text.size() && std::fflush(f) == 0;
-  std::fclose(f);
-  if (!ok || std::rename(tmp.c_str(), target.c_str()) != 0) {
-    const int err = errno;
-    std::remove(tmp.c_str());
-    return absl::InvalidArgumentError(Cat(target, ": cannot write: ", std::strerror(err)));
-  }
-  return absl::OkStatus();
+  return WriteFileAtomically(target, {text});
 }
 
 void AddCommon(CLI::App* app, AuditCommonOptions& c, bool with_platform) {
@@ -198,7 +185,7 @@ absl::StatusOr<reports::AuditOptions> MakeOptions(const AuditCommonOptions& c, c
   reports::AuditOptions o;
   o.platforms = SplitComma(platforms);
   o.models_dir = ResolveModelsDir(c.models_dir);
-  o.sweep_file = c.sweep.empty() ? DefaultReportsFile("standard_sweep.toml") : c.sweep;
+  o.sweep_file = ResolveSweepFile(c.sweep);
   o.max_listed = c.max_listed;
   o.strict = c.strict;
   o.all_unexplained = !c.report.empty();
