@@ -51,6 +51,15 @@ np.save(f"{d}/c.npy", c)
 x = rng.standard_normal((6, 3000)).astype(np.float32)
 np.save(f"{d}/x.npy", x)
 np.save(f"{d}/y.npy", np.sum(x, axis=-1))
+# Composite ops: gelu and softmax of rows, rounded once from float64 (one element mutated).
+z = (rng.standard_normal((16, 200)) * 3).astype(np.float32)
+np.save(f"{d}/z.npy", z)
+zd = z.astype(np.float64)
+e = np.exp(zd - zd.max(-1, keepdims=True))
+s = (e / e.sum(-1, keepdims=True)).astype(np.float32)
+s[2, 7] *= 2
+np.save(f"{d}/s.npy", s)
+np.save(f"{d}/t.npy", np.tanh(zd).astype(np.float32))
 EOF
 then
   case_audit() {
@@ -59,7 +68,14 @@ then
       --threads 2 --progress never --json "$1/matmul.json" --report "$1/report" >/dev/null 2>"$1.err"
     [[ $? == 1 ]] || return 3
     "$BIN" audit sum --x "$TMP/x.npy" --out "$TMP/y.npy" --platform numpy-sum-f32 --threads 2 \
-      --tolerance-samples 16 --progress never --json "$1/sum.json" >/dev/null 2>>"$1.err"
+      --tolerance-samples 16 --progress never --json "$1/sum.json" >/dev/null 2>>"$1.err" || return 4
+    # The composite audits' certified binary64 paths and enclosures hold no ISA-dependent code:
+    # their JSON must not change either.
+    "$BIN" audit softmax --x "$TMP/z.npy" --out "$TMP/s.npy" --platform torch-cuda-rows-f32,torch-cpu-rows-f32 \
+      --threads 2 --progress never --json "$1/softmax.json" >/dev/null 2>>"$1.err"
+    [[ $? == 1 ]] || return 5
+    "$BIN" audit elementwise --fn tanh --x "$TMP/z.npy" --out "$TMP/t.npy" --platform auto --threads 2 \
+      --progress never --json "$1/tanh.json" >/dev/null 2>>"$1.err"
   }
   CASES+=(audit)
 else

@@ -460,10 +460,7 @@ struct RowValues {
   }
 };
 
-size_t Width(const Formula& f, const FormulaNode& node, size_t n) {
-  (void)f;
-  return node.row ? n : 1;
-}
+size_t Width(const FormulaNode& node, size_t n) { return node.row ? n : 1; }
 
 uint64_t One(const FormatSpec& F) { return DoubleToBits(F, 1.0); }
 
@@ -506,7 +503,7 @@ void FormulaRowValue(const Formula& f, const RowInputs& in, std::span<uint64_t> 
       }
       default: break;
     }
-    v.resize(Width(f, node, n));
+    v.resize(Width(node, n));
     for (size_t i = 0; i < v.size(); ++i) {
       const auto at = [&](int o) { return r.At(o, i); };
       switch (node.kind) {
@@ -629,7 +626,7 @@ void FormulaRowEnclosure(const Formula& f, const AccuracyTable& accuracy, bool c
       }
       default: break;
     }
-    const size_t width = Width(f, node, n);
+    const size_t width = Width(node, n);
     v.resize(width);
     if (node.kind == K::kMul) raw.v[k].resize(width);
     for (size_t i = 0; i < width; ++i) {
