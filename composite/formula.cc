@@ -403,6 +403,19 @@ Enclosure Hull(std::initializer_list<double> v) {
   return {Down(lo), Up(hi)};
 }
 
+// Where an operation may give NaN for some operands of the intervals (Inf - Inf, 0 * Inf,
+// Inf / Inf; a divisor holding 0 is refused by the caller) there is no enclosure: only the
+// end points' results would be seen, never the NaN.
+bool HasZero(const Enclosure& e) { return e.lo <= 0 && e.hi >= 0; }
+bool HasInf(const Enclosure& e) { return std::isinf(e.lo) || std::isinf(e.hi); }
+bool ProductMayBeNan(const Enclosure& a, const Enclosure& b) {
+  return (HasInf(a) && HasZero(b)) || (HasInf(b) && HasZero(a));
+}
+bool SumMayBeNan(const Enclosure& a, const Enclosure& b) {
+  return (a.hi == INFINITY && b.lo == -INFINITY) || (a.lo == -INFINITY && b.hi == INFINITY);
+}
+Enclosure Negate(const Enclosure& e) { return {-e.hi, -e.lo}; }
+
 Enclosure RoundEnclosure(const FormatSpec& F, Enclosure e) {
   if (std::isnan(e.lo) || std::isnan(e.hi)) return Nan();
   return {RoundTo(F, e.lo), RoundTo(F, e.hi)};
@@ -540,8 +553,12 @@ namespace {
 // gamma_k = k u / (1 - k u), u = 2^-p of F. The binary64 sums move one ulp outward per step.
 Enclosure SumEnclosure(const FormatSpec& F, const std::vector<Enclosure>& t) {
   double lo = 0, hi = 0, mag = 0;
+  bool pos_inf = false, neg_inf = false;  // Inf - Inf: a NaN is possible.
   for (const Enclosure& e : t) {
     if (std::isnan(e.lo) || std::isnan(e.hi)) return Nan();
+    pos_inf = pos_inf || e.hi == INFINITY;
+    neg_inf = neg_inf || e.lo == -INFINITY;
+    if (pos_inf && neg_inf) return Nan();
     lo = Down(lo + e.lo);
     hi = Up(hi + e.hi);
     mag = Up(mag + std::max(std::fabs(e.lo), std::fabs(e.hi)));
@@ -635,20 +652,19 @@ void FormulaRowEnclosure(const Formula& f, const AccuracyTable& accuracy, bool c
       switch (node.kind) {
         case K::kAdd:
         case K::kSub: {
-          const Enclosure a = addend(node.a, i), b = addend(node.b, i);
-          e = node.kind == K::kAdd ? RoundEnclosure(F, Hull({a.lo + b.lo, a.hi + b.hi}))
-                                   : RoundEnclosure(F, Hull({a.lo - b.hi, a.hi - b.lo}));
+          const Enclosure a = addend(node.a, i), b = node.kind == K::kAdd ? addend(node.b, i) : Negate(addend(node.b, i));
+          e = SumMayBeNan(a, b) ? Nan() : RoundEnclosure(F, Hull({a.lo + b.lo, a.hi + b.hi}));
           break;
         }
         case K::kMul: {
           const Enclosure a = at(node.a), b = at(node.b);
-          raw.v[k][i] = Hull({a.lo * b.lo, a.lo * b.hi, a.hi * b.lo, a.hi * b.hi});
+          raw.v[k][i] = ProductMayBeNan(a, b) ? Nan() : Hull({a.lo * b.lo, a.lo * b.hi, a.hi * b.lo, a.hi * b.hi});
           e = RoundEnclosure(F, raw.v[k][i]);
           break;
         }
         case K::kDiv: {
           const Enclosure a = at(node.a), b = at(node.b);
-          e = std::isnan(b.lo) || (b.lo <= 0 && b.hi >= 0)
+          e = std::isnan(b.lo) || HasZero(b) || (HasInf(a) && HasInf(b))
                   ? Nan()
                   : RoundEnclosure(F, Hull({a.lo / b.lo, a.lo / b.hi, a.hi / b.lo, a.hi / b.hi}));
           break;
@@ -656,8 +672,9 @@ void FormulaRowEnclosure(const Formula& f, const AccuracyTable& accuracy, bool c
         case K::kNeg: e = {-at(node.a).hi, -at(node.a).lo}; break;
         case K::kFma: {
           const Enclosure a = at(node.a), b = at(node.b), c = at(node.c);
-          const Enclosure p = Hull({a.lo * b.lo, a.lo * b.hi, a.hi * b.lo, a.hi * b.hi});
-          e = RoundEnclosure(F, Hull({p.lo + c.lo, p.hi + c.hi}));
+          const Enclosure p =
+              ProductMayBeNan(a, b) ? Nan() : Hull({a.lo * b.lo, a.lo * b.hi, a.hi * b.lo, a.hi * b.hi});
+          e = std::isnan(p.lo) || SumMayBeNan(p, c) ? Nan() : RoundEnclosure(F, Hull({p.lo + c.lo, p.hi + c.hi}));
           break;
         }
         case K::kFn: e = FnEnclosure(F, node.fn, accuracy[static_cast<size_t>(node.fn)], at(node.a)); break;

@@ -422,6 +422,17 @@ TEST(FormulaTest, EnclosureSpecialValues) {
   EXPECT_TRUE(std::isnan(e.lo));
   e = FormulaEnclosure(Parse("1 / (x - x)"), acc, false, Bits(3.0f));
   EXPECT_TRUE(std::isnan(e.lo));
+  // gelu at -Inf with an inexact erf (the torch-cpu presets): 1 + erf(-Inf) may be 0 or not, so
+  // -Inf * 0.5 * (1 + erf) is NaN or +-Inf: no enclosure (composite_model_fuzzer found the
+  // enclosure [-Inf, Inf], which the every-step value NaN lies outside of).
+  AccuracyTable loose;
+  loose[static_cast<size_t>(Fn::kErf)] = FnAccuracy{false, 4, 1.5e-7};
+  const Formula gelu = Parse("x * 0.5 * (1 + erf(x * 0.70710678118654752440))");
+  e = FormulaEnclosure(gelu, loose, true, 0xFF800000);
+  EXPECT_TRUE(std::isnan(e.lo)) << e.lo << " " << e.hi;
+  EXPECT_TRUE(std::isnan(Float(FormulaValue(gelu, 0xFF800000))));
+  e = FormulaEnclosure(Parse("x - x"), acc, false, 0x7F800000);  // Inf - Inf.
+  EXPECT_TRUE(std::isnan(e.lo));
   // rsqrt of an interval reaching 0: none; log of 0: -Inf exactly.
   e = FormulaEnclosure(Parse("log(x)"), acc, false, 0);
   EXPECT_EQ(e.lo, -INFINITY);

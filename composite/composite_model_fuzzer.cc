@@ -5,7 +5,7 @@
 // +-Inf, NaN) and checked: Emulate's value lies in Enclose's interval whenever that interval
 // exists (formula.h's claim), and the interval is ordered.
 //
-//   build-fuzz/composite/model_fuzzer composite/testdata/fuzz/model_fuzzer
+//   build-fuzz/composite/composite_model_fuzzer composite/testdata/fuzz/composite_model_fuzzer
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -23,7 +23,7 @@ namespace fpconform::composite {
 namespace {
 
 [[noreturn]] void Fail(const std::string& what, std::string_view input) {
-  std::fprintf(stderr, "model_fuzzer: %s\ninput:\n%.*s\n", what.c_str(),
+  std::fprintf(stderr, "composite_model_fuzzer: %s\ninput:\n%.*s\n", what.c_str(),
                static_cast<int>(input.size()), input.data());
   std::abort();
 }
