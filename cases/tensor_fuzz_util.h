@@ -1,5 +1,6 @@
-// Shared checks of the tensor-file fuzz harnesses (npy_fuzzer.cc, safetensors_fuzzer.cc,
-// raw_fuzzer.cc): a parsed tensor written back and parsed again must be the same tensor.
+// Shared checks of the tensor-file fuzz harnesses (tensor_file_npy_fuzzer.cc,
+// tensor_file_safetensors_fuzzer.cc, raw_fuzzer.cc): a parsed tensor written back and parsed again
+// must be the same tensor.
 #ifndef FPCONFORM_CASES_TENSOR_FUZZ_UTIL_H_
 #define FPCONFORM_CASES_TENSOR_FUZZ_UTIL_H_
 

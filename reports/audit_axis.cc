@@ -405,9 +405,7 @@ std::string AxisAuditOp::Diagnose(int64_t e, size_t p, OpScratch&, const ExactFa
 }  // namespace audit_internal
 
 absl::StatusOr<AuditResult> AuditAxis(const AxisAuditInput& in, const AuditOptions& options) {
-  audit_internal::AxisAuditOp op(in, options);
-  if (absl::Status s = op.Init(); !s.ok()) return s;
-  return audit_internal::RunAudit(op, options);
+  return audit_internal::RunOp<audit_internal::AxisAuditOp>(in, options);
 }
 
 }  // namespace fpconform::reports

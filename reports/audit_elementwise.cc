@@ -236,9 +236,7 @@ std::string ElementwiseOp::Diagnose(int64_t e, size_t p, OpScratch&, const Exact
 }  // namespace audit_internal
 
 absl::StatusOr<AuditResult> AuditElementwise(const ElementwiseAuditInput& in, const AuditOptions& options) {
-  audit_internal::ElementwiseOp op(in, options);
-  if (absl::Status s = op.Init(); !s.ok()) return s;
-  return audit_internal::RunAudit(op, options);
+  return audit_internal::RunOp<audit_internal::ElementwiseOp>(in, options);
 }
 
 }  // namespace fpconform::reports

@@ -336,9 +336,7 @@ std::optional<double> MatmulOp::TransposedA(int64_t e, std::span<const uint64_t>
 }  // namespace audit_internal
 
 absl::StatusOr<AuditResult> AuditMatmul(const MatmulAuditInput& in, const AuditOptions& options) {
-  audit_internal::MatmulOp op(in, options);
-  if (absl::Status s = op.Init(); !s.ok()) return s;
-  return audit_internal::RunAudit(op, options);
+  return audit_internal::RunOp<audit_internal::MatmulOp>(in, options);
 }
 
 }  // namespace fpconform::reports

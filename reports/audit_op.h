@@ -122,6 +122,15 @@ class AuditOp {
 // it is not the first (the cost of one more pass, paid only then).
 absl::StatusOr<AuditResult> RunAudit(AuditOp& op, const AuditOptions& options);
 
+// Builds an op of type Op from (input, options), checks and states it (Op::Init), and runs it:
+// every public audit entry point (AuditMatmul, AuditSum, AuditElementwise, AuditAxis).
+template <typename Op, typename Input>
+absl::StatusOr<AuditResult> RunOp(const Input& input, const AuditOptions& options) {
+  Op op(input, options);
+  if (absl::Status s = op.Init(); !s.ok()) return s;
+  return RunAudit(op, options);
+}
+
 // The best-explaining of several platforms' class counts: one that leaves no element
 // unexplained if there is one (so an output that some platform explains never fails because of
 // the choice), then the most bit-identical elements (the datapath that matches: a loose bound

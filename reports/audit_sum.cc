@@ -123,9 +123,7 @@ void SumOp::Read(int64_t e, std::vector<uint64_t>& a, std::vector<uint64_t>& b, 
 }  // namespace audit_internal
 
 absl::StatusOr<AuditResult> AuditSum(const SumAuditInput& in, const AuditOptions& options) {
-  audit_internal::SumOp op(in, options);
-  if (absl::Status s = op.Init(); !s.ok()) return s;
-  return audit_internal::RunAudit(op, options);
+  return audit_internal::RunOp<audit_internal::SumOp>(in, options);
 }
 
 }  // namespace fpconform::reports
