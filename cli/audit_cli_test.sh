@@ -168,6 +168,8 @@ np.save(f"{d}/softmax.npy", (e / e.sum(-1, keepdims=True)).astype(np.float32))
 np.save(f"{d}/rms.npy", (xd / np.sqrt((xd * xd).mean(-1, keepdims=True) + 1e-6)).astype(np.float32))
 np.save(f"{d}/w.npy", np.ones(50, np.float32))
 np.save(f"{d}/w7.npy", np.ones(7, np.float32))
+e0 = np.exp(xd - xd.max(0, keepdims=True))
+np.save(f"{d}/softmax_axis0.npy", (e0 / e0.sum(0, keepdims=True)).astype(np.float32))
 EOF
 expect_rc 0 "gelu audit" "$fp" audit elementwise --fn gelu --x "$tmp/cx.npy" --out "$tmp/gelu.npy" \
   --platform torch-cuda-f32,correctly-rounded-f32 --progress never
@@ -193,6 +195,20 @@ expect_rc 2 "rmsnorm weight of the wrong length" "$fp" audit rmsnorm --x "$tmp/c
 grep -q "expected \[50\]" "$tmp/stderr" || fail "the weight's expected shape is not named"
 expect_rc 2 "axis out of range" "$fp" audit softmax --x "$tmp/cx.npy" --out "$tmp/softmax.npy" --axis 2 \
   --platform auto --progress never
+# compare for the composite ops: the side at fault is the one its own model does not explain.
+expect_rc 0 "compare softmax" "$fp" compare softmax --x "$tmp/cx.npy" --out-ref "$tmp/softmax.npy" \
+  --platform-ref torch-cuda-rows-f32 --out "$tmp/softmax.npy" --platform torch-cpu-rows-f32 --progress never
+expect_rc 1 "compare softmax, the port over the wrong axis" "$fp" compare softmax --x "$tmp/cx.npy" \
+  --out-ref "$tmp/softmax.npy" --platform-ref torch-cuda-rows-f32 --out "$tmp/softmax_axis0.npy" \
+  --platform torch-cpu-rows-f32 --progress never --json "$tmp/cmp_softmax.json"
+[ "$(json_get "$tmp/cmp_softmax.json" 'd["op"], d["at_fault"]["ref"], d["at_fault"]["port"] > 0')" = \
+  "('softmax', 0, True)" ] || fail "compare softmax: op or fault side"
+grep -q "fpconform compare softmax: FAIL" "$tmp/stdout" || fail "compare softmax: summary line"
+expect_rc 0 "compare elementwise" "$fp" compare elementwise --fn gelu --x "$tmp/cx.npy" \
+  --out-ref "$tmp/gelu.npy" --platform-ref correctly-rounded-f32 --out "$tmp/gelu.npy" \
+  --platform torch-cpu-f32 --progress never
+expect_rc 2 "compare rmsnorm without --eps" "$fp" compare rmsnorm --x "$tmp/cx.npy" --out-ref "$tmp/rms.npy" \
+  --platform-ref auto --out "$tmp/rms.npy" --platform auto --progress never
 
 if [ "$failures" -ne 0 ]; then
   echo "$failures failure(s)"

@@ -1,6 +1,6 @@
-// `fpconform audit matmul|sum|cast` and `fpconform compare matmul`: read the user's tensor files
-// (cases/tensor_file.h), run the audit (reports/audit.h), print the summary, and write --json /
-// --report. Exit: 0 pass, 1 fail (an unexplained element, or a failed SR rate check), 2 bad
+// `fpconform audit matmul|sum|cast|elementwise|<axis op>` and `fpconform compare <op>`: read the
+// user's tensor files (cases/tensor_file.h), run the audit (reports/audit.h), print the summary,
+// and write --json / --report. Exit: 0 pass, 1 fail (an unexplained element, or a failed SR rate check), 2 bad
 // input.
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -243,6 +243,47 @@ int Emit(const char* cmd, const AuditCommonOptions& c, const std::string& summar
 
 }  // namespace
 
+namespace {
+
+constexpr std::array<const char*, 4> kAxisOpNames = {"softmax", "log_softmax", "rmsnorm", "layernorm"};
+constexpr std::array<const char*, 4> kAxisOpWhat = {
+    "out = softmax(X) along --axis", "out = log_softmax(X) along --axis",
+    "out = X * w / sqrt(mean(X^2) + eps) along --axis",
+    "out = (X - mean) / sqrt(var + eps) * w + b along --axis (biased variance)"};
+
+// --axis, and for the norms --weight, --bias (layernorm) and --eps, of axis op i.
+void AddAxisOpOptions(CLI::App* sub, size_t i, AuditCommandState& s) {
+  sub->add_option("--axis", s.axis, "The axis (negative counts from the end; default -1)");
+  if (i >= 2) {
+    AddTensorOption(sub, s.weight, "The weight (1-D, the axis's length), optional");
+    if (i == 3) AddTensorOption(sub, s.bias, "The bias (1-D, the axis's length), optional");
+    sub->add_option("--eps", s.eps, "The kernel's epsilon (> 0), e.g. 1e-6")->required();
+  }
+}
+
+// `fpconform compare <op>`: `port` holds the inputs and --out; the reference side is the same
+// with --out-ref.
+template <class Input, class CompareFn>
+int RunCompare(const AuditCommandState& s, const Input& port, const reports::AuditOptions& options,
+               CompareFn compare) {
+  const char* cmd = "compare";
+  const AuditCommonOptions& c = s.common;
+  if (c.platform.empty()) return Fail(cmd, absl::InvalidArgumentError("--platform is required"));
+  if (s.out_ref.file.empty()) return Fail(cmd, absl::InvalidArgumentError("--out-ref is required"));
+  absl::StatusOr<Tensor> out_ref = LoadTensor(s.out_ref);
+  if (!out_ref.ok()) return Fail(cmd, out_ref.status());
+  Input ref = port;
+  ref.out = &*out_ref;
+  absl::StatusOr<reports::CompareResult> cr = compare(ref, s.platform_ref, port, c.platform, options);
+  if (!cr.ok()) return Fail(cmd, cr.status());
+  return Emit(cmd, c, reports::CompareSummaryText(*cr), reports::CompareToJson(*cr),
+              reports::AuditReportFiles(cr->port), cr->verdict == reports::AuditVerdict::kPass);
+}
+
+bool Parsed(const CLI::App* app) { return app != nullptr && app->parsed(); }
+
+}  // namespace
+
 static int RunAudit(const AuditCommandState& s);
 
 CLI::App* AddAuditCommand(CLI::App& root, AuditCommandState& s) {
@@ -291,25 +332,15 @@ CLI::App* AddAuditCommand(CLI::App& root, AuditCommandState& s) {
       "  fpconform audit elementwise --fn gelu --x x.npy --x-dtype bfloat16 --out y.npy \\\n"
       "      --out-dtype bfloat16 --platform torch-cuda-bf16 --json audit.json");
 
-  const std::array<const char*, 4> axis_names = {"softmax", "log_softmax", "rmsnorm", "layernorm"};
-  const std::array<const char*, 4> axis_what = {
-      "out = softmax(X) along --axis", "out = log_softmax(X) along --axis",
-      "out = X * w / sqrt(mean(X^2) + eps) along --axis",
-      "out = (X - mean) / sqrt(var + eps) * w + b along --axis (biased variance)"};
-  for (size_t i = 0; i < axis_names.size(); ++i) {
-    CLI::App* sub = app->add_subcommand(axis_names[i], Cat(axis_what[i], ", against axis models (composite/models/)"));
+  for (size_t i = 0; i < kAxisOpNames.size(); ++i) {
+    CLI::App* sub = app->add_subcommand(kAxisOpNames[i], Cat(kAxisOpWhat[i], ", against axis models (composite/models/)"));
     s.axis_ops[i] = sub;
     AddTensorOption(sub, s.x, "X");
     AddTensorOption(sub, s.out, "The kernel's output (X's shape)");
-    sub->add_option("--axis", s.axis, "The axis (negative counts from the end; default -1)");
-    if (i >= 2) {
-      AddTensorOption(sub, s.weight, "The weight (1-D, the axis's length), optional");
-      if (i == 3) AddTensorOption(sub, s.bias, "The bias (1-D, the axis's length), optional");
-      sub->add_option("--eps", s.eps, "The kernel's epsilon (> 0), e.g. 1e-6")->required();
-    }
+    AddAxisOpOptions(sub, i, s);
     AddCommon(sub, s.common, true);
     sub->footer(Cat("--models-dir names the directory of composite models (default: the presets).\n",
-                    "Example:\n  fpconform audit ", axis_names[i], " --x x.npy --x-dtype bfloat16",
+                    "Example:\n  fpconform audit ", kAxisOpNames[i], " --x x.npy --x-dtype bfloat16",
                     i >= 2 ? " --weight w.npy --weight-dtype bfloat16 --eps 1e-6" : "",
                     " --axis -1 \\\n      --out y.npy --out-dtype bfloat16 --platform auto --json audit.json"));
   }
@@ -339,11 +370,35 @@ CLI::App* AddCompareCommand(CLI::App& root, AuditCommandState& s) {
   s.compare_matmul->add_flag("--transpose-a", s.transpose_a, "The A file holds A^T");
   s.compare_matmul->add_flag("--transpose-b", s.transpose_b, "The B file holds B^T");
   AddCommon(s.compare_matmul, s.common, true);
+  s.compare_elementwise = app->add_subcommand("elementwise", "Two outputs of out = FN(X) elementwise");
+  AddTensorOption(s.compare_elementwise, s.x, "X");
+  AddTensorOption(s.compare_elementwise, s.out_ref, "The reference platform's output (e.g. the GPU's)");
+  s.compare_elementwise->add_option("--platform-ref", s.platform_ref, "Composite model of --out-ref")->required();
+  AddTensorOption(s.compare_elementwise, s.out, "The port's output (e.g. NKI's)");
+  s.compare_elementwise->add_option("--fn", s.fn, "The function: exp exp2 log tanh sigmoid silu gelu "
+                                                  "gelu_tanh rsqrt reciprocal")->required();
+  AddCommon(s.compare_elementwise, s.common, true);
+  for (size_t i = 0; i < kAxisOpNames.size(); ++i) {
+    CLI::App* sub = app->add_subcommand(kAxisOpNames[i], Cat("Two outputs of ", kAxisOpWhat[i]));
+    s.compare_axis_ops[i] = sub;
+    AddTensorOption(sub, s.x, "X");
+    AddTensorOption(sub, s.out_ref, "The reference platform's output (e.g. the GPU's)");
+    sub->add_option("--platform-ref", s.platform_ref, "Composite model of --out-ref")->required();
+    AddTensorOption(sub, s.out, "The port's output (e.g. NKI's)");
+    AddAxisOpOptions(sub, i, s);
+    AddCommon(sub, s.common, true);
+  }
   app->footer(
       "Example:\n"
       "  fpconform compare matmul --a a.npy --a-dtype bfloat16 --b b.npy --b-dtype bfloat16 \\\n"
       "      --out-ref c_gpu.npy --platform-ref nvidia-h100-bf16 --out c_nki.npy \\\n"
       "      --platform trainium2-bf16-envelope\n"
+      "  fpconform compare rmsnorm --x x.npy --x-dtype bfloat16 --weight w.npy --weight-dtype bfloat16 \\\n"
+      "      --eps 1e-6 --out-ref y_gpu.npy --out-dtype bfloat16 --platform-ref hf-llama-rmsnorm-cuda-bf16 \\\n"
+      "      --out y_nki.npy --platform nki-rmsnorm-tkg-bf16\n"
+      "  fpconform compare elementwise --fn gelu --x x.npy --out-ref y_gpu.npy --platform-ref torch-cuda-f32 \\\n"
+      "      --out y_cpu.npy --platform torch-cpu-f32\n"
+      "--models-dir names the directory of composite models for the elementwise and axis ops.\n"
       "Exit status: 0 consistent, 1 an inconsistent element, 2 bad input.");
   return app;
 }
@@ -360,7 +415,9 @@ int RunAuditCommand(const AuditCommandState& s) {
 
 static int RunAudit(const AuditCommandState& s) {
   const AuditCommonOptions& c = s.common;
-  const char* cmd = "audit";
+  const bool compare = Parsed(s.compare_matmul) || Parsed(s.compare_elementwise) ||
+                       std::any_of(s.compare_axis_ops.begin(), s.compare_axis_ops.end(), Parsed);
+  const char* cmd = compare ? "compare" : "audit";
   if (absl::Status st = CheckOutputs(c); !st.ok()) return Fail(cmd, st);
   absl::StatusOr<reports::AuditOptions> options =
       MakeOptions(c, c.platform.empty() && !s.cast->parsed() ? std::string() : c.platform);
@@ -380,7 +437,7 @@ static int RunAudit(const AuditCommandState& s) {
   absl::StatusOr<Tensor> out = need(s.out);
   if (!out.ok()) return Fail(cmd, out.status());
   absl::StatusOr<reports::AuditResult> r;
-  if (s.matmul->parsed() || (s.compare_matmul != nullptr && s.compare_matmul->parsed())) {
+  if (s.matmul->parsed() || Parsed(s.compare_matmul)) {
     absl::StatusOr<Tensor> a = need(s.a);
     if (!a.ok()) return Fail(cmd, a.status());
     absl::StatusOr<Tensor> b = need(s.b);
@@ -392,19 +449,9 @@ static int RunAudit(const AuditCommandState& s) {
     in.transpose_b = s.transpose_b;
     in.cast_inputs = cast_inputs;
     in.out_rounding = *out_rounding;
-    if (s.compare_matmul != nullptr && s.compare_matmul->parsed()) {
-      cmd = "compare";
-      absl::StatusOr<Tensor> out_ref = need(s.out_ref);
-      if (!out_ref.ok()) return Fail(cmd, out_ref.status());
-      reports::MatmulAuditInput ref = in;
-      ref.out = &*out_ref;
+    if (compare) {
       in.out = &*out;
-      if (c.platform.empty()) return Fail(cmd, absl::InvalidArgumentError("--platform is required"));
-      absl::StatusOr<reports::CompareResult> cr =
-          reports::CompareMatmul(ref, s.platform_ref, in, c.platform, *options);
-      if (!cr.ok()) return Fail(cmd, cr.status());
-      return Emit(cmd, c, reports::CompareSummaryText(*cr), reports::CompareToJson(*cr),
-                  reports::AuditReportFiles(cr->port), cr->verdict == reports::AuditVerdict::kPass);
+      return RunCompare(s, in, *options, reports::CompareMatmul);
     }
     absl::StatusOr<Tensor> ct;
     if (!s.c.file.empty()) {
@@ -420,9 +467,9 @@ static int RunAudit(const AuditCommandState& s) {
     if (sb->has_value()) in.scale_b = &**sb;
     in.out = &*out;
     r = reports::AuditMatmul(in, *options);
-  } else if (const auto axis_op = std::find_if(s.axis_ops.begin(), s.axis_ops.end(),
-                                               [](const CLI::App* a) { return a != nullptr && a->parsed(); });
-             axis_op != s.axis_ops.end()) {
+  } else if (const auto axis_op = std::find_if(s.axis_ops.begin(), s.axis_ops.end(), Parsed),
+             compare_axis_op = std::find_if(s.compare_axis_ops.begin(), s.compare_axis_ops.end(), Parsed);
+             axis_op != s.axis_ops.end() || compare_axis_op != s.compare_axis_ops.end()) {
     absl::StatusOr<Tensor> x = need(s.x);
     if (!x.ok()) return Fail(cmd, x.status());
     if (cast_inputs.has_value()) {
@@ -430,7 +477,7 @@ static int RunAudit(const AuditCommandState& s) {
                                                   "(the platform's input format must be X's)"));
     }
     reports::AxisAuditInput in;
-    in.op = (*axis_op)->get_name();
+    in.op = (axis_op != s.axis_ops.end() ? *axis_op : *compare_axis_op)->get_name();
     in.x = &*x;
     in.axis = s.axis;
     in.out = &*out;
@@ -454,8 +501,9 @@ static int RunAudit(const AuditCommandState& s) {
       in.eps = eps;
     }
     options->composite_models_dir = c.models_dir.empty() ? DefaultCompositeModelsDir() : c.models_dir;
+    if (compare) return RunCompare(s, in, *options, reports::CompareAxis);
     r = reports::AuditAxis(in, *options);
-  } else if (s.elementwise->parsed()) {
+  } else if (s.elementwise->parsed() || Parsed(s.compare_elementwise)) {
     absl::StatusOr<Tensor> x = need(s.x);
     if (!x.ok()) return Fail(cmd, x.status());
     if (cast_inputs.has_value()) {
@@ -468,6 +516,7 @@ static int RunAudit(const AuditCommandState& s) {
     in.fn = s.fn;
     in.out_rounding = *out_rounding;
     options->composite_models_dir = c.models_dir.empty() ? DefaultCompositeModelsDir() : c.models_dir;
+    if (compare) return RunCompare(s, in, *options, reports::CompareElementwise);
     r = reports::AuditElementwise(in, *options);
   } else if (s.sum->parsed()) {
     absl::StatusOr<Tensor> x = need(s.x);

@@ -119,6 +119,8 @@ struct AuditCommandState {
   // softmax, log_softmax, rmsnorm, layernorm (in that order).
   std::array<CLI::App*, 4> axis_ops{};
   CLI::App* compare_matmul = nullptr;
+  CLI::App* compare_elementwise = nullptr;
+  std::array<CLI::App*, 4> compare_axis_ops{};  // compare softmax, log_softmax, rmsnorm, layernorm.
   TensorArg a{"a"}, b{"b"}, out{"out"}, c{"c"}, scale_a{"scale-a"}, scale_b{"scale-b"}, x{"x"},
       out_ref{"out-ref"}, weight{"weight"}, bias{"bias"};
   std::string eps;  // rmsnorm, layernorm --eps (text: checked, a double).
@@ -132,7 +134,7 @@ struct AuditCommandState {
 };
 CLI::App* AddAuditCommand(CLI::App& root, AuditCommandState& state);
 CLI::App* AddCompareCommand(CLI::App& root, AuditCommandState& state);
-// Runs whichever of audit matmul/sum/cast or compare matmul was parsed.
+// Runs whichever audit or compare subcommand was parsed.
 int RunAuditCommand(const AuditCommandState& state);
 
 }  // namespace fpconform::cli

@@ -296,6 +296,16 @@ struct CompareResult {
 absl::StatusOr<CompareResult> CompareMatmul(const MatmulAuditInput& ref, const std::string& platform_ref,
                                             const MatmulAuditInput& port, const std::string& platform,
                                             const AuditOptions& options);
+// The same for the composite ops (issue 28 §4): `ref` and `port` hold the same inputs (x, and
+// weight, bias and eps for the norms) and each its own output; each side is audited against its
+// own composite model.
+absl::StatusOr<CompareResult> CompareElementwise(const ElementwiseAuditInput& ref,
+                                                 const std::string& platform_ref,
+                                                 const ElementwiseAuditInput& port,
+                                                 const std::string& platform, const AuditOptions& options);
+absl::StatusOr<CompareResult> CompareAxis(const AxisAuditInput& ref, const std::string& platform_ref,
+                                          const AxisAuditInput& port, const std::string& platform,
+                                          const AuditOptions& options);
 
 // The tolerance recommendation an audit uses for (op "matmul" or "sum", one platform model, K):
 // the tolerance report's rule (reports/sweep.h) on options.tolerance_samples N(0, 1) samples,

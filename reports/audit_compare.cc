@@ -1,5 +1,6 @@
 // `fpconform compare`: two outputs of the same inputs, each audited against its own platform
-// through the pipeline, their difference checked against both platforms' bounds (audit.h).
+// through the pipeline, their difference checked against both platforms' bounds (audit.h); one
+// comparison for every op (matmul and the composite ops).
 #include <cmath>
 
 #include "formats/str_cat.h"
@@ -13,9 +14,14 @@ using audit_internal::ShapeText;
 using audit_internal::ToDouble;
 using audit_internal::Unflatten;
 
-absl::StatusOr<CompareResult> CompareMatmul(const MatmulAuditInput& ref, const std::string& platform_ref,
-                                            const MatmulAuditInput& port, const std::string& platform,
-                                            const AuditOptions& options) {
+namespace {
+
+// Audits both sides with `audit` (each against its one platform, bounds kept) and checks each
+// element's difference against the sum of the two bounds.
+template <class Input>
+absl::StatusOr<CompareResult> CompareOutputs(absl::StatusOr<AuditResult> (*audit)(const Input&, const AuditOptions&),
+                                             const Input& ref, const std::string& platform_ref, const Input& port,
+                                             const std::string& platform, const AuditOptions& options) {
   if (ref.out == nullptr || port.out == nullptr) {
     return absl::InvalidArgumentError("compare needs --out-ref and --out");
   }
@@ -28,10 +34,10 @@ absl::StatusOr<CompareResult> CompareMatmul(const MatmulAuditInput& ref, const s
   o.keep_bounds = true;
   o.platforms = {platform_ref};
   CompareResult c;
-  absl::StatusOr<AuditResult> a = AuditMatmul(ref, o);
+  absl::StatusOr<AuditResult> a = audit(ref, o);
   if (!a.ok()) return a.status();
   o.platforms = {platform};
-  absl::StatusOr<AuditResult> b = AuditMatmul(port, o);
+  absl::StatusOr<AuditResult> b = audit(port, o);
   if (!b.ok()) return b.status();
   c.ref = *std::move(a);
   c.port = *std::move(b);
@@ -62,6 +68,27 @@ absl::StatusOr<CompareResult> CompareMatmul(const MatmulAuditInput& ref, const s
   c.ref.bounds.clear();
   c.port.bounds.clear();
   return c;
+}
+
+}  // namespace
+
+absl::StatusOr<CompareResult> CompareMatmul(const MatmulAuditInput& ref, const std::string& platform_ref,
+                                            const MatmulAuditInput& port, const std::string& platform,
+                                            const AuditOptions& options) {
+  return CompareOutputs(&AuditMatmul, ref, platform_ref, port, platform, options);
+}
+
+absl::StatusOr<CompareResult> CompareElementwise(const ElementwiseAuditInput& ref,
+                                                 const std::string& platform_ref,
+                                                 const ElementwiseAuditInput& port,
+                                                 const std::string& platform, const AuditOptions& options) {
+  return CompareOutputs(&AuditElementwise, ref, platform_ref, port, platform, options);
+}
+
+absl::StatusOr<CompareResult> CompareAxis(const AxisAuditInput& ref, const std::string& platform_ref,
+                                          const AxisAuditInput& port, const std::string& platform,
+                                          const AuditOptions& options) {
+  return CompareOutputs(&AuditAxis, ref, platform_ref, port, platform, options);
 }
 
 }  // namespace fpconform::reports

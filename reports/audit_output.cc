@@ -160,7 +160,7 @@ std::string AuditSummaryText(const AuditResult& r) {
 }
 
 std::string CompareSummaryText(const CompareResult& c) {
-  std::string s = Cat("fpconform compare matmul: ", c.verdict == AuditVerdict::kPass ? "PASS" : "FAIL", " (",
+  std::string s = Cat("fpconform compare ", c.port.op, ": ", c.verdict == AuditVerdict::kPass ? "PASS" : "FAIL", " (",
                       c.ref.platforms.empty() ? "" : c.ref.platforms[0].name, " vs ",
                       c.port.platforms.empty() ? "" : c.port.platforms[0].name, ")\n");
   const int64_t total = c.consistent + c.inconsistent;
@@ -383,7 +383,7 @@ std::string AuditToJson(const AuditResult& r) { return AuditJson(r).dump(1) + "\
 std::string CompareToJson(const CompareResult& c) {
   ojson j;
   j["fpconform_compare"] = 1;
-  j["op"] = "matmul";
+  j["op"] = c.port.op;
   j["verdict"] = AuditVerdictName(c.verdict);
   j["consistent"] = c.consistent;
   j["inconsistent"] = c.inconsistent;

@@ -44,6 +44,9 @@ __all__ = [
     "exact_matmul", "exact_sum", "tolerance", "audit_matmul", "audit_sum", "audit_cast",
     "compare_matmul", "models_dir", "sweep_file", "audit_elementwise", "composite_models_dir",
     "audit_softmax", "audit_log_softmax", "audit_rmsnorm", "audit_layernorm", "dtype_name", "blas",
+    "exact_elementwise", "exact_softmax", "exact_log_softmax", "exact_rmsnorm", "exact_layernorm",
+    "emulate_elementwise", "emulate_softmax", "emulate_log_softmax", "emulate_rmsnorm", "emulate_layernorm",
+    "compare_elementwise", "compare_softmax", "compare_log_softmax", "compare_rmsnorm", "compare_layernorm",
 ]
 
 Audit = _C.Audit
@@ -549,6 +552,160 @@ def audit_layernorm(x: Any, out: Any, eps: float, weight: Any = None, bias: Any 
                        threads, x_dtype, out_dtype, weight_dtype, bias_dtype)
 
 
+# ---- Exact values and model emulations of the composite ops (composite/models/) ----
+
+
+def _axis_rows(x: Any, axis: int, what: str, dtype: Any):
+    """(format, C-contiguous (rows, n) bits with `axis` last, function putting a (rows, n) result
+    back into x's shape and axis order)."""
+    fmt, bits = _bits(x, what, dtype)
+    if bits.ndim == 0:
+        raise ValueError(f"{what}: x is 0-d: there is no axis")
+    a = int(axis) + bits.ndim if int(axis) < 0 else int(axis)
+    if not 0 <= a < bits.ndim:
+        raise ValueError(f"{what}: axis {axis} is out of range for rank {bits.ndim}")
+    moved = np.moveaxis(bits, a, -1)
+    shape = moved.shape
+
+    def restore(out: np.ndarray) -> np.ndarray:
+        return np.moveaxis(out.reshape(shape), -1, a)
+
+    return fmt, np.ascontiguousarray(moved).reshape(-1, shape[-1]), restore
+
+
+def exact_elementwise(x: Any, fn: str, out_dtype: Any = None, rounding: str = "rne", *,
+                      threads: Optional[int] = None, x_dtype: Any = None) -> np.ndarray:
+    """The correctly rounded fn(x) per element (fn: exp exp2 log tanh sigmoid silu gelu gelu_tanh
+    rsqrt reciprocal), rounded once into out_dtype (default: x's dtype).
+
+    >>> import numpy as np, fpconform
+    >>> fpconform.exact_elementwise(np.float32([1.0, -2.0]), "gelu").tolist()
+    [0.8413447737693787, -0.0455002635717392]
+    """
+    fmt, bits = _bits(x, "exact_elementwise: x", x_dtype)
+    to = fmt if out_dtype is None else dtype_name(out_dtype)
+    return _from_bits(to, _C.exact_elementwise(str(fn), fmt, bits, to, rounding, _threads(threads)))
+
+
+def _exact_axis(op, x, axis, weight, bias, eps, out_dtype, rounding, threads, x_dtype):
+    fmt, rows, restore = _axis_rows(x, axis, f"exact_{op}: x", x_dtype)
+    to = fmt if out_dtype is None else dtype_name(out_dtype)
+    out = _C.exact_axis(op, fmt, rows, _tensor(weight, f"exact_{op}: weight"), _tensor(bias, f"exact_{op}: bias"),
+                        float(eps), to, rounding, _threads(threads))
+    return restore(_from_bits(to, out))
+
+
+def exact_softmax(x: Any, axis: int = -1, out_dtype: Any = None, rounding: str = "rne", *,
+                  threads: Optional[int] = None, x_dtype: Any = None) -> np.ndarray:
+    """The correctly rounded softmax(x) along `axis`: each element's exact value exp(x_i) / sum
+    exp(x_j), rounded once into out_dtype (default: x's dtype).
+
+    >>> import numpy as np, fpconform
+    >>> fpconform.exact_softmax(np.float32([[0.0, 1.0]])).tolist()
+    [[0.2689414322376251, 0.7310585975646973]]
+    """
+    return _exact_axis("softmax", x, axis, None, None, 1.0, out_dtype, rounding, threads, x_dtype)
+
+
+def exact_log_softmax(x: Any, axis: int = -1, out_dtype: Any = None, rounding: str = "rne", *,
+                      threads: Optional[int] = None, x_dtype: Any = None) -> np.ndarray:
+    """The correctly rounded log_softmax(x) along `axis` (see exact_softmax).
+
+    >>> import numpy as np, fpconform
+    >>> fpconform.exact_log_softmax(np.float32([[0.0, 0.0]])).tolist()
+    [[-0.6931471824645996, -0.6931471824645996]]
+    """
+    return _exact_axis("log_softmax", x, axis, None, None, 1.0, out_dtype, rounding, threads, x_dtype)
+
+
+def exact_rmsnorm(x: Any, eps: float, weight: Any = None, axis: int = -1, out_dtype: Any = None,
+                  rounding: str = "rne", *, threads: Optional[int] = None, x_dtype: Any = None) -> np.ndarray:
+    """The correctly rounded x * weight / sqrt(mean(x^2) + eps) along `axis` (weight: 1-D of the
+    axis's length, or None), from the inputs as given (eps exactly as the double passed).
+
+    >>> import numpy as np, fpconform
+    >>> fpconform.exact_rmsnorm(np.float32([[3.0, 4.0]]), eps=1e-6).tolist()
+    [[0.8485280871391296, 1.1313707828521729]]
+    """
+    return _exact_axis("rmsnorm", x, axis, weight, None, eps, out_dtype, rounding, threads, x_dtype)
+
+
+def exact_layernorm(x: Any, eps: float, weight: Any = None, bias: Any = None, axis: int = -1,
+                    out_dtype: Any = None, rounding: str = "rne", *, threads: Optional[int] = None,
+                    x_dtype: Any = None) -> np.ndarray:
+    """The correctly rounded (x - mean) / sqrt(var + eps) * weight + bias along `axis` (biased
+    variance).
+
+    >>> import numpy as np, fpconform
+    >>> fpconform.exact_layernorm(np.float32([[1.0, 3.0]]), eps=1e-5).tolist()
+    [[-0.9999949932098389, 0.9999949932098389]]
+    """
+    return _exact_axis("layernorm", x, axis, weight, bias, eps, out_dtype, rounding, threads, x_dtype)
+
+
+def emulate_elementwise(x: Any, fn: str, platform: str, *, x_dtype: Any = None):
+    """(out, lo, hi): the elementwise model `platform`'s fn(x) (composite/models/: every step
+    correctly rounded, the library's bits where the model is exact) and, per element, the interval
+    [lo, hi] (float64) holding the output of every implementation of the model's formula within
+    its declared accuracies.
+
+    >>> import numpy as np, fpconform
+    >>> out, lo, hi = fpconform.emulate_elementwise(np.float32([-6.0]), "gelu", "torch-cuda-f32")
+    >>> bool(lo[0] <= float(out[0]) <= hi[0]), bool(hi[0] - lo[0] > 1e-12)
+    (True, True)
+    """
+    fmt, bits = _bits(x, "emulate_elementwise: x", x_dtype)
+    name, out, lo, hi = _C.emulate_elementwise(composite_models_dir(), platform, str(fn), fmt, bits)
+    return _from_bits(name, out), lo, hi
+
+
+def _emulate_axis(op, x, platform, axis, weight, bias, eps, x_dtype):
+    fmt, rows, restore = _axis_rows(x, axis, f"emulate_{op}: x", x_dtype)
+    name, out, lo, hi = _C.emulate_axis(composite_models_dir(), platform, op, fmt, rows,
+                                        _tensor(weight, f"emulate_{op}: weight"),
+                                        _tensor(bias, f"emulate_{op}: bias"), float(eps))
+    return restore(_from_bits(name, out)), restore(lo), restore(hi)
+
+
+def emulate_softmax(x: Any, platform: str, axis: int = -1, *, x_dtype: Any = None):
+    """(out, lo, hi): the axis model `platform`'s softmax along `axis` (reductions in index order)
+    and the enclosure of every conforming implementation (any reduction order, the model's
+    accuracies) per element.
+
+    >>> import numpy as np, fpconform
+    >>> x = np.float32([[0.0, 1.0, 2.0]])
+    >>> out, lo, hi = fpconform.emulate_softmax(x, "torch-cpu-rows-f32")
+    >>> bool(((lo <= out) & (out <= hi)).all())
+    True
+    """
+    return _emulate_axis("softmax", x, platform, axis, None, None, 0.0, x_dtype)
+
+
+def emulate_log_softmax(x: Any, platform: str, axis: int = -1, *, x_dtype: Any = None):
+    """(out, lo, hi): the axis model `platform`'s log_softmax (see emulate_softmax)."""
+    return _emulate_axis("log_softmax", x, platform, axis, None, None, 0.0, x_dtype)
+
+
+def emulate_rmsnorm(x: Any, platform: str, eps: float, weight: Any = None, axis: int = -1, *,
+                    x_dtype: Any = None):
+    """(out, lo, hi): the axis model `platform`'s rmsnorm (see emulate_softmax).
+
+    >>> import numpy as np, ml_dtypes, fpconform
+    >>> x = np.array([[3.0, 4.0, -1.0]], dtype=ml_dtypes.bfloat16)
+    >>> w = np.array([1.0, 0.5, 2.0], dtype=ml_dtypes.bfloat16)
+    >>> out, lo, hi = fpconform.emulate_rmsnorm(x, "hf-llama-rmsnorm-cuda-bf16", eps=1e-6, weight=w)
+    >>> out.dtype.name, bool(((lo <= out.astype(float)) & (out.astype(float) <= hi)).all())
+    ('bfloat16', True)
+    """
+    return _emulate_axis("rmsnorm", x, platform, axis, weight, None, eps, x_dtype)
+
+
+def emulate_layernorm(x: Any, platform: str, eps: float, weight: Any = None, bias: Any = None, axis: int = -1,
+                      *, x_dtype: Any = None):
+    """(out, lo, hi): the axis model `platform`'s layernorm (see emulate_softmax)."""
+    return _emulate_axis("layernorm", x, platform, axis, weight, bias, eps, x_dtype)
+
+
 def audit_cast(x: Any, out: Any, to: Any = None, rounding: str = "rne", sat: bool = False, scale: float = 1.0, *,
                tolerance: bool = True, max_listed: int = 100, threads: Optional[int] = None,
                x_dtype: Any = None, out_dtype: Any = None) -> Audit:
@@ -587,5 +744,80 @@ def compare_matmul(a: Any, b: Any, out_ref: Any, platform_ref: str, out: Any, pl
                           out_rounding, o)
     _notify(r, "compare")
     return r
+
+def _compare_composite(op, x, out_ref, platform_ref, out, platform, axis=-1, weight=None, bias=None, eps=None,
+                       fn="", out_rounding="rne", strict=False, max_listed=100, threads=None) -> Compare:
+    o = _options(platform, strict, False, 200, max_listed, threads)
+    r = _C.compare_composite(op, _tensor(x, "x"), int(axis), _tensor(weight, "weight"), _tensor(bias, "bias"),
+                             None if eps is None else float(eps), str(fn), _tensor(out_ref, "out_ref"),
+                             platform_ref, _tensor(out, "out"), platform, out_rounding, o)
+    _notify(r, "compare")
+    return r
+
+
+def compare_elementwise(x: Any, out_ref: Any, platform_ref: str, out: Any, platform: str, fn: str, *,
+                        out_rounding: str = "rne", strict: bool = False, max_listed: int = 100,
+                        threads: Optional[int] = None) -> Compare:
+    """Two platforms' outputs of fn(x) on the same x (e.g. the CUDA reference and an NKI port):
+    each audited against its own composite model, their difference checked against the sum of
+    both models' bounds; the side at fault is the one its own model does not explain
+    (`fpconform compare elementwise`).
+
+    >>> import numpy as np, fpconform
+    >>> x = np.float32([-2.0, 0.5, 1.0])
+    >>> y_gpu, _, _ = fpconform.emulate_elementwise(x, "gelu", "torch-cuda-f32")
+    >>> y_cpu, _, _ = fpconform.emulate_elementwise(x, "gelu", "torch-cpu-f32")
+    >>> c = fpconform.compare_elementwise(x, y_gpu, "torch-cuda-f32", y_cpu, "torch-cpu-f32", "gelu")
+    >>> c.verdict, c.consistent
+    ('pass', 3)
+    """
+    return _compare_composite("elementwise", x, out_ref, platform_ref, out, platform, fn=fn,
+                              out_rounding=out_rounding, strict=strict, max_listed=max_listed, threads=threads)
+
+
+def compare_softmax(x: Any, out_ref: Any, platform_ref: str, out: Any, platform: str, axis: int = -1, *,
+                    out_rounding: str = "rne", strict: bool = False, max_listed: int = 100,
+                    threads: Optional[int] = None) -> Compare:
+    """Two platforms' softmax outputs of the same x (see compare_elementwise)."""
+    return _compare_composite("softmax", x, out_ref, platform_ref, out, platform, axis=axis,
+                              out_rounding=out_rounding, strict=strict, max_listed=max_listed, threads=threads)
+
+
+def compare_log_softmax(x: Any, out_ref: Any, platform_ref: str, out: Any, platform: str, axis: int = -1, *,
+                        out_rounding: str = "rne", strict: bool = False, max_listed: int = 100,
+                        threads: Optional[int] = None) -> Compare:
+    """Two platforms' log_softmax outputs of the same x (see compare_elementwise)."""
+    return _compare_composite("log_softmax", x, out_ref, platform_ref, out, platform, axis=axis,
+                              out_rounding=out_rounding, strict=strict, max_listed=max_listed, threads=threads)
+
+
+def compare_rmsnorm(x: Any, out_ref: Any, platform_ref: str, out: Any, platform: str, eps: float,
+                    weight: Any = None, axis: int = -1, *, out_rounding: str = "rne", strict: bool = False,
+                    max_listed: int = 100, threads: Optional[int] = None) -> Compare:
+    """Two platforms' rmsnorm outputs of the same x, weight and eps (see compare_elementwise).
+
+    >>> import numpy as np, ml_dtypes, fpconform
+    >>> x = np.array([[3.0, 4.0, -1.0, 0.5]], dtype=ml_dtypes.bfloat16)
+    >>> w = np.ones(4, dtype=ml_dtypes.bfloat16)
+    >>> y_gpu, _, _ = fpconform.emulate_rmsnorm(x, "hf-llama-rmsnorm-cuda-bf16", eps=1e-6, weight=w)
+    >>> y_nki, _, _ = fpconform.emulate_rmsnorm(x, "nki-rmsnorm-tkg-bf16", eps=1e-6, weight=w)
+    >>> fpconform.compare_rmsnorm(x, y_gpu, "hf-llama-rmsnorm-cuda-bf16", y_nki, "nki-rmsnorm-tkg-bf16",
+    ...                           eps=1e-6, weight=w).verdict
+    'pass'
+    """
+    return _compare_composite("rmsnorm", x, out_ref, platform_ref, out, platform, axis=axis, weight=weight,
+                              eps=eps, out_rounding=out_rounding, strict=strict, max_listed=max_listed,
+                              threads=threads)
+
+
+def compare_layernorm(x: Any, out_ref: Any, platform_ref: str, out: Any, platform: str, eps: float,
+                      weight: Any = None, bias: Any = None, axis: int = -1, *, out_rounding: str = "rne",
+                      strict: bool = False, max_listed: int = 100, threads: Optional[int] = None) -> Compare:
+    """Two platforms' layernorm outputs of the same x, weight, bias and eps (see
+    compare_elementwise)."""
+    return _compare_composite("layernorm", x, out_ref, platform_ref, out, platform, axis=axis, weight=weight,
+                              bias=bias, eps=eps, out_rounding=out_rounding, strict=strict,
+                              max_listed=max_listed, threads=threads)
+
 
 from . import blas  # noqa: E402  (numpy BLAS detection: fpconform.blas)

@@ -281,6 +281,43 @@ CompareResult CompareMatmulPy(const TensorPair& a, const TensorPair& b, const Te
   return *std::move(r);
 }
 
+CompareResult CompareComposite(const std::string& op, const TensorPair& x, int axis, const TensorPair& weight,
+                               const TensorPair& bias, std::optional<double> eps, const std::string& fn,
+                               const TensorPair& out_ref, const std::string& platform_ref, const TensorPair& out,
+                               const std::string& platform, const std::string& out_rounding, const Options& o) {
+  const Tensor tx = Need(x, "x"), tref = Need(out_ref, "out_ref"), tout = Need(out, "out");
+  const std::optional<Tensor> tw = Load(weight, "weight"), tb = Load(bias, "bias");
+  const reports::AuditOptions opts = MakeOptions(o);
+  absl::StatusOr<CompareResult> r;
+  if (op == "elementwise") {
+    reports::ElementwiseAuditInput port;
+    port.x = &tx;
+    port.fn = fn;
+    port.out_rounding = ParseMode(out_rounding, "out_rounding");
+    reports::ElementwiseAuditInput ref = port;
+    ref.out = &tref;
+    port.out = &tout;
+    nb::gil_scoped_release release;
+    r = reports::CompareElementwise(ref, platform_ref, port, platform, opts);
+  } else {
+    reports::AxisAuditInput port;
+    port.op = op;
+    port.x = &tx;
+    port.axis = axis;
+    if (tw.has_value()) port.weight = &*tw;
+    if (tb.has_value()) port.bias = &*tb;
+    port.eps = eps;
+    port.out_rounding = ParseMode(out_rounding, "out_rounding");
+    reports::AxisAuditInput ref = port;
+    ref.out = &tref;
+    port.out = &tout;
+    nb::gil_scoped_release release;
+    r = reports::CompareAxis(ref, platform_ref, port, platform, opts);
+  }
+  if (!r.ok()) ThrowStatus(r.status());
+  return *std::move(r);
+}
+
 }  // namespace
 
 void BindAudit(nb::module_& m) {
@@ -358,7 +395,8 @@ void BindAudit(nb::module_& m) {
       .def("to_json", &reports::CompareToJson)
       .def("__str__", &reports::CompareSummaryText)
       .def("__repr__", [](const CompareResult& c) {
-        return "<fpconform.Compare matmul: " + std::string(reports::AuditVerdictName(c.verdict)) + ", " + std::to_string(c.inconsistent) + " inconsistent>";
+        return "<fpconform.Compare " + c.port.op + ": " + std::string(reports::AuditVerdictName(c.verdict)) + ", " +
+               std::to_string(c.inconsistent) + " inconsistent>";
       });
 
   m.attr("CLASS_NAMES") = nb::make_tuple("identical", "within_bound", "within_tolerance", "unexplained");
@@ -379,6 +417,10 @@ void BindAudit(nb::module_& m) {
   m.def("compare_matmul", &CompareMatmulPy, nb::arg("a").none(), nb::arg("b").none(), nb::arg("out_ref").none(),
         nb::arg("platform_ref"), nb::arg("out").none(), nb::arg("platform"), nb::arg("transpose_a"),
         nb::arg("transpose_b"), nb::arg("cast_inputs").none(), nb::arg("out_rounding"), nb::arg("options"));
+  m.def("compare_composite", &CompareComposite, nb::arg("op"), nb::arg("x").none(), nb::arg("axis"),
+        nb::arg("weight").none(), nb::arg("bias").none(), nb::arg("eps").none(), nb::arg("fn"),
+        nb::arg("out_ref").none(), nb::arg("platform_ref"), nb::arg("out").none(), nb::arg("platform"),
+        nb::arg("out_rounding"), nb::arg("options"));
 }
 
 }  // namespace fpconform::python

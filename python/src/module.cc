@@ -37,6 +37,7 @@
 namespace fpconform::python {
 
 void BindAudit(nb::module_& m);
+void BindComposite(nb::module_& m);  // composite_bindings.cc
 
 namespace {
 
@@ -508,4 +509,5 @@ NB_MODULE(_fpconform, m) {
   m.def("exact_sum", &ExactSumBits);
   m.def("tolerance", &Tolerance);
   BindAudit(m);
+  BindComposite(m);
 }
