@@ -181,7 +181,7 @@ CLI::App* AddToleranceCommand(CLI::App& root, ToleranceOptions& o) {
       "report.html). With no arguments: the standard rubric table.");
   app->add_option("--sweep", o.sweep, "Sweep file (default: the standard one, "
                                       "reports/standard_sweep.toml)");
-  app->add_option("--ops", o.ops, "Ops to run (comma list): matmul, sum, quantize");
+  app->add_option("--ops", o.ops, "Ops to run (comma list): matmul, sum, quantize, composite");
   app->add_option("--dtypes", o.dtypes, "Input dtypes (comma list; names of the sweep file's "
                                         "[[dtype]] tables and quantize formats)");
   app->add_option("--k", o.ks, "K values (comma list; each 1..16777216, decimal, distinct), "
@@ -269,6 +269,7 @@ int RunToleranceCommand(const ToleranceOptions& o) {
   }
   reports::SweepOptions options;
   options.models_dir = ResolveModelsDir(o.models_dir);
+  options.composite_models_dir = DefaultCompositeModelsDir();
   options.threads = o.threads > 0 ? o.threads
                                   : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   // Without --threads, fewer workers where the sweep's memory estimate needs it (sweep.h,

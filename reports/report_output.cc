@@ -247,6 +247,77 @@ void AddSummaries(Report& report) {
   report.tables.push_back(std::move(defaults));
 }
 
+namespace {
+
+// The composite kernels' tables, summarized per (function, model): the largest recommendation
+// over distributions and row lengths, the weakest power per mutation, the cross pairs' largest
+// recommendation (every row is in composite.csv, composite_power.csv, composite_cross.csv).
+void CompositeSection(const Report& report, std::string& out) {
+  const Table* c = report.Find("composite");
+  if (c == nullptr || c->rows.empty()) return;
+  out += "## " + c->title + "\n\n" + c->description + "\n\n";
+  struct Worst {
+    std::string exact;
+    double ulp = 0, bound = 0, rec = 0, rtol = 0, atol = 0;
+  };
+  std::map<std::pair<std::string, std::string>, Worst> worst;
+  std::vector<std::pair<std::string, std::string>> order;
+  for (const auto& row : c->rows) {
+    const RowView v{*c, row};
+    const std::pair<std::string, std::string> key{v.Str("function"), v.Str("platform")};
+    auto [it, fresh] = worst.try_emplace(key);
+    if (fresh) order.push_back(key);
+    Worst& w = it->second;
+    w.exact = v.Str("exact_model");
+    w.ulp = std::max(w.ulp, v.Num("ulp_max"));
+    w.bound = std::max(w.bound, v.Num("bound_ulp"));
+    w.rec = std::max(w.rec, v.Num("rec_ulp"));
+    w.rtol = std::max(w.rtol, v.Num("rec_rtol"));
+    w.atol = std::max(w.atol, v.Num("rec_atol"));
+  }
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& key : order) {
+    const Worst& w = worst[key];
+    rows.push_back({key.first, key.second, w.exact, G3(w.ulp), G3(w.bound), G3(w.rec), G3(w.rtol), G3(w.atol)});
+  }
+  MdTable(out, {"function", "model", "bit-exact model", "max ULP (model)", "bound (ULP)", "max ULP (rec.)",
+                "rtol", "atol"},
+          rows);
+  if (const Table* p = report.Find("composite_power"); p != nullptr && !p->rows.empty()) {
+    out += "\n" + p->description + " The weakest over distributions and row lengths:\n\n";
+    std::map<std::tuple<std::string, std::string, std::string>, double> least;
+    std::vector<std::tuple<std::string, std::string, std::string>> keys;
+    for (const auto& row : p->rows) {
+      const RowView v{*p, row};
+      const auto key = std::make_tuple(v.Str("function"), v.Str("platform"), v.Str("mutation"));
+      auto [it, fresh] = least.try_emplace(key, v.Num("rejected"));
+      if (fresh) keys.push_back(key);
+      it->second = std::min(it->second, v.Num("rejected"));
+    }
+    rows.clear();
+    for (const auto& key : keys) {
+      rows.push_back({std::get<0>(key), std::get<1>(key), std::get<2>(key), G3(least[key])});
+    }
+    MdTable(out, {"function", "model", "mutation", "rejected (worst case)"}, rows);
+  }
+  if (const Table* x = report.Find("composite_cross"); x != nullptr && !x->rows.empty()) {
+    out += "\n" + x->description + "\n\n";
+    rows.clear();
+    for (const auto& row : x->rows) {
+      const RowView v{*x, row};
+      rows.push_back({v.Str("function"), v.Str("platform_a"), v.Str("platform_b"), v.Str("distribution"),
+                      std::to_string(v.Int("n")), G3(v.Num("diff_ulp_max")), G3(v.Num("allowed_ulp_max")),
+                      G3(v.Num("rec_rtol")), G3(v.Num("rec_atol"))});
+    }
+    MdTable(out, {"function", "reference", "port", "distribution", "n", "max diff (ULP)", "allowed (ULP)", "rtol",
+                  "atol"},
+            rows);
+  }
+  out += "\nEvery row: composite.csv, composite_power.csv, composite_cross.csv.\n\n";
+}
+
+}  // namespace
+
 std::string ToMarkdown(const Report& report) {
   std::string out = "# fpconform tolerance report\n\n";
   out += "The recommended tolerances come first (one table per op), then the cross-platform "
@@ -398,6 +469,7 @@ std::string ToMarkdown(const Report& report) {
                   "max ULP (rec.)"},
             rows);
   }
+  CompositeSection(report, out);
   out += "Full data: report.csv (tolerance rows), cross_platform.csv, power.csv, quantize.csv, "
          "rubric.csv, defaults.csv, report.json (all tables; schema in README.md).\n\n";
   out += "## Provenance\n\nEverything needed to reproduce this report:\n\n";

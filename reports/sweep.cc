@@ -26,11 +26,13 @@
 #include "reports/hash.h"
 #include "reports/mutations.h"
 #include "reports/stats.h"
+#include "reports/sweep_composite.h"
 #include "reports/sweep_tables.h"
 
 namespace fpconform::reports {
 namespace {
 
+using sweep_internal::CompositeUnit;
 using sweep_internal::DescribeTables;
 using sweep_internal::SweepTables;
 
@@ -187,14 +189,16 @@ struct PlatformInfo {
 };
 
 struct Unit {
-  std::string op;     // matmul | sum | quantize
+  std::string op;     // matmul | sum | quantize | composite
   const DtypeSpec* dtype = nullptr;
   std::string dist;
   int64_t k = 0;
   int samples = 0;
   std::vector<std::string> platforms;  // Tolerance rows, in order.
   std::vector<const CrossSpec*> cross;
+  CompositeUnit composite;             // op composite.
   std::string Label() const {
+    if (op == "composite") return Cat("composite ", composite.fn, " ", dist, " n=", k);
     return op == "quantize" ? Cat("quantize ", dist)
                             : Cat(op, " ", dtype->name, " ", dist, " K=", k);
   }
@@ -479,6 +483,11 @@ struct UnitMemory {
 UnitMemory EstimateUnitMemory(const Unit& u, const SweepSpec& spec, const Sweeper& sweeper) {
   UnitMemory m;
   m.max_threads = std::max(1, u.samples);
+  if (u.op == "composite") {  // Inputs, exact enclosures, two runs' values and bounds per element.
+    m.shared = u.composite.rows * u.composite.n * 96 * static_cast<int64_t>(spec.composite.platforms.size() + 1);
+    m.max_threads = 1;
+    return m;
+  }
   if (u.op == "quantize") {
     const auto f = static_cast<int64_t>(spec.quantize_formats.size());
     m.shared = u.samples * u.k * (kQuantizeBytesPerElement + kQuantizeBytesPerElementFormat * f);
@@ -520,14 +529,14 @@ absl::StatusOr<int> FitThreads(const std::vector<Unit>& units, const SweepOption
       const int t = std::min(threads, m.max_threads);
       return absl::ResourceExhaustedError(Cat(
           u.Label(), " needs about ", MiB(m.Total(threads)), " of memory (",
-          u.op == "quantize"
-              ? Cat(u.samples, " samples x ", u.k, " elements x ", spec.quantize_formats.size(),
-                    " formats")
+          u.op == "quantize"    ? Cat(u.samples, " samples x ", u.k, " elements x ",
+                                       spec.quantize_formats.size(), " formats")
+          : u.op == "composite" ? Cat(u.samples, " samples x ", u.k, " elements")
               : Cat(MiB(m.per_thread), " per worker thread at K = ", u.k, ", ", t,
                     t == 1 ? " thread" : " threads"),
           "), more than the ", MiB(kSweepMemoryBudgetBytes),
           " a sweep may use (reports/sweep.h, \"Memory\"); ",
-          u.op == "quantize" ? "use fewer samples or quantize_elements"
+          u.op == "quantize" || u.op == "composite" ? "use fewer samples or elements"
                              : "use fewer threads (--threads) or a smaller K"));
     }
   }
@@ -547,6 +556,7 @@ struct SweepPlan {
   std::map<std::string, std::string> b_labels;  // Cross name -> label of its b side.
   std::map<std::string, Model> models;
   std::vector<std::pair<std::string, std::string>> model_files;  // ("model <name>", hash).
+  std::vector<composite::CompositeModel> composite_models;        // [composite] platforms.
   std::vector<Unit> units;
 };
 
@@ -608,6 +618,18 @@ absl::Status LoadSweepModels(const ModelCatalog& catalog, const std::string& mod
 std::vector<Unit> MakeUnits(const SweepSpec& spec) {
   std::vector<Unit> units;
   for (const std::string& op : spec.ops) {
+    if (op == "composite") {
+      for (const CompositeUnit& cu : sweep_internal::MakeCompositeUnits(spec.composite)) {
+        Unit u;
+        u.op = op;
+        u.dist = cu.dist;
+        u.k = cu.n;
+        u.samples = static_cast<int>(cu.axis ? cu.rows : cu.n);
+        u.composite = cu;
+        units.push_back(std::move(u));
+      }
+      continue;
+    }
     if (op == "quantize") {
       if (spec.quantize_formats.empty()) continue;
       for (const std::string& dist : spec.distributions) {
@@ -676,6 +698,15 @@ std::vector<std::pair<std::string, std::string>> SweepProvenance(const SweepPlan
                   "a sequential bfloat16 FMA chain)"},
   };
   for (const auto& mf : plan.model_files) p.push_back(mf);
+  if (!plan.composite_models.empty()) {
+    std::vector<std::string> names;
+    for (const composite::CompositeModel& m : plan.composite_models) names.push_back(m.name);
+    p.push_back({"composite models", Cat(options.composite_models_dir, ": ", Join(names, ","))});
+    p.push_back({"composite rule",
+                 "e_i = max(factor * |y_i - x_i|, B_i), B_i = the model's bound; rec_ulp = max e_i / "
+                 "ulp(x_i); (rtol, atol) covering every e_i with the least atol + rtol * median |x|; "
+                 "mutants in binary64, rounded once to the output format"});
+  }
   if (options.shard_count > 1 || options.record_shard) {
     p.push_back({"shard", Cat(options.shard_index + 1, "/", options.shard_count)});
   }
@@ -1073,6 +1104,12 @@ absl::StatusOr<Report> RunSweep(const SweepSpec& input_spec, const SweepOptions&
   if (absl::Status s = ExpandCrossEnvelopes(catalog, plan); !s.ok()) return s;
   if (absl::Status s = LoadSweepModels(catalog, options.models_dir, plan); !s.ok()) return s;
   plan.units = MakeUnits(plan.spec);
+  if (std::find(plan.spec.ops.begin(), plan.spec.ops.end(), "composite") != plan.spec.ops.end()) {
+    absl::StatusOr<std::vector<composite::CompositeModel>> cm =
+        sweep_internal::LoadCompositeSweepModels(plan.spec, options.composite_models_dir);
+    if (!cm.ok()) return cm.status();
+    plan.composite_models = *std::move(cm);
+  }
 
   Report report;
   report.provenance = SweepProvenance(plan, options);
@@ -1095,7 +1132,10 @@ absl::StatusOr<Report> RunSweep(const SweepSpec& input_spec, const SweepOptions&
     const Unit& u = plan.units[ui];
     const int64_t unit_index = static_cast<int64_t>(ui);
     const absl::Status s =
-        u.op == "quantize"
+        u.op == "composite"
+            ? sweep_internal::RunCompositeUnit(u.composite, unit_index, plan.spec, plan.composite_models,
+                                               threads, options.cancelled, tables)
+        : u.op == "quantize"
             ? RunQuantizeUnit(u, unit_index, plan.spec, options, tables)
             : RunReductionUnit(u, unit_index, plan, sweeper, threads, options, tables);
     if (!s.ok()) return s;
@@ -1103,8 +1143,10 @@ absl::StatusOr<Report> RunSweep(const SweepSpec& input_spec, const SweepOptions&
     if (options.progress) options.progress(done, shard_units, u.Label());
   }
   DescribeTables(tables);
-  report.tables = {std::move(tables.tol), std::move(tables.cross), std::move(tables.power),
-                   std::move(tables.quant)};
+  report.tables = {std::move(tables.tol),       std::move(tables.cross),
+                   std::move(tables.power),     std::move(tables.quant),
+                   std::move(tables.composite), std::move(tables.composite_power),
+                   std::move(tables.composite_cross)};
   return report;
 }
 

@@ -2,7 +2,8 @@
 // draws pinned random inputs, runs them through every platform model of that dtype, measures
 // each output against the exact oracle, and turns the observations into recommended tolerances
 // with their power against known-wrong variants. The result is a Report (report.h) with the
-// tables "tolerance", "cross_platform", "power", "quantize" and the summaries "defaults" and
+// tables "tolerance", "cross_platform", "power", "quantize", the composite kernels' "composite",
+// "composite_power" and "composite_cross" ([composite] below), and the summaries "defaults" and
 // "rubric"; ToMarkdown renders the rubric-ready report.md.
 //
 // What is swept is data: a sweep file (TOML; the standard one is reports/standard_sweep.toml,
@@ -101,6 +102,40 @@ struct CrossSpec {
                                      // "Envelopes"); several = envelope (worst member).
 };
 
+// [composite] (op "composite", sweep_composite.cc): the composite kernels' rows. Each function
+// (elementwise: exp exp2 log tanh sigmoid silu gelu gelu_tanh rsqrt reciprocal; along an axis:
+// softmax log_softmax rmsnorm layernorm) is run, per composite distribution and (axis ops) row
+// length, through every listed composite model (composite/models) that implements it, on
+// pinned random inputs rounded to the model's input format:
+//   normal     N(0, 1)
+//   wide       N(0, 8^2)          (large logits, activation tails)
+//   dc_offset  30 + N(0, 1)       (the norms' conditioning: kappa about 30)
+// (log, rsqrt and reciprocal take |x|, zeros left out). The norms take eps = 1e-6 (rmsnorm) and
+// 1e-5 (layernorm), a weight 1 + N(0, 0.1^2) and a bias N(0, 0.1^2) in the input format.
+// Measures per element against the exact value (oracles/elementary.h, axis_ops.h): the model's
+// emulated output's ULP error, and its bound B (the largest distance from the exact value to a
+// point of the model's enclosure: every conforming implementation's output, composite/model.h).
+// Rule: e_i = max(factor * |y_i - x_i|, B_i) (so every conforming implementation's output
+// passes); rec_ulp = max e_i / ulp(x_i); (rtol, atol) = among the pairs with e_i <= atol +
+// rtol |x_i| for every element, the one with the least atol + rtol * median |x| (relative
+// errors give atol about 0, absolute ones rtol about 0: torch's GELU for x below -5). Power: mutants computed in binary64 from the same inputs
+// and rounded to the output format (other_gelu_form, input_in_bfloat16, dropped_term,
+// eps_outside_sqrt, unbiased_variance, missing_weight, missing_bias; each where it applies);
+// rejected = the share of samples (rows; elements for elementwise functions) with an element
+// outside the recommended rtol/atol. Cross pairs: two models of the same function and input
+// format on the same inputs, |y_a - y_b| against B_a + B_b.
+struct CompositeSweepSpec {
+  std::vector<std::string> functions;
+  std::vector<std::string> distributions;   // normal, wide, dc_offset.
+  std::vector<int64_t> lengths;             // Row lengths of the axis ops.
+  int64_t elements = 65536;                 // Per unit: elementwise values, or rows * length.
+  std::vector<std::string> platforms;       // Composite model names.
+  std::vector<std::pair<std::string, std::string>> cross;  // (reference, port) model names.
+  // Set by ApplyFilter's dtypes: only models whose input format is one of these run.
+  std::vector<std::string> input_formats;
+};
+const std::vector<std::string>& ValidCompositeDistributions();
+
 // Memory model and budget (see "Memory" above).
 inline constexpr int64_t kSweepMemoryBudgetBytes = int64_t{8} << 30;
 inline constexpr int64_t kMatmulBytesPerTermPerPair = 64;
@@ -133,6 +168,7 @@ struct SweepSpec {
   std::vector<CrossSpec> cross;
   std::vector<std::string> quantize_formats;  // Format names, e.g. float8_e4m3fn.
   int64_t quantize_elements = 4096;           // Elements per quantized tensor.
+  CompositeSweepSpec composite;               // [composite]; used by op "composite".
 
   // Source positions, set by ParseSweepSpec; keys:
   //   "dtype/<dtype>"                 the dtype's name
@@ -174,6 +210,7 @@ absl::StatusOr<SweepSpec> ApplyFilter(SweepSpec spec, const SweepFilter& filter)
 
 struct SweepOptions {
   std::string models_dir;
+  std::string composite_models_dir;  // The composite models (op "composite"; composite/models).
   int threads = 1;
   // True: use fewer than `threads` workers where the memory estimate needs it (results do not
   // depend on the thread count); false: a sweep whose estimate exceeds the budget is an error.
@@ -197,8 +234,9 @@ struct SweepOptions {
 // when options.cancelled stopped it.
 absl::StatusOr<Report> RunSweep(const SweepSpec& spec, const SweepOptions& options);
 
-// The row tables RunSweep writes ("tolerance", "cross_platform", "power", "quantize"), in that
-// order, with their columns and no rows: the schema MergeReports checks shards against.
+// The row tables RunSweep writes ("tolerance", "cross_platform", "power", "quantize",
+// "composite", "composite_power", "composite_cross"), in that order, with their columns and no
+// rows: the schema MergeReports checks shards against.
 std::vector<Table> SweepTableSchemas();
 
 // Combines shard reports (any order) into the report one run gives; a single report of a

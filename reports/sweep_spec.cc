@@ -10,6 +10,7 @@
 #include <toml++/toml.h>
 
 #include "accumulation/model_catalog.h"
+#include "composite/model.h"
 #include "cases/toml_reader.h"
 #include "formats/format_spec.h"
 #include "formats/str_cat.h"
@@ -19,13 +20,18 @@
 namespace fpconform::reports {
 
 const std::vector<std::string>& ValidOps() {
-  static const std::vector<std::string> kOps = {"matmul", "sum", "quantize"};
+  static const std::vector<std::string> kOps = {"matmul", "sum", "quantize", "composite"};
   return kOps;
 }
 
 const std::vector<std::string>& ValidDistributions() {
   static const std::vector<std::string> kDists = {"normal", "uniform_pm1", "uniform_01",
                                                   "loguniform", "normal_sqrtk"};
+  return kDists;
+}
+
+const std::vector<std::string>& ValidCompositeDistributions() {
+  static const std::vector<std::string> kDists = {"normal", "wide", "dc_offset"};
   return kDists;
 }
 
@@ -201,6 +207,78 @@ void ReadDtypes(TomlReader& r, const toml::table& root, SweepSpec& spec) {
   }
 }
 
+// [composite] (sweep.h): the composite kernels' functions, distributions, row lengths, elements
+// per unit, models and cross pairs (the models themselves are checked when the sweep runs).
+void ReadComposite(TomlReader& r, const toml::table& root, SweepSpec& spec) {
+  const toml::node* n = root.get("composite");
+  if (n == nullptr || !r.ok()) return;
+  const toml::table* t = n->as_table();
+  if (t == nullptr) return r.Fail(n, "composite", "must be a table ([composite])");
+  r.CheckKeys(*t, "composite", {"functions", "distributions", "lengths", "elements", "platforms", "cross"});
+  CompositeSweepSpec& c = spec.composite;
+  std::vector<std::string> fns;
+  for (std::string_view f : composite::ElementwiseFunctionNames()) fns.emplace_back(f);
+  for (std::string_view f : composite::AxisFunctionNames()) fns.emplace_back(f);
+  c.functions = r.Strings(*t, "composite", "functions", TomlKey::kRequired).value_or(std::vector<std::string>{});
+  if (!r.ok()) return;
+  if (absl::Status st = CheckNames(c.functions, fns, "function", false); !st.ok()) {
+    return r.Fail(t->get("functions"), "composite.functions", std::string(st.message()));
+  }
+  if (c.functions.empty()) return r.Fail(t->get("functions"), "composite.functions", "must name a function");
+  c.distributions =
+      r.Strings(*t, "composite", "distributions", TomlKey::kRequired).value_or(std::vector<std::string>{});
+  if (!r.ok()) return;
+  if (absl::Status st = CheckNames(c.distributions, ValidCompositeDistributions(), "distribution", false);
+      !st.ok() || c.distributions.empty()) {
+    return r.Fail(t->get("distributions"), "composite.distributions",
+                  st.ok() ? std::string("must name a distribution") : std::string(st.message()));
+  }
+  if (const toml::node* ln = t->get("lengths")) {
+    const toml::array* a = ln->as_array();
+    if (a == nullptr || a->empty()) {
+      return r.Fail(ln, "composite.lengths", "must be a non-empty array of row lengths");
+    }
+    std::set<int64_t> seen;
+    for (const toml::node& e : *a) {
+      const auto* k = e.as_integer();
+      if (k == nullptr || k->get() < 1 || k->get() > kMaxSweepK) {
+        return r.Fail(&e, "composite.lengths", Cat("must be integers in 1..", kMaxSweepK));
+      }
+      if (!seen.insert(k->get()).second) return r.Fail(&e, "composite.lengths", Cat(k->get(), " listed twice"));
+      c.lengths.push_back(k->get());
+    }
+  }
+  const auto& axis = composite::AxisFunctionNames();
+  for (const std::string& f : c.functions) {
+    if (c.lengths.empty() && std::find(axis.begin(), axis.end(), f) != axis.end()) {
+      return r.Fail(t, "composite", Cat("'", f, "' runs along rows: lengths is required"));
+    }
+  }
+  c.elements = r.Int(*t, "composite", "elements", 1, kMaxSweepK).value_or(65536);
+  c.platforms = r.Strings(*t, "composite", "platforms", TomlKey::kRequired).value_or(std::vector<std::string>{});
+  if (!r.ok()) return;
+  if (c.platforms.empty()) return r.Fail(t->get("platforms"), "composite.platforms", "must name a model");
+  if (const toml::node* cn = t->get("cross")) {
+    const toml::array* a = cn->as_array();
+    if (a == nullptr) return r.Fail(cn, "composite.cross", "must be an array of [reference, port] pairs");
+    for (const toml::node& e : *a) {
+      const toml::array* pair = e.as_array();
+      const auto* ra = pair != nullptr && pair->size() == 2 ? (*pair)[0].as_string() : nullptr;
+      const auto* rb = pair != nullptr && pair->size() == 2 ? (*pair)[1].as_string() : nullptr;
+      if (ra == nullptr || rb == nullptr) {
+        return r.Fail(&e, "composite.cross", "each entry must be a pair of model names [reference, port]");
+      }
+      for (const std::string& m : {ra->get(), rb->get()}) {
+        if (std::find(c.platforms.begin(), c.platforms.end(), m) == c.platforms.end()) {
+          return r.Fail(&e, "composite.cross", Cat("'", m, "' is not in composite.platforms"));
+        }
+      }
+      if (ra->get() == rb->get()) return r.Fail(&e, "composite.cross", "a pair compares two different models");
+      c.cross.emplace_back(ra->get(), rb->get());
+    }
+  }
+}
+
 // Every op of `ops` must be produced by some table (else it would silently add nothing).
 void CheckOpsHaveRows(TomlReader& r, const toml::table& root, const SweepSpec& spec) {
   if (!r.ok()) return;
@@ -208,6 +286,8 @@ void CheckOpsHaveRows(TomlReader& r, const toml::table& root, const SweepSpec& s
     bool produces = false;
     if (op == "quantize") {
       produces = !spec.quantize_formats.empty();
+    } else if (op == "composite") {
+      produces = !spec.composite.functions.empty();
     } else {
       for (const DtypeSpec& d : spec.dtypes) {
         produces |= op == "sum" ? !d.sum.empty() : (!d.matmul.empty() || d.integer);
@@ -215,8 +295,9 @@ void CheckOpsHaveRows(TomlReader& r, const toml::table& root, const SweepSpec& s
     }
     if (!produces) {
       return r.Fail(Element(root.get("ops"), op), "ops",
-                    op == "quantize" ? std::string("'quantize' needs quantize_formats")
-                                     : Cat("'", op, "' is listed, but no [[dtype]] has ", op,
+                    op == "quantize"    ? std::string("'quantize' needs quantize_formats")
+                    : op == "composite" ? std::string("'composite' needs a [composite] table")
+                                        : Cat("'", op, "' is listed, but no [[dtype]] has ", op,
                                            op == "matmul" ? " platforms (or integer = true)"
                                                           : " platforms"));
     }
@@ -311,10 +392,12 @@ absl::StatusOr<SweepSpec> Parse(const toml::table& root, std::string_view file) 
   TomlReader r(file, TomlDetail::kFound);
   r.CheckKeys(root, "",
               {"seed", "samples", "min_samples", "max_terms_per_row", "factor", "lambda", "ops",
-               "ks", "distributions", "quantize_formats", "quantize_elements", "dtype", "cross"});
+               "ks", "distributions", "quantize_formats", "quantize_elements", "dtype", "cross",
+               "composite"});
   spec.source = std::string(file);
   ReadTopLevel(r, root, spec);
   ReadDtypes(r, root, spec);
+  ReadComposite(r, root, spec);
   CheckOpsHaveRows(r, root, spec);
   ReadCrossPairs(r, root, spec);
   if (!r.ok()) return r.status();
@@ -469,6 +552,9 @@ absl::StatusOr<SweepSpec> ApplyFilter(SweepSpec spec, const SweepFilter& f) {
       }
     }
   }
+  for (const std::string& p : spec.composite.platforms) {
+    if (platform_set.insert(p).second) platform_names.push_back(p);
+  }
   for (const std::string& q : spec.quantize_formats) dtype_names.push_back(q);
   if (absl::Status s = CheckNames(f.dtypes, dtype_names, "dtype"); !s.ok()) return s;
   if (absl::Status s = CheckNames(f.platforms, platform_names, "platform"); !s.ok()) return s;
@@ -484,7 +570,7 @@ absl::StatusOr<SweepSpec> ApplyFilter(SweepSpec spec, const SweepFilter& f) {
     for (const std::string& o : spec.ops) {
       if (keep(f_ops, o)) ops.push_back(o);
     }
-    for (const std::string& o : f.ops) {  // f.ops are valid names: at most 3 of them.
+    for (const std::string& o : f.ops) {  // f.ops are valid names: at most 4 of them.
       if (std::find(ops.begin(), ops.end(), o) == ops.end()) ops.push_back(o);
     }
     spec.ops = ops;
@@ -528,7 +614,22 @@ absl::StatusOr<SweepSpec> ApplyFilter(SweepSpec spec, const SweepFilter& f) {
     if (dtype_ok && platforms_ok) cross.push_back(std::move(c));
   }
   spec.cross = std::move(cross);
+  if (!f.platforms.empty()) {
+    CompositeSweepSpec& c = spec.composite;
+    std::vector<std::string> kept;
+    for (const std::string& p : c.platforms) {
+      if (keep(f_platforms, p)) kept.push_back(p);
+    }
+    c.platforms = kept;
+    std::erase_if(c.cross, [&](const auto& pair) {
+      return !keep(f_platforms, pair.first) || !keep(f_platforms, pair.second);
+    });
+  }
+  spec.composite.input_formats = f.dtypes;
   if (f.quick) {
+    spec.composite.elements = std::min<int64_t>(spec.composite.elements, 2048);
+    std::erase_if(spec.composite.lengths, [](int64_t n) { return n > 128; });
+    if (spec.composite.lengths.empty()) spec.composite.lengths = {128};
     spec.ks = f.ks.empty() ? std::vector<int64_t>{64, 256, 1024} : f.ks;
     spec.samples = std::min(spec.samples, 24);
     spec.min_samples = std::min(spec.min_samples, spec.samples);

@@ -136,6 +136,72 @@ Table QuantizeTable() {
   return t;
 }
 
+Table CompositeTable() {
+  Table t;
+  t.name = "composite";
+  t.title = "Composite kernels: activations, softmax and norms";
+  t.columns = {
+      I("unit", "sweep unit (function, distribution, length) index"),
+      I("item", "row within the unit"),
+      S("function", "elementwise function or op along the last axis"),
+      S("platform", "composite model (composite/models)"),
+      S("input_format", "format of x"),
+      S("output_format", "format of the output"),
+      S("distribution", "input distribution ([composite] in sweep.h)"),
+      I("n", "row length (elementwise: values per unit)"),
+      I("samples", "rows (elementwise: values)"),
+      S("exact_model", "yes: the model reproduces the library's bits; no: one conforming "
+                       "implementation, the bound covers all"),
+      F("ulp_max", "ulp", "max |ULP error| of the model's emulated output"),
+      F("ulp_p99", "ulp", "99th percentile"),
+      F("bound_ulp", "ulp", "max over elements of the model's bound B / ulp(x)"),
+      F("rec_ulp", "ulp", "recommended max ULP error"),
+      F("rec_rtol", "", "recommended assert_close rtol"),
+      F("rec_atol", "", "recommended assert_close atol"),
+      I("non_finite", "elements whose exact or emulated value is not finite (left out)"),
+  };
+  return t;
+}
+
+Table CompositePowerTable() {
+  Table t;
+  t.name = "composite_power";
+  t.title = "Composite kernels: tolerance power against known-wrong variants";
+  t.columns = {
+      I("unit", "sweep unit index"),
+      I("item", "row within the unit"),
+      S("function", "elementwise function or op along the last axis"),
+      S("platform", "composite model"),
+      S("distribution", "input distribution"),
+      I("n", "row length (elementwise: values per unit)"),
+      S("mutation", "known-wrong variant (sweep.h, [composite])"),
+      F("rejected", "", "share of samples (rows; elementwise: values) with an element outside the "
+                        "recommended rtol/atol"),
+  };
+  return t;
+}
+
+Table CompositeCrossTable() {
+  Table t;
+  t.name = "composite_cross";
+  t.title = "Composite kernels: two models on the same inputs";
+  t.columns = {
+      I("unit", "sweep unit index"),
+      I("item", "row within the unit"),
+      S("function", "elementwise function or op along the last axis"),
+      S("platform_a", "reference model (e.g. the CUDA one)"),
+      S("platform_b", "port model (e.g. the NKI one)"),
+      S("distribution", "input distribution"),
+      I("n", "row length (elementwise: values per unit)"),
+      I("samples", "rows (elementwise: values)"),
+      F("diff_ulp_max", "ulp", "max |y_a - y_b| of the emulated outputs, in ulp of a's output at x"),
+      F("allowed_ulp_max", "ulp", "max (B_a + B_b) / ulp(x): what two conforming implementations may differ"),
+      F("rec_rtol", "", "recommended rtol for the port against the reference"),
+      F("rec_atol", "", "recommended atol"),
+  };
+  return t;
+}
+
 void DescribeTables(SweepTables& tables) {
   tables.tol.description =
       "One row per (op, dtype, platform, distribution, K). Errors are measured against the "
@@ -156,13 +222,29 @@ void DescribeTables(SweepTables& tables) {
       "Quantization of float inputs to 8-bit formats with a per-tensor scale amax / max "
       "(int8: 127), RNE with saturation. rtol = factor * the largest relative error among "
       "elements in the format's normal range; atol covers the subnormal and zero ones.";
+  tables.composite.description =
+      "One row per (function, model, distribution, row length). Each model's emulated output is "
+      "measured against the correctly rounded value; its bound B covers every implementation of "
+      "the model's formula within its declared accuracies and any reduction order. The "
+      "recommendations cover max(factor * observed error, B) per element, so no conforming "
+      "output fails them.";
+  tables.composite_power.description =
+      "Share of known-wrong outputs (the other GELU form, a bfloat16 input cast, a dropped term, "
+      "eps outside the square root, the unbiased variance, a missing weight or bias) that the "
+      "row's recommended rtol/atol rejects (1 = every sample caught).";
+  tables.composite_cross.description =
+      "Two models of one function on the same inputs (e.g. torch CUDA and an NKI port): their "
+      "emulated outputs' distance, and what two conforming implementations may differ by (the "
+      "sum of the two bounds); rec_rtol/rec_atol compare the port directly with the reference.";
 }
 
 }  // namespace sweep_internal
 
 std::vector<Table> SweepTableSchemas() {
   return {sweep_internal::ToleranceTable(), sweep_internal::CrossTable(),
-          sweep_internal::PowerTable(), sweep_internal::QuantizeTable()};
+          sweep_internal::PowerTable(), sweep_internal::QuantizeTable(),
+          sweep_internal::CompositeTable(), sweep_internal::CompositePowerTable(),
+          sweep_internal::CompositeCrossTable()};
 }
 
 }  // namespace fpconform::reports

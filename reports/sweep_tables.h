@@ -14,11 +14,15 @@ Table ToleranceTable();
 Table CrossTable();
 Table PowerTable();
 Table QuantizeTable();
+Table CompositeTable();
+Table CompositePowerTable();
+Table CompositeCrossTable();
 
 // The row tables, filled unit by unit (SweepTableSchemas() order).
 struct SweepTables {
   Table tol = ToleranceTable(), cross = CrossTable(), power = PowerTable(),
-        quant = QuantizeTable();
+        quant = QuantizeTable(), composite = CompositeTable(), composite_power = CompositePowerTable(),
+        composite_cross = CompositeCrossTable();
 };
 
 // Sets each row table's description (report.json "description", report.md's text).

@@ -1,6 +1,7 @@
 // The tolerance sweep end to end on a tiny sweep: invariants of every row, thread-count and
 // shard independence (byte-identical JSON and CSV), the power of the recommended tolerances
-// against the bfloat16-accumulation bug, sweep-file errors, and the standard sweep file.
+// against the bfloat16-accumulation bug, sweep-file errors, and the standard sweep file; the
+// composite kernels' rows ([composite]): their invariants, power, cross pairs and errors.
 #include "reports/sweep.h"
 
 #include <atomic>
@@ -210,7 +211,7 @@ TEST_F(SweepTest, RecordShardMarksEvenAOneShardSplit) {
 // The schema MergeReports checks against is exactly what RunSweep writes.
 TEST_F(SweepTest, SchemaIsTheSweepsOwnTables) {
   const std::vector<Table> schema = SweepTableSchemas();
-  ASSERT_EQ(schema.size(), 4u);
+  ASSERT_EQ(schema.size(), 7u);
   for (size_t i = 0; i < schema.size(); ++i) {
     const Table& t = single_->tables[i];
     EXPECT_EQ(t.name, schema[i].name);
@@ -369,7 +370,7 @@ TEST(SweepSpecTest, ErrorsNameFileLineAndKey) {
       << ParseSweepSpec(unknown, "s.toml").status();
   std::string op = kTiny;
   op.replace(op.find("\"sum\", \"quantize\"]"), 18, "\"summ\"]");
-  EXPECT_NE(ParseSweepSpec(op, "s.toml").status().message().find("unknown op 'summ' (valid: matmul, sum, quantize)"),
+  EXPECT_NE(ParseSweepSpec(op, "s.toml").status().message().find("unknown op 'summ' (valid: matmul, sum, quantize, composite)"),
             std::string::npos);
   EXPECT_FALSE(ParseSweepSpec("seed = ", "s.toml").ok());
 }
@@ -461,6 +462,130 @@ TEST(SweepSpecTest, StandardSweepLoadsAndNamesExistingModels) {
   o.models_dir = FPCONFORM_MODELS_SOURCE_DIR;
   absl::StatusOr<Report> r = RunSweep(*tiny, o);
   ASSERT_TRUE(r.ok()) << r.status();
+}
+
+// ---- [composite]: the composite kernels' rows. ----
+
+constexpr char kComposite[] = R"(
+seed = 11
+samples = 8
+ops = ["composite"]
+ks = [64]
+distributions = ["normal"]
+
+[composite]
+functions = ["gelu", "softmax", "rmsnorm", "layernorm"]
+distributions = ["normal", "dc_offset"]
+lengths = [64]
+elements = 2048
+platforms = ["correctly-rounded-f32", "torch-cuda-f32", "torch-cpu-f32", "correctly-rounded-rows-f32",
+             "torch-cuda-rows-f32", "torch-cpu-rows-f32", "hf-llama-rmsnorm-cuda-bf16",
+             "nki-rmsnorm-tkg-bf16", "nki-layernorm-tkg-bf16"]
+cross = [["torch-cuda-f32", "torch-cpu-f32"], ["hf-llama-rmsnorm-cuda-bf16", "nki-rmsnorm-tkg-bf16"]]
+)";
+
+absl::StatusOr<Report> RunComposite(const std::string& text, int shard_index = 0, int shard_count = 1) {
+  absl::StatusOr<SweepSpec> spec = ParseSweepSpec(text, "c.toml");
+  if (!spec.ok()) return spec.status();
+  SweepOptions o;
+  o.models_dir = FPCONFORM_MODELS_SOURCE_DIR;
+  o.composite_models_dir = FPCONFORM_COMPOSITE_MODELS_DIR;
+  o.shard_index = shard_index;
+  o.shard_count = shard_count;
+  return RunSweep(*spec, o);
+}
+
+TEST(CompositeSweepTest, RowsCoverTheModelsBoundsAndCatchTheMutants) {
+  absl::StatusOr<Report> r = RunComposite(kComposite);
+  ASSERT_TRUE(r.ok()) << r.status();
+  const Table& t = *r->Find("composite");
+  std::map<std::string, int> rows_per_function;
+  for (const auto& row : t.rows) {
+    const std::string fn = Str(t, row, "function"), platform = Str(t, row, "platform");
+    ++rows_per_function[fn];
+    SCOPED_TRACE(fn + " " + platform + " " + Str(t, row, "distribution"));
+    EXPECT_EQ(std::get<int64_t>(row[static_cast<size_t>(t.ColumnIndex("non_finite"))]), 0);
+    // The recommendation covers the model's own error and every conforming implementation.
+    EXPECT_GE(Num(t, row, "rec_ulp"), Num(t, row, "ulp_max"));
+    EXPECT_GE(Num(t, row, "rec_ulp"), Num(t, row, "bound_ulp"));
+    EXPECT_GT(Num(t, row, "rec_rtol") + Num(t, row, "rec_atol"), 0);
+    if (platform.rfind("correctly-rounded", 0) == 0) {
+      EXPECT_EQ(Str(t, row, "exact_model"), "yes");
+      EXPECT_LE(Num(t, row, "ulp_max"), 0.5 + 1e-9);  // The oracle's own rounding, nothing more.
+    }
+  }
+  // gelu: 3 elementwise models; softmax: 3 row models; rmsnorm: 5; layernorm: 2; 2 distributions.
+  EXPECT_EQ(rows_per_function["gelu"], 6);
+  EXPECT_EQ(rows_per_function["softmax"], 6);
+  EXPECT_EQ(rows_per_function["rmsnorm"], 10);
+  EXPECT_EQ(rows_per_function["layernorm"], 4);
+
+  const Table& p = *r->Find("composite_power");
+  std::map<std::string, double> least;  // function/mutation (float32 models) -> weakest power.
+  for (const auto& row : p.rows) {
+    const std::string key = Str(p, row, "function") + "/" + Str(p, row, "mutation");
+    // float32 models on N(0, 1) (at 30 + N(0, 1) the two GELU forms agree: both are x).
+    if (Str(p, row, "platform").find("bf16") != std::string::npos || Str(p, row, "distribution") != "normal") {
+      continue;
+    }
+    least.try_emplace(key, 1.0);
+    least[key] = std::min(least[key], Num(p, row, "rejected"));
+  }
+  // float32 tolerances are far tighter than these bugs (a 1/(2n) variance bias at n = 64, the
+  // other GELU form's ~1e-4, a weight 1 + N(0, 0.01), a dropped softmax term).
+  EXPECT_EQ(least["layernorm/unbiased_variance"], 1.0);
+  EXPECT_GT(least["rmsnorm/missing_weight"], 0.9);
+  EXPECT_GT(least["softmax/dropped_term"], 0.9);
+  EXPECT_GT(least["gelu/other_gelu_form"], 0.5);
+  EXPECT_GT(least["gelu/input_in_bfloat16"], 0.5);
+
+  const Table& x = *r->Find("composite_cross");
+  ASSERT_EQ(x.rows.size(), 4u);  // gelu's pair and rmsnorm's, in their units, x 2 distributions.
+  for (const auto& row : x.rows) {
+    EXPECT_LE(Num(x, row, "diff_ulp_max"), Num(x, row, "allowed_ulp_max"));
+  }
+}
+
+TEST(CompositeSweepTest, ShardsMergeIntoTheSingleRun) {
+  absl::StatusOr<Report> single = RunComposite(kComposite);
+  ASSERT_TRUE(single.ok()) << single.status();
+  std::vector<Report> shards;
+  for (int i = 0; i < 3; ++i) {
+    absl::StatusOr<Report> s = RunComposite(kComposite, i, 3);
+    ASSERT_TRUE(s.ok()) << s.status();
+    shards.push_back(*std::move(s));
+  }
+  absl::StatusOr<Report> merged = MergeReports(shards, {"s0", "s1", "s2"});
+  ASSERT_TRUE(merged.ok()) << merged.status();
+  AddSummaries(*single);
+  for (const char* name : {"composite", "composite_power", "composite_cross"}) {
+    EXPECT_EQ(merged->Find(name)->rows, single->Find(name)->rows) << name;
+  }
+}
+
+TEST(CompositeSweepTest, ErrorsNameTheSweepFileAndKey) {
+  auto with = [](const std::string& from, const std::string& to) {
+    std::string t = kComposite;
+    t.replace(t.find(from), from.size(), to);
+    return t;
+  };
+  const absl::Status fn = ParseSweepSpec(with("\"gelu\", \"softmax\"", "\"gelux\""), "c.toml").status();
+  EXPECT_NE(fn.message().find("c.toml:9: composite.functions: unknown function 'gelux'"), std::string::npos) << fn;
+  EXPECT_NE(ParseSweepSpec(with("\"normal\", \"dc_offset\"", "\"uniform_01\""), "c.toml")
+                .status().message().find("unknown distribution 'uniform_01' (valid: normal, wide, dc_offset)"),
+            std::string::npos);
+  EXPECT_NE(ParseSweepSpec(with("lengths = [64]", ""), "c.toml").status().message().find(
+                "'softmax' runs along rows: lengths is required"),
+            std::string::npos);
+  EXPECT_NE(ParseSweepSpec(with("[\"torch-cuda-f32\", \"torch-cpu-f32\"]", "[\"torch-cuda-f32\", \"x\"]"),
+                           "c.toml").status().message().find("'x' is not in composite.platforms"),
+            std::string::npos);
+  const std::string no_table = std::string(kComposite).substr(0, std::string(kComposite).find("[composite]"));
+  EXPECT_NE(ParseSweepSpec(no_table, "c.toml").status().message().find("'composite' needs a [composite] table"),
+            std::string::npos);
+  absl::StatusOr<Report> r = RunComposite(with("\"nki-layernorm-tkg-bf16\"]", "\"nki-layernorm-tkg-bf17\"]"));
+  EXPECT_NE(r.status().message().find("composite.platforms: unknown composite model 'nki-layernorm-tkg-bf17'"),
+            std::string::npos) << r.status();
 }
 
 }  // namespace
