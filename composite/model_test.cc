@@ -87,6 +87,50 @@ TEST(CompositeModelTest, ErrorsNameFileLineAndKey) {
             std::string::npos);
 }
 
+// The accuracy of the division ("div") and an argument perturbation (arg_rel): parsed, applied
+// to the formula's divisions and exp, and refused where they mean nothing.
+TEST(CompositeModelTest, ParsesDivisionAccuracyAndArgumentPerturbation) {
+  std::string text = kMinimal;
+  text.replace(text.find("exp = 2\n"), 8, "exp = { ulps = 2.5, arg_rel = 1.193e-7 }\ndiv = 2.5\n");
+  text.replace(text.find("\"accuracy.exp\" = \"s\"\n"), 21, "\"accuracy.exp\" = \"s\"\n\"accuracy.div\" = \"s\"\n");
+  absl::StatusOr<CompositeModel> m = ParseCompositeModel(text, "m.toml");
+  ASSERT_TRUE(m.ok()) << m.status();
+  const FnAccuracy& div = m->accuracy[static_cast<size_t>(Fn::kDiv)];
+  const FnAccuracy& exp = m->accuracy[static_cast<size_t>(Fn::kExp)];
+  EXPECT_FALSE(div.correctly_rounded);
+  EXPECT_EQ(div.ulps, 2.5);
+  EXPECT_EQ(exp.arg_rel, 1.193e-7);
+  const CompositeFunction* s = m->Find("sigmoid");
+  EXPECT_FALSE(s->exact());
+  // sigmoid(4) = 0.98201379 in bfloat16 (spacing 2^-8 there): the enclosure lies within an ulp.
+  const Enclosure e = s->Enclose(0x4080);
+  EXPECT_LE(std::fabs(e.lo - 0.98201379), 0x1p-8);
+  EXPECT_LE(std::fabs(e.hi - 0.98201379), 0x1p-8);
+  // Without "div" the division is IEEE; an undeclared division is no error.
+  absl::StatusOr<CompositeModel> plain = ParseCompositeModel(kMinimal, "m.toml");
+  ASSERT_TRUE(plain.ok());
+  EXPECT_TRUE(plain->accuracy[static_cast<size_t>(Fn::kDiv)].correctly_rounded);
+  struct Case {
+    std::string from, to, message;
+  };
+  const Case cases[] = {
+      {"exp = 2\n", "exp = 2\ndiv = { ulps = 2, arg_rel = 1e-7 }\n", "accuracy.div.arg_rel: unknown key"},
+      {"exp = 2\n", "exp = { ulps = 2, arg_rel = 0.5 }\n", "accuracy.exp.arg_rel"},
+      {"exp = 2\n", "exp = 2\ndivide = 2\n", "unknown key (valid: exp exp2 log tanh erf sqrt rsqrt div)"},
+      {"sigmoid = \"1 / (1 + exp(-x))\"", "sigmoid = \"welford_m2(x)\"",
+       "functions.sigmoid: uses w, b, eps, n or a reduction: only kind = \"axis\" models do"},
+      {"sigmoid = \"1 / (1 + exp(-x))\"", "sigmoid = \"div(x)\"", "column 1: unknown name 'div'"},
+  };
+  for (const Case& c : cases) {
+    std::string t = kMinimal;
+    t.replace(t.find(c.from), c.from.size(), c.to);
+    SCOPED_TRACE(t);
+    absl::StatusOr<CompositeModel> bad = ParseCompositeModel(t, "m.toml");
+    ASSERT_FALSE(bad.ok());
+    EXPECT_NE(bad.status().message().find(c.message), std::string::npos) << bad.status();
+  }
+}
+
 // fn(x) of the mathematical function, by MPFR at 200 bits, as a double (RNE).
 double Exact(const std::string& fn, double x) {
   mpfr_t v, t, u;
