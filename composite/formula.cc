@@ -755,12 +755,11 @@ Enclosure OnlineSumExpEnclosure(const FormatSpec& F, const FnAccuracy& exp, cons
     // K: the distinct row values above v_i.
     const double above = static_cast<double>(
         distinct.end() - std::upper_bound(distinct.begin(), distinct.end(), vi));
+    // t_i exp(+-(K_i c + (M - v_i) q)) as one exponential of the summed exponents.
     const double gap = Up(top - vi);
-    const double t_lo = FnDirected(Fn::kExp, Down(vi - top), MPFR_RNDD);
-    const double t_hi = FnDirected(Fn::kExp, std::min(0.0, Up(vi - top)), MPFR_RNDU);
     const double grow = Up(Up(above * ch) + Up(gap * q)), shrink = Up(Up(above * cl) + Up(gap * q));
-    s_hi = Up(s_hi + Up(t_hi * FnDirected(Fn::kExp, grow, MPFR_RNDU)));
-    s_lo = Down(s_lo + Down(t_lo * FnDirected(Fn::kExp, -shrink, MPFR_RNDD)));
+    s_hi = Up(s_hi + FnDirected(Fn::kExp, Up(std::min(0.0, Up(vi - top)) + grow), MPFR_RNDU));
+    s_lo = Down(s_lo + FnDirected(Fn::kExp, Down(Down(vi - top) - shrink), MPFR_RNDD));
   }
   const double gamma = Gamma(n - 1, u);
   const double a = Up(Up(2 * Up(n * n)) * al);

@@ -87,7 +87,10 @@
 //   M2    (Q1) M_A + M_B + (m_B - m_A)^2 * a * (b / n_S), the product in any order of its
 //             factors, b / n_S formed as above (every merge above);
 //         (Q2) an update (b = 1, M_B = 0, m_B = x): M_A + (x - m_A) * (x - m_S) (every update).
-// (welford_m2(e) / n is the biased variance.) Two-pass variance is a different formula:
+// A state of count 0 (an empty lane, a masked element) joins exactly; Triton's welford_combine
+// divides w2 by w2 there, which the theorem does not cover, but a looped kernel (more elements
+// than lanes) has no empty lane. (welford_m2(e) / n is the biased variance.) Two-pass variance is
+// a different formula:
 // mean((x - mean(x)) * (x - mean(x))). Enclosure (the proof, with these constants):
 //   Notation: u = 2^-p; eta = 2^(emin - p) (half the subnormal spacing); a division within d
 //   ulps is U = 2d(1 + 2u) rounding units (U = 1 when correctly rounded): its relative error is
