@@ -5,6 +5,7 @@
 
 #include <mpfr.h>
 
+#include <algorithm>
 #include <array>
 #include <bit>
 #include <cmath>
@@ -232,17 +233,23 @@ std::pair<uint64_t, uint64_t> AdversaryWelford(const FormatSpec& F, const std::v
   std::vector<State> parts;
   std::vector<size_t> order(terms.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  for (size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[rng.Below(i)]);
+  // The tree: random (a random permutation joined at random), or one of two worst cases for the
+  // bound, in index order (the rows may be sorted): a chain of updates, or a chain of merges
+  // whose larger side is B (w = b / n near 1, the increment's error at its largest).
+  const uint64_t style = rng.Below(4);
+  if (style < 2) {
+    for (size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[rng.Below(i)]);
+  }
   for (size_t i : order) parts.push_back({1, terms[i], 0});
   while (parts.size() > 1) {
-    const size_t i = rng.Below(parts.size() - 1);
+    const size_t i = style < 2 ? rng.Below(parts.size() - 1) : 0;
     State a = parts[i], b = parts[i + 1];
-    if (rng.Below(2) == 0) std::swap(a, b);
+    if (style == 3 || (style < 2 && rng.Below(2) == 0)) std::swap(a, b);
     const double n = a.c + b.c;
     const uint64_t nb = num(n);
     State s{n, 0, 0};
     const uint64_t delta = Sub(F, b.m, a.m, env).bits;
-    if (b.c == 1 && rng.Below(2) == 0) {
+    if (b.c == 1 && (style == 2 || rng.Below(2) == 0)) {
       // Update: M1 then Q2 (x = b.m).
       if (rng.Below(2) == 0) {
         s.m = Add(F, a.m, AdversaryDiv(F, delta, nb, div, rng), env).bits;
@@ -650,11 +657,15 @@ TEST(FormulaTest, WelfordEnclosureHoldsEveryTree) {
         for (const char* text : formulas) {
           const Formula f = Parse(text);
           for (int trial = 0; trial < 6; ++trial) {
-            const size_t n = 1 + rng.Below(trial < 2 ? 4 : 400);
+            const size_t n = 1 + rng.Below(trial < 2 ? 4 : (trial == 5 ? 1500 : 400));
             std::vector<uint64_t> x(n), w(n), b(n);
             std::vector<double> xd(n);
+            std::vector<float> values(n);
+            for (float& v : values) v = static_cast<float>(c.mean + c.spread * rng.Normal());
+            // Half the rows sorted, so that ordered trees see subset means far from the row's.
+            if (trial % 2) std::sort(values.begin(), values.end());
             for (size_t i = 0; i < n; ++i) {
-              x[i] = Bits(static_cast<float>(c.mean + c.spread * rng.Normal()));
+              x[i] = Bits(values[i]);
               xd[i] = Float(x[i]);
               w[i] = Bits(static_cast<float>(1 + 0.1 * rng.Normal()));
               b[i] = Bits(static_cast<float>(0.1 * rng.Normal()));
