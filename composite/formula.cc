@@ -18,8 +18,8 @@
 namespace fpconform::composite {
 
 const char* FnName(Fn f) {
-  static constexpr std::array<const char*, kFns> kNames = {"exp",  "exp2", "log",  "tanh",
-                                                          "erf",  "sqrt", "rsqrt"};
+  static constexpr std::array<const char*, kFns> kNames = {"exp",  "exp2", "log",   "tanh",
+                                                          "erf",  "sqrt", "rsqrt", "div"};
   return kNames[static_cast<size_t>(f)];
 }
 
@@ -102,7 +102,8 @@ class Parser {
     using K = FormulaNode::Kind;
     const auto row_of = [&](int k) { return k >= 0 && out_.nodes[static_cast<size_t>(k)].row; };
     if (error_.empty() && n.kind != K::kX && n.kind != K::kW && n.kind != K::kB) {
-      if (n.kind == K::kSum || n.kind == K::kMax || n.kind == K::kMean) {
+      if (n.kind == K::kSum || n.kind == K::kMax || n.kind == K::kMean || n.kind == K::kWelfordMean ||
+          n.kind == K::kWelfordM2 || n.kind == K::kOnlineSumExp) {
         if (!row_of(n.a)) Fail("a reduction of a value that is the same for the whole row");
         n.row = false;
       } else {
@@ -138,6 +139,7 @@ class Parser {
       if (Eat('*')) {
         a = Binary(FormulaNode::Kind::kMul, a, Unary());
       } else if (Eat('/')) {
+        out_.uses[static_cast<size_t>(Fn::kDiv)] = true;
         a = Binary(FormulaNode::Kind::kDiv, a, Unary());
       } else {
         break;
@@ -218,7 +220,7 @@ class Parser {
     FormulaNode n;
     int arity = 1;
     bool known = false;
-    for (int i = 0; i < kFns; ++i) {
+    for (int i = 0; i < kCallableFns; ++i) {
       if (name == FnName(static_cast<Fn>(i))) {
         n.kind = FormulaNode::Kind::kFn;
         n.fn = static_cast<Fn>(i);
@@ -243,18 +245,24 @@ class Parser {
       arity = 3;
       known = true;
     }
-    for (const auto& [red, kind] : {std::pair{"sum", FormulaNode::Kind::kSum},
-                                    {"max", FormulaNode::Kind::kMax}, {"mean", FormulaNode::Kind::kMean}}) {
+    for (const auto& [red, kind] :
+         {std::pair{"sum", FormulaNode::Kind::kSum}, {"max", FormulaNode::Kind::kMax},
+          {"mean", FormulaNode::Kind::kMean}, {"welford_mean", FormulaNode::Kind::kWelfordMean},
+          {"welford_m2", FormulaNode::Kind::kWelfordM2}, {"online_sumexp", FormulaNode::Kind::kOnlineSumExp}}) {
       if (name == red) {
         n.kind = kind;
         known = true;
         out_.row_terms = true;
+        // mean and the Welford steps divide; the online sum calls exp.
+        if (kind != FormulaNode::Kind::kSum && kind != FormulaNode::Kind::kMax) {
+          out_.uses[static_cast<size_t>(kind == FormulaNode::Kind::kOnlineSumExp ? Fn::kExp : Fn::kDiv)] = true;
+        }
       }
     }
     if (!known) {
       pos_ = start;
       Fail(Cat("unknown name '", name, "' (valid: x w b eps n, exp exp2 log tanh erf sqrt rsqrt, ",
-               "fma, sum max mean, bfloat16 float16 float32)"));
+               "fma, sum max mean welford_mean welford_m2 online_sumexp, bfloat16 float16 float32)"));
       return 0;
     }
     if (!Eat('(')) {
@@ -301,6 +309,7 @@ MpfrFn FnOf(Fn f) {
     case Fn::kErf: return &mpfr_erf;
     case Fn::kSqrt: return &mpfr_sqrt;
     case Fn::kRsqrt: return &mpfr_rec_sqrt;
+    case Fn::kDiv: break;  // Not a function of one argument: never called.
   }
   return &mpfr_exp;
 }
@@ -327,6 +336,7 @@ bool FastFn(Fn f, double v, certified::Interval* out) {
     case Fn::kRsqrt:
       if (v > 0) r = certified::Div(certified::Exact(1), certified::Sqrt(certified::Exact(v)));
       break;
+    case Fn::kDiv: break;
   }
   if (!certified::Ok(r)) return false;
   *out = certified::Enclose(r);
@@ -421,8 +431,30 @@ Enclosure RoundEnclosure(const FormatSpec& F, Enclosure e) {
   return {RoundTo(F, e.lo), RoundTo(F, e.hi)};
 }
 
+// The values of F within `acc` (k ulps plus abs, not correctly rounded) of some point of the
+// exact range [flo, hi] (binary64 bounds): k ulps of F at the magnitude rounded up to F
+// (formula.h, "Approximate division"); beyond F's range the operation overflows to +-Inf.
+Enclosure WidenByAccuracy(const FormatSpec& F, const FnAccuracy& acc, double flo, double fhi) {
+  // Where the range reaches beyond F's finite values, the largest ulp of F bounds every ulp.
+  const double m = std::max(std::fabs(flo), std::fabs(fhi));
+  const double ru = std::isfinite(m) ? RoundTo(F, m, Rounding::kUpward) : INFINITY;
+  const double u = UlpAt(F, std::isfinite(ru) ? ru : BitsToDouble(F, MaxFiniteBits(F)));
+  const double lo = Down(Down(flo - Up(acc.ulps * u)) - acc.abs);
+  const double hi = Up(Up(fhi + Up(acc.ulps * u)) + acc.abs);
+  const double up_hi = RoundTo(F, hi, Rounding::kUpward), down_lo = RoundTo(F, lo, Rounding::kDownward);
+  return {std::isinf(down_lo) && down_lo < 0 ? -INFINITY : RoundTo(F, lo, Rounding::kUpward),
+          std::isinf(up_hi) && up_hi > 0 ? INFINITY : RoundTo(F, hi, Rounding::kDownward)};
+}
+
+// The interval a widened by a relative perturbation r of each of its points (binary64, outward).
+Enclosure PerturbArgument(Enclosure a, double r) {
+  if (r <= 0) return a;
+  return {Down(a.lo - Up(std::fabs(a.lo) * r)), Up(a.hi + Up(std::fabs(a.hi) * r))};
+}
+
 Enclosure FnEnclosure(const FormatSpec& F, Fn f, const FnAccuracy& acc, Enclosure a) {
   if (std::isnan(a.lo) || std::isnan(a.hi)) return Nan();
+  a = PerturbArgument(a, acc.arg_rel);
   double flo, fhi;
   switch (f) {
     case Fn::kLog:
@@ -442,13 +474,17 @@ Enclosure FnEnclosure(const FormatSpec& F, Fn f, const FnAccuracy& acc, Enclosur
   }
   if (std::isnan(flo) || std::isnan(fhi)) return Nan();
   if (acc.correctly_rounded) return {RoundTo(F, flo), RoundTo(F, fhi)};
-  const double u = UlpAt(F, std::max(std::fabs(flo), std::fabs(fhi)));
-  const double lo = Down(Down(flo - acc.ulps * u) - acc.abs);
-  const double hi = Up(Up(fhi + acc.ulps * u) + acc.abs);
-  // The values of F in [lo, hi]; beyond F's range the function overflows to +-Inf.
-  const double up_hi = RoundTo(F, hi, Rounding::kUpward), down_lo = RoundTo(F, lo, Rounding::kDownward);
-  return {std::isinf(down_lo) && down_lo < 0 ? -INFINITY : RoundTo(F, lo, Rounding::kUpward),
-          std::isinf(up_hi) && up_hi > 0 ? INFINITY : RoundTo(F, hi, Rounding::kDownward)};
+  return WidenByAccuracy(F, acc, flo, fhi);
+}
+
+// The quotient of two intervals as a division within `acc` gives it (no enclosure where the
+// divisor holds 0, or both are infinite).
+Enclosure DivEnclosure(const FormatSpec& F, const FnAccuracy& acc, const Enclosure& a, const Enclosure& b) {
+  if (std::isnan(a.lo) || std::isnan(b.lo) || HasZero(b) || (HasInf(a) && HasInf(b))) return Nan();
+  const Enclosure q = Hull({a.lo / b.lo, a.lo / b.hi, a.hi / b.lo, a.hi / b.hi});
+  if (std::isnan(q.lo)) return Nan();
+  if (acc.correctly_rounded) return RoundEnclosure(F, q);
+  return WidenByAccuracy(F, acc, q.lo, q.hi);
 }
 
 }  // namespace
@@ -514,6 +550,34 @@ void FormulaRowValue(const Formula& f, const RowInputs& in, std::span<uint64_t> 
         v = {m};
         continue;
       }
+      case K::kWelfordMean:
+      case K::kWelfordM2: {
+        // Sequential Welford updates in index order (formula.h, "Welford moments": form M1 with a
+        // division by the count, Q2).
+        uint64_t m = r.At(node.a, 0), m2 = 0;
+        for (size_t i = 1; i < n; ++i) {
+          const uint64_t x = r.At(node.a, i);
+          const uint64_t delta = Sub(F, x, m, env).bits;
+          m = Add(F, m, Div(F, delta, DoubleToBits(F, static_cast<double>(i + 1)), env).bits, env).bits;
+          m2 = Add(F, m2, Mul(F, delta, Sub(F, x, m, env).bits, env).bits, env).bits;
+        }
+        v = {node.kind == K::kWelfordMean ? m : m2};
+        continue;
+      }
+      case K::kOnlineSumExp: {
+        // One lane in index order: s = s exp(m - m') + exp(x - m'), m' = max(m, x).
+        uint64_t m = r.At(node.a, 0), sum = One(F);
+        for (size_t i = 1; i < n; ++i) {
+          const uint64_t x = r.At(node.a, i);
+          const uint64_t next = Maximum(F, m, x, env).bits;
+          const uint64_t scale = RoundFn(F, Fn::kExp, BitsToDouble(F, Sub(F, m, next, env).bits));
+          const uint64_t term = RoundFn(F, Fn::kExp, BitsToDouble(F, Sub(F, x, next, env).bits));
+          sum = Add(F, Mul(F, sum, scale, env).bits, term, env).bits;
+          m = next;
+        }
+        v = {sum};
+        continue;
+      }
       default: break;
     }
     v.resize(Width(node, n));
@@ -575,6 +639,133 @@ Enclosure SumEnclosure(const FormatSpec& F, const std::vector<Enclosure>& t) {
           std::isinf(up_h) && up_h > 0 ? INFINITY : RoundTo(F, h, Rounding::kDownward)};
 }
 
+// [l, h] (binary64) as the values of F inside it, +-Inf where it passes F's finite range.
+Enclosure ToFormatValues(const FormatSpec& F, double l, double h) {
+  if (std::isnan(l) || std::isnan(h)) return Nan();
+  const double up_h = RoundTo(F, h, Rounding::kUpward), down_l = RoundTo(F, l, Rounding::kDownward);
+  return {std::isinf(down_l) && down_l < 0 ? -INFINITY : RoundTo(F, l, Rounding::kUpward),
+          std::isinf(up_h) && up_h > 0 ? INFINITY : RoundTo(F, h, Rounding::kDownward)};
+}
+
+// gamma_k = k u / (1 - k u), rounded up (k u < 1/2 checked by the callers).
+double Gamma(double k, double u) { return Up(Up(k * u) / Down(1 - Up(k * u))); }
+
+// Upper bound of the square of an interval's points.
+double SquareUp(double lo, double hi) { return Up(std::max(lo * lo, hi * hi)); }
+
+// The mean (which = false) or M2 (which = true) of a row of intervals as any Welford computation
+// in F gives it (formula.h, "Welford moments": the theorem and its constants).
+Enclosure WelfordEnclosure(const FormatSpec& F, const FnAccuracy& div, const std::vector<Enclosure>& t, bool m2) {
+  const size_t count = t.size();
+  const double n = static_cast<double>(count);
+  double sum_lo = 0, sum_hi = 0, sum_c_lo = 0, sum_c_hi = 0, r2 = 0, big = 0, vmin = INFINITY, vmax = -INFINITY;
+  std::vector<double> c(count);
+  for (size_t i = 0; i < count; ++i) {
+    const Enclosure& e = t[i];
+    if (!std::isfinite(e.lo) || !std::isfinite(e.hi)) return Nan();
+    sum_lo = Down(sum_lo + e.lo);
+    sum_hi = Up(sum_hi + e.hi);
+    c[i] = e.lo == e.hi ? e.lo : e.lo + (e.hi - e.lo) / 2;  // A centre; the radius covers both ends.
+    const double radius = std::max(Up(c[i] - e.lo), Up(e.hi - c[i]));
+    r2 = Up(r2 + Up(radius * radius));
+    sum_c_lo = Down(sum_c_lo + c[i]);
+    sum_c_hi = Up(sum_c_hi + c[i]);
+    big = std::max({big, std::fabs(e.lo), std::fabs(e.hi)});
+    vmin = std::min(vmin, e.lo);
+    vmax = std::max(vmax, e.hi);
+  }
+  const double mu_lo = Down(sum_lo / n), mu_hi = Up(sum_hi / n);
+  // The exact M2 of the centres: Q = sum (c_i - mt)^2 = M2(c) + n (mu_c - mt)^2 for any mt.
+  const double mt = sum_c_lo / n;
+  double q_lo = 0, q_hi = 0;
+  for (double ci : c) {
+    const double d_lo = Down(ci - mt), d_hi = Up(ci - mt);
+    const double sq_lo = d_lo >= 0 ? Down(d_lo * d_lo) : (d_hi <= 0 ? Down(d_hi * d_hi) : 0.0);
+    q_lo = Down(q_lo + sq_lo);
+    q_hi = Up(q_hi + SquareUp(d_lo, d_hi));
+  }
+  const double off = std::max(Up(std::fabs(Down(sum_c_lo / n) - mt)), Up(std::fabs(Up(sum_c_hi / n) - mt)));
+  const double m2c_lo = std::max(0.0, Down(q_lo - Up(n * Up(off * off)))), m2c_hi = q_hi;
+  const double rho = Up(std::sqrt(r2));
+  const double cross = Up(2 * Up(Up(std::sqrt(m2c_hi)) * rho));
+  const double m2_lo = std::max(0.0, Down(m2c_lo - cross));
+  const double m2_hi = Up(Up(m2c_hi + cross) + Up(rho * rho));
+  // The theorem's constants.
+  const double u = std::ldexp(1.0, -F.d.precision);
+  const double eta = std::ldexp(1.0, F.d.emin - F.d.precision);
+  const double d_ulps = div.correctly_rounded ? 0.5 : div.ulps;
+  const double units = div.correctly_rounded ? 1.0 : Up(2 * d_ulps * Up(1 + 2 * u));
+  const double eta1 = Up(Up(std::max(1.0, 2 * d_ulps) * eta) + (div.correctly_rounded ? 0.0 : div.abs));
+  if (!(Up((units + 8) * u) < 0.25) || !(Up(2 * (n - 1) * u) <= 0.5)) return Nan();
+  const double k1 = std::max(1.0, Up(Gamma(units + 3, u) / u));
+  const double k2 = Up(Up(Up(1 + u) * Gamma(units + 2, u)) / u);
+  const double s = Up(u * Up(k1 + 2 * k2));
+  const double half = Up(s * Up((n + 1) / 2));
+  if (!(half <= 0.5)) return Nan();
+  const double range = Up(vmax - vmin);
+  const double l0 = Up(Up(u * Up(Up(k1 * big) + Up(k2 * range))) + Up(3 * eta1));
+  const double l = Up(l0 / Down(1 - half));
+  const double e_all = Up(l * Up((n + 1) / 2));
+  // No enclosure where a product of the steps could overflow.
+  const double reach = Up(Up(big + range) + Up(2 * e_all));
+  if (!(Up(2 * Up(n * Up(reach * reach))) < BitsToDouble(F, MaxFiniteBits(F)))) return Nan();
+  if (!m2) {
+    const double g = Up(Up(l * Up((n - 1) * (n + 2))) / Down(2 * n));
+    return ToFormatValues(F, Down(mu_lo - g), Up(mu_hi + g));
+  }
+  const double nn = Up(Up((n + 6) * n) * (n - 1));  // (n + 6) n (n - 1), exact for n < 2^17.
+  const double t2 = Up(Up(l * Up(std::sqrt(Up(Up(nn * m2_hi) / 2)))) + Up(Up(Up(l * l) * nn) / 8));
+  const double z = Up(Up(Up(1 + Gamma(4, u)) * l) *
+                      Up(Up(std::sqrt(Up(2 * Up((n - 1) * m2_hi)))) + Up(Up(l * Up((n - 1) * (n + 4))) / 4)));
+  const double w = Up(eta1 * Up((n - 1) * (n + 6)));
+  double total = Up(Gamma(2, u) * Up((n - 1) * m2_hi));
+  total = Up(total + t2);
+  total = Up(total + Up(Gamma(units + 8, u) * Up(m2_hi + t2)));
+  total = Up(Up(total + z) + w);
+  const double d = Up(total / Down(1 - Up(2 * (n - 1) * u)));
+  return ToFormatValues(F, Down(m2_lo - d), Up(m2_hi + d));
+}
+
+// sum_i exp(v_i - max v) as any online-softmax computation in F gives it (formula.h, "Online
+// softmax"), for finite point terms (no enclosure otherwise).
+Enclosure OnlineSumExpEnclosure(const FormatSpec& F, const FnAccuracy& exp, const std::vector<Enclosure>& t) {
+  const size_t count = t.size();
+  const double n = static_cast<double>(count);
+  std::vector<double> v(count);
+  for (size_t i = 0; i < count; ++i) {
+    if (!std::isfinite(t[i].lo) || t[i].lo != t[i].hi) return Nan();
+    v[i] = t[i].lo;
+  }
+  std::vector<double> distinct = v;
+  std::sort(distinct.begin(), distinct.end());
+  distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+  const double top = distinct.back();
+  const double u = std::ldexp(1.0, -F.d.precision);
+  const double eta = std::ldexp(1.0, F.d.emin - F.d.precision);
+  const double k = exp.correctly_rounded ? 0.5 : exp.ulps;
+  const double dl = Up(Up(2 * k * u) * Up(1 + 2 * u));
+  const double al = Up(Up(2 * k * eta) + (exp.correctly_rounded ? 0.0 : exp.abs));
+  const double q = Up(Up(u + exp.arg_rel) + Up(u * exp.arg_rel));
+  const double ch = Up(Up(dl + u) + Up(dl * u));
+  const double cm = Up(dl + u);
+  if (!(cm < 0.25) || !(Up((n - 1) * u) < 0.5)) return Nan();
+  const double cl = Up(cm / Down(1 - cm));
+  double s_lo = 0, s_hi = 0;
+  for (double vi : v) {
+    // K: the distinct row values above v_i.
+    const double above = static_cast<double>(
+        distinct.end() - std::upper_bound(distinct.begin(), distinct.end(), vi));
+    // t_i exp(+-(K_i c + (M - v_i) q)) as one exponential of the summed exponents.
+    const double gap = Up(top - vi);
+    const double grow = Up(Up(above * ch) + Up(gap * q)), shrink = Up(Up(above * cl) + Up(gap * q));
+    s_hi = Up(s_hi + FnDirected(Fn::kExp, Up(std::min(0.0, Up(vi - top)) + grow), MPFR_RNDU));
+    s_lo = Down(s_lo + FnDirected(Fn::kExp, Down(Down(vi - top) - shrink), MPFR_RNDD));
+  }
+  const double gamma = Gamma(n - 1, u);
+  const double a = Up(Up(2 * Up(n * n)) * al);
+  return ToFormatValues(F, Down(Down(s_lo * Down(1 - gamma)) - a), Up(Up(s_hi * Up(1 + gamma)) + a));
+}
+
 }  // namespace
 
 void FormulaRowEnclosure(const Formula& f, const AccuracyTable& accuracy, bool contract,
@@ -623,9 +814,19 @@ void FormulaRowEnclosure(const Formula& f, const AccuracyTable& accuracy, bool c
         Enclosure s = SumEnclosure(F, t);
         if (node.kind == K::kMean && !std::isnan(s.lo)) {
           const double m = static_cast<double>(n);
-          s = RoundEnclosure(F, Hull({s.lo / m, s.hi / m}));
+          s = DivEnclosure(F, accuracy[static_cast<size_t>(Fn::kDiv)], s, Enclosure{m, m});
         }
         v = {s};
+        continue;
+      }
+      case K::kWelfordMean:
+      case K::kWelfordM2:
+      case K::kOnlineSumExp: {
+        std::vector<Enclosure> t(n);
+        for (size_t i = 0; i < n; ++i) t[i] = r.At(node.a, i);
+        v = {node.kind == K::kOnlineSumExp
+                 ? OnlineSumExpEnclosure(F, accuracy[static_cast<size_t>(Fn::kExp)], t)
+                 : WelfordEnclosure(F, accuracy[static_cast<size_t>(Fn::kDiv)], t, node.kind == K::kWelfordM2)};
         continue;
       }
       case K::kMax: {
@@ -662,13 +863,7 @@ void FormulaRowEnclosure(const Formula& f, const AccuracyTable& accuracy, bool c
           e = RoundEnclosure(F, raw.v[k][i]);
           break;
         }
-        case K::kDiv: {
-          const Enclosure a = at(node.a), b = at(node.b);
-          e = std::isnan(b.lo) || HasZero(b) || (HasInf(a) && HasInf(b))
-                  ? Nan()
-                  : RoundEnclosure(F, Hull({a.lo / b.lo, a.lo / b.hi, a.hi / b.lo, a.hi / b.hi}));
-          break;
-        }
+        case K::kDiv: e = DivEnclosure(F, accuracy[static_cast<size_t>(Fn::kDiv)], at(node.a), at(node.b)); break;
         case K::kNeg: e = {-at(node.a).hi, -at(node.a).lo}; break;
         case K::kFma: {
           const Enclosure a = at(node.a), b = at(node.b), c = at(node.c);

@@ -92,7 +92,7 @@ absl::StatusOr<CompositeModel> ParseTable(const toml::table& root, std::string_v
         if (k == FnName(static_cast<Fn>(i))) fn = i;
       }
       if (fn < 0) {
-        r.Fail(&node, Cat("accuracy.", k), "unknown key (valid: exp exp2 log tanh erf sqrt rsqrt)");
+        r.Fail(&node, Cat("accuracy.", k), "unknown key (valid: exp exp2 log tanh erf sqrt rsqrt div)");
         break;
       }
       FnAccuracy a;
@@ -103,15 +103,22 @@ absl::StatusOr<CompositeModel> ParseTable(const toml::table& root, std::string_v
         a.correctly_rounded = false;
         a.ulps = *node.value<double>();
       } else if (const toml::table* inline_table = node.as_table()) {
-        // { ulps = k, abs = a }: within k ulps plus a of the exact value.
+        // { ulps = k, abs = a, arg_rel = r }: within k ulps plus a of the exact value of the
+        // function at an argument perturbed by at most r relatively (formula.h); abs and arg_rel
+        // default to 0, and a division has no argument to perturb.
         a.correctly_rounded = false;
-        r.CheckKeys(*inline_table, key_name, {"ulps", "abs"});
+        if (fn == static_cast<int>(Fn::kDiv)) {
+          r.CheckKeys(*inline_table, key_name, {"ulps", "abs"});
+        } else {
+          r.CheckKeys(*inline_table, key_name, {"ulps", "abs", "arg_rel"});
+        }
         a.ulps = r.Number(*inline_table, key_name, "ulps", 0.5, 1e9, TomlKey::kRequired).value_or(0.5);
-        a.abs = r.Number(*inline_table, key_name, "abs", 0, 1e300, TomlKey::kRequired).value_or(0);
+        a.abs = r.Number(*inline_table, key_name, "abs", 0, 1e300, TomlKey::kOptional).value_or(0);
+        a.arg_rel = r.Number(*inline_table, key_name, "arg_rel", 0, 0.01, TomlKey::kOptional).value_or(0);
         if (!r.ok()) break;
       } else {
         r.Fail(&node, key_name,
-               "must be \"correctly_rounded\", a number of ulps or { ulps = k, abs = a }");
+               "must be \"correctly_rounded\", a number of ulps or { ulps = k, abs = a, arg_rel = r }");
         break;
       }
       if (!a.correctly_rounded && !(a.ulps >= 0.5 && a.ulps <= 1e9)) {
@@ -158,9 +165,10 @@ absl::StatusOr<CompositeModel> ParseTable(const toml::table& root, std::string_v
           break;
         }
         for (int i = 0; i < kFns; ++i) {
-          // sqrt is an IEEE 754 operation (correctly rounded) unless [accuracy] says otherwise.
+          // sqrt and the division are IEEE 754 operations (correctly rounded) unless [accuracy]
+          // says otherwise.
           if (f->uses[static_cast<size_t>(i)] && !declared[static_cast<size_t>(i)] &&
-              static_cast<Fn>(i) != Fn::kSqrt) {
+              static_cast<Fn>(i) != Fn::kSqrt && static_cast<Fn>(i) != Fn::kDiv) {
             r.Fail(&node, Cat("functions.", k),
                    Cat("calls ", FnName(static_cast<Fn>(i)), ", whose accuracy [accuracy] does not give"));
             break;

@@ -8,6 +8,7 @@
 #include <mpfr.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <string>
 
@@ -85,6 +86,50 @@ TEST(CompositeModelTest, ErrorsNameFileLineAndKey) {
   }
   EXPECT_NE(ParseCompositeModel("name = [", "m.toml").status().message().find("m.toml:1: TOML syntax"),
             std::string::npos);
+}
+
+// The accuracy of the division ("div") and an argument perturbation (arg_rel): parsed, applied
+// to the formula's divisions and exp, and refused where they mean nothing.
+TEST(CompositeModelTest, ParsesDivisionAccuracyAndArgumentPerturbation) {
+  std::string text = kMinimal;
+  text.replace(text.find("exp = 2\n"), 8, "exp = { ulps = 2.5, arg_rel = 1.193e-7 }\ndiv = 2.5\n");
+  text.replace(text.find("\"accuracy.exp\" = \"s\"\n"), 21, "\"accuracy.exp\" = \"s\"\n\"accuracy.div\" = \"s\"\n");
+  absl::StatusOr<CompositeModel> m = ParseCompositeModel(text, "m.toml");
+  ASSERT_TRUE(m.ok()) << m.status();
+  const FnAccuracy& div = m->accuracy[static_cast<size_t>(Fn::kDiv)];
+  const FnAccuracy& exp = m->accuracy[static_cast<size_t>(Fn::kExp)];
+  EXPECT_FALSE(div.correctly_rounded);
+  EXPECT_EQ(div.ulps, 2.5);
+  EXPECT_EQ(exp.arg_rel, 1.193e-7);
+  const CompositeFunction* s = m->Find("sigmoid");
+  EXPECT_FALSE(s->exact());
+  // sigmoid(4) = 0.98201379 in bfloat16 (spacing 2^-8 there): the enclosure lies within an ulp.
+  const Enclosure e = s->Enclose(0x4080);
+  EXPECT_LE(std::fabs(e.lo - 0.98201379), 0x1p-8);
+  EXPECT_LE(std::fabs(e.hi - 0.98201379), 0x1p-8);
+  // Without "div" the division is IEEE; an undeclared division is no error.
+  absl::StatusOr<CompositeModel> plain = ParseCompositeModel(kMinimal, "m.toml");
+  ASSERT_TRUE(plain.ok());
+  EXPECT_TRUE(plain->accuracy[static_cast<size_t>(Fn::kDiv)].correctly_rounded);
+  struct Case {
+    std::string from, to, message;
+  };
+  const Case cases[] = {
+      {"exp = 2\n", "exp = 2\ndiv = { ulps = 2, arg_rel = 1e-7 }\n", "accuracy.div.arg_rel: unknown key"},
+      {"exp = 2\n", "exp = { ulps = 2, arg_rel = 0.5 }\n", "accuracy.exp.arg_rel"},
+      {"exp = 2\n", "exp = 2\ndivide = 2\n", "unknown key (valid: exp exp2 log tanh erf sqrt rsqrt div)"},
+      {"sigmoid = \"1 / (1 + exp(-x))\"", "sigmoid = \"welford_m2(x)\"",
+       "functions.sigmoid: uses w, b, eps, n or a reduction: only kind = \"axis\" models do"},
+      {"sigmoid = \"1 / (1 + exp(-x))\"", "sigmoid = \"div(x)\"", "column 1: unknown name 'div'"},
+  };
+  for (const Case& c : cases) {
+    std::string t = kMinimal;
+    t.replace(t.find(c.from), c.from.size(), c.to);
+    SCOPED_TRACE(t);
+    absl::StatusOr<CompositeModel> bad = ParseCompositeModel(t, "m.toml");
+    ASSERT_FALSE(bad.ok());
+    EXPECT_NE(bad.status().message().find(c.message), std::string::npos) << bad.status();
+  }
 }
 
 // fn(x) of the mathematical function, by MPFR at 200 bits, as a double (RNE).
@@ -309,6 +354,79 @@ TEST(CompositeModelTest, AxisPresetsImplementTheirFunctions) {
     }
   }
   EXPECT_GT(checked, 1000);
+}
+
+const CompositeFunction& PresetFunction(const std::vector<CompositeModel>& models, const std::string& model,
+                                        const std::string& fn) {
+  for (const CompositeModel& m : models) {
+    if (m.name == model && m.Find(fn) != nullptr) return *m.Find(fn);
+  }
+  ADD_FAILURE() << model << " " << fn << " not found";
+  return models[0].functions[0];
+}
+
+// Eager CUDA and torch.compile differ by their formulas, not only by their accuracies: HF Llama's
+// RMSNorm rounds to bfloat16 twice eagerly and once compiled (Inductor drops the intermediate
+// cast), silu is x / (1 + exp(-x)) eagerly and x * sigmoid(x) compiled. The every-step-correctly-
+// rounded emulations of the two presets differ on a large fraction of the elements (22.7% for
+// RMSNorm on rows of 8192, seed 2026, against 23% measured on an H200 in issue 28; 31% for silu on
+// randn inputs against 20% measured: the real functions are not correctly rounded, so the rate is
+// not predicted, only that the formulas differ), each lies in its own model's enclosure, and the
+// eager emulation falls outside the compiled model's enclosure where the double rounding moved it:
+// the audit can tell the two apart.
+TEST(CompositeModelTest, EagerAndCompiledPresetsDifferByTheirFormulas) {
+  absl::StatusOr<std::vector<CompositeModel>> models = LoadCompositeModels(kModels);
+  ASSERT_TRUE(models.ok()) << models.status();
+  PinnedRng rng(DeriveSeed(TestSeed(2026, "EagerAndCompiledPresetsDifferByTheirFormulas"), {7}));
+  const CompositeFunction& eager = PresetFunction(*models, "hf-llama-rmsnorm-cuda-bf16", "rmsnorm");
+  const CompositeFunction& compiled = PresetFunction(*models, "inductor-cuda-rows-bf16", "rmsnorm");
+  const size_t n = 8192;
+  std::vector<uint64_t> x(n), w(n), ye(n), yc(n);
+  for (size_t i = 0; i < n; ++i) {
+    x[i] = FromDouble(BFloat16(), rng.Normal());
+    w[i] = FromDouble(BFloat16(), 1 + 0.1 * rng.Normal());
+  }
+  CompositeFunction::Row row;
+  row.x = x;
+  row.weight_format = &BFloat16();
+  row.weight = w;
+  row.eps = 1e-6;
+  std::vector<Enclosure> ec(n), ee(n);
+  ASSERT_TRUE(eager.EmulateRow(row, ye).ok());
+  ASSERT_TRUE(compiled.EmulateRow(row, yc).ok());
+  ASSERT_TRUE(compiled.EncloseRow(row, ec).ok());
+  ASSERT_TRUE(eager.EncloseRow(row, ee).ok());
+  size_t differ = 0, eager_outside = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const double e = ToDouble(BFloat16(), ye[i]), c = ToDouble(BFloat16(), yc[i]);
+    ASSERT_TRUE(c >= ec[i].lo && c <= ec[i].hi) << i;
+    ASSERT_TRUE(e >= ee[i].lo && e <= ee[i].hi) << i;
+    differ += ye[i] != yc[i];
+    eager_outside += !(e >= ec[i].lo && e <= ec[i].hi);
+  }
+  const double rms_fraction = static_cast<double>(differ) / static_cast<double>(n);
+  RecordProperty("rmsnorm_bf16_differ_fraction", std::to_string(rms_fraction));
+  std::printf("HF RMSNorm bf16, rows of 8192: eager and compiled emulations differ on %.1f%%; %.1f%% of the "
+              "eager values lie outside the compiled enclosure\n",
+              100 * rms_fraction, 100.0 * static_cast<double>(eager_outside) / static_cast<double>(n));
+  EXPECT_GT(rms_fraction, 0.05);
+  EXPECT_GT(eager_outside, 0u);
+
+  const CompositeFunction& silu_eager = PresetFunction(*models, "torch-cuda-f32", "silu");
+  const CompositeFunction& silu_compiled = PresetFunction(*models, "inductor-cuda-f32", "silu");
+  size_t silu_differ = 0;
+  const int count = 8192;
+  for (int i = 0; i < count; ++i) {
+    const uint64_t xb = FromDouble(Float32(), rng.Normal());  // torch.randn.
+    const uint64_t a = silu_eager.Emulate(xb), b = silu_compiled.Emulate(xb);
+    const Enclosure eb = silu_compiled.Enclose(xb), ea = silu_eager.Enclose(xb);
+    ASSERT_TRUE(ToDouble(Float32(), b) >= eb.lo && ToDouble(Float32(), b) <= eb.hi);
+    ASSERT_TRUE(ToDouble(Float32(), a) >= ea.lo && ToDouble(Float32(), a) <= ea.hi);
+    silu_differ += a != b;
+  }
+  const double silu_fraction = static_cast<double>(silu_differ) / count;
+  std::printf("silu float32: eager and compiled emulations differ on %.1f%%\n", 100 * silu_fraction);
+  EXPECT_GT(silu_fraction, 0.05);
 }
 
 }  // namespace
