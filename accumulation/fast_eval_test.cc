@@ -59,10 +59,6 @@ std::vector<Model> Presets() {
 
 // Bits of a format from a double (rounded by formats' Convert, rne, so overflow gives Inf or
 // the format's NaN).
-uint64_t FromDouble(const FormatSpec& f, double x) {
-  return Convert(Float64(), f, std::bit_cast<uint64_t>(x), OpEnv{}).bits;
-}
-
 // The kinds of input drawn (one per case).
 enum Profile { kNarrow, kWide, kCancel, kZerosSubnormals, kRawBits, kProfiles };
 
@@ -70,20 +66,20 @@ enum Profile { kNarrow, kWide, kCancel, kZerosSubnormals, kRawBits, kProfiles };
 uint64_t Draw(PinnedRng& rng, const FormatSpec& f, Profile prof) {
   const int lo = MinSubnormalExponent(f), hi = Emax(f);
   switch (prof) {
-    case kNarrow: return FromDouble(f, rng.LogUniform(-3, 3));
-    case kWide: return FromDouble(f, rng.LogUniform(lo, hi));
+    case kNarrow: return DoubleToBits(f, rng.LogUniform(-3, 3));
+    case kWide: return DoubleToBits(f, rng.LogUniform(lo, hi));
     case kZerosSubnormals: {
       const uint64_t r = rng.Below(4);
-      if (r == 0) return FromDouble(f, rng.Below(2) ? -0.0 : 0.0);
-      if (r == 1) return FromDouble(f, rng.LogUniform(lo, Emin(f) - 1));  // Subnormal.
-      return FromDouble(f, rng.LogUniform(Emin(f), Emin(f) + 6));
+      if (r == 0) return DoubleToBits(f, rng.Below(2) ? -0.0 : 0.0);
+      if (r == 1) return DoubleToBits(f, rng.LogUniform(lo, Emin(f) - 1));  // Subnormal.
+      return DoubleToBits(f, rng.LogUniform(Emin(f), Emin(f) + 6));
     }
     case kRawBits: {
       // 1 in 64: raw container bits (NaN, Inf, anything); else a normal-range value.
       if (rng.Below(64) == 0) return rng.Next() & WidthMask(f) & ~((uint64_t{1} << f.pad_bits) - 1);
-      return FromDouble(f, rng.LogUniform(-10, 10));
+      return DoubleToBits(f, rng.LogUniform(-10, 10));
     }
-    default: return FromDouble(f, rng.Normal());
+    default: return DoubleToBits(f, rng.Normal());
   }
 }
 
@@ -117,8 +113,8 @@ Case MakeCase(const Model& m, int n, Profile prof, uint64_t seed) {
   switch (rng.Below(4)) {
     case 0: cs.c = 0; break;
     case 1: cs.c = ZeroBits(cf, true); break;
-    case 2: cs.c = FromDouble(cf, rng.LogUniform(-4, 4)); break;
-    default: cs.c = FromDouble(cf, rng.Normal() * 1e3); break;
+    case 2: cs.c = DoubleToBits(cf, rng.LogUniform(-4, 4)); break;
+    default: cs.c = DoubleToBits(cf, rng.Normal() * 1e3); break;
   }
   return cs;
 }
@@ -274,7 +270,7 @@ void CheckMatmul(const Model& m) {
       std::vector<uint64_t> a(size_t(mm) * kk), b(size_t(kk) * nn), c(size_t(mm) * nn);
       const int half_emin = Emin(m.FinalAccumulatorFormat()) / 2;
       const auto tiny = [&](const FormatSpec& f) {
-        return FromDouble(f, rng.LogUniform(half_emin - 3, half_emin + 3));  // Either sign.
+        return DoubleToBits(f, rng.LogUniform(half_emin - 3, half_emin + 3));  // Either sign.
       };
       for (auto& x : a) {
         switch (kind) {
@@ -288,12 +284,12 @@ void CheckMatmul(const Model& m) {
         switch (kind) {
           case Inputs::kDrawn: x = Draw(rng, *m.inputs.b, prof); break;
           case Inputs::kFlushedTimesLarge:
-            x = FromDouble(*m.inputs.b, rng.LogUniform(top / 2 - 4, top / 2));
+            x = DoubleToBits(*m.inputs.b, rng.LogUniform(top / 2 - 4, top / 2));
             break;
           case Inputs::kTinyProducts: x = tiny(*m.inputs.b); break;
         }
       }
-      for (auto& x : c) x = FromDouble(m.FinalAccumulatorFormat(), rng.LogUniform(-3, 3));
+      for (auto& x : c) x = DoubleToBits(m.FinalAccumulatorFormat(), rng.LogUniform(-3, 3));
       if (kind == Inputs::kTinyProducts) {
         for (auto& x : c) x = 0;
       } else if (m.adder.env.denormals_are_zero) {
@@ -301,7 +297,7 @@ void CheckMatmul(const Model& m) {
         // third c subnormal (the bound term the walked tiles look for before each step).
         const FormatSpec& cf = m.FinalAccumulatorFormat();
         for (size_t idx = 0; idx < c.size(); idx += 3) {
-          c[idx] = FromDouble(cf, std::ldexp(idx % 2 ? -1.0 : 1.0, Emin(cf) - 1 - int(idx % 7)));
+          c[idx] = DoubleToBits(cf, std::ldexp(idx % 2 ? -1.0 : 1.0, Emin(cf) - 1 - int(idx % 7)));
         }
       }
       // Expected: generic dots on row-major A, B.
@@ -735,7 +731,7 @@ TEST(FastEvalTest, Float64MatmulAcrossBlocksMatchesGeneric) {
       for (auto& x : a) x = Draw(rng, Float64(), prof);
       for (auto& x : b) x = Draw(rng, Float64(), prof);
       if (prof == kNarrow) {
-        for (auto& x : c) x = FromDouble(Float64(), rng.LogUniform(-3, 3));
+        for (auto& x : c) x = DoubleToBits(Float64(), rng.LogUniform(-3, 3));
       }
       std::vector<EvalResult> want(c.size());
       for (int i = 0; i < kM; ++i) {
@@ -1062,14 +1058,14 @@ TEST(FastEvalTest, FusedTilesMatchGenericAtTheFloat32Range) {
           double x = rng.LogUniform(-70, -62);
           if (kase == 1) x = p < 2 * g ? (p < g ? 1 : -1) * std::ldexp(1.0 + i / 8.0, 100) : x;
           if (kase == 2) x = i == 0 ? 0.0 : i == 1 ? -0.0 : rng.Below(2) ? 0.0 : -0.0;
-          a[size_t(i) * kk + p] = FromDouble(fa, x);
+          a[size_t(i) * kk + p] = DoubleToBits(fa, x);
         }
       }
       for (int p = 0; p < kk; ++p) {
         for (int j = 0; j < nn; ++j) {
           double x = kase == 2 ? std::fabs(rng.LogUniform(-3, 3)) : rng.LogUniform(-70, -62);
           if (kase == 1 && p < 2 * g) x = std::ldexp(1.0 + j / 32.0, 30);
-          b[size_t(p) * nn + j] = FromDouble(fb, x);
+          b[size_t(p) * nn + j] = DoubleToBits(fb, x);
         }
       }
       for (size_t idx = 0; idx < c.size(); ++idx) {
@@ -1080,7 +1076,7 @@ TEST(FastEvalTest, FusedTilesMatchGenericAtTheFloat32Range) {
           x = idx % 3 == 0 ? std::numeric_limits<double>::quiet_NaN()
                            : std::copysign(std::numeric_limits<double>::infinity(), x);
         }
-        c[idx] = FromDouble(fc, x);
+        c[idx] = DoubleToBits(fc, x);
       }
       for (Isa isa : AvailableIsas()) {
         if (isa == Isa::kPortable) continue;
@@ -1140,17 +1136,17 @@ TEST(FastEvalTest, FusedOverflowMatchesGenericOnEveryIsa) {
           double x = rng.LogUniform(-3, 3);
           const bool big = (i == 0 || i == 1) ? p < g : i == 2 ? (p >= g && p < 2 * g) : false;
           if (big) x = (i == 1 ? -1 : 1) * std::ldexp(1.0 + (p % 8) / 8.0, 100);
-          a[size_t(i) * kk + p] = FromDouble(fa, x);
+          a[size_t(i) * kk + p] = DoubleToBits(fa, x);
         }
       }
       for (int p = 0; p < kk; ++p) {
         for (int j = 0; j < nn; ++j) {
           // 2^100 * 2^27 = 2^127 per product: a group of G >= 2 such products passes 2^128.
           const double x = p < 2 * g ? std::ldexp(1.0 + j / 32.0, 27) : rng.LogUniform(-3, 3);
-          b[size_t(p) * nn + j] = FromDouble(fb, x);
+          b[size_t(p) * nn + j] = DoubleToBits(fb, x);
         }
       }
-      for (uint64_t& x : c) x = FromDouble(fc, rng.LogUniform(-3, 3));
+      for (uint64_t& x : c) x = DoubleToBits(fc, rng.LogUniform(-3, 3));
       int infs = 0, maxes = 0;
       for (Isa isa : AvailableIsas()) {
         SCOPED_TRACE(std::string(IsaName(isa)));

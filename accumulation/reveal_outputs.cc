@@ -44,13 +44,6 @@ std::string HexHash(uint64_t h) {
   return absl::StrCat("fnv1a64:", buf);
 }
 
-uint64_t ToBits(const FormatSpec& f, double x) {
-  return Convert(Float64(), f, std::bit_cast<uint64_t>(x), OpEnv{}).bits;
-}
-double ToDouble(const FormatSpec& f, uint64_t bits) {
-  return std::bit_cast<double>(Convert(f, Float64(), bits, OpEnv{}).bits);
-}
-
 absl::StatusOr<std::string> ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open"));
@@ -192,7 +185,7 @@ absl::StatusOr<ProbeSet> MakeProbes(const ProbeSpec& spec) {
     absl::StatusOr<Tensor> b = MakeTensor(spec.dtype, {k, r});
     if (!a.ok()) return a.status();
     if (!b.ok()) return b.status();
-    const uint64_t m0 = ToBits(f, kM0), mm0 = ToBits(f, -kM0), u0 = ToBits(f, kU0);
+    const uint64_t m0 = DoubleToBits(f, kM0), mm0 = DoubleToBits(f, -kM0), u0 = DoubleToBits(f, kU0);
     for (int tile = 0; tile < spec.tiles; ++tile) {
       const int64_t o = tile * block;  // Rows of A / columns of B of this copy.
       for (int m = 0; m < k; ++m) {
@@ -203,8 +196,8 @@ absl::StatusOr<ProbeSet> MakeProbes(const ProbeSpec& spec) {
       }
       for (int q = 0; q < np; ++q) {
         for (int t = 0; t < k; ++t) {
-          a->SetBits((o + k + q) * k + t, ToBits(f, p.behaviour[q].a[t]));
-          b->SetBits(int64_t{t} * r + o + k + q, ToBits(f, p.behaviour[q].b[t]));
+          a->SetBits((o + k + q) * k + t, DoubleToBits(f, p.behaviour[q].a[t]));
+          b->SetBits(int64_t{t} * r + o + k + q, DoubleToBits(f, p.behaviour[q].b[t]));
         }
         if (tile == 0) {
           probes.push_back({{"name", p.behaviour[q].name}, {"row", k + q}, {"col", k + q}});
@@ -218,7 +211,7 @@ absl::StatusOr<ProbeSet> MakeProbes(const ProbeSpec& spec) {
     const int64_t rows = PairCount(k) + np;
     absl::StatusOr<Tensor> x = MakeTensor(spec.dtype, {rows, k});
     if (!x.ok()) return x.status();
-    const uint64_t u = ToBits(f, p.unit), pm = ToBits(f, p.big), mm_ = ToBits(f, -p.big);
+    const uint64_t u = DoubleToBits(f, p.unit), pm = DoubleToBits(f, p.big), mm_ = DoubleToBits(f, -p.big);
     int64_t row = 0;
     for (int i = 0; i < k; ++i) {
       for (int j = i + 1; j < k; ++j, ++row) {
@@ -226,7 +219,7 @@ absl::StatusOr<ProbeSet> MakeProbes(const ProbeSpec& spec) {
       }
     }
     for (int q = 0; q < np; ++q, ++row) {
-      for (int t = 0; t < k; ++t) x->SetBits(row * k + t, ToBits(f, p.behaviour[q].a[t]));
+      for (int t = 0; t < k; ++t) x->SetBits(row * k + t, DoubleToBits(f, p.behaviour[q].a[t]));
       probes.push_back({{"name", p.behaviour[q].name}, {"row", row}});
     }
     p.a = *std::move(x);
@@ -520,8 +513,8 @@ absl::StatusOr<Revealed> RevealFromOutputs(const std::string& dir, const std::st
       for (size_t q = 0; q < p.behaviour.size() && match.behaviour; ++q) {
         std::vector<uint64_t> a(k), b(k);
         for (int t = 0; t < k; ++t) {
-          a[t] = ToBits(*m.inputs.a, p.behaviour[q].a[t] * (mm ? 1.0 : p.behaviour[q].b[t]));
-          b[t] = ToBits(*fb, p.behaviour[q].b[t]);
+          a[t] = DoubleToBits(*m.inputs.a, p.behaviour[q].a[t] * (mm ? 1.0 : p.behaviour[q].b[t]));
+          b[t] = DoubleToBits(*fb, p.behaviour[q].b[t]);
         }
         absl::StatusOr<EvalResult> e = mm ? EvaluateDot(m, a, b, 0, eo) : EvaluateSum(m, a, 0, eo);
         if (!e.ok()) {

@@ -28,13 +28,6 @@ namespace {
   std::abort();
 }
 
-double ToDouble(const FormatSpec& f, uint64_t bits) {
-  const uint64_t d = Convert(f, Float64(), bits, OpEnv{}).bits;
-  double v;
-  std::memcpy(&v, &d, sizeof v);
-  return v;
-}
-
 void Check(std::string_view text) {
   absl::StatusOr<CompositeModel> m = ParseCompositeModel(text, "fuzz_model");
   if (!m.ok()) {

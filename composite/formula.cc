@@ -32,25 +32,12 @@ struct Cast {
 constexpr std::array<Cast, 3> kCasts = {{{"bfloat16", &BFloat16}, {"float16", &Float16},
                                          {"float32", &Float32}}};
 
-double BitsToDouble(const FormatSpec& f, uint64_t bits) {
-  const uint64_t d = Convert(f, Float64(), bits, OpEnv{}).bits;
-  double v;
-  std::memcpy(&v, &d, sizeof v);
-  return v;
-}
-
-uint64_t DoubleToBits(const FormatSpec& f, double v, Rounding r = Rounding::kNearestEven) {
-  uint64_t d;
-  std::memcpy(&d, &v, sizeof d);
-  OpEnv env;
-  env.rounding = r;
-  return Convert(Float64(), f, d, env).bits;
-}
-
 // v rounded into f and back (binary64), under rounding r.
 double RoundTo(const FormatSpec& f, double v, Rounding r = Rounding::kNearestEven) {
   if (std::isnan(v)) return v;
-  return BitsToDouble(f, DoubleToBits(f, v, r));
+  OpEnv env;
+  env.rounding = r;
+  return ToDouble(f, DoubleToBits(f, v, env));
 }
 
 double Down(double v) { return std::nextafter(v, -INFINITY); }
@@ -438,7 +425,7 @@ Enclosure WidenByAccuracy(const FormatSpec& F, const FnAccuracy& acc, double flo
   // Where the range reaches beyond F's finite values, the largest ulp of F bounds every ulp.
   const double m = std::max(std::fabs(flo), std::fabs(fhi));
   const double ru = std::isfinite(m) ? RoundTo(F, m, Rounding::kUpward) : INFINITY;
-  const double u = UlpAt(F, std::isfinite(ru) ? ru : BitsToDouble(F, MaxFiniteBits(F)));
+  const double u = UlpAt(F, std::isfinite(ru) ? ru : ToDouble(F, MaxFiniteBits(F)));
   const double lo = Down(Down(flo - Up(acc.ulps * u)) - acc.abs);
   const double hi = Up(Up(fhi + Up(acc.ulps * u)) + acc.abs);
   const double up_hi = RoundTo(F, hi, Rounding::kUpward), down_lo = RoundTo(F, lo, Rounding::kDownward);
@@ -570,8 +557,8 @@ void FormulaRowValue(const Formula& f, const RowInputs& in, std::span<uint64_t> 
         for (size_t i = 1; i < n; ++i) {
           const uint64_t x = r.At(node.a, i);
           const uint64_t next = Maximum(F, m, x, env).bits;
-          const uint64_t scale = RoundFn(F, Fn::kExp, BitsToDouble(F, Sub(F, m, next, env).bits));
-          const uint64_t term = RoundFn(F, Fn::kExp, BitsToDouble(F, Sub(F, x, next, env).bits));
+          const uint64_t scale = RoundFn(F, Fn::kExp, ToDouble(F, Sub(F, m, next, env).bits));
+          const uint64_t term = RoundFn(F, Fn::kExp, ToDouble(F, Sub(F, x, next, env).bits));
           sum = Add(F, Mul(F, sum, scale, env).bits, term, env).bits;
           m = next;
         }
@@ -590,7 +577,7 @@ void FormulaRowValue(const Formula& f, const RowInputs& in, std::span<uint64_t> 
         case K::kDiv: v[i] = Div(F, at(node.a), at(node.b), env).bits; break;
         case K::kNeg: v[i] = at(node.a) ^ SignBit(F); break;
         case K::kFma: v[i] = Fma(F, at(node.a), at(node.b), at(node.c), env).bits; break;
-        case K::kFn: v[i] = RoundFn(F, node.fn, BitsToDouble(F, at(node.a))); break;
+        case K::kFn: v[i] = RoundFn(F, node.fn, ToDouble(F, at(node.a))); break;
         case K::kCast:
           v[i] = Convert(*node.to, F, Convert(F, *node.to, at(node.a), env).bits, env).bits;
           break;
@@ -708,7 +695,7 @@ Enclosure WelfordEnclosure(const FormatSpec& F, const FnAccuracy& div, const std
   const double e_all = Up(l * Up((n + 1) / 2));
   // No enclosure where a product of the steps could overflow.
   const double reach = Up(Up(big + range) + Up(2 * e_all));
-  if (!(Up(2 * Up(n * Up(reach * reach))) < BitsToDouble(F, MaxFiniteBits(F)))) return Nan();
+  if (!(Up(2 * Up(n * Up(reach * reach))) < ToDouble(F, MaxFiniteBits(F)))) return Nan();
   if (!m2) {
     const double g = Up(Up(l * Up((n - 1) * (n + 2))) / Down(2 * n));
     return ToFormatValues(F, Down(mu_lo - g), Up(mu_hi + g));
@@ -776,7 +763,7 @@ void FormulaRowEnclosure(const Formula& f, const AccuracyTable& accuracy, bool c
   r.v.resize(f.nodes.size());
   raw.v.resize(f.nodes.size());
   const auto point = [&](uint64_t bits) {
-    const double d = BitsToDouble(F, bits);
+    const double d = ToDouble(F, bits);
     return Enclosure{d, d};
   };
   // An operand of + - or a reduction: with contraction a product may enter unrounded.

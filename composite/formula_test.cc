@@ -35,13 +35,6 @@ float Float(uint64_t b) {
   std::memcpy(&v, &u, sizeof v);
   return v;
 }
-double ToDouble(const FormatSpec& f, uint64_t bits) {
-  const uint64_t d = Convert(f, Float64(), bits, OpEnv{}).bits;
-  double v;
-  std::memcpy(&v, &d, sizeof v);
-  return v;
-}
-
 Formula Parse(const std::string& text, const FormatSpec& f = Float32()) {
   absl::StatusOr<Formula> r = ParseFormula(text, f);
   EXPECT_TRUE(r.ok()) << text << ": " << r.status();

@@ -28,13 +28,6 @@ std::span<const std::string_view> AxisFunctionNames() {
 
 namespace {
 
-double ToDouble(const FormatSpec& f, uint64_t bits) {
-  const uint64_t d = Convert(f, Float64(), bits, OpEnv{}).bits;
-  double v;
-  std::memcpy(&v, &d, sizeof v);
-  return v;
-}
-
 double RoundTo(const FormatSpec& f, double v) {
   if (std::isnan(v)) return v;
   uint64_t d;

@@ -184,18 +184,6 @@ double Exact(const std::string& fn, double x) {
   return d;
 }
 
-double ToDouble(const FormatSpec& f, uint64_t bits) {
-  const uint64_t d = Convert(f, Float64(), bits, OpEnv{}).bits;
-  double v;
-  std::memcpy(&v, &d, sizeof v);
-  return v;
-}
-uint64_t FromDouble(const FormatSpec& f, double v) {
-  uint64_t d;
-  std::memcpy(&d, &v, sizeof d);
-  return Convert(Float64(), f, d, OpEnv{}).bits;
-}
-
 TEST(CompositeModelTest, PresetsImplementTheirFunctions) {
   absl::StatusOr<std::vector<CompositeModel>> models = LoadCompositeModels(kModels);
   ASSERT_TRUE(models.ok()) << models.status();
@@ -210,7 +198,7 @@ TEST(CompositeModelTest, PresetsImplementTheirFunctions) {
         double x = rng.Uniform(-12, 12);
         if (fn.name == "log" || fn.name == "rsqrt") x = std::fabs(x) + 1e-3;
         if (fn.name == "reciprocal" && std::fabs(x) < 1e-3) x = 1;
-        const uint64_t xb = FromDouble(in, x);
+        const uint64_t xb = DoubleToBits(in, x);
         x = ToDouble(in, xb);
         const Enclosure e = fn.Enclose(xb);
         const double exact = Exact(fn.name, x);
@@ -308,9 +296,9 @@ TEST(CompositeModelTest, AxisPresetsImplementTheirFunctions) {
         std::vector<uint64_t> x(n), w(n), b(n);
         std::vector<double> xd(n), wd(n), bd(n);
         for (size_t i = 0; i < n; ++i) {
-          x[i] = FromDouble(in, offset + spread * rng.Normal());
-          w[i] = FromDouble(in, 1 + 0.2 * rng.Normal());
-          b[i] = FromDouble(in, 0.2 * rng.Normal());
+          x[i] = DoubleToBits(in, offset + spread * rng.Normal());
+          w[i] = DoubleToBits(in, 1 + 0.2 * rng.Normal());
+          b[i] = DoubleToBits(in, 0.2 * rng.Normal());
           xd[i] = ToDouble(in, x[i]);
           wd[i] = ToDouble(in, w[i]);
           bd[i] = ToDouble(in, b[i]);
@@ -383,8 +371,8 @@ TEST(CompositeModelTest, EagerAndCompiledPresetsDifferByTheirFormulas) {
   const size_t n = 8192;
   std::vector<uint64_t> x(n), w(n), ye(n), yc(n);
   for (size_t i = 0; i < n; ++i) {
-    x[i] = FromDouble(BFloat16(), rng.Normal());
-    w[i] = FromDouble(BFloat16(), 1 + 0.1 * rng.Normal());
+    x[i] = DoubleToBits(BFloat16(), rng.Normal());
+    w[i] = DoubleToBits(BFloat16(), 1 + 0.1 * rng.Normal());
   }
   CompositeFunction::Row row;
   row.x = x;
@@ -417,7 +405,7 @@ TEST(CompositeModelTest, EagerAndCompiledPresetsDifferByTheirFormulas) {
   size_t silu_differ = 0;
   const int count = 8192;
   for (int i = 0; i < count; ++i) {
-    const uint64_t xb = FromDouble(Float32(), rng.Normal());  // torch.randn.
+    const uint64_t xb = DoubleToBits(Float32(), rng.Normal());  // torch.randn.
     const uint64_t a = silu_eager.Emulate(xb), b = silu_compiled.Emulate(xb);
     const Enclosure eb = silu_compiled.Enclose(xb), ea = silu_eager.Enclose(xb);
     ASSERT_TRUE(ToDouble(Float32(), b) >= eb.lo && ToDouble(Float32(), b) <= eb.hi);

@@ -689,4 +689,12 @@ OpResult MaximumNumber(const FormatSpec& f, uint64_t a, uint64_t b, const OpEnv&
   return MinMaxImpl(f, a, b, env, MinMax::kMax, true);
 }
 
+double ToDouble(const FormatSpec& f, uint64_t bits) {
+  return std::bit_cast<double>(Convert(f, Float64(), bits, OpEnv{}).bits);
+}
+
+uint64_t DoubleToBits(const FormatSpec& f, double v, const OpEnv& env) {
+  return Convert(Float64(), f, std::bit_cast<uint64_t>(v), env).bits;
+}
+
 }  // namespace fpconform

@@ -71,6 +71,14 @@ OpResult Sqrt(const FormatSpec& f, uint64_t a, const OpEnv& env);
 //    out-of-range.
 OpResult Convert(const FormatSpec& from, const FormatSpec& to, uint64_t a, const OpEnv& env);
 
+// The one conversion between a format's bits and binary64 for the rest of the project (reports,
+// composite models, oracles' tests, the Python bindings), both through Convert:
+// the value of `bits` in f as a double (exact for every float format of the table, whose values
+// are doubles, and for integers of magnitude up to 2^53; NaN for NaN encodings) ...
+double ToDouble(const FormatSpec& f, uint64_t bits);
+// ... and v rounded into f under env (RNE by default).
+uint64_t DoubleToBits(const FormatSpec& f, double v, const OpEnv& env = {});
+
 // IEEE 754-2019 §5.11 comparisons. Quiet: only sNaN operands raise v.
 enum class Ordering : uint8_t { kLess, kEqual, kGreater, kUnordered };
 struct CompareResult {

@@ -17,22 +17,10 @@ namespace {
 
 const std::string kComposite = FPCONFORM_COMPOSITE_MODELS_SOURCE_DIR;
 
-uint64_t FromDouble(const FormatSpec& f, double v) {
-  uint64_t d;
-  std::memcpy(&d, &v, sizeof d);
-  return Convert(Float64(), f, d, OpEnv{}).bits;
-}
-double ToDouble(const FormatSpec& f, uint64_t bits) {
-  const uint64_t d = Convert(f, Float64(), bits, OpEnv{}).bits;
-  double v;
-  std::memcpy(&v, &d, sizeof v);
-  return v;
-}
-
 Tensor Random(const FormatSpec& f, std::vector<int64_t> shape, double mean, double spread, uint64_t seed) {
   Tensor t = *MakeTensor(f.name, shape);
   PinnedRng rng(DeriveSeed(TestSeed(seed, "audit_composite_test"), {9}));
-  for (int64_t i = 0; i < t.size(); ++i) t.SetBits(i, FromDouble(f, mean + spread * rng.Normal()));
+  for (int64_t i = 0; i < t.size(); ++i) t.SetBits(i, DoubleToBits(f, mean + spread * rng.Normal()));
   t.source = "random";
   return t;
 }
@@ -79,7 +67,7 @@ TEST(AuditCompositeTest, ElementwiseOwnOutputEnclosureEndsAndMutations) {
   // The enclosure's ends: any conforming implementation could give them.
   for (int64_t i = 0; i < x.size(); i += 2) {
     const composite::Enclosure e = gelu.Enclose(x.Bits(i));
-    out.SetBits(i, FromDouble(Float32(), i % 4 == 0 ? e.lo : e.hi));
+    out.SetBits(i, DoubleToBits(Float32(), i % 4 == 0 ? e.lo : e.hi));
   }
   r = AuditElementwise(in, Options({"torch-cuda-f32"}));
   ASSERT_TRUE(r.ok()) << r.status();
@@ -89,7 +77,7 @@ TEST(AuditCompositeTest, ElementwiseOwnOutputEnclosureEndsAndMutations) {
   const uint64_t y3 = out.Bits(3);
   out.SetBits(3, y3 ^ SignBit(Float32()));
   const double x7 = ToDouble(Float32(), x.Bits(7));
-  out.SetBits(7, FromDouble(Float32(), 1 / (1 + std::exp(-x7))));
+  out.SetBits(7, DoubleToBits(Float32(), 1 / (1 + std::exp(-x7))));
   r = AuditElementwise(in, Options({"torch-cuda-f32"}));
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->verdict, AuditVerdict::kFail);
@@ -143,7 +131,7 @@ TEST(AuditCompositeTest, AxisOwnOutputEnclosureEndsAndMutations) {
     for (int64_t i = 0; i < n; ++i) {
       // Rows 0-2 as emulated, rows 3-5 at the enclosure's ends.
       const composite::Enclosure& ei = e[static_cast<size_t>(i)];
-      out.SetBits(r * n + i, r < 3 ? y[static_cast<size_t>(i)] : FromDouble(Float32(), i % 2 ? ei.hi : ei.lo));
+      out.SetBits(r * n + i, r < 3 ? y[static_cast<size_t>(i)] : DoubleToBits(Float32(), i % 2 ? ei.hi : ei.lo));
     }
   }
   AxisAuditInput in;
@@ -160,7 +148,7 @@ TEST(AuditCompositeTest, AxisOwnOutputEnclosureEndsAndMutations) {
   const std::vector<composite::Enclosure> none;
   for (int64_t i = 0; i < n; ++i) {
     const double v = ToDouble(Float32(), out.Bits(n + i)) / ToDouble(Float32(), w.Bits(i));
-    out.SetBits(n + i, FromDouble(Float32(), v));
+    out.SetBits(n + i, DoubleToBits(Float32(), v));
   }
   r = AuditAxis(in, Options({"torch-cuda-rows-f32"}));
   ASSERT_TRUE(r.ok()) << r.status();

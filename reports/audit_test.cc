@@ -18,22 +18,11 @@ namespace {
 
 const std::string kModels = FPCONFORM_MODELS_SOURCE_DIR;
 
-uint64_t ToFormat(const FormatSpec& f, double v) {
-  uint64_t d;
-  std::memcpy(&d, &v, sizeof d);
-  return Convert(Float64(), f, d, OpEnv{}).bits;
-}
-double FromFormat(const FormatSpec& f, uint64_t bits) {
-  const uint64_t d = Convert(f, Float64(), bits, OpEnv{}).bits;
-  double v;
-  std::memcpy(&v, &d, sizeof v);
-  return v;
-}
 
 Tensor Random(const FormatSpec& f, std::vector<int64_t> shape, uint64_t seed) {
   Tensor t = *MakeTensor(f.name, shape);
   PinnedRng rng(DeriveSeed(seed, {7}));
-  for (int64_t i = 0; i < t.size(); ++i) t.SetBits(i, ToFormat(f, rng.Normal()));
+  for (int64_t i = 0; i < t.size(); ++i) t.SetBits(i, DoubleToBits(f, rng.Normal()));
   t.source = "random";
   return t;
 }
@@ -101,8 +90,8 @@ TEST_F(AuditTest, HostFloatLoopsAreIdenticalToTheirPresets) {
       for (int j = 0; j < 5; ++j) {
         float acc = 0;
         for (int k = 0; k < 300; ++k) {
-          const float x = static_cast<float>(FromFormat(Float32(), a.Bits(i * 300 + k)));
-          const float y = static_cast<float>(FromFormat(Float32(), b.Bits(k * 5 + j)));
+          const float x = static_cast<float>(ToDouble(Float32(), a.Bits(i * 300 + k)));
+          const float y = static_cast<float>(ToDouble(Float32(), b.Bits(k * 5 + j)));
           acc = fused ? std::fma(x, y, acc) : acc + x * y;
         }
         uint32_t bits;
@@ -310,18 +299,18 @@ TEST_F(AuditTest, ScaledFp8AndScaleMissing) {
   const Tensor a = Random(*m.inputs.a, {8, 64}, 11), b = Random(m.InputB(), {64, 8}, 12);
   const Tensor raw = Emulate(m, a, b);
   Tensor sa = *MakeTensor("float32", {}), sb = *MakeTensor("float32", {8});
-  sa.SetBits(0, ToFormat(Float32(), 0.125));
-  for (int j = 0; j < 8; ++j) sb.SetBits(j, ToFormat(Float32(), 0.5 + j));
+  sa.SetBits(0, DoubleToBits(Float32(), 0.125));
+  for (int j = 0; j < 8; ++j) sb.SetBits(j, DoubleToBits(Float32(), 0.5 + j));
   Tensor out = *MakeTensor("float32", {8, 8});
   for (int i = 0; i < 8; ++i) {
     for (int j = 0; j < 8; ++j) {
-      const double s32 = FromFormat(Float32(), ToFormat(Float32(), 0.125 * (0.5 + j)));
-      const double y = FromFormat(m.OutputFormat(), raw.Bits(i * 8 + j));
-      out.SetBits(i * 8 + j, ToFormat(Float32(), s32 * y));
+      const double s32 = ToDouble(Float32(), DoubleToBits(Float32(), 0.125 * (0.5 + j)));
+      const double y = ToDouble(m.OutputFormat(), raw.Bits(i * 8 + j));
+      out.SetBits(i * 8 + j, DoubleToBits(Float32(), s32 * y));
     }
   }
   const int64_t e = 2 * 8 + 3;
-  out.SetBits(e, ToFormat(Float32(), FromFormat(m.OutputFormat(), raw.Bits(e)) * (0.5 + 3)));  // s_a forgotten
+  out.SetBits(e, DoubleToBits(Float32(), ToDouble(m.OutputFormat(), raw.Bits(e)) * (0.5 + 3)));  // s_a forgotten
   MatmulAuditInput in; in.a = &a; in.b = &b; in.out = &out; in.scale_a = &sa; in.scale_b = &sb;
   absl::StatusOr<AuditResult> r = AuditMatmul(in, Options({"nvidia-h100-fp8e4m3"}));
   ASSERT_TRUE(r.ok()) << r.status();

@@ -13,25 +13,6 @@
 
 namespace fpconform::reports::audit_internal {
 
-double ToDouble(const FormatSpec& f, uint64_t bits) {
-  if (f.kind == FormatKind::kInteger) {
-    if (f.is_signed && f.width < 64 && (bits >> (f.width - 1)) & 1) {
-      return static_cast<double>(static_cast<int64_t>(bits | (~uint64_t{0} << f.width)));
-    }
-    return static_cast<double>(bits);
-  }
-  const uint64_t d = Convert(f, Float64(), bits, OpEnv{}).bits;
-  double v;
-  std::memcpy(&v, &d, sizeof v);
-  return v;
-}
-
-uint64_t DoubleToBits(const FormatSpec& f, double v, const OpEnv& env) {
-  uint64_t d;
-  std::memcpy(&d, &v, sizeof d);
-  return Convert(Float64(), f, d, env).bits;
-}
-
 bool IsNonFinite(const FormatSpec& f, uint64_t bits) {
   if (f.kind == FormatKind::kInteger) return false;
   const FloatClass c = Classify(f, bits);

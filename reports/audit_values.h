@@ -13,17 +13,16 @@
 
 #include "formats/format_spec.h"
 #include "formats/op_env.h"
+#include "formats/ops.h"
 
 namespace fpconform::reports::audit_internal {
 
 // Rounds the result of a few double operations up (bounds): 1 + 2^-50.
 inline constexpr double kUp = 1 + 0x1p-50;
 
-// The value of `bits` in f as a double (exact for every float format up to float64 and for
-// integers below 2^53; float64 NaN for NaN).
-double ToDouble(const FormatSpec& f, uint64_t bits);
-// v converted to f under env (RNE by default).
-uint64_t DoubleToBits(const FormatSpec& f, double v, const OpEnv& env = {});
+// Bits <-> double: formats/ops.h's, the project's one pair.
+using ::fpconform::DoubleToBits;
+using ::fpconform::ToDouble;
 // NaN or infinity (never for integer formats).
 bool IsNonFinite(const FormatSpec& f, uint64_t bits);
 // Half an ulp of float format f at magnitude v (>= 0): 2^(max(floor(log2 v), emin) - p); 0.5 for

@@ -17,18 +17,13 @@ namespace {
 
 using ::testing::AssertionResult;
 
-uint64_t ToFormat(const FormatSpec& f, double v) {
-  uint64_t d;
-  std::memcpy(&d, &v, sizeof d);
-  return Convert(Float64(), f, d, OpEnv{}).bits;
-}
 
 // A pinned m x n bfloat16 matrix: small integers over powers of two (no randomness needed).
 Tensor Matrix(int m, int n, int salt) {
   Tensor t = *MakeTensor("bfloat16", {m, n});
   for (int i = 0; i < m * n; ++i) {
     const double v = static_cast<double>((i * 7 + salt * 13) % 23 - 11) / (1 << ((i + salt) % 5));
-    t.SetBits(i, ToFormat(BFloat16(), v));
+    t.SetBits(i, DoubleToBits(BFloat16(), v));
   }
   t.source = "matrix";
   return t;
@@ -119,13 +114,13 @@ TEST_F(GtestAuditTest, SumConforms) {
   for (int i = 0; i < 3; ++i) {
     double s = 0;
     for (int j = 0; j < 5; ++j) {
-      x.SetBits(i * 5 + j, ToFormat(Float32(), i + j));
+      x.SetBits(i * 5 + j, DoubleToBits(Float32(), i + j));
       s += i + j;
     }
-    y.SetBits(i, ToFormat(Float32(), s));
+    y.SetBits(i, DoubleToBits(Float32(), s));
   }
   EXPECT_TRUE(SumConformsToPlatform(y, x, -1, "numpy-sum-f32", {.tolerance = false}));
-  y.SetBits(1, ToFormat(Float32(), 1000));
+  y.SetBits(1, DoubleToBits(Float32(), 1000));
   EXPECT_FALSE(SumConformsToPlatform(y, x, -1, "numpy-sum-f32", {.tolerance = false}));
 }
 

@@ -37,35 +37,22 @@ using sweep_internal::DescribeTables;
 using sweep_internal::SweepTables;
 
 
-// ---- Small value helpers (formats' Convert does every rounding). ----
-
-double BitsToDouble(const FormatSpec& f, uint64_t bits) {
-  const uint64_t d = Convert(f, Float64(), bits, OpEnv{}).bits;
-  double v;
-  std::memcpy(&v, &d, sizeof v);
-  return v;
-}
-
-uint64_t DoubleBits(double v) {
-  uint64_t b;
-  std::memcpy(&b, &v, sizeof b);
-  return b;
-}
+// ---- Small value helpers (formats' Convert does every rounding: ToDouble, DoubleToBits). ----
 
 uint64_t DoubleToFormat(const FormatSpec& f, double v, bool saturate) {
   OpEnv env;
   env.saturate = saturate;
-  return Convert(Float64(), f, DoubleBits(v), env).bits;
+  return DoubleToBits(f, v, env);
 }
 
-double RoundToFloat32(double v) { return BitsToDouble(Float32(), DoubleToFormat(Float32(), v, false)); }
+double RoundToFloat32(double v) { return ToDouble(Float32(), DoubleToBits(Float32(), v)); }
 
 
 // Largest finite magnitude of a format (int8: 127).
 double MaxMagnitude(const FormatSpec& f) {
   if (f.kind == FormatKind::kInteger) return f.is_signed ? (std::ldexp(1.0, f.width - 1) - 1)
                                                          : (std::ldexp(1.0, f.width) - 1);
-  return BitsToDouble(f, MaxFiniteBits(f));
+  return ToDouble(f, MaxFiniteBits(f));
 }
 
 bool IsScaledFormat(const FormatSpec& f) { return f.width == 8; }
@@ -302,7 +289,7 @@ class Sweeper {
     const std::span<const uint64_t> tb(b.data() + t0, static_cast<size_t>(t1 - t0));
     const FormatSpec& model_out = p.model != nullptr ? p.model->OutputFormat() : Float32();
     auto mutant_value = [&](const ExactAccumulator& m, double scale) {
-      const double v = BitsToDouble(model_out, m.Round(model_out, OpEnv{}).bits);
+      const double v = ToDouble(model_out, m.Round(model_out, OpEnv{}).bits);
       return scale == 1 ? v : RoundToFloat32(RoundToFloat32(v) * RoundToFloat32(scale));
     };
     in.mutant.fill(NAN);
@@ -334,7 +321,7 @@ class Sweeper {
     absl::StatusOr<EvalResult> r = sum ? EvaluateSum(bm, in.qa.bits, 0, {0, false})
                                        : EvaluateDot(bm, in.qa.bits, b, 0, {0, false});
     if (r.ok()) {
-      const double v = BitsToDouble(BFloat16(), r->bits);
+      const double v = ToDouble(BFloat16(), r->bits);
       in.mutant[kBf16Accumulation] =
           in.scale == 1 ? v : RoundToFloat32(RoundToFloat32(v) * in.scale32);
     }
@@ -351,7 +338,7 @@ class Sweeper {
       // to float32 (RNE): one rounding, bound u |sum|.
       const ExactAccumulator exact = ExactDot(*in.fa, in.qa.bits, *in.fb, in.qb.bits);
       y_bits = exact.Round(Float32(), OpEnv{}).bits;
-      y_acc = BitsToDouble(Float32(), y_bits);
+      y_acc = ToDouble(Float32(), y_bits);
       bound = std::ldexp(std::fabs(y_acc), -23);  // u |s| <= 2^-24 |s| (1 + 2^-23) ... safe.
     } else {
       absl::StatusOr<EvalResult> r =
@@ -361,13 +348,13 @@ class Sweeper {
         return o;
       }
       y_bits = r->bits;
-      y_acc = BitsToDouble(model_out, y_bits);
+      y_acc = ToDouble(model_out, y_bits);
       bound = r->bound;
     }
     const double u32 = 0x1p-24;
     if (in.scale != 1) {
       o.y_bits = DoubleToFormat(Float32(), RoundToFloat32(y_acc) * in.scale32, false);
-      o.y = BitsToDouble(Float32(), o.y_bits);
+      o.y = ToDouble(Float32(), o.y_bits);
       // |fl(y S32) - x S| <= b S32 (1 + u) + |x| S (2u + u^2) + eta (see sweep.h).
       const double up = 1 + 0x1p-50;
       o.bound = (bound * in.scale32 * (1 + u32) * up +
@@ -728,7 +715,7 @@ QuantizeObs ObserveQuantize(const std::vector<std::vector<double>>& xs, const Fo
   for (const std::vector<double>& x : xs) {
     const Quantized q = Quantize(x, f);
     for (size_t i = 0; i < x.size(); ++i) {
-      const double qv = BitsToDouble(f, q.bits[i]);
+      const double qv = ToDouble(f, q.bits[i]);
       const double deq = qv * q.scale;  // Exact in double.
       const double xs_v = x[i] / q.scale;
       Mpfr xv;
@@ -745,7 +732,7 @@ QuantizeObs ObserveQuantize(const std::vector<std::vector<double>>& xs, const Fo
       // max + half an ulp); values just above max round to max either way.
       const bool overflows = f.kind == FormatKind::kInteger
                                  ? std::fabs(xs_v) >= maxv + 0.5
-                                 : !std::isfinite(BitsToDouble(f, DoubleToFormat(f, xs_v, false)));
+                                 : !std::isfinite(ToDouble(f, DoubleToFormat(f, xs_v, false)));
       if (std::fabs(xs_v) > maxv && overflows) ++qo.saturated;
       qo.deq.push_back(deq);
     }

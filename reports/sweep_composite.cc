@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <bit>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -21,7 +20,6 @@
 #include "formats/ops.h"
 #include "formats/str_cat.h"
 #include "oracles/axis_ops.h"
-#include "oracles/certified_double.h"
 #include "oracles/elementary.h"
 #include "reports/hash.h"
 #include "reports/stats.h"
@@ -44,17 +42,7 @@ bool IsAxisFunction(std::string_view fn) {
 // Functions defined only for positive arguments in the sweep's inputs (|x| is drawn).
 bool PositiveDomain(std::string_view fn) { return fn == "log" || fn == "rsqrt" || fn == "reciprocal"; }
 
-double Value(const FormatSpec& f, uint64_t bits) {
-  double v = 0;
-  const int kind = certified::DecodeToDouble(f, bits, false, &v);
-  return kind == 3 ? kNaN : v;
-}
-
-uint64_t Round(const FormatSpec& f, double v) {
-  return Convert(Float64(), f, std::bit_cast<uint64_t>(v), OpEnv{}).bits;
-}
-
-double RoundValue(const FormatSpec& f, double v) { return Value(f, Round(f, v)); }
+double RoundValue(const FormatSpec& f, double v) { return ToDouble(f, DoubleToBits(f, v)); }
 
 // The spacing of format f at |x| (its subnormal spacing below the normal range).
 double UlpAt(const FormatSpec& f, double x) {
@@ -166,8 +154,8 @@ Inputs MakeInputs(const CompositeUnit& u, const SweepSpec& spec, const FormatSpe
   for (int64_t r = 0; r < u.rows; ++r) {
     PinnedRng rng(DeriveSeed(spec.seed, {key, uint64_t(u.n), uint64_t(r), 0}));
     for (int64_t i = 0; i < u.n; ++i) {
-      uint64_t bits = Round(in, DrawValue(rng, u.dist, positive));
-      if (positive && Value(in, bits) == 0) bits = Round(in, 1.0);  // No pole in the sweep.
+      uint64_t bits = DoubleToBits(in, DrawValue(rng, u.dist, positive));
+      if (positive && ToDouble(in, bits) == 0) bits = DoubleToBits(in, 1.0);  // No pole in the sweep.
       d.x[static_cast<size_t>(r * u.n + i)] = bits;
     }
     d.dropped.push_back(static_cast<size_t>(rng.Below(static_cast<uint64_t>(u.n))));
@@ -175,13 +163,13 @@ Inputs MakeInputs(const CompositeUnit& u, const SweepSpec& spec, const FormatSpe
   if (u.axis) {
     PinnedRng rng(DeriveSeed(spec.seed, {key, uint64_t(u.n), 0, 1}));
     for (int64_t i = 0; i < u.n; ++i) {
-      d.w.push_back(Round(in, 1 + 0.1 * rng.Normal()));
-      d.b.push_back(Round(in, u.fn == "layernorm" ? 0.1 * rng.Normal() : 0.0));
+      d.w.push_back(DoubleToBits(in, 1 + 0.1 * rng.Normal()));
+      d.b.push_back(DoubleToBits(in, u.fn == "layernorm" ? 0.1 * rng.Normal() : 0.0));
     }
   }
-  for (uint64_t v : d.x) d.xv.push_back(Value(in, v));
-  for (uint64_t v : d.w) d.wv.push_back(Value(in, v));
-  for (uint64_t v : d.b) d.bv.push_back(Value(in, v));
+  for (uint64_t v : d.x) d.xv.push_back(ToDouble(in, v));
+  for (uint64_t v : d.w) d.wv.push_back(ToDouble(in, v));
+  for (uint64_t v : d.b) d.bv.push_back(ToDouble(in, v));
   return d;
 }
 
@@ -242,7 +230,7 @@ absl::StatusOr<ModelRun> RunModel(const CompositeUnit& u, const CompositeModel& 
     for (size_t i = 0; i < total; ++i) {
       if (f.correctly_rounded) {
         y[i] = ElementaryRound(fn, *d.format, d.x[i], out, OpEnv{}).bits;
-        enc[i].lo = enc[i].hi = Value(out, y[i]);
+        enc[i].lo = enc[i].hi = ToDouble(out, y[i]);
       } else {
         y[i] = f.Emulate(d.x[i]);
         enc[i] = f.Enclose(d.x[i]);
@@ -261,7 +249,7 @@ absl::StatusOr<ModelRun> RunModel(const CompositeUnit& u, const CompositeModel& 
             !s.ok()) {
           return s;
         }
-        for (size_t i = 0; i < n; ++i) e_row[i].lo = e_row[i].hi = Value(out, y_row[i]);
+        for (size_t i = 0; i < n; ++i) e_row[i].lo = e_row[i].hi = ToDouble(out, y_row[i]);
         continue;
       }
       CompositeFunction::Row in;
@@ -279,7 +267,7 @@ absl::StatusOr<ModelRun> RunModel(const CompositeUnit& u, const CompositeModel& 
   run.bound.resize(total);
   for (size_t i = 0; i < total; ++i) {
     const ExactEnclosure& x = d.exact[i];
-    run.y[i] = Value(out, y[i]);
+    run.y[i] = ToDouble(out, y[i]);
     const bool finite = std::isfinite(run.y[i]) && std::isfinite(x.lo) && std::isfinite(x.hi) &&
                         std::isfinite(enc[i].lo) && std::isfinite(enc[i].hi);
     run.bound[i] = finite ? std::max(enc[i].hi - x.lo, x.hi - enc[i].lo) * kUp : kNaN;

@@ -32,7 +32,7 @@
 #include "formats/format_spec.h"
 #include "formats/op_env.h"
 #include "oracles/axis_ops.h"
-#include "oracles/certified_double.h"
+#include "formats/ops.h"
 #include "oracles/elementary.h"
 #include "python/src/arrays.h"
 
@@ -72,12 +72,6 @@ OpEnv RoundingEnv(const std::string& rounding, const std::string& what) {
 std::pair<int64_t, int64_t> Rows(const InArray& x, const std::string& what) {
   if (x.ndim() != 2) ThrowValue(what + ": x must be passed as (rows, n)");
   return {static_cast<int64_t>(x.shape(0)), static_cast<int64_t>(x.shape(1))};
-}
-
-double Value(const FormatSpec& f, uint64_t bits) {
-  double v = 0;
-  certified::DecodeToDouble(f, bits, false, &v);
-  return v;
 }
 
 // The weight or bias along the axis: n entries of a float format, or none.
@@ -202,7 +196,7 @@ Emulation EmulateElementwise(const std::string& dir, const std::string& platform
     if (f->correctly_rounded) {
       const absl::StatusOr<ElementaryFn> fn = ParseElementaryFn(fn_name);
       s = fn.ok() ? ElementaryRoundBatch(*fn, *f->input, xb, *f->output, OpEnv{}, out, {}, nullptr, 1) : fn.status();
-      for (size_t i = 0; s.ok() && i < xb.size(); ++i) lo[i] = hi[i] = Value(*f->output, out[i]);
+      for (size_t i = 0; s.ok() && i < xb.size(); ++i) lo[i] = hi[i] = ToDouble(*f->output, out[i]);
     } else {
       for (size_t i = 0; i < xb.size(); ++i) {
         out[i] = f->Emulate(xb[i]);
@@ -235,7 +229,7 @@ Emulation EmulateAxis(const std::string& dir, const std::string& platform, const
       const absl::StatusOr<AxisOp> op = ParseAxisOp(op_name);
       s = op.ok() ? AxisRound(*op, *f->input, xb, rows, n, Params(w, b, eps), *f->output, OpEnv{}, out, nullptr, 1)
                   : op.status();
-      for (size_t i = 0; s.ok() && i < xb.size(); ++i) lo[i] = hi[i] = Value(*f->output, out[i]);
+      for (size_t i = 0; s.ok() && i < xb.size(); ++i) lo[i] = hi[i] = ToDouble(*f->output, out[i]);
     } else {
       std::vector<Enclosure> enc(static_cast<size_t>(n));
       for (int64_t r = 0; s.ok() && r < rows; ++r) {
