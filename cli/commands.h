@@ -119,6 +119,11 @@ struct AuditCommandState {
   // softmax, log_softmax, rmsnorm, layernorm (in that order).
   std::array<CLI::App*, 4> axis_ops{};
   CLI::App* compare_matmul = nullptr;
+  // audit attention (issue 27).
+  CLI::App* attention = nullptr;
+  TensorArg q{"q"}, k{"k"}, v{"v"}, mask{"mask"};
+  bool causal = false;
+  std::string attention_scale;  // --scale of audit attention (text: checked, a double).
   TensorArg a{"a"}, b{"b"}, out{"out"}, c{"c"}, scale_a{"scale-a"}, scale_b{"scale-b"}, x{"x"},
       out_ref{"out-ref"}, weight{"weight"}, bias{"bias"};
   std::string eps;  // rmsnorm, layernorm --eps (text: checked, a double).
