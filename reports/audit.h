@@ -312,6 +312,11 @@ absl::StatusOr<AuditResult> AuditElementwise(const ElementwiseAuditInput& input,
                                              const AuditOptions& options);
 absl::StatusOr<AuditResult> AuditAxis(const AxisAuditInput& input, const AuditOptions& options);
 absl::StatusOr<AuditResult> AuditAttention(const AttentionAuditInput& input, const AuditOptions& options);
+// The exact attention output (input.out ignored): every element of Q's shape with V's last
+// dimension correctly rounded (RNE) into `out`, C order, as bits; the same checks and errors as
+// AuditAttention (a float format of at most 53 bits for `out`).
+absl::StatusOr<std::vector<uint64_t>> ExactAttention(const AttentionAuditInput& input, const FormatSpec& out,
+                                                     int threads = 1);
 
 // `fpconform compare`: out_ref audited against platform_ref, out against platform; per element
 // "consistent" when |out - out_ref| <= B_ref + B (each side's element bound, envelopes: the max

@@ -66,6 +66,8 @@ class AttentionAuditOp : public AuditOp {
   double AbsSum(int64_t e, OpScratch& s) const override;
   std::string Diagnose(int64_t e, size_t p, OpScratch& s, const ExactFacts& x, uint64_t y,
                        double bound) const override;
+  // Every element's correctly rounded value in the output's format (ExactAttention).
+  absl::Status ExactAll(std::vector<uint64_t>& bits) const;
 
  private:
   struct Scratch : OpScratch {
@@ -497,8 +499,46 @@ std::string AttentionAuditOp::Diagnose(int64_t e, size_t, OpScratch&, const Exac
   return "no simple relation found";
 }
 
+absl::Status AttentionAuditOp::ExactAll(std::vector<uint64_t>& bits) const {
+  bits.assign(static_cast<size_t>(setup_.elements), 0);
+  const int64_t heads = q_.b * q_.h, head_elems = q_.s * dv_;
+  for (int64_t hd = 0; hd < heads; ++hd) {
+    Head h;
+    MakeHead(hd, h);
+    AttentionOutputs o;
+    o.out = setup_.out_format;
+    o.bits = std::span<uint64_t>(bits).subspan(static_cast<size_t>(hd * head_elems), static_cast<size_t>(head_elems));
+    if (absl::Status s = AttentionRows(h.p, 0, q_.s, o, nullptr, std::max(1, options_.threads)); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 }  // namespace audit_internal
+
+absl::StatusOr<std::vector<uint64_t>> ExactAttention(const AttentionAuditInput& in, const FormatSpec& out,
+                                                     int threads) {
+  if (in.q == nullptr || in.v == nullptr) return absl::InvalidArgumentError("exact attention needs Q, K and V");
+  if (!IsFloat(out) || Precision(out) > 53) {
+    return absl::InvalidArgumentError(Cat("exact attention: the output format ", out.name,
+                                          " is not a float format of at most 53 bits"));
+  }
+  std::vector<int64_t> shape = in.q->shape;
+  if (!shape.empty() && !in.v->shape.empty()) shape.back() = in.v->shape.back();
+  absl::StatusOr<Tensor> o = MakeTensor(std::string(out.name), shape);
+  if (!o.ok()) return o.status();
+  o->source = "(the exact output)";
+  AttentionAuditInput input = in;
+  input.out = &*o;
+  AuditOptions options;
+  options.platforms = {"correctly-rounded"};
+  options.threads = threads;
+  audit_internal::AttentionAuditOp op(input, options);
+  if (absl::Status s = op.Init(); !s.ok()) return s;
+  std::vector<uint64_t> bits;
+  if (absl::Status s = op.ExactAll(bits); !s.ok()) return s;
+  return bits;
+}
 
 absl::StatusOr<AuditResult> AuditAttention(const AttentionAuditInput& in, const AuditOptions& options) {
   return audit_internal::RunOp<audit_internal::AttentionAuditOp>(in, options);
