@@ -11,6 +11,7 @@
 
 #include <mpfr.h>
 
+#include "formats/isa.h"
 #include "oracles/certified_double.h"
 #include "oracles/mpfr_oracle.h"
 #include "oracles/mpfr_plumbing.h"
@@ -600,6 +601,136 @@ bool RowFastOk(const Shared& sh, int64_t i) {
   return count > 0;  // Fully masked rows: the MPFR method's convention.
 }
 
+// The two hot loops, compiled for the portable level and for AVX2 (formats/isa.h picks one).
+// Each result element sees the same operations in the same order on both (the loops vectorize
+// across independent elements; -ffp-contract=off keeps products and sums separate): the same
+// bits.
+//   dots: acc[r][j] += q[r][c] * kt[c][j], j in [j0, j1), for every c, rows with ok[r].
+//   pv:   num[r][c] += e[r][j] V[j][c], abs[r][c] += e[r][j] |V[j][c]|, j in [0, kend).
+struct HotArgs {
+  const double* q;  // Rows r0.. of Q (stride d).
+  const double* kt;
+  const double* v;
+  const double* vabs;
+  const uint8_t* ok;
+  double* acc;      // nr x sk.
+  double* num;      // nr x dv.
+  double* abs;
+  int64_t nr, sk, d, dv, j0, j1, kend;
+};
+
+// The dots sum in blocks of kDotBlock products (each block from zero, then added): depth
+// kDotBlock + ceil(d / kDotBlock) per term, gamma of that times sum |q_c k_jc|.
+constexpr int64_t kDotBlock = 16;
+
+[[gnu::always_inline]] inline void DotsBody(const HotArgs& a) {
+  double tmp[kKeyTile];
+  for (int64_t c0 = 0; c0 < a.d; c0 += kDotBlock) {
+    const int64_t c1 = std::min(a.d, c0 + kDotBlock);
+    for (int64_t r = 0; r < a.nr; ++r) {
+      if (!a.ok[r]) continue;
+      for (int64_t j = a.j0; j < a.j1; ++j) tmp[j - a.j0] = 0;
+      for (int64_t c = c0; c < c1; ++c) {
+        const double* __restrict kt = a.kt + c * a.sk + a.j0;
+        const double qv = a.q[r * a.d + c];
+        for (int64_t j = 0; j < a.j1 - a.j0; ++j) tmp[j] += qv * kt[j];
+      }
+      double* __restrict acc = a.acc + r * a.sk + a.j0;
+      for (int64_t j = 0; j < a.j1 - a.j0; ++j) acc[j] += tmp[j];
+    }
+  }
+}
+
+// Four doubles (GCC vector extension: elementwise IEEE operations, two SSE2 halves on the
+// portable level, one AVX register on AVX2).
+typedef double V4 __attribute__((vector_size(32)));
+
+// Key tiles of kPvTile: each tile's terms are summed from zero in key order (columns in chunks
+// of 8 held in registers), then the tile's sum is added to the running one. Any term goes through
+// at most kPvTile + ceil(n / kPvTile) roundings (its product included): the error bound is
+// gamma_(kPvTile + ceil(n / kPvTile)) sum |terms| (Higham 2nd ed. §4.2, blocked summation),
+// 32 times smaller than sequential summation's gamma_n at n = 4096.
+constexpr int64_t kPvTile = 64;
+
+[[gnu::always_inline]] inline void PvBody(const HotArgs& a) {
+  constexpr int64_t kChunk = 8;
+  for (int64_t j0 = 0; j0 < a.kend; j0 += kPvTile) {
+    const int64_t j1 = std::min(a.kend, j0 + kPvTile);
+    for (int64_t r = 0; r < a.nr; ++r) {
+      if (!a.ok[r]) continue;
+      const double* e = a.acc + r * a.sk;
+      double* nm = a.num + r * a.dv;
+      double* ab = a.abs + r * a.dv;
+      int64_t c0 = 0;
+      for (; c0 < a.dv; c0 += kChunk) {
+        const int64_t width = std::min(kChunk, a.dv - c0);
+        if (width == kChunk) {
+          V4 n0 = {0, 0, 0, 0}, n1 = n0, b0 = n0, b1 = n0, x;  // memcpy: no alignment assumed.
+          for (int64_t j = j0; j < j1; ++j) {
+            const double ej = e[j];
+            if (ej == 0) continue;  // Masked keys: their V is never read.
+            const V4 ev = {ej, ej, ej, ej};
+            const double* vrow = a.v + j * a.dv + c0;
+            const double* arow = a.vabs + j * a.dv + c0;
+            std::memcpy(&x, vrow, sizeof x);
+            n0 += ev * x;
+            std::memcpy(&x, vrow + 4, sizeof x);
+            n1 += ev * x;
+            std::memcpy(&x, arow, sizeof x);
+            b0 += ev * x;
+            std::memcpy(&x, arow + 4, sizeof x);
+            b1 += ev * x;
+          }
+          double t[16];
+          std::memcpy(t, &n0, sizeof n0);
+          std::memcpy(t + 4, &n1, sizeof n1);
+          std::memcpy(t + 8, &b0, sizeof b0);
+          std::memcpy(t + 12, &b1, sizeof b1);
+          for (int64_t c = 0; c < kChunk; ++c) {
+            nm[c0 + c] += t[c];
+            ab[c0 + c] += t[8 + c];
+          }
+        } else {  // The last columns.
+          double tn[kChunk] = {}, tb[kChunk] = {};
+          for (int64_t j = j0; j < j1; ++j) {
+            const double ej = e[j];
+            if (ej == 0) continue;
+            for (int64_t c = 0; c < width; ++c) {
+              tn[c] += ej * a.v[j * a.dv + c0 + c];
+              tb[c] += ej * a.vabs[j * a.dv + c0 + c];
+            }
+          }
+          for (int64_t c = 0; c < width; ++c) {
+            nm[c0 + c] += tn[c];
+            ab[c0 + c] += tb[c];
+          }
+        }
+      }
+    }
+  }
+}
+
+void DotsPortable(const HotArgs& a) { DotsBody(a); }
+void PvPortable(const HotArgs& a) { PvBody(a); }
+#if defined(__x86_64__)
+__attribute__((target("avx2"))) void DotsAvx2(const HotArgs& a) { DotsBody(a); }
+__attribute__((target("avx2"))) void PvAvx2(const HotArgs& a) { PvBody(a); }
+#endif
+
+void Dots(const HotArgs& a) {
+#if defined(__x86_64__)
+  if (ActiveIsa() != Isa::kPortable) return DotsAvx2(a);
+#endif
+  DotsPortable(a);
+}
+
+void Pv(const HotArgs& a) {
+#if defined(__x86_64__)
+  if (ActiveIsa() != Isa::kPortable) return PvAvx2(a);
+#endif
+  PvPortable(a);
+}
+
 // Rows [r0, r1) (r1 - r0 <= kRowBlock) by the binary64 method; writes the decided elements and
 // returns in `need` (per row, d_v + 1 flags: columns, then the LSE) what the MPFR method must
 // give; row_mpfr[r] = 1 for rows the fast path does not apply to.
@@ -626,20 +757,16 @@ void FastBlock(const Shared& sh, int64_t r0, int64_t r1, int64_t row_begin,
   }
   if (p.causal) kend = std::min<int64_t>(p.s_k, r1);
   // Dots: acc[r][j] = sum_c q[r0 + r][c] K[j][c], key tiles, vectorized along j.
+  HotArgs hot{&p.q[static_cast<size_t>(r0) * dd], sh.kt.data(), p.v.data(), sh.vabs.data(), s.ok.data(),
+              s.acc.data(), s.num.data(), s.abs.data(), nr, p.s_k, p.d, p.d_v, 0, 0, kend};
   for (int64_t j0 = 0; j0 < kend; j0 += kKeyTile) {
-    const int64_t j1 = std::min(kend, j0 + kKeyTile);
-    for (size_t c = 0; c < dd; ++c) {
-      const double* kt = &sh.kt[c * sk];
-      for (int64_t r = 0; r < nr; ++r) {
-        if (!s.ok[static_cast<size_t>(r)]) continue;
-        const double qv = p.q[static_cast<size_t>(r0 + r) * dd + c];
-        double* a = &s.acc[static_cast<size_t>(r) * sk];
-        for (int64_t j = j0; j < j1; ++j) a[j] += qv * kt[j];
-      }
-    }
+    hot.j0 = j0;
+    hot.j1 = std::min(kend, j0 + kKeyTile);
+    Dots(hot);
   }
   // Scores, exponentials, the sum L.
-  const double gd = static_cast<double>(p.d) * cd::kU * kGammaMargin;
+  // The dots' sums: blocked (DotsBody), depth kDotBlock + ceil(d / kDotBlock).
+  const double gd = static_cast<double>(kDotBlock + (p.d + kDotBlock - 1) / kDotBlock) * cd::kU * kGammaMargin;
   for (int64_t r = 0; r < nr; ++r) {
     if (!s.ok[static_cast<size_t>(r)]) continue;
     const int64_t i = r0 + r;
@@ -705,23 +832,10 @@ void FastBlock(const Shared& sh, int64_t r0, int64_t r1, int64_t row_begin,
         cd::Ev{lsum, lerr + static_cast<double>(count) * cd::kU * kGammaMargin * lsum};
   }
   // N[r][c] = sum_j e_j V[j][c] and A[r][c] = sum_j e_j |V[j][c]|.
-  for (int64_t j = 0; j < kend; ++j) {
-    const double* vrow = &p.v[static_cast<size_t>(j) * dv];
-    const double* arow = &sh.vabs[static_cast<size_t>(j) * dv];
-    for (int64_t r = 0; r < nr; ++r) {
-      if (!s.ok[static_cast<size_t>(r)]) continue;
-      const double e = s.acc[static_cast<size_t>(r) * sk + static_cast<size_t>(j)];
-      if (e == 0) continue;
-      double* nm = &s.num[static_cast<size_t>(r) * dv];
-      double* ab = &s.abs[static_cast<size_t>(r) * dv];
-      for (size_t c = 0; c < dv; ++c) {
-        nm[c] += e * vrow[c];
-        ab[c] += e * arow[c];
-      }
-    }
-  }
+  Pv(hot);
   // Decisions.
-  const double gk = static_cast<double>(p.s_k + 1) * cd::kU * kGammaMargin;
+  // The numerator's sums: blocked (PvBody), depth kPvTile + ceil(s_k / kPvTile).
+  const double gk = static_cast<double>(kPvTile + (p.s_k + kPvTile - 1) / kPvTile) * cd::kU * kGammaMargin;
   for (int64_t r = 0; r < nr; ++r) {
     std::vector<uint8_t>& nd = need[static_cast<size_t>(r)];
     nd.assign(dv + 1, 0);
@@ -767,6 +881,69 @@ void FastBlock(const Shared& sh, int64_t r0, int64_t r1, int64_t row_begin,
         }
       }
     }
+  }
+}
+
+// The second binary64 tier, for a row the first left undecided: compensated sums (Sum2 with
+// SumEv's bound) for the dots, the row sum and each needed numerator, so the bounds scale with u
+// instead of gamma_h (every product's own rounding still counts, u |product|). Decides what it
+// can among need[0..d_v) (columns) and need[d_v] (the LSE), clearing those flags.
+void TightRow(const Shared& sh, int64_t i, int64_t orow, const AttentionOutputs& o, std::vector<uint8_t>& need,
+              std::vector<cd::Ev>& terms, std::vector<cd::Ev>& e) {
+  const AttentionProblem& p = *sh.p;
+  const size_t dd = static_cast<size_t>(p.d), dv = static_cast<size_t>(p.d_v), sk = static_cast<size_t>(p.s_k);
+  e.assign(sk, cd::Ev{});
+  terms.resize(std::max(dd, sk));
+  double m = -INFINITY;
+  std::vector<int64_t> keys;
+  for (int64_t j = 0; j < p.s_k; ++j) {
+    if (!Attended(p, i, j)) continue;
+    keys.push_back(j);
+    for (size_t c = 0; c < dd; ++c) {
+      terms[c] = cd::Mul(cd::Exact(p.q[static_cast<size_t>(i) * dd + c]), cd::Exact(p.k[static_cast<size_t>(j) * dd + c]));
+    }
+    cd::Ev sc = cd::Mul(sh.scale, cd::SumEv(std::span<const cd::Ev>(terms.data(), dd)));
+    if (!p.additive_mask.empty()) sc = cd::Add(sc, cd::Exact(p.additive_mask[static_cast<size_t>(i * p.s_k + j)]));
+    e[static_cast<size_t>(j)] = sc;
+    m = std::max(m, sc.y);
+  }
+  if (keys.empty() || !std::isfinite(m)) return;
+  for (int64_t j : keys) {
+    const cd::Ev t = cd::Sub(e[static_cast<size_t>(j)], cd::Exact(m));
+    e[static_cast<size_t>(j)] = t.y + t.e < -700.0 ? cd::Ev{0, 0x1p-1000} : cd::ExpEv(t);
+    if (!cd::Ok(e[static_cast<size_t>(j)])) return;
+  }
+  for (size_t x = 0; x < keys.size(); ++x) terms[x] = e[static_cast<size_t>(keys[x])];
+  const cd::Ev L = cd::SumEv(std::span<const cd::Ev>(terms.data(), keys.size()));
+  for (size_t c = 0; c < dv; ++c) {
+    if (!need[c]) continue;
+    for (size_t x = 0; x < keys.size(); ++x) {
+      terms[x] = cd::Mul(e[static_cast<size_t>(keys[x])], cd::Exact(p.v[static_cast<size_t>(keys[x]) * dv + c]));
+    }
+    const cd::Ev y = cd::Div(cd::SumEv(std::span<const cd::Ev>(terms.data(), keys.size())), L);
+    if (!cd::Ok(y)) continue;
+    const cd::Interval iv = cd::Enclose(y);
+    const size_t at = static_cast<size_t>(orow) * dv + c;
+    if (!o.bits.empty()) {
+      OpResult res;
+      if (!cd::DecideInterval(*o.out, o.env, iv, &res)) continue;
+      o.bits[at] = res.bits;
+    }
+    if (!o.enclosure.empty()) o.enclosure[at] = ExactEnclosure{y.y, iv.lo, iv.hi, false};
+    need[c] = 0;
+  }
+  if (need[dv]) {
+    const cd::Ev lg = cd::LogEv(L);
+    const cd::Ev lse = cd::Add(cd::Exact(m), lg);
+    if (!cd::Ok(lg) || !cd::Ok(lse)) return;
+    const cd::Interval iv = cd::Enclose(lse);
+    if (!o.lse_bits.empty()) {
+      OpResult res;
+      if (!cd::DecideInterval(*o.lse_format, o.env, iv, &res)) return;
+      o.lse_bits[static_cast<size_t>(orow)] = res.bits;
+    }
+    if (!o.lse_enclosure.empty()) o.lse_enclosure[static_cast<size_t>(orow)] = ExactEnclosure{lse.y, iv.lo, iv.hi, false};
+    need[dv] = 0;
   }
 }
 
@@ -872,6 +1049,7 @@ absl::Status AttentionRows(const AttentionProblem& p, int64_t row_begin, int64_t
     std::vector<ElemExact> res(dv);
     ElemExact lse;
     std::vector<uint8_t> all(dv, 1);
+    std::vector<cd::Ev> tight_terms, tight_e;
     for (int64_t b = k; b < blocks; b += t) {
       const int64_t r0 = row_begin + b * kRowBlock;
       const int64_t r1 = std::min(row_end, r0 + kRowBlock);
@@ -889,7 +1067,14 @@ absl::Status AttentionRows(const AttentionProblem& p, int64_t row_begin, int64_t
           ++st.special_rows;
           nd = all;
         } else {
-          const std::vector<uint8_t>& v = need[static_cast<size_t>(r)];
+          std::vector<uint8_t>& v = need[static_cast<size_t>(r)];
+          int64_t pending = 0;
+          for (size_t c = 0; c <= dv; ++c) pending += v[c];
+          if (pending > 0) {  // The compensated tier first.
+            if (!want_lse) v[dv] = 0;
+            TightRow(sh, i, static_cast<int64_t>(orow), o, v, tight_terms, tight_e);
+            ++st.tight_rows;
+          }
           int64_t count = 0;
           for (size_t c = 0; c < dv; ++c) count += v[c];
           nl = want_lse && v[dv];

@@ -39,17 +39,22 @@
 //
 // Methods.
 //   Fast (certified binary64, certified_double.h's rules): per row, the dots q.k_j in binary64
-//   with |error| <= gamma_d ||q||_2 ||k_j||_2 (Higham 2nd ed. (3.5) for any order of the sum, and
-//   sum |q_d k_jd| <= ||q|| ||k_j|| by Cauchy-Schwarz), times the scale (an Ev), plus the mask;
+//   summed in blocks of 16 (depth h = 16 + ceil(d / 16)) with |error| <= gamma_h ||q||_2 ||k_j||_2
+//   (Higham 2nd ed. (3.5) and §4.2 for a summation tree of depth h, and sum |q_d k_jd| <= ||q||
+//   ||k_j|| by Cauchy-Schwarz), times the scale (an Ev), plus the mask;
 //   m = the largest computed score (any double is exact as a shift); e_j = ExpEv(s_j - m) (0 with
 //   |error| <= 2^-1000 below -700); L = sum e_j with |error| <= sum err_j + gamma_n L^;
-//   N_c = sum e_j V[j, c] with |error| <= rho A_c + n0 2^-1000 max|V| + gamma_(n+1) A_c, A_c =
-//   sum e_j |V[j, c]| (computed alongside), rho = max_j err_j / e_j, n0 the underflowed terms;
+//   N_c = sum e_j V[j, c] summed in key tiles of 64 (each from zero, then added to the running
+//   sum: depth h = 64 + ceil(n / 64) for every term) with |error| <= rho A_c + n0 2^-1000 max|V|
+//   + gamma_h A_c, A_c = sum e_j |V[j, c]| (computed alongside, the same way), rho = max_j err_j /
+//   e_j, n0 the underflowed terms;
 //   O_c = Div(N_c, L); LSE = m + LogEv(L). Each element is decided by certified::Decide (no
 //   rounding boundary of `out` inside its enclosure); a row with undecided elements gets them from
-//   the MPFR method (counted). gamma_k A^ is taken as k u (1 + 2^-20) A^ (k u <= 2^-30: a row of
-//   at most 2^20 keys, d <= 2^20; longer rows go to the MPFR method), which covers gamma_k A and
-//   the rounding of the bound itself.
+//   a second binary64 tier first (compensated sums, Ogita-Rump-Oishi Sum2 as certified::SumEv, for
+//   the row's dots, L and the undecided numerators: bounds in u rather than gamma_h), then the
+//   MPFR method for what is still undecided (counted). gamma_k A^ is taken as k u (1 + 2^-20) A^
+//   (k u <= 2^-30: a row of at most 2^20 keys, d <= 2^20; longer rows go to the MPFR method),
+//   which covers gamma_k A and the rounding of the bound itself.
 //   MPFR (reference; the fallback): exact dots (products at 106 bits, mpfr_sum exactly), exact
 //   scores for a double scale, else intervals with 1/sqrt(d) rounded both ways; the rational
 //   check above; then Ziv's loop over working precision w = 192, 384, ... up to 2^14 (an
@@ -117,11 +122,13 @@ struct AttentionStats {
   int64_t fallback = 0;        // Elements (O and LSE) taken from the MPFR method after the fast
                                // path could not decide them.
   int64_t special_rows = 0;    // Fully masked, NaN, too long for the fast path, sr<k>.
+  int64_t tight_rows = 0;      // Rows the compensated binary64 tier ran on.
   AttentionStats& operator+=(const AttentionStats& o) {
     fast_rows += o.fast_rows;
     mpfr_rows += o.mpfr_rows;
     fallback += o.fallback;
     special_rows += o.special_rows;
+    tight_rows += o.tight_rows;
     return *this;
   }
 };

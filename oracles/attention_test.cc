@@ -157,6 +157,31 @@ TEST(AttentionTest, FastEqualsMpfrOnSeededProblems) {
   }
 }
 
+// Rows whose output cancels (V in opposite pairs, nearly uniform weights) into float32: the first
+// binary64 tier leaves elements undecided (its bounds grow with gamma_h sum P|V| while |O| is
+// tiny); the compensated tier and the MPFR method must still give the MPFR method's bits.
+TEST(AttentionTest, SecondTierAndFallbackGiveTheSameBits) {
+  PinnedRng rng(TestSeed(23, "attention_test tiers"));
+  Case c = Random(rng, 128, 256, 32, 8, 0.01);
+  for (size_t j = 1; j < 256; j += 2) {  // V rows in opposite pairs: O cancels, A does not.
+    for (size_t cc = 0; cc < 8; ++cc) c.v[j * 8 + cc] = -c.v[(j - 1) * 8 + cc];
+  }
+  const AttentionProblem p = c.Problem();
+  const size_t n = static_cast<size_t>(p.s_q * p.d_v);
+  std::vector<uint64_t> fast(n), ref(n);
+  AttentionOutputs o;
+  o.out = &Float32();
+  o.bits = fast;
+  AttentionStats st;
+  ASSERT_TRUE(AttentionRows(p, 0, p.s_q, o, &st, 2).ok());
+  std::fprintf(stderr, "tiers: %lld rows in the compensated tier, %lld through MPFR\n",
+               static_cast<long long>(st.tight_rows), static_cast<long long>(st.mpfr_rows));
+  EXPECT_GT(st.tight_rows, 0);
+  o.bits = ref;
+  ASSERT_TRUE(AttentionRowsMpfr(p, 0, p.s_q, o).ok());
+  for (size_t e = 0; e < n; ++e) ASSERT_EQ(fast[e], ref[e]) << "element " << e;
+}
+
 // The textbook formula at 1000 bits, truncated to 123 bits with sticky and rounded by the MPFR
 // oracle's recipe (rne): a second opinion of the MPFR method. Rows without special values.
 void Textbook(const AttentionProblem& p, const FormatSpec& out, std::vector<uint64_t>& want) {
