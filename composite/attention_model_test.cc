@@ -2,7 +2,8 @@
 // holds the model's own emulated value and an independent blocked (FlashAttention-style online
 // softmax, rescaling every key_block keys, in host float32 arithmetic) evaluation of each preset,
 // on seeded N(0, 1) problems, large logits, causal rows, finfo.min and -Inf additive masks, and
-// columns that cancel; the enclosure is not vacuous (a wrong output, the scale applied twice,
+// values with a large common offset (no bound is only allowed for large logits, where a model's
+// own error can reach half a weight); the enclosure is not vacuous (a wrong output, the scale applied twice,
 // falls outside); bad model files fail with file:line: key. FPCONFORM_SEED overrides the seed.
 #include "composite/attention_model.h"
 
@@ -47,10 +48,16 @@ std::vector<double> Flash(const AttentionModel& m, const AttentionProblem& p, in
       float dot = 0;  // Reverse order: another order than the model's emulation.
       for (int64_t c = p.d - 1; c >= 0; --c) {
         float q = static_cast<float>(p.q[static_cast<size_t>(i * p.d + c)]);
+        float kv = static_cast<float>(p.k[static_cast<size_t>(j * p.d + c)]);
         if (m.scale == ScalePlacement::kFoldQ) q = static_cast<float>(Round(*m.input, q * sf));
-        dot += q * static_cast<float>(p.k[static_cast<size_t>(j * p.d + c)]);
+        if (m.scale == ScalePlacement::kFoldQKSqrt) {
+          const float r = static_cast<float>(std::sqrt(scale));
+          q = static_cast<float>(Round(*m.input, q * r));
+          kv = static_cast<float>(Round(*m.input, kv * r));
+        }
+        dot += q * kv;
       }
-      if (m.scale != ScalePlacement::kFoldQ) dot *= sf;
+      if (m.scale != ScalePlacement::kFoldQ && m.scale != ScalePlacement::kFoldQKSqrt) dot *= sf;
       if (!p.additive_mask.empty()) dot += static_cast<float>(p.additive_mask[static_cast<size_t>(i * p.s_k + j)]);
       s.push_back(dot);
       keys.push_back(j);
@@ -77,7 +84,7 @@ std::vector<double> Flash(const AttentionModel& m, const AttentionProblem& p, in
 TEST(AttentionModelTest, PresetsLoad) {
   absl::StatusOr<std::vector<AttentionModel>> ms = LoadAttentionModels(FPCONFORM_ATTENTION_MODELS_DIR);
   ASSERT_TRUE(ms.ok()) << ms.status();
-  ASSERT_GE(ms->size(), 3u);
+  ASSERT_GE(ms->size(), 5u);
   for (const AttentionModel& m : *ms) {
     EXPECT_FALSE(m.provenance.empty()) << m.name;
   }
@@ -99,7 +106,7 @@ TEST(AttentionModelTest, EnclosureHoldsImplementations) {
   absl::StatusOr<std::vector<AttentionModel>> ms = LoadAttentionModels(FPCONFORM_ATTENTION_MODELS_DIR);
   ASSERT_TRUE(ms.ok()) << ms.status();
   const uint64_t seed = TestSeed(2027, "attention_model_test");
-  int checked = 0, excluded = 0;
+  int checked = 0, excluded = 0, unbounded = 0;
   for (const AttentionModel& m : *ms) {
     for (int variant = 0; variant < 6; ++variant) {
       PinnedRng rng(seed + static_cast<uint64_t>(variant) * 7919 + m.name.size());
@@ -138,7 +145,13 @@ TEST(AttentionModelTest, EnclosureHoldsImplementations) {
         for (int64_t c = 0; c < dv; ++c) {
           const size_t e = static_cast<size_t>(i * dv + c);
           SCOPED_TRACE(m.name + " variant " + std::to_string(variant) + " element " + std::to_string(e));
-          ASSERT_FALSE(std::isnan(lo[e]));
+          if (std::isnan(lo[e])) {
+            // No bound: only where the model's own error can reach half the weights (large
+            // logits through a bfloat16 scale folding: torch-math-sdpa-cpu-bf16).
+            EXPECT_EQ(variant, 1) << "no bound on ordinary inputs";
+            ++unbounded;
+            continue;
+          }
           double em;
           certified::DecodeToDouble(*m.output, bits[e], false, &em);
           EXPECT_LE(lo[e], em);
@@ -168,6 +181,7 @@ TEST(AttentionModelTest, EnclosureHoldsImplementations) {
   }
   EXPECT_GT(checked, 0);
   EXPECT_GT(excluded, 0);
+  EXPECT_LT(unbounded, checked / 10);
 }
 
 TEST(AttentionModelTest, BadFilesNameTheKey) {
