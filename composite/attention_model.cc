@@ -140,9 +140,10 @@ bool Attended(const AttentionProblem& p, int64_t i, int64_t j) {
 }
 
 // One row: emulated values and enclosures for its d_v elements.
-void Row(const AttentionModel& m, const AttentionProblem& p, int64_t i, std::span<const ExactEnclosure> pv,
-         std::span<const ExactEnclosure> exact, std::span<uint64_t> bits, std::span<double> lo,
-         std::span<double> hi) {
+// kscaled: K times sqrt(scale) rounded to the input format (fold_qk_sqrt), else empty.
+void Row(const AttentionModel& m, const AttentionProblem& p, int64_t i, std::span<const double> kscaled,
+         std::span<const ExactEnclosure> pv, std::span<const ExactEnclosure> exact, std::span<uint64_t> bits,
+         std::span<double> lo, std::span<double> hi) {
   const FormatSpec& F = *m.compute;
   const FormatSpec& P = *m.p_format;
   const FormatSpec& O = *m.output;
@@ -188,7 +189,7 @@ void Row(const AttentionModel& m, const AttentionProblem& p, int64_t i, std::spa
     const double* kr = &p.k[static_cast<size_t>(keys[x]) * dd];
     double dot = 0, ab = 0;
     for (size_t c = 0; c < dd; ++c) {
-      const double kv = m.scale == ScalePlacement::kFoldQKSqrt ? RoundTo(In, RoundTo(F, kr[c] * sqrt_f)) : kr[c];
+      const double kv = kscaled.empty() ? kr[c] : kscaled[static_cast<size_t>(keys[x]) * dd + c];
       dot += qf[c] * kv;
       ab += std::fabs(p.q[static_cast<size_t>(i) * dd + c] * kr[c]);
     }
@@ -338,11 +339,18 @@ absl::Status EmulateAttentionRows(const AttentionModel& m, const AttentionProble
     return absl::InvalidArgumentError("EmulateAttentionRows: spans of (r1 - r0) x d_v elements needed");
   }
   const size_t dv = static_cast<size_t>(p.d_v);
+  std::vector<double> kscaled;
+  if (m.scale == ScalePlacement::kFoldQKSqrt) {
+    const double scale = p.scale.has_value() ? *p.scale : 1.0 / std::sqrt(static_cast<double>(p.d));
+    const double sqrt_f = RoundTo(*m.compute, std::sqrt(scale));
+    kscaled.resize(p.k.size());
+    for (size_t x = 0; x < p.k.size(); ++x) kscaled[x] = RoundTo(*m.input, RoundTo(*m.compute, p.k[x] * sqrt_f));
+  }
   const int t = std::max(1, threads);
   auto work = [&](int k) {
     for (int64_t i = r0 + k; i < r1; i += t) {
       const size_t at = static_cast<size_t>(i - r0) * dv;
-      Row(m, p, i, pv.subspan(at, dv), exact.subspan(at, dv), bits.subspan(at, dv), lo.subspan(at, dv),
+      Row(m, p, i, kscaled, pv.subspan(at, dv), exact.subspan(at, dv), bits.subspan(at, dv), lo.subspan(at, dv),
           hi.subspan(at, dv));
     }
   };

@@ -85,6 +85,10 @@ class AttentionAuditOp : public AuditOp {
   // emulated values when emu is non-null).
   absl::Status Rows(const Head& h, int64_t r0, int64_t r1, std::vector<ExactEnclosure>& exact,
                     size_t p, std::vector<Emulated>* emu, bool count_stats = false) const;
+  // The same for every platform (or those in `only`) into emu[p], the oracle run once.
+  absl::Status RowsAll(const Head& h, int64_t r0, int64_t r1, std::vector<ExactEnclosure>& exact,
+                       std::vector<std::vector<Emulated>>* emu, bool count_stats,
+                       const std::vector<size_t>* only = nullptr) const;
 
   const AttentionAuditInput& in_;
   const AuditOptions& options_;
@@ -317,47 +321,72 @@ void AttentionAuditOp::MakeHead(int64_t head, Head& h, bool abs_v) const {
 
 absl::Status AttentionAuditOp::Rows(const Head& h, int64_t r0, int64_t r1, std::vector<ExactEnclosure>& exact,
                                     size_t p, std::vector<Emulated>* emu, bool count_stats) const {
+  std::vector<std::vector<Emulated>> all;
+  if (emu == nullptr) return RowsAll(h, r0, r1, exact, nullptr, count_stats);
+  std::vector<size_t> only = {p};
+  if (absl::Status s = RowsAll(h, r0, r1, exact, &all, count_stats, &only); !s.ok()) return s;
+  *emu = std::move(all[p]);
+  return absl::OkStatus();
+}
+
+// The exact values (one oracle pass, with the correctly rounded bits), P|V| (one pass with |V|,
+// when a model is among the platforms wanted), then each wanted platform's values.
+absl::Status AttentionAuditOp::RowsAll(const Head& h, int64_t r0, int64_t r1, std::vector<ExactEnclosure>& exact,
+                                       std::vector<std::vector<Emulated>>* emu, bool count_stats,
+                                       const std::vector<size_t>* only) const {
   const size_t n = static_cast<size_t>((r1 - r0) * dv_);
   exact.assign(n, ExactEnclosure{});
   const FormatSpec& O = *setup_.out_format;
-  const composite::AttentionModel* m = p < platforms_.size() ? platforms_[p] : nullptr;
-  std::vector<uint64_t> bits(emu != nullptr && m == nullptr ? n : 0);
+  const int threads = std::max(1, options_.threads);
+  std::vector<size_t> wanted;
+  if (emu != nullptr) {
+    if (only != nullptr) {
+      wanted = *only;
+    } else {
+      for (size_t p = 0; p < platforms_.size(); ++p) wanted.push_back(p);
+    }
+  }
+  bool any_cr = false, any_model = false;
+  for (size_t p : wanted) (platforms_[p] == nullptr ? any_cr : any_model) = true;
+  std::vector<uint64_t> bits(any_cr ? n : 0);
   AttentionOutputs o;
   o.out = &O;
   o.bits = bits;
   o.enclosure = exact;
   AttentionStats st;
-  if (absl::Status s = AttentionRows(h.p, r0, r1, o, &st, std::max(1, options_.threads)); !s.ok()) return s;
+  if (absl::Status s = AttentionRows(h.p, r0, r1, o, &st, threads); !s.ok()) return s;
   if (count_stats) const_cast<AttentionAuditOp*>(this)->stats_ += st;  // EmulateBlock only.
   if (emu == nullptr) return absl::OkStatus();
-  emu->assign(n, Emulated{});
-  if (m == nullptr) {
-    for (size_t e = 0; e < n; ++e) {
-      const double v = ToDouble(O, bits[e]);
-      (*emu)[e] = EmulatedFromEnclosure(bits[e], v, v, O, O, in_.out_rounding, exact[e].lo, exact[e].hi);
+  emu->resize(platforms_.size());
+  std::vector<ExactEnclosure> pv;
+  if (any_model) {  // P|V| from the oracle with |V|.
+    AttentionProblem pa = h.p;
+    pa.v = std::span<const double>(vabs_).subspan(static_cast<size_t>(h.p.v.data() - vd_.data()), h.p.v.size());
+    pv.resize(n);
+    AttentionOutputs oa;
+    oa.enclosure = pv;
+    if (absl::Status s = AttentionRows(pa, r0, r1, oa, nullptr, threads); !s.ok()) return s;
+  }
+  for (size_t p : wanted) {
+    std::vector<Emulated>& out = (*emu)[p];
+    out.assign(n, Emulated{});
+    const composite::AttentionModel* m = platforms_[p];
+    if (m == nullptr) {
+      for (size_t e = 0; e < n; ++e) {
+        const double v = ToDouble(O, bits[e]);
+        out[e] = EmulatedFromEnclosure(bits[e], v, v, O, O, in_.out_rounding, exact[e].lo, exact[e].hi);
+      }
+      continue;
     }
-    return absl::OkStatus();
-  }
-  // A model: its emulated values and enclosures (composite/attention_model.h), P|V| from the
-  // oracle with |V|.
-  Head ha;
-  ha.p = h.p;
-  ha.p.v = std::span<const double>(vabs_).subspan(
-      static_cast<size_t>(h.p.v.data() - vd_.data()), h.p.v.size());
-  std::vector<ExactEnclosure> pv(n);
-  AttentionOutputs oa;
-  oa.enclosure = pv;
-  if (absl::Status s = AttentionRows(ha.p, r0, r1, oa, nullptr, std::max(1, options_.threads)); !s.ok()) return s;
-  std::vector<uint64_t> mb(n);
-  std::vector<double> lo(n), hi(n);
-  if (absl::Status s = composite::EmulateAttentionRows(*m, h.p, r0, r1, pv, exact, mb, lo, hi,
-                                                       std::max(1, options_.threads));
-      !s.ok()) {
-    return s;
-  }
-  for (size_t e = 0; e < n; ++e) {
-    (*emu)[e] = EmulatedFromEnclosure(mb[e], lo[e], hi[e], *m->output, O, in_.out_rounding, exact[e].lo,
-                                      exact[e].hi);
+    // A model: its emulated values and enclosures (composite/attention_model.h).
+    std::vector<uint64_t> mb(n);
+    std::vector<double> lo(n), hi(n);
+    if (absl::Status s = composite::EmulateAttentionRows(*m, h.p, r0, r1, pv, exact, mb, lo, hi, threads); !s.ok()) {
+      return s;
+    }
+    for (size_t e = 0; e < n; ++e) {
+      out[e] = EmulatedFromEnclosure(mb[e], lo[e], hi[e], *m->output, O, in_.out_rounding, exact[e].lo, exact[e].hi);
+    }
   }
   return absl::OkStatus();
 }
@@ -369,11 +398,7 @@ absl::Status AttentionAuditOp::EmulateBlock(int64_t e0, int64_t e1, std::vector<
   Head h;
   MakeHead(head, h);
   block_e0_ = e0;
-  for (size_t p = 0; p < platforms_.size(); ++p) {
-    std::vector<ExactEnclosure> exact;
-    if (absl::Status s = Rows(h, r0, r1, exact, p, &emu[p], p == 0 && !stats_noted_); !s.ok()) return s;
-    if (p == 0) block_exact_ = std::move(exact);
-  }
+  if (absl::Status s = RowsAll(h, r0, r1, block_exact_, &emu, !stats_noted_); !s.ok()) return s;
   if (e1 == setup_.elements && !stats_noted_) {
     stats_noted_ = true;
     setup_.notes.push_back(Cat("exact values: ", stats_.fast_rows, " rows decided in certified binary64, ",
