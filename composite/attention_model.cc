@@ -257,9 +257,16 @@ void Row(const AttentionModel& m, const AttentionProblem& p, int64_t i, std::spa
   for (size_t x = 0; x < n; ++x) {
     for (size_t c = 0; c < dv; ++c) vmax = std::max(vmax, std::fabs(p.v[static_cast<size_t>(keys[x]) * dv + c]));
   }
+  // The numerators in index order in float32 (the compute format: checked on reading), keys
+  // outer so that V's rows are read contiguously.
+  std::vector<float> nums(dv, 0.0f);
+  for (size_t x = 0; x < n; ++x) {
+    if (pt[x] == 0) continue;  // + 0 * v leaves a float32 sum unchanged (v finite here).
+    const double* vr = &p.v[static_cast<size_t>(keys[x]) * dv];
+    for (size_t c = 0; c < dv; ++c) nums[c] = static_cast<float>(static_cast<double>(nums[c]) + pt[x] * vr[c]);
+  }
   for (size_t c = 0; c < dv; ++c) {
-    double num = 0;
-    for (size_t x = 0; x < n; ++x) num = RoundTo(F, num + pt[x] * p.v[static_cast<size_t>(keys[x]) * dv + c]);
+    const double num = nums[c];
     const double y = m.normalize == Normalize::kDivide ? RoundTo(F, num / l) : RoundTo(F, num * recip);
     uint64_t yb;
     std::memcpy(&yb, &y, sizeof yb);
