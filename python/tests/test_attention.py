@@ -97,3 +97,20 @@ def test_errors(gqa):
         fpconform.audit_attention(q, k, v, out, platform="correctly-rounded", scale=float("nan"))
     with pytest.raises(ValueError, match="broadcast"):
         fpconform.audit_attention(q, k, v, out, platform="correctly-rounded", mask=np.ones((20, 27), bool))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("causal", [False, True])
+def test_real_torch_math_sdpa_inside_its_model(dtype, causal, rng):
+    """Opt-in (torch installed): torch's math SDPA on the CPU inside torch-math-sdpa-cpu-*; until
+    this runs against a real torch, those presets stay unconfirmed."""
+    torch = pytest.importorskip("torch", reason="torch is not installed (optional: FPCONFORM_WITH_TORCH=1 "
+                                                "bash ci/venv.sh): real torch SDPA outputs untested here")
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    t = getattr(torch, dtype)
+    q, k, v = (torch.from_numpy(rng.standard_normal((2, 3, 48, 32)).astype(np.float32)).to(t) for _ in range(3))
+    with torch.no_grad(), sdpa_kernel(SDPBackend.MATH):
+        o = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    short = "f32" if dtype == "float32" else "bf16"
+    r = fpconform.audit_attention(q, k, v, o, platform=f"torch-math-sdpa-cpu-{short}", causal=causal)
+    assert r.counts["unexplained"] == 0, str(r)
