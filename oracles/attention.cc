@@ -998,15 +998,23 @@ absl::Status CheckAttention(const AttentionProblem& p) {
   if (p.s_q < 0 || p.s_k < 0) return bad("s_q and s_k must be >= 0");
   if (p.d < 1 || p.d_v < 1) return bad("d and d_v must be >= 1");
   const auto sz = [](int64_t a, int64_t b) { return static_cast<size_t>(a) * static_cast<size_t>(b); };
-  if (p.q.size() != sz(p.s_q, p.d)) return bad("q needs s_q x d = " + std::to_string(sz(p.s_q, p.d)) + " values, got " + std::to_string(p.q.size()));
-  if (p.k.size() != sz(p.s_k, p.d)) return bad("k needs s_k x d = " + std::to_string(sz(p.s_k, p.d)) + " values, got " + std::to_string(p.k.size()));
-  if (p.v.size() != sz(p.s_k, p.d_v)) return bad("v needs s_k x d_v = " + std::to_string(sz(p.s_k, p.d_v)) + " values, got " + std::to_string(p.v.size()));
+  const auto count = [&](const char* what, const char* dims, size_t want, size_t got) {
+    return bad(std::string(what) + " needs " + dims + " = " + std::to_string(want) + " values, got " +
+               std::to_string(got));
+  };
+  if (p.q.size() != sz(p.s_q, p.d)) return count("q", "s_q x d", sz(p.s_q, p.d), p.q.size());
+  if (p.k.size() != sz(p.s_k, p.d)) return count("k", "s_k x d", sz(p.s_k, p.d), p.k.size());
+  if (p.v.size() != sz(p.s_k, p.d_v)) return count("v", "s_k x d_v", sz(p.s_k, p.d_v), p.v.size());
   if (p.scale.has_value() && !(std::isfinite(*p.scale) && *p.scale != 0)) {
     return bad("the scale must be finite and non-zero, got " + std::to_string(*p.scale));
   }
   if (!p.additive_mask.empty() && !p.keep_mask.empty()) return bad("give an additive or a boolean mask, not both");
-  if (!p.additive_mask.empty() && p.additive_mask.size() != sz(p.s_q, p.s_k)) return bad("the additive mask needs s_q x s_k values");
-  if (!p.keep_mask.empty() && p.keep_mask.size() != sz(p.s_q, p.s_k)) return bad("the boolean mask needs s_q x s_k values");
+  if (!p.additive_mask.empty() && p.additive_mask.size() != sz(p.s_q, p.s_k)) {
+    return count("the additive mask", "s_q x s_k", sz(p.s_q, p.s_k), p.additive_mask.size());
+  }
+  if (!p.keep_mask.empty() && p.keep_mask.size() != sz(p.s_q, p.s_k)) {
+    return count("the boolean mask", "s_q x s_k", sz(p.s_q, p.s_k), p.keep_mask.size());
+  }
   return absl::OkStatus();
 }
 
