@@ -210,6 +210,66 @@ expect_rc 0 "compare elementwise" "$fp" compare elementwise --fn gelu --x "$tmp/
 expect_rc 2 "compare rmsnorm without --eps" "$fp" compare rmsnorm --x "$tmp/cx.npy" --out-ref "$tmp/rms.npy" \
   --platform-ref auto --out "$tmp/rms.npy" --platform auto --progress never
 
+# ---- attention (issue 27): GQA bfloat16 inputs, float32 outputs computed by NumPy in float64 ----
+"$py" - "$tmp" <<'EOF'
+import sys
+import numpy as np
+d = sys.argv[1]
+rng = np.random.default_rng(27)
+def bf16(shape):  # bfloat16 values (float32 truncated), saved as their uint16 bits
+    bits = (rng.standard_normal(shape).astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)
+    return bits, (bits.astype(np.uint32) << 16).view(np.float32)
+(qb, q), (kb, k), (vb, v) = bf16((2, 4, 24, 16)), bf16((2, 2, 30, 16)), bf16((2, 2, 30, 8))
+for n, a in (("q", qb), ("k", kb), ("v", vb)):
+    np.save(f"{d}/att_{n}.npy", a)
+def sdpa(causal=False, mask=None):
+    qd = q.astype(np.float64)
+    kd, vd = (np.repeat(x.astype(np.float64), 2, axis=1) for x in (k, v))
+    s = qd @ np.swapaxes(kd, -1, -2) / 4
+    if causal:
+        s = np.where(np.tril(np.ones((24, 30), bool)), s, -np.inf)
+    if mask is not None:
+        s = np.where(mask, s, -np.inf)
+    e = np.exp(s - s.max(-1, keepdims=True))
+    return (e / e.sum(-1, keepdims=True)) @ vd
+np.save(f"{d}/att_o.npy", sdpa().astype(np.float32))
+np.save(f"{d}/att_oc.npy", sdpa(causal=True).astype(np.float32))
+keep = rng.random((24, 30)) < 0.7
+keep[:, 0] = True
+np.save(f"{d}/att_keep.npy", keep.astype(np.uint8))
+np.save(f"{d}/att_om.npy", sdpa(mask=keep).astype(np.float32))
+np.save(f"{d}/att_mask_bad.npy", keep[:, :29].astype(np.uint8))
+EOF
+att=(--q "$tmp/att_q.npy" --q-dtype bfloat16 --k "$tmp/att_k.npy" --k-dtype bfloat16 --v "$tmp/att_v.npy"
+     --v-dtype bfloat16 --progress never)
+expect_rc 0 "attention audit (GQA)" "$fp" audit attention "${att[@]}" --out "$tmp/att_o.npy" \
+  --platform correctly-rounded --json "$tmp/att.json"
+json_get "$tmp/att.json" 'd["verdict"]' | grep -q "pass" || fail "attention: the JSON verdict is not pass"
+expect_rc 0 "attention audit, causal" "$fp" audit attention "${att[@]}" --out "$tmp/att_oc.npy" --causal \
+  --platform correctly-rounded
+expect_rc 0 "attention audit, boolean mask" "$fp" audit attention "${att[@]}" --out "$tmp/att_om.npy" \
+  --mask "$tmp/att_keep.npy" --platform correctly-rounded
+expect_rc 1 "attention: causal output audited as non-causal" "$fp" audit attention "${att[@]}" \
+  --out "$tmp/att_oc.npy" --platform correctly-rounded --json "$tmp/att_bad.json"
+json_get "$tmp/att_bad.json" 'd["elements"][0]["diagnosis"]' | grep -q "causal" || fail "attention: causal diagnosis"
+expect_rc 1 "attention: output of scale 1/4 audited with scale 1/16" "$fp" audit attention "${att[@]}" \
+  --out "$tmp/att_o.npy" --scale 0.0625 --platform correctly-rounded
+expect_rc 2 "attention: D of Q and K differ" "$fp" audit attention --q "$tmp/att_q.npy" --k "$tmp/att_v.npy" \
+  --v "$tmp/att_v.npy" --q-dtype bfloat16 --k-dtype bfloat16 --v-dtype bfloat16 --out "$tmp/att_o.npy" \
+  --platform correctly-rounded --progress never
+grep -q "D of Q" "$tmp/stderr" || fail "attention: the D mismatch is not named"
+expect_rc 2 "attention: heads not divisible" "$fp" audit attention --q "$tmp/att_k.npy" --k "$tmp/att_q.npy" \
+  --v "$tmp/att_q.npy" --q-dtype bfloat16 --k-dtype bfloat16 --v-dtype bfloat16 --out "$tmp/att_o.npy" \
+  --platform correctly-rounded --progress never
+grep -q "heads not divisible" "$tmp/stderr" || fail "attention: the heads error is not named"
+expect_rc 2 "attention: non-finite scale" "$fp" audit attention "${att[@]}" --out "$tmp/att_o.npy" --scale inf \
+  --platform correctly-rounded
+expect_rc 2 "attention: mask of the wrong shape" "$fp" audit attention "${att[@]}" --out "$tmp/att_om.npy" \
+  --mask "$tmp/att_mask_bad.npy" --platform correctly-rounded
+grep -q "broadcast" "$tmp/stderr" || fail "attention: the mask's shape error does not say why"
+expect_rc 2 "attention: unknown platform" "$fp" audit attention "${att[@]}" --out "$tmp/att_o.npy" --platform cudnn
+grep -q "flash-attention2-cuda-bf16" "$tmp/stderr" || fail "attention: the valid platforms are not listed"
+
 if [ "$failures" -ne 0 ]; then
   echo "$failures failure(s)"
   exit 1

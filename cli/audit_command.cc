@@ -345,6 +345,29 @@ CLI::App* AddAuditCommand(CLI::App& root, AuditCommandState& s) {
                     " --axis -1 \\\n      --out y.npy --out-dtype bfloat16 --platform auto --json audit.json"));
   }
 
+  s.attention = app->add_subcommand(
+      "attention", "out = softmax(scale Q K^T + mask) V per head, against correctly-rounded and the "
+                   "attention models (composite/attention_models/)");
+  AddTensorOption(s.attention, s.q, "Q: (S_q, D), (H, S_q, D) or (B, H, S_q, D)");
+  AddTensorOption(s.attention, s.k, "K: (S_k, D) ... with H_kv heads (H a multiple of H_kv: GQA)");
+  AddTensorOption(s.attention, s.v, "V: (S_k, D_v) ... as K");
+  AddTensorOption(s.attention, s.out, "The kernel's output: Q's shape with D_v last");
+  AddTensorOption(s.attention, s.mask,
+                  "Optional mask broadcasting to (B, H, S_q, S_k): float = added to the scores "
+                  "(-inf masks), uint8/int8 = boolean (non-zero attends)");
+  s.attention->add_flag("--causal", s.causal, "Causal mask, top-left aligned (key j <= query i), as PyTorch's is_causal");
+  s.attention->add_option("--scale", s.attention_scale, "The kernel's softmax scale (default 1/sqrt(D), exactly)");
+  AddCommon(s.attention, s.common, true);
+  s.attention->footer(
+      "Platforms: correctly-rounded, the attention models (--models-dir names their directory; default: the\n"
+      "presets in composite/attention_models/), or auto (every model of Q's and out's formats).\n"
+      "Examples:\n"
+      "  fpconform audit attention --q q.npy --k k.npy --v v.npy --out o.npy --platform correctly-rounded\n"
+      "  fpconform audit attention --q q.npy --q-dtype bfloat16 --k k.npy --k-dtype bfloat16 \\\n"
+      "      --v v.npy --v-dtype bfloat16 --out o.npy --out-dtype bfloat16 --causal --platform auto \\\n"
+      "      --json audit.json\n"
+      "Exit status: 0 pass, 1 an element is unexplained, 2 bad input.");
+
   s.cast = app->add_subcommand("cast", "out = cast(X / scale) elementwise (quantization)");
   AddTensorOption(s.cast, s.x, "X");
   AddTensorOption(s.cast, s.out, "The kernel's output");
@@ -503,6 +526,39 @@ static int RunAudit(const AuditCommandState& s) {
     options->composite_models_dir = c.models_dir.empty() ? DefaultCompositeModelsDir() : c.models_dir;
     if (compare) return RunCompare(s, in, *options, reports::CompareAxis);
     r = reports::AuditAxis(in, *options);
+  } else if (s.attention != nullptr && s.attention->parsed()) {
+    if (cast_inputs.has_value()) {
+      return Fail(cmd, absl::InvalidArgumentError("--cast-inputs: not taken by audit attention "
+                                                  "(the platform's input format must be Q's)"));
+    }
+    absl::StatusOr<Tensor> q = need(s.q);
+    if (!q.ok()) return Fail(cmd, q.status());
+    absl::StatusOr<Tensor> k = need(s.k);
+    if (!k.ok()) return Fail(cmd, k.status());
+    absl::StatusOr<Tensor> v = need(s.v);
+    if (!v.ok()) return Fail(cmd, v.status());
+    reports::AttentionAuditInput in;
+    in.q = &*q;
+    in.k = &*k;
+    in.v = &*v;
+    in.out = &*out;
+    in.causal = s.causal;
+    in.out_rounding = *out_rounding;
+    absl::StatusOr<Tensor> mask;
+    if (!s.mask.file.empty()) {
+      mask = LoadTensor(s.mask);
+      if (!mask.ok()) return Fail(cmd, mask.status());
+      in.mask = &*mask;
+    }
+    if (!s.attention_scale.empty()) {
+      double sc = 0;
+      if (!ParseDouble(s.attention_scale, sc)) {
+        return Fail(cmd, absl::InvalidArgumentError(Cat("--scale '", s.attention_scale, "': not a number")));
+      }
+      in.scale = sc;
+    }
+    if (!c.models_dir.empty()) options->attention_models_dir = c.models_dir;
+    r = reports::AuditAttention(in, *options);
   } else if (s.elementwise->parsed() || Parsed(s.compare_elementwise)) {
     absl::StatusOr<Tensor> x = need(s.x);
     if (!x.ok()) return Fail(cmd, x.status());

@@ -121,6 +121,11 @@ struct AuditCommandState {
   CLI::App* compare_matmul = nullptr;
   CLI::App* compare_elementwise = nullptr;
   std::array<CLI::App*, 4> compare_axis_ops{};  // compare softmax, log_softmax, rmsnorm, layernorm.
+  // audit attention (issue 27).
+  CLI::App* attention = nullptr;
+  TensorArg q{"q"}, k{"k"}, v{"v"}, mask{"mask"};
+  bool causal = false;
+  std::string attention_scale;  // --scale of audit attention (text: checked, a double).
   TensorArg a{"a"}, b{"b"}, out{"out"}, c{"c"}, scale_a{"scale-a"}, scale_b{"scale-b"}, x{"x"},
       out_ref{"out-ref"}, weight{"weight"}, bias{"bias"};
   std::string eps;  // rmsnorm, layernorm --eps (text: checked, a double).

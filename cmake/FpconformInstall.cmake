@@ -84,6 +84,9 @@ install(DIRECTORY "${PROJECT_SOURCE_DIR}/accumulation/models/"
 install(DIRECTORY "${PROJECT_SOURCE_DIR}/composite/models/"
         DESTINATION "${FPCONFORM_INSTALL_DATADIR}/composite-models"
         FILES_MATCHING PATTERN "*.toml" PATTERN "*.md")
+install(DIRECTORY "${PROJECT_SOURCE_DIR}/composite/attention_models/"
+        DESTINATION "${FPCONFORM_INSTALL_DATADIR}/attention-models"
+        FILES_MATCHING PATTERN "*.toml")
 install(FILES "${PROJECT_SOURCE_DIR}/reports/standard_sweep.toml"
         DESTINATION "${FPCONFORM_INSTALL_DATADIR}")
 install(PROGRAMS "${PROJECT_SOURCE_DIR}/reports/plot_report.py"

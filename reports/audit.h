@@ -113,6 +113,8 @@ struct AuditOptions {
   std::string models_dir;
   // Elementwise models (composite/models/*.toml); empty: the source tree's (compiled in).
   std::string composite_models_dir;
+  // Attention models (composite/attention_models/*.toml); empty: the source tree's.
+  std::string attention_models_dir;
   std::string sweep_file;    // For the tolerance rule's parameters (seed, factor): the
                              // standard sweep when empty (FPCONFORM_REPORTS_SOURCE_DIR).
   int max_listed = 100;      // Elements listed: every unexplained first, then the worst others.
@@ -202,6 +204,34 @@ struct AxisAuditInput {
   OpEnv out_rounding;
 };
 
+// `fpconform audit attention`: out = softmax(scale Q K^T + mask) V per (batch, head), Q (S_q, D),
+// (H, S_q, D) or (B, H, S_q, D); K and V of the same rank with H_kv heads (H_q a multiple:
+// grouped-query attention, query head h uses K/V head h / (H_q / H_kv), PyTorch's
+// repeat_interleave); out Q's shape with V's last dimension. causal: top-left aligned (key j <= query
+// i, PyTorch's is_causal). mask: a float tensor added to the scores (-Inf masks) or a uint8/int8
+// tensor (non-zero attends, PyTorch's boolean convention), of shape (S_q, S_k) or any shape that
+// broadcasts to (B, H, S_q, S_k). scale: the kernel's (finite, non-zero), default 1/sqrt(D)
+// exactly. Platforms: "correctly-rounded" (the exact value rounded once into out's format) and
+// the attention models (composite/attention_model.h, composite/attention_models/; `auto`: every
+// model whose input and output formats are Q's and out's, and correctly-rounded). Exact values:
+// oracles/attention.h (fully masked rows NaN; a model's own convention explains its output there).
+// Diagnoses: the scale not applied or applied twice, a missing or extra causal mask, the wrong
+// GQA head mapping, a key block dropped (the first or last of 64 ... 512 keys), a sign flip, an
+// unwritten element, a power of two. No tolerance rule runs for this op (no within_tolerance
+// class). Errors: ranks outside 2..4 or that differ, D of Q and K, S of K and V, batches or heads
+// that do not agree, an output of the wrong shape, a non-finite or zero scale, a mask that does
+// not broadcast, an unknown platform.
+struct AttentionAuditInput {
+  const Tensor* q = nullptr;
+  const Tensor* k = nullptr;
+  const Tensor* v = nullptr;
+  const Tensor* out = nullptr;
+  const Tensor* mask = nullptr;
+  bool causal = false;
+  std::optional<double> scale;
+  OpEnv out_rounding;               // Model output -> output file format.
+};
+
 inline constexpr int64_t kMaxUnexplainedDetails = 100000;
 inline constexpr int64_t kMaxDiagnosed = 1000;
 
@@ -281,6 +311,12 @@ absl::StatusOr<AuditResult> AuditCast(const CastAuditInput& input, const AuditOp
 absl::StatusOr<AuditResult> AuditElementwise(const ElementwiseAuditInput& input,
                                              const AuditOptions& options);
 absl::StatusOr<AuditResult> AuditAxis(const AxisAuditInput& input, const AuditOptions& options);
+absl::StatusOr<AuditResult> AuditAttention(const AttentionAuditInput& input, const AuditOptions& options);
+// The exact attention output (input.out ignored): every element of Q's shape with V's last
+// dimension correctly rounded (RNE) into `out`, C order, as bits; the same checks and errors as
+// AuditAttention (a float format of at most 53 bits for `out`).
+absl::StatusOr<std::vector<uint64_t>> ExactAttention(const AttentionAuditInput& input, const FormatSpec& out,
+                                                     int threads = 1);
 
 // `fpconform compare`: out_ref audited against platform_ref, out against platform; per element
 // "consistent" when |out - out_ref| <= B_ref + B (each side's element bound, envelopes: the max

@@ -47,6 +47,7 @@ __all__ = [
     "exact_elementwise", "exact_softmax", "exact_log_softmax", "exact_rmsnorm", "exact_layernorm",
     "emulate_elementwise", "emulate_softmax", "emulate_log_softmax", "emulate_rmsnorm", "emulate_layernorm",
     "compare_elementwise", "compare_softmax", "compare_log_softmax", "compare_rmsnorm", "compare_layernorm",
+    "audit_attention", "exact_attention", "attention_models_dir",
 ]
 
 Audit = _C.Audit
@@ -821,3 +822,64 @@ def compare_layernorm(x: Any, out_ref: Any, platform_ref: str, out: Any, platfor
 
 
 from . import blas  # noqa: E402  (numpy BLAS detection: fpconform.blas)
+
+
+# ---- attention (issue 27) ----
+
+def attention_models_dir() -> str:
+    """The attention implementation models: $FPCONFORM_ATTENTION_MODELS_DIR, else the package's
+    data/attention-models (an installed wheel), else the source tree's composite/attention_models."""
+    env = os.environ.get("FPCONFORM_ATTENTION_MODELS_DIR")
+    if env:
+        return env
+    if (_DATA / "attention-models").is_dir():
+        return str(_DATA / "attention-models")
+    return _C.ATTENTION_MODELS_SOURCE_DIR
+
+
+def audit_attention(q: Any, k: Any, v: Any, out: Any, platform: Union[str, Sequence[str]] = "auto", *,
+                    mask: Any = None, causal: bool = False, scale: Optional[float] = None,
+                    out_rounding: str = "rne", strict: bool = False, max_listed: int = 100,
+                    threads: Optional[int] = None, q_dtype: Any = None, k_dtype: Any = None, v_dtype: Any = None,
+                    out_dtype: Any = None, mask_dtype: Any = None) -> Audit:
+    """Audit out = softmax(scale q k^T + mask) v per head (`fpconform audit attention`): shapes
+    (S, D), (H, S, D) or (B, H, S, D), k and v with H_kv heads (grouped-query attention when H is
+    a multiple), `causal` top-left aligned, `mask` a float array added to the scores or a
+    uint8/int8/bool array (True attends) broadcasting to (B, H, S_q, S_k), `scale` default
+    1/sqrt(D) exactly. Platforms: "correctly-rounded" and the attention models
+    (attention_models_dir(), e.g. "flash-attention2-cuda-bf16"); "auto" picks the best-explaining.
+
+    >>> import numpy as np, fpconform
+    >>> q = np.float32([[1.0, 0.0]]); k = np.float32([[1.0, 0.0], [0.0, 1.0]]); v = np.float32([[0.0], [1.0]])
+    >>> o = fpconform.exact_attention(q, k, v, scale=1.0)
+    >>> fpconform.audit_attention(q, k, v, o, platform="correctly-rounded", scale=1.0).verdict
+    'pass'
+    """
+    o = _options(platform, strict, False, 200, max_listed, threads)
+    if mask is not None and np.asarray(mask).dtype == np.bool_:
+        mask = np.asarray(mask).astype(np.uint8)
+    r = _C.audit_attention(_tensor(q, "q", q_dtype), _tensor(k, "k", k_dtype), _tensor(v, "v", v_dtype),
+                           _tensor(out, "out", out_dtype), _tensor(mask, "mask", mask_dtype), bool(causal),
+                           None if scale is None else float(scale), out_rounding, attention_models_dir(), o)
+    _notify(r, "attention")
+    return r
+
+
+def exact_attention(q: Any, k: Any, v: Any, *, mask: Any = None, causal: bool = False,
+                    scale: Optional[float] = None, out_dtype: Any = "float32", threads: Optional[int] = None,
+                    q_dtype: Any = None, k_dtype: Any = None, v_dtype: Any = None, mask_dtype: Any = None) -> np.ndarray:
+    """The exact attention output, each element correctly rounded (RNE) once into `out_dtype`
+    (oracles/attention.h; fully masked rows NaN); arguments as audit_attention.
+
+    >>> import numpy as np, fpconform
+    >>> q = np.float32([[1.0]]); k = np.float32([[0.0], [1.0]]); v = np.float32([[0.0], [1.0]])
+    >>> float(fpconform.exact_attention(q, k, v, scale=1.0)[0, 0]) == float(np.float32(np.e / (1 + np.e)))
+    True
+    """
+    if mask is not None and np.asarray(mask).dtype == np.bool_:
+        mask = np.asarray(mask).astype(np.uint8)
+    to = dtype_name(out_dtype)
+    bits = _C.exact_attention(_tensor(q, "q", q_dtype), _tensor(k, "k", k_dtype), _tensor(v, "v", v_dtype),
+                              _tensor(mask, "mask", mask_dtype), bool(causal), None if scale is None else float(scale),
+                              to, _threads(threads))
+    return _from_bits(to, bits)

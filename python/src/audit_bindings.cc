@@ -256,6 +256,56 @@ AuditResult AuditAxisPy(const std::string& op, const TensorPair& x, int axis, co
   return Run(std::move(r));
 }
 
+// audit attention (issue 27).
+reports::AttentionAuditInput AttentionInput(const Tensor& q, const Tensor& k, const Tensor& v,
+                                            const std::optional<Tensor>& mask, bool causal,
+                                            std::optional<double> scale) {
+  reports::AttentionAuditInput in;
+  in.q = &q;
+  in.k = &k;
+  in.v = &v;
+  if (mask.has_value()) in.mask = &*mask;
+  in.causal = causal;
+  in.scale = scale;
+  return in;
+}
+
+AuditResult AuditAttentionPy(const TensorPair& q, const TensorPair& k, const TensorPair& v, const TensorPair& out,
+                             const TensorPair& mask, bool causal, std::optional<double> scale,
+                             const std::string& out_rounding, const std::string& attention_models_dir,
+                             const Options& o) {
+  const Tensor tq = Need(q, "q"), tk = Need(k, "k"), tv = Need(v, "v"), tout = Need(out, "out");
+  const std::optional<Tensor> tm = Load(mask, "mask");
+  reports::AttentionAuditInput in = AttentionInput(tq, tk, tv, tm, causal, scale);
+  in.out = &tout;
+  in.out_rounding = ParseMode(out_rounding, "out_rounding");
+  reports::AuditOptions opts = MakeOptions(o);
+  opts.attention_models_dir = attention_models_dir;
+  absl::StatusOr<AuditResult> r;
+  {
+    nb::gil_scoped_release release;
+    r = reports::AuditAttention(in, opts);
+  }
+  return Run(std::move(r));
+}
+
+nb::object ExactAttentionPy(const TensorPair& q, const TensorPair& k, const TensorPair& v, const TensorPair& mask,
+                            bool causal, std::optional<double> scale, const std::string& out_dtype, int threads) {
+  const Tensor tq = Need(q, "q"), tk = Need(k, "k"), tv = Need(v, "v");
+  const std::optional<Tensor> tm = Load(mask, "mask");
+  const FormatSpec& f = NeedFormat(out_dtype, "out_dtype");
+  const reports::AttentionAuditInput in = AttentionInput(tq, tk, tv, tm, causal, scale);
+  absl::StatusOr<std::vector<uint64_t>> bits;
+  {
+    nb::gil_scoped_release release;
+    bits = reports::ExactAttention(in, f, threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+  }
+  if (!bits.ok()) ThrowStatus(bits.status());
+  std::vector<int64_t> shape = tq.shape;
+  if (!shape.empty() && !tv.shape.empty()) shape.back() = tv.shape.back();
+  return BitsArray(*bits, f.width / 8, shape);
+}
+
 CompareResult CompareMatmulPy(const TensorPair& a, const TensorPair& b, const TensorPair& out_ref,
                               const std::string& platform_ref, const TensorPair& out, const std::string& platform,
                               bool transpose_a, bool transpose_b, std::optional<std::string> cast_inputs,
@@ -409,9 +459,16 @@ void BindAudit(nb::module_& m) {
   m.def("audit_elementwise", &AuditElementwisePy, nb::arg("x").none(), nb::arg("out").none(), nb::arg("fn"),
         nb::arg("out_rounding"), nb::arg("options"));
   m.attr("COMPOSITE_MODELS_SOURCE_DIR") = FPCONFORM_COMPOSITE_MODELS_SOURCE_DIR;
+  m.attr("ATTENTION_MODELS_SOURCE_DIR") = FPCONFORM_ATTENTION_MODELS_SOURCE_DIR;
   m.def("audit_axis", &AuditAxisPy, nb::arg("op"), nb::arg("x").none(), nb::arg("axis"), nb::arg("weight").none(),
         nb::arg("bias").none(), nb::arg("eps").none(), nb::arg("out").none(), nb::arg("out_rounding"),
         nb::arg("options"));
+  m.def("audit_attention", &AuditAttentionPy, nb::arg("q").none(), nb::arg("k").none(), nb::arg("v").none(),
+        nb::arg("out").none(), nb::arg("mask").none(), nb::arg("causal"), nb::arg("scale").none(),
+        nb::arg("out_rounding"), nb::arg("attention_models_dir"), nb::arg("options"));
+  m.def("exact_attention", &ExactAttentionPy, nb::arg("q").none(), nb::arg("k").none(), nb::arg("v").none(),
+        nb::arg("mask").none(), nb::arg("causal"), nb::arg("scale").none(), nb::arg("out_dtype"),
+        nb::arg("threads"));
   m.def("audit_cast", &AuditCastPy, nb::arg("x").none(), nb::arg("out").none(), nb::arg("to"), nb::arg("rounding"),
         nb::arg("sat"), nb::arg("scale"), nb::arg("options"));
   m.def("compare_matmul", &CompareMatmulPy, nb::arg("a").none(), nb::arg("b").none(), nb::arg("out_ref").none(),

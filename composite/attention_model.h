@@ -1,0 +1,121 @@
+// Implementation models of attention kernels as data (issue 27 §2, §3): a sibling of the composite
+// model format (MODEL_FORMAT.md, "Attention models"), one TOML file per preset in
+// composite/attention_models/. A sibling, not a kind of composite model: an attention kernel is a
+// structure (two matmuls, a blocked online softmax, a P format, a normalization), not a formula of
+// one row's values, and its parameters have no place in the formula language.
+//
+// Parameters (every one cited in the file's [provenance], unconfirmed ones listed):
+//   formats.input / compute / p / output   Q K V's format; the scores', exps', sums' and
+//                                          accumulators' format (float32); the format P is
+//                                          rounded to before PV (= compute: not rounded); O's.
+//   scale       "separate" (fl(s * scale)), "fold_q" (Q * scale rounded to the input format),
+//               "fold_qk_sqrt" (Q and K each times sqrt(scale), rounded to the input format:
+//               PyTorch's math SDPA), "exponent" (fused into the exponential's FFMA argument).
+//   exp_ulp     the exponential's error bound in ulps of the compute format (0.5: correctly
+//               rounded; ex2.approx, Sleef u10, a ScalarE table: its documented or assumed bound).
+//   row_sum     "unrounded" (the sum adds the compute-format P: FlashAttention-2, Triton) or
+//               "rounded" (it adds P rounded to formats.p).
+//   normalize   "divide" (N / l), "reciprocal" (N * (1 / l)), "exp_lse" (N * exp(m - lse)).
+//   key_block   keys per online-softmax step (0: one pass, no rescaling); the rescalings a term
+//               goes through number at most ceil(n / key_block) - 1.
+//   fully_masked  "nan" or "zero": the kernel's value for a row with no attended key.
+//
+// The bound (EmulateAttentionRows). For an element o (exact value, oracles/attention.h) with
+// PV = sum_j P_j |V_jc| (P the exact probabilities; PV >= |o|), every implementation that the
+// model admits, with the matmuls and sums in any order and tree, returns before its output
+// rounding a value y with |y - o| <= E, where, with u = 2^-p of the compute format, u_P of
+// formats.p (0 when P is not rounded), gamma_k = k u / (1 - k u), n the row's attended keys, R
+// the rescalings, eps = exp_ulp 2^(1-p) the exponential's relative error:
+//   each computed unnormalized weight is w_j = e^(s_j - m)(1 + theta_j) for the real shift m =
+//   the computed final maximum, with |theta_j| <= Theta = e^delta (1 + eps)^(1 + R)
+//   (1 + u)^(2 + R) - 1, delta = c_s a_max + (3 + [exponent]) u T + u T, where a_max = max_j
+//   scale sum_d |Q_id K_jd|, c_s = gamma_d + u + (u_in + u for fold_q; 2 u_in + 3 u for
+//   fold_qk_sqrt) (the dot in any order, the scale's own rounding and placement), T = max_j
+//   |computed argument| + the mask's addition (u |s_j + mask_j| is inside u T); the rescalings
+//   multiply by e^(m_old - m_new) with arguments summing to at most T (the maxima increase);
+//   the numerator N = sum_j fl_P(w_j) V_jc (1 + psi_j), |psi_j| <= gamma_(n+1), and the sum
+//   l = sum_j x_j (1 + phi_j), x_j = w_j or fl_P(w_j), |phi_j| <= gamma_n. Writing alpha_j - 1 and
+//   beta_j - 1 for the relative perturbations of the numerator's and the sum's terms (A >=
+//   |alpha_j - 1| = (1 + Theta)(1 + u_P)(1 + gamma_(n+1)) - 1, Bl >= |beta_j - 1| = (1 + Theta)
+//   (1 + u_P [rounded sum])(1 + gamma_n) - 1) and using sum_j P_j V_jc = o, sum_j P_j = 1:
+//     N / l - o = (sum_j P_j (alpha_j - 1) V_jc - o sum_j P_j (beta_j - 1)) / sum_j P_j beta_j,
+//     |N / l - o| <= (A PV + Bl |o|) / (1 - Bl);
+//   the normalization multiplies by (1 + nu), nu = u (divide), 2u + u^2 (reciprocal), or
+//   (1 + eps)(1 + u)^2 e^(2 u L) - 1 (exp_lse, L >= |lse| the log-sum-exp's magnitude), so
+//     E = (A PV + Bl |o|) / (1 - Bl) (1 + nu) + nu |o| + tau (max |V| + |o|),
+//   tau = 2 (n (2 + R) 2^emin + n 2^emin_P) the underflow of weights below the compute and P
+//   formats' normal ranges, flush to zero included (absolute, in units of the largest weight ~ 1,
+//   l >= 1/2). Keys whose argument is certainly below -150 count only there.
+//   This is the issue's |do| <= (u_P + gamma_acc + eps_exp) (P|V|) + u_out |o| shape: A is u_P +
+//   gamma_(n+1) + eps (1 + R) + O(u T) to first order, and the output rounding is the enclosure's
+//   outward rounding into formats.output. Rows whose binary64 bookkeeping is not certainly
+//   below 2^-24 relative (a_max > 2^20) get no bound (NaN: only identical outputs explain).
+//
+// The emulated value is one implementation the model admits: a two-pass evaluation (scores in
+// binary64 rounded to the compute format with the scale placed as the model says, the maximum,
+// the exponential (certified_double.h's ExpEv) rounded to the compute format, P rounded to
+// formats.p, sums and PV in index order in the compute format, the normalization, the output
+// rounding). It does not reproduce a kernel's block order bit for bit (a reproducible preset
+// needs that; none is claimed here): `identical` against a model means only that this
+// evaluation gave the same bits.
+//
+// Errors: file:line: key: what (cases/toml_reader.h), a name that is not the file's stem.
+//
+// Example:
+//   auto models = LoadAttentionModels("composite/attention_models");
+//   const AttentionModel& m = (*models)[0];    // e.g. "flash-attention2-cuda-bf16"
+#ifndef FPCONFORM_COMPOSITE_ATTENTION_MODEL_H_
+#define FPCONFORM_COMPOSITE_ATTENTION_MODEL_H_
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "formats/format_spec.h"
+#include "oracles/attention.h"
+#include "oracles/elementary.h"
+
+namespace fpconform::composite {
+
+enum class ScalePlacement : uint8_t { kSeparate, kFoldQ, kFoldQKSqrt, kExponent };
+enum class Normalize : uint8_t { kDivide, kReciprocal, kExpLse };
+
+struct AttentionModel {
+  std::string name, description;
+  const FormatSpec* input = nullptr;
+  const FormatSpec* compute = nullptr;
+  const FormatSpec* p_format = nullptr;
+  const FormatSpec* output = nullptr;
+  ScalePlacement scale = ScalePlacement::kSeparate;
+  double exp_ulp = 0.5;
+  bool row_sum_rounded = false;
+  Normalize normalize = Normalize::kDivide;
+  int64_t key_block = 0;
+  FullyMaskedRows fully_masked = FullyMaskedRows::kNaN;
+  std::vector<std::pair<std::string, std::string>> provenance;
+  std::vector<std::string> unconfirmed;
+};
+
+absl::StatusOr<AttentionModel> ParseAttentionModel(std::string_view toml_text, std::string_view file_name);
+absl::StatusOr<AttentionModel> LoadAttentionModel(const std::string& path);
+// Every *.toml of dir, sorted by name.
+absl::StatusOr<std::vector<AttentionModel>> LoadAttentionModels(const std::string& dir);
+
+// Rows [r0, r1) of problem p under model m: emulated bits (m.output) and the enclosure [lo, hi]
+// (values of m.output) of every admitted implementation's output, from the exact values `exact`
+// and PV = `pv` (oracle enclosures with V and with |V|; (r1 - r0) x d_v each). NaN enclosures
+// where there is no bound (non-finite rows, a_max > 2^20); fully masked rows give the model's
+// convention as a point.
+absl::Status EmulateAttentionRows(const AttentionModel& m, const AttentionProblem& p, int64_t r0, int64_t r1,
+                                  std::span<const ExactEnclosure> pv, std::span<const ExactEnclosure> exact,
+                                  std::span<uint64_t> bits, std::span<double> lo, std::span<double> hi,
+                                  int threads = 1);
+
+}  // namespace fpconform::composite
+
+#endif  // FPCONFORM_COMPOSITE_ATTENTION_MODEL_H_

@@ -1,0 +1,207 @@
+// Tests of the attention models (attention_model.h): the presets load; the per-element enclosure
+// holds the model's own emulated value and an independent blocked (FlashAttention-style online
+// softmax, rescaling every key_block keys, in host float32 arithmetic) evaluation of each preset,
+// on seeded N(0, 1) problems, large logits, causal rows, finfo.min and -Inf additive masks, and
+// values with a large common offset (no bound is only allowed for large logits, where a model's
+// own error can reach half a weight); the enclosure is not vacuous (a wrong output, the scale applied twice,
+// falls outside); bad model files fail with file:line: key. FPCONFORM_SEED overrides the seed.
+#include "composite/attention_model.h"
+
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "cases/pinned_random.h"
+#include "cases/test_seed.h"
+#include "formats/ops.h"
+#include "oracles/certified_double.h"
+
+namespace fpconform::composite {
+namespace {
+
+double Round(const FormatSpec& f, double x) {
+  uint64_t b;
+  std::memcpy(&b, &x, 8);
+  double v;
+  certified::DecodeToDouble(f, Convert(Float64(), f, b, OpEnv{}).bits, false, &v);
+  return v;
+}
+
+// A blocked online-softmax evaluation of model m for row i (float32 host arithmetic, formats.p
+// rounding by formats' Convert), the exponential by libm's expf.
+std::vector<double> Flash(const AttentionModel& m, const AttentionProblem& p, int64_t i) {
+  const int64_t block = m.key_block > 0 ? m.key_block : p.s_k;
+  const double scale = p.scale.has_value() ? *p.scale : 1.0 / std::sqrt(static_cast<double>(p.d));
+  const float sf = static_cast<float>(scale);
+  float mx = -INFINITY, l = 0;
+  std::vector<float> acc(static_cast<size_t>(p.d_v), 0.0f);
+  for (int64_t j0 = 0; j0 < p.s_k; j0 += block) {
+    const int64_t j1 = std::min(p.s_k, j0 + block);
+    std::vector<float> s;
+    std::vector<int64_t> keys;
+    for (int64_t j = j0; j < j1; ++j) {
+      if (p.causal && j > i) continue;
+      if (!p.additive_mask.empty() && p.additive_mask[static_cast<size_t>(i * p.s_k + j)] == -INFINITY) continue;
+      float dot = 0;  // Reverse order: another order than the model's emulation.
+      for (int64_t c = p.d - 1; c >= 0; --c) {
+        float q = static_cast<float>(p.q[static_cast<size_t>(i * p.d + c)]);
+        float kv = static_cast<float>(p.k[static_cast<size_t>(j * p.d + c)]);
+        if (m.scale == ScalePlacement::kFoldQ) q = static_cast<float>(Round(*m.input, q * sf));
+        if (m.scale == ScalePlacement::kFoldQKSqrt) {
+          const float r = static_cast<float>(std::sqrt(scale));
+          q = static_cast<float>(Round(*m.input, q * r));
+          kv = static_cast<float>(Round(*m.input, kv * r));
+        }
+        dot += q * kv;
+      }
+      if (m.scale != ScalePlacement::kFoldQ && m.scale != ScalePlacement::kFoldQKSqrt) dot *= sf;
+      if (!p.additive_mask.empty()) dot += static_cast<float>(p.additive_mask[static_cast<size_t>(i * p.s_k + j)]);
+      s.push_back(dot);
+      keys.push_back(j);
+    }
+    if (keys.empty()) continue;
+    float bm = mx;
+    for (float x : s) bm = std::max(bm, x);
+    const float alpha = std::exp(mx - bm);
+    l *= alpha;
+    for (float& a : acc) a *= alpha;
+    mx = bm;
+    for (size_t x = 0; x < keys.size(); ++x) {
+      const float w = std::exp(s[x] - mx);
+      const float pr = static_cast<float>(Round(*m.p_format, w));
+      l += m.row_sum_rounded ? pr : w;
+      for (int64_t c = 0; c < p.d_v; ++c) acc[static_cast<size_t>(c)] += pr * static_cast<float>(p.v[static_cast<size_t>(keys[x] * p.d_v + c)]);
+    }
+  }
+  std::vector<double> out;
+  for (float a : acc) out.push_back(Round(*m.output, m.normalize == Normalize::kDivide ? a / l : a * (1.0f / l)));
+  return out;
+}
+
+TEST(AttentionModelTest, PresetsLoad) {
+  absl::StatusOr<std::vector<AttentionModel>> ms = LoadAttentionModels(FPCONFORM_ATTENTION_MODELS_DIR);
+  ASSERT_TRUE(ms.ok()) << ms.status();
+  ASSERT_GE(ms->size(), 5u);
+  for (const AttentionModel& m : *ms) {
+    EXPECT_FALSE(m.provenance.empty()) << m.name;
+  }
+}
+
+TEST(AttentionModelTest, HostFloatRoundingIsTheSoftConversion) {
+  PinnedRng rng(TestSeed(41, "attention_model_test float"));
+  for (int i = 0; i < 100000; ++i) {
+    uint64_t b = rng.Next();
+    double x;
+    std::memcpy(&x, &b, 8);
+    if (!std::isfinite(x)) continue;
+    const double host = static_cast<double>(static_cast<float>(x));
+    ASSERT_EQ(host, Round(Float32(), x)) << std::hexfloat << x;
+  }
+}
+
+TEST(AttentionModelTest, EnclosureHoldsImplementations) {
+  absl::StatusOr<std::vector<AttentionModel>> ms = LoadAttentionModels(FPCONFORM_ATTENTION_MODELS_DIR);
+  ASSERT_TRUE(ms.ok()) << ms.status();
+  const uint64_t seed = TestSeed(2027, "attention_model_test");
+  int checked = 0, excluded = 0, unbounded = 0;
+  for (const AttentionModel& m : *ms) {
+    for (int variant = 0; variant < 6; ++variant) {
+      PinnedRng rng(seed + static_cast<uint64_t>(variant) * 7919 + m.name.size());
+      const int64_t s_q = 6, s_k = variant == 5 ? 300 : 40, d = 32, dv = 4;
+      const double qs = variant == 1 ? 12.0 : 1.0;
+      std::vector<double> q, k, v, add;
+      for (int64_t x = 0; x < s_q * d; ++x) q.push_back(Round(*m.input, qs * rng.Normal()));
+      for (int64_t x = 0; x < s_k * d; ++x) k.push_back(Round(*m.input, rng.Normal()));
+      for (int64_t x = 0; x < s_k * dv; ++x) v.push_back(Round(*m.input, rng.Normal() + (variant == 4 ? 100.0 : 0.0)));
+      AttentionProblem p{.s_q = s_q, .s_k = s_k, .d = d, .d_v = dv, .q = q, .k = k, .v = v};
+      if (variant == 2) p.causal = true;
+      if (variant == 3) {
+        for (int64_t x = 0; x < s_q * s_k; ++x) {
+          const uint64_t r = rng.Below(5);
+          add.push_back(r == 0 ? -INFINITY : r == 1 ? -3.4028234663852886e38 : Round(*m.input, rng.Normal()));
+        }
+        for (int64_t j = 0; j < s_k; ++j) add[static_cast<size_t>(j)] = j == 3 ? 0.0 : -INFINITY;
+        p.additive_mask = add;
+      }
+      const size_t n = static_cast<size_t>(s_q * dv);
+      std::vector<ExactEnclosure> exact(n), pv(n);
+      AttentionOutputs o;
+      o.enclosure = exact;
+      ASSERT_TRUE(AttentionRows(p, 0, s_q, o, nullptr).ok());
+      std::vector<double> vabs;
+      for (double x : v) vabs.push_back(std::fabs(x));
+      AttentionProblem pa = p;
+      pa.v = vabs;
+      o.enclosure = pv;
+      ASSERT_TRUE(AttentionRows(pa, 0, s_q, o, nullptr).ok());
+      std::vector<uint64_t> bits(n);
+      std::vector<double> lo(n), hi(n);
+      ASSERT_TRUE(EmulateAttentionRows(m, p, 0, s_q, pv, exact, bits, lo, hi, 2).ok());
+      for (int64_t i = 0; i < s_q; ++i) {
+        const std::vector<double> fl = Flash(m, p, i);
+        for (int64_t c = 0; c < dv; ++c) {
+          const size_t e = static_cast<size_t>(i * dv + c);
+          SCOPED_TRACE(m.name + " variant " + std::to_string(variant) + " element " + std::to_string(e));
+          if (std::isnan(lo[e])) {
+            // No bound: only where the model's own error can reach half the weights (large
+            // logits through a bfloat16 scale folding: torch-math-sdpa-cpu-bf16).
+            EXPECT_EQ(variant, 1) << "no bound on ordinary inputs";
+            ++unbounded;
+            continue;
+          }
+          double em;
+          certified::DecodeToDouble(*m.output, bits[e], false, &em);
+          EXPECT_LE(lo[e], em);
+          EXPECT_GE(hi[e], em);
+          EXPECT_LE(lo[e], fl[static_cast<size_t>(c)]) << "flash " << fl[static_cast<size_t>(c)];
+          EXPECT_GE(hi[e], fl[static_cast<size_t>(c)]) << "flash " << fl[static_cast<size_t>(c)];
+          ++checked;
+          // Not vacuous: the exact value with the scale applied twice lies outside where it
+          // differs by more than 5% of P|V| from the exact value.
+          if (variant == 0 && i == 0) {
+            AttentionProblem p2 = p;
+            const double sc = 1.0 / std::sqrt(static_cast<double>(d));
+            p2.scale = sc * sc;
+            std::vector<ExactEnclosure> e2(static_cast<size_t>(dv));
+            AttentionOutputs o2;
+            o2.enclosure = e2;
+            ASSERT_TRUE(AttentionRows(p2, 0, 1, o2, nullptr).ok());
+            const double wrong = e2[static_cast<size_t>(c)].nearest;
+            if (std::fabs(wrong - exact[e].nearest) > 0.05 * pv[e].hi) {
+              EXPECT_TRUE(wrong < lo[e] || wrong > hi[e]) << "scale twice " << wrong;
+              ++excluded;
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(checked, 0);
+  EXPECT_GT(excluded, 0);
+  EXPECT_LT(unbounded, checked / 10);
+}
+
+TEST(AttentionModelTest, BadFilesNameTheKey) {
+  const std::string good =
+      "name = \"x\"\ndescription = \"d\"\nkind = \"attention\"\nscale = \"separate\"\nexp_ulp = 1\n"
+      "row_sum = \"unrounded\"\nnormalize = \"divide\"\nkey_block = 0\nfully_masked = \"nan\"\n"
+      "[formats]\ninput = \"float32\"\ncompute = \"float32\"\np = \"float32\"\noutput = \"float32\"\n"
+      "[provenance]\n\"formats.input\" = \"a\"\n\"formats.compute\" = \"a\"\n\"formats.p\" = \"a\"\n"
+      "\"formats.output\" = \"a\"\nscale = \"a\"\nexp_ulp = \"a\"\nrow_sum = \"a\"\nnormalize = \"a\"\n"
+      "key_block = \"a\"\nfully_masked = \"a\"\n";
+  EXPECT_TRUE(ParseAttentionModel(good, "m.toml").ok()) << ParseAttentionModel(good, "m.toml").status();
+  std::string bad = good;
+  bad.replace(bad.find("\"separate\""), 10, "\"sideways\"");
+  const absl::StatusOr<AttentionModel> r = ParseAttentionModel(bad, "m.toml");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(std::string(r.status().message()).find("m.toml:4: scale"), std::string::npos) << r.status();
+  bad = good;
+  bad.replace(bad.find("compute = \"float32\""), 19, "compute = \"bfloat16\"");
+  EXPECT_FALSE(ParseAttentionModel(bad, "m.toml").ok());
+}
+
+}  // namespace
+}  // namespace fpconform::composite

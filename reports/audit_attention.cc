@@ -1,0 +1,572 @@
+// `fpconform audit attention` as an op of the audit pipeline (audit.h AuditAttention): out =
+// softmax(scale Q K^T + mask) V per (batch, head), exact values from oracles/attention.h. The
+// output is viewed as heads x S_q x D_v; a block of the pass is a run of whole query rows of one
+// head, computed by AttentionRows (certified binary64 with MPFR fallback) on options.threads.
+#include <mpfr.h>
+
+#include <algorithm>
+#include <functional>
+#include <cmath>
+#include <memory>
+#include <optional>
+
+#include "composite/attention_model.h"
+#include "formats/str_cat.h"
+#include "formats/user_file.h"
+#include "oracles/attention.h"
+#include "reports/audit.h"
+#include "reports/audit_composite.h"
+#include "reports/audit_inputs.h"
+#include "reports/audit_op.h"
+#include "reports/audit_values.h"
+#include "reports/hash.h"
+
+#ifndef FPCONFORM_ATTENTION_MODELS_DIR
+#define FPCONFORM_ATTENTION_MODELS_DIR "composite/attention_models"
+#endif
+
+namespace fpconform::reports {
+namespace audit_internal {
+namespace {
+
+constexpr char kCorrectlyRounded[] = "correctly-rounded";
+constexpr int64_t kBlockRows = 256;
+
+// (B, H, S, D) view of a rank 2, 3 or 4 tensor.
+struct View4 {
+  int64_t b = 1, h = 1, s = 0, d = 0;
+};
+
+View4 ViewOf(const std::vector<int64_t>& shape) {
+  View4 v;
+  const size_t r = shape.size();
+  v.s = shape[r - 2];
+  v.d = shape[r - 1];
+  if (r >= 3) v.h = shape[r - 3];
+  if (r == 4) v.b = shape[0];
+  return v;
+}
+
+class AttentionAuditOp : public AuditOp {
+ public:
+  AttentionAuditOp(const AttentionAuditInput& in, const AuditOptions& options) : in_(in), options_(options) {}
+
+  absl::Status Init();
+
+  const char* Name() const override { return "attention"; }
+  int64_t BlockEnd(int64_t e0) const override {
+    const int64_t head_elems = q_.s * dv_;
+    const int64_t head_end = (e0 / head_elems + 1) * head_elems;
+    return std::min(head_end, e0 + kBlockRows * dv_);
+  }
+  absl::Status EmulateBlock(int64_t e0, int64_t e1, std::vector<std::vector<Emulated>>& emu) override;
+  std::unique_ptr<OpScratch> NewScratch() const override { return std::make_unique<Scratch>(); }
+  void Exact(int64_t e, bool in_block, OpScratch& s, ExactFacts& x) const override;
+  Emulated EmulateOne(int64_t e, size_t p, OpScratch& s) const override;
+  double AbsSum(int64_t e, OpScratch& s) const override;
+  std::string Diagnose(int64_t e, size_t p, OpScratch& s, const ExactFacts& x, uint64_t y,
+                       double bound) const override;
+  // Every element's correctly rounded value in the output's format (ExactAttention).
+  absl::Status ExactAll(std::vector<uint64_t>& bits) const;
+
+ private:
+  struct Scratch : OpScratch {
+    Mpfr x{64};
+    ExactEnclosure exact;
+  };
+  // A head's problem (its mask materialized into `mask` / `keep`).
+  struct Head {
+    AttentionProblem p;
+    std::vector<double> mask;
+    std::vector<uint8_t> keep;
+  };
+  void MakeHead(int64_t head, Head& h, bool abs_v = false) const;
+  // Rows [r0, r1) of `head` against platform p (exact enclosures always; the platform's
+  // emulated values when emu is non-null).
+  absl::Status Rows(const Head& h, int64_t r0, int64_t r1, std::vector<ExactEnclosure>& exact,
+                    size_t p, std::vector<Emulated>* emu, bool count_stats = false) const;
+  // The same for every platform (or those in `only`) into emu[p], the oracle run once.
+  absl::Status RowsAll(const Head& h, int64_t r0, int64_t r1, std::vector<ExactEnclosure>& exact,
+                       std::vector<std::vector<Emulated>>* emu, bool count_stats,
+                       const std::vector<size_t>* only = nullptr) const;
+
+  const AttentionAuditInput& in_;
+  const AuditOptions& options_;
+  View4 q_, k_, v_;
+  int64_t dv_ = 0, group_ = 1;
+  std::vector<double> qd_, kd_, vd_, vabs_, maskd_;
+  std::vector<int64_t> mask_shape4_;  // Broadcast (1 or full) per dimension of (B, H, S_q, S_k).
+  bool bool_mask_ = false;
+  std::vector<composite::AttentionModel> catalog_;
+  std::vector<const composite::AttentionModel*> platforms_;  // nullptr: correctly rounded.
+  // The current block.
+  int64_t block_e0_ = 0;
+  std::vector<ExactEnclosure> block_exact_;
+  AttentionStats stats_;
+  bool stats_noted_ = false;
+};
+
+absl::Status DecodeAll(const Tensor& t, std::vector<double>& out) {
+  out.resize(static_cast<size_t>(t.size()));
+  for (int64_t i = 0; i < t.size(); ++i) out[static_cast<size_t>(i)] = ToDouble(*t.format, t.Bits(i));
+  return absl::OkStatus();
+}
+
+absl::Status AttentionAuditOp::Init() {
+  if (in_.q == nullptr || in_.k == nullptr || in_.v == nullptr || in_.out == nullptr) {
+    return absl::InvalidArgumentError("audit attention needs --q, --k, --v and --out");
+  }
+  for (const auto& [t, role] : {std::pair{in_.q, "Q"}, {in_.k, "K"}, {in_.v, "V"}, {in_.out, "the output"}}) {
+    if (absl::Status s = CheckFloat(*t, role); !s.ok()) return s;
+  }
+  const Tensor &Q = *in_.q, &K = *in_.k, &V = *in_.v, &O = *in_.out;
+  const size_t rank = Q.shape.size();
+  if (rank < 2 || rank > 4) {
+    return absl::InvalidArgumentError(Cat(Q.source, ": Q has shape ", ShapeText(Q.shape),
+                                          "; expected (S, D), (H, S, D) or (B, H, S, D)"));
+  }
+  for (const auto& [t, role] : {std::pair{in_.k, "K"}, {in_.v, "V"}, {in_.out, "the output"}}) {
+    if (t->shape.size() != rank) {
+      return absl::InvalidArgumentError(Cat(t->source, ": ", role, " has shape ", ShapeText(t->shape),
+                                            ", expected rank ", rank, " as Q's ", ShapeText(Q.shape)));
+    }
+  }
+  q_ = ViewOf(Q.shape);
+  k_ = ViewOf(K.shape);
+  v_ = ViewOf(V.shape);
+  if (q_.d != k_.d) {
+    return absl::InvalidArgumentError(Cat("D of Q (", q_.d, ", ", Q.source, ") and of K (", k_.d, ", ",
+                                          K.source, ") differ"));
+  }
+  if (k_.s != v_.s) {
+    return absl::InvalidArgumentError(Cat("S of K (", k_.s, ", ", K.source, ") and of V (", v_.s, ", ",
+                                          V.source, ") differ"));
+  }
+  if (k_.h != v_.h || q_.b != k_.b || q_.b != v_.b) {
+    return absl::InvalidArgumentError(Cat("K ", ShapeText(K.shape), " and V ", ShapeText(V.shape),
+                                          " must have Q's batch (", q_.b, ") and the same number of heads"));
+  }
+  if (k_.h < 1 || q_.h % k_.h != 0) {
+    return absl::InvalidArgumentError(Cat("heads not divisible: Q has ", q_.h, " heads, K and V have ", k_.h,
+                                          " (grouped-query attention needs a multiple)"));
+  }
+  if (q_.d < 1 || v_.d < 1) return absl::InvalidArgumentError("D of Q, K and V must be >= 1");
+  group_ = q_.h / k_.h;
+  dv_ = v_.d;
+  std::vector<int64_t> want = Q.shape;
+  want[rank - 1] = dv_;
+  if (O.shape != want) {
+    return absl::InvalidArgumentError(Cat(O.source, ": the output has shape ", ShapeText(O.shape), ", expected ",
+                                          ShapeText(want), " (Q's with V's last dimension)"));
+  }
+  if (in_.scale.has_value() && !(std::isfinite(*in_.scale) && *in_.scale != 0)) {
+    return absl::InvalidArgumentError(Cat("--scale ", Num(*in_.scale), ": must be finite and non-zero"));
+  }
+  if (in_.mask != nullptr) {
+    const Tensor& M = *in_.mask;
+    const bool is_int = M.dtype == "uint8" || M.dtype == "int8";
+    if (!is_int && (M.format == nullptr || !IsFloat(*M.format))) {
+      return absl::InvalidArgumentError(Cat(M.source, ": the mask has dtype ", M.dtype,
+                                            "; expected a float (additive) or uint8/int8 (boolean: non-zero attends)"));
+    }
+    bool_mask_ = is_int;
+    const std::vector<int64_t> full = {q_.b, q_.h, q_.s, k_.s};
+    if (M.shape.size() < 2 || M.shape.size() > 4) {
+      return absl::InvalidArgumentError(Cat(M.source, ": the mask has shape ", ShapeText(M.shape),
+                                            "; expected (S_q, S_k) = (", q_.s, ", ", k_.s,
+                                            ") or a shape that broadcasts to (B, H, S_q, S_k) = ", ShapeText(full)));
+    }
+    mask_shape4_.assign(4, 1);
+    const size_t off = 4 - M.shape.size();
+    for (size_t dgt = 0; dgt < M.shape.size(); ++dgt) {
+      const int64_t m = M.shape[dgt], f = full[off + dgt];
+      if (m != f && m != 1) {
+        return absl::InvalidArgumentError(Cat(M.source, ": the mask has shape ", ShapeText(M.shape),
+                                              ", which does not broadcast to (B, H, S_q, S_k) = ", ShapeText(full)));
+      }
+      mask_shape4_[off + dgt] = m;
+    }
+    maskd_.resize(static_cast<size_t>(M.size()));
+    for (int64_t i = 0; i < M.size(); ++i) {
+      maskd_[static_cast<size_t>(i)] = bool_mask_ ? (M.Bits(i) != 0 ? 1.0 : 0.0) : ToDouble(*M.format, M.Bits(i));
+    }
+  }
+  (void)DecodeAll(Q, qd_);
+  (void)DecodeAll(K, kd_);
+  (void)DecodeAll(V, vd_);
+  vabs_.resize(vd_.size());
+  for (size_t i = 0; i < vd_.size(); ++i) vabs_[i] = std::fabs(vd_[i]);
+  // Platforms: "correctly-rounded" and the attention models.
+  const std::string models_dir = options_.attention_models_dir.empty() ? std::string(FPCONFORM_ATTENTION_MODELS_DIR)
+                                                                       : options_.attention_models_dir;
+  absl::StatusOr<std::vector<composite::AttentionModel>> loaded = composite::LoadAttentionModels(models_dir);
+  if (!loaded.ok()) return loaded.status();
+  catalog_ = *std::move(loaded);
+  if (options_.platforms.empty()) {
+    return absl::InvalidArgumentError(Cat("no platform given: name one or more (--platform P[,P...]), ",
+                                          kCorrectlyRounded, ", or auto (the attention models are in ", models_dir, ")"));
+  }
+  const auto add = [&](const composite::AttentionModel* m) {
+    for (const composite::AttentionModel* have : platforms_) {
+      if (have == m) return;
+    }
+    AuditPlatform p;
+    p.name = m == nullptr ? kCorrectlyRounded : m->name;
+    if (m == nullptr) {
+      p.hash = HexHash(Fnv1a(kCorrectlyRounded));
+    } else {
+      absl::StatusOr<std::string> text = ReadUserFile(Cat(models_dir, "/", m->name, ".toml"), kMaxTextFileBytes, "model file");
+      p.hash = text.ok() ? HexHash(Fnv1a(*text)) : "?";
+    }
+    setup_.platforms.push_back(std::move(p));
+    platforms_.push_back(m);
+  };
+  for (const std::string& name : options_.platforms) {
+    if (name == "auto") {
+      add(nullptr);
+      for (const composite::AttentionModel& m : catalog_) {
+        if (m.input == Q.format && m.output == O.format) add(&m);
+      }
+      continue;
+    }
+    if (name == kCorrectlyRounded) {
+      add(nullptr);
+      continue;
+    }
+    const composite::AttentionModel* found = nullptr;
+    std::vector<std::string> names = {kCorrectlyRounded};
+    for (const composite::AttentionModel& m : catalog_) {
+      names.push_back(m.name);
+      if (m.name == name) found = &m;
+    }
+    if (found == nullptr) {
+      return absl::InvalidArgumentError(Cat("--platform: no attention platform '", EscapeText(name, 200), "' (valid: ",
+                                            Join(names, " "), ")"));
+    }
+    if (found->input != Q.format) {
+      return absl::InvalidArgumentError(Cat("Q is ", Q.format->name, " but platform ", name, " takes ",
+                                            found->input->name, " inputs"));
+    }
+    add(found);
+  }
+  for (const composite::AttentionModel* m : platforms_) {
+    if (m == nullptr) continue;
+    if (m->output != O.format) {
+      setup_.notes.push_back(Cat("the output is ", O.format->name, " while ", m->name, " writes ", m->output->name,
+                                 ": emulated values and bounds converted with ", RoundingName(in_.out_rounding)));
+    }
+    if (!m->unconfirmed.empty()) {
+      setup_.notes.push_back(Cat(m->name, ": unconfirmed (no real output confirms): ", Join(m->unconfirmed, ", ")));
+    }
+  }
+  setup_.out = &O;
+  setup_.out_format = O.format;
+  setup_.out_shape = O.shape;
+  setup_.elements = O.size();
+  setup_.k = k_.s;
+  setup_.progress_label = "attention elements";
+  setup_.input_format = std::string(Q.format->name);
+  setup_.formula = Cat("out = softmax(scale Q K^T", in_.mask != nullptr ? (bool_mask_ ? " masked by M" : " + M") : "",
+                       in_.causal ? ", causal (top-left)" : "", ") V per head; scale = ",
+                       in_.scale.has_value() ? Num(*in_.scale) : Cat("1/sqrt(", q_.d, ") exactly"),
+                       "; S_q = ", q_.s, ", S_k = ", k_.s, ", D = ", q_.d, ", D_v = ", dv_, ", heads ", q_.h,
+                       group_ > 1 ? Cat(" (", k_.h, " K/V heads, head h uses K/V head h / ", group_, ")") : "",
+                       "; exact = the real value, fully masked rows NaN");
+  NoteBf16Fit(O, "the output", setup_.notes);
+  AddFileProvenance(setup_.provenance, "Q", Q);
+  AddFileProvenance(setup_.provenance, "K", K);
+  AddFileProvenance(setup_.provenance, "V", V);
+  if (in_.mask != nullptr) AddFileProvenance(setup_.provenance, "mask", *in_.mask);
+  AddFileProvenance(setup_.provenance, "out", O);
+  setup_.provenance.emplace_back("scale", in_.scale.has_value() ? Num(*in_.scale) : "1/sqrt(D)");
+  setup_.provenance.emplace_back("causal", in_.causal ? "true" : "false");
+  setup_.provenance.emplace_back("tool", ToolVersion());
+  return absl::OkStatus();
+}
+
+void AttentionAuditOp::MakeHead(int64_t head, Head& h, bool abs_v) const {
+  const int64_t b = head / q_.h, hq = head % q_.h, hk = hq / group_;
+  const auto sz = [](int64_t x) { return static_cast<size_t>(x); };
+  AttentionProblem& p = h.p;
+  p = AttentionProblem{};
+  p.s_q = q_.s;
+  p.s_k = k_.s;
+  p.d = q_.d;
+  p.d_v = dv_;
+  p.q = std::span<const double>(qd_).subspan(sz((b * q_.h + hq) * q_.s * q_.d), sz(q_.s * q_.d));
+  p.k = std::span<const double>(kd_).subspan(sz((b * k_.h + hk) * k_.s * k_.d), sz(k_.s * k_.d));
+  p.v = std::span<const double>(abs_v ? vabs_ : vd_).subspan(sz((b * v_.h + hk) * v_.s * v_.d), sz(v_.s * v_.d));
+  p.scale = in_.scale;
+  p.causal = in_.causal;
+  if (in_.mask != nullptr) {
+    const std::vector<int64_t>& ms = mask_shape4_;
+    const int64_t mb = ms[0] == 1 ? 0 : b, mh = ms[1] == 1 ? 0 : hq;
+    const int64_t n = q_.s * k_.s;
+    h.mask.resize(sz(n));
+    for (int64_t i = 0; i < q_.s; ++i) {
+      for (int64_t j = 0; j < k_.s; ++j) {
+        const int64_t at = ((mb * ms[1] + mh) * ms[2] + (ms[2] == 1 ? 0 : i)) * ms[3] + (ms[3] == 1 ? 0 : j);
+        h.mask[sz(i * k_.s + j)] = maskd_[sz(at)];
+      }
+    }
+    if (bool_mask_) {
+      h.keep.resize(sz(n));
+      for (size_t x = 0; x < h.keep.size(); ++x) h.keep[x] = h.mask[x] != 0 ? 1 : 0;
+      p.keep_mask = h.keep;
+    } else {
+      p.additive_mask = h.mask;
+    }
+  }
+}
+
+absl::Status AttentionAuditOp::Rows(const Head& h, int64_t r0, int64_t r1, std::vector<ExactEnclosure>& exact,
+                                    size_t p, std::vector<Emulated>* emu, bool count_stats) const {
+  std::vector<std::vector<Emulated>> all;
+  if (emu == nullptr) return RowsAll(h, r0, r1, exact, nullptr, count_stats);
+  std::vector<size_t> only = {p};
+  if (absl::Status s = RowsAll(h, r0, r1, exact, &all, count_stats, &only); !s.ok()) return s;
+  *emu = std::move(all[p]);
+  return absl::OkStatus();
+}
+
+// The exact values (one oracle pass, with the correctly rounded bits), P|V| (one pass with |V|,
+// when a model is among the platforms wanted), then each wanted platform's values.
+absl::Status AttentionAuditOp::RowsAll(const Head& h, int64_t r0, int64_t r1, std::vector<ExactEnclosure>& exact,
+                                       std::vector<std::vector<Emulated>>* emu, bool count_stats,
+                                       const std::vector<size_t>* only) const {
+  const size_t n = static_cast<size_t>((r1 - r0) * dv_);
+  exact.assign(n, ExactEnclosure{});
+  const FormatSpec& O = *setup_.out_format;
+  const int threads = std::max(1, options_.threads);
+  std::vector<size_t> wanted;
+  if (emu != nullptr) {
+    if (only != nullptr) {
+      wanted = *only;
+    } else {
+      for (size_t p = 0; p < platforms_.size(); ++p) wanted.push_back(p);
+    }
+  }
+  bool any_cr = false, any_model = false;
+  for (size_t p : wanted) (platforms_[p] == nullptr ? any_cr : any_model) = true;
+  std::vector<uint64_t> bits(any_cr ? n : 0);
+  AttentionOutputs o;
+  o.out = &O;
+  o.bits = bits;
+  o.enclosure = exact;
+  AttentionStats st;
+  if (absl::Status s = AttentionRows(h.p, r0, r1, o, &st, threads); !s.ok()) return s;
+  if (count_stats) const_cast<AttentionAuditOp*>(this)->stats_ += st;  // EmulateBlock only.
+  if (emu == nullptr) return absl::OkStatus();
+  emu->resize(platforms_.size());
+  std::vector<ExactEnclosure> pv;
+  if (any_model) {  // P|V| from the oracle with |V|.
+    AttentionProblem pa = h.p;
+    pa.v = std::span<const double>(vabs_).subspan(static_cast<size_t>(h.p.v.data() - vd_.data()), h.p.v.size());
+    pv.resize(n);
+    AttentionOutputs oa;
+    oa.enclosure = pv;
+    if (absl::Status s = AttentionRows(pa, r0, r1, oa, nullptr, threads); !s.ok()) return s;
+  }
+  for (size_t p : wanted) {
+    std::vector<Emulated>& out = (*emu)[p];
+    out.assign(n, Emulated{});
+    const composite::AttentionModel* m = platforms_[p];
+    if (m == nullptr) {
+      for (size_t e = 0; e < n; ++e) {
+        const double v = ToDouble(O, bits[e]);
+        out[e] = EmulatedFromEnclosure(bits[e], v, v, O, O, in_.out_rounding, exact[e].lo, exact[e].hi);
+      }
+      continue;
+    }
+    // A model: its emulated values and enclosures (composite/attention_model.h).
+    std::vector<uint64_t> mb(n);
+    std::vector<double> lo(n), hi(n);
+    if (absl::Status s = composite::EmulateAttentionRows(*m, h.p, r0, r1, pv, exact, mb, lo, hi, threads); !s.ok()) {
+      return s;
+    }
+    for (size_t e = 0; e < n; ++e) {
+      out[e] = EmulatedFromEnclosure(mb[e], lo[e], hi[e], *m->output, O, in_.out_rounding, exact[e].lo, exact[e].hi);
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status AttentionAuditOp::EmulateBlock(int64_t e0, int64_t e1, std::vector<std::vector<Emulated>>& emu) {
+  const int64_t head_elems = q_.s * dv_;
+  const int64_t head = e0 / head_elems;
+  const int64_t r0 = (e0 % head_elems) / dv_, r1 = r0 + (e1 - e0) / dv_;
+  Head h;
+  MakeHead(head, h);
+  block_e0_ = e0;
+  if (absl::Status s = RowsAll(h, r0, r1, block_exact_, &emu, !stats_noted_); !s.ok()) return s;
+  if (e1 == setup_.elements && !stats_noted_) {
+    stats_noted_ = true;
+    setup_.notes.push_back(Cat("exact values: ", stats_.fast_rows, " rows decided in certified binary64, ",
+                               stats_.mpfr_rows, " through MPFR (", stats_.fallback, " undecided elements, ",
+                               stats_.special_rows, " special rows)"));
+  }
+  return absl::OkStatus();
+}
+
+void AttentionAuditOp::Exact(int64_t e, bool in_block, OpScratch& scratch, ExactFacts& facts) const {
+  Scratch& s = static_cast<Scratch&>(scratch);
+  if (in_block) {
+    s.exact = block_exact_[static_cast<size_t>(e - block_e0_)];
+  } else {
+    const int64_t head_elems = q_.s * dv_;
+    const int64_t row = (e % head_elems) / dv_;
+    Head h;
+    MakeHead(e / head_elems, h);
+    std::vector<ExactEnclosure> exact;
+    s.exact = Rows(h, row, row + 1, exact, platforms_.size(), nullptr).ok() ? exact[static_cast<size_t>(e % dv_)]
+                                                                             : ExactEnclosure{NAN, NAN, NAN, false};
+  }
+  FactsFromEnclosure(s.exact, s.x, facts);
+}
+
+Emulated AttentionAuditOp::EmulateOne(int64_t e, size_t p, OpScratch&) const {
+  const int64_t head_elems = q_.s * dv_;
+  const int64_t row = (e % head_elems) / dv_;
+  Head h;
+  MakeHead(e / head_elems, h);
+  std::vector<ExactEnclosure> exact;
+  std::vector<Emulated> emu;
+  if (!Rows(h, row, row + 1, exact, p, &emu).ok()) return Emulated{0, NAN};
+  return emu[static_cast<size_t>(e % dv_)];
+}
+
+double AttentionAuditOp::AbsSum(int64_t e, OpScratch&) const {
+  const int64_t head_elems = q_.s * dv_;
+  const int64_t row = (e % head_elems) / dv_;
+  Head h;
+  MakeHead(e / head_elems, h, /*abs_v=*/true);
+  std::vector<ExactEnclosure> exact;
+  if (!Rows(h, row, row + 1, exact, platforms_.size(), nullptr).ok()) return NAN;
+  return exact[static_cast<size_t>(e % dv_)].hi;  // sum_j P_j |V_jc|.
+}
+
+std::string AttentionAuditOp::Diagnose(int64_t e, size_t, OpScratch&, const ExactFacts& facts, uint64_t y,
+                                       double bound) const {
+  const FormatSpec& out = *setup_.out_format;
+  const double yd = ToDouble(out, y), ex = facts.x;
+  const Relation rel(out, yd, bound);
+  const bool nonzero = std::fabs(ex) > rel.slack();
+  if (nonzero && yd == 0) return "zero where the exact value is not: element not written?";
+  if (nonzero && rel.Holds(-ex)) return "sign flipped (out = -exact)";
+  const int64_t head_elems = q_.s * dv_;
+  const int64_t head = e / head_elems, row = (e % head_elems) / dv_, col = e % dv_;
+  // A variant of the problem: does its exact value (rounded to the output, give or take the
+  // platform's bound) give y?
+  const auto variant = [&](const std::function<void(Head&)>& change) {
+    Head h;
+    MakeHead(head, h);
+    change(h);
+    std::vector<ExactEnclosure> enc(static_cast<size_t>(dv_));
+    AttentionOutputs o;
+    o.enclosure = enc;
+    if (!AttentionRows(h.p, row, row + 1, o, nullptr).ok()) return false;
+    return rel.Holds(enc[static_cast<size_t>(col)].nearest);
+  };
+  const double scale = in_.scale.has_value() ? *in_.scale : 1.0 / std::sqrt(static_cast<double>(q_.d));
+  if (variant([&](Head& h) { h.p.scale = 1.0; })) return "the scale not applied (scale 1)";
+  if (variant([&](Head& h) { h.p.scale = scale * scale; })) return "the scale applied twice (scale^2)";
+  if (variant([&](Head& h) { h.p.causal = !in_.causal; })) {
+    return in_.causal ? "no causal mask (every key attended)" : "a causal mask applied where none is expected";
+  }
+  if (!in_.causal && q_.s != k_.s && variant([&](Head& h) { h.p.causal = true; })) {
+    return "a causal mask applied";
+  }
+  if (group_ > 1) {
+    const int64_t hq = head % q_.h, b = head / q_.h;
+    const int64_t other = hq % k_.h;  // repeat (tile) instead of repeat_interleave.
+    if (other != hq / group_ &&
+        variant([&](Head& h) {
+          h.p.k = std::span<const double>(kd_).subspan(static_cast<size_t>((b * k_.h + other) * k_.s * k_.d),
+                                                       static_cast<size_t>(k_.s * k_.d));
+          h.p.v = std::span<const double>(vd_).subspan(static_cast<size_t>((b * v_.h + other) * v_.s * v_.d),
+                                                       static_cast<size_t>(v_.s * v_.d));
+        })) {
+      return Cat("the wrong GQA head mapping: K/V head ", other, " (h mod H_kv) instead of ", hq / group_,
+                 " (h / group)");
+    }
+  }
+  // A key block dropped: the last or the first block of T keys (T = 64 ... 512) of the row.
+  for (int64_t t : {64, 128, 256, 512}) {
+    if (t >= k_.s) break;
+    const int64_t last = in_.causal ? std::min(row, k_.s - 1) : k_.s - 1;
+    for (const int64_t start : {int64_t{0}, (last / t) * t}) {
+      std::vector<uint8_t> keep;
+      if (variant([&](Head& h) {
+            keep.assign(static_cast<size_t>(q_.s * k_.s), 1);
+            if (!h.keep.empty()) keep = h.keep;
+            if (!h.mask.empty() && h.keep.empty()) {
+              for (size_t x = 0; x < keep.size(); ++x) keep[x] = h.mask[x] == -INFINITY ? 0 : 1;
+            }
+            for (int64_t j = start; j < std::min(k_.s, start + t); ++j) keep[static_cast<size_t>(row * k_.s + j)] = 0;
+            h.keep = keep;
+            h.p.keep_mask = h.keep;
+            h.p.additive_mask = {};
+            if (!h.mask.empty() && !bool_mask_) {  // Keep the additive values by folding them in.
+              h.p.additive_mask = h.mask;
+              h.p.keep_mask = {};
+              for (int64_t j = start; j < std::min(k_.s, start + t); ++j) {
+                h.mask[static_cast<size_t>(row * k_.s + j)] = -INFINITY;
+              }
+            }
+          })) {
+        return Cat("a key block dropped: keys [", start, ", ", std::min(k_.s, start + t), ") (block of ", t, ")");
+      }
+    }
+  }
+  if (nonzero) {
+    if (std::string p2 = rel.PowerOfTwo(ex); !p2.empty()) return p2;
+  }
+  return "no simple relation found";
+}
+
+absl::Status AttentionAuditOp::ExactAll(std::vector<uint64_t>& bits) const {
+  bits.assign(static_cast<size_t>(setup_.elements), 0);
+  const int64_t heads = q_.b * q_.h, head_elems = q_.s * dv_;
+  for (int64_t hd = 0; hd < heads; ++hd) {
+    Head h;
+    MakeHead(hd, h);
+    AttentionOutputs o;
+    o.out = setup_.out_format;
+    o.bits = std::span<uint64_t>(bits).subspan(static_cast<size_t>(hd * head_elems), static_cast<size_t>(head_elems));
+    if (absl::Status s = AttentionRows(h.p, 0, q_.s, o, nullptr, std::max(1, options_.threads)); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+}  // namespace audit_internal
+
+absl::StatusOr<std::vector<uint64_t>> ExactAttention(const AttentionAuditInput& in, const FormatSpec& out,
+                                                     int threads) {
+  if (in.q == nullptr || in.v == nullptr) return absl::InvalidArgumentError("exact attention needs Q, K and V");
+  if (!IsFloat(out) || Precision(out) > 53) {
+    return absl::InvalidArgumentError(Cat("exact attention: the output format ", out.name,
+                                          " is not a float format of at most 53 bits"));
+  }
+  std::vector<int64_t> shape = in.q->shape;
+  if (!shape.empty() && !in.v->shape.empty()) shape.back() = in.v->shape.back();
+  absl::StatusOr<Tensor> o = MakeTensor(std::string(out.name), shape);
+  if (!o.ok()) return o.status();
+  o->source = "(the exact output)";
+  AttentionAuditInput input = in;
+  input.out = &*o;
+  AuditOptions options;
+  options.platforms = {"correctly-rounded"};
+  options.threads = threads;
+  audit_internal::AttentionAuditOp op(input, options);
+  if (absl::Status s = op.Init(); !s.ok()) return s;
+  std::vector<uint64_t> bits;
+  if (absl::Status s = op.ExactAll(bits); !s.ok()) return s;
+  return bits;
+}
+
+absl::StatusOr<AuditResult> AuditAttention(const AttentionAuditInput& in, const AuditOptions& options) {
+  return audit_internal::RunOp<audit_internal::AttentionAuditOp>(in, options);
+}
+
+}  // namespace fpconform::reports
