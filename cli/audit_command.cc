@@ -270,6 +270,12 @@ CLI::App* AddAuditCommand(CLI::App& root, AuditCommandState& s) {
   s.matmul->add_flag("--transpose-a", s.transpose_a, "The A file holds A^T (k x m)");
   s.matmul->add_flag("--transpose-b", s.transpose_b, "The B file holds B^T (n x k)");
   AddCommon(s.matmul, s.common, true);
+  s.matmul->add_option("--fit-out", s.fit_out,
+                       "Write the fitted model (reports/AUDIT.md \"Fit\") to this new file (must not "
+                       "exist); runs the fit even when a preset reproduces every element");
+  s.matmul->add_flag("--no-fit", s.no_fit,
+                     "Skip the fit that --platform auto runs when no preset reproduces every "
+                     "element bit for bit");
 
   s.sum = app->add_subcommand("sum", "out = the sum of X along one axis");
   AddTensorOption(s.sum, s.x, "X");
@@ -419,7 +425,33 @@ static int RunAudit(const AuditCommandState& s) {
     if (sa->has_value()) in.scale_a = &**sa;
     if (sb->has_value()) in.scale_b = &**sb;
     in.out = &*out;
+    // The fit (reports/AUDIT.md "Fit"): --fit-out runs it and writes the model to a new file.
+    if (!s.fit_out.empty()) {
+      struct stat st;
+      if (s.no_fit) return Fail(cmd, absl::InvalidArgumentError("--fit-out and --no-fit exclude each other"));
+      if (::lstat(s.fit_out.c_str(), &st) == 0) {
+        return Fail(cmd, absl::InvalidArgumentError(
+                             Cat("--fit-out ", s.fit_out, ": exists (give a new file name)")));
+      }
+    }
+    options->fit = s.no_fit ? reports::AuditOptions::Fit::kOff
+                   : s.fit_out.empty() ? reports::AuditOptions::Fit::kAuto
+                                       : reports::AuditOptions::Fit::kOn;
     r = reports::AuditMatmul(in, *options);
+    if (r.ok() && !s.fit_out.empty()) {
+      if (!r->fit.run) {
+        return Fail(cmd, absl::InvalidArgumentError(Cat("--fit-out: the fit did not run: ", r->fit.skipped)));
+      }
+      struct stat st;
+      if (::lstat(s.fit_out.c_str(), &st) == 0) {
+        return Fail(cmd, absl::InvalidArgumentError(
+                             Cat("--fit-out ", s.fit_out, ": appeared during the audit (not replaced)")));
+      }
+      if (absl::Status ws = WriteFileAtomically(s.fit_out, {r->fit.model_text}); !ws.ok()) {
+        return Fail(cmd, ws);
+      }
+      std::fprintf(stderr, "fpconform %s: fitted model -> %s\n", cmd, s.fit_out.c_str());
+    }
   } else if (const auto axis_op = std::find_if(s.axis_ops.begin(), s.axis_ops.end(),
                                                [](const CLI::App* a) { return a != nullptr && a->parsed(); });
              axis_op != s.axis_ops.end()) {
@@ -507,7 +539,7 @@ static int RunAudit(const AuditCommandState& s) {
     r = reports::AuditCast(in, *options);
   }
   if (!r.ok()) return Fail(cmd, r.status());
-  return Emit(cmd, c, reports::AuditSummaryText(*r), reports::AuditToJson(*r),
+  return Emit(cmd, c, reports::AuditSummaryText(*r) + reports::AuditFitText(*r), reports::AuditToJson(*r),
               reports::AuditReportFiles(*r), r->verdict == reports::AuditVerdict::kPass);
 }
 

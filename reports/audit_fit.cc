@@ -1,0 +1,376 @@
+// The audit's fit (reports/AUDIT.md "Fit"): beyond the presets, the parametric families around
+// them (accumulation/model_fit.h), ranked by the output elements they reproduce bit for bit.
+//
+// Search, deterministic (no clock, no thread-count dependence):
+//   1. Datapaths: the platforms grouped by every parameter but [chain] (and name, description);
+//      per group the member with the most identical elements of the audit is its base.
+//   2. Round A, on a pinned sample of options.fit_sample elements: every platform as it is, and
+//      SplitKFamily around each base. The candidates with the best sample count (at most 16, in
+//      candidate order) are the finalists; each is checked on the check set (every element when
+//      elements * K <= options.fit_check_products, else a pinned sample of that many products).
+//   3. Round B around the winner: DatapathFamily (group size, where c enters, input conversion,
+//      promotion interval) the same way; a better one becomes the winner, and round A runs once
+//      more around it (its split-K family).
+// The winner has the most identical elements on the check set; ties are the other finalists with
+// the same count. Evaluations run on options.threads threads (candidates x element ranges), each
+// element's result depending only on the model and the element.
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "accumulation/evaluate.h"
+#include "accumulation/model_fit.h"
+#include "cases/pinned_random.h"
+#include "formats/ops.h"
+#include "formats/str_cat.h"
+#include "formats/user_file.h"
+#include "reports/audit_reduction.h"
+
+namespace fpconform::reports::audit_internal {
+namespace {
+
+struct Candidate {
+  std::string base;    // Preset name whose datapath (and file) it derives from.
+  std::string change;  // "" for the preset itself.
+  FitVariant variant;  // variant.model is the model evaluated.
+  int64_t sample = -1, check = -1;
+};
+
+// Every parameter the file sets but the chain's (and the names): equal keys, one datapath.
+std::string DatapathKey(const Model& m) {
+  std::string key;
+  for (const auto& [k, v] : m.parameters) {
+    if (k == "name" || k == "description" || k.rfind("chain.", 0) == 0) continue;
+    absl::StrAppend(&key, k, "=", v, ";");
+  }
+  return key;
+}
+
+// Distinct element indices of [0, n), `count` of them (all when count >= n), sorted.
+std::vector<int64_t> PinnedSample(int64_t n, int64_t count, uint64_t seed) {
+  std::vector<int64_t> out;
+  if (count >= n) {
+    for (int64_t e = 0; e < n; ++e) out.push_back(e);
+    return out;
+  }
+  PinnedRng rng(seed);
+  std::vector<char> taken(static_cast<size_t>(n), 0);
+  while (static_cast<int64_t>(out.size()) < count) {
+    const int64_t e = static_cast<int64_t>(rng.Below(static_cast<uint64_t>(n)));
+    if (taken[static_cast<size_t>(e)]) continue;
+    taken[static_cast<size_t>(e)] = 1;
+    out.push_back(e);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// Runs fn(i) for i in [0, n) on `threads` threads (static interleaving).
+template <class Fn>
+void ParallelFor(int64_t n, int threads, Fn fn) {
+  threads = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(threads, n)));
+  if (threads == 1) {
+    for (int64_t i = 0; i < n; ++i) fn(i);
+    return;
+  }
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&, t] {
+      for (int64_t i = t; i < n; i += threads) fn(i);
+    });
+  }
+  for (std::thread& th : pool) th.join();
+}
+
+}  // namespace
+
+absl::Status ReductionOp::Fit(AuditResult& r) const {
+  AuditResult::FitResult& fit = r.fit;
+  const bool is_auto = !options_.platforms.empty() && options_.platforms[0] == "auto";
+  if (options_.fit == AuditOptions::Fit::kOff || sum_) return absl::OkStatus();
+  if (options_.fit == AuditOptions::Fit::kAuto) {
+    if (!is_auto) return absl::OkStatus();
+    bool all_identical = false;
+    for (const PlatformAudit& p : r.platforms) {
+      all_identical |= p.counts[static_cast<int>(AuditClass::kIdentical)] == setup_.elements;
+    }
+    if (all_identical) return absl::OkStatus();
+  }
+  if (scaled_) {
+    fit.skipped = "not with FP8 scales (the fit compares the unscaled model's bits)";
+    return absl::OkStatus();
+  }
+  if (setup_.elements == 0 || setup_.k < 1 || setup_.k > (int64_t{1} << 30)) {
+    fit.skipped = "no elements";
+    return absl::OkStatus();
+  }
+  const int k = static_cast<int>(setup_.k);
+  const bool has_c = c_format_ != nullptr;
+  const FormatSpec& out_format = *setup_.out_format;
+  const Tensor& out = *setup_.out;
+  const int threads = std::max(1, options_.threads);
+
+  // The audit's identical counts per platform (r.platforms is in setup_ order).
+  std::map<std::string, int64_t> identical;
+  for (const PlatformAudit& p : r.platforms) {
+    identical[p.name] = p.counts[static_cast<int>(AuditClass::kIdentical)];
+  }
+  // 1. Datapaths and their bases.
+  std::map<std::string, size_t> base_of;  // Datapath key -> index into models_.
+  std::vector<std::string> key_order;
+  for (size_t p = 0; p < models_.size(); ++p) {
+    const std::string key = DatapathKey(*models_[p]);
+    auto it = base_of.find(key);
+    if (it == base_of.end()) {
+      base_of[key] = p;
+      key_order.push_back(key);
+    } else if (identical[models_[p]->name] > identical[models_[it->second]->name]) {
+      it->second = p;
+    }
+  }
+  fit.datapaths = static_cast<int64_t>(key_order.size());
+  for (const PlatformAudit& p : r.platforms) {
+    if (fit.base_best.empty() ||
+        p.counts[static_cast<int>(AuditClass::kIdentical)] > identical[fit.base_best]) {
+      fit.base_best = p.name;
+    }
+  }
+
+  // Element evaluation: the model's bits in the output file's format against the output.
+  auto same = [&](const Model& m, std::span<const uint64_t> a, std::span<const uint64_t> b,
+                  uint64_t c, int64_t e) {
+    EvalOptions eo;
+    eo.want_bound = false;
+    absl::StatusOr<EvalResult> v = EvaluateDot(m, a, b, c, eo);
+    if (!v.ok()) return false;
+    uint64_t bits = v->bits;
+    const FormatSpec& mo = m.OutputFormat();
+    if (&mo != &out_format) bits = Convert(mo, out_format, bits, out_rounding_).bits;
+    const uint64_t o = out.Bits(e);
+    if (bits == o) return true;
+    return IsNanBits(out_format, bits) && IsNanBits(out_format, o);
+  };
+  // The sample's operands, read once.
+  const std::vector<int64_t> sample =
+      PinnedSample(setup_.elements, std::max(1, options_.fit_sample), 0xF17);
+  struct Operands {
+    std::vector<uint64_t> a, b;
+    uint64_t c = 0;
+  };
+  std::vector<Operands> sample_ops(sample.size());
+  for (size_t i = 0; i < sample.size(); ++i) {
+    Read(sample[i], sample_ops[i].a, sample_ops[i].b, sample_ops[i].c);
+  }
+  const int64_t check_elements =
+      std::max<int64_t>(1, options_.fit_check_products / std::max<int64_t>(1, setup_.k));
+  const std::vector<int64_t> check = PinnedSample(setup_.elements, check_elements, 0xC4EC);
+  fit.checked = static_cast<int64_t>(check.size());
+
+  std::vector<Candidate> all;  // Every candidate tried, in order.
+  auto score_sample = [&](size_t from) {
+    const int64_t n = static_cast<int64_t>(all.size() - from);
+    ParallelFor(n, threads, [&](int64_t i) {
+      Candidate& c = all[from + static_cast<size_t>(i)];
+      int64_t hits = 0;
+      for (size_t s = 0; s < sample.size(); ++s) {
+        hits += same(c.variant.model, sample_ops[s].a, sample_ops[s].b, sample_ops[s].c,
+                     sample[s]);
+      }
+      c.sample = hits;
+    });
+  };
+  auto score_check = [&](std::vector<size_t> finalists) -> absl::Status {
+    // (finalist, element block) work items; per-block counts summed in order.
+    constexpr int64_t kBlock = 64;
+    const int64_t blocks = (fit.checked + kBlock - 1) / kBlock;
+    std::vector<int64_t> hits(finalists.size() * static_cast<size_t>(blocks), 0);
+    ParallelFor(static_cast<int64_t>(hits.size()), threads, [&](int64_t w) {
+      const Candidate& c = all[finalists[static_cast<size_t>(w / blocks)]];
+      const int64_t b0 = (w % blocks) * kBlock, b1 = std::min(fit.checked, b0 + kBlock);
+      std::vector<uint64_t> a, b;
+      uint64_t cv = 0;
+      int64_t h = 0;
+      for (int64_t i = b0; i < b1; ++i) {
+        const int64_t e = check[static_cast<size_t>(i)];
+        Read(e, a, b, cv);
+        h += same(c.variant.model, a, b, cv, e);
+      }
+      hits[static_cast<size_t>(w)] = h;
+    });
+    for (size_t f = 0; f < finalists.size(); ++f) {
+      int64_t sum = 0;
+      for (int64_t b = 0; b < blocks; ++b) sum += hits[f * static_cast<size_t>(blocks) + b];
+      all[finalists[f]].check = sum;
+    }
+    if (options_.cancelled && options_.cancelled()) return absl::CancelledError("interrupted");
+    return absl::OkStatus();
+  };
+  // One round: candidates [from, end) scored on the sample, the best-scoring (up to 16, plus
+  // `keep`, the current winner) checked; returns the index of the round's winner.
+  auto round = [&](size_t from, std::optional<size_t> keep) -> absl::StatusOr<size_t> {
+    if (options_.progress) {
+      options_.progress(0, 1, Cat("fit: ", all.size() - from, " candidates on ", sample.size(),
+                                  " sampled elements"));
+    }
+    score_sample(from);
+    int64_t best = -1;
+    for (size_t i = from; i < all.size(); ++i) best = std::max(best, all[i].sample);
+    if (keep) best = std::max(best, all[*keep].sample);
+    std::vector<size_t> finalists;
+    for (size_t i = from; i < all.size() && finalists.size() < 16; ++i) {
+      if (all[i].sample == best && all[i].check < 0) finalists.push_back(i);
+    }
+    if (options_.progress) {
+      options_.progress(0, 1, Cat("fit: ", finalists.size(), " finalists on ", fit.checked,
+                                  " elements"));
+    }
+    if (absl::Status s = score_check(finalists); !s.ok()) return s;
+    if (keep) finalists.insert(finalists.begin(), *keep);
+    size_t win = finalists.empty() ? *keep : finalists[0];
+    for (size_t f : finalists) {
+      if (all[f].check > all[win].check) win = f;
+    }
+    return win;
+  };
+
+  // 2. Round A: the presets as they are, then the split-K families of the bases.
+  for (size_t p = 0; p < models_.size(); ++p) {
+    Candidate c;
+    c.base = models_[p]->name;
+    c.variant.model = *models_[p];
+    all.push_back(std::move(c));
+  }
+  for (const std::string& key : key_order) {
+    const Model& base = *models_[base_of[key]];
+    for (FitVariant& v : SplitKFamily(base, k, has_c)) {
+      Candidate c;
+      c.base = base.name;
+      c.change = v.label;
+      c.variant = std::move(v);
+      all.push_back(std::move(c));
+    }
+  }
+  absl::StatusOr<size_t> win = round(0, std::nullopt);
+  if (!win.ok()) return win.status();
+  // 3. Round B around the winner, then its split-K family once more if B changed the datapath.
+  {
+    const Candidate w = all[*win];
+    const size_t from = all.size();
+    for (FitVariant& v : DatapathFamily(w.variant.model, has_c)) {
+      Candidate c;
+      c.base = w.base;
+      c.change = w.change.empty() ? v.label : Cat(w.change, "; ", v.label);
+      // The file keys: the winner's, then the new ones.
+      c.variant = w.variant;
+      c.variant.model = v.model;
+      for (auto& kv : v.set) c.variant.set.push_back(kv);
+      all.push_back(std::move(c));
+    }
+    absl::StatusOr<size_t> b = round(from, *win);
+    if (!b.ok()) return b.status();
+    if (*b != *win) {
+      win = b;
+      const Candidate w2 = all[*win];
+      const size_t from2 = all.size();
+      for (FitVariant& v : SplitKFamily(w2.variant.model, k, has_c)) {
+        Candidate c;
+        c.base = w2.base;
+        // The datapath keys of w2 (not chain.*) carried over, then the new chain.
+        c.variant = v;
+        for (const auto& kv : w2.variant.set) {
+          if (kv.first.rfind("chain.", 0) != 0) c.variant.set.insert(c.variant.set.begin(), kv);
+        }
+        std::string dp;
+        for (const auto& kv : w2.variant.set) {
+          if (kv.first.rfind("chain.", 0) != 0 && !kv.second.empty()) {
+            absl::StrAppend(&dp, dp.empty() ? "" : "; ", kv.first, " ", kv.second);
+          }
+        }
+        c.change = dp.empty() ? v.label : Cat(dp, "; ", v.label);
+        all.push_back(std::move(c));
+      }
+      absl::StatusOr<size_t> a2 = round(from2, *win);
+      if (!a2.ok()) return a2.status();
+      win = a2;
+    }
+  }
+
+  const Candidate& w = all[*win];
+  fit.run = true;
+  fit.candidates = static_cast<int64_t>(all.size());
+  fit.base = w.base;
+  fit.change = w.change;
+  fit.reproduced = w.check;
+  for (size_t i = 0; i < all.size(); ++i) {
+    if (i != *win && all[i].check == w.check) {
+      fit.ties.push_back(all[i].change.empty() ? all[i].base
+                                               : Cat(all[i].base, ": ", all[i].change));
+    }
+  }
+  // The best preset's own count on the check set.
+  for (const Candidate& c : all) {
+    if (c.change.empty() && c.base == fit.base_best && c.check >= 0) fit.base_reproduced = c.check;
+  }
+  if (fit.base_reproduced == 0) {
+    for (size_t i = 0; i < all.size(); ++i) {
+      if (all[i].change.empty() && all[i].base == fit.base_best) {
+        absl::Status s = score_check({i});
+        if (!s.ok()) return s;
+        fit.base_reproduced = all[i].check;
+      }
+    }
+  }
+  // The model file.
+  absl::StatusOr<std::string> base_text = ReadUserFile(Cat(catalog_.dir(), "/", w.base, ".toml"),
+                                                       kMaxTextFileBytes, "model file");
+  if (!base_text.ok()) return base_text.status();
+  fit.model_name = Cat(w.base, "-fit");
+  const std::string where = Cat("fit: fpconform audit matmul on ", out.source, " (K = ", k, "): ",
+                                fit.reproduced, " of ", fit.checked, " checked elements",
+                                fit.checked == setup_.elements ? "" : " (a pinned sample)",
+                                " bit-identical");
+  absl::StatusOr<std::string> text = VariantModelText(
+      *base_text, w.variant, fit.model_name,
+      Cat(w.base, w.change.empty() ? "" : Cat(" with ", w.change), ", fitted to ", out.source),
+      where);
+  if (!text.ok()) return text.status();
+  fit.model_text = Cat("# Fitted by fpconform audit matmul from the preset ", w.base,
+                       w.change.empty() ? " (unchanged)" : Cat(": ", w.change), ".\n# ", where,
+                       fit.ties.empty() ? ".\n" : Cat("; ", fit.ties.size(), " other candidates tie.\n"),
+                       *text);
+  return absl::OkStatus();
+}
+
+}  // namespace fpconform::reports::audit_internal
+
+namespace fpconform::reports {
+
+std::string AuditFitText(const AuditResult& r) {
+  const AuditResult::FitResult& f = r.fit;
+  if (!f.run) return f.skipped.empty() ? "" : Cat("Fit: not run: ", f.skipped, "\n");
+  std::string t = Cat("Fit (beyond the presets): ", f.base,
+                      f.change.empty() ? " as it is" : Cat(" with ", f.change), "\n");
+  absl::StrAppend(&t, "  reproduces ", f.reproduced, " of ", f.checked, " elements bit for bit",
+                  f.checked == static_cast<int64_t>(r.classes.size()) ? ""
+                                                                       : " (a pinned sample)",
+                  "; the best preset, ", f.base_best, ", ", f.base_reproduced, "\n");
+  absl::StrAppend(&t, "  searched ", f.candidates, " models (the presets and the families around ",
+                  f.datapaths, " datapaths: split-K slices and their order, then group size, "
+                  "where c enters, input conversion, promotion interval)\n");
+  if (f.ties.empty()) {
+    absl::StrAppend(&t, "  unique: no other finalist reproduces as many\n");
+  } else {
+    const size_t shown = std::min<size_t>(f.ties.size(), 8);
+    absl::StrAppend(&t, "  not unique: ", f.ties.size(), " other candidates reproduce ",
+                    f.reproduced, " too: ",
+                    absl::StrJoin(f.ties.begin(), f.ties.begin() + static_cast<long>(shown), "; "),
+                    f.ties.size() > shown ? "; ..." : "", "\n");
+  }
+  absl::StrAppend(&t, "  as a model file: --fit-out FILE (name ", f.model_name, ")\n");
+  return t;
+}
+
+}  // namespace fpconform::reports
