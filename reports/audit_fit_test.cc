@@ -1,0 +1,136 @@
+// The audit's fit (audit.h AuditResult::fit, AUDIT.md "Fit"): outputs made by a split-K model that
+// is not a preset are fitted from the presets' families; integer data that every order sums
+// exactly gives a fit that says it is not unique; --platform auto leaves the fit out when a preset
+// reproduces every element.
+#include <bit>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "accumulation/evaluate.h"
+#include "accumulation/model.h"
+#include "cases/pinned_random.h"
+#include "cases/test_seed.h"
+#include "formats/ops.h"
+#include "gtest/gtest.h"
+#include "reports/audit.h"
+
+namespace fpconform::reports {
+namespace {
+
+const std::string kModels = FPCONFORM_MODELS_SOURCE_DIR;
+
+// bfloat16 tensor of N(0, 1) values (integers in [-4, 4] when `integers`).
+Tensor RandomBf16(std::vector<int64_t> shape, PinnedRng& rng, bool integers) {
+  Tensor t = *MakeTensor("bfloat16", shape);
+  for (int64_t i = 0; i < t.size(); ++i) {
+    const double v = integers ? static_cast<double>(rng.Below(9)) - 4.0 : rng.Normal();
+    t.SetBits(i, Convert(Float64(), BFloat16(), std::bit_cast<uint64_t>(v), OpEnv{}).bits);
+  }
+  t.source = "random";
+  return t;
+}
+
+Tensor Emulate(const Model& model, const Tensor& a, const Tensor& b) {
+  const int m = static_cast<int>(a.shape[0]), k = static_cast<int>(a.shape[1]);
+  const int n = static_cast<int>(b.shape[1]);
+  std::vector<uint64_t> av(static_cast<size_t>(a.size())), bv(static_cast<size_t>(b.size()));
+  a.CopyBits(0, av);
+  b.CopyBits(0, bv);
+  std::vector<uint64_t> d(static_cast<size_t>(m) * n);
+  EXPECT_TRUE(EvaluateMatmul(model, m, n, k, av, Layout::kRowMajor, bv, Layout::kRowMajor, {}, d)
+                  .ok());
+  Tensor out = *MakeTensor(model.OutputFormat().name, {m, n});
+  for (size_t i = 0; i < d.size(); ++i) out.SetBits(static_cast<int64_t>(i), d[i]);
+  out.source = "emulated";
+  return out;
+}
+
+AuditOptions Options() {
+  AuditOptions o;
+  o.platforms = {"auto"};
+  o.models_dir = kModels;
+  o.recommend = false;
+  o.max_listed = 0;
+  o.threads = 2;
+  return o;
+}
+
+// A split the presets do not have (5 slices of whole 32-deep tiles, added last slice first) on
+// the s1688 datapath: the fit finds a model that reproduces every element, where no preset does,
+// and its model file reproduces them too.
+TEST(AuditFit, FitsAnUnknownSplitK) {
+  PinnedRng rng(TestSeed(29, "audit_fit_test"));
+  Model hidden = *LoadModelFile(kModels + "/nvidia-h100-bf16-cublas-s1688-splitk3.toml");
+  hidden.chain.slices = 5;
+  hidden.chain.slice_multiple = 32;
+  hidden.chain.order = SplitOrder::kReverse;
+  const Tensor a = RandomBf16({12, 1000}, rng, false), b = RandomBf16({1000, 10}, rng, false);
+  const Tensor out = Emulate(hidden, a, b);
+  MatmulAuditInput in;
+  in.a = &a;
+  in.b = &b;
+  in.out = &out;
+  absl::StatusOr<AuditResult> r = AuditMatmul(in, Options());
+  ASSERT_TRUE(r.ok()) << r.status();
+  const AuditResult::FitResult& f = r->fit;
+  ASSERT_TRUE(f.run) << f.skipped;
+  EXPECT_EQ(f.checked, 120);
+  EXPECT_EQ(f.reproduced, 120) << AuditFitText(*r);
+  EXPECT_LT(f.base_reproduced, 120);
+  // The s1688 datapath (both of its presets share it; the base is the one with more identical
+  // elements).
+  EXPECT_EQ(f.base.rfind("nvidia-h100-bf16-cublas-s1688-splitk", 0), 0u) << AuditFitText(*r);
+  EXPECT_NE(f.change.find("order reverse"), std::string::npos) << f.change;
+  EXPECT_NE(AuditFitText(*r).find("reproduces 120 of 120 elements"), std::string::npos)
+      << AuditFitText(*r);
+  // The model file is the fitted model: the audit against it finds every element identical.
+  const std::string dir = ::testing::TempDir() + "/audit_fit_test_models";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  {
+    std::ofstream file(dir + "/" + f.model_name + ".toml");
+    file << f.model_text;
+  }
+  AuditOptions o = Options();
+  o.platforms = {f.model_name};
+  o.models_dir = dir;
+  absl::StatusOr<AuditResult> again = AuditMatmul(in, o);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->counts[static_cast<int>(AuditClass::kIdentical)], 120);
+  EXPECT_FALSE(again->fit.run);  // Not auto: no fit unless asked.
+  std::filesystem::remove_all(dir);
+}
+
+// Small integers: every order sums them exactly, so the presets reproduce every element (no fit
+// under auto), and a fit asked for says which candidates tie.
+TEST(AuditFit, ExactSumsTieAndAutoSkipsTheFit) {
+  PinnedRng rng(TestSeed(30, "audit_fit_test"));
+  const Tensor a = RandomBf16({4, 256}, rng, true), b = RandomBf16({256, 4}, rng, true);
+  const Model h100 = *LoadModelFile(kModels + "/nvidia-h100-bf16.toml");
+  const Tensor out = Emulate(h100, a, b);
+  MatmulAuditInput in;
+  in.a = &a;
+  in.b = &b;
+  in.out = &out;
+  absl::StatusOr<AuditResult> r = AuditMatmul(in, Options());
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_FALSE(r->fit.run);
+  AuditOptions o = Options();
+  o.fit = AuditOptions::Fit::kOn;
+  r = AuditMatmul(in, o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_TRUE(r->fit.run);
+  EXPECT_EQ(r->fit.reproduced, 16);
+  EXPECT_FALSE(r->fit.ties.empty());
+  EXPECT_NE(AuditFitText(*r).find("not unique"), std::string::npos) << AuditFitText(*r);
+  // --no-fit.
+  o.fit = AuditOptions::Fit::kOff;
+  r = AuditMatmul(in, o);
+  ASSERT_TRUE(r.ok());
+  EXPECT_FALSE(r->fit.run);
+}
+
+}  // namespace
+}  // namespace fpconform::reports
