@@ -28,7 +28,8 @@
 //   const Model& base = *catalog.Find("nvidia-h100-bf16-cublas-s1688-splitk3");
 //   std::vector<FitVariant> f = SplitKFamily(base, /*k=*/4096, /*has_c=*/false);
 //   // f[i].label: "chain split_k, slices 6, slice_multiple 128, order fixed, combine sequential"
-//   std::string toml = *VariantModelText(base_file_text, f[i], "fit-1", "fitted", "fit: 4096/4096");
+//   std::string toml =
+//       *VariantModelText(base_file_text, f[i], "fit-1", "fitted", "fit: 4096/4096");
 #ifndef FPCONFORM_ACCUMULATION_MODEL_FIT_H_
 #define FPCONFORM_ACCUMULATION_MODEL_FIT_H_
 

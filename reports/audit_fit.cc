@@ -339,7 +339,8 @@ absl::Status ReductionOp::Fit(AuditResult& r) const {
   if (!text.ok()) return text.status();
   fit.model_text = Cat("# Fitted by fpconform audit matmul from the preset ", w.base,
                        w.change.empty() ? " (unchanged)" : Cat(": ", w.change), ".\n# ", where,
-                       fit.ties.empty() ? ".\n" : Cat("; ", fit.ties.size(), " other candidates tie.\n"),
+                       fit.ties.empty() ? ".\n"
+                                        : Cat("; ", fit.ties.size(), " other candidates tie.\n"),
                        *text);
   return absl::OkStatus();
 }
