@@ -128,7 +128,7 @@ struct AuditOptions {
   std::function<bool()> cancelled;
   // Called from the calling thread: (work done, total, phase label).
   std::function<void(int64_t, int64_t, const std::string&)> progress;
-  // The fit (matmul; AUDIT.md "Fit"): kAuto runs it under `auto` when no preset reproduces
+  // The fit (matmul, sum; AUDIT.md "Fit"): kAuto runs it under `auto` when no preset reproduces
   // every element bit for bit; kOn runs it always (around every platform given); kOff never.
   enum class Fit : uint8_t { kAuto, kOn, kOff };
   Fit fit = Fit::kAuto;

@@ -90,7 +90,7 @@ void ParallelFor(int64_t n, int threads, Fn fn) {
 absl::Status ReductionOp::Fit(AuditResult& r) const {
   AuditResult::FitResult& fit = r.fit;
   const bool is_auto = !options_.platforms.empty() && options_.platforms[0] == "auto";
-  if (options_.fit == AuditOptions::Fit::kOff || sum_) return absl::OkStatus();
+  if (options_.fit == AuditOptions::Fit::kOff) return absl::OkStatus();
   if (options_.fit == AuditOptions::Fit::kAuto) {
     if (!is_auto) return absl::OkStatus();
     bool all_identical = false;
@@ -144,7 +144,7 @@ absl::Status ReductionOp::Fit(AuditResult& r) const {
                   uint64_t c, int64_t e) {
     EvalOptions eo;
     eo.want_bound = false;
-    absl::StatusOr<EvalResult> v = EvaluateDot(m, a, b, c, eo);
+    absl::StatusOr<EvalResult> v = sum_ ? EvaluateSum(m, a, c, eo) : EvaluateDot(m, a, b, c, eo);
     if (!v.ok()) return false;
     uint64_t bits = v->bits;
     const FormatSpec& mo = m.OutputFormat();
@@ -328,7 +328,8 @@ absl::Status ReductionOp::Fit(AuditResult& r) const {
                                                        kMaxTextFileBytes, "model file");
   if (!base_text.ok()) return base_text.status();
   fit.model_name = Cat(w.base, "-fit");
-  const std::string where = Cat("fit: fpconform audit matmul on ", out.source, " (K = ", k, "): ",
+  const std::string where = Cat("fit: fpconform audit ", Name(), " on ", out.source, " (K = ", k,
+                                "): ",
                                 fit.reproduced, " of ", fit.checked, " checked elements",
                                 fit.checked == setup_.elements ? "" : " (a pinned sample)",
                                 " bit-identical");
@@ -337,7 +338,7 @@ absl::Status ReductionOp::Fit(AuditResult& r) const {
       Cat(w.base, w.change.empty() ? "" : Cat(" with ", w.change), ", fitted to ", out.source),
       where);
   if (!text.ok()) return text.status();
-  fit.model_text = Cat("# Fitted by fpconform audit matmul from the preset ", w.base,
+  fit.model_text = Cat("# Fitted by fpconform audit ", Name(), " from the preset ", w.base,
                        w.change.empty() ? " (unchanged)" : Cat(": ", w.change), ".\n# ", where,
                        fit.ties.empty() ? ".\n"
                                         : Cat("; ", fit.ties.size(), " other candidates tie.\n"),

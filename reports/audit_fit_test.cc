@@ -103,6 +103,42 @@ TEST(AuditFit, FitsAnUnknownSplitK) {
   std::filesystem::remove_all(dir);
 }
 
+// audit sum: float32 rows summed in 7 slices of whole 16-term tiles, last slice first (no
+// preset), are fitted exactly around the float32 sum presets.
+TEST(AuditFit, FitsASplitSum) {
+  PinnedRng rng(TestSeed(31, "audit_fit_test"));
+  Model hidden = *LoadModelFile(kModels + "/cpu-f32-seq.toml");
+  hidden.chain = Model::Chain{};
+  hidden.chain.kind = ChainKind::kSplitK;
+  hidden.chain.slices = 7;
+  hidden.chain.slice_multiple = 16;
+  hidden.chain.order = SplitOrder::kReverse;
+  const int rows = 24, k = 700;
+  Tensor x = *MakeTensor("float32", {rows, k});
+  for (int64_t i = 0; i < x.size(); ++i) {
+    const uint64_t v = std::bit_cast<uint64_t>(rng.Normal());
+    x.SetBits(i, Convert(Float64(), Float32(), v, OpEnv{}).bits);
+  }
+  Tensor out = *MakeTensor("float32", {rows});
+  std::vector<uint64_t> row(k);
+  for (int r = 0; r < rows; ++r) {
+    x.CopyBits(int64_t{r} * k, row);
+    out.SetBits(r, EvaluateSum(hidden, row, 0)->bits);
+  }
+  x.source = "random";
+  out.source = "emulated";
+  SumAuditInput in;
+  in.x = &x;
+  in.out = &out;
+  absl::StatusOr<AuditResult> r = AuditSum(in, Options());
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_TRUE(r->fit.run) << r->fit.skipped;
+  EXPECT_EQ(r->fit.reproduced, rows) << AuditFitText(*r);
+  EXPECT_LT(r->fit.base_reproduced, rows);
+  EXPECT_NE(r->fit.change.find("order reverse"), std::string::npos) << AuditFitText(*r);
+  EXPECT_NE(r->fit.model_text.find("Fitted by fpconform audit sum"), std::string::npos);
+}
+
 // Small integers: every order sums them exactly, so the presets reproduce every element (no fit
 // under auto), and a fit asked for says which candidates tie.
 TEST(AuditFit, ExactSumsTieAndAutoSkipsTheFit) {

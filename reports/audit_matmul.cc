@@ -336,13 +336,7 @@ std::optional<double> MatmulOp::TransposedA(int64_t e, std::span<const uint64_t>
 }  // namespace audit_internal
 
 absl::StatusOr<AuditResult> AuditMatmul(const MatmulAuditInput& in, const AuditOptions& options) {
-  // RunOp with the fit after the audit (audit_fit.cc).
-  audit_internal::MatmulOp op(in, options);
-  if (absl::Status s = op.Init(); !s.ok()) return s;
-  absl::StatusOr<AuditResult> r = audit_internal::RunAudit(op, options);
-  if (!r.ok()) return r;
-  if (absl::Status s = op.Fit(*r); !s.ok()) return s;
-  return r;
+  return audit_internal::RunOp<audit_internal::MatmulOp>(in, options);
 }
 
 }  // namespace fpconform::reports
