@@ -133,7 +133,7 @@ struct AuditOptions {
   enum class Fit : uint8_t { kAuto, kOn, kOff };
   Fit fit = Fit::kAuto;
   int fit_sample = 16;            // Elements every candidate is first tried on.
-  int64_t fit_check_products = int64_t{1} << 26;  // Per finalist: the elements (x K) checked.
+  int64_t fit_check_products = int64_t{1} << 24;  // Per finalist: the elements (x K) checked.
 };
 
 struct MatmulAuditInput {

@@ -5,9 +5,11 @@
 //   1. Datapaths: the platforms grouped by every parameter but [chain] (and name, description);
 //      per group the member with the most identical elements of the audit is its base.
 //   2. Round A, on a pinned sample of options.fit_sample elements: every platform as it is, and
-//      SplitKFamily around each base. The candidates with the best sample count (at most 16, in
-//      candidate order) are the finalists; each is checked on the check set (every element when
-//      elements * K <= options.fit_check_products, else a pinned sample of that many products).
+//      SplitKFamily around each base. The candidates with the best sample count (at most 32, in
+//      candidate order), narrowed on a pinned sample of 256 elements to the best (at most 8) when
+//      the check set is larger, are the finalists; each is checked on the check set (every
+//      element when elements * K <= options.fit_check_products, else a pinned sample of that
+//      many products).
 //   3. Round B around the winner: DatapathFamily (group size, where c enters, input conversion,
 //      promotion interval) the same way; a better one becomes the winner, and round A runs once
 //      more around it (its split-K family).
@@ -182,32 +184,42 @@ absl::Status ReductionOp::Fit(AuditResult& r) const {
       c.sample = hits;
     });
   };
-  auto score_check = [&](std::vector<size_t> finalists) -> absl::Status {
-    // (finalist, element block) work items; per-block counts summed in order.
+  // Identical counts of `finalists` on the elements `elems` ((finalist, element block) work
+  // items on the threads; per-block counts summed in order).
+  auto score = [&](const std::vector<size_t>& finalists, const std::vector<int64_t>& elems)
+      -> absl::StatusOr<std::vector<int64_t>> {
     constexpr int64_t kBlock = 64;
-    const int64_t blocks = (fit.checked + kBlock - 1) / kBlock;
+    const int64_t n = static_cast<int64_t>(elems.size());
+    const int64_t blocks = (n + kBlock - 1) / kBlock;
     std::vector<int64_t> hits(finalists.size() * static_cast<size_t>(blocks), 0);
     ParallelFor(static_cast<int64_t>(hits.size()), threads, [&](int64_t w) {
       const Candidate& c = all[finalists[static_cast<size_t>(w / blocks)]];
-      const int64_t b0 = (w % blocks) * kBlock, b1 = std::min(fit.checked, b0 + kBlock);
+      const int64_t b0 = (w % blocks) * kBlock, b1 = std::min(n, b0 + kBlock);
       std::vector<uint64_t> a, b;
       uint64_t cv = 0;
       int64_t h = 0;
       for (int64_t i = b0; i < b1; ++i) {
-        const int64_t e = check[static_cast<size_t>(i)];
+        const int64_t e = elems[static_cast<size_t>(i)];
         Read(e, a, b, cv);
         h += same(c.variant.model, a, b, cv, e);
       }
       hits[static_cast<size_t>(w)] = h;
     });
+    std::vector<int64_t> counts(finalists.size(), 0);
     for (size_t f = 0; f < finalists.size(); ++f) {
-      int64_t sum = 0;
-      for (int64_t b = 0; b < blocks; ++b) sum += hits[f * static_cast<size_t>(blocks) + b];
-      all[finalists[f]].check = sum;
+      for (int64_t b = 0; b < blocks; ++b) counts[f] += hits[f * static_cast<size_t>(blocks) + b];
     }
     if (options_.cancelled && options_.cancelled()) return absl::CancelledError("interrupted");
+    return counts;
+  };
+  auto score_check = [&](const std::vector<size_t>& finalists) -> absl::Status {
+    absl::StatusOr<std::vector<int64_t>> h = score(finalists, check);
+    if (!h.ok()) return h.status();
+    for (size_t f = 0; f < finalists.size(); ++f) all[finalists[f]].check = (*h)[f];
     return absl::OkStatus();
   };
+  // A second, larger pinned sample (256 elements) that narrows the finalists before the check.
+  const std::vector<int64_t> narrow = PinnedSample(setup_.elements, 256, 0x256);
   // One round: candidates [from, end) scored on the sample, the best-scoring (up to 16, plus
   // `keep`, the current winner) checked; returns the index of the round's winner.
   auto round = [&](size_t from, std::optional<size_t> keep) -> absl::StatusOr<size_t> {
@@ -220,8 +232,19 @@ absl::Status ReductionOp::Fit(AuditResult& r) const {
     for (size_t i = from; i < all.size(); ++i) best = std::max(best, all[i].sample);
     if (keep) best = std::max(best, all[*keep].sample);
     std::vector<size_t> finalists;
-    for (size_t i = from; i < all.size() && finalists.size() < 16; ++i) {
+    for (size_t i = from; i < all.size() && finalists.size() < 32; ++i) {
       if (all[i].sample == best && all[i].check < 0) finalists.push_back(i);
+    }
+    // Narrowed on 256 elements to the best (at most 8) when the check set is larger.
+    if (finalists.size() > 1 && fit.checked > static_cast<int64_t>(narrow.size())) {
+      absl::StatusOr<std::vector<int64_t>> h = score(finalists, narrow);
+      if (!h.ok()) return h.status();
+      const int64_t top = *std::max_element(h->begin(), h->end());
+      std::vector<size_t> kept;
+      for (size_t f = 0; f < finalists.size() && kept.size() < 8; ++f) {
+        if ((*h)[f] == top) kept.push_back(finalists[f]);
+      }
+      finalists = std::move(kept);
     }
     if (options_.progress) {
       options_.progress(0, 1, Cat("fit: ", finalists.size(), " finalists on ", fit.checked,
