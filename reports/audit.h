@@ -290,6 +290,17 @@ struct AuditResult {
     int64_t candidates = 0;        // Models tried (on the sample first).
     int64_t datapaths = 0;         // Distinct datapaths of the presets searched around.
     std::vector<std::string> ties;  // Other finalists with the same count ("<base>: <change>").
+    // Per position: groups[0] is the fit above (the checked elements it reproduces); each later
+    // group is a fit of the checked elements the groups before it leave (when they are at least
+    // 16 and a twentieth of the checked ones; at most 3 groups). `where`: the rows and columns
+    // (matmul) or positions (sum) of the group's reproduced elements, as ranges.
+    struct Group {
+      std::string base, change;
+      int64_t reproduced = 0, of = 0;  // Reproduced of the elements searched.
+      std::string where;
+    };
+    std::vector<Group> groups;
+    int64_t unreproduced = 0;  // Checked elements no group reproduces.
   } fit;
   // cast under sr<k>: the rate of rounding away from zero against its expectation.
   struct SrTest {

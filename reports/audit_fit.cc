@@ -155,196 +155,273 @@ absl::Status ReductionOp::Fit(AuditResult& r) const {
     if (bits == o) return true;
     return IsNanBits(out_format, bits) && IsNanBits(out_format, o);
   };
-  // The sample's operands, read once.
-  const std::vector<int64_t> sample =
-      PinnedSample(setup_.elements, std::max(1, options_.fit_sample), 0xF17);
-  struct Operands {
-    std::vector<uint64_t> a, b;
-    uint64_t c = 0;
+  // One search (rounds A and B) over the elements `pool`: the winner, the elements it was
+  // checked on, the ties, and the best preset's count on those elements.
+  struct Found {
+    Candidate winner;
+    std::vector<int64_t> check;
+    std::vector<std::string> ties;
+    int64_t candidates = 0;
+    int64_t base_best = 0;
   };
-  std::vector<Operands> sample_ops(sample.size());
-  for (size_t i = 0; i < sample.size(); ++i) {
-    Read(sample[i], sample_ops[i].a, sample_ops[i].b, sample_ops[i].c);
-  }
   const int64_t check_elements =
       std::max<int64_t>(1, options_.fit_check_products / std::max<int64_t>(1, setup_.k));
-  const std::vector<int64_t> check = PinnedSample(setup_.elements, check_elements, 0xC4EC);
-  fit.checked = static_cast<int64_t>(check.size());
-
-  std::vector<Candidate> all;  // Every candidate tried, in order.
-  auto score_sample = [&](size_t from) {
-    const int64_t n = static_cast<int64_t>(all.size() - from);
-    ParallelFor(n, threads, [&](int64_t i) {
-      Candidate& c = all[from + static_cast<size_t>(i)];
-      int64_t hits = 0;
-      for (size_t s = 0; s < sample.size(); ++s) {
-        hits += same(c.variant.model, sample_ops[s].a, sample_ops[s].b, sample_ops[s].c,
-                     sample[s]);
-      }
-      c.sample = hits;
-    });
-  };
-  // Identical counts of `finalists` on the elements `elems` ((finalist, element block) work
-  // items on the threads; per-block counts summed in order).
-  auto score = [&](const std::vector<size_t>& finalists, const std::vector<int64_t>& elems)
-      -> absl::StatusOr<std::vector<int64_t>> {
-    constexpr int64_t kBlock = 64;
-    const int64_t n = static_cast<int64_t>(elems.size());
-    const int64_t blocks = (n + kBlock - 1) / kBlock;
-    std::vector<int64_t> hits(finalists.size() * static_cast<size_t>(blocks), 0);
-    ParallelFor(static_cast<int64_t>(hits.size()), threads, [&](int64_t w) {
-      const Candidate& c = all[finalists[static_cast<size_t>(w / blocks)]];
-      const int64_t b0 = (w % blocks) * kBlock, b1 = std::min(n, b0 + kBlock);
+  auto search = [&](const std::vector<int64_t>& pool) -> absl::StatusOr<Found> {
+    // `count` pinned elements of the pool (all of it when count >= its size), in pool order.
+    auto pick = [&](int64_t count, uint64_t seed) {
+      std::vector<int64_t> idx = PinnedSample(static_cast<int64_t>(pool.size()), count, seed);
+      for (int64_t& i : idx) i = pool[static_cast<size_t>(i)];
+      return idx;
+    };
+    // The sample's operands, read once.
+    const std::vector<int64_t> sample = pick(std::max(1, options_.fit_sample), 0xF17);
+    struct Operands {
       std::vector<uint64_t> a, b;
-      uint64_t cv = 0;
-      int64_t h = 0;
-      for (int64_t i = b0; i < b1; ++i) {
-        const int64_t e = elems[static_cast<size_t>(i)];
-        Read(e, a, b, cv);
-        h += same(c.variant.model, a, b, cv, e);
-      }
-      hits[static_cast<size_t>(w)] = h;
-    });
-    std::vector<int64_t> counts(finalists.size(), 0);
-    for (size_t f = 0; f < finalists.size(); ++f) {
-      for (int64_t b = 0; b < blocks; ++b) counts[f] += hits[f * static_cast<size_t>(blocks) + b];
+      uint64_t c = 0;
+    };
+    std::vector<Operands> sample_ops(sample.size());
+    for (size_t i = 0; i < sample.size(); ++i) {
+      Read(sample[i], sample_ops[i].a, sample_ops[i].b, sample_ops[i].c);
     }
-    if (options_.cancelled && options_.cancelled()) return absl::CancelledError("interrupted");
-    return counts;
-  };
-  auto score_check = [&](const std::vector<size_t>& finalists) -> absl::Status {
-    absl::StatusOr<std::vector<int64_t>> h = score(finalists, check);
-    if (!h.ok()) return h.status();
-    for (size_t f = 0; f < finalists.size(); ++f) all[finalists[f]].check = (*h)[f];
-    return absl::OkStatus();
-  };
-  // A second, larger pinned sample (256 elements) that narrows the finalists before the check.
-  const std::vector<int64_t> narrow = PinnedSample(setup_.elements, 256, 0x256);
-  // One round: candidates [from, end) scored on the sample, the best-scoring (up to 16, plus
-  // `keep`, the current winner) checked; returns the index of the round's winner.
-  auto round = [&](size_t from, std::optional<size_t> keep) -> absl::StatusOr<size_t> {
-    if (options_.progress) {
-      options_.progress(0, 1, Cat("fit: ", all.size() - from, " candidates on ", sample.size(),
-                                  " sampled elements"));
-    }
-    score_sample(from);
-    int64_t best = -1;
-    for (size_t i = from; i < all.size(); ++i) best = std::max(best, all[i].sample);
-    if (keep) best = std::max(best, all[*keep].sample);
-    std::vector<size_t> finalists;
-    for (size_t i = from; i < all.size() && finalists.size() < 32; ++i) {
-      if (all[i].sample == best && all[i].check < 0) finalists.push_back(i);
-    }
-    // Narrowed on 256 elements to the best (at most 8) when the check set is larger.
-    if (finalists.size() > 1 && fit.checked > static_cast<int64_t>(narrow.size())) {
-      absl::StatusOr<std::vector<int64_t>> h = score(finalists, narrow);
-      if (!h.ok()) return h.status();
-      const int64_t top = *std::max_element(h->begin(), h->end());
-      std::vector<size_t> kept;
-      for (size_t f = 0; f < finalists.size() && kept.size() < 8; ++f) {
-        if ((*h)[f] == top) kept.push_back(finalists[f]);
-      }
-      finalists = std::move(kept);
-    }
-    if (options_.progress) {
-      options_.progress(0, 1, Cat("fit: ", finalists.size(), " finalists on ", fit.checked,
-                                  " elements"));
-    }
-    if (absl::Status s = score_check(finalists); !s.ok()) return s;
-    if (keep) finalists.insert(finalists.begin(), *keep);
-    size_t win = finalists.empty() ? *keep : finalists[0];
-    for (size_t f : finalists) {
-      if (all[f].check > all[win].check) win = f;
-    }
-    return win;
-  };
+    const std::vector<int64_t> check = pick(check_elements, 0xC4EC);
+    const int64_t checked = static_cast<int64_t>(check.size());
 
-  // 2. Round A: the presets as they are, then the split-K families of the bases.
-  for (size_t p = 0; p < models_.size(); ++p) {
-    Candidate c;
-    c.base = models_[p]->name;
-    c.variant.model = *models_[p];
-    all.push_back(std::move(c));
-  }
-  for (const std::string& key : key_order) {
-    const Model& base = *models_[base_of[key]];
-    for (FitVariant& v : SplitKFamily(base, k, has_c)) {
+    std::vector<Candidate> all;  // Every candidate tried, in order.
+    auto score_sample = [&](size_t from) {
+      const int64_t n = static_cast<int64_t>(all.size() - from);
+      ParallelFor(n, threads, [&](int64_t i) {
+        Candidate& c = all[from + static_cast<size_t>(i)];
+        int64_t hits = 0;
+        for (size_t s = 0; s < sample.size(); ++s) {
+          hits += same(c.variant.model, sample_ops[s].a, sample_ops[s].b, sample_ops[s].c,
+                       sample[s]);
+        }
+        c.sample = hits;
+      });
+    };
+    // Identical counts of `finalists` on the elements `elems` ((finalist, element block) work
+    // items on the threads; per-block counts summed in order).
+    auto score = [&](const std::vector<size_t>& finalists, const std::vector<int64_t>& elems)
+        -> absl::StatusOr<std::vector<int64_t>> {
+      constexpr int64_t kBlock = 64;
+      const int64_t n = static_cast<int64_t>(elems.size());
+      const int64_t blocks = (n + kBlock - 1) / kBlock;
+      std::vector<int64_t> hits(finalists.size() * static_cast<size_t>(blocks), 0);
+      ParallelFor(static_cast<int64_t>(hits.size()), threads, [&](int64_t w) {
+        const Candidate& c = all[finalists[static_cast<size_t>(w / blocks)]];
+        const int64_t b0 = (w % blocks) * kBlock, b1 = std::min(n, b0 + kBlock);
+        std::vector<uint64_t> a, b;
+        uint64_t cv = 0;
+        int64_t h = 0;
+        for (int64_t i = b0; i < b1; ++i) {
+          const int64_t e = elems[static_cast<size_t>(i)];
+          Read(e, a, b, cv);
+          h += same(c.variant.model, a, b, cv, e);
+        }
+        hits[static_cast<size_t>(w)] = h;
+      });
+      std::vector<int64_t> counts(finalists.size(), 0);
+      for (size_t f = 0; f < finalists.size(); ++f) {
+        for (int64_t b = 0; b < blocks; ++b) counts[f] += hits[f * static_cast<size_t>(blocks) + b];
+      }
+      if (options_.cancelled && options_.cancelled()) return absl::CancelledError("interrupted");
+      return counts;
+    };
+    auto score_check = [&](const std::vector<size_t>& finalists) -> absl::Status {
+      absl::StatusOr<std::vector<int64_t>> h = score(finalists, check);
+      if (!h.ok()) return h.status();
+      for (size_t f = 0; f < finalists.size(); ++f) all[finalists[f]].check = (*h)[f];
+      return absl::OkStatus();
+    };
+    // A second, larger pinned sample (256 elements) that narrows the finalists before the check.
+    const std::vector<int64_t> narrow = pick(256, 0x256);
+    // One round: candidates [from, end) scored on the sample, the best-scoring (up to 16, plus
+    // `keep`, the current winner) checked; returns the index of the round's winner.
+    auto round = [&](size_t from, std::optional<size_t> keep) -> absl::StatusOr<size_t> {
+      if (options_.progress) {
+        options_.progress(0, 1, Cat("fit: ", all.size() - from, " candidates on ", sample.size(),
+                                    " sampled elements"));
+      }
+      score_sample(from);
+      int64_t best = -1;
+      for (size_t i = from; i < all.size(); ++i) best = std::max(best, all[i].sample);
+      if (keep) best = std::max(best, all[*keep].sample);
+      std::vector<size_t> finalists;
+      for (size_t i = from; i < all.size() && finalists.size() < 32; ++i) {
+        if (all[i].sample == best && all[i].check < 0) finalists.push_back(i);
+      }
+      // Narrowed on 256 elements to the best (at most 8) when the check set is larger.
+      if (finalists.size() > 1 && checked > static_cast<int64_t>(narrow.size())) {
+        absl::StatusOr<std::vector<int64_t>> h = score(finalists, narrow);
+        if (!h.ok()) return h.status();
+        const int64_t top = *std::max_element(h->begin(), h->end());
+        std::vector<size_t> kept;
+        for (size_t f = 0; f < finalists.size() && kept.size() < 8; ++f) {
+          if ((*h)[f] == top) kept.push_back(finalists[f]);
+        }
+        finalists = std::move(kept);
+      }
+      if (options_.progress) {
+        options_.progress(0, 1, Cat("fit: ", finalists.size(), " finalists on ", checked,
+                                    " elements"));
+      }
+      if (absl::Status s = score_check(finalists); !s.ok()) return s;
+      if (keep) finalists.insert(finalists.begin(), *keep);
+      size_t win = finalists.empty() ? *keep : finalists[0];
+      for (size_t f : finalists) {
+        if (all[f].check > all[win].check) win = f;
+      }
+      return win;
+    };
+
+    // 2. Round A: the presets as they are, then the split-K families of the bases.
+    for (size_t p = 0; p < models_.size(); ++p) {
       Candidate c;
-      c.base = base.name;
-      c.change = v.label;
-      c.variant = std::move(v);
+      c.base = models_[p]->name;
+      c.variant.model = *models_[p];
       all.push_back(std::move(c));
     }
-  }
-  absl::StatusOr<size_t> win = round(0, std::nullopt);
-  if (!win.ok()) return win.status();
-  // 3. Round B around the winner, then its split-K family once more if B changed the datapath.
-  {
-    const Candidate w = all[*win];
-    const size_t from = all.size();
-    for (FitVariant& v : DatapathFamily(w.variant.model, has_c)) {
-      Candidate c;
-      c.base = w.base;
-      c.change = w.change.empty() ? v.label : Cat(w.change, "; ", v.label);
-      // The file keys: the winner's, then the new ones.
-      c.variant = w.variant;
-      c.variant.model = v.model;
-      for (auto& kv : v.set) c.variant.set.push_back(kv);
-      all.push_back(std::move(c));
-    }
-    absl::StatusOr<size_t> b = round(from, *win);
-    if (!b.ok()) return b.status();
-    if (*b != *win) {
-      win = b;
-      const Candidate w2 = all[*win];
-      const size_t from2 = all.size();
-      for (FitVariant& v : SplitKFamily(w2.variant.model, k, has_c)) {
+    for (const std::string& key : key_order) {
+      const Model& base = *models_[base_of[key]];
+      for (FitVariant& v : SplitKFamily(base, k, has_c)) {
         Candidate c;
-        c.base = w2.base;
-        // The datapath keys of w2 (not chain.*) carried over, then the new chain.
-        c.variant = v;
-        for (const auto& kv : w2.variant.set) {
-          if (kv.first.rfind("chain.", 0) != 0) c.variant.set.insert(c.variant.set.begin(), kv);
-        }
-        std::string dp;
-        for (const auto& kv : w2.variant.set) {
-          if (kv.first.rfind("chain.", 0) != 0 && !kv.second.empty()) {
-            absl::StrAppend(&dp, dp.empty() ? "" : "; ", kv.first, " ", kv.second);
-          }
-        }
-        c.change = dp.empty() ? v.label : Cat(dp, "; ", v.label);
+        c.base = base.name;
+        c.change = v.label;
+        c.variant = std::move(v);
         all.push_back(std::move(c));
       }
-      absl::StatusOr<size_t> a2 = round(from2, *win);
-      if (!a2.ok()) return a2.status();
-      win = a2;
     }
-  }
+    absl::StatusOr<size_t> win = round(0, std::nullopt);
+    if (!win.ok()) return win.status();
+    // 3. Round B around the winner, then its split-K family once more if B changed the datapath.
+    {
+      const Candidate w = all[*win];
+      const size_t from = all.size();
+      for (FitVariant& v : DatapathFamily(w.variant.model, has_c)) {
+        Candidate c;
+        c.base = w.base;
+        c.change = w.change.empty() ? v.label : Cat(w.change, "; ", v.label);
+        // The file keys: the winner's, then the new ones.
+        c.variant = w.variant;
+        c.variant.model = v.model;
+        for (auto& kv : v.set) c.variant.set.push_back(kv);
+        all.push_back(std::move(c));
+      }
+      absl::StatusOr<size_t> b = round(from, *win);
+      if (!b.ok()) return b.status();
+      if (*b != *win) {
+        win = b;
+        const Candidate w2 = all[*win];
+        const size_t from2 = all.size();
+        for (FitVariant& v : SplitKFamily(w2.variant.model, k, has_c)) {
+          Candidate c;
+          c.base = w2.base;
+          // The datapath keys of w2 (not chain.*) carried over, then the new chain.
+          c.variant = v;
+          for (const auto& kv : w2.variant.set) {
+            if (kv.first.rfind("chain.", 0) != 0) c.variant.set.insert(c.variant.set.begin(), kv);
+          }
+          std::string dp;
+          for (const auto& kv : w2.variant.set) {
+            if (kv.first.rfind("chain.", 0) != 0 && !kv.second.empty()) {
+              absl::StrAppend(&dp, dp.empty() ? "" : "; ", kv.first, " ", kv.second);
+            }
+          }
+          c.change = dp.empty() ? v.label : Cat(dp, "; ", v.label);
+          all.push_back(std::move(c));
+        }
+        absl::StatusOr<size_t> a2 = round(from2, *win);
+        if (!a2.ok()) return a2.status();
+        win = a2;
+      }
+    }
+    Found found;
+    found.winner = all[*win];
+    found.check = check;
+    found.candidates = static_cast<int64_t>(all.size());
+    for (size_t i = 0; i < all.size(); ++i) {
+      if (i != *win && all[i].check == found.winner.check) {
+        found.ties.push_back(all[i].change.empty() ? all[i].base
+                                                   : Cat(all[i].base, ": ", all[i].change));
+      }
+    }
+    // The best preset's own count on the check set.
+    for (size_t i = 0; i < all.size(); ++i) {
+      if (!all[i].change.empty() || all[i].base != fit.base_best) continue;
+      if (all[i].check < 0) {
+        if (absl::Status st = score_check({i}); !st.ok()) return st;
+      }
+      found.base_best = all[i].check;
+    }
+    return found;
+  };
+  // The elements of `elems` that `m` reproduces.
+  auto reproduced_by = [&](const Model& m, const std::vector<int64_t>& elems) {
+    std::vector<char> hit(elems.size(), 0);
+    ParallelFor(static_cast<int64_t>(elems.size()), threads, [&](int64_t i) {
+      std::vector<uint64_t> a, b;
+      uint64_t cv = 0;
+      const int64_t e = elems[static_cast<size_t>(i)];
+      Read(e, a, b, cv);
+      hit[static_cast<size_t>(i)] = same(m, a, b, cv, e);
+    });
+    return hit;
+  };
+  // Where the elements `elems` (flat indices of out) lie: rows and columns of a matmul's output
+  // (their ranges), positions of a sum's.
+  auto extent = [&](const std::vector<int64_t>& elems) {
+    if (elems.empty()) return std::string("none");
+    const std::vector<int64_t>& shape = setup_.out_shape;
+    if (!sum_ && shape.size() >= 2) {
+      const int64_t n = shape.back(), m = shape[shape.size() - 2];
+      int64_t i0 = m, i1 = -1, j0 = n, j1 = -1;
+      for (int64_t e : elems) {
+        const int64_t i = (e / n) % m, j = e % n;
+        i0 = std::min(i0, i);
+        i1 = std::max(i1, i);
+        j0 = std::min(j0, j);
+        j1 = std::max(j1, j);
+      }
+      return Cat("rows ", i0, "..", i1, ", columns ", j0, "..", j1);
+    }
+    return Cat("positions ", elems.front(), "..", elems.back());
+  };
 
-  const Candidate& w = all[*win];
+  std::vector<int64_t> everything(static_cast<size_t>(setup_.elements));
+  for (int64_t e = 0; e < setup_.elements; ++e) everything[static_cast<size_t>(e)] = e;
+  absl::StatusOr<Found> found = search(everything);
+  if (!found.ok()) return found.status();
+  const Candidate& w = found->winner;
   fit.run = true;
-  fit.candidates = static_cast<int64_t>(all.size());
+  fit.candidates = found->candidates;
+  fit.checked = static_cast<int64_t>(found->check.size());
   fit.base = w.base;
   fit.change = w.change;
   fit.reproduced = w.check;
-  for (size_t i = 0; i < all.size(); ++i) {
-    if (i != *win && all[i].check == w.check) {
-      fit.ties.push_back(all[i].change.empty() ? all[i].base
-                                               : Cat(all[i].base, ": ", all[i].change));
+  fit.ties = found->ties;
+  fit.base_reproduced = found->base_best;
+  // Per position: the checked elements the fit leaves are fitted again, up to two more groups,
+  // while they are at least 16 and a twentieth of the checked ones.
+  {
+    std::vector<int64_t> rest, here;
+    const std::vector<char> hit = reproduced_by(w.variant.model, found->check);
+    for (size_t i = 0; i < hit.size(); ++i) (hit[i] ? here : rest).push_back(found->check[i]);
+    fit.groups.push_back({w.base, w.change, w.check, fit.checked, extent(here)});
+    for (int g = 1; g < 3; ++g) {
+      if (static_cast<int64_t>(rest.size()) < std::max<int64_t>(16, fit.checked / 20)) break;
+      absl::StatusOr<Found> more = search(rest);
+      if (!more.ok()) return more.status();
+      fit.candidates += more->candidates;
+      const Candidate& wg = more->winner;
+      if (wg.check <= 0) break;
+      const std::vector<char> hg = reproduced_by(wg.variant.model, rest);
+      std::vector<int64_t> left, got;
+      for (size_t i = 0; i < hg.size(); ++i) (hg[i] ? got : left).push_back(rest[i]);
+      fit.groups.push_back({wg.base, wg.change, static_cast<int64_t>(got.size()),
+                            static_cast<int64_t>(rest.size()), extent(got)});
+      rest = std::move(left);
     }
-  }
-  // The best preset's own count on the check set.
-  for (const Candidate& c : all) {
-    if (c.change.empty() && c.base == fit.base_best && c.check >= 0) fit.base_reproduced = c.check;
-  }
-  if (fit.base_reproduced == 0) {
-    for (size_t i = 0; i < all.size(); ++i) {
-      if (all[i].change.empty() && all[i].base == fit.base_best) {
-        absl::Status s = score_check({i});
-        if (!s.ok()) return s;
-        fit.base_reproduced = all[i].check;
-      }
-    }
+    fit.unreproduced = static_cast<int64_t>(rest.size());
   }
   // The model file.
   absl::StatusOr<std::string> base_text = ReadUserFile(Cat(catalog_.dir(), "/", w.base, ".toml"),
@@ -395,6 +472,16 @@ std::string AuditFitText(const AuditResult& r) {
                     f.ties.size() > shown ? "; ..." : "", "\n");
   }
   absl::StrAppend(&t, "  as a model file: --fit-out FILE (name ", f.model_name, ")\n");
+  if (f.groups.size() > 1) {
+    absl::StrAppend(&t, "  per position (the elements each fit leaves, fitted again):\n");
+    for (size_t g = 0; g < f.groups.size(); ++g) {
+      const AuditResult::FitResult::Group& grp = f.groups[g];
+      absl::StrAppend(&t, "    group ", g, ": ", grp.base,
+                      grp.change.empty() ? " as it is" : Cat(" with ", grp.change), ": ",
+                      grp.reproduced, " of ", grp.of, " elements, ", grp.where, "\n");
+    }
+    absl::StrAppend(&t, "    no group reproduces ", f.unreproduced, " elements\n");
+  }
   return t;
 }
 

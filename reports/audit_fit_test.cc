@@ -103,6 +103,44 @@ TEST(AuditFit, FitsAnUnknownSplitK) {
   std::filesystem::remove_all(dir);
 }
 
+// Per position: rows 0..7 from the unknown split above, rows 8..11 from the wgmma preset (another
+// kernel for the edge tiles); the fit reports both groups with their rows and columns.
+TEST(AuditFit, GroupsOutputPositionsByModel) {
+  PinnedRng rng(TestSeed(32, "audit_fit_test"));
+  Model hidden = *LoadModelFile(kModels + "/nvidia-h100-bf16-cublas-s1688-splitk3.toml");
+  hidden.chain.slices = 5;
+  hidden.chain.slice_multiple = 32;
+  hidden.chain.order = SplitOrder::kReverse;
+  const Model edge = *LoadModelFile(kModels + "/nvidia-h100-bf16.toml");
+  const Tensor a = RandomBf16({12, 1000}, rng, false), b = RandomBf16({1000, 10}, rng, false);
+  const Tensor top = Emulate(hidden, a, b), bottom = Emulate(edge, a, b);
+  Tensor out = top;
+  for (int64_t e = 80; e < 120; ++e) out.SetBits(e, bottom.Bits(e));
+  MatmulAuditInput in;
+  in.a = &a;
+  in.b = &b;
+  in.out = &out;
+  absl::StatusOr<AuditResult> r = AuditMatmul(in, Options());
+  ASSERT_TRUE(r.ok()) << r.status();
+  const AuditResult::FitResult& f = r->fit;
+  ASSERT_TRUE(f.run) << f.skipped;
+  const std::string text = AuditFitText(*r);
+  // Bottom elements that the split model gives too (the two orders agree there by chance) belong
+  // to group 0.
+  int64_t both = 0;
+  for (int64_t e = 80; e < 120; ++e) both += top.Bits(e) == bottom.Bits(e);
+  ASSERT_EQ(f.groups.size(), 2u) << text;
+  EXPECT_EQ(f.groups[0].reproduced, 80 + both) << text;
+  EXPECT_EQ(f.groups[0].of, 120);
+  EXPECT_EQ(f.groups[0].where.rfind("rows 0..", 0), 0u) << text;
+  EXPECT_NE(f.groups[0].change.find("order reverse"), std::string::npos) << text;
+  EXPECT_EQ(f.groups[1].reproduced, 40 - both) << text;
+  EXPECT_EQ(f.groups[1].of, 40 - both);
+  EXPECT_EQ(f.groups[1].where.rfind("rows 8..", 0), 0u) << text;
+  EXPECT_EQ(f.unreproduced, 0);
+  EXPECT_NE(text.find("group 1: "), std::string::npos) << text;
+}
+
 // audit sum: float32 rows summed in 7 slices of whole 16-term tiles, last slice first (no
 // preset), are fitted exactly around the float32 sum presets.
 TEST(AuditFit, FitsASplitSum) {
