@@ -747,8 +747,62 @@ std::string RevealedDraftModel(const Revealed& r) {
   prov.push_back({"accumulator.rounding", "not shown by the probes; RNE assumed"});
   unconfirmed.push_back("accumulator.rounding");
   if (fused) {
-    absl::StrAppend(&t, "\n[chain]\nkind = \"sequential\"\n");
-    prov.push_back({"chain.kind", where + ": fused groups in order (checked below)"});
+    // A sequential chain of fused groups, or split-K slices of such chains (cuBLAS's split-K
+    // kernels): the first split_k whose declared tree is the revealed one (fewest slices,
+    // smallest multiple, fixed order and sequential combine first).
+    Model probe;
+    probe.inputs.a = FindFormat(s.dtype);
+    probe.adder.kind = AdderKind::kFused;
+    probe.adder.group = r.fused_group;
+    probe.adder.fraction_bits = 25;
+    probe.accumulator.format = &Float32();
+    probe.accumulator.fraction_bits = Float32().fraction_bits;
+    probe.output.format = &Float32();
+    auto same_tree = [&](const Model& m) {
+      absl::StatusOr<SumTree> d = BuildSummationTree(m, s.k);
+      return d.ok() && SameCanonicalTree(*d, r.tree);
+    };
+    std::string split;
+    if (!same_tree(probe)) {
+      const int g = r.fused_group;
+      for (int slices = 2; slices <= 16 && split.empty(); ++slices) {
+        for (int multiple : {g, 16, 32, 64, 128, 256, 512}) {
+          if (multiple % g != 0 || !split.empty()) continue;
+          for (SplitOrder order : {SplitOrder::kFixed, SplitOrder::kReverse}) {
+            for (CombineOrder combine : {CombineOrder::kSequential, CombineOrder::kPairwise}) {
+              if (!split.empty()) break;
+              probe.chain.kind = ChainKind::kSplitK;
+              probe.chain.slices = slices;
+              probe.chain.slice_multiple = multiple;
+              probe.chain.order = order;
+              probe.chain.combine = combine;
+              if (!same_tree(probe)) continue;
+              split = absl::StrCat(
+                  "slices = ", slices, "\nslice_multiple = ", multiple, "\norder = ",
+                  order == SplitOrder::kFixed ? "\"fixed\"" : "\"reverse\"", "\ncombine = ",
+                  combine == CombineOrder::kSequential ? "\"sequential\"" : "\"pairwise\"",
+                  "\n");
+            }
+          }
+        }
+      }
+    }
+    if (split.empty()) {
+      absl::StrAppend(&t, "\n[chain]\nkind = \"sequential\"\n");
+      prov.push_back({"chain.kind", where + ": fused groups in order (checked below)"});
+    } else {
+      absl::StrAppend(&t, "\n[chain]\nkind = \"split_k\"\n", split);
+      prov.push_back({"chain.kind", where + ": fused groups in order within contiguous K slices"});
+      const std::string measured = absl::StrCat(where, ": the revealed tree at K = ", s.k,
+                                                " (the split may differ at other shapes)");
+      for (const char* key : {"chain.slices", "chain.order", "chain.combine"}) {
+        prov.push_back({key, measured});
+      }
+      prov.push_back({"chain.slice_multiple",
+                      measured + "; the smallest multiple that gives these slices"});
+      unconfirmed.push_back("chain.slices");
+      unconfirmed.push_back("chain.slice_multiple");
+    }
   } else {
     absl::StrAppend(&t, "\n[chain]\nkind = \"tree\"\nshape = ", Quote(Shape(r.tree)), "\n");
     prov.push_back({"chain.kind", where + ": the revealed tree"});

@@ -129,8 +129,11 @@ absl::StatusOr<Revealed> RevealFromOutputs(const std::string& dir, const std::st
                                            const ModelCatalog& catalog);
 
 // Text report; a draft model file (TOML) for what was revealed, with `unconfirmed` for what
-// the probes could not pin and the outputs' hash as provenance. The draft is checked: its
-// declared tree for K terms must equal the revealed one; a last comment line says whether it does.
+// the probes could not pin and the outputs' hash as provenance. Fused trees are drafted as a
+// sequential chain, or as split_k slices (the first of 2..16 slices, multiples G..512, both orders
+// and combines, whose tree is the revealed one: cuBLAS split-K kernels); other trees as an
+// explicit shape. The draft is checked: its declared tree for K terms must equal the revealed
+// one; a last comment line says whether it does.
 std::string RevealedText(const Revealed& r);
 std::string RevealedDraftModel(const Revealed& r);
 

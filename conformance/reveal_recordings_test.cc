@@ -68,6 +68,9 @@ TEST(RevealRecordings, PresetsNamedForEveryRecording) {
       EXPECT_TRUE(listed(name)) << name << " is not among the presets with this tree and "
                                 << "behaviour:\n" << RevealedText(*r);
     }
+    // The draft model (--format toml) declares the revealed tree (split-K slices included).
+    const std::string draft = RevealedDraftModel(*r);
+    EXPECT_NE(draft.find("equals the revealed tree: yes"), std::string::npos) << draft;
     for (const std::string& name : e.excluded) {
       EXPECT_FALSE(listed(name)) << name << " has this tree and behaviour, but expect.txt says "
                                  << "it must not";
