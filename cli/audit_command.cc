@@ -294,6 +294,8 @@ CLI::App* AddAuditCommand(CLI::App& root, AuditCommandState& s) {
       "  fpconform audit matmul --a a.npy --a-dtype bfloat16 --b b.npy --b-dtype bfloat16 \\\n"
       "      --out c.npy --platform trainium2-bf16\n"
       "  fpconform audit matmul --a w.safetensors:a --b w.safetensors:b --out out.npy --platform auto\n"
+      "  # auto also fits a model beyond the presets (split-K slices, ...) and can write it:\n"
+      "  fpconform audit matmul --a a.npy --b b.npy --out c.npy --platform auto --fit-out fit.toml\n"
       "  fpconform audit sum --x x.npy --axis -1 --out y.npy --platform numpy-sum-f32 --json audit.json\n"
       "  fpconform audit cast --x x.npy --out q.npy --out-dtype float8_e4m3fn --to float8_e4m3fn:sat \\\n"
       "      --rounding rne --scale 0.25\n"
