@@ -120,6 +120,18 @@ std::vector<FitVariant> DatapathFamily(const Model& base, bool has_c) {
       out.push_back(std::move(v));
     }
   }
+  if (base.adder.kind == AdderKind::kFused) {
+    // The bits kept below the group's largest exponent (24 on Ampere, 25 on Hopper: SOURCES.md).
+    for (int f : {23, 24, 25, 26, 27}) {
+      if (f == base.adder.fraction_bits) continue;
+      FitVariant v;
+      v.label = absl::StrCat("adder.fraction_bits ", f);
+      v.set = {{"adder.fraction_bits", absl::StrCat(f)}};
+      v.model = base;
+      v.model.adder.fraction_bits = f;
+      out.push_back(std::move(v));
+    }
+  }
   if (has_c) {
     FitVariant v;
     v.model = base;

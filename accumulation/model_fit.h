@@ -14,7 +14,8 @@
 //                    y + x), and so are the two combines. Equal results up to the sign of a zero
 //                    sum (an empty slice adds +0).
 //   DatapathFamily   one key at a time: adder.group in {4, 8, 16, 32} (fused adders; chain lengths
-//                    that must be multiples of it stay valid), epilogue.c chain | after (has_c),
+//                    that must be multiples of it stay valid), adder.fraction_bits in 23..27
+//                    (fused adders), epilogue.c chain | after (has_c),
 //                    inputs.convert_rounding rtz | rne | rna (with inputs.convert_to),
 //                    chain.every in {32, 64, 128, 256, 512, 1024} (promote chains).
 // The base itself is not in a family (the caller has it).

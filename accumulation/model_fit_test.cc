@@ -67,6 +67,8 @@ TEST(DatapathFamily, GroupsEpilogueConversionPromotion) {
   std::set<std::string> labels;
   for (const FitVariant& v : DatapathFamily(bf16, /*has_c=*/true)) labels.insert(v.label);
   EXPECT_EQ(labels, (std::set<std::string>{"adder.group 4", "adder.group 8", "adder.group 32",
+                                           "adder.fraction_bits 23", "adder.fraction_bits 24",
+                                           "adder.fraction_bits 26", "adder.fraction_bits 27",
                                            "epilogue.c after"}));
   const Model tf32 = *LoadModelFile(kDir + "/nvidia-h100-tf32.toml");
   labels.clear();

@@ -274,8 +274,8 @@ struct AuditResult {
   // width 0.5 from -8 to +8 (32 bins), plus below (and exact zero error) and above.
   std::vector<int64_t> histogram;   // 34 counts: [below, 32 bins, above].
   // The fit (AUDIT.md "Fit"): the model of the presets' parametric families (split-K slices and
-  // their order, then group size, where c enters, input conversion, promotion interval) that
-  // reproduces the most elements bit for bit.
+  // their order, then group size, fraction bits, where c enters, input conversion, promotion
+  // interval) that reproduces the most elements bit for bit.
   struct FitResult {
     bool run = false;
     std::string skipped;           // Why it did not run ("" when it ran or was not asked for).

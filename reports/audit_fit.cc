@@ -10,8 +10,8 @@
 //      the check set is larger, are the finalists; each is checked on the check set (every
 //      element when elements * K <= options.fit_check_products, else a pinned sample of that
 //      many products).
-//   3. Round B around the winner: DatapathFamily (group size, where c enters, input conversion,
-//      promotion interval) the same way; a better one becomes the winner, and round A runs once
+//   3. Round B around the winner: DatapathFamily (group size, fraction bits, where c enters,
+//      input conversion, promotion interval) the same way; a better one becomes the winner, and round A runs once
 //      more around it (its split-K family).
 // The winner has the most identical elements on the check set; ties are the other finalists with
 // the same count. Evaluations run on options.threads threads (candidates x element ranges), each
@@ -461,7 +461,7 @@ std::string AuditFitText(const AuditResult& r) {
                   "; the best preset, ", f.base_best, ", ", f.base_reproduced, "\n");
   absl::StrAppend(&t, "  searched ", f.candidates, " models (the presets and the families around ",
                   f.datapaths, " datapaths: split-K slices and their order, then group size, "
-                  "where c enters, input conversion, promotion interval)\n");
+                  "fraction bits, where c enters, input conversion, promotion interval)\n");
   if (f.ties.empty()) {
     absl::StrAppend(&t, "  unique: no other finalist reproduces as many\n");
   } else {

@@ -10,6 +10,7 @@
 
 #include "accumulation/evaluate.h"
 #include "accumulation/model.h"
+#include "accumulation/reveal_outputs.h"
 #include "cases/pinned_random.h"
 #include "cases/test_seed.h"
 #include "formats/ops.h"
@@ -175,6 +176,46 @@ TEST(AuditFit, FitsASplitSum) {
   EXPECT_LT(r->fit.base_reproduced, rows);
   EXPECT_NE(r->fit.change.find("order reverse"), std::string::npos) << AuditFitText(*r);
   EXPECT_NE(r->fit.model_text.find("Fitted by fpconform audit sum"), std::string::npos);
+}
+
+// A real device: the H200's torch.mm(out_dtype=float32) outputs on the bf16 probes at K = 256
+// (conformance/data/reveal/h200-mm_bf16_k256/, cuBLAS s1688 + splitKreduce), audited with the
+// presets written from them removed from the catalog: the fit finds what `reveal` found (two
+// slices, groups of 8, 25 fraction bits) from the outputs alone.
+TEST(AuditFit, FitsTheRecordedH200SplitK) {
+  const std::string data = FPCONFORM_REVEAL_DATA_DIR "/h200-mm_bf16_k256";
+  absl::StatusOr<ProbeSet> p = MakeProbes({"matmul", 256, "bfloat16"});
+  ASSERT_TRUE(p.ok()) << p.status();
+  absl::StatusOr<Tensor> out = ReadTensor(data + "/out_torch_mm_out_dtype_float32.npy", {});
+  ASSERT_TRUE(out.ok()) << out.status();
+  const std::string dir = ::testing::TempDir() + "/audit_fit_test_h200_models";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  for (const auto& e : std::filesystem::directory_iterator(kModels)) {
+    const std::string name = e.path().filename().string();
+    if (name.find("s1688-splitk") != std::string::npos) continue;
+    std::filesystem::copy_file(e.path(), dir + "/" + name);
+  }
+  MatmulAuditInput in;
+  in.a = &p->a;
+  in.b = &p->b;
+  in.out = &*out;
+  AuditOptions o = Options();
+  o.models_dir = dir;
+  absl::StatusOr<AuditResult> r = AuditMatmul(in, o);
+  std::filesystem::remove_all(dir);
+  ASSERT_TRUE(r.ok()) << r.status();
+  const AuditResult::FitResult& f = r->fit;
+  ASSERT_TRUE(f.run) << f.skipped;
+  const std::string text = AuditFitText(*r);
+  EXPECT_EQ(f.reproduced, f.checked) << text;
+  EXPECT_LT(f.base_reproduced, f.checked) << text;
+  absl::StatusOr<Model> m = ParseModel(f.model_text, f.model_name + ".toml");
+  ASSERT_TRUE(m.ok()) << m.status() << "\n" << f.model_text;
+  EXPECT_EQ(m->chain.kind, ChainKind::kSplitK) << text;
+  EXPECT_EQ(m->chain.slices, 2) << text;
+  EXPECT_EQ(m->adder.group, 8) << text;
+  EXPECT_EQ(m->adder.fraction_bits, 25) << text;
 }
 
 // Small integers: every order sums them exactly, so the presets reproduce every element (no fit
