@@ -383,6 +383,13 @@ absl::StatusOr<Revealed> RevealFromOutputs(const std::string& dir, const std::st
     return spec.tiles > 1 ? absl::StrCat(" in the probe block at output (", row0, ", ", col0, ")")
                           : std::string();
   };
+  // With one probe block a tree that depends on the output position cannot be told apart.
+  const std::string tiles_hint =
+      mm && spec.tiles == 1
+          ? "; if the order depends on the output position (a BLAS's edge and interior tiles), "
+            "make the probes with --tiles 2 (up to 4): each repeated block is revealed on its "
+            "own and the blocks are grouped by tree"
+          : "";
   auto reveal_block = [&](int64_t row0, int64_t col0,
                           FprevStats* stats) -> absl::StatusOr<SumTree> {
     if (mm) {
@@ -395,7 +402,8 @@ absl::StatusOr<Revealed> RevealFromOutputs(const std::string& dir, const std::st
                 "not a fixed summation tree: non-deterministic or data-dependent order? The "
                 "pair (", i, ", ", j, ") gave ", a, " at output (", row0 + i, ", ", col0 + j,
                 ") and ", b, " at output (", row0 + j, ", ", col0 + i, ") (the same probe with the "
-                "signs swapped; a tree that depends on the output position also gives this)"));
+                "signs swapped; a tree that depends on the output position also gives this)",
+                tiles_hint));
           }
         }
       }
@@ -429,7 +437,8 @@ absl::StatusOr<Revealed> RevealFromOutputs(const std::string& dir, const std::st
       if (tree.status().code() == absl::StatusCode::kFailedPrecondition) {
         return absl::FailedPreconditionError(absl::StrCat(
             "not a fixed summation tree", where(row0, col0),
-            ": non-deterministic or data-dependent order? (", tree.status().message(), ")"));
+            ": non-deterministic or data-dependent order? (", tree.status().message(), ")",
+            tiles_hint));
       }
       return tree.status();
     }

@@ -191,6 +191,7 @@ TEST(RevealOutputs, Errors) {
   asym.SetBits(1, asym.Bits(2));  // Output (0, 1) now differs from (1, 0).
   r = RevealModel(m, "matmul", 8, "float32", catalog, &asym);
   EXPECT_TRUE(absl::StrContains(r.status().message(), "not a fixed summation tree")) << r.status();
+  EXPECT_TRUE(absl::StrContains(r.status().message(), "--tiles 2")) << r.status();
   Tensor ints = *MakeTensor("int32", {135, 135});
   r = RevealModel(m, "matmul", 8, "float32", catalog, &ints);
   EXPECT_TRUE(absl::StrContains(r.status().message(), "must be floating point")) << r.status();
