@@ -65,7 +65,8 @@ std::vector<FitVariant> SplitKFamily(const Model& base, int k, bool has_c, int m
     if (base.chain.order != SplitOrder::kRandom) {
       const bool few = r.size() <= 2;
       if (few && c_commutes) std::sort(r.begin(), r.end());
-      seen.insert({r, few ? 0 : static_cast<int>(base.chain.combine)});
+      const bool same_combine = few || (r.size() == 3 && c_commutes);
+      seen.insert({r, same_combine ? 0 : static_cast<int>(base.chain.combine)});
     }
   }
   for (int slices = 2; slices <= max_slices; ++slices) {
@@ -77,7 +78,10 @@ std::vector<FitVariant> SplitKFamily(const Model& base, int k, bool has_c, int m
           if (r.size() < 2) continue;  // One slice: the base's sequential chain.
           const bool few = r.size() <= 2;
           if (few && c_commutes) std::sort(r.begin(), r.end());
-          if (!seen.insert({r, few ? 0 : static_cast<int>(combine)}).second) continue;
+          // Three partials: pairwise is (P0 + P1) + P2, sequential ((c + P0) + P1) + P2: the same
+          // adds when c is +0 (absent, or added after the chain).
+          const bool same_combine = few || (r.size() == 3 && c_commutes);
+          if (!seen.insert({r, same_combine ? 0 : static_cast<int>(combine)}).second) continue;
           FitVariant v;
           const char* order_name = order == SplitOrder::kFixed ? "fixed" : "reverse";
           const char* combine_name =

@@ -11,7 +11,7 @@
 //                    same non-empty slices in the same order are one variant (the first: fewest
 //                    slices, smallest multiple); with at most two non-empty slices and no c in the
 //                    chain (epilogue.c = "after", or has_c false) the two orders are one (x + y =
-//                    y + x), and so are the two combines. Equal results up to the sign of a zero
+//                    y + x), and so are the two combines (also with three: (P0 + P1) + P2). Equal results up to the sign of a zero
 //                    sum (an empty slice adds +0).
 //   DatapathFamily   one key at a time: adder.group in {4, 8, 16, 32} (fused adders; chain lengths
 //                    that must be multiples of it stay valid), adder.fraction_bits in 23..27
