@@ -112,7 +112,10 @@ class ChainWalk {
         break;
       }
       case ChainKind::kSplitK: {
+        // ceil(K / slices), rounded up to chain.slice_multiple, then to the group.
+        const int mult = std::max(1, ch.slice_multiple);
         int slice = (k + ch.slices - 1) / ch.slices;
+        slice = (slice + mult - 1) / mult * mult;
         slice = (slice + group_ - 1) / group_ * group_;
         std::vector<Node> parts;
         for (int s = 0; s < ch.slices; ++s) {
@@ -128,8 +131,15 @@ class ChainWalk {
             std::swap(order[s], order[static_cast<int>(r % static_cast<uint64_t>(s + 1))]);
           }
         }
-        total = c;
-        for (int s : order) total = ops_.Combine(total, parts[s]);
+        if (ch.order == SplitOrder::kReverse) std::reverse(order.begin(), order.end());
+        if (ch.combine == CombineOrder::kPairwise) {
+          std::vector<Node> ordered;
+          for (int s : order) ordered.push_back(parts[s]);
+          total = ops_.Combine(c, Tree(ordered, 0, ch.slices));
+        } else {
+          total = c;
+          for (int s : order) total = ops_.Combine(total, parts[s]);
+        }
         break;
       }
       case ChainKind::kTree: {

@@ -520,6 +520,20 @@ TEST(FastEvalTest, VariantsMatchGeneric) {
   v.output.format = &Float32();
   v.name = "nvidia-h100-bf16+f23+splitk3-random";
   variants.push_back(v);
+  // split_k slice_multiple, order = "reverse", combine = "pairwise" (cuBLAS split-K presets),
+  // fused and host adders.
+  v.chain.slice_multiple = 32;
+  v.chain.order = SplitOrder::kReverse;
+  v.chain.combine = CombineOrder::kPairwise;
+  v.name = "nvidia-h100-bf16+f23+splitk3x32-reverse-pairwise";
+  variants.push_back(v);
+  v = fma;
+  v.chain.kind = ChainKind::kSplitK;
+  v.chain.slices = 5;
+  v.chain.slice_multiple = 6;
+  v.chain.order = SplitOrder::kReverse;
+  v.name = "cuda-f32-fma+splitk5x6-reverse";
+  variants.push_back(v);
   // adder.ftz / adder.daz (FlushTiny) and inputs.daz beyond x86-avx512bf16: sequential fma and
   // rounded-product chains (the fixed chains walked), pairwise with unroll (RoundTerm flushed).
   v = fma;

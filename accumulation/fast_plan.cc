@@ -286,8 +286,14 @@ const char* MakePlan(const Model& m, Plan& plan) {
       break;
     case ChainKind::kSplitK:
       if (m.chain.slices < 1) return "chain.slices";
-      if (m.chain.order != SplitOrder::kFixed && m.chain.order != SplitOrder::kRandom) {
+      if (m.chain.order != SplitOrder::kFixed && m.chain.order != SplitOrder::kRandom &&
+          m.chain.order != SplitOrder::kReverse) {
         return "chain.order";
+      }
+      if (m.chain.slice_multiple < 1) return "chain.slice_multiple";
+      if (m.chain.combine != CombineOrder::kSequential &&
+          m.chain.combine != CombineOrder::kPairwise) {
+        return "chain.combine";
       }
       break;
     case ChainKind::kSimd:

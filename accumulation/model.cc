@@ -351,7 +351,7 @@ const std::set<std::string_view>& ChainKeys(ChainKind kind) {
       {ChainKind::kPairwise, {"leaf", "unroll", "split_multiple", "chunk"}},
       {ChainKind::kBlocked, {"block", "tail", "tail_multiple"}},
       {ChainKind::kStrided, {"ways", "combine"}},
-      {ChainKind::kSplitK, {"slices", "order"}},
+      {ChainKind::kSplitK, {"slices", "slice_multiple", "order", "combine"}},
       {ChainKind::kPromote, {"every", "format", "rounding"}},
       {ChainKind::kTree, {"shape"}},
       {ChainKind::kSimd, {"lanes", "unit", "unit_order", "reduce"}},
@@ -422,10 +422,20 @@ void ReadChainParameters(TomlReader& r, const toml::table& t, Model& m) {
       if (auto v = r.Int(t, "chain", "slices", 1, 4096, TomlKey::kRequired)) {
         m.chain.slices = int(*v);
       }
-      m.chain.order =
-          r.Choice<SplitOrder>(t, "chain", "order",
-                               {{"fixed", SplitOrder::kFixed}, {"random", SplitOrder::kRandom}})
-              .value_or(SplitOrder::kFixed);
+      m.chain.slice_multiple = g;
+      if (auto v = r.Int(t, "chain", "slice_multiple", 1, kBig)) {
+        m.chain.slice_multiple = int(*v);
+        multiple_of_g("slice_multiple", *v);
+      }
+      m.chain.order = r.Choice<SplitOrder>(t, "chain", "order",
+                                           {{"fixed", SplitOrder::kFixed},
+                                            {"reverse", SplitOrder::kReverse},
+                                            {"random", SplitOrder::kRandom}})
+                          .value_or(SplitOrder::kFixed);
+      m.chain.combine = r.Choice<CombineOrder>(t, "chain", "combine",
+                                               {{"sequential", CombineOrder::kSequential},
+                                                {"pairwise", CombineOrder::kPairwise}})
+                            .value_or(CombineOrder::kSequential);
       break;
     case ChainKind::kPromote:
       if (auto v = r.Int(t, "chain", "every", 1, kBig, TomlKey::kRequired)) {
@@ -480,8 +490,8 @@ void ReadChain(TomlReader& r, const toml::table& root, Model& m) {
   if (t == nullptr) return;
   r.CheckKeys(*t, "chain",
               {"kind", "leaf", "unroll", "split_multiple", "chunk", "block", "ways", "combine",
-               "slices", "order", "every", "format", "rounding", "lanes", "unit", "unit_order",
-               "reduce", "shape", "tail", "tail_multiple", "permutation"});
+               "slices", "slice_multiple", "order", "every", "format", "rounding", "lanes", "unit",
+               "unit_order", "reduce", "shape", "tail", "tail_multiple", "permutation"});
   const std::optional<ChainKind> kind = r.Choice<ChainKind>(*t, "chain", "kind",
                                                             {{"sequential", ChainKind::kSequential},
                                                              {"pairwise", ChainKind::kPairwise},

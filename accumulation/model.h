@@ -60,7 +60,7 @@ enum class ChainKind : uint8_t {
 };
 enum class CombineOrder : uint8_t { kSequential, kPairwise, kHalving };
 enum class UnitOrder : uint8_t { kForward, kReverse };
-enum class SplitOrder : uint8_t { kFixed, kRandom };
+enum class SplitOrder : uint8_t { kFixed, kRandom, kReverse };
 // blocked: how the block before the last is cut (chain.tail, MODEL_FORMAT.md).
 enum class BlockTail : uint8_t { kFixed, kHalveDown, kHalveUp };
 
@@ -112,7 +112,10 @@ struct Model {
     int ways = 0;                                   // strided.
     CombineOrder combine = CombineOrder::kSequential;
     int slices = 0;                                 // split_k.
-    SplitOrder order = SplitOrder::kFixed;
+    // split_k: slices are ceil(K / slices) rounded up to a multiple of this (ParseModel sets
+    // adder.group when the file leaves it out; a walk also rounds up to the group).
+    int slice_multiple = 1;
+    SplitOrder order = SplitOrder::kFixed;          // split_k (combine: sequential|pairwise).
     int every = 0;                                  // promote.
     const FormatSpec* promote_format = nullptr;     // promote: chain.format (float32).
     OpEnv promote_env;                              // promote: chain.rounding.

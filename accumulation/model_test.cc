@@ -176,6 +176,11 @@ TEST(ModelTest, BadFilesNameFileLineAndField) {
        "h.toml:2: name: must equal the file's stem"},
       {"block not multiple of G", "kind = \"sequential\"", "kind = \"blocked\"\nblock = 20",
        "h.toml:26: chain.block: must be a multiple of adder.group (16)"},
+      {"slice multiple not multiple of G", "kind = \"sequential\"",
+       "kind = \"split_k\"\nslices = 2\nslice_multiple = 24",
+       "h.toml:27: chain.slice_multiple: must be a multiple of adder.group (16)"},
+      {"bad split order", "kind = \"sequential\"", "kind = \"split_k\"\nslices = 2\norder = \"up\"",
+       "h.toml:27: chain.order: must be one of fixed reverse random"},
       {"missing table", "[accumulator]\nformat = \"float32\"\nrounding = \"rne\"\n", "",
        "h.toml: accumulator: required table missing"},
   };

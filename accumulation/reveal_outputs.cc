@@ -44,6 +44,7 @@ std::string HexHash(uint64_t h) {
   return absl::StrCat("fnv1a64:", buf);
 }
 
+
 absl::StatusOr<std::string> ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open"));
@@ -366,7 +367,6 @@ absl::StatusOr<Revealed> RevealFromOutputs(const std::string& dir, const std::st
                                       static_cast<int64_t>(q))]
               : v[static_cast<size_t>(PairCount(k) + static_cast<int64_t>(q))];
   };
-  auto behaviour_value = [&](size_t q) { return behaviour_at(0, 0, q); };
   auto find_behaviour = [&](std::string_view name) -> size_t {
     for (size_t q = 0; q < p.behaviour.size(); ++q) {
       if (p.behaviour[q].name == name) return q;
@@ -377,6 +377,13 @@ absl::StatusOr<Revealed> RevealFromOutputs(const std::string& dir, const std::st
     return spec.tiles > 1 ? absl::StrCat(" in the probe block at output (", row0, ", ", col0, ")")
                           : std::string();
   };
+  // With one probe block a tree that depends on the output position cannot be told apart.
+  const std::string tiles_hint =
+      mm && spec.tiles == 1
+          ? "; if the order depends on the output position (a BLAS's edge and interior tiles), "
+            "make the probes with --tiles 2 (up to 4): each repeated block is revealed on its "
+            "own and the blocks are grouped by tree"
+          : "";
   auto reveal_block = [&](int64_t row0, int64_t col0,
                           FprevStats* stats) -> absl::StatusOr<SumTree> {
     if (mm) {
@@ -389,7 +396,8 @@ absl::StatusOr<Revealed> RevealFromOutputs(const std::string& dir, const std::st
                 "not a fixed summation tree: non-deterministic or data-dependent order? The "
                 "pair (", i, ", ", j, ") gave ", a, " at output (", row0 + i, ", ", col0 + j,
                 ") and ", b, " at output (", row0 + j, ", ", col0 + i, ") (the same probe with the "
-                "signs swapped; a tree that depends on the output position also gives this)"));
+                "signs swapped; a tree that depends on the output position also gives this)",
+                tiles_hint));
           }
         }
       }
@@ -423,119 +431,164 @@ absl::StatusOr<Revealed> RevealFromOutputs(const std::string& dir, const std::st
       if (tree.status().code() == absl::StatusCode::kFailedPrecondition) {
         return absl::FailedPreconditionError(absl::StrCat(
             "not a fixed summation tree", where(row0, col0),
-            ": non-deterministic or data-dependent order? (", tree.status().message(), ")"));
+            ": non-deterministic or data-dependent order? (", tree.status().message(), ")",
+            tiles_hint));
       }
       return tree.status();
     }
     return tree;
   };
+  // The behaviour and the matching presets of a revealed tree, read at the probe block
+  // (row0, col0) (every block has its own behaviour probes).
+  auto analyse = [&](int64_t row0, int64_t col0, const SumTree& tree, RevealedGroup& g) {
+    g.tree = tree;
+    g.fused_group = FusedGroupSize(g.tree);
+    // Where x0, x1 and x2 meet.
+    std::vector<int> parent(g.tree.nodes.size(), -1), leaf(k, -1);
+    for (size_t v2 = 0; v2 < g.tree.nodes.size(); ++v2) {
+      for (int c : g.tree.nodes[v2].children) {
+        parent[static_cast<size_t>(c)] = static_cast<int>(v2);
+      }
+      if (g.tree.nodes[v2].kind == SumTree::Kind::kTerm) {
+        leaf[g.tree.nodes[v2].term] = static_cast<int>(v2);
+      }
+    }
+    auto lca = [&](int a, int b) {
+      std::set<int> up;
+      for (int x = b; x >= 0; x = parent[static_cast<size_t>(x)]) up.insert(x);
+      for (int x = a; x >= 0; x = parent[static_cast<size_t>(x)]) {
+        if (up.count(x)) return x;
+      }
+      return -1;
+    };
+    const int n01 = lca(leaf[0], leaf[1]);
+    const int n012 = lca(n01, leaf[2]);
+    const size_t kids = g.tree.nodes[static_cast<size_t>(n01)].children.size();
+    if (n01 == n012 && kids > 2) g.fraction_where = "fused group";
+    if (n01 != n012 && kids == 2) g.fraction_where = "first add";
+    if (!g.fraction_where.empty()) {
+      int bits = 0;
+      for (int e = 1; e <= kFracMax; ++e) {
+        const size_t q = find_behaviour(absl::StrCat("frac_plus_", e));
+        if (behaviour_at(row0, col0, q) != std::ldexp(1.0, -e)) {
+          break;
+        }
+        bits = e;
+      }
+      g.fraction_bits = bits;
+      if (g.fraction_where == "fused group" && bits < kFracMax) {
+        const double m =
+            behaviour_at(row0, col0, find_behaviour(absl::StrCat("frac_minus_", bits + 1)));
+        g.alignment = m == 0 ? "truncate" : m < 0 ? "round_down" : "";
+      }
+    }
+    const double rp = behaviour_at(row0, col0, find_behaviour("round_pos"));
+    const double rn = behaviour_at(row0, col0, find_behaviour("round_neg"));
+    if (rp == 2 && rn == -2) {
+      g.output_rounding = "toward zero";
+    } else if (rp == 2 + 0x1p-22 && rn == -(2 + 0x1p-22)) {
+      g.output_rounding = "to nearest";
+    } else {
+      g.output_rounding = absl::StrCat("unknown (2 + 1.5 * 2^-23 gave ", rp, ", its negation ", rn,
+                                       ")");
+    }
+
+    // Presets.
+    absl::StatusOr<std::vector<ModelFile>> files = catalog.LoadAll();
+    if (files.ok()) {
+      for (const ModelFile& file : *files) {
+        if (!file.model.ok()) continue;
+        const Model& m = *file.model;
+        if (mm ? !m.op_dot : !m.op_sum) continue;
+        const FormatSpec* fb = m.inputs.b != nullptr ? m.inputs.b : m.inputs.a;
+        if (m.inputs.a->name != spec.dtype || (mm && fb->name != spec.dtype)) continue;
+        absl::StatusOr<SumTree> declared = BuildSummationTree(m, k);
+        if (!declared.ok() || !SameCanonicalTree(*declared, g.tree)) continue;
+        PresetMatch match{file.name, true, true, ""};
+        EvalOptions eo;
+        eo.want_bound = false;
+        for (size_t q = 0; q < p.behaviour.size() && match.behaviour; ++q) {
+          std::vector<uint64_t> a(k), b(k);
+          for (int t = 0; t < k; ++t) {
+            a[t] = DoubleToBits(*m.inputs.a, p.behaviour[q].a[t] * (mm ? 1.0 : p.behaviour[q].b[t]));
+            b[t] = DoubleToBits(*fb, p.behaviour[q].b[t]);
+          }
+          absl::StatusOr<EvalResult> e =
+              mm ? EvaluateDot(m, a, b, 0, eo) : EvaluateSum(m, a, 0, eo);
+          if (!e.ok()) {
+            match.behaviour = false;
+            match.differs = std::string(e.status().message());
+            break;
+          }
+          const double got = ToDouble(*m.output.format, e->bits);
+          if (got != behaviour_at(row0, col0, q)) {
+            match.behaviour = false;
+            match.differs = absl::StrCat(p.behaviour[q].name, ": preset ", got, ", observed ",
+                                         behaviour_at(row0, col0, q));
+          }
+        }
+        g.presets.push_back(std::move(match));
+      }
+    }
+    std::stable_sort(g.presets.begin(), g.presets.end(),
+                     [](const PresetMatch& a, const PresetMatch& b) {
+                       return a.behaviour && !b.behaviour;
+                     });
+  };
   FprevStats stats;
-  absl::StatusOr<SumTree> tree = reveal_block(0, 0, &stats);
-  if (!tree.ok()) return tree.status();
-  if (spec.tiles > 1) {
+  if (spec.tiles == 1) {
+    absl::StatusOr<SumTree> tree = reveal_block(0, 0, &stats);
+    if (!tree.ok()) return tree.status();
+    RevealedGroup g;
+    g.blocks = {{0, 0}};
+    analyse(0, 0, *tree, g);
+    r.groups.push_back(std::move(g));
+  } else {
+    // Per position: every probe block revealed on its own, the blocks grouped by their tree; a
+    // block that no fixed tree explains is refused alone.
     r.block = ProbeBlock(spec, static_cast<int>(p.behaviour.size()));
     for (int s = 0; s < spec.tiles; ++s) {
       for (int t = 0; t < spec.tiles; ++t) {
-        if (s == 0 && t == 0) {
-          r.tile_trees.push_back(*tree);
+        const int64_t row0 = s * r.block, col0 = t * r.block;
+        FprevStats more;
+        absl::StatusOr<SumTree> tree = reveal_block(row0, col0, &more);
+        stats.probes += more.probes;
+        if (!tree.ok()) {
+          if (tree.status().code() != absl::StatusCode::kFailedPrecondition) return tree.status();
+          r.refused.push_back({{row0, col0}, std::string(tree.status().message())});
+          r.tile_trees.push_back(SumTree{});
           continue;
         }
-        FprevStats more;
-        absl::StatusOr<SumTree> other = reveal_block(s * r.block, t * r.block, &more);
-        if (!other.ok()) return other.status();
-        stats.probes += more.probes;
-        r.tile_trees.push_back(*std::move(other));
+        r.tile_trees.push_back(*tree);
+        auto same = std::find_if(r.groups.begin(), r.groups.end(), [&](const RevealedGroup& g) {
+          return SameCanonicalTree(g.tree, *tree);
+        });
+        if (same != r.groups.end()) {
+          same->blocks.push_back({row0, col0});
+          continue;
+        }
+        RevealedGroup g;
+        g.blocks = {{row0, col0}};
+        analyse(row0, col0, *tree, g);
+        r.groups.push_back(std::move(g));
       }
     }
+    if (r.groups.empty()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "no probe block shows a fixed summation tree (", r.refused.size(), " blocks); the "
+          "first: ", r.refused[0].second));
+    }
   }
-  r.tree = *std::move(tree);
+  // The answer: group 0 (the one holding the first revealed block, (0, 0) when it was).
+  const RevealedGroup& top = r.groups[0];
+  r.tree = top.tree;
+  r.fused_group = top.fused_group;
+  r.fraction_bits = top.fraction_bits;
+  r.fraction_where = top.fraction_where;
+  r.alignment = top.alignment;
+  r.output_rounding = top.output_rounding;
+  r.presets = top.presets;
   r.probes_used = stats.probes;
-  r.fused_group = FusedGroupSize(r.tree);
-
-  // Where x0, x1 and x2 meet.
-  std::vector<int> parent(r.tree.nodes.size(), -1), leaf(k, -1);
-  for (size_t v2 = 0; v2 < r.tree.nodes.size(); ++v2) {
-    for (int c : r.tree.nodes[v2].children) parent[static_cast<size_t>(c)] = static_cast<int>(v2);
-    if (r.tree.nodes[v2].kind == SumTree::Kind::kTerm) leaf[r.tree.nodes[v2].term] = static_cast<int>(v2);
-  }
-  auto lca = [&](int a, int b) {
-    std::set<int> up;
-    for (int x = b; x >= 0; x = parent[static_cast<size_t>(x)]) up.insert(x);
-    for (int x = a; x >= 0; x = parent[static_cast<size_t>(x)]) {
-      if (up.count(x)) return x;
-    }
-    return -1;
-  };
-  const int n01 = lca(leaf[0], leaf[1]);
-  const int n012 = lca(n01, leaf[2]);
-  const size_t kids = r.tree.nodes[static_cast<size_t>(n01)].children.size();
-  if (n01 == n012 && kids > 2) r.fraction_where = "fused group";
-  if (n01 != n012 && kids == 2) r.fraction_where = "first add";
-  if (!r.fraction_where.empty()) {
-    int bits = 0;
-    for (int e = 1; e <= kFracMax; ++e) {
-      if (behaviour_value(find_behaviour(absl::StrCat("frac_plus_", e))) != std::ldexp(1.0, -e)) {
-        break;
-      }
-      bits = e;
-    }
-    r.fraction_bits = bits;
-    if (r.fraction_where == "fused group" && bits < kFracMax) {
-      const double m = behaviour_value(find_behaviour(absl::StrCat("frac_minus_", bits + 1)));
-      r.alignment = m == 0 ? "truncate" : m < 0 ? "round_down" : "";
-    }
-  }
-  const double rp = behaviour_value(find_behaviour("round_pos"));
-  const double rn = behaviour_value(find_behaviour("round_neg"));
-  if (rp == 2 && rn == -2) {
-    r.output_rounding = "toward zero";
-  } else if (rp == 2 + 0x1p-22 && rn == -(2 + 0x1p-22)) {
-    r.output_rounding = "to nearest";
-  } else {
-    r.output_rounding = absl::StrCat("unknown (2 + 1.5 * 2^-23 gave ", rp, ", its negation ", rn,
-                                     ")");
-  }
-
-  // Presets.
-  absl::StatusOr<std::vector<ModelFile>> files = catalog.LoadAll();
-  if (files.ok()) {
-    for (const ModelFile& file : *files) {
-      if (!file.model.ok()) continue;
-      const Model& m = *file.model;
-      if (mm ? !m.op_dot : !m.op_sum) continue;
-      const FormatSpec* fb = m.inputs.b != nullptr ? m.inputs.b : m.inputs.a;
-      if (m.inputs.a->name != spec.dtype || (mm && fb->name != spec.dtype)) continue;
-      absl::StatusOr<SumTree> declared = BuildSummationTree(m, k);
-      if (!declared.ok() || !SameCanonicalTree(*declared, r.tree)) continue;
-      PresetMatch match{file.name, true, true, ""};
-      EvalOptions eo;
-      eo.want_bound = false;
-      for (size_t q = 0; q < p.behaviour.size() && match.behaviour; ++q) {
-        std::vector<uint64_t> a(k), b(k);
-        for (int t = 0; t < k; ++t) {
-          a[t] = DoubleToBits(*m.inputs.a, p.behaviour[q].a[t] * (mm ? 1.0 : p.behaviour[q].b[t]));
-          b[t] = DoubleToBits(*fb, p.behaviour[q].b[t]);
-        }
-        absl::StatusOr<EvalResult> e = mm ? EvaluateDot(m, a, b, 0, eo) : EvaluateSum(m, a, 0, eo);
-        if (!e.ok()) {
-          match.behaviour = false;
-          match.differs = std::string(e.status().message());
-          break;
-        }
-        const double got = ToDouble(*m.output.format, e->bits);
-        if (got != behaviour_value(q)) {
-          match.behaviour = false;
-          match.differs = absl::StrCat(p.behaviour[q].name, ": preset ", got, ", observed ",
-                                       behaviour_value(q));
-        }
-      }
-      r.presets.push_back(std::move(match));
-    }
-  }
-  std::stable_sort(r.presets.begin(), r.presets.end(),
-                   [](const PresetMatch& a, const PresetMatch& b) {
-                     return a.behaviour && !b.behaviour;
-                   });
   return r;
 }
 
@@ -547,23 +600,40 @@ std::string RevealedText(const Revealed& r) {
   absl::StrAppend(&out, "tree: ", RenderText(r.tree), "\n");
   if (!r.tile_trees.empty()) {
     const int t = s.tiles;
-    std::vector<std::string> differ;
-    for (size_t i = 1; i < r.tile_trees.size(); ++i) {
-      if (!SameCanonicalTree(r.tile_trees[i], r.tile_trees[0])) {
-        differ.push_back(absl::StrCat("  block at output (", static_cast<int64_t>(i) / t * r.block,
-                                      ", ", static_cast<int64_t>(i) % t * r.block,
-                                      "): ", RenderText(r.tile_trees[i])));
-      }
-    }
-    if (differ.empty()) {
+    auto at = [&](const std::pair<int64_t, int64_t>& b) {
+      return absl::StrCat("(", b.first, ", ", b.second, ")");
+    };
+    if (r.groups.size() == 1 && r.refused.empty()) {
       absl::StrAppend(&out, "output positions: the same tree in all ", t * t, " probe blocks (",
                       t, " x ", t, ", ", r.block, " rows and columns each)\n");
     } else {
-      absl::StrAppend(&out, "output positions: the tree depends on the position: ",
-                      differ.size(), " of ", t * t, " probe blocks (", r.block,
-                      " rows and columns each) differ from the block at (0, 0), whose tree is "
-                      "above and whose behaviour is reported below:\n",
-                      absl::StrJoin(differ, "\n"), "\n");
+      const size_t others = static_cast<size_t>(t * t) - r.groups[0].blocks.size();
+      absl::StrAppend(&out, "output positions: the tree depends on the position: ", others,
+                      " of ", t * t, " probe blocks (", r.block, " rows and columns each) differ "
+                      "from the tree above (group 0); ", r.groups.size(), " groups of blocks by "
+                      "tree, ", r.refused.size(), " blocks refused (no fixed tree):\n");
+      for (size_t g = 0; g < r.groups.size(); ++g) {
+        const RevealedGroup& grp = r.groups[g];
+        std::vector<std::string> where, full;
+        for (const auto& b : grp.blocks) {
+          where.push_back(absl::StrCat(at(b), ": rows ", b.first, "..", b.first + r.block - 1,
+                                       ", columns ", b.second, "..", b.second + r.block - 1));
+        }
+        for (const PresetMatch& m : grp.presets) {
+          if (m.behaviour) full.push_back(m.name);
+        }
+        absl::StrAppend(&out, "  group ", g, ": blocks at ", absl::StrJoin(where, "; "), "\n",
+                        "    tree: ", RenderText(grp.tree), "\n    fused group size ",
+                        grp.fused_group, ", fraction bits ",
+                        grp.fraction_bits >= 0 ? absl::StrCat(grp.fraction_bits) : "not shown",
+                        grp.alignment.empty() ? "" : absl::StrCat(", alignment ", grp.alignment),
+                        ", rounding of 2 + 1.5 * 2^-23 ", grp.output_rounding, "\n",
+                        "    presets with this tree and behaviour: ",
+                        full.empty() ? "none" : absl::StrJoin(full, " "), "\n");
+      }
+      for (const auto& [b, why] : r.refused) {
+        absl::StrAppend(&out, "  refused: block at ", at(b), ": ", why, "\n");
+      }
     }
   }
   absl::StrAppend(&out, "probe outputs used: ", r.probes_used, " (M = ", r.probes.big,
@@ -680,8 +750,62 @@ std::string RevealedDraftModel(const Revealed& r) {
   prov.push_back({"accumulator.rounding", "not shown by the probes; RNE assumed"});
   unconfirmed.push_back("accumulator.rounding");
   if (fused) {
-    absl::StrAppend(&t, "\n[chain]\nkind = \"sequential\"\n");
-    prov.push_back({"chain.kind", where + ": fused groups in order (checked below)"});
+    // A sequential chain of fused groups, or split-K slices of such chains (cuBLAS's split-K
+    // kernels): the first split_k whose declared tree is the revealed one (fewest slices,
+    // smallest multiple, fixed order and sequential combine first).
+    Model probe;
+    probe.inputs.a = FindFormat(s.dtype);
+    probe.adder.kind = AdderKind::kFused;
+    probe.adder.group = r.fused_group;
+    probe.adder.fraction_bits = 25;
+    probe.accumulator.format = &Float32();
+    probe.accumulator.fraction_bits = Float32().fraction_bits;
+    probe.output.format = &Float32();
+    auto same_tree = [&](const Model& m) {
+      absl::StatusOr<SumTree> d = BuildSummationTree(m, s.k);
+      return d.ok() && SameCanonicalTree(*d, r.tree);
+    };
+    std::string split;
+    if (!same_tree(probe)) {
+      const int g = r.fused_group;
+      for (int slices = 2; slices <= 16 && split.empty(); ++slices) {
+        for (int multiple : {g, 16, 32, 64, 128, 256, 512}) {
+          if (multiple % g != 0 || !split.empty()) continue;
+          for (SplitOrder order : {SplitOrder::kFixed, SplitOrder::kReverse}) {
+            for (CombineOrder combine : {CombineOrder::kSequential, CombineOrder::kPairwise}) {
+              if (!split.empty()) break;
+              probe.chain.kind = ChainKind::kSplitK;
+              probe.chain.slices = slices;
+              probe.chain.slice_multiple = multiple;
+              probe.chain.order = order;
+              probe.chain.combine = combine;
+              if (!same_tree(probe)) continue;
+              split = absl::StrCat(
+                  "slices = ", slices, "\nslice_multiple = ", multiple, "\norder = ",
+                  order == SplitOrder::kFixed ? "\"fixed\"" : "\"reverse\"", "\ncombine = ",
+                  combine == CombineOrder::kSequential ? "\"sequential\"" : "\"pairwise\"",
+                  "\n");
+            }
+          }
+        }
+      }
+    }
+    if (split.empty()) {
+      absl::StrAppend(&t, "\n[chain]\nkind = \"sequential\"\n");
+      prov.push_back({"chain.kind", where + ": fused groups in order (checked below)"});
+    } else {
+      absl::StrAppend(&t, "\n[chain]\nkind = \"split_k\"\n", split);
+      prov.push_back({"chain.kind", where + ": fused groups in order within contiguous K slices"});
+      const std::string measured = absl::StrCat(where, ": the revealed tree at K = ", s.k,
+                                                " (the split may differ at other shapes)");
+      for (const char* key : {"chain.slices", "chain.order", "chain.combine"}) {
+        prov.push_back({key, measured});
+      }
+      prov.push_back({"chain.slice_multiple",
+                      measured + "; the smallest multiple that gives these slices"});
+      unconfirmed.push_back("chain.slices");
+      unconfirmed.push_back("chain.slice_multiple");
+    }
   } else {
     absl::StrAppend(&t, "\n[chain]\nkind = \"tree\"\nshape = ", Quote(Shape(r.tree)), "\n");
     prov.push_back({"chain.kind", where + ": the revealed tree"});

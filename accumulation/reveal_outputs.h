@@ -83,6 +83,17 @@ struct PresetMatch {
   std::string differs;     // The first behaviour probe that differs (when tree && !behaviour).
 };
 
+// The probe blocks (tiles > 1) that show one tree, with that tree's behaviour (read at the
+// group's first block) and the presets that have both.
+struct RevealedGroup {
+  std::vector<std::pair<int64_t, int64_t>> blocks;  // (first row, first column) of each block.
+  SumTree tree;  // Canonical.
+  int fused_group = 1;
+  int fraction_bits = -1;
+  std::string fraction_where, alignment, output_rounding;
+  std::vector<PresetMatch> presets;  // As Revealed::presets.
+};
+
 struct Revealed {
   ProbeSet probes;
   std::string outputs_source;  // The outputs file as given.
@@ -99,10 +110,16 @@ struct Revealed {
   std::string output_rounding; // "to nearest", "toward zero" or "unknown (value ...)".
   std::vector<PresetMatch> presets;  // Tree matches only, full matches first.
   // tiles > 1: the tree of every probe block, row-major over (block row, block column);
-  // block (0, 0) is `tree` above (the behaviour probes are read there). `block` is the block
-  // edge (rows of A per block).
+  // `tree` above is group 0's (block (0, 0)'s unless that block is refused). `block` is the
+  // block edge (rows of A per block).
   int64_t block = 0;
-  std::vector<SumTree> tile_trees;
+  std::vector<SumTree> tile_trees;  // An empty tree (root -1) for a refused block.
+  // Per position: the probe blocks grouped by the tree they show, in block order (group 0 holds
+  // the first block with a tree, (0, 0) unless that one is refused; the fields above are group
+  // 0's); tiles = 1: one group. `refused`: the blocks (tiles > 1) whose outputs no fixed tree
+  // explains, with the reason; the reveal fails only when every block is refused.
+  std::vector<RevealedGroup> groups;
+  std::vector<std::pair<std::pair<int64_t, int64_t>, std::string>> refused;
 };
 
 // Reads `dir`/manifest.json (rebuilds the probes from its op, K, dtype and checks that they are
@@ -112,8 +129,11 @@ absl::StatusOr<Revealed> RevealFromOutputs(const std::string& dir, const std::st
                                            const ModelCatalog& catalog);
 
 // Text report; a draft model file (TOML) for what was revealed, with `unconfirmed` for what
-// the probes could not pin and the outputs' hash as provenance. The draft is checked: its
-// declared tree for K terms must equal the revealed one; a last comment line says whether it does.
+// the probes could not pin and the outputs' hash as provenance. Fused trees are drafted as a
+// sequential chain, or as split_k slices (the first of 2..16 slices, multiples G..512, both orders
+// and combines, whose tree is the revealed one: cuBLAS split-K kernels); other trees as an
+// explicit shape. The draft is checked: its declared tree for K terms must equal the revealed
+// one; a last comment line says whether it does.
 std::string RevealedText(const Revealed& r);
 std::string RevealedDraftModel(const Revealed& r);
 

@@ -191,6 +191,7 @@ TEST(RevealOutputs, Errors) {
   asym.SetBits(1, asym.Bits(2));  // Output (0, 1) now differs from (1, 0).
   r = RevealModel(m, "matmul", 8, "float32", catalog, &asym);
   EXPECT_TRUE(absl::StrContains(r.status().message(), "not a fixed summation tree")) << r.status();
+  EXPECT_TRUE(absl::StrContains(r.status().message(), "--tiles 2")) << r.status();
   Tensor ints = *MakeTensor("int32", {135, 135});
   r = RevealModel(m, "matmul", 8, "float32", catalog, &ints);
   EXPECT_TRUE(absl::StrContains(r.status().message(), "must be floating point")) << r.status();
@@ -229,6 +230,51 @@ TEST(RevealOutputs, TiledProbesSeeThePosition) {
     const std::string text = RevealedText(*r);
     EXPECT_EQ(absl::StrContains(text, "the tree depends on the position: 1 of 4"), mixed) << text;
     EXPECT_EQ(absl::StrContains(text, "the same tree in all 4 probe blocks"), !mixed) << text;
+    // Per position: the blocks grouped by tree, each group with its own presets.
+    ASSERT_EQ(r->groups.size(), mixed ? 2u : 1u);
+    EXPECT_TRUE(r->refused.empty());
+    auto full = [](const RevealedGroup& g, const std::string& name) {
+      for (const PresetMatch& m : g.presets) {
+        if (m.name == name && m.behaviour) return true;
+      }
+      return false;
+    };
+    EXPECT_TRUE(full(r->groups[0], "cpu-f32-seq"));
+    if (mixed) {
+      using Block = std::pair<int64_t, int64_t>;
+      EXPECT_EQ(r->groups[0].blocks, (std::vector<Block>{{0, 0}, {0, block}, {block, 0}}));
+      EXPECT_EQ(r->groups[1].blocks, (std::vector<Block>{{block, block}}));
+      EXPECT_TRUE(full(r->groups[1], "cuda-f32-splitk4")) << text;
+      EXPECT_FALSE(full(r->groups[1], "cpu-f32-seq")) << text;
+      EXPECT_TRUE(absl::StrContains(text, absl::StrCat("group 1: blocks at (", block, ", ", block,
+                                                       "): rows ", block, "..")))
+          << text;
+      // A block whose outputs no fixed tree explains (a pair that differs from its mirror) is
+      // refused alone; the other blocks keep their groups.
+      Tensor broken = out;
+      const int64_t cols = 2 * block;
+      broken.SetBits(block * cols + 1, broken.Bits(block * cols + 2));  // Output (block, 1).
+      ASSERT_TRUE(WriteNpy(broken, tmp.dir + "/broken.npy").ok());
+      r = RevealFromOutputs(dir, tmp.dir + "/broken.npy", "", catalog);
+      ASSERT_TRUE(r.ok()) << r.status();
+      ASSERT_EQ(r->refused.size(), 1u);
+      EXPECT_EQ(r->refused[0].first, (Block{block, 0}));
+      EXPECT_TRUE(absl::StrContains(r->refused[0].second, "not a fixed summation tree"));
+      ASSERT_EQ(r->groups.size(), 2u);
+      EXPECT_EQ(r->groups[0].blocks, (std::vector<Block>{{0, 0}, {0, block}}));
+      EXPECT_TRUE(absl::StrContains(RevealedText(*r), absl::StrCat("refused: block at (", block,
+                                                                   ", 0)")));
+      // Every block refused: the reveal fails.
+      for (int64_t b0 : {int64_t{0}, block}) {
+        for (int64_t b1 : {int64_t{0}, block}) {
+          broken.SetBits((b0 + 0) * cols + b1 + 1, broken.Bits((b0 + 0) * cols + b1 + 2));
+        }
+      }
+      ASSERT_TRUE(WriteNpy(broken, tmp.dir + "/all_broken.npy").ok());
+      r = RevealFromOutputs(dir, tmp.dir + "/all_broken.npy", "", catalog);
+      EXPECT_TRUE(absl::StrContains(r.status().message(), "no probe block shows a fixed"))
+          << r.status();
+    }
   }
   EXPECT_FALSE(MakeProbes({"sum", 24, "float32", 2}).ok());
   EXPECT_FALSE(MakeProbes({"matmul", 24, "float32", 5}).ok());

@@ -48,10 +48,14 @@ class Builder {
     // Settings the walk would treat as another one (chain_walk.h) are refused here.
     const Model::Chain& ch = m_.chain;
     switch (ch.kind) {
+      case ChainKind::kSplitK:
+        if (ch.combine != CombineOrder::kSequential && ch.combine != CombineOrder::kPairwise) {
+          return Unknown("chain.combine", static_cast<int>(ch.combine));
+        }
+        break;
       case ChainKind::kSequential:
       case ChainKind::kPairwise:
       case ChainKind::kBlocked:
-      case ChainKind::kSplitK:
       case ChainKind::kPromote:
       case ChainKind::kCascade:
       case ChainKind::kTree:

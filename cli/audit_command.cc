@@ -241,6 +241,45 @@ int Emit(const char* cmd, const AuditCommonOptions& c, const std::string& summar
   return pass ? kExitOk : kExitBadLines;
 }
 
+// The fit (reports/AUDIT.md "Fit") of audit matmul and sum: --fit-out FILE runs it and writes
+// the fitted model to FILE, a new path (refused when it exists, before the audit and again before
+// writing), atomically; --no-fit turns off the one --platform auto runs.
+void AddFitOptions(CLI::App* app, AuditCommandState& s) {
+  app->add_option("--fit-out", s.fit_out,
+                  "Write the fitted model (reports/AUDIT.md \"Fit\") to this new file (must not "
+                  "exist); runs the fit even when a preset reproduces every element");
+  app->add_flag("--no-fit", s.no_fit,
+                "Skip the fit that --platform auto runs when no preset reproduces every element "
+                "bit for bit");
+}
+
+absl::Status PrepareFit(const AuditCommandState& s, reports::AuditOptions& o) {
+  if (!s.fit_out.empty()) {
+    if (s.no_fit) return absl::InvalidArgumentError("--fit-out and --no-fit exclude each other");
+    struct stat st;
+    if (::lstat(s.fit_out.c_str(), &st) == 0) {
+      return absl::InvalidArgumentError(Cat("--fit-out ", s.fit_out, ": exists (give a new file name)"));
+    }
+  }
+  o.fit = s.no_fit ? reports::AuditOptions::Fit::kOff
+          : s.fit_out.empty() ? reports::AuditOptions::Fit::kAuto
+                              : reports::AuditOptions::Fit::kOn;
+  return absl::OkStatus();
+}
+
+absl::Status WriteFit(const char* cmd, const AuditCommandState& s, const reports::AuditResult& r) {
+  if (s.fit_out.empty()) return absl::OkStatus();
+  if (!r.fit.run) return absl::InvalidArgumentError(Cat("--fit-out: the fit did not run: ", r.fit.skipped));
+  struct stat st;
+  if (::lstat(s.fit_out.c_str(), &st) == 0) {
+    return absl::InvalidArgumentError(
+        Cat("--fit-out ", s.fit_out, ": appeared during the audit (not replaced)"));
+  }
+  if (absl::Status ws = WriteFileAtomically(s.fit_out, {r.fit.model_text}); !ws.ok()) return ws;
+  std::fprintf(stderr, "fpconform %s: fitted model -> %s\n", cmd, s.fit_out.c_str());
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 namespace {
@@ -296,6 +335,8 @@ CLI::App* AddAuditCommand(CLI::App& root, AuditCommandState& s) {
       "  fpconform audit matmul --a a.npy --a-dtype bfloat16 --b b.npy --b-dtype bfloat16 \\\n"
       "      --out c.npy --platform trainium2-bf16\n"
       "  fpconform audit matmul --a w.safetensors:a --b w.safetensors:b --out out.npy --platform auto\n"
+      "  # auto also fits a model beyond the presets (split-K slices, ...) and can write it:\n"
+      "  fpconform audit matmul --a a.npy --b b.npy --out c.npy --platform auto --fit-out fit.toml\n"
       "  fpconform audit sum --x x.npy --axis -1 --out y.npy --platform numpy-sum-f32 --json audit.json\n"
       "  fpconform audit cast --x x.npy --out q.npy --out-dtype float8_e4m3fn --to float8_e4m3fn:sat \\\n"
       "      --rounding rne --scale 0.25\n"
@@ -311,12 +352,14 @@ CLI::App* AddAuditCommand(CLI::App& root, AuditCommandState& s) {
   s.matmul->add_flag("--transpose-a", s.transpose_a, "The A file holds A^T (k x m)");
   s.matmul->add_flag("--transpose-b", s.transpose_b, "The B file holds B^T (n x k)");
   AddCommon(s.matmul, s.common, true);
+  AddFitOptions(s.matmul, s);
 
   s.sum = app->add_subcommand("sum", "out = the sum of X along one axis");
   AddTensorOption(s.sum, s.x, "X");
   AddTensorOption(s.sum, s.out, "The kernel's output");
   s.sum->add_option("--axis", s.axis, "Axis summed (negative counts from the end; default -1)");
   AddCommon(s.sum, s.common, true);
+  AddFitOptions(s.sum, s);
 
   s.elementwise = app->add_subcommand(
       "elementwise", "out = FN(X) elementwise: exp exp2 log tanh sigmoid silu gelu gelu_tanh rsqrt "
@@ -489,7 +532,11 @@ static int RunAudit(const AuditCommandState& s) {
     if (sa->has_value()) in.scale_a = &**sa;
     if (sb->has_value()) in.scale_b = &**sb;
     in.out = &*out;
+    if (absl::Status fs = PrepareFit(s, *options); !fs.ok()) return Fail(cmd, fs);
     r = reports::AuditMatmul(in, *options);
+    if (r.ok()) {
+      if (absl::Status fs = WriteFit(cmd, s, *r); !fs.ok()) return Fail(cmd, fs);
+    }
   } else if (const auto axis_op = std::find_if(s.axis_ops.begin(), s.axis_ops.end(), Parsed),
              compare_axis_op = std::find_if(s.compare_axis_ops.begin(), s.compare_axis_ops.end(), Parsed);
              axis_op != s.axis_ops.end() || compare_axis_op != s.compare_axis_ops.end()) {
@@ -583,7 +630,11 @@ static int RunAudit(const AuditCommandState& s) {
     in.out = &*out;
     in.cast_inputs = cast_inputs;
     in.out_rounding = *out_rounding;
+    if (absl::Status fs = PrepareFit(s, *options); !fs.ok()) return Fail(cmd, fs);
     r = reports::AuditSum(in, *options);
+    if (r.ok()) {
+      if (absl::Status fs = WriteFit(cmd, s, *r); !fs.ok()) return Fail(cmd, fs);
+    }
   } else {
     absl::StatusOr<Tensor> x = need(s.x);
     if (!x.ok()) return Fail(cmd, x.status());
@@ -612,7 +663,7 @@ static int RunAudit(const AuditCommandState& s) {
     r = reports::AuditCast(in, *options);
   }
   if (!r.ok()) return Fail(cmd, r.status());
-  return Emit(cmd, c, reports::AuditSummaryText(*r), reports::AuditToJson(*r),
+  return Emit(cmd, c, reports::AuditSummaryText(*r) + reports::AuditFitText(*r), reports::AuditToJson(*r),
               reports::AuditReportFiles(*r), r->verdict == reports::AuditVerdict::kPass);
 }
 

@@ -133,6 +133,8 @@ struct AuditCommandState {
   int axis = -1;
   std::string to, rounding = "rne";
   std::string fn;  // audit elementwise --fn.
+  std::string fit_out;  // audit matmul --fit-out (reports/AUDIT.md "Fit").
+  bool no_fit = false;  // audit matmul --no-fit.
   double scale = 1;
   std::string platform_ref;
   AuditCommonOptions common;

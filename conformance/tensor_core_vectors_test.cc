@@ -504,6 +504,20 @@ std::vector<Row> Rows() {
   // 1 + 2^-22 = 0x3F800002: monotone once c is outside the group.
   add("D5 c after, c = 1-2^-24", cublas, d5a25bf, V(6, 0x3380), 0x3F7FFFFF, 0x3F800001);
   add("D5 c after, c = 1", cublas, d5a25bf, V(6, 0x3380), 0x3F800000, 0x3F800002);
+  // nvidia-h100-bf16-cublas-s1688-splitk2/-splitk3: groups of G = 8 with the H100 bf16 group's
+  // F = 25 and RZ, in split-K slices of ceil(K / slices) rounded up to 64 products, the slices'
+  // sums added to +0 in order, then d = RNE_f32(total + c). For K <= 8 slice 0 holds every
+  // product in one group from +0 (the other slices are empty: +0 partials, and +0 + x = x for
+  // the group's value, which is never -0 here), the same terms, alignment and rounding as the
+  // one G = 16 group of nvidia-h100-bf16-cublas: each of its rows with K <= 8 holds for both.
+  for (Row& row : r) {
+    bool cublas_row = false;
+    for (const char* p : row.presets) cublas_row |= std::string(p) == "nvidia-h100-bf16-cublas";
+    if (cublas_row && row.a.size() <= 8) {
+      row.presets.push_back("nvidia-h100-bf16-cublas-s1688-splitk2");
+      row.presets.push_back("nvidia-h100-bf16-cublas-s1688-splitk3");
+    }
+  }
 
   // nvidia-h100-fp8e{4m3,5m2}-mmasync: per k32 instruction (K padded with zero products) half A
   // = products 0 1 4 5 ..., half B = 2 3 6 7 ...; half A is a group from +0 (G = 16, F = 25,

@@ -130,6 +130,12 @@ struct AuditOptions {
   std::function<bool()> cancelled;
   // Called from the calling thread: (work done, total, phase label).
   std::function<void(int64_t, int64_t, const std::string&)> progress;
+  // The fit (matmul, sum; AUDIT.md "Fit"): kAuto runs it under `auto` when no preset reproduces
+  // every element bit for bit; kOn runs it always (around every platform given); kOff never.
+  enum class Fit : uint8_t { kAuto, kOn, kOff };
+  Fit fit = Fit::kAuto;
+  int fit_sample = 16;            // Elements every candidate is first tried on.
+  int64_t fit_check_products = int64_t{1} << 24;  // Per finalist: the elements (x K) checked.
 };
 
 struct MatmulAuditInput {
@@ -297,6 +303,35 @@ struct AuditResult {
   // Histogram of log10(|out - exact| / bound) over the non-identical finite elements: bins of
   // width 0.5 from -8 to +8 (32 bins), plus below (and exact zero error) and above.
   std::vector<int64_t> histogram;   // 34 counts: [below, 32 bins, above].
+  // The fit (AUDIT.md "Fit"): the model of the presets' parametric families (split-K slices and
+  // their order, then group size, fraction bits, where c enters, input conversion, promotion
+  // interval) that reproduces the most elements bit for bit.
+  struct FitResult {
+    bool run = false;
+    std::string skipped;           // Why it did not run ("" when it ran or was not asked for).
+    std::string base;              // The preset whose datapath the fitted model keeps.
+    std::string change;            // What the fit changed ("" : the preset as it is).
+    std::string model_text;        // The model file (name `model_name`).
+    std::string model_name;
+    int64_t reproduced = 0;        // Bit-identical elements of `checked`.
+    int64_t checked = 0;           // Elements checked (all, or a pinned sample of them).
+    int64_t base_reproduced = 0;   // The best preset's own count on the same elements.
+    std::string base_best;         // That preset.
+    int64_t candidates = 0;        // Models tried (on the sample first).
+    int64_t datapaths = 0;         // Distinct datapaths of the presets searched around.
+    std::vector<std::string> ties;  // Other finalists with the same count ("<base>: <change>").
+    // Per position: groups[0] is the fit above (the checked elements it reproduces); each later
+    // group is a fit of the checked elements the groups before it leave (when they are at least
+    // 16 and a twentieth of the checked ones; at most 3 groups). `where`: the rows and columns
+    // (matmul) or positions (sum) of the group's reproduced elements, as ranges.
+    struct Group {
+      std::string base, change;
+      int64_t reproduced = 0, of = 0;  // Reproduced of the elements searched.
+      std::string where;
+    };
+    std::vector<Group> groups;
+    int64_t unreproduced = 0;  // Checked elements no group reproduces.
+  } fit;
   // cast under sr<k>: the rate of rounding away from zero against its expectation.
   struct SrTest {
     bool run = false;
@@ -350,6 +385,10 @@ absl::StatusOr<CompareResult> CompareAxis(const AxisAuditInput& ref, const std::
 // Errors: an unknown model or op, an envelope (name one member), a model without the op.
 absl::StatusOr<PlatformAudit> RecommendTolerance(const std::string& op, const std::string& platform,
                                                  int64_t k, const AuditOptions& options);
+
+// The fit's lines for the terminal (AuditResult::fit; "" when it did not run and was not
+// skipped): the fitted model, the elements it reproduces, the search, the ties.
+std::string AuditFitText(const AuditResult& r);
 
 // Text for the terminal: the torch.testing-shaped lines, the class counts, the platforms, the
 // listed elements, notes and soundness.

@@ -15,6 +15,7 @@
 #include "formats/str_cat.h"
 #include "oracles/error_measures.h"
 #include "reports/audit_op.h"
+#include "reports/audit_reduction.h"
 #include "reports/audit_values.h"
 
 namespace fpconform::reports {
@@ -473,7 +474,19 @@ size_t BestPlatform(const std::vector<std::array<int64_t, kAuditClasses>>& count
   return best;
 }
 
+// The audit, then the fit for the reduction ops (matmul, sum: audit_fit.cc, AUDIT.md "Fit").
+static absl::StatusOr<AuditResult> RunAuditOnly(AuditOp& op, const AuditOptions& options);
+
 absl::StatusOr<AuditResult> RunAudit(AuditOp& op, const AuditOptions& options) {
+  absl::StatusOr<AuditResult> r = RunAuditOnly(op, options);
+  if (!r.ok()) return r;
+  if (const auto* reduction = dynamic_cast<const ReductionOp*>(&op)) {
+    if (absl::Status s = reduction->Fit(*r); !s.ok()) return s;
+  }
+  return r;
+}
+
+static absl::StatusOr<AuditResult> RunAuditOnly(AuditOp& op, const AuditOptions& options) {
   const AuditSetup& s = op.setup();
   auto first = std::make_unique<Auditor>(op, options, 0);
   if (absl::Status st = Pass(op, options, s.progress_label, *first); !st.ok()) return st;

@@ -36,6 +36,11 @@ class ReductionOp : public AuditOp {
   void Mutations(const AuditPlatform& p, std::vector<std::pair<std::string, double>>& rates,
                  std::vector<std::string>& sentences) const override;
 
+  // The fit (audit_fit.cc; AUDIT.md "Fit"): fills r.fit from r's per-platform counts and the
+  // operands, when options ask for it (AuditOptions::fit). Errors: cancellation, a model file of
+  // a platform that cannot be read back.
+  absl::Status Fit(AuditResult& r) const;
+
  protected:
   ReductionOp(bool sum, const AuditOptions& options)
       : sum_(sum), options_(options), catalog_(options.models_dir) {}
