@@ -396,6 +396,8 @@ std::string AuditSummaryText(const AuditResult& r);
 std::string CompareSummaryText(const CompareResult& r);
 // The --json document (schema: reports/AUDIT.md).
 std::string AuditToJson(const AuditResult& r);
+// The JSON's "fit" object alone (for the Python binding: the same keys).
+std::string AuditFitJson(const AuditResult& r);
 std::string CompareToJson(const CompareResult& r);
 // The files of --report DIR: report.md, elements.csv, report.json.
 std::vector<std::pair<std::string, std::string>> AuditReportFiles(const AuditResult& r);

@@ -178,6 +178,33 @@ std::string CompareSummaryText(const CompareResult& c) {
 
 namespace {
 
+// The fit block (AuditResult::fit): the JSON's "fit" and the Python Audit.fit (same keys).
+ojson FitJson(const AuditResult::FitResult& f) {
+  ojson j;
+  j["ran"] = f.run;
+  j["skipped"] = f.skipped;
+  if (!f.run) return j;
+  j["base"] = f.base;
+  j["change"] = f.change;
+  j["model_name"] = f.model_name;
+  j["model"] = f.model_text;
+  j["reproduced"] = f.reproduced;
+  j["checked"] = f.checked;
+  j["base_best"] = f.base_best;
+  j["base_reproduced"] = f.base_reproduced;
+  j["candidates"] = f.candidates;
+  j["datapaths"] = f.datapaths;
+  j["ties"] = f.ties;
+  ojson groups = ojson::array();
+  for (const AuditResult::FitResult::Group& g : f.groups) {
+    groups.push_back({{"base", g.base}, {"change", g.change}, {"reproduced", g.reproduced}, {"of", g.of},
+                      {"where", g.where}});
+  }
+  j["groups"] = groups;
+  j["unreproduced"] = f.unreproduced;
+  return j;
+}
+
 ojson AuditJson(const AuditResult& r) {
   ojson j;
   j["fpconform_audit"] = 1;
@@ -252,6 +279,7 @@ ojson AuditJson(const AuditResult& r) {
   ojson prov;
   for (const auto& [k, v] : r.provenance) prov[k] = v;
   j["provenance"] = prov;
+  if (r.fit.run || !r.fit.skipped.empty()) j["fit"] = FitJson(r.fit);
   return j;
 }
 
@@ -379,6 +407,8 @@ std::string CsvField(const std::string& v) {
 }  // namespace
 
 std::string AuditToJson(const AuditResult& r) { return AuditJson(r).dump(1) + "\n"; }
+
+std::string AuditFitJson(const AuditResult& r) { return FitJson(r.fit).dump(); }
 
 std::string CompareToJson(const CompareResult& c) {
   ojson j;

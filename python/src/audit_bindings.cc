@@ -416,6 +416,12 @@ void BindAudit(nb::module_& m) {
                      return VectorArray<double>(std::move(b), r.out_shape);
                    })
       .def("to_json", &reports::AuditToJson)
+      .def_prop_ro("fit",
+                   [](const AuditResult& r) -> nb::object {
+                     if (!r.fit.run && r.fit.skipped.empty()) return nb::none();
+                     return nb::module_::import_("json").attr("loads")(reports::AuditFitJson(r));
+                   },
+                   "The fit of --platform auto (matmul, sum): the JSON's \"fit\" object as a dict, or None")
       .def("report_files", &reports::AuditReportFiles)
       .def("__str__", &reports::AuditSummaryText)
       .def("__repr__", &Repr);

@@ -3,6 +3,7 @@ and `fpconform compare` on the same inputs (files written with np.save): the sam
 the same JSON document (all but the provenance, which names the files), bit for bit."""
 
 import json
+from pathlib import Path
 
 import ml_dtypes
 import numpy as np
@@ -225,3 +226,35 @@ def test_ctrl_c_stops_an_audit(rng):
     finally:
         timer.cancel()
     assert time.monotonic() - start < 3
+
+
+def test_auto_fits_a_split_k_order_no_preset_has(tmp_path, monkeypatch):
+    """A bf16 output of a 5-slice split-K kernel (no preset has 5 slices): auto's fit finds the
+    slices and reports it in Audit.fit with the JSON's keys and the model file's text."""
+    src = Path(fpconform.models_dir())
+    hidden = tmp_path / "models"
+    hidden.mkdir()
+    text = (src / "nvidia-h100-bf16-cublas-s1688-splitk3.toml").read_text()
+    text = text.replace('name = "nvidia-h100-bf16-cublas-s1688-splitk3"', 'name = "hidden-splitk5"')
+    text = text.replace("slices = 3", "slices = 5")
+    (hidden / "hidden-splitk5.toml").write_text(text)
+    rng = np.random.default_rng(29)
+    a = rng.standard_normal((16, 1024)).astype(ml_dtypes.bfloat16)
+    b = rng.standard_normal((1024, 8)).astype(ml_dtypes.bfloat16)
+    monkeypatch.setenv("FPCONFORM_MODELS_DIR", str(hidden))
+    out, _ = fpconform.emulate_matmul(a, b, "hidden-splitk5")
+    monkeypatch.delenv("FPCONFORM_MODELS_DIR")
+    r = fpconform.audit_matmul(a, b, out, platform="auto", tolerance=False)
+    assert r.verdict == "pass", str(r)
+    fit = r.fit
+    assert fit is not None and fit["ran"], fit
+    assert fit["reproduced"] == fit["checked"] == out.size, fit
+    assert json.loads(r.to_json())["fit"] == fit
+    # The fitted model file reproduces the output (5 slices of 64-multiples at K = 1024 are 4 of
+    # 256: the fit may name either).
+    fitted = tmp_path / "fitted"
+    fitted.mkdir()
+    (fitted / f"{fit['model_name']}.toml").write_text(fit["model"])
+    monkeypatch.setenv("FPCONFORM_MODELS_DIR", str(fitted))
+    again, _ = fpconform.emulate_matmul(a, b, fit["model_name"])
+    assert np.array_equal(again.view(np.uint32), out.view(np.uint32))
