@@ -254,6 +254,13 @@ expect_rc 1 "attention: causal output audited as non-causal" "$fp" audit attenti
 json_get "$tmp/att_bad.json" 'd["elements"][0]["diagnosis"]' | grep -q "causal" || fail "attention: causal diagnosis"
 expect_rc 1 "attention: output of scale 1/4 audited with scale 1/16" "$fp" audit attention "${att[@]}" \
   --out "$tmp/att_o.npy" --scale 0.0625 --platform correctly-rounded
+# compare attention: the reference right, the port causal where it should not be: the port is at fault.
+expect_rc 0 "compare attention" "$fp" compare attention "${att[@]}" --out-ref "$tmp/att_o.npy" \
+  --platform-ref correctly-rounded --out "$tmp/att_o.npy" --platform correctly-rounded
+expect_rc 1 "compare attention, a causal port" "$fp" compare attention "${att[@]}" --out-ref "$tmp/att_o.npy" \
+  --platform-ref correctly-rounded --out "$tmp/att_oc.npy" --platform correctly-rounded --json "$tmp/cmp_att.json"
+[ "$(json_get "$tmp/cmp_att.json" 'd["op"], d["at_fault"]["ref"], d["at_fault"]["port"] > 0')" = \
+  "('attention', 0, True)" ] || fail "compare attention: op or fault side"
 expect_rc 2 "attention: D of Q and K differ" "$fp" audit attention --q "$tmp/att_q.npy" --k "$tmp/att_v.npy" \
   --v "$tmp/att_v.npy" --q-dtype bfloat16 --k-dtype bfloat16 --v-dtype bfloat16 --out "$tmp/att_o.npy" \
   --platform correctly-rounded --progress never

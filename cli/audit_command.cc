@@ -290,6 +290,18 @@ constexpr std::array<const char*, 4> kAxisOpWhat = {
     "out = X * w / sqrt(mean(X^2) + eps) along --axis",
     "out = (X - mean) / sqrt(var + eps) * w + b along --axis (biased variance)"};
 
+// --q, --k, --v, --mask, --causal, --scale of audit and compare attention.
+void AddAttentionInputs(CLI::App* sub, AuditCommandState& s) {
+  AddTensorOption(sub, s.q, "Q: (S_q, D), (H, S_q, D) or (B, H, S_q, D)");
+  AddTensorOption(sub, s.k, "K: (S_k, D) ... with H_kv heads (H a multiple of H_kv: GQA)");
+  AddTensorOption(sub, s.v, "V: (S_k, D_v) ... as K");
+  AddTensorOption(sub, s.mask,
+                  "Optional mask broadcasting to (B, H, S_q, S_k): float = added to the scores "
+                  "(-inf masks), uint8/int8 = boolean (non-zero attends)");
+  sub->add_flag("--causal", s.causal, "Causal mask, top-left aligned (key j <= query i), as PyTorch's is_causal");
+  sub->add_option("--scale", s.attention_scale, "The kernel's softmax scale (default 1/sqrt(D), exactly)");
+}
+
 // --axis, and for the norms --weight, --bias (layernorm) and --eps, of axis op i.
 void AddAxisOpOptions(CLI::App* sub, size_t i, AuditCommandState& s) {
   sub->add_option("--axis", s.axis, "The axis (negative counts from the end; default -1)");
@@ -391,15 +403,8 @@ CLI::App* AddAuditCommand(CLI::App& root, AuditCommandState& s) {
   s.attention = app->add_subcommand(
       "attention", "out = softmax(scale Q K^T + mask) V per head, against correctly-rounded and the "
                    "attention models (composite/attention_models/)");
-  AddTensorOption(s.attention, s.q, "Q: (S_q, D), (H, S_q, D) or (B, H, S_q, D)");
-  AddTensorOption(s.attention, s.k, "K: (S_k, D) ... with H_kv heads (H a multiple of H_kv: GQA)");
-  AddTensorOption(s.attention, s.v, "V: (S_k, D_v) ... as K");
+  AddAttentionInputs(s.attention, s);
   AddTensorOption(s.attention, s.out, "The kernel's output: Q's shape with D_v last");
-  AddTensorOption(s.attention, s.mask,
-                  "Optional mask broadcasting to (B, H, S_q, S_k): float = added to the scores "
-                  "(-inf masks), uint8/int8 = boolean (non-zero attends)");
-  s.attention->add_flag("--causal", s.causal, "Causal mask, top-left aligned (key j <= query i), as PyTorch's is_causal");
-  s.attention->add_option("--scale", s.attention_scale, "The kernel's softmax scale (default 1/sqrt(D), exactly)");
   AddCommon(s.attention, s.common, true);
   s.attention->footer(
       "Platforms: correctly-rounded, the attention models (--models-dir names their directory; default: the\n"
@@ -454,6 +459,12 @@ CLI::App* AddCompareCommand(CLI::App& root, AuditCommandState& s) {
     AddAxisOpOptions(sub, i, s);
     AddCommon(sub, s.common, true);
   }
+  s.compare_attention = app->add_subcommand("attention", "Two outputs of softmax(scale Q K^T + mask) V");
+  AddAttentionInputs(s.compare_attention, s);
+  AddTensorOption(s.compare_attention, s.out_ref, "The reference platform's output (e.g. the GPU's)");
+  s.compare_attention->add_option("--platform-ref", s.platform_ref, "Attention model of --out-ref")->required();
+  AddTensorOption(s.compare_attention, s.out, "The port's output (e.g. NKI's)");
+  AddCommon(s.compare_attention, s.common, true);
   app->footer(
       "Example:\n"
       "  fpconform compare matmul --a a.npy --a-dtype bfloat16 --b b.npy --b-dtype bfloat16 \\\n"
@@ -464,7 +475,9 @@ CLI::App* AddCompareCommand(CLI::App& root, AuditCommandState& s) {
       "      --out y_nki.npy --platform nki-rmsnorm-tkg-bf16\n"
       "  fpconform compare elementwise --fn gelu --x x.npy --out-ref y_gpu.npy --platform-ref torch-cuda-f32 \\\n"
       "      --out y_cpu.npy --platform torch-cpu-f32\n"
-      "--models-dir names the directory of composite models for the elementwise and axis ops.\n"
+      "  fpconform compare attention --q q.npy --k k.npy --v v.npy --causal --out-ref o_gpu.npy \\\n"
+      "      --platform-ref flash-attention2-cuda-bf16 --out o_nki.npy --platform nki-flash-fwd-bf16\n"
+      "--models-dir names the directory of composite models (elementwise and axis ops) or of attention models.\n"
       "Exit status: 0 consistent, 1 an inconsistent element, 2 bad input.");
   return app;
 }
@@ -481,7 +494,7 @@ int RunAuditCommand(const AuditCommandState& s) {
 
 static int RunAudit(const AuditCommandState& s) {
   const AuditCommonOptions& c = s.common;
-  const bool compare = Parsed(s.compare_matmul) || Parsed(s.compare_elementwise) ||
+  const bool compare = Parsed(s.compare_matmul) || Parsed(s.compare_elementwise) || Parsed(s.compare_attention) ||
                        std::any_of(s.compare_axis_ops.begin(), s.compare_axis_ops.end(), Parsed);
   const char* cmd = compare ? "compare" : "audit";
   if (absl::Status st = CheckOutputs(c); !st.ok()) return Fail(cmd, st);
@@ -573,7 +586,7 @@ static int RunAudit(const AuditCommandState& s) {
     options->composite_models_dir = c.models_dir.empty() ? DefaultCompositeModelsDir() : c.models_dir;
     if (compare) return RunCompare(s, in, *options, reports::CompareAxis);
     r = reports::AuditAxis(in, *options);
-  } else if (s.attention != nullptr && s.attention->parsed()) {
+  } else if (Parsed(s.attention) || Parsed(s.compare_attention)) {
     if (cast_inputs.has_value()) {
       return Fail(cmd, absl::InvalidArgumentError("--cast-inputs: not taken by audit attention "
                                                   "(the platform's input format must be Q's)"));
@@ -604,7 +617,8 @@ static int RunAudit(const AuditCommandState& s) {
       }
       in.scale = sc;
     }
-    if (!c.models_dir.empty()) options->attention_models_dir = c.models_dir;
+    options->attention_models_dir = c.models_dir.empty() ? DefaultAttentionModelsDir() : c.models_dir;
+    if (compare) return RunCompare(s, in, *options, reports::CompareAttention);
     r = reports::AuditAttention(in, *options);
   } else if (s.elementwise->parsed() || Parsed(s.compare_elementwise)) {
     absl::StatusOr<Tensor> x = need(s.x);

@@ -121,6 +121,7 @@ struct AuditCommandState {
   CLI::App* compare_matmul = nullptr;
   CLI::App* compare_elementwise = nullptr;
   std::array<CLI::App*, 4> compare_axis_ops{};  // compare softmax, log_softmax, rmsnorm, layernorm.
+  CLI::App* compare_attention = nullptr;
   // audit attention (issue 27).
   CLI::App* attention = nullptr;
   TensorArg q{"q"}, k{"k"}, v{"v"}, mask{"mask"};

@@ -12,6 +12,9 @@
 #ifndef FPCONFORM_COMPOSITE_MODELS_SOURCE_DIR
 #define FPCONFORM_COMPOSITE_MODELS_SOURCE_DIR "composite/models"
 #endif
+#ifndef FPCONFORM_ATTENTION_MODELS_SOURCE_DIR
+#define FPCONFORM_ATTENTION_MODELS_SOURCE_DIR "composite/attention_models"
+#endif
 #ifndef FPCONFORM_REPORTS_SOURCE_DIR
 #define FPCONFORM_REPORTS_SOURCE_DIR "reports"
 #endif
@@ -54,6 +57,12 @@ std::string DefaultCompositeModelsDir() {
   const std::string installed = InstalledDataDir();
   return installed.empty() ? std::string(FPCONFORM_COMPOSITE_MODELS_SOURCE_DIR)
                            : installed + "/composite-models";
+}
+
+std::string DefaultAttentionModelsDir() {
+  const std::string installed = InstalledDataDir();
+  return installed.empty() ? std::string(FPCONFORM_ATTENTION_MODELS_SOURCE_DIR)
+                           : installed + "/attention-models";
 }
 
 std::string DefaultReportsFile(const std::string& name) {

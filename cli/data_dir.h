@@ -27,6 +27,8 @@ std::string DefaultModelsDir();
 // The elementwise (composite) model presets: <installed>/composite-models, else the source
 // tree's composite/models.
 std::string DefaultCompositeModelsDir();
+// The attention models (composite/attention_models/; installed: share/fpconform/attention-models).
+std::string DefaultAttentionModelsDir();
 
 // A file of reports/ (standard_sweep.toml, plot_report.py): <installed>/<name>, else the source
 // tree's reports/<name>.

@@ -377,6 +377,10 @@ absl::StatusOr<CompareResult> CompareElementwise(const ElementwiseAuditInput& re
 absl::StatusOr<CompareResult> CompareAxis(const AxisAuditInput& ref, const std::string& platform_ref,
                                           const AxisAuditInput& port, const std::string& platform,
                                           const AuditOptions& options);
+// Attention (issue 27): a CUDA reference and an NKI port on the same Q, K, V, mask and scale.
+absl::StatusOr<CompareResult> CompareAttention(const AttentionAuditInput& ref, const std::string& platform_ref,
+                                               const AttentionAuditInput& port, const std::string& platform,
+                                               const AuditOptions& options);
 
 // The tolerance recommendation an audit uses for (op "matmul" or "sum", one platform model, K):
 // the tolerance report's rule (reports/sweep.h) on options.tolerance_samples N(0, 1) samples,

@@ -91,4 +91,10 @@ absl::StatusOr<CompareResult> CompareAxis(const AxisAuditInput& ref, const std::
   return CompareOutputs(&AuditAxis, ref, platform_ref, port, platform, options);
 }
 
+absl::StatusOr<CompareResult> CompareAttention(const AttentionAuditInput& ref, const std::string& platform_ref,
+                                               const AttentionAuditInput& port, const std::string& platform,
+                                               const AuditOptions& options) {
+  return CompareOutputs(&AuditAttention, ref, platform_ref, port, platform, options);
+}
+
 }  // namespace fpconform::reports

@@ -47,7 +47,7 @@ __all__ = [
     "exact_elementwise", "exact_softmax", "exact_log_softmax", "exact_rmsnorm", "exact_layernorm",
     "emulate_elementwise", "emulate_softmax", "emulate_log_softmax", "emulate_rmsnorm", "emulate_layernorm",
     "compare_elementwise", "compare_softmax", "compare_log_softmax", "compare_rmsnorm", "compare_layernorm",
-    "audit_attention", "exact_attention", "attention_models_dir",
+    "audit_attention", "exact_attention", "attention_models_dir", "compare_attention",
 ]
 
 Audit = _C.Audit
@@ -862,6 +862,32 @@ def audit_attention(q: Any, k: Any, v: Any, out: Any, platform: Union[str, Seque
                            _tensor(out, "out", out_dtype), _tensor(mask, "mask", mask_dtype), bool(causal),
                            None if scale is None else float(scale), out_rounding, attention_models_dir(), o)
     _notify(r, "attention")
+    return r
+
+
+def compare_attention(q: Any, k: Any, v: Any, out_ref: Any, platform_ref: str, out: Any, platform: str, *,
+                      mask: Any = None, causal: bool = False, scale: Optional[float] = None,
+                      out_rounding: str = "rne", strict: bool = False, max_listed: int = 100,
+                      threads: Optional[int] = None) -> Compare:
+    """Two platforms' attention outputs of the same q, k, v, mask and scale (e.g. the CUDA
+    FlashAttention reference and an NKI port): each audited against its own model, their
+    difference checked against the sum of both bounds; the side at fault is the one its own model
+    does not explain (`fpconform compare attention`).
+
+    >>> import numpy as np, fpconform
+    >>> q = np.float32([[1.0, 0.0]]); k = np.float32([[1.0, 0.0], [0.0, 1.0]]); v = np.float32([[0.0], [1.0]])
+    >>> o = fpconform.exact_attention(q, k, v, scale=1.0)
+    >>> c = fpconform.compare_attention(q, k, v, o, "correctly-rounded", o, "correctly-rounded", scale=1.0)
+    >>> c.verdict, c.consistent
+    ('pass', 1)
+    """
+    o = _options(platform, strict, False, 200, max_listed, threads)
+    if mask is not None and np.asarray(mask).dtype == np.bool_:
+        mask = np.asarray(mask).astype(np.uint8)
+    r = _C.compare_attention(_tensor(q, "q"), _tensor(k, "k"), _tensor(v, "v"), _tensor(mask, "mask"), bool(causal),
+                             None if scale is None else float(scale), _tensor(out_ref, "out_ref"), platform_ref,
+                             _tensor(out, "out"), platform, out_rounding, attention_models_dir(), o)
+    _notify(r, "compare")
     return r
 
 

@@ -289,6 +289,30 @@ AuditResult AuditAttentionPy(const TensorPair& q, const TensorPair& k, const Ten
   return Run(std::move(r));
 }
 
+CompareResult CompareAttentionPy(const TensorPair& q, const TensorPair& k, const TensorPair& v,
+                                 const TensorPair& mask, bool causal, std::optional<double> scale,
+                                 const TensorPair& out_ref, const std::string& platform_ref, const TensorPair& out,
+                                 const std::string& platform, const std::string& out_rounding,
+                                 const std::string& attention_models_dir, const Options& o) {
+  const Tensor tq = Need(q, "q"), tk = Need(k, "k"), tv = Need(v, "v");
+  const Tensor tref = Need(out_ref, "out_ref"), tout = Need(out, "out");
+  const std::optional<Tensor> tm = Load(mask, "mask");
+  reports::AttentionAuditInput port = AttentionInput(tq, tk, tv, tm, causal, scale);
+  port.out_rounding = ParseMode(out_rounding, "out_rounding");
+  reports::AttentionAuditInput ref = port;
+  ref.out = &tref;
+  port.out = &tout;
+  reports::AuditOptions opts = MakeOptions(o);
+  opts.attention_models_dir = attention_models_dir;
+  absl::StatusOr<CompareResult> r;
+  {
+    nb::gil_scoped_release release;
+    r = reports::CompareAttention(ref, platform_ref, port, platform, opts);
+  }
+  if (!r.ok()) ThrowStatus(r.status());
+  return *std::move(r);
+}
+
 nb::object ExactAttentionPy(const TensorPair& q, const TensorPair& k, const TensorPair& v, const TensorPair& mask,
                             bool causal, std::optional<double> scale, const std::string& out_dtype, int threads) {
   const Tensor tq = Need(q, "q"), tk = Need(k, "k"), tv = Need(v, "v");
@@ -472,6 +496,10 @@ void BindAudit(nb::module_& m) {
   m.def("audit_attention", &AuditAttentionPy, nb::arg("q").none(), nb::arg("k").none(), nb::arg("v").none(),
         nb::arg("out").none(), nb::arg("mask").none(), nb::arg("causal"), nb::arg("scale").none(),
         nb::arg("out_rounding"), nb::arg("attention_models_dir"), nb::arg("options"));
+  m.def("compare_attention", &CompareAttentionPy, nb::arg("q").none(), nb::arg("k").none(), nb::arg("v").none(),
+        nb::arg("mask").none(), nb::arg("causal"), nb::arg("scale").none(), nb::arg("out_ref").none(),
+        nb::arg("platform_ref"), nb::arg("out").none(), nb::arg("platform"), nb::arg("out_rounding"),
+        nb::arg("attention_models_dir"), nb::arg("options"));
   m.def("exact_attention", &ExactAttentionPy, nb::arg("q").none(), nb::arg("k").none(), nb::arg("v").none(),
         nb::arg("mask").none(), nb::arg("causal"), nb::arg("scale").none(), nb::arg("out_dtype"),
         nb::arg("threads"));
