@@ -5,6 +5,8 @@
 #include <limits>
 #include <vector>
 
+#include "oracles/mpfr_plumbing.h"
+
 namespace fpconform {
 namespace {
 
@@ -88,13 +90,7 @@ Kind MeasureValue(const FormatSpec& f, uint64_t y, mpfr_ptr v) {
 }
 
 // Small RAII holder for scratch MPFR numbers.
-struct Mpfr {
-  mpfr_t v;
-  Mpfr() { mpfr_init2(v, 64); }
-  ~Mpfr() { mpfr_clear(v); }
-  Mpfr(const Mpfr&) = delete;
-  Mpfr& operator=(const Mpfr&) = delete;
-};
+using Mpfr = MpfrValue;
 
 // Both infinite-x rules in one place: the error when x is +-Inf (y already decoded to v, its
 // kind k). Returns 0 if y is the same infinity, else the sign of y - x times infinity.

@@ -30,25 +30,24 @@
 
 namespace fpconform {
 
-// An mpfr_t owned by its scope (mpfr_init2 on construction, mpfr_clear on destruction). It
-// converts to mpfr_ptr / mpfr_srcptr and has operator->, so it goes wherever an mpfr_t goes
-// (functions and MPFR's macros alike).
-class MpfrValue {
- public:
-  explicit MpfrValue(mpfr_prec_t precision = 64) { mpfr_init2(v_, precision); }
-  ~MpfrValue() { mpfr_clear(v_); }
+// An mpfr_t owned by its scope (mpfr_init2 on construction, mpfr_clear on destruction): the
+// project's one MPFR value type (the audit, the sweep, the error measures and the case catalog
+// name it Mpfr). It converts to mpfr_ptr / mpfr_srcptr and has operator->, so it goes wherever an
+// mpfr_t goes (functions and MPFR's macros alike); `v` is the mpfr_t itself.
+struct MpfrValue {
+  explicit MpfrValue(mpfr_prec_t precision = 64) { mpfr_init2(v, precision); }
+  ~MpfrValue() { mpfr_clear(v); }
   MpfrValue(const MpfrValue&) = delete;
   MpfrValue& operator=(const MpfrValue&) = delete;
 
-  mpfr_ptr get() { return v_; }
-  mpfr_srcptr get() const { return v_; }
-  operator mpfr_ptr() { return v_; }              // NOLINT: used as an mpfr_t.
-  operator mpfr_srcptr() const { return v_; }     // NOLINT
-  mpfr_ptr operator->() { return v_; }
-  mpfr_srcptr operator->() const { return v_; }
+  mpfr_ptr get() { return v; }
+  mpfr_srcptr get() const { return v; }
+  operator mpfr_ptr() { return v; }              // NOLINT: used as an mpfr_t.
+  operator mpfr_srcptr() const { return v; }     // NOLINT
+  mpfr_ptr operator->() { return v; }
+  mpfr_srcptr operator->() const { return v; }
 
- private:
-  mpfr_t v_;
+  mpfr_t v;
 };
 
 // Sets MPFR's (thread-local) exponent range to emulate format f, in MPFR's convention x =

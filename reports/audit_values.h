@@ -14,6 +14,7 @@
 #include "formats/format_spec.h"
 #include "formats/op_env.h"
 #include "formats/ops.h"
+#include "oracles/mpfr_plumbing.h"
 
 namespace fpconform::reports::audit_internal {
 
@@ -29,14 +30,8 @@ bool IsNonFinite(const FormatSpec& f, uint64_t bits);
 // integer formats.
 double HalfUlp(const FormatSpec& f, double v);
 
-// An MPFR value that clears itself.
-struct Mpfr {
-  mpfr_t v;
-  explicit Mpfr(mpfr_prec_t p = 64) { mpfr_init2(v, p); }
-  ~Mpfr() { mpfr_clear(v); }
-  Mpfr(const Mpfr&) = delete;
-  Mpfr& operator=(const Mpfr&) = delete;
-};
+// An MPFR value that clears itself: oracles/mpfr_plumbing.h's.
+using Mpfr = ::fpconform::MpfrValue;
 
 // x as a hex-float at full precision ("nan", "inf", "-inf" for the non-finite).
 std::string MpfrHex(mpfr_srcptr x);

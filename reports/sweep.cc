@@ -23,6 +23,7 @@
 #include "formats/ops.h"
 #include "oracles/error_measures.h"
 #include "oracles/exact_sum.h"
+#include "oracles/mpfr_plumbing.h"
 #include "reports/hash.h"
 #include "reports/mutations.h"
 #include "reports/stats.h"
@@ -106,13 +107,7 @@ Quantized Quantize(const std::vector<double>& x, const FormatSpec& f) {
 
 // ---- Exact values (mpfr) times a scale. ----
 
-struct Mpfr {
-  mpfr_t v;
-  Mpfr() { mpfr_init2(v, 64); }
-  ~Mpfr() { mpfr_clear(v); }
-  Mpfr(const Mpfr&) = delete;
-  Mpfr& operator=(const Mpfr&) = delete;
-};
+using Mpfr = MpfrValue;
 
 // out = acc * scale exactly (scale a double).
 void ScaledExact(const ExactAccumulator& acc, double scale, mpfr_ptr out) {
