@@ -13,6 +13,7 @@
 
 #include "formats/isa.h"
 #include "oracles/certified_double.h"
+#include "oracles/exact_elements.h"
 #include "oracles/mpfr_oracle.h"
 #include "oracles/mpfr_plumbing.h"
 
@@ -21,137 +22,22 @@ namespace {
 
 namespace cd = certified;
 
-constexpr mpfr_prec_t kTruncBits = 123;  // p + 70 for outputs of <= 53 bits (elementary.h).
+using oracle_internal::DecideElem;
+using oracle_internal::EKind;
+using oracle_internal::ElemExact;
+using oracle_internal::EncloseElem;
+using oracle_internal::ExactSum;
+using oracle_internal::kTruncBits;
+using oracle_internal::RoundElem;
+
 constexpr mpfr_prec_t kZivStart = 192;
 constexpr mpfr_prec_t kZivCap = mpfr_prec_t{1} << 14;
-constexpr long kTinyExp = -4000;         // Values below 2^-4000 round from the stand-in 2^-4001.
 constexpr int64_t kFastMaxLen = int64_t{1} << 20;  // k u <= 2^-33 for the gamma_k shortcut.
 constexpr double kGammaMargin = 1.0 + 0x1p-20;
 // Magnitudes the fast path takes (products and squares stay normal binary64 numbers).
 constexpr double kFastMin = 0x1p-400, kFastMax = 0x1p400;
 
 // ---- Exact element values (the MPFR method's results). ----
-
-enum class EKind : uint8_t { kUndecided, kFinite, kZero, kNegInf, kNaN };
-
-struct ElemExact {
-  EKind kind = EKind::kUndecided;
-  bool neg = false;
-  bool sticky = false;
-  MpfrValue t{kTruncBits};
-};
-
-OpResult RoundElem(const ElemExact& e, const FormatSpec& out, const OpEnv& env) {
-  const uint64_t nan = MpfrNanBits(out, OpEnv{}, nullptr, nullptr);
-  switch (e.kind) {
-    case EKind::kNaN:
-    case EKind::kUndecided:
-      return {nan, 0};
-    case EKind::kNegInf: {
-      MpfrValue v(64);
-      if (out.nonfinite == NonFinite::kIeee && out.has_sign) {
-        mpfr_set_inf(v, -1);
-        return {MpfrEncodeValue(out, v), 0};
-      }
-      if (!env.saturate || !out.has_sign) return {nan, 0};
-      mpfr_set_ui_2exp(v, MaxFiniteSignificand(out), Emax(out) - out.fraction_bits, MPFR_RNDN);
-      mpfr_neg(v, v, MPFR_RNDN);
-      return {MpfrEncodeValue(out, v), 0};
-    }
-    case EKind::kZero: {
-      if (!out.has_zero) return {nan, kInvalid};
-      MpfrValue z(64);
-      mpfr_set_zero(z, e.neg ? -1 : 1);
-      return {MpfrEncodeValue(out, z), 0};
-    }
-    case EKind::kFinite:
-      break;
-  }
-  return MpfrRoundToFormat(out, e.neg, e.t, e.sticky, env);
-}
-
-double BitsToDouble(uint64_t b) {
-  double v;
-  std::memcpy(&v, &b, sizeof v);
-  return v;
-}
-
-ExactEnclosure EncloseElem(const ElemExact& e) {
-  OpEnv m;
-  m.rounding = Rounding::kNearestEven;
-  const OpResult nr = RoundElem(e, Float64(), m);
-  m.rounding = Rounding::kDownward;
-  const OpResult lr = RoundElem(e, Float64(), m);
-  m.rounding = Rounding::kUpward;
-  const OpResult hr = RoundElem(e, Float64(), m);
-  ExactEnclosure r;
-  r.nearest = BitsToDouble(nr.bits);
-  r.lo = BitsToDouble(lr.bits);
-  r.hi = BitsToDouble(hr.bits);
-  r.exact = (nr.flags & kInexact) == 0 && !std::isnan(r.nearest);
-  return r;
-}
-
-// Decides an element from its interval [lo, hi] (axis_ops.cc's rule): one point, or one 123-bit
-// truncation with neither end a 123-bit number, or both ends below 2^-4000 with a known sign.
-bool DecideElem(mpfr_srcptr lo, mpfr_srcptr hi, bool known_neg, ElemExact& e) {
-  if (mpfr_equal_p(lo, hi)) {
-    if (mpfr_zero_p(lo)) {
-      e.kind = EKind::kZero;
-      e.neg = false;
-      return true;
-    }
-    const int tern = mpfr_set(e.t, lo, MPFR_RNDZ);
-    e.kind = EKind::kFinite;
-    e.neg = mpfr_signbit(lo) != 0;
-    e.sticky = tern != 0;
-    return true;
-  }
-  const bool tiny_lo = mpfr_zero_p(lo) || mpfr_get_exp(lo) <= kTinyExp;
-  const bool tiny_hi = mpfr_zero_p(hi) || mpfr_get_exp(hi) <= kTinyExp;
-  if (tiny_lo && tiny_hi && mpfr_sgn(lo) * mpfr_sgn(hi) >= 0 &&
-      (mpfr_sgn(lo) != 0 || mpfr_sgn(hi) != 0)) {
-    mpfr_set_ui_2exp(e.t, 1, kTinyExp - 1, MPFR_RNDN);
-    if (known_neg) mpfr_neg(e.t, e.t, MPFR_RNDN);
-    e.kind = EKind::kFinite;
-    e.neg = known_neg;
-    e.sticky = true;
-    return true;
-  }
-  if (mpfr_sgn(lo) == 0 || mpfr_sgn(hi) == 0 || (mpfr_sgn(lo) > 0) != (mpfr_sgn(hi) > 0)) {
-    return false;
-  }
-  MpfrValue a(kTruncBits), b(kTruncBits);
-  const int t1 = mpfr_set(a, lo, MPFR_RNDZ);
-  const int t2 = mpfr_set(b, hi, MPFR_RNDZ);
-  if (t1 == 0 || t2 == 0 || !mpfr_equal_p(a, b)) return false;
-  mpfr_set(e.t, a, MPFR_RNDN);
-  e.kind = EKind::kFinite;
-  e.neg = mpfr_sgn(lo) < 0;
-  e.sticky = true;
-  return true;
-}
-
-// An exact sum of exact MPFR values into out (precision set to hold it).
-void ExactSum(std::span<mpfr_ptr> terms, mpfr_ptr out) {
-  mpfr_exp_t hi = 0, lo = 0;
-  bool any = false;
-  for (mpfr_srcptr t : terms) {
-    if (mpfr_zero_p(t)) continue;
-    const mpfr_exp_t e = mpfr_get_exp(t);
-    const mpfr_exp_t l = e - static_cast<mpfr_exp_t>(mpfr_get_prec(t));
-    hi = any ? std::max(hi, e) : e;
-    lo = any ? std::min(lo, l) : l;
-    any = true;
-  }
-  if (!any) {
-    mpfr_set_prec(out, 64);
-    mpfr_set_zero(out, 1);
-    return;
-  }
-  mpfr_set_prec(out, static_cast<mpfr_prec_t>(hi - lo) + 70);  // 64 bits of carries.
-  mpfr_sum(out, terms.data(), static_cast<unsigned long>(terms.size()), MPFR_RNDN);  // Exact.
-}
 
 // An exact product of two exact MPFR values.
 void ExactMul(mpfr_srcptr a, mpfr_srcptr b, mpfr_ptr out) {
@@ -478,11 +364,11 @@ absl::Status MpfrRow(const AttentionProblem& p, const ScaleInfo& sc, int64_t i,
       if (mpfr_sgn(a) >= 0) {
         mpfr_div(a, a, lh, MPFR_RNDD);
         mpfr_div(b, b, ll, MPFR_RNDU);
-        ok = DecideElem(a, b, false, res[c]);
+        ok = DecideElem(a, b, false, false, res[c]);
       } else if (mpfr_sgn(b) <= 0) {
         mpfr_div(a, a, ll, MPFR_RNDD);
         mpfr_div(b, b, lh, MPFR_RNDU);
-        ok = DecideElem(a, b, true, res[c]);
+        ok = DecideElem(a, b, true, false, res[c]);
       }
       if (!ok) all = false;
     }
@@ -492,7 +378,7 @@ absl::Status MpfrRow(const AttentionProblem& p, const ScaleInfo& sc, int64_t i,
       mpfr_add(a, a, m, MPFR_RNDD);
       mpfr_add(b, b, m, MPFR_RNDU);
       const bool neg = mpfr_sgn(b) < 0;
-      if (!DecideElem(a, b, neg, lse)) all = false;
+      if (!DecideElem(a, b, neg, false, lse)) all = false;
     }
     if (all) return absl::OkStatus();
   }

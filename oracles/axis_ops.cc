@@ -13,16 +13,22 @@
 #include <mpfr.h>
 
 #include "oracles/certified_double.h"
+#include "oracles/exact_elements.h"
 #include "oracles/mpfr_oracle.h"
 #include "oracles/mpfr_plumbing.h"
 
 namespace fpconform {
 namespace {
 
-constexpr mpfr_prec_t kTruncBits = 123;  // p + 70 for outputs of <= 53 bits (elementary.h).
+using oracle_internal::DecideElem;
+using oracle_internal::EKind;
+using oracle_internal::ElemExact;
+using oracle_internal::ExactSum;
+using oracle_internal::kTruncBits;
+using oracle_internal::RoundElem;
+
 constexpr mpfr_prec_t kZivStart = 192;
 constexpr mpfr_prec_t kZivCap = mpfr_prec_t{1} << 20;
-constexpr long kTinyExp = -4000;  // Values below 2^-4000 round from the stand-in 2^-4001.
 
 struct OpName {
   AxisOp op;
@@ -39,82 +45,6 @@ constexpr std::array<OpName, 4> kOpNames = {{{AxisOp::kSoftmax, "softmax"},
 }
 
 // ---- The MPFR method. ----
-
-enum class EKind : uint8_t { kUndecided, kFinite, kZero, kNegInf, kNaN };
-
-struct ElemExact {
-  EKind kind = EKind::kUndecided;
-  bool neg = false;
-  bool sticky = false;
-  MpfrValue t{kTruncBits};
-};
-
-// An exact sum of exact MPFR values (non-zero or zero) into out (precision set to hold it).
-void ExactSum(std::span<mpfr_srcptr> terms, mpfr_ptr out) {
-  mpfr_exp_t hi = 0, lo = 0;
-  bool any = false;
-  for (mpfr_srcptr t : terms) {
-    if (mpfr_zero_p(t)) continue;
-    const mpfr_exp_t e = mpfr_get_exp(t);
-    const mpfr_exp_t l = e - static_cast<mpfr_exp_t>(mpfr_get_prec(t));
-    hi = any ? std::max(hi, e) : e;
-    lo = any ? std::min(lo, l) : l;
-    any = true;
-  }
-  if (!any) {
-    mpfr_set_prec(out, 64);
-    mpfr_set_zero(out, 1);
-    return;
-  }
-  // hi - lo bits hold every term; 64 more hold the carries of up to 2^64 terms.
-  const mpfr_prec_t prec = static_cast<mpfr_prec_t>(hi - lo) + 70;
-  mpfr_set_prec(out, prec);
-  std::vector<mpfr_ptr> p;
-  p.reserve(terms.size());
-  for (mpfr_srcptr t : terms) p.push_back(const_cast<mpfr_ptr>(t));
-  if (mpfr_sum(out, p.data(), static_cast<unsigned long>(p.size()), MPFR_RNDN) != 0) {
-    Die("ExactSum: inexact");
-  }
-}
-
-// Decides an element from [lo, hi]: one point (exact value), or the same P-bit truncation with
-// neither end a P-bit number, or (|lo|, |hi| < 2^-4000 with the known sign) the stand-in.
-bool DecideElem(mpfr_srcptr lo, mpfr_srcptr hi, bool known_neg, ElemExact& e) {
-  if (mpfr_equal_p(lo, hi)) {
-    if (mpfr_zero_p(lo)) {
-      e.kind = EKind::kZero;
-      e.neg = known_neg;
-      return true;
-    }
-    const int tern = mpfr_set(e.t, lo, MPFR_RNDZ);
-    e.kind = EKind::kFinite;
-    e.neg = mpfr_signbit(lo) != 0;
-    e.sticky = tern != 0;
-    return true;
-  }
-  const bool tiny_lo = mpfr_zero_p(lo) || mpfr_get_exp(lo) <= kTinyExp;
-  const bool tiny_hi = mpfr_zero_p(hi) || mpfr_get_exp(hi) <= kTinyExp;
-  if (tiny_lo && tiny_hi && mpfr_sgn(lo) * mpfr_sgn(hi) >= 0) {
-    mpfr_set_ui_2exp(e.t, 1, kTinyExp - 1, MPFR_RNDN);
-    if (known_neg) mpfr_neg(e.t, e.t, MPFR_RNDN);
-    e.kind = EKind::kFinite;
-    e.neg = known_neg;
-    e.sticky = true;
-    return true;
-  }
-  if (mpfr_sgn(lo) == 0 || mpfr_sgn(hi) == 0 || (mpfr_sgn(lo) > 0) != (mpfr_sgn(hi) > 0)) {
-    return false;
-  }
-  MpfrValue a(kTruncBits), b(kTruncBits);
-  const int t1 = mpfr_set(a, lo, MPFR_RNDZ);
-  const int t2 = mpfr_set(b, hi, MPFR_RNDZ);
-  if (t1 == 0 || t2 == 0 || !mpfr_equal_p(a, b)) return false;
-  mpfr_set(e.t, a, MPFR_RNDN);
-  e.kind = EKind::kFinite;
-  e.neg = mpfr_sgn(lo) < 0;
-  e.sticky = true;
-  return true;
-}
 
 struct Decoded {
   MpfrDecoded d;
@@ -271,12 +201,12 @@ void RowExact(AxisOp op, const FormatSpec& in, std::span<const uint64_t> xb,
             } else {
               mpfr_ui_sub(a, 1, d, MPFR_RNDD);
               mpfr_ui_sub(b, 1, c, MPFR_RNDU);
-              ok = DecideElem(a, b, false, res[i]);
+              ok = DecideElem(a, b, false, false, res[i]);
             }
           } else {
             mpfr_div(a, elo[i], sh, MPFR_RNDD);
             mpfr_div(b, ehi[i], sl, MPFR_RNDU);
-            ok = DecideElem(a, b, false, res[i]);
+            ok = DecideElem(a, b, false, false, res[i]);
           }
         } else {
           if (i == imax) {
@@ -284,13 +214,13 @@ void RowExact(AxisOp op, const FormatSpec& in, std::span<const uint64_t> xb,
             mpfr_log1p(b, srl, MPFR_RNDD);
             mpfr_neg(a, a, MPFR_RNDN);
             mpfr_neg(b, b, MPFR_RNDN);
-            ok = DecideElem(a, b, true, res[i]);
+            ok = DecideElem(a, b, true, true, res[i]);
           } else {
             mpfr_log(c, sh, MPFR_RNDU);
             mpfr_log(d, sl, MPFR_RNDD);
             mpfr_sub(a, dlo[i], c, MPFR_RNDD);
             mpfr_sub(b, dhi[i], d, MPFR_RNDU);
-            ok = DecideElem(a, b, true, res[i]);
+            ok = DecideElem(a, b, true, true, res[i]);
           }
         }
         if (!ok) all = false;
@@ -341,7 +271,7 @@ void RowExact(AxisOp op, const FormatSpec& in, std::span<const uint64_t> xb,
           mpfr_mul(a, xw, w1, MPFR_RNDD);
           mpfr_mul(b, xw, w2, MPFR_RNDU);
         }
-        if (!DecideElem(a, b, mpfr_sgn(xw) < 0, res[i])) all = false;
+        if (!DecideElem(a, b, mpfr_sgn(xw) < 0, mpfr_sgn(xw) < 0, res[i])) all = false;
       }
       if (all) return;
     }
@@ -406,40 +336,11 @@ void RowExact(AxisOp op, const FormatSpec& in, std::span<const uint64_t> xb,
         mpfr_add(a, a, rd.b[i].v, MPFR_RNDD);
         mpfr_add(b, b, rd.b[i].v, MPFR_RNDU);
       }
-      if (!DecideElem(a, b, mpfr_sgn(a) < 0, res[i])) all = false;
+      if (!DecideElem(a, b, mpfr_sgn(a) < 0, mpfr_sgn(a) < 0, res[i])) all = false;
     }
     if (all) return;
   }
   Die("layernorm Ziv loop reached 2^20 bits");
-}
-
-OpResult RoundElem(const ElemExact& e, const FormatSpec& out, const OpEnv& env) {
-  const uint64_t nan = MpfrNanBits(out, OpEnv{}, nullptr, nullptr);
-  switch (e.kind) {
-    case EKind::kNaN:
-    case EKind::kUndecided:
-      return {nan, 0};
-    case EKind::kNegInf: {
-      static thread_local MpfrValue v(64);
-      if (out.nonfinite == NonFinite::kIeee && out.has_sign) {
-        mpfr_set_inf(v, -1);
-        return {MpfrEncodeValue(out, v), 0};
-      }
-      if (!env.saturate || !out.has_sign) return {nan, 0};
-      mpfr_set_ui_2exp(v, MaxFiniteSignificand(out), Emax(out) - out.fraction_bits, MPFR_RNDN);
-      mpfr_neg(v, v, MPFR_RNDN);
-      return {MpfrEncodeValue(out, v), 0};
-    }
-    case EKind::kZero: {
-      if (!out.has_zero) return {nan, kInvalid};
-      static thread_local MpfrValue z(64);
-      mpfr_set_zero(z, e.neg ? -1 : 1);
-      return {MpfrEncodeValue(out, z), 0};
-    }
-    case EKind::kFinite:
-      break;
-  }
-  return MpfrRoundToFormat(out, e.neg, e.t, e.sticky, env);
 }
 
 // ---- The binary64 method. ----
