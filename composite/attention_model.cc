@@ -7,6 +7,7 @@
 #include <set>
 #include <thread>
 
+#include "cases/toml_files.h"
 #include "cases/toml_reader.h"
 #include "formats/ops.h"
 #include "formats/str_cat.h"
@@ -306,33 +307,11 @@ absl::StatusOr<AttentionModel> ParseAttentionModel(std::string_view toml_text, s
 }
 
 absl::StatusOr<AttentionModel> LoadAttentionModel(const std::string& path) {
-  absl::StatusOr<std::string> text = ReadUserFile(path, kMaxTextFileBytes, "model file");
-  if (!text.ok()) return text.status();
-  absl::StatusOr<AttentionModel> m = ParseAttentionModel(*text, path);
-  if (!m.ok()) return m.status();
-  const std::string stem = std::filesystem::path(path).stem().string();
-  if (m->name != stem) {
-    return absl::InvalidArgumentError(Cat(path, ": name: \"", EscapeText(m->name, 200),
-                                          "\" must equal the file's stem \"", stem, "\""));
-  }
-  return m;
+  return LoadNamedTomlFile<AttentionModel>(path, &ParseAttentionModel);
 }
 
 absl::StatusOr<std::vector<AttentionModel>> LoadAttentionModels(const std::string& dir) {
-  std::error_code ec;
-  std::vector<std::string> paths;
-  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    if (it->path().extension() == ".toml") paths.push_back(it->path().string());
-  }
-  if (ec) return absl::InvalidArgumentError(Cat(dir, ": cannot read the attention models directory: ", ec.message()));
-  std::sort(paths.begin(), paths.end());
-  std::vector<AttentionModel> out;
-  for (const std::string& path : paths) {
-    absl::StatusOr<AttentionModel> m = LoadAttentionModel(path);
-    if (!m.ok()) return m.status();
-    out.push_back(*std::move(m));
-  }
-  return out;
+  return LoadTomlDirectory<AttentionModel>(dir, "attention models directory", &LoadAttentionModel);
 }
 
 absl::Status EmulateAttentionRows(const AttentionModel& m, const AttentionProblem& p, int64_t r0, int64_t r1,

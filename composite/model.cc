@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <set>
 
+#include "cases/toml_files.h"
 #include "cases/toml_reader.h"
 #include "formats/ops.h"
 #include "formats/str_cat.h"
@@ -301,33 +302,11 @@ absl::StatusOr<CompositeModel> ParseCompositeModel(std::string_view toml_text,
 }
 
 absl::StatusOr<CompositeModel> LoadCompositeModel(const std::string& path) {
-  absl::StatusOr<std::string> text = ReadUserFile(path, kMaxTextFileBytes, "model file");
-  if (!text.ok()) return text.status();
-  absl::StatusOr<CompositeModel> m = ParseCompositeModel(*text, path);
-  if (!m.ok()) return m.status();
-  const std::string stem = std::filesystem::path(path).stem().string();
-  if (m->name != stem) {
-    return absl::InvalidArgumentError(Cat(path, ": name: \"", EscapeText(m->name, 200),
-                                          "\" must equal the file's stem \"", stem, "\""));
-  }
-  return m;
+  return LoadNamedTomlFile<CompositeModel>(path, &ParseCompositeModel);
 }
 
 absl::StatusOr<std::vector<CompositeModel>> LoadCompositeModels(const std::string& dir) {
-  std::error_code ec;
-  std::vector<std::string> paths;
-  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    if (it->path().extension() == ".toml") paths.push_back(it->path().string());
-  }
-  if (ec) return absl::InvalidArgumentError(Cat(dir, ": cannot read the models directory: ", ec.message()));
-  std::sort(paths.begin(), paths.end());
-  std::vector<CompositeModel> out;
-  for (const std::string& p : paths) {
-    absl::StatusOr<CompositeModel> m = LoadCompositeModel(p);
-    if (!m.ok()) return m.status();
-    out.push_back(*std::move(m));
-  }
-  return out;
+  return LoadTomlDirectory<CompositeModel>(dir, "models directory", &LoadCompositeModel);
 }
 
 }  // namespace fpconform::composite
