@@ -18,7 +18,7 @@ std::string ResolveDot(const CalcOp& op, std::string_view name, CalcCase& c) {
   const CalcModelHandle* h = op.context->FindModel(name, problem);
   if (h == nullptr) return problem;
   const Model& m = h->model;
-  if (!m.op_dot) {
+  if (!m.Supports(ModelOp::kDot)) {
     return absl::StrCat("model '", Av(name), "' does not define dot (see its operations)");
   }
   c.src = m.inputs.a;

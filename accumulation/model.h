@@ -64,10 +64,27 @@ enum class SplitOrder : uint8_t { kFixed, kRandom, kReverse };
 // blocked: how the block before the last is cut (chain.tail, MODEL_FORMAT.md).
 enum class BlockTail : uint8_t { kFixed, kHalveDown, kHalveUp };
 
+// The operations a model may describe (`operations`, MODEL_FORMAT.md).
+enum class ModelOp : uint8_t { kDot, kMatmul, kSum };
+
 struct Model {
   std::string name;
   std::string description;
   bool op_dot = true, op_matmul = true, op_sum = true;  // `operations`.
+  // Whether the model describes `op`: the one rule every command asks (the audit, the sweep,
+  // reveal, the Python bindings). A matmul is computed by the model's dot, so "dot" alone
+  // serves a matmul too.
+  bool Supports(ModelOp op) const {
+    switch (op) {
+      case ModelOp::kDot:
+        return op_dot;
+      case ModelOp::kMatmul:
+        return op_matmul || op_dot;
+      case ModelOp::kSum:
+        return op_sum;
+    }
+    return false;
+  }
 
   struct Inputs {
     const FormatSpec* a = nullptr;

@@ -499,7 +499,7 @@ absl::StatusOr<Revealed> RevealFromOutputs(const std::string& dir, const std::st
       for (const ModelFile& file : *files) {
         if (!file.model.ok()) continue;
         const Model& m = *file.model;
-        if (mm ? !m.op_dot : !m.op_sum) continue;
+        if (!m.Supports(mm ? ModelOp::kMatmul : ModelOp::kSum)) continue;
         const FormatSpec* fb = m.inputs.b != nullptr ? m.inputs.b : m.inputs.a;
         if (m.inputs.a->name != spec.dtype || (mm && fb->name != spec.dtype)) continue;
         absl::StatusOr<SumTree> declared = BuildSummationTree(m, k);

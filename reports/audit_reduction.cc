@@ -26,7 +26,7 @@ namespace fpconform::reports {
 namespace audit_internal {
 namespace {
 
-bool HasOp(const Model& m, bool sum) { return sum ? m.op_sum : (m.op_matmul || m.op_dot); }
+bool HasOp(const Model& m, bool sum) { return m.Supports(sum ? ModelOp::kSum : ModelOp::kMatmul); }
 
 // The tolerance report's recommendation for one platform at this K (a small sweep on N(0, 1)
 // inputs through the same rule: reports/sweep.h).

@@ -459,7 +459,7 @@ absl::Status CheckSweepModels(const SweepSpec& spec, const ModelCatalog& catalog
         const std::string key = Cat("dtype/", d.name, sum ? "/sum/" : "/matmul/", p);
         absl::StatusOr<const Model*> m = PlatformModel(spec, catalog, key, p);
         if (!m.ok()) return m.status();
-        if (sum ? !(*m)->op_sum : !(*m)->op_matmul) {
+        if (!(*m)->Supports(sum ? ModelOp::kSum : ModelOp::kMatmul)) {
           return ModelError(spec, key, p,
                             Cat("does not define ", sum ? "sum" : "matmul",
                                 " (its operations), so it cannot be a ",
@@ -490,7 +490,7 @@ absl::Status CheckSweepModels(const SweepSpec& spec, const ModelCatalog& catalog
       if (!models.ok()) return ModelError(spec, key, name, std::string(models.status().message()));
       for (const Model* m : *models) {
         const std::string who = m->name == name ? "" : Cat("member '", m->name, "' ");
-        if (!(sum ? m->op_sum : m->op_matmul)) {
+        if (!m->Supports(sum ? ModelOp::kSum : ModelOp::kMatmul)) {
           return ModelError(spec, key, name,
                             Cat(who, "does not define ", c.op, " (its operations): cross pairs "
                                 "compare ", c.op, " outputs"));

@@ -270,7 +270,7 @@ std::tuple<std::string, nb::object, nb::object> EmulateMatmul(
     std::optional<InArray> c, int threads) {
   const ModelCatalog catalog(dir);
   const Model& model = NeedModel(catalog, platform, "emulate_matmul");
-  if (!model.op_matmul && !model.op_dot) ThrowValue("emulate_matmul: model '" + platform + "' has no matmul operation");
+  if (!model.Supports(ModelOp::kMatmul)) ThrowValue("emulate_matmul: model '" + platform + "' has no matmul operation");
   const FormatSpec& fa = NeedFormat(a_dtype, "emulate_matmul: a");
   const FormatSpec& fb = NeedFormat(b_dtype, "emulate_matmul: b");
   CheckInput(model, *model.inputs.a, a_dtype, "emulate_matmul: a");
@@ -347,7 +347,7 @@ std::tuple<std::string, nb::object, nb::object> EmulateSum(const std::string& di
                                                            const std::string& x_dtype, const InArray& x, int axis) {
   const ModelCatalog catalog(dir);
   const Model& model = NeedModel(catalog, platform, "emulate_sum");
-  if (!model.op_sum) ThrowValue("emulate_sum: model '" + platform + "' has no sum operation");
+  if (!model.Supports(ModelOp::kSum)) ThrowValue("emulate_sum: model '" + platform + "' has no sum operation");
   const FormatSpec& fx = NeedFormat(x_dtype, "emulate_sum: x");
   CheckInput(model, *model.inputs.a, x_dtype, "emulate_sum: x");
   CheckWidth(x, fx.width / 8, "emulate_sum: x");
