@@ -210,12 +210,16 @@ def test_ctrl_c_stops_an_audit(rng):
     """A pending SIGINT (here _thread.interrupt_main) stops a long audit with KeyboardInterrupt,
     long before the audit would end (about 6 s on one thread here)."""
     import _thread
+    import signal
     import threading
     import time
 
     a = bf16(rng.standard_normal((4096, 2048)))
     b = bf16(rng.standard_normal((2048, 256)))
     out = np.zeros((4096, 256), np.float32)
+    # A process started in the background by a non-interactive shell ignores SIGINT, and
+    # interrupt_main then does nothing: install Python's own handler for the test.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     timer = threading.Timer(0.2, _thread.interrupt_main)
     start = time.monotonic()
     timer.start()
@@ -225,6 +229,7 @@ def test_ctrl_c_stops_an_audit(rng):
             time.sleep(30)  # Not reached when the audit is interrupted.
     finally:
         timer.cancel()
+        signal.signal(signal.SIGINT, previous)
     assert time.monotonic() - start < 3
 
 
