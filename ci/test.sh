@@ -20,7 +20,29 @@
 # wall-clock time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+run_tmp=$(mktemp -d)  # This run's scratch: the times file, the compiler cache.
+trap 'rm -rf "$run_tmp"' EXIT
+
+# Each step's wall-clock time and CPU time (user + sys of the commands it ran, from bash's
+# `times`, which must run in this shell: not in a $(...) subshell).
+cpu_now() {
+  times >"$run_tmp/times"  # Line 2: the children's user and sys, as "1m2.500s 0m3.250s".
+  cpu=$(sed -n 2p "$run_tmp/times" |
+        awk '{ n = 0; for (i = 1; i <= 2; i++) { split($i, t, "m"); n += t[1] * 60 + t[2] }
+               printf "%.0f", n }')
+}
+cpu_now
+step_start=$(date +%s)
+step_cpu=$cpu
+step_done() {
+  cpu_now
+  echo "== $1: $(($(date +%s) - step_start)) s wall, $((cpu - step_cpu)) s CPU (user + sys)"
+  step_start=$(date +%s)
+  step_cpu=$cpu
+}
+
 bash ci/setup.sh
+step_done "set-up (apt)"
 # The Python virtual environment (numpy, ml_dtypes, safetensors, pytest from PyPI) for the live
 # tensor-file test; without it (no PyPI) that test prints why and skips.
 if venv_python=$(bash ci/venv.sh | tail -n 1); then
@@ -32,18 +54,16 @@ else
   venv_flag=()
   python_flag=()
 fi
+step_done "venv (PyPI)"
 
 jobs=${JOBS:-$(nproc)}
 labels='quick|oracle'
 [ "${FPCONFORM_EXHAUSTIVE:-0}" = 1 ] && labels='quick|oracle|exhaustive'
-step_start=$(date +%s)
-step_done() { echo "== $1: $(($(date +%s) - step_start)) s"; step_start=$(date +%s); }
 
 # The compiler cache of this run (see above): filled by the Release build, read by the wheel's
 # (ci/python_test.sh), whose build directory lies at the same depth under CCACHE_BASEDIR.
 if command -v ccache >/dev/null 2>&1; then
-  CCACHE_DIR=$(mktemp -d)
-  trap 'rm -rf "$CCACHE_DIR"' EXIT
+  CCACHE_DIR=$run_tmp/ccache
   export CCACHE_DIR CCACHE_BASEDIR=$PWD CCACHE_MAXSIZE=5G
   cache_flag=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 else
