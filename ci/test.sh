@@ -71,9 +71,19 @@ else
   cache_flag=()
 fi
 
+# ctest -j starts the longest tests first where it knows their times (Testing/Temporary/
+# CTestCostData.txt, which it rewrites after each run); a fresh tree starts from
+# ci/ctest-costs.txt (seconds per test, measured once: only their order matters), so that no long
+# test starts last while the other core idles. A test missing there starts after those listed.
+seed_costs() {
+  local f="$1/Testing/Temporary/CTestCostData.txt"
+  [ -f "$f" ] || { mkdir -p "${f%/*}" && cp ci/ctest-costs.txt "$f"; }
+}
+
 echo "== Release build, ctest -L '$labels'"
 BUILD_DIR=build bash ci/build.sh "${venv_flag[@]}" "${python_flag[@]}" "${cache_flag[@]}"
 step_done "Release build"
+seed_costs build
 ctest --test-dir build -L "$labels" --output-on-failure -j "$jobs"
 step_done "ctest -L '$labels'"
 
@@ -89,6 +99,7 @@ if bash ci/fuzz.sh --check; then
   echo "== ASan+UBSan build (clang, build-fuzz/): the quick tests, the CLI, the fuzz harnesses"
   TARGETS='fpconform_tests_quick fpconform' bash ci/fuzz.sh --build "${venv_flag[@]}"
   step_done "ASan+UBSan build"
+  seed_costs build-fuzz
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
     ctest --test-dir build-fuzz -L quick --output-on-failure -j "$jobs"
   step_done "ASan+UBSan ctest -L quick"
@@ -100,6 +111,7 @@ else
   BUILD_DIR=build-asan TARGETS='fpconform_tests_quick fpconform' bash ci/build.sh \
     -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFPCONFORM_SANITIZE=ON -DFPCONFORM_BENCHMARKS=OFF \
     "${venv_flag[@]}"
+  seed_costs build-asan
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
     ctest --test-dir build-asan -L quick --output-on-failure -j "$jobs"
   step_done "ASan+UBSan build and ctest -L quick"
