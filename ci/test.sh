@@ -3,21 +3,22 @@
 #   1. the default ctest (labels quick and oracle) on the Release tree build/;
 #   2. the Python package's pytest suite (ci/python_test.sh: the module built in that Release tree,
 #      then `pip wheel .` and the suite against the installed wheel);
-#   3. the quick tests again under AddressSanitizer and UndefinedBehaviorSanitizer, built with
-#      clang into build-fuzz/, the tree of the libFuzzer harnesses;
-#   4. the libFuzzer harnesses from that tree (ci/fuzz.sh: their checked-in corpora and regression
-#      cases, then FPCONFORM_FUZZ_SECONDS of fuzzing each, default 20, two at a time on 2 cores).
-# Where clang cannot link a libFuzzer program (a machine set up without ci/setup.sh), step 3 is
-# built with the default compiler into build-asan/ instead and step 4 says it skips.
+#   3. the quick tests again under AddressSanitizer and UndefinedBehaviorSanitizer (build-asan/,
+#      the default compiler: the quick tests and the CLI only);
+#   4. the libFuzzer harnesses (ci/fuzz.sh: clang, ASan + UBSan, in build-fuzz/; their checked-in
+#      corpora and regression cases, then FPCONFORM_FUZZ_SECONDS of fuzzing each, default 20, two
+#      at a time on 2 cores; skipped, saying so, where clang cannot link libFuzzer).
 # FPCONFORM_EXHAUSTIVE=1 adds the exhaustive label to step 1; FPCONFORM_WHEEL=0 skips the wheel.
 #
-# Each build makes only what its steps run, and the libraries are compiled twice, not four times:
-# the Release tree everything (tests, benchmarks, the CLI, the module); the wheel's build reuses
-# the Release tree's objects through a compiler cache private to this run (ccache in a temporary
-# directory, removed at the end: nothing is kept between runs, nothing read from the machine's
-# caches); one clang tree serves steps 3 and 4 (the quick tests, the CLI for cli_test, and the
-# harnesses). The README ("The two commands") has the measured figures; each step prints its
-# wall-clock time.
+# Each build makes only what its steps run: the Release tree everything (tests, benchmarks, the
+# CLI, the module); the wheel's build reuses the Release tree's objects through a compiler cache
+# private to this run (ccache in a temporary directory, removed at the end: nothing is kept between
+# runs, nothing read from the machine's caches); build-asan/ the quick tests and the CLI; the fuzz
+# tree the harnesses. (One clang tree for steps 3 and 4 would save a library build, about 5 min of
+# CPU, but two quick tests fail when built with clang: pinned_random_test's
+# PinnedLogMatchesLibmClosely, 2 ulps off libm, and hardware_test, whose fma and vcvtps2ph clang
+# moves past the MXCSR read; ci/fuzz.sh --build can build such a tree.) The README ("The two
+# commands") has the measured figures; each step prints its wall-clock and CPU time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 run_tmp=$(mktemp -d)  # This run's scratch: the times file, the compiler cache.
@@ -95,24 +96,16 @@ else
   echo "== SKIPPED: the Python package's tests (no venv: ci/venv.sh needs PyPI)" >&2
 fi
 
-if bash ci/fuzz.sh --check; then
-  echo "== ASan+UBSan build (clang, build-fuzz/): the quick tests, the CLI, the fuzz harnesses"
-  TARGETS='fpconform_tests_quick fpconform' bash ci/fuzz.sh --build "${venv_flag[@]}"
-  step_done "ASan+UBSan build"
-  seed_costs build-fuzz
-  ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-    ctest --test-dir build-fuzz -L quick --output-on-failure -j "$jobs"
-  step_done "ASan+UBSan ctest -L quick"
-  echo "== libFuzzer harnesses (clang, ASan+UBSan), ${FPCONFORM_FUZZ_SECONDS:-20} s each"
-  bash ci/fuzz.sh
-  step_done "fuzzing"
-else
-  echo "== ASan+UBSan build (default compiler, build-asan/), ctest -L quick"
-  BUILD_DIR=build-asan TARGETS='fpconform_tests_quick fpconform' bash ci/build.sh \
-    -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFPCONFORM_SANITIZE=ON -DFPCONFORM_BENCHMARKS=OFF \
-    "${venv_flag[@]}"
-  seed_costs build-asan
-  ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-    ctest --test-dir build-asan -L quick --output-on-failure -j "$jobs"
-  step_done "ASan+UBSan build and ctest -L quick"
-fi
+echo "== ASan+UBSan build (build-asan/): the quick tests and the CLI (cli_test), ctest -L quick"
+BUILD_DIR=build-asan TARGETS='fpconform_tests_quick fpconform' bash ci/build.sh \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFPCONFORM_SANITIZE=ON -DFPCONFORM_BENCHMARKS=OFF \
+  "${venv_flag[@]}"
+step_done "ASan+UBSan build"
+seed_costs build-asan
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+  ctest --test-dir build-asan -L quick --output-on-failure -j "$jobs"
+step_done "ASan+UBSan ctest -L quick"
+
+echo "== libFuzzer harnesses (clang, ASan+UBSan), ${FPCONFORM_FUZZ_SECONDS:-20} s each"
+bash ci/fuzz.sh
+step_done "fuzz build and fuzzing"
