@@ -2,7 +2,7 @@
 // visits the n terms and combines partial sums, written once for its two users:
 //   accumulation/evaluate.cc       Evaluator: a node is a computed value with its bound data
 //   accumulation/summation_tree.cc Builder: a node is the id of a SumTree node
-//   accumulation/fast_scalar.h     ScalarDot (host values), and fast_tiles_avx2.cc's WalkTile
+//   accumulation/fast_scalar.h     ScalarDot (host values), and fast_tiles_avx2_walk.cc's WalkTile
 //                                  (a block of matmul elements per node), for the chains the
 //                                  fast kernels lack
 //

@@ -76,7 +76,7 @@ struct MatIn64 {
   uint64_t seed = 0;
 };
 
-// Rows [i_lo, i_hi) of a float64-input matmul (fast_tiles_avx2.cc): sequential and blocked
+// Rows [i_lo, i_hi) of a float64-input matmul (fast_tiles_avx2_host.cc): sequential and blocked
 // chains (not kahan) in AVX2 register tiles of 4 (with bounds 2; or 1) rows x 8 columns, lane by
 // lane the scalar path's operations (fma(a, b, acc), or acc + fl(a*b), then the block sums added
 // in order; the bound as ScalarDot's, LeafBound64's leaf data); everything else (column tails,

@@ -2,7 +2,7 @@
 // Evaluator for the plans of fast_plan.h, value in float or double, bound in the same double
 // operations (bound_step.h); DotDecoded runs one dot on decoded inputs (fast_decode.h's DotView).
 // Used by the dot path (fast_scalar.cc) and by the matmul tiles for single elements and their
-// per-lane operations (fast_tiles_avx2.cc).
+// per-lane operations (fast_tiles_avx2*.cc).
 //
 // Compiled for AVX2+FMA (the pragma below covers this header's definitions only; the headers it
 // includes come first): its fma steps are one instruction each. Call only after HostReady().

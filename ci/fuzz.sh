@@ -4,11 +4,20 @@
 # regression), then fuzzing for a bounded time from that corpus. New inputs go to a temporary
 # directory, never into the checked-in corpus. Harnesses register themselves with
 # fpconform_fuzzer(...) in CMake (listed in build-fuzz/fuzzers.txt): nothing to add here.
+# --build configures and builds the tree only, with TARGETS besides the harnesses (a tree for the
+# quick tests' sanitizer run as well: see ci/test.sh for why it does not use one yet).
 #
 #   bash ci/fuzz.sh            # FPCONFORM_FUZZ_SECONDS per harness (default 20)
 #   bash ci/fuzz.sh 600        # ten minutes per harness
 #   bash ci/fuzz.sh 0          # only replay the checked-in corpora (regression cases included)
 #   FPCONFORM_FUZZERS='calc_case_fuzzer model_fuzzer' bash ci/fuzz.sh 60   # a subset
+#   bash ci/fuzz.sh --check    # exit 0 when clang can link a libFuzzer program, else 1 (says why)
+#   TARGETS='fpconform_tests_quick fpconform' bash ci/fuzz.sh --build [CMAKE_ARG...]
+#                              # configure and build the tree only: the harnesses and TARGETS
+#
+# Harnesses run JOBS at a time (default: the number of cores), each a single process with its own
+# SECONDS of fuzzing, so the time per harness does not depend on JOBS; the reports are printed in
+# the order of fuzzers.txt once all have run.
 #
 # Exit status: 0 when every harness ran clean, or when clang / libFuzzer is missing (it says so
 # and skips); 1 on a crash, sanitizer report, timeout or out-of-memory: the reproducer's path is
@@ -16,7 +25,19 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-seconds=${1:-${FPCONFORM_FUZZ_SECONDS:-20}}
+mode=run
+case "${1:-}" in
+  --check) mode=check; shift ;;
+  --build) mode=build ;;
+esac
+if [ "$mode" = build ]; then
+  shift
+  cmake_args=("$@")
+  seconds=0
+else
+  cmake_args=()
+  seconds=${1:-${FPCONFORM_FUZZ_SECONDS:-20}}
+fi
 build_dir=${BUILD_DIR:-build-fuzz}
 case "$build_dir" in /*) ;; *) build_dir="$PWD/$build_dir" ;; esac
 jobs=${JOBS:-$(nproc)}
@@ -28,12 +49,14 @@ case "$seconds" in
     ;;
 esac
 
-# clang with libFuzzer's runtime (Debian: packages clang and libclang-rt-14-dev)?
+# clang with libFuzzer's runtime (Debian: packages clang and libclang-rt-14-dev)? --check's
+# answer is the exit status; otherwise a missing one skips, saying so.
+[ "$mode" = check ] && missing_status=1 || missing_status=0
 probe_dir=$(mktemp -d)
 trap 'rm -rf "$probe_dir"' EXIT
 if ! command -v "$cxx" >/dev/null 2>&1; then
   echo "fuzz: SKIPPED: $cxx not found (install clang and libclang-rt-14-dev: bash ci/setup.sh)"
-  exit 0
+  exit "$missing_status"
 fi
 printf '%s\n' 'extern "C" int LLVMFuzzerTestOneInput(const unsigned char*, unsigned long) {' \
   '  return 0;' '}' >"$probe_dir/probe.cc"
@@ -41,16 +64,21 @@ if ! "$cxx" -fsanitize=fuzzer,address,undefined "$probe_dir/probe.cc" -o "$probe
      >"$probe_dir/probe.log" 2>&1; then
   echo "fuzz: SKIPPED: $cxx cannot link a libFuzzer program (libclang-rt-14-dev missing?):"
   sed 's/^/  /' "$probe_dir/probe.log" | head -5
-  exit 0
+  exit "$missing_status"
 fi
+[ "$mode" = check ] && exit 0
 
-echo "== fuzz build ($build_dir, $cxx, ASan+UBSan)"
+# The tree: every library with ASan + UBSan and libFuzzer's coverage (FPCONFORM_FUZZ), -O2 -g.
+read -r -a targets <<<"${TARGETS:-}"
+[ "$mode" = build ] || targets=()
+echo "== fuzz build ($build_dir, $cxx, ASan+UBSan): fuzzers ${targets[*]}"
 start=$(date +%s)
 cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_CXX_COMPILER="$cxx" -DFPCONFORM_FUZZ=ON -DFPCONFORM_SANITIZE=ON \
-  -DFPCONFORM_WERROR=ON -DFPCONFORM_BENCHMARKS=OFF >/dev/null
-cmake --build "$build_dir" -j "$jobs" --target fuzzers
+  -DFPCONFORM_WERROR=ON -DFPCONFORM_BENCHMARKS=OFF "${cmake_args[@]}" >/dev/null
+cmake --build "$build_dir" -j "$jobs" --target fuzzers "${targets[@]}"
 echo "fuzz: built in $(($(date +%s) - start)) s"
+[ "$mode" = build ] && exit 0
 
 list="$build_dir/fuzzers.txt"
 [ -f "$list" ] || { echo "fuzz: $list missing (cmake did not write it)" >&2; exit 1; }
@@ -70,59 +98,55 @@ show_errors() {
     head -12 | cut -c1-220 | sed 's/^/  /'
 }
 
-failed=0
-count=0
-while IFS=$'\t' read -r name binary corpus dict; do
-  [ -n "$name" ] || continue
-  if [ -n "${FPCONFORM_FUZZERS:-}" ] && [[ " $FPCONFORM_FUZZERS " != *" $name "* ]]; then
-    continue
-  fi
-  count=$((count + 1))
-  log="$work/$name.log"
+# One harness: replay, then fuzz. Its report goes to stdout (the caller sends it to a file), its
+# verdict is the exit status.
+run_harness() {
+  local name=$1 binary=$2 corpus=$3 dict=$4
+  local log="$work/$name.log"
   mkdir -p "$artifacts/$name" "$work/$name"
-  common=(-timeout=10 -rss_limit_mb=2048 -print_final_stats=1 "-artifact_prefix=$artifacts/$name/")
+  local common=(-timeout=10 -rss_limit_mb=2048 -print_final_stats=1
+                "-artifact_prefix=$artifacts/$name/")
   [ -n "$dict" ] && common+=("-dict=$dict")
 
   # 1. Replay: every checked-in input once (a regression-* case that fails is a regression).
-  files=("$corpus"/*)
+  local files=("$corpus"/*)
   if [ ! -e "${files[0]}" ]; then
-    echo "fuzz: $name: corpus $corpus is empty" >&2
-    failed=1
-    continue
+    echo "fuzz: $name: corpus $corpus is empty"
+    return 1
   fi
   if ! "$binary" "${common[@]}" "${files[@]}" >"$log" 2>&1; then
     echo "fuzz: $name: FAILED replaying the checked-in corpus $corpus:"
     show_errors "$log"
+    local input
     input=$(sed -n 's/^Running: //p' "$log" | tail -1)
     echo "  input:  $input"
     echo "  replay: $binary $input"
     cp "$log" "$artifacts/$name/replay.log"
     echo "  log:    $artifacts/$name/replay.log"
-    failed=1
-    continue
+    return 1
   fi
 
   if [ "$seconds" -eq 0 ]; then
     echo "fuzz: $name: ${#files[@]} checked-in inputs replayed clean (no fuzzing: 0 s)"
-    continue
+    return 0
   fi
 
   # 2. Fuzz for $seconds, single process (no -fork/-jobs), new inputs into $work/$name only.
   touch "$work/$name.start"
-  rc=0
+  local rc=0
   "$binary" "${common[@]}" -max_total_time="$seconds" "$work/$name" "$corpus" >"$log" 2>&1 || rc=$?
   final_stat() { sed -n "s/^stat::$1: *//p" "$log" | tail -1; }
+  local runs execs added crashes
   runs=$(final_stat number_of_executed_units)
   execs=$(final_stat average_exec_per_sec)
   added=$(find "$work/$name" -type f | wc -l)
-  seeds=${#files[@]}
   crashes=$(find "$artifacts/$name" -type f -newer "$work/$name.start" | wc -l)
   printf 'fuzz: %-22s %8s runs %6s exec/s  corpus %4s seeds + %4s new  crashes %s\n' \
-    "$name" "${runs:-?}" "${execs:-?}" "$seeds" "$added" "$crashes"
+    "$name" "${runs:-?}" "${execs:-?}" "${#files[@]}" "$added" "$crashes"
   if [ "$rc" -ne 0 ]; then
-    failed=1
     echo "fuzz: $name: FAILED (exit $rc):"
     show_errors "$log"
+    local repro
     repro=$(sed -n 's/.*Test unit written to \(.*\)$/\1/p' "$log" | tail -1)
     if [ -n "$repro" ]; then
       echo "  reproducer: $repro"
@@ -132,12 +156,42 @@ while IFS=$'\t' read -r name binary corpus dict; do
     fi
     cp "$log" "$artifacts/$name/last.log"
     echo "  full log:   $artifacts/$name/last.log"
+    return 1
   fi
-done <"$list"
+}
 
-if [ "$count" -eq 0 ]; then
+# The harnesses, JOBS at a time; each one's report and status in $work/<name>.report / .status.
+names=()
+running=0
+while IFS=$'\t' read -r name binary corpus dict; do
+  [ -n "$name" ] || continue
+  if [ -n "${FPCONFORM_FUZZERS:-}" ] && [[ " $FPCONFORM_FUZZERS " != *" $name "* ]]; then
+    continue
+  fi
+  names+=("$name")
+  if [ "$running" -ge "$jobs" ]; then
+    wait -n || true
+    running=$((running - 1))
+  fi
+  (
+    rc=0
+    run_harness "$name" "$binary" "$corpus" "$dict" >"$work/$name.report" 2>&1 || rc=$?
+    echo "$rc" >"$work/$name.status"
+  ) &
+  running=$((running + 1))
+done <"$list"
+wait
+
+if [ ${#names[@]} -eq 0 ]; then
   echo "fuzz: no harness registered (or none matched FPCONFORM_FUZZERS)" >&2
   exit 1
 fi
-[ "$failed" -eq 0 ] && echo "fuzz: $count harnesses clean ($seconds s each)"
+failed=0
+for name in "${names[@]}"; do
+  cat "$work/$name.report"
+  if [ "$(cat "$work/$name.status" 2>/dev/null)" != 0 ]; then
+    failed=1
+  fi
+done
+[ "$failed" -eq 0 ] && echo "fuzz: ${#names[@]} harnesses clean ($seconds s each, $jobs at a time)"
 exit "$failed"

@@ -7,8 +7,12 @@
 #   bash ci/python_test.sh [BUILD_DIR] [PYTHON]      # defaults: build, .venv/bin/python
 # Then the full check of the wheel (FPCONFORM_WHEEL=0 skips it): `pip wheel .` from this tree into
 # a temporary directory, installed into a temporary directory (with its pytest11 entry point),
-# then the suite, the doctests and examples/pytest again against the installed package (about
-# 2.5 minutes on 2 cores: the wheel builds its own libraries, without the tests).
+# then the suite, the doctests and examples/pytest again against the installed package. The wheel
+# builds its own libraries (without the tests) in a temporary build-wheel.* directory at the top
+# of the tree, with warnings as errors: at the same depth as BUILD_DIR and with the same flags, so
+# that where CCACHE_DIR is set (ci/test.sh sets a private one, filled by its Release build) ccache
+# serves those compiles from the Release tree's (their compile commands are the same; a wheel
+# build served from the cache took 4 s of CPU, one that filled it 208 s).
 # Any pytest failure, and pytest's exit code 5 (no tests collected), fails this script.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,11 +40,20 @@ echo "== pytest examples/pytest"
 
 if [ "${FPCONFORM_WHEEL:-1}" = 1 ]; then
   tmp=$(mktemp -d)
-  trap 'rm -rf "$tmp"' EXIT
+  wheel_build=$(mktemp -d "$root/build-wheel.XXXXXX")
+  trap 'rm -rf "$tmp" "$wheel_build"' EXIT
+  wheel_flags=(--config-settings=build-dir="$wheel_build"
+               --config-settings=cmake.define.FPCONFORM_WERROR=ON)
+  # BUILD_DIR's compiler by the same path (ccache hashes it; scikit-build-core would otherwise
+  # take Python's, x86_64-linux-gnu-g++: the same compiler by another name, every compile a miss).
+  cxx=$(sed -n 's/^CMAKE_CXX_COMPILER:[A-Z]*=//p' "$build/CMakeCache.txt")
+  [ -n "$cxx" ] && wheel_flags+=(--config-settings=cmake.define.CMAKE_CXX_COMPILER="$cxx")
+  if [ -n "${CCACHE_DIR:-}" ] && command -v ccache >/dev/null 2>&1; then
+    wheel_flags+=(--config-settings=cmake.define.CMAKE_CXX_COMPILER_LAUNCHER=ccache)
+  fi
   echo "== pip wheel . (into $tmp) and the suite against the installed wheel"
   start=$(date +%s)
-  "$py" -m pip wheel "$root" -w "$tmp/wheels" --no-deps --no-build-isolation -q \
-    --config-settings=build-dir="$tmp/build"
+  "$py" -m pip wheel "$root" -w "$tmp/wheels" --no-deps --no-build-isolation -q "${wheel_flags[@]}"
   echo "   wheel built in $(( $(date +%s) - start )) s: $(ls "$tmp"/wheels)"
   # Installed with pip into a directory of its own (no network: numpy, ml_dtypes and pytest come
   # from $py's venv), then used from outside the tree so that the installed package (and its

@@ -15,10 +15,10 @@ main_packages=(
   python3-matplotlib
 )
 # The tests on top of that: GoogleMock and Google Benchmark, NumPy for the CLI tests' input
-# files, python3-venv for ci/venv.sh, clang and libFuzzer's runtime for ci/fuzz.sh (the largest
-# part of the download).
+# files, python3-venv for ci/venv.sh, ccache (ci/test.sh's wheel build reuses its Release build's
+# compiles), clang and libFuzzer's runtime for ci/fuzz.sh (the largest part of the download).
 test_packages=(
-  git libgmock-dev libbenchmark-dev python3-numpy python3-venv
+  git libgmock-dev libbenchmark-dev python3-numpy python3-venv ccache
   clang libclang-rt-14-dev
 )
 

@@ -45,6 +45,14 @@ function(fpconform_test)
     set(ARG_TIMEOUT 600)
   endif()
   set_tests_properties(${ARG_NAME} PROPERTIES LABELS "${ARG_LABELS}" TIMEOUT ${ARG_TIMEOUT})
+  # fpconform_tests_<label> builds every test program of that label (ci/test.sh's sanitizer tree
+  # builds fpconform_tests_quick only); tests added with add_test directly name their programs.
+  foreach(label IN LISTS ARG_LABELS)
+    if(NOT TARGET fpconform_tests_${label})
+      add_custom_target(fpconform_tests_${label})
+    endif()
+    add_dependencies(fpconform_tests_${label} ${ARG_NAME})
+  endforeach()
 endfunction()
 
 function(fpconform_benchmark)
