@@ -1,37 +1,7 @@
 // The fast matmul's Kahan tiles (fast_tiles_avx2.inc's KahanRows), compiled for AVX2+FMA: KahanTile
 // (ScalarDot::Kahan lane by lane, any accumulator, with or without bounds) and its float32
 // value-only form in AVX2 intrinsics, KahanTileF32.
-#include <algorithm>
-#include <bit>
-#include <cmath>
-#include <cstdint>
-#include <cstring>
-#include <limits>
-#include <span>
-#include <type_traits>
-#include <vector>
-
-#include "accumulation/bound_step.h"
-#include "accumulation/chain_walk.h"
-#include "accumulation/evaluate.h"
-#include "accumulation/fast_decode.h"
-#include "accumulation/fast_kernels.h"
-#include "accumulation/fast_plan.h"
-#include "accumulation/fast_scalar.h"
-#include "formats/isa.h"
-#include "formats/ops.h"
-#include "formats/round_pack.h"
-
-#if defined(__x86_64__)
-#include <immintrin.h>
-#endif
-
-#if defined(__x86_64__) && defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx2,fma"))), apply_to = function)
-#elif defined(__x86_64__)
-#pragma GCC push_options
-#pragma GCC target("avx2,fma")
-#endif
+#include "accumulation/fast_tiles_avx2_begin.h"  // Includes; the AVX2+FMA target from here.
 namespace fpconform::fast_internal {
 
 #include "accumulation/fast_tiles_avx2.inc"
@@ -233,8 +203,4 @@ void KahanRows(const MatIn& in, int i_lo, int i_hi, bool tiled, bool bound) {
 }
 
 }  // namespace fpconform::fast_internal
-#if defined(__x86_64__) && defined(__clang__)
-#pragma clang attribute pop
-#elif defined(__x86_64__)
-#pragma GCC pop_options
-#endif
+#include "accumulation/fast_tiles_avx2_end.h"  // The target pragma popped.
