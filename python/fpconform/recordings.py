@@ -152,15 +152,30 @@ def replay(directory: str, threads: Optional[int] = None) -> List[Replayed]:
     return out
 
 
+#: Exit status of ``--all-under`` when it finds no recording (ctest's SKIP_RETURN_CODE).
+NOTHING_TO_REPLAY = 77
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    """python -m fpconform.recordings DIR [DIR ...]: replays recordings; exit 1 if a case fails."""
+    """python -m fpconform.recordings DIR [DIR ...]: replays recordings; exit 1 if a case fails.
+    --all-under ROOT replays every ROOT/*/manifest.json (exit 77 when there is none)."""
     import argparse
 
     ap = argparse.ArgumentParser(prog="python -m fpconform.recordings", description=main.__doc__)
-    ap.add_argument("dirs", nargs="+", help="recording directories (each with manifest.json)")
+    ap.add_argument("dirs", nargs="*", help="recording directories (each with manifest.json)")
+    ap.add_argument("--all-under", metavar="ROOT", help="every recording directory below ROOT")
     args = ap.parse_args(argv)
+    dirs = list(args.dirs)
+    if args.all_under:
+        dirs += sorted(str(m.parent) for m in Path(args.all_under).glob("*/manifest.json"))
+        if not dirs:
+            print(f"no recordings under {args.all_under}: nothing to replay (record one on a GPU with "
+                  f"conformance/composite_probe/record_composites.py)")
+            return NOTHING_TO_REPLAY
+    if not dirs:
+        ap.error("name a recording directory or --all-under ROOT")
     failed = 0
-    for directory in args.dirs:
+    for directory in dirs:
         for r in replay(directory):
             failed += not r.passed
             print(f"{'PASS' if r.passed else 'FAIL'}  {directory}/{r.name}  against {r.platform}")

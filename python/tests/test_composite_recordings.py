@@ -99,3 +99,13 @@ def test_recording_script_on_the_cpu_replays_against_the_torch_cpu_presets(tmp_p
     assert r.returncode == 0, r.stderr
     failed = [f"{x.name}: {x.audit}" for x in recordings.replay(str(tmp_path / "cpu")) if not x.passed]
     assert not failed, "\n".join(failed)
+
+
+def test_all_under_replays_each_recording_or_says_there_is_none(tmp_path, rng):
+    assert recordings.main(["--all-under", str(tmp_path)]) == recordings.NOTHING_TO_REPLAY
+    x = (rng.standard_normal((2, 64))).astype(np.float32)
+    y, _, _ = fpconform.emulate_softmax(x, "torch-cuda-rows-f32")
+    w = recordings.Writer(tmp_path / "one", device="emulated", library="fpconform")
+    w.add("softmax", "softmax", x, y, ["torch-cuda-rows-f32"])
+    w.close()
+    assert recordings.main(["--all-under", str(tmp_path)]) == 0
