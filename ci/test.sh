@@ -97,8 +97,12 @@ else
 fi
 
 echo "== ASan+UBSan build (build-asan/): the quick tests and the CLI (cli_test), ctest -L quick"
+# -O1 -g1 (line tables: symbolized sanitizer reports) instead of RelWithDebInfo's -O2 -g: half
+# the compile CPU (measured per file: fast_eval.cc 5.3 -> 2.8 s, sweep.cc 25.6 -> 12.4 s,
+# audit_command.cc 30.5 -> 15.7 s); the AddressSanitizer documentation asks for -O1 or higher.
 BUILD_DIR=build-asan TARGETS='fpconform_tests_quick fpconform' bash ci/build.sh \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFPCONFORM_SANITIZE=ON -DFPCONFORM_BENCHMARKS=OFF \
+  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" \
   "${venv_flag[@]}"
 step_done "ASan+UBSan build"
 seed_costs build-asan
