@@ -59,26 +59,21 @@ IDENTICAL, WITHIN_BOUND, WITHIN_TOLERANCE, UNEXPLAINED = range(4)
 _DATA = Path(__file__).resolve().parent / "data"
 
 
+def _data_dir(env: str, sub: str, source_dir: str) -> str:
+    """$env, else the package's data/<sub> (an installed wheel), else the source tree's directory."""
+    return os.environ.get(env) or (str(_DATA / sub) if (_DATA / sub).is_dir() else source_dir)
+
+
 def models_dir() -> str:
     """The model presets directory: $FPCONFORM_MODELS_DIR, else the package's data/models (an
     installed wheel), else the source tree's accumulation/models (a build tree)."""
-    env = os.environ.get("FPCONFORM_MODELS_DIR")
-    if env:
-        return env
-    if (_DATA / "models").is_dir():
-        return str(_DATA / "models")
-    return _C.MODELS_SOURCE_DIR
+    return _data_dir("FPCONFORM_MODELS_DIR", "models", _C.MODELS_SOURCE_DIR)
 
 
 def composite_models_dir() -> str:
     """The elementwise implementation models: $FPCONFORM_COMPOSITE_MODELS_DIR, else the package's
     data/composite-models (an installed wheel), else the source tree's composite/models."""
-    env = os.environ.get("FPCONFORM_COMPOSITE_MODELS_DIR")
-    if env:
-        return env
-    if (_DATA / "composite-models").is_dir():
-        return str(_DATA / "composite-models")
-    return _C.COMPOSITE_MODELS_SOURCE_DIR
+    return _data_dir("FPCONFORM_COMPOSITE_MODELS_DIR", "composite-models", _C.COMPOSITE_MODELS_SOURCE_DIR)
 
 
 def sweep_file() -> str:
@@ -829,12 +824,7 @@ from . import blas  # noqa: E402  (numpy BLAS detection: fpconform.blas)
 def attention_models_dir() -> str:
     """The attention implementation models: $FPCONFORM_ATTENTION_MODELS_DIR, else the package's
     data/attention-models (an installed wheel), else the source tree's composite/attention_models."""
-    env = os.environ.get("FPCONFORM_ATTENTION_MODELS_DIR")
-    if env:
-        return env
-    if (_DATA / "attention-models").is_dir():
-        return str(_DATA / "attention-models")
-    return _C.ATTENTION_MODELS_SOURCE_DIR
+    return _data_dir("FPCONFORM_ATTENTION_MODELS_DIR", "attention-models", _C.ATTENTION_MODELS_SOURCE_DIR)
 
 
 def audit_attention(q: Any, k: Any, v: Any, out: Any, platform: Union[str, Sequence[str]] = "auto", *,
