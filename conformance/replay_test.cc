@@ -33,6 +33,7 @@
 #include "absl/strings/str_cat.h"
 #include "accumulation/evaluate.h"
 #include "accumulation/model_catalog.h"
+#include "cases/replay_file.h"
 #include "formats/format_spec.h"
 #include "gtest/gtest.h"
 
@@ -52,186 +53,6 @@ struct KnownDisagreement {
 // behaviour the presets lack.
 constexpr std::array<KnownDisagreement, 0> kKnownDisagreements{};
 
-struct ReplayLine {
-  int line = 0;  // 1-based.
-  std::vector<uint64_t> a, b;
-  uint64_t c = 0, d = 0;
-};
-
-struct ReplayFile {
-  std::string path;
-  std::map<std::string, std::string> header;
-  std::map<std::string, int> header_line;
-  const FormatSpec* a_format = nullptr;
-  const FormatSpec* b_format = nullptr;
-  const FormatSpec* c_format = nullptr;
-  const FormatSpec* d_format = nullptr;
-  std::string expect;
-  std::vector<std::string> candidates;
-  std::vector<ReplayLine> lines;
-};
-
-constexpr std::string_view kMagic = "# fpconform-replay v1";
-const std::set<std::string, std::less<>> kKeys = {
-    "device", "sm", "driver", "runtime", "instruction", "a-format", "b-format", "c-format",
-    "d-format", "expect", "candidates", "layout-check", "source"};
-const std::set<std::string, std::less<>> kRequired = {
-    "device", "instruction", "a-format", "b-format", "c-format", "d-format", "expect"};
-
-std::string Trim(std::string_view s) {
-  size_t b = 0, e = s.size();
-  while (b < e && (s[b] == ' ' || s[b] == '\t' || s[b] == '\r')) ++b;
-  while (e > b && (s[e - 1] == ' ' || s[e - 1] == '\t' || s[e - 1] == '\r')) --e;
-  return std::string(s.substr(b, e - b));
-}
-
-absl::Status Error(const std::string& path, int line, const std::string& field,
-                   const std::string& msg) {
-  return absl::InvalidArgumentError(absl::StrCat(path, ":", line, ": ", field, ": ", msg));
-}
-
-// Parses one hex container value (1..16 hex digits, no prefix) that must fit in `f`'s width.
-absl::StatusOr<uint64_t> ParseHex(const std::string& tok, const FormatSpec& f,
-                                  const std::string& path, int line, const std::string& field) {
-  if (tok.empty() || tok.size() > 16) {
-    return Error(path, line, field, absl::StrCat("expected 1..16 hex digits, got '", tok, "'"));
-  }
-  uint64_t v = 0;
-  for (char ch : tok) {
-    int digit;
-    if (ch >= '0' && ch <= '9') digit = ch - '0';
-    else if (ch >= 'a' && ch <= 'f') digit = ch - 'a' + 10;
-    else if (ch >= 'A' && ch <= 'F') digit = ch - 'A' + 10;
-    else return Error(path, line, field, absl::StrCat("not a hex number: '", tok, "'"));
-    v = (v << 4) | static_cast<uint64_t>(digit);
-  }
-  if (f.width < 64 && (v >> f.width) != 0) {
-    return Error(path, line, field,
-                 absl::StrCat("0x", tok, " does not fit in ", std::string(f.name), " (",
-                              f.width, " bits)"));
-  }
-  return v;
-}
-
-absl::StatusOr<ReplayFile> ParseReplay(std::string_view text, const std::string& path) {
-  ReplayFile file;
-  file.path = path;
-  std::istringstream in{std::string(text)};
-  std::string raw;
-  int line_no = 0;
-  bool header_done = false;
-  while (std::getline(in, raw)) {
-    ++line_no;
-    const std::string line = Trim(raw);
-    if (line_no == 1) {
-      if (line != kMagic) {
-        return Error(path, 1, "magic",
-                     absl::StrCat("first line must be '", std::string(kMagic), "'"));
-      }
-      continue;
-    }
-    if (line.empty() || line[0] == '#') continue;
-    const size_t eq = line.find('=');
-    if (eq != std::string::npos && !header_done) {
-      const std::string key = Trim(std::string_view(line).substr(0, eq));
-      const std::string value = Trim(std::string_view(line).substr(eq + 1));
-      if (!kKeys.contains(key)) return Error(path, line_no, key, "unknown header key");
-      if (file.header.contains(key)) return Error(path, line_no, key, "duplicate header key");
-      if (value.empty()) return Error(path, line_no, key, "empty value");
-      file.header[key] = value;
-      file.header_line[key] = line_no;
-      continue;
-    }
-    if (eq != std::string::npos) {
-      return Error(path, line_no, "header", "header line after the first data line");
-    }
-    if (!header_done) {
-      header_done = true;
-      for (const std::string& key : kRequired) {
-        if (!file.header.contains(key)) {
-          return Error(path, line_no, key, "missing header key (needed before the data)");
-        }
-      }
-      const std::pair<const char*, const FormatSpec**> formats[] = {
-          {"a-format", &file.a_format}, {"b-format", &file.b_format},
-          {"c-format", &file.c_format}, {"d-format", &file.d_format}};
-      for (const auto& [key, out] : formats) {
-        *out = FindFormat(file.header[key]);
-        if (*out == nullptr) {
-          return Error(path, file.header_line[key], key,
-                       absl::StrCat("unknown format '", file.header[key], "'"));
-        }
-      }
-      file.expect = file.header["expect"];
-      if (file.header.contains("candidates")) {
-        std::istringstream cs(file.header["candidates"]);
-        std::string name;
-        while (cs >> name) file.candidates.push_back(name);
-      }
-      if (file.header.contains("layout-check")) {
-        const std::string& lc = file.header["layout-check"];
-        if (lc.rfind("passed", 0) != 0 && lc.rfind("not applicable", 0) != 0) {
-          return Error(path, file.header_line["layout-check"], "layout-check",
-                       absl::StrCat("a file whose self-check did not pass must not be "
-                                    "replayed, got '", lc, "'"));
-        }
-      }
-    }
-    std::istringstream ls(line);
-    std::vector<std::string> tok;
-    std::string t;
-    while (ls >> t) tok.push_back(t);
-    long k = 0;
-    {
-      const std::string& ks = tok[0];
-      if (ks.empty() || ks.size() > 6 ||
-          !std::all_of(ks.begin(), ks.end(), [](char ch) { return ch >= '0' && ch <= '9'; })) {
-        return Error(path, line_no, "K", absl::StrCat("expected a decimal count, got '", ks, "'"));
-      }
-      k = std::stol(ks);
-      if (k < 1) return Error(path, line_no, "K", "must be >= 1");
-    }
-    const size_t want = 1 + 2 * static_cast<size_t>(k) + 2;
-    if (tok.size() != want) {
-      return Error(path, line_no, "line",
-                   absl::StrCat("K = ", k, " needs ", want, " fields (K, K a, K b, c, d), got ",
-                                tok.size()));
-    }
-    ReplayLine rl;
-    rl.line = line_no;
-    for (long i = 0; i < k; ++i) {
-      absl::StatusOr<uint64_t> v =
-          ParseHex(tok[1 + i], *file.a_format, path, line_no, absl::StrCat("a[", i, "]"));
-      if (!v.ok()) return v.status();
-      rl.a.push_back(*v);
-    }
-    for (long i = 0; i < k; ++i) {
-      absl::StatusOr<uint64_t> v =
-          ParseHex(tok[1 + k + i], *file.b_format, path, line_no, absl::StrCat("b[", i, "]"));
-      if (!v.ok()) return v.status();
-      rl.b.push_back(*v);
-    }
-    absl::StatusOr<uint64_t> c = ParseHex(tok[1 + 2 * k], *file.c_format, path, line_no, "c");
-    if (!c.ok()) return c.status();
-    absl::StatusOr<uint64_t> d = ParseHex(tok[2 + 2 * k], *file.d_format, path, line_no, "d");
-    if (!d.ok()) return d.status();
-    rl.c = *c;
-    rl.d = *d;
-    file.lines.push_back(std::move(rl));
-  }
-  if (line_no == 0) return Error(path, 1, "magic", "empty file");
-  if (!header_done) return Error(path, line_no, "data", "no data lines");
-  return file;
-}
-
-absl::StatusOr<ReplayFile> LoadReplay(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open"));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ParseReplay(ss.str(), path);
-}
-
 struct ReplayReport {
   int lines = 0;
   int agree = 0;
@@ -244,7 +65,7 @@ struct ReplayReport {
 absl::Status CheckFormat(const ReplayFile& f, const std::string& key, const FormatSpec* got,
                          const FormatSpec& want, const std::string& preset) {
   if (got == &want) return absl::OkStatus();
-  return Error(f.path, f.header_line.at(key), key,
+  return ReplayError(f.path, f.header_line.at(key), key,
                absl::StrCat("'", std::string(got->name), "' but preset ", preset, " takes '",
                             std::string(want.name), "'"));
 }
@@ -266,7 +87,7 @@ absl::StatusOr<std::map<int, std::string>> Disagreements(const ReplayFile& f, co
   for (const ReplayLine& l : f.lines) {
     absl::StatusOr<EvalResult> r = EvaluateDot(model, l.a, l.b, l.c, opt);
     if (!r.ok()) {
-      return Error(f.path, l.line, "line", absl::StrCat("EvaluateDot: ", r.status().message()));
+      return ReplayError(f.path, l.line, "line", absl::StrCat("EvaluateDot: ", r.status().message()));
     }
     if (r->bits != l.d) {
       std::ostringstream msg;
@@ -287,7 +108,7 @@ absl::StatusOr<ReplayReport> Replay(const ReplayFile& f, const ModelCatalog& cat
     for (const std::string& name : f.candidates) {
       const absl::StatusOr<Model>& m = catalog.Find(name);
       if (!m.ok()) {
-        return Error(f.path, f.header_line.at("candidates"), "candidates",
+        return ReplayError(f.path, f.header_line.at("candidates"), "candidates",
                      std::string(m.status().message()));
       }
       absl::StatusOr<std::map<int, std::string>> dis = Disagreements(f, *m, name);
@@ -297,12 +118,12 @@ absl::StatusOr<ReplayReport> Replay(const ReplayFile& f, const ModelCatalog& cat
     return rep;
   }
   if (!f.candidates.empty()) {
-    return Error(f.path, f.header_line.at("candidates"), "candidates",
+    return ReplayError(f.path, f.header_line.at("candidates"), "candidates",
                  "only for expect = record-only");
   }
   const absl::StatusOr<Model>& m = catalog.Find(f.expect);
   if (!m.ok()) {
-    return Error(f.path, f.header_line.at("expect"), "expect", std::string(m.status().message()));
+    return ReplayError(f.path, f.header_line.at("expect"), "expect", std::string(m.status().message()));
   }
   absl::StatusOr<std::map<int, std::string>> dis = Disagreements(f, *m, f.expect);
   if (!dis.ok()) return dis.status();
