@@ -10,7 +10,7 @@
 //    IEEE 754 result is the model's step: fma(a, b, acc) for policy "exact" (one rounding of the
 //    exact a*b + acc, inputs exact in the accumulator format), acc + fl(a*b) for policy "round"
 //    into the accumulator's own format. Needs the host's MXCSR in its default state (rne, no
-//    FTZ/DAZ) and AVX2+FMA at run time (formats/isa.h: ActiveIsa() avx2 or avx512; under
+//    FTZ/DAZ) and AVX2+FMA at run time (base/isa.h: ActiveIsa() avx2 or avx512; under
 //    FPCONFORM_ISA=portable every call delegates); otherwise the call delegates to the generic
 //    path. (Fused matmul tiles use AVX-512 where ActiveIsa() is avx512, AVX2 otherwise.)
 //  * Fused-group path (adder "fused", float32 accumulator with <= 23 fraction bits): products

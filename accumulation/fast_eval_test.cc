@@ -20,7 +20,7 @@
 #include "accumulation/evaluate.h"
 #include "accumulation/model.h"
 #include "cases/pinned_random.h"
-#include "formats/isa.h"
+#include "base/isa.h"
 #include "formats/ops.h"
 #include "gtest/gtest.h"
 
@@ -982,7 +982,7 @@ TEST(FastEvalTest, NonDefaultMxcsrDelegates) {
 }
 #endif
 
-// FPCONFORM_ISA=portable (formats/isa.h: ActiveIsa() kPortable) hands every call to the generic
+// FPCONFORM_ISA=portable (base/isa.h: ActiveIsa() kPortable) hands every call to the generic
 // path, with the same results; the detected level takes the fast path again.
 TEST(FastEvalTest, PortableIsaDelegates) {
   const Model m = *LoadModelFile(std::string(FPCONFORM_MODELS_SOURCE_DIR) + "/cuda-f32-fma.toml");

@@ -1,7 +1,7 @@
 // The entry points of the fast paths' kernels (fast_eval.h), the files compiled for AVX2+FMA
 // (fast_scalar.cc, fast_tiles_avx2.cc) or AVX-512 (fast_tiles_avx512.cc). The entries themselves
 // have no target attribute; call them only after HostReady() (fast_plan.h), and the AVX-512 one
-// only where ActiveIsa() is kAvx512 (formats/isa.h).
+// only where ActiveIsa() is kAvx512 (base/isa.h).
 #ifndef FPCONFORM_ACCUMULATION_FAST_KERNELS_H_
 #define FPCONFORM_ACCUMULATION_FAST_KERNELS_H_
 

@@ -8,7 +8,7 @@
 #include <mutex>
 
 #include "accumulation/bound_step.h"
-#include "formats/isa.h"
+#include "base/isa.h"
 #include "formats/ops.h"
 
 #if defined(__x86_64__)
@@ -372,7 +372,7 @@ const char* MakePlan(const Model& m, Plan& plan) {
 
 bool HostReady() {
 #if defined(__x86_64__)
-  // ActiveIsa() (formats/isa.h): kAvx2 and kAvx512 both mean AVX2 and FMA are there;
+  // ActiveIsa() (base/isa.h): kAvx2 and kAvx512 both mean AVX2 and FMA are there;
   // FPCONFORM_ISA=portable sends every call to the generic path.
   if (ActiveIsa() == Isa::kPortable) return false;
   const unsigned csr = _mm_getcsr();

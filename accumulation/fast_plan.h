@@ -88,7 +88,7 @@ inline int ChunkEnd(const Plan& p, int chunk, int k0, int k) {
 // Fills `plan` or returns why the model is not eligible ("" when it is).
 const char* MakePlan(const Model& m, Plan& plan);
 
-// The run-time half of eligibility: AVX2+FMA active (formats/isa.h) and the host's MXCSR in its
+// The run-time half of eligibility: AVX2+FMA active (base/isa.h) and the host's MXCSR in its
 // default state (rne, no FTZ/DAZ). The Fast* entries hand the call to the generic engine
 // otherwise.
 bool HostReady();

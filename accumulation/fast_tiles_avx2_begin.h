@@ -21,7 +21,7 @@
 #include "accumulation/fast_kernels.h"
 #include "accumulation/fast_plan.h"
 #include "accumulation/fast_scalar.h"
-#include "formats/isa.h"
+#include "base/isa.h"
 #include "formats/ops.h"
 #include "formats/round_pack.h"
 

@@ -17,7 +17,7 @@
 #include "accumulation/fast_decode.h"
 #include "accumulation/fast_kernels.h"
 #include "accumulation/fast_plan.h"
-#include "formats/isa.h"
+#include "base/isa.h"
 #include "formats/ops.h"
 #include "formats/round_pack.h"
 

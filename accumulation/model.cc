@@ -14,7 +14,7 @@
 #include "absl/status/status.h"
 #include "accumulation/strings_internal.h"
 #include "cases/toml_reader.h"
-#include "formats/user_file.h"
+#include "base/user_file.h"
 
 namespace fpconform {
 namespace {

@@ -5,7 +5,7 @@
 // Errors: ParseModel / LoadModelFile return an absl::Status (InvalidArgument; NotFound for a
 // missing file) whose message names the file, the line and the dotted key:
 //   "bad.toml:7: adder.group: must be an integer in 1..256, got 0"
-// Text of the file that a message echoes (a key, a value) is escaped (formats/str_cat.h
+// Text of the file that a message echoes (a key, a value) is escaped (base/str_cat.h
 // EscapeText: control bytes as \xNN), so a message is always one printable line.
 // Unknown tables or keys, wrong types, values outside their set, missing required keys, keys that
 // do not apply to the chosen kind, and provenance entries for absent parameters are all errors.
@@ -212,7 +212,7 @@ int BlockedBlockEnd(const Model::Chain& chain, int begin, int k);
 
 absl::StatusOr<Model> ParseModel(std::string_view toml_text, std::string_view file_name);
 
-// Reads and parses a model file, through ReadUserFile (formats/user_file.h): NotFound when it
+// Reads and parses a model file, through ReadUserFile (base/user_file.h): NotFound when it
 // does not exist; InvalidArgument when it is not a regular file (a directory, FIFO, device, a
 // symlink to one: refused before any read, so nothing blocks) or is larger than
 // kMaxTextFileBytes (refused before reading). LoadEnvelopeFile reads the same way.

@@ -7,8 +7,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "formats/str_cat.h"
-#include "formats/user_file.h"
+#include "base/str_cat.h"
+#include "base/user_file.h"
 
 namespace fpconform {
 namespace {

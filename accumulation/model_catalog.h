@@ -47,7 +47,7 @@ class ModelCatalog {
   const std::string& dir() const { return dir_; }
 
   // The model `name` (<dir>/<name>.toml), parsed once. Errors: InvalidArgument for a malformed
-  // name (echoed escaped, formats/str_cat.h EscapeText), a bad file (the message names file,
+  // name (echoed escaped, base/str_cat.h EscapeText), a bad file (the message names file,
   // line and field), or a file that is not a regular file or is too large (user_file.h);
   // NotFound for no such file (the message lists the valid names). The reference stays valid as
   // long as the catalog.
@@ -66,7 +66,7 @@ class ModelCatalog {
   bool IsEnvelope(std::string_view name) const;
 
   // Every *.toml entry of the directory, sorted by file name, each read once through
-  // ReadUserFile (formats/user_file.h) and parsed (not cached). An entry that is not a regular
+  // ReadUserFile (base/user_file.h) and parsed (not cached). An entry that is not a regular
   // file (a directory, FIFO, device, a symlink to one) or is larger than kMaxTextFileBytes is
   // listed with that error as its `model` ("<dir>/x.toml: not a regular file (a FIFO); ...");
   // nothing blocks or reads without bound. NotFound when the directory cannot be listed.

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "accumulation/model_catalog.h"
-#include "formats/user_file.h"
+#include "base/user_file.h"
 #include "gtest/gtest.h"
 
 namespace fpconform {

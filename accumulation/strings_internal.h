@@ -1,8 +1,8 @@
-// accumulation/'s names for the shared string helpers of formats/str_cat.h.
+// accumulation/'s names for the shared string helpers of base/str_cat.h.
 #ifndef FPCONFORM_ACCUMULATION_STRINGS_INTERNAL_H_
 #define FPCONFORM_ACCUMULATION_STRINGS_INTERNAL_H_
 
-#include "formats/str_cat.h"
+#include "base/str_cat.h"
 
 namespace fpconform::accumulation_internal {
 

@@ -8,8 +8,8 @@
 #include <string_view>
 #include <utility>
 
-#include "formats/str_cat.h"
-#include "formats/user_file.h"
+#include "base/str_cat.h"
+#include "base/user_file.h"
 
 namespace fpconform {
 namespace {

@@ -12,8 +12,8 @@
 #include <string>
 
 #include "cases/tensor_file_internal.h"
-#include "formats/str_cat.h"
-#include "formats/user_file.h"
+#include "base/str_cat.h"
+#include "base/user_file.h"
 
 namespace fpconform {
 namespace tensor_file_internal {

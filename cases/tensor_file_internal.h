@@ -16,7 +16,7 @@
 #include "absl/status/statusor.h"
 #include "cases/tensor_file.h"
 #include "formats/format_spec.h"
-#include "formats/user_file.h"
+#include "base/user_file.h"
 
 namespace fpconform::tensor_file_internal {
 

@@ -9,8 +9,8 @@
 
 #include "cases/tensor_file.h"
 #include "cases/tensor_file_internal.h"
-#include "formats/output_file.h"
-#include "formats/str_cat.h"
+#include "base/output_file.h"
+#include "base/str_cat.h"
 
 namespace fpconform {
 namespace tensor_file_internal {

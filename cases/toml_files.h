@@ -1,5 +1,5 @@
 // Data files that are one named TOML table each (the composite and attention models): a file is
-// read with formats/user_file.h's limits, parsed, and its `name` must be the file's stem; a
+// read with base/user_file.h's limits, parsed, and its `name` must be the file's stem; a
 // directory is every *.toml in it, in name order, and a bad file is an error naming it.
 //
 // Example (composite/model.cc):
@@ -19,8 +19,8 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "formats/str_cat.h"
-#include "formats/user_file.h"
+#include "base/str_cat.h"
+#include "base/user_file.h"
 
 namespace fpconform {
 

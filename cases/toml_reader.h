@@ -6,7 +6,7 @@
 // Errors. Every error is "file:line: key: what": the line of the offending value, or, for a
 // required key that is missing, of the table it is missing from; "file: key: what" where there is
 // no line (a key or table missing from the top level). `key` is dotted ("adder.group",
-// "dtype[0].name"). Key and message are escaped (EscapeText, formats/str_cat.h): both may echo
+// "dtype[0].name"). Key and message are escaped (EscapeText, base/str_cat.h): both may echo
 // the file's bytes, and a message never carries control characters.
 // The first error sticks: after it every lookup returns nullopt (or nullptr) and records nothing,
 // so a table's reader may run its lookups in a row and look at ok() once, where a later check
@@ -42,7 +42,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "formats/str_cat.h"
+#include "base/str_cat.h"
 
 namespace fpconform {
 

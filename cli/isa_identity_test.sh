@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The same bytes on every machine: runs a small tolerance report under every instruction set this
-# CPU has (FPCONFORM_ISA=portable|avx2|avx512, formats/isa.h: the fast paths of fast_eval and
+# CPU has (FPCONFORM_ISA=portable|avx2|avx512, base/isa.h: the fast paths of fast_eval and
 # exact_sum, and fast_convert, all follow it) and checks that its CSV and JSON files are byte for
 # byte those of the portable run. Levels this CPU lacks are skipped, and the script says which.
 # Also: an unknown FPCONFORM_ISA value, and a level this CPU lacks, exit 2 with a message.

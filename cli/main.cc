@@ -6,8 +6,8 @@
 
 #include "CLI/CLI.hpp"
 #include "cli/commands.h"
-#include "formats/isa.h"
-#include "formats/str_cat.h"
+#include "base/isa.h"
+#include "base/str_cat.h"
 
 #ifndef FPCONFORM_VERSION
 #define FPCONFORM_VERSION "unknown"
@@ -57,7 +57,7 @@ int main(int argc, char** argv) {
   CLI::App* audit_app = AddAuditCommand(app, audit);
   CLI::App* compare_app = AddCompareCommand(app, audit);
 
-  // FPCONFORM_ISA (formats/isa.h) is read once, here, before any fast path runs.
+  // FPCONFORM_ISA (base/isa.h) is read once, here, before any fast path runs.
   if (absl::Status isa = fpconform::SetIsaFromEnvironment(); !isa.ok()) {
     std::fprintf(stderr, "fpconform: %s\n", std::string(isa.message()).c_str());
     return kExitUsage;

@@ -1,6 +1,6 @@
 // `fpconform models`: the accumulation-model presets (accumulation/models/*.toml, one line each)
 // and `fpconform models show NAME`: every parameter of one model with its source. User text
-// (descriptions, values, sources) is printed through EscapeText (formats/str_cat.h): control
+// (descriptions, values, sources) is printed through EscapeText (base/str_cat.h): control
 // characters never reach the terminal raw.
 #include <algorithm>
 #include <cstdio>
@@ -12,7 +12,7 @@
 #include "accumulation/model_catalog.h"
 #include "cli/commands.h"
 #include "cli/data_dir.h"
-#include "formats/str_cat.h"
+#include "base/str_cat.h"
 
 namespace fpconform::cli {
 

@@ -16,7 +16,7 @@
 #include "accumulation/summation_tree.h"
 #include "cases/fprev.h"
 #include "cli/commands.h"
-#include "formats/str_cat.h"
+#include "base/str_cat.h"
 
 namespace fpconform::cli {
 namespace {

@@ -6,7 +6,7 @@
 #include <string>
 #include <system_error>
 
-#include "formats/str_cat.h"
+#include "base/str_cat.h"
 
 namespace fpconform::cli {
 namespace {

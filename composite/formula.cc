@@ -11,7 +11,7 @@
 #include <utility>
 
 #include "formats/ops.h"
-#include "formats/str_cat.h"
+#include "base/str_cat.h"
 #include "oracles/certified_double.h"
 #include "oracles/mpfr_oracle.h"
 

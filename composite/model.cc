@@ -10,8 +10,8 @@
 #include "cases/toml_files.h"
 #include "cases/toml_reader.h"
 #include "formats/ops.h"
-#include "formats/str_cat.h"
-#include "formats/user_file.h"
+#include "base/str_cat.h"
+#include "base/user_file.h"
 
 namespace fpconform::composite {
 

@@ -105,7 +105,7 @@ struct CompositeModel {
 
 absl::StatusOr<CompositeModel> ParseCompositeModel(std::string_view toml_text,
                                                        std::string_view file_name);
-// Reads a model file (a regular file of at most 16 MiB, formats/user_file.h); its `name` must be
+// Reads a model file (a regular file of at most 16 MiB, base/user_file.h); its `name` must be
 // the file's stem.
 absl::StatusOr<CompositeModel> LoadCompositeModel(const std::string& path);
 

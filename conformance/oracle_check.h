@@ -23,7 +23,9 @@
 
 #include <gtest/gtest.h>
 
+#include "cases/boundary_operands.h"
 #include "cases/pinned_random.h"
+#include "cases/test_seed.h"
 #include "formats/format_spec.h"
 #include "formats/op_env.h"
 #include "formats/ops.h"
@@ -31,6 +33,13 @@
 #include "oracles/mpfr_oracle.h"
 
 namespace fpconform::conformance {
+
+using ::fpconform::BoundaryOperands;
+using ::fpconform::CaseRng;
+using ::fpconform::FieldsToBits;
+using ::fpconform::Near;
+using ::fpconform::RandomBits;
+using ::fpconform::RandomOperand;
 
 enum class Op { kAdd, kSub, kMul, kDiv, kFma, kSqrt, kConvert };
 
@@ -47,31 +56,11 @@ inline const char* OpName(Op op) {
   return "?";
 }
 
-// Counter-based stream of case `index` under `seed`: Next() is draw j of that case, a pure
-// function of (seed, index, j).
-class CaseRng {
- public:
-  CaseRng(uint64_t seed, uint64_t index) : key_(SplitMix64At(seed ^ SplitMix64At(index, 0), 0)) {}
-  uint64_t Next() { return SplitMix64At(key_ + 0x632BE59BD9B4E019ull * ++j_, 0); }
-  // Uniform in [0, n) (n small; the bias of the modulo is irrelevant for coverage).
-  uint64_t Below(uint64_t n) { return Next() % n; }
-  bool OneIn(uint64_t n) { return Below(n) == 0; }
-
- private:
-  uint64_t key_;
-  uint64_t j_ = 0;
-};
-
 inline constexpr uint64_t kDefaultSeed = 0x5EED'F9C0'2026'0001ull;
 
-// The suite's seed: FPCONFORM_SEED (decimal or 0x-hex) or kDefaultSeed; printed once.
-inline uint64_t SuiteSeed(const char* suite) {
-  uint64_t seed = kDefaultSeed;
-  if (const char* s = std::getenv("FPCONFORM_SEED")) seed = std::strtoull(s, nullptr, 0);
-  std::cout << suite << ": seed 0x" << std::hex << seed << std::dec
-            << " (set FPCONFORM_SEED to replay another)\n";
-  return seed;
-}
+// The suite's seed: FPCONFORM_SEED (decimal or 0x-hex) or kDefaultSeed, printed once
+// (cases/test_seed.h).
+inline uint64_t SuiteSeed(const char* suite) { return TestSeed(kDefaultSeed, suite); }
 
 inline std::string EnvName(const OpEnv& env) {
   std::string s = RoundingName(env);
@@ -293,84 +282,6 @@ inline OpEnv RandomEnv(CaseRng& rng) {
   env.tininess = rng.OneIn(3) ? Tininess::kBeforeRounding : Tininess::kAfterRounding;
   env.nan = static_cast<NanProfile>(rng.Below(4));
   return env;
-}
-
-// Encoding of a float from fields (container bits, tfloat32 pad included).
-inline uint64_t FieldsToBits(const FormatSpec& f, bool sign, uint64_t biased, uint64_t frac) {
-  uint64_t enc = (biased << f.fraction_bits) | (frac & FractionMask(f));
-  if (sign) enc |= SignBit(f);
-  return enc << f.pad_bits;
-}
-
-// A uniformly random encoding of f.
-inline uint64_t RandomBits(const FormatSpec& f, CaseRng& rng) {
-  const int n = EncodingBits(f);
-  const uint64_t mask = n >= 64 ? ~uint64_t{0} : (uint64_t{1} << n) - 1;
-  return (rng.Next() & mask) << f.pad_bits;
-}
-
-// TestFloat-style boundary operands: exponents {subnormal/zero, emin-1..emin+1 (biased 0..2),
-// -1..1 (biased bias-1..bias+1), emax-1..emax, Inf/NaN} crossed with fraction patterns
-// {0, 1, all ones, top bit, top-1 bits (all ones but the last), top bit + 1, random}.
-inline std::vector<uint64_t> BoundaryOperands(const FormatSpec& f, uint64_t seed) {
-  const uint64_t top = MaxBiasedExponent(f);
-  const uint64_t emax_biased = static_cast<uint64_t>(Emax(f) + f.bias);
-  const uint64_t bias = static_cast<uint64_t>(f.bias);
-  std::vector<uint64_t> exps = {0, 1, 2, bias - 1, bias, bias + 1, emax_biased - 1, emax_biased,
-                                top};
-  const uint64_t fm = FractionMask(f);
-  const uint64_t tb = f.fraction_bits > 0 ? uint64_t{1} << (f.fraction_bits - 1) : 0;
-  std::vector<uint64_t> fracs = {0, 1 & fm, fm, tb, fm & ~uint64_t{1}, (tb | 1) & fm};
-  std::vector<uint64_t> out;
-  CaseRng rng(seed, 0xB0B0);
-  for (uint64_t e : exps) {
-    if (e > top) continue;
-    std::vector<uint64_t> fr = fracs;
-    fr.push_back(rng.Next() & fm);
-    fr.push_back(rng.Next() & fm);
-    for (uint64_t frac : fr) {
-      for (int s = 0; s < (f.has_sign ? 2 : 1); ++s) out.push_back(FieldsToBits(f, s, e, frac));
-    }
-  }
-  std::sort(out.begin(), out.end());
-  out.erase(std::unique(out.begin(), out.end()), out.end());
-  return out;
-}
-
-// An operand for random testing: a boundary value, a uniformly random encoding, or a random
-// fraction with an exponent near the bottom, the top or the middle of the range.
-inline uint64_t RandomOperand(const FormatSpec& f, CaseRng& rng,
-                              const std::vector<uint64_t>& boundary) {
-  const uint64_t kind = rng.Below(8);
-  if (kind < 2) return boundary[rng.Below(boundary.size())];
-  if (kind < 5) return RandomBits(f, rng);
-  const bool sign = f.has_sign && rng.OneIn(2);
-  const uint64_t frac = rng.Next() & FractionMask(f);
-  const int64_t top = MaxBiasedExponent(f);
-  int64_t e;
-  if (kind == 5) {
-    e = static_cast<int64_t>(rng.Below(static_cast<uint64_t>(f.fraction_bits) + 4));  // Low.
-  } else if (kind == 6) {
-    e = top - static_cast<int64_t>(rng.Below(static_cast<uint64_t>(f.fraction_bits) + 3));
-  } else {
-    e = f.bias - static_cast<int64_t>(f.fraction_bits) - 2 +
-        static_cast<int64_t>(rng.Below(static_cast<uint64_t>(2 * f.fraction_bits) + 5));
-  }
-  e = std::clamp<int64_t>(e, 0, top);
-  return FieldsToBits(f, sign, static_cast<uint64_t>(e), frac);
-}
-
-// A random operand near `x` (a few units in the last place away, either side, maybe negated):
-// provokes cancellation in add/sub/fma.
-inline uint64_t Near(const FormatSpec& f, uint64_t x, CaseRng& rng, bool negate) {
-  const uint64_t enc_mask = (EncodingBits(f) >= 64 ? ~uint64_t{0}
-                                                   : (uint64_t{1} << EncodingBits(f)) - 1);
-  uint64_t enc = x >> f.pad_bits;
-  const uint64_t delta = rng.Below(8);
-  enc = rng.OneIn(2) ? enc + delta : enc - delta;
-  enc &= enc_mask;
-  if (negate) enc ^= SignBit(f);
-  return enc << f.pad_bits;
 }
 
 // Stream tag of (format, op, phase) so that sweeps of different ops draw different cases.

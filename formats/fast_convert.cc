@@ -5,7 +5,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "formats/isa.h"
+#include "base/isa.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -121,7 +121,7 @@ struct Kernels {
 #endif
 };
 
-// The path: ActiveIsa() (formats/isa.h: FPCONFORM_ISA or the best level of this CPU), unless
+// The path: ActiveIsa() (base/isa.h: FPCONFORM_ISA or the best level of this CPU), unless
 // a test forced one on this thread (per thread, so that the exhaustive test's threads can each
 // pick a path). kNoForce: follow ActiveIsa().
 constexpr int kNoForce = -1;

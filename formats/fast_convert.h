@@ -22,7 +22,7 @@
 // Implementation: branchless integer code per lane (the (x + half - 1 + lsb) >> shift trick, a
 // per-lane variable shift for the targets' subnormals, and selects for NaN/Inf/overflow) that GCC
 // and Clang vectorize. On x86-64 the same loop is compiled for AVX-512 and AVX2 and chosen at
-// run time by ActiveIsa() (formats/isa.h: FPCONFORM_ISA, or the best level this CPU has); every
+// run time by ActiveIsa() (base/isa.h: FPCONFORM_ISA, or the best level this CPU has); every
 // other machine, and FPCONFORM_ISA=portable, runs the portable build of that loop.
 // float32 -> float16 additionally uses F16C (VCVTPS2PH, immediate RNE) where present, the level
 // is not portable, and MXCSR.DAZ is clear; the instruction is bit-identical to the general path for all 2^32 inputs

@@ -12,7 +12,7 @@
 #include "cases/pinned_random.h"
 #include "cases/test_seed.h"
 #include "formats/fp8_tables.h"
-#include "formats/isa.h"
+#include "base/isa.h"
 #include "formats/ops.h"
 #include "formats/text.h"
 #include "gtest/gtest.h"
@@ -171,7 +171,7 @@ TEST(FastConvertTest, RejectsUnsupportedFormatsAndSizes) {
   EXPECT_FALSE(SetFastConvertIsaForTesting("sse9"));
 }
 
-// The fast conversions follow the process-wide choice (formats/isa.h, FPCONFORM_ISA) unless a
+// The fast conversions follow the process-wide choice (base/isa.h, FPCONFORM_ISA) unless a
 // test forces a path on its thread; portable also turns F16C off.
 TEST(FastConvertTest, FollowsTheActiveIsa) {
   const Isa saved = ActiveIsa();

@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "formats/str_cat.h"
+#include "base/str_cat.h"
 
 #include "gtest/gtest.h"
 

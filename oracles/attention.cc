@@ -11,7 +11,7 @@
 
 #include <mpfr.h>
 
-#include "formats/isa.h"
+#include "base/isa.h"
 #include "oracles/certified_double.h"
 #include "oracles/exact_elements.h"
 #include "oracles/mpfr_oracle.h"
@@ -487,7 +487,7 @@ bool RowFastOk(const Shared& sh, int64_t i) {
   return count > 0;  // Fully masked rows: the MPFR method's convention.
 }
 
-// The two hot loops, compiled for the portable level and for AVX2 (formats/isa.h picks one).
+// The two hot loops, compiled for the portable level and for AVX2 (base/isa.h picks one).
 // Each result element sees the same operations in the same order on both (the loops vectorize
 // across independent elements; -ffp-contract=off keeps products and sums separate): the same
 // bits.

@@ -64,7 +64,7 @@
 //   below 2^-4000).
 //
 // Threads: rows are split over `threads` std::threads; results do not depend on the count (nor on
-// the ISA level, formats/isa.h: the hot loops' portable and AVX2 forms give the same bits).
+// the ISA level, base/isa.h: the hot loops' portable and AVX2 forms give the same bits).
 //
 // Speed (attention_benchmark, one head of S = 4096, D = D_v = 128, N(0, 1) bfloat16 inputs, every
 // element rounded and the row LSE, 2 threads on 2 cores shared with other builds at load 8-11):

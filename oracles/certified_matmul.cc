@@ -11,7 +11,7 @@
 #include <mutex>
 #include <thread>
 
-#include "formats/isa.h"
+#include "base/isa.h"
 #include "formats/ops.h"
 #include "formats/round_pack.h"
 

@@ -83,7 +83,7 @@
 // exactly), as the default ExactAccumulator reads them.
 //
 // Speed (exact_matmul_benchmark): the GEMM is a packed 6x8 (AVX2+FMA) / 6x16 (AVX-512) register
-// kernel chosen at run time by ActiveIsa() (formats/isa.h; FPCONFORM_ISA=portable takes the
+// kernel chosen at run time by ActiveIsa() (base/isa.h; FPCONFORM_ISA=portable takes the
 // portable C++ kernel, same bits: every operation is exact); the oracle costs its GEMMs plus a
 // split pass (O(MK + NK)), a correction pass over the sparse lo parts and a rounding per element.
 // Measured (one run, 2 shared cores, load 6; N(0,1) bfloat16 inputs, float32 RNE output): 1024^3

@@ -17,7 +17,7 @@
 
 #include "cases/pinned_random.h"
 #include "formats/format_spec.h"
-#include "formats/isa.h"
+#include "base/isa.h"
 #include "formats/op_env.h"
 #include "gtest/gtest.h"
 #include "oracles/exact_sum.h"
@@ -269,7 +269,7 @@ TEST(CertifiedMatmul, LongK) {
   }
 }
 
-// The GEMM kernel depends on the ISA level (formats/isa.h); ctest runs the quick tests again
+// The GEMM kernel depends on the ISA level (base/isa.h); ctest runs the quick tests again
 // under FPCONFORM_ISA=portable and =avx2 (certified_matmul_test_portable, _avx2), so every
 // kernel meets the checks.
 

@@ -14,7 +14,7 @@
 
 #include <gmp.h>
 
-#include "formats/isa.h"
+#include "base/isa.h"
 
 namespace fpconform {
 namespace {
@@ -239,7 +239,7 @@ struct Table8Source {
 
 bool HostDoublesExact() {
 #if defined(__x86_64__) && defined(__SSE2__)
-  // FPCONFORM_ISA=portable (formats/isa.h) takes the integer path, as other hosts do.
+  // FPCONFORM_ISA=portable (base/isa.h) takes the integer path, as other hosts do.
   if (ActiveIsa() == Isa::kPortable) return false;
   return (_mm_getcsr() & 0x0040) == 0;  // MXCSR.DAZ clear (Intel SDM Vol.1 §10.2.3).
 #else

@@ -17,7 +17,7 @@
 //     exponent (12 bits) select a uint64 bucket that sums the 53-bit integer significands;
 //     every 2048 terms each non-empty bucket is added into the limbs (3 limb touches). Used
 //     only when MXCSR.DAZ is clear (x86-64; checked per call) and the instruction set is not
-//     portable (formats/isa.h, FPCONFORM_ISA); other hosts take the next path;
+//     portable (base/isa.h, FPCONFORM_ISA); other hosts take the next path;
 //   * integer exponent buckets / limb adds (the other formats, DAZ, float64): each input is
 //     decoded once into (sign, exponent, integer significand) (constant-field decoders for
 //     float32/bfloat16/float16, 256-entry tables for 8-bit formats), the product of the

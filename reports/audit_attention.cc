@@ -11,15 +11,15 @@
 #include <optional>
 
 #include "composite/attention_model.h"
-#include "formats/str_cat.h"
-#include "formats/user_file.h"
+#include "base/str_cat.h"
+#include "base/user_file.h"
 #include "oracles/attention.h"
 #include "reports/audit.h"
 #include "reports/audit_composite.h"
 #include "reports/audit_inputs.h"
 #include "reports/audit_op.h"
 #include "reports/audit_values.h"
-#include "reports/hash.h"
+#include "base/hash.h"
 
 #ifndef FPCONFORM_ATTENTION_MODELS_DIR
 #define FPCONFORM_ATTENTION_MODELS_DIR "composite/attention_models"

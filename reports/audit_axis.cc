@@ -12,7 +12,7 @@
 #include "composite/formula.h"
 #include "composite/model.h"
 #include "formats/ops.h"
-#include "formats/str_cat.h"
+#include "base/str_cat.h"
 #include "oracles/axis_ops.h"
 #include "reports/audit.h"
 #include "reports/audit_composite.h"

@@ -7,7 +7,7 @@
 #include <cmath>
 
 #include "formats/ops.h"
-#include "formats/str_cat.h"
+#include "base/str_cat.h"
 #include "oracles/error_measures.h"
 #include "reports/audit.h"
 #include "reports/audit_inputs.h"

@@ -3,7 +3,7 @@
 // comparison for every op (matmul and the composite ops).
 #include <cmath>
 
-#include "formats/str_cat.h"
+#include "base/str_cat.h"
 #include "reports/audit.h"
 #include "reports/audit_values.h"
 

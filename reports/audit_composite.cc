@@ -4,10 +4,10 @@
 #include <cmath>
 
 #include "formats/ops.h"
-#include "formats/str_cat.h"
-#include "formats/user_file.h"
+#include "base/str_cat.h"
+#include "base/user_file.h"
 #include "reports/audit_values.h"
-#include "reports/hash.h"
+#include "base/hash.h"
 
 #ifndef FPCONFORM_COMPOSITE_MODELS_DIR
 #define FPCONFORM_COMPOSITE_MODELS_DIR "composite/models"

@@ -7,7 +7,7 @@
 
 #include "composite/model.h"
 #include "formats/ops.h"
-#include "formats/str_cat.h"
+#include "base/str_cat.h"
 #include "oracles/elementary.h"
 #include "reports/audit.h"
 #include "reports/audit_composite.h"

@@ -27,8 +27,8 @@
 #include "accumulation/model_fit.h"
 #include "cases/pinned_random.h"
 #include "formats/ops.h"
-#include "formats/str_cat.h"
-#include "formats/user_file.h"
+#include "base/str_cat.h"
+#include "base/user_file.h"
 #include "reports/audit_reduction.h"
 
 namespace fpconform::reports::audit_internal {

@@ -13,9 +13,9 @@
 #include <optional>
 
 #include "accumulation/evaluate.h"
-#include "formats/isa.h"
+#include "base/isa.h"
 #include "formats/ops.h"
-#include "formats/str_cat.h"
+#include "base/str_cat.h"
 #include "oracles/certified_matmul.h"
 #include "reports/audit.h"
 #include "reports/audit_inputs.h"

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "formats/format_spec.h"
-#include "formats/str_cat.h"
+#include "base/str_cat.h"
 #include "formats/text.h"
 #include "nlohmann/json.hpp"
 #include "reports/audit.h"

@@ -12,7 +12,7 @@
 #include <tuple>
 
 #include "formats/ops.h"
-#include "formats/str_cat.h"
+#include "base/str_cat.h"
 #include "oracles/error_measures.h"
 #include "reports/audit_op.h"
 #include "reports/audit_reduction.h"

@@ -2,7 +2,7 @@
 #include <algorithm>
 
 #include "accumulation/evaluate.h"
-#include "formats/str_cat.h"
+#include "base/str_cat.h"
 #include "reports/audit.h"
 #include "reports/audit_inputs.h"
 #include "reports/audit_reduction.h"

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "formats/ops.h"
-#include "formats/str_cat.h"
+#include "base/str_cat.h"
 #include "oracles/error_measures.h"
 
 namespace fpconform::reports::audit_internal {

@@ -11,7 +11,7 @@
 #include <cstring>
 #include <ctime>
 
-#include "formats/str_cat.h"
+#include "base/str_cat.h"
 
 namespace fpconform::reports {
 namespace {

@@ -16,8 +16,8 @@
 #include <sstream>
 #include <system_error>
 
-#include "formats/output_file.h"
-#include "formats/str_cat.h"
+#include "base/output_file.h"
+#include "base/str_cat.h"
 #include "nlohmann/json.hpp"
 
 namespace fpconform::reports {

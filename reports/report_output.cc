@@ -6,8 +6,8 @@
 #include <set>
 #include <tuple>
 
-#include "formats/isa.h"
-#include "formats/str_cat.h"
+#include "base/isa.h"
+#include "base/str_cat.h"
 #include "reports/sweep.h"
 
 namespace fpconform::reports {

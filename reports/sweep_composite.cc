@@ -18,10 +18,10 @@
 #include "formats/format_spec.h"
 #include "formats/op_env.h"
 #include "formats/ops.h"
-#include "formats/str_cat.h"
+#include "base/str_cat.h"
 #include "oracles/axis_ops.h"
 #include "oracles/elementary.h"
-#include "reports/hash.h"
+#include "base/hash.h"
 #include "reports/stats.h"
 
 namespace fpconform::reports::sweep_internal {

@@ -13,8 +13,8 @@
 #include "composite/model.h"
 #include "cases/toml_reader.h"
 #include "formats/format_spec.h"
-#include "formats/str_cat.h"
-#include "formats/user_file.h"
+#include "base/str_cat.h"
+#include "base/user_file.h"
 #include "reports/sweep.h"
 
 namespace fpconform::reports {

@@ -1,4 +1,4 @@
-#include "formats/user_file.h"
+#include "base/user_file.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -8,7 +8,7 @@
 #include <cstring>
 #include <utility>
 
-#include "formats/str_cat.h"
+#include "base/str_cat.h"
 
 namespace fpconform {
 namespace {

@@ -2,15 +2,15 @@
 // provenance (model files, input tensors). Not cryptographic: it identifies, it does not protect.
 //
 // Example: HexHash(Fnv1a("")) == "fnv1a64:cbf29ce484222325".
-#ifndef FPCONFORM_REPORTS_HASH_H_
-#define FPCONFORM_REPORTS_HASH_H_
+#ifndef FPCONFORM_BASE_HASH_H_
+#define FPCONFORM_BASE_HASH_H_
 
 #include <cstdint>
 #include <cstdio>
 #include <string>
 #include <string_view>
 
-namespace fpconform::reports {
+namespace fpconform {
 
 constexpr uint64_t Fnv1a(std::string_view s, uint64_t h = 0xcbf29ce484222325ULL) {
   for (char c : s) h = (h ^ static_cast<unsigned char>(c)) * 0x100000001b3ULL;
@@ -25,6 +25,6 @@ inline std::string HexHash(uint64_t h) {
   return buf;
 }
 
-}  // namespace fpconform::reports
+}  // namespace fpconform
 
-#endif  // FPCONFORM_REPORTS_HASH_H_
+#endif  // FPCONFORM_BASE_HASH_H_

@@ -17,8 +17,8 @@
 //                                                   kMaxTextFileBytes, "model file");
 //   absl::StatusOr<UserFile> f = UserFile::Open("a.npy", "tensor file");
 //   f->size();  f->ReadAt(128, dst, n);   // pread: exactly n bytes or an error
-#ifndef FPCONFORM_FORMATS_USER_FILE_H_
-#define FPCONFORM_FORMATS_USER_FILE_H_
+#ifndef FPCONFORM_BASE_USER_FILE_H_
+#define FPCONFORM_BASE_USER_FILE_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -67,4 +67,4 @@ absl::StatusOr<std::string> ReadUserFile(const std::string& path, uint64_t max_b
 
 }  // namespace fpconform
 
-#endif  // FPCONFORM_FORMATS_USER_FILE_H_
+#endif  // FPCONFORM_BASE_USER_FILE_H_

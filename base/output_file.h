@@ -13,8 +13,8 @@
 // Example:
 //   absl::Status s = WriteFileAtomically("c.npy", {header, data});   // never a partial c.npy
 //   absl::Status t = WriteNewFile(staging + "/report.md", markdown);
-#ifndef FPCONFORM_FORMATS_OUTPUT_FILE_H_
-#define FPCONFORM_FORMATS_OUTPUT_FILE_H_
+#ifndef FPCONFORM_BASE_OUTPUT_FILE_H_
+#define FPCONFORM_BASE_OUTPUT_FILE_H_
 
 #include <string>
 #include <string_view>
@@ -46,4 +46,4 @@ absl::Status WriteNewFile(const std::string& path, std::string_view content);
 
 }  // namespace fpconform
 
-#endif  // FPCONFORM_FORMATS_OUTPUT_FILE_H_
+#endif  // FPCONFORM_BASE_OUTPUT_FILE_H_

@@ -23,8 +23,8 @@
 //   absl::Status s = SetIsaFromEnvironment();  // FPCONFORM_ISA=avx512 on an AVX2-only CPU:
 //   // s: InvalidArgument "FPCONFORM_ISA=avx512: this CPU lacks it (available: portable avx2)"
 //   ActiveIsa() == Isa::kAvx2;                 // (unset) on that CPU
-#ifndef FPCONFORM_FORMATS_ISA_H_
-#define FPCONFORM_FORMATS_ISA_H_
+#ifndef FPCONFORM_BASE_ISA_H_
+#define FPCONFORM_BASE_ISA_H_
 
 #include <optional>
 #include <string>
@@ -64,4 +64,4 @@ absl::Status SetActiveIsa(Isa isa);
 
 }  // namespace fpconform
 
-#endif  // FPCONFORM_FORMATS_ISA_H_
+#endif  // FPCONFORM_BASE_ISA_H_

@@ -9,8 +9,8 @@
 //   Join(std::vector<int>{64, 128}, ",") == "64,128"
 //   EscapeText("a\x1b[2Jb\xff") == "a\\x1b[2Jb\\xff"   (as printed: a\x1b[2Jb\xff)
 //   ParseDecimal<int64_t>("64", 1, 1 << 24) == 64;  ParseDecimal<int64_t>(" 64", 1, 100) == nullopt
-#ifndef FPCONFORM_FORMATS_STR_CAT_H_
-#define FPCONFORM_FORMATS_STR_CAT_H_
+#ifndef FPCONFORM_BASE_STR_CAT_H_
+#define FPCONFORM_BASE_STR_CAT_H_
 
 #include <charconv>
 #include <cstddef>
@@ -117,4 +117,4 @@ std::optional<T> ParseDecimal(std::string_view s, T lo, T hi) {
 
 }  // namespace fpconform
 
-#endif  // FPCONFORM_FORMATS_STR_CAT_H_
+#endif  // FPCONFORM_BASE_STR_CAT_H_

@@ -1,4 +1,4 @@
-#include "formats/isa.h"
+#include "base/isa.h"
 
 #include <atomic>
 #include <cstdlib>

@@ -1,6 +1,6 @@
 // The instruction-set choice (isa.h): names, FPCONFORM_ISA parsing and refusal, levels this CPU
 // lacks. The byte identity of reports across levels is cli/isa_identity_test.sh.
-#include "formats/isa.h"
+#include "base/isa.h"
 
 #include <cstdio>
 #include <cstdlib>

@@ -1,4 +1,4 @@
-#include "formats/output_file.h"
+#include "base/output_file.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -8,7 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "formats/str_cat.h"
+#include "base/str_cat.h"
 
 namespace fpconform {
 
