@@ -39,18 +39,22 @@ absl::StatusOr<AttentionModel> ParseTable(const toml::table& root, std::string_v
   AttentionModel m;
   std::set<std::string> keys = {"formats.input", "formats.compute", "formats.p", "formats.output"};
   r.CheckKeys(root, "", {"name", "description", "kind", "formats", "scale", "exp_ulp", "row_sum", "normalize",
-                         "key_block", "fully_masked", "provenance"});
+                         "key_block", "fully_masked", "log_ulp", "fully_masked_lse", "provenance"});
   if (std::optional<std::string> s = r.String(root, "", "name", TomlKey::kRequired)) m.name = *s;
   if (std::optional<std::string> s = r.String(root, "", "description", TomlKey::kRequired)) m.description = *s;
   if (std::optional<std::string> s = r.String(root, "", "kind", TomlKey::kRequired); s && *s != "attention") {
     r.Fail(root.get("kind"), "kind", "must be \"attention\"");
   }
   if (const toml::table* t = r.Table(root, "", "formats", TomlKey::kRequired)) {
-    r.CheckKeys(*t, "formats", {"input", "compute", "p", "output"});
+    r.CheckKeys(*t, "formats", {"input", "compute", "p", "output", "lse"});
     m.input = FloatFormat(r, *t, "formats", "input");
     m.compute = FloatFormat(r, *t, "formats", "compute");
     m.p_format = FloatFormat(r, *t, "formats", "p");
     m.output = FloatFormat(r, *t, "formats", "output");
+    if (t->contains("lse")) {
+      m.lse_format = FloatFormat(r, *t, "formats", "lse");
+      keys.insert("formats.lse");
+    }
     if (r.ok() && m.compute != &Float32()) {
       r.Fail(t->get("compute"), "formats.compute", "only float32 is supported as the compute format");
     }
@@ -82,6 +86,27 @@ absl::StatusOr<AttentionModel> ParseTable(const toml::table& root, std::string_v
     m.fully_masked = *f;
   }
   for (const char* k : {"scale", "exp_ulp", "row_sum", "normalize", "key_block", "fully_masked"}) keys.insert(k);
+  // The LSE's parameters: required with formats.lse, refused without it (they would describe
+  // an output the kernel does not write).
+  const TomlKey lse_key = m.lse_format != nullptr ? TomlKey::kRequired : TomlKey::kOptional;
+  if (m.lse_format == nullptr && r.ok()) {
+    for (const char* k : {"log_ulp", "fully_masked_lse"}) {
+      if (root.contains(k)) r.Fail(root.get(k), k, "needs formats.lse (the LSE's format)");
+    }
+  }
+  if (std::optional<double> e = r.Number(root, "", "log_ulp", 0.5, 1e6, lse_key)) m.log_ulp = *e;
+  if (std::optional<double> f = r.Choice<double>(root, "", "fully_masked_lse",
+                                                 {{"inf", INFINITY}, {"-inf", -INFINITY}, {"nan", NAN}}, lse_key)) {
+    m.fully_masked_lse = *f;
+  }
+  if (m.lse_format != nullptr && m.normalize == Normalize::kExpLse && r.ok()) {
+    r.Fail(root.get("normalize"), "normalize",
+           "exp_lse (a running log-sum-exp) with formats.lse: that LSE's error is not modelled (attention_model.h)");
+  }
+  if (m.lse_format != nullptr) {
+    keys.insert("log_ulp");
+    keys.insert("fully_masked_lse");
+  }
   if (const toml::table* t = r.Table(root, "", "provenance", TomlKey::kRequired); t != nullptr && r.ok()) {
     for (const auto& [key, node] : *t) {
       const std::string k(key.str());
@@ -142,9 +167,30 @@ bool Attended(const AttentionProblem& p, int64_t i, int64_t j) {
 
 // One row: emulated values and enclosures for its d_v elements.
 // kscaled: K times sqrt(scale) rounded to the input format (fold_qk_sqrt), else empty.
+// The row's LSE outputs (exact == nullptr: none wanted).
+struct LseOut {
+  const ExactEnclosure* exact = nullptr;
+  uint64_t* bits = nullptr;
+  double *lo = nullptr, *hi = nullptr;
+};
+
+// bits (of f) and the outward roundings into f of [ylo, yhi] (values of f).
+void Enclose(const FormatSpec& f, double y, double ylo, double yhi, uint64_t* bits, double* lo, double* hi) {
+  uint64_t yb, blo, bhi;
+  std::memcpy(&yb, &y, sizeof yb);
+  *bits = Convert(Float64(), f, yb, OpEnv{}).bits;
+  OpEnv dn, upw;
+  dn.rounding = Rounding::kDownward;
+  upw.rounding = Rounding::kUpward;
+  std::memcpy(&blo, &ylo, sizeof blo);
+  std::memcpy(&bhi, &yhi, sizeof bhi);
+  cd::DecodeToDouble(f, Convert(Float64(), f, blo, dn).bits, false, lo);
+  cd::DecodeToDouble(f, Convert(Float64(), f, bhi, upw).bits, false, hi);
+}
+
 void Row(const AttentionModel& m, const AttentionProblem& p, int64_t i, std::span<const double> kscaled,
          std::span<const ExactEnclosure> pv, std::span<const ExactEnclosure> exact, std::span<uint64_t> bits,
-         std::span<double> lo, std::span<double> hi) {
+         std::span<double> lo, std::span<double> hi, const LseOut& lse) {
   const FormatSpec& F = *m.compute;
   const FormatSpec& P = *m.p_format;
   const FormatSpec& O = *m.output;
@@ -159,6 +205,11 @@ void Row(const AttentionModel& m, const AttentionProblem& p, int64_t i, std::spa
       bits[c] = std::isnan(v) ? nan_bits : ob;
       lo[c] = v;
       hi[c] = v;
+    }
+    if (lse.exact != nullptr) {  // NaN rows: NaN; fully masked rows: the model's convention.
+      const double lv = std::isnan(v) ? NAN : m.fully_masked_lse;
+      Enclose(*m.lse_format, lv, lv, lv, lse.bits, lse.lo, lse.hi);
+      if (std::isnan(lv)) *lse.lo = *lse.hi = NAN;
     }
   };
   std::vector<int64_t> keys;
@@ -235,9 +286,14 @@ void Row(const AttentionModel& m, const AttentionProblem& p, int64_t i, std::spa
   if (m.scale == ScalePlacement::kFoldQKSqrt) cs += 2 * uin + 3 * u;
   double delta = 0, tmax = 0;
   const bool bounded = amax <= 0x1p20 && p.d <= 4096;
+  // The scores s are unscaled where the scale waits for the exponent: the bound's quantities
+  // are in the scaled units of the proof (T, m), so multiplied by the scale there.
+  const double su = m.scale == ScalePlacement::kExponent && p.additive_mask.empty() ? std::fabs(scale) : 1.0;
+  const double mx_abs = su * std::fabs(mx);
   for (size_t x = 0; x < n; ++x) {
-    const double t = s[x] - mx;  // Within 2^-20 of the kernel's computed argument's own value.
-    const double dj = cs * a[x] + 5 * u * (std::fabs(t) + std::fabs(mx)) + 0x1p-20 * u;
+    // Within 2^-20 relative of the kernel's computed argument's own value.
+    const double t = su * (s[x] - mx) * (1 + 0x1p-50);
+    const double dj = cs * a[x] + 5 * u * (std::fabs(t) + mx_abs) + 0x1p-20 * u;
     if (t + dj < -150) continue;  // Weight below 2^-216: inside tau.
     delta = std::max(delta, dj);
     tmax = std::max(tmax, std::fabs(t));
@@ -248,7 +304,7 @@ void Row(const AttentionModel& m, const AttentionProblem& p, int64_t i, std::spa
   const double theta = std::exp(delta) * std::pow(1 + eps, 1 + r) * std::pow(1 + u, 2 + r) - 1 + 0x1p-50;
   const double A = (1 + theta) * (1 + up) * (1 + Gamma(nd + 1, u)) - 1 + 0x1p-50;
   const double Bl = (1 + theta) * (1 + (m.row_sum_rounded ? up : 0)) * (1 + Gamma(nd, u)) - 1 + 0x1p-50;
-  const double lse_mag = std::fabs(mx) + std::log(nd) + 1;
+  const double lse_mag = mx_abs + std::log(nd) + 1;
   const double nu = m.normalize == Normalize::kDivide       ? u
                     : m.normalize == Normalize::kReciprocal ? 2 * u + u * u
                                                             : (1 + eps) * (1 + u) * (1 + u) * std::exp(2 * u * lse_mag) - 1 + 0x1p-50;
@@ -265,6 +321,31 @@ void Row(const AttentionModel& m, const AttentionProblem& p, int64_t i, std::spa
     if (pt[x] == 0) continue;  // + 0 * v leaves a float32 sum unchanged (v finite here).
     const double* vr = &p.v[static_cast<size_t>(keys[x]) * dv];
     for (size_t c = 0; c < dv; ++c) nums[c] = static_cast<float>(static_cast<double>(nums[c]) + pt[x] * vr[c]);
+  }
+  if (lse.exact != nullptr) {
+    // Emulated: m (scaled: fl(m scale) where the scale waited for the exponent) + fl(log l).
+    const double ms = su != 1.0 ? RoundTo(F, mx * scale_f) : mx;
+    const double lg = RoundTo(F, cd::LogEv(cd::Exact(l)).y);
+    const double y = RoundTo(F, ms + lg);
+    // The bound (attention_model.h "The LSE"), in binary64 on non-negative numbers, rounded up
+    // by a relative 2^-40 at the end.
+    // l's underflow: its terms are the compute format's weights, or P's where the sum adds P.
+    const double tau_l = 2 * (nd * (2 + r) * UnderflowUnit(F) + (m.row_sum_rounded ? nd * UnderflowUnit(P) : 0.0));
+    const double eta = Bl + tau_l;
+    const ExactEnclosure& ex = *lse.exact;
+    if (!bounded || !(eta < 0.5) || !std::isfinite(ex.lo) || !std::isfinite(ex.hi)) {
+      Enclose(*m.lse_format, y, NAN, NAN, lse.bits, lse.lo, lse.hi);
+      *lse.lo = *lse.hi = NAN;
+    } else {
+      const double M = mx_abs + 2 * delta;              // |m| of any admitted implementation.
+      const double G = std::log(nd) + delta + 0x1p-50;  // |log L_m|.
+      const double lam = -std::log1p(-eta) + 0x1p-50;   // |log l - log L_m|.
+      const double lerr = m.log_ulp * 2 * u * std::max(1.0, G + lam);
+      const double lg_abs = G + lam + lerr;
+      const double E = ((su != 1.0 ? (2 * u + u * u) * M : 0.0) + u * (M * (1 + 3 * u) + lg_abs) + lerr + lam) *
+                       (1 + 0x1p-40);
+      Enclose(*m.lse_format, y, ex.lo - E, ex.hi + E, lse.bits, lse.lo, lse.hi);
+    }
   }
   for (size_t c = 0; c < dv; ++c) {
     const double num = nums[c];
@@ -317,12 +398,21 @@ absl::StatusOr<std::vector<AttentionModel>> LoadAttentionModels(const std::strin
 absl::Status EmulateAttentionRows(const AttentionModel& m, const AttentionProblem& p, int64_t r0, int64_t r1,
                                   std::span<const ExactEnclosure> pv, std::span<const ExactEnclosure> exact,
                                   std::span<uint64_t> bits, std::span<double> lo, std::span<double> hi,
-                                  int threads) {
+                                  int threads, const AttentionLseRows* lse) {
   if (absl::Status s = CheckAttention(p); !s.ok()) return s;
   const size_t n = static_cast<size_t>((r1 - r0) * p.d_v);
   if (r0 < 0 || r1 < r0 || r1 > p.s_q || pv.size() != n || exact.size() != n || bits.size() != n ||
       lo.size() != n || hi.size() != n) {
     return absl::InvalidArgumentError("EmulateAttentionRows: spans of (r1 - r0) x d_v elements needed");
+  }
+  if (lse != nullptr) {
+    if (m.lse_format == nullptr) {
+      return absl::InvalidArgumentError(Cat("EmulateAttentionRows: model ", m.name, " writes no LSE (formats.lse)"));
+    }
+    const size_t rows = static_cast<size_t>(r1 - r0);
+    if (lse->exact.size() != rows || lse->bits.size() != rows || lse->lo.size() != rows || lse->hi.size() != rows) {
+      return absl::InvalidArgumentError("EmulateAttentionRows: LSE spans of r1 - r0 elements needed");
+    }
   }
   const size_t dv = static_cast<size_t>(p.d_v);
   std::vector<double> kscaled;
@@ -336,8 +426,13 @@ absl::Status EmulateAttentionRows(const AttentionModel& m, const AttentionProble
   auto work = [&](int k) {
     for (int64_t i = r0 + k; i < r1; i += t) {
       const size_t at = static_cast<size_t>(i - r0) * dv;
+      LseOut lo_row;
+      if (lse != nullptr) {
+        const size_t r = static_cast<size_t>(i - r0);
+        lo_row = LseOut{&lse->exact[r], &lse->bits[r], &lse->lo[r], &lse->hi[r]};
+      }
       Row(m, p, i, kscaled, pv.subspan(at, dv), exact.subspan(at, dv), bits.subspan(at, dv), lo.subspan(at, dv),
-          hi.subspan(at, dv));
+          hi.subspan(at, dv), lo_row);
     }
   };
   std::vector<std::thread> pool;

@@ -19,6 +19,14 @@
 //   key_block   keys per online-softmax step (0: one pass, no rescaling); the rescalings a term
 //               goes through number at most ceil(n / key_block) - 1.
 //   fully_masked  "nan" or "zero": the kernel's value for a row with no attended key.
+//   formats.lse   optional: the format of the LSE the kernel writes (absent: it writes none);
+//                 with it, log_ulp (the log's error: at most log_ulp 2^(1-p) max(1, |log x|),
+//                 in ulps of the compute format at max(1, |result|): 0.5 correctly rounded;
+//                 __logf's 2^-21.41 absolute on [0.5, 2] and 3 ulp elsewhere fit 4) and
+//                 fully_masked_lse ("inf", "-inf", "nan": the LSE of a row with no attended
+//                 key; FlashAttention-2 writes +Inf where the exact value is log 0 = -Inf).
+//                 Refused with normalize = "exp_lse": a running log-sum-exp's error is not
+//                 bounded here.
 //
 // The bound (EmulateAttentionRows). For an element o (exact value, oracles/attention.h) with
 // PV = sum_j P_j |V_jc| (P the exact probabilities; PV >= |o|), every implementation that the
@@ -51,13 +59,31 @@
 //   outward rounding into formats.output. Rows whose binary64 bookkeeping is not certainly
 //   below 2^-24 relative (a_max > 2^20) get no bound (NaN: only identical outputs explain).
 //
+// The LSE (formats.lse). The kernel writes LSE^ = fl(m_s + fl_log(l^)), m_s the shift in
+// scaled units: m itself, or fl(m^ fl(scale)) where the scale waited for the exponent (m^ the
+// unscaled maximum; FlashAttention-2's row_max * softmax_scale, fused with the addition or not).
+// The exact LSE = m + log L_m for every real m, L_m = sum_j e^(s_j - m). From the O proof,
+// l^ = sum_j x_j (1 + phi_j) = L_m (1 + eta), |eta| <= Bl + tau_l (every term positive, each
+// relatively within Bl; tau_l = 2 n (2 + R) 2^emin the underflow of the compute format's
+// weights, plus 2 n 2^emin_P where the sum adds P; l >= 1/2), so |log l^ - log L_m| <= Lambda =
+// -log(1 - Bl - tau_l). With delta the score and argument error above (|s_j^ - s_j| <= delta),
+// the computed maximum is within delta of max_j s_j, so |m| <= M = |m_emulated| + 2 delta and
+// -delta <= log L_m <= log n + delta = G. The log adds at most lerr = log_ulp 2^(1-p) max(1,
+// G + Lambda); fl(m^ fl(scale)) at most (2u + u^2) M; the final addition u (M (1 + 3u) + G +
+// Lambda + lerr). The bound is absolute (the LSE is not normalized):
+//   |LSE^ - LSE| <= [(2u + u^2) M where the scale waited] + u (M (1 + 3u) + G + Lambda + lerr)
+//                   + lerr + Lambda,
+// rounded up by a relative 2^-40, added to the oracle's LSE enclosure and rounded outward into
+// formats.lse. To first order Lambda ~ Bl ~ gamma_n + eps (1 + R) + u_P [rounded sum] + O(u T): the
+// issue's |lse| u_lse term is u (M + G). The same rows as O have no bound (NaN).
+//
 // The emulated value is one implementation the model admits: a two-pass evaluation (scores in
 // binary64 rounded to the compute format with the scale placed as the model says, the maximum,
 // the exponential (certified_double.h's ExpEv) rounded to the compute format, P rounded to
 // formats.p, sums and PV in index order in the compute format, the normalization, the output
 // rounding). It does not reproduce a kernel's block order bit for bit (a reproducible preset
 // needs that; none is claimed here): `identical` against a model means only that this
-// evaluation gave the same bits.
+// evaluation gave the same bits. Its LSE: fl(m_s + fl(log l)), the log correctly rounded.
 //
 // Errors: file:line: key: what (cases/toml_reader.h), a name that is not the file's stem.
 //
@@ -67,6 +93,7 @@
 #ifndef FPCONFORM_COMPOSITE_ATTENTION_MODEL_H_
 #define FPCONFORM_COMPOSITE_ATTENTION_MODEL_H_
 
+#include <cmath>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -97,6 +124,11 @@ struct AttentionModel {
   Normalize normalize = Normalize::kDivide;
   int64_t key_block = 0;
   FullyMaskedRows fully_masked = FullyMaskedRows::kNaN;
+  // The LSE (formats.lse; nullptr: the kernel writes none), its log's accuracy and its value on
+  // a fully masked row (+Inf, -Inf or NaN).
+  const FormatSpec* lse_format = nullptr;
+  double log_ulp = 0.5;
+  double fully_masked_lse = -INFINITY;
   std::vector<std::pair<std::string, std::string>> provenance;
   std::vector<std::string> unconfirmed;
 };
@@ -111,10 +143,19 @@ absl::StatusOr<std::vector<AttentionModel>> LoadAttentionModels(const std::strin
 // and PV = `pv` (oracle enclosures with V and with |V|; (r1 - r0) x d_v each). NaN enclosures
 // where there is no bound (non-finite rows, a_max > 2^20); fully masked rows give the model's
 // convention as a point.
+//
+// With `lse` (the model must have formats.lse): also each row's LSE, emulated (bits of
+// m.lse_format) and enclosed ([lo, hi], values of m.lse_format), from the oracle's LSE
+// enclosures lse->exact (r1 - r0 each); fully masked rows give m.fully_masked_lse as a point.
+struct AttentionLseRows {
+  std::span<const ExactEnclosure> exact;
+  std::span<uint64_t> bits;
+  std::span<double> lo, hi;
+};
 absl::Status EmulateAttentionRows(const AttentionModel& m, const AttentionProblem& p, int64_t r0, int64_t r1,
                                   std::span<const ExactEnclosure> pv, std::span<const ExactEnclosure> exact,
                                   std::span<uint64_t> bits, std::span<double> lo, std::span<double> hi,
-                                  int threads = 1);
+                                  int threads = 1, const AttentionLseRows* lse = nullptr);
 
 }  // namespace fpconform::composite
 

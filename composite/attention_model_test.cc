@@ -31,8 +31,9 @@ double Round(const FormatSpec& f, double x) {
 }
 
 // A blocked online-softmax evaluation of model m for row i (float32 host arithmetic, formats.p
-// rounding by formats' Convert), the exponential by libm's expf.
-std::vector<double> Flash(const AttentionModel& m, const AttentionProblem& p, int64_t i) {
+// rounding by formats' Convert), the exponential by libm's expf; *lse_out: m + logf(l) in
+// float32 (the scores scaled), the FlashAttention-2 way.
+std::vector<double> Flash(const AttentionModel& m, const AttentionProblem& p, int64_t i, double* lse_out = nullptr) {
   const int64_t block = m.key_block > 0 ? m.key_block : p.s_k;
   const double scale = p.scale.has_value() ? *p.scale : 1.0 / std::sqrt(static_cast<double>(p.d));
   const float sf = static_cast<float>(scale);
@@ -76,6 +77,7 @@ std::vector<double> Flash(const AttentionModel& m, const AttentionProblem& p, in
       for (int64_t c = 0; c < p.d_v; ++c) acc[static_cast<size_t>(c)] += pr * static_cast<float>(p.v[static_cast<size_t>(keys[x] * p.d_v + c)]);
     }
   }
+  if (lse_out != nullptr) *lse_out = static_cast<double>(mx + std::log(l));
   std::vector<double> out;
   for (float a : acc) out.push_back(Round(*m.output, m.normalize == Normalize::kDivide ? a / l : a * (1.0f / l)));
   return out;
@@ -106,7 +108,7 @@ TEST(AttentionModelTest, EnclosureHoldsImplementations) {
   absl::StatusOr<std::vector<AttentionModel>> ms = LoadAttentionModels(FPCONFORM_ATTENTION_MODELS_DIR);
   ASSERT_TRUE(ms.ok()) << ms.status();
   const uint64_t seed = TestSeed(2027, "attention_model_test");
-  int checked = 0, excluded = 0, unbounded = 0;
+  int checked = 0, excluded = 0, unbounded = 0, lse_checked = 0, lse_excluded = 0;
   for (const AttentionModel& m : *ms) {
     for (int variant = 0; variant < 6; ++variant) {
       PinnedRng rng(seed + static_cast<uint64_t>(variant) * 7919 + m.name.size());
@@ -139,7 +141,55 @@ TEST(AttentionModelTest, EnclosureHoldsImplementations) {
       ASSERT_TRUE(AttentionRows(pa, 0, s_q, o, nullptr).ok());
       std::vector<uint64_t> bits(n);
       std::vector<double> lo(n), hi(n);
-      ASSERT_TRUE(EmulateAttentionRows(m, p, 0, s_q, pv, exact, bits, lo, hi, 2).ok());
+      // The LSE (models with formats.lse): the oracle's enclosures, then the model's.
+      const size_t rows = static_cast<size_t>(s_q);
+      std::vector<ExactEnclosure> lse_exact(rows);
+      std::vector<uint64_t> lse_bits(rows);
+      std::vector<double> lse_lo(rows), lse_hi(rows);
+      AttentionLseRows lse{lse_exact, lse_bits, lse_lo, lse_hi};
+      if (m.lse_format != nullptr) {
+        AttentionOutputs ol;
+        ol.lse_format = m.lse_format;
+        ol.lse_enclosure = lse_exact;
+        ASSERT_TRUE(AttentionRows(p, 0, s_q, ol, nullptr).ok());
+      }
+      ASSERT_TRUE(EmulateAttentionRows(m, p, 0, s_q, pv, exact, bits, lo, hi, 2,
+                                       m.lse_format != nullptr ? &lse : nullptr).ok());
+      for (int64_t i = 0; i < s_q && m.lse_format != nullptr; ++i) {
+        SCOPED_TRACE(m.name + " LSE variant " + std::to_string(variant) + " row " + std::to_string(i));
+        const size_t r = static_cast<size_t>(i);
+        double fl_lse = 0;
+        (void)Flash(m, p, i, &fl_lse);
+        if (std::isnan(lse_lo[r])) {
+          EXPECT_EQ(variant, 1) << "no LSE bound on ordinary inputs";
+          ++unbounded;
+          continue;
+        }
+        double em;
+        certified::DecodeToDouble(*m.lse_format, lse_bits[r], false, &em);
+        EXPECT_LE(lse_lo[r], lse_exact[r].lo);
+        EXPECT_GE(lse_hi[r], lse_exact[r].hi);
+        EXPECT_LE(lse_lo[r], em);
+        EXPECT_GE(lse_hi[r], em);
+        EXPECT_LE(lse_lo[r], fl_lse) << "flash " << fl_lse;
+        EXPECT_GE(lse_hi[r], fl_lse) << "flash " << fl_lse;
+        ++lse_checked;
+        // Not vacuous: the LSE with the scale applied twice lies outside where it differs by
+        // more than 10^-3, and the bound is below 10^-3 relative here.
+        EXPECT_LT(lse_hi[r] - lse_lo[r], 1e-3 * std::max(1.0, std::fabs(lse_exact[r].nearest)));
+        AttentionProblem p2 = p;
+        const double sc = 1.0 / std::sqrt(static_cast<double>(d));
+        p2.scale = sc * sc;
+        std::vector<ExactEnclosure> l2(1);
+        AttentionOutputs o2;
+        o2.lse_format = m.lse_format;
+        o2.lse_enclosure = l2;
+        ASSERT_TRUE(AttentionRows(p2, i, i + 1, o2, nullptr).ok());
+        if (std::fabs(l2[0].nearest - lse_exact[r].nearest) > 1e-3) {
+          EXPECT_TRUE(l2[0].nearest < lse_lo[r] || l2[0].nearest > lse_hi[r]) << "scale twice " << l2[0].nearest;
+          ++lse_excluded;
+        }
+      }
       for (int64_t i = 0; i < s_q; ++i) {
         const std::vector<double> fl = Flash(m, p, i);
         for (int64_t c = 0; c < dv; ++c) {
@@ -182,6 +232,61 @@ TEST(AttentionModelTest, EnclosureHoldsImplementations) {
   EXPECT_GT(checked, 0);
   EXPECT_GT(excluded, 0);
   EXPECT_LT(unbounded, checked / 10);
+  EXPECT_GT(lse_checked, 0);
+  EXPECT_GT(lse_excluded, 0);
+}
+
+// The LSE of a fully masked row is the model's convention (FlashAttention-2: +Inf, where the
+// exact value is log 0 = -Inf); an ordinary row next to it is bounded; a model without
+// formats.lse refuses LSE spans.
+TEST(AttentionModelTest, LseConventions) {
+  absl::StatusOr<std::vector<AttentionModel>> ms = LoadAttentionModels(FPCONFORM_ATTENTION_MODELS_DIR);
+  ASSERT_TRUE(ms.ok()) << ms.status();
+  int with_lse = 0;
+  for (const AttentionModel& m : *ms) {
+    SCOPED_TRACE(m.name);
+    std::vector<double> q = {1, 0, 0, 1}, k = {1, 0, 0, 1, 1, 1}, v = {1, 2, 3};
+    std::vector<uint8_t> keep = {0, 0, 0, 1, 1, 0};
+    AttentionProblem p{.s_q = 2, .s_k = 3, .d = 2, .d_v = 1, .q = q, .k = k, .v = v, .keep_mask = keep};
+    std::vector<ExactEnclosure> exact(2), pv(2), lse_exact(2);
+    AttentionOutputs o;
+    o.enclosure = exact;
+    o.lse_format = &Float32();
+    o.lse_enclosure = lse_exact;
+    ASSERT_TRUE(AttentionRows(p, 0, 2, o, nullptr).ok());
+    EXPECT_EQ(lse_exact[0].nearest, -INFINITY);
+    AttentionProblem pa = p;
+    std::vector<double> va = v;
+    pa.v = va;
+    AttentionOutputs oa;
+    oa.enclosure = pv;
+    ASSERT_TRUE(AttentionRows(pa, 0, 2, oa, nullptr).ok());
+    std::vector<uint64_t> bits(2), lse_bits(2);
+    std::vector<double> lo(2), hi(2), lse_lo(2), lse_hi(2);
+    AttentionLseRows lse{lse_exact, lse_bits, lse_lo, lse_hi};
+    const absl::Status s = EmulateAttentionRows(m, p, 0, 2, pv, exact, bits, lo, hi, 1, &lse);
+    if (m.lse_format == nullptr) {
+      EXPECT_FALSE(s.ok());
+      continue;
+    }
+    ASSERT_TRUE(s.ok()) << s;
+    ++with_lse;
+    double fm;
+    certified::DecodeToDouble(*m.lse_format, lse_bits[0], false, &fm);
+    if (std::isnan(m.fully_masked_lse)) {
+      EXPECT_TRUE(std::isnan(fm));
+    } else {
+      EXPECT_EQ(fm, m.fully_masked_lse);
+      EXPECT_EQ(lse_lo[0], m.fully_masked_lse);
+      EXPECT_EQ(lse_hi[0], m.fully_masked_lse);
+    }
+    // Row 1 attends keys 0 and 1 with scores 0 and 1/sqrt(2): LSE = log(1 + e^(1/sqrt 2)).
+    const double want = std::log(1 + std::exp(1 / std::sqrt(2.0)));
+    EXPECT_LE(lse_lo[1], want);
+    EXPECT_GE(lse_hi[1], want);
+    EXPECT_LT(lse_hi[1] - lse_lo[1], 1e-5);
+  }
+  EXPECT_GE(with_lse, 2);
 }
 
 TEST(AttentionModelTest, BadFilesNameTheKey) {
@@ -200,6 +305,27 @@ TEST(AttentionModelTest, BadFilesNameTheKey) {
   EXPECT_NE(std::string(r.status().message()).find("m.toml:4: scale"), std::string::npos) << r.status();
   bad = good;
   bad.replace(bad.find("compute = \"float32\""), 19, "compute = \"bfloat16\"");
+  EXPECT_FALSE(ParseAttentionModel(bad, "m.toml").ok());
+  // The LSE: formats.lse needs log_ulp, fully_masked_lse and their provenance; they need it.
+  std::string with_lse = good;
+  with_lse.replace(with_lse.find("output = \"float32\"\n"), 19, "output = \"float32\"\nlse = \"float32\"\n");
+  with_lse.replace(with_lse.find("[formats]"), 9,
+                   "log_ulp = 4\nfully_masked_lse = \"inf\"\n[formats]");
+  with_lse += "\"formats.lse\" = \"a\"\nlog_ulp = \"a\"\nfully_masked_lse = \"a\"\n";
+  const absl::StatusOr<AttentionModel> l = ParseAttentionModel(with_lse, "m.toml");
+  ASSERT_TRUE(l.ok()) << l.status();
+  EXPECT_EQ(l->lse_format, &Float32());
+  EXPECT_EQ(l->log_ulp, 4);
+  EXPECT_EQ(l->fully_masked_lse, INFINITY);
+  bad = with_lse;
+  bad.replace(bad.find("log_ulp = 4\n"), 12, "");
+  EXPECT_NE(std::string(ParseAttentionModel(bad, "m.toml").status().message()).find("log_ulp"), std::string::npos);
+  bad = good;
+  bad.replace(bad.find("[formats]"), 9, "log_ulp = 4\n[formats]");
+  EXPECT_NE(std::string(ParseAttentionModel(bad, "m.toml").status().message()).find("needs formats.lse"),
+            std::string::npos);
+  bad = with_lse;
+  bad.replace(bad.find("\"divide\""), 8, "\"exp_lse\"");
   EXPECT_FALSE(ParseAttentionModel(bad, "m.toml").ok());
 }
 
