@@ -27,6 +27,11 @@
 //                 key; FlashAttention-2 writes +Inf where the exact value is log 0 = -Inf).
 //                 Refused with normalize = "exp_lse": a running log-sum-exp's error is not
 //                 bounded here.
+//   num_splits    optional (default 1): split-KV, the key range cut into num_splits contiguous
+//                 chunks of whole key_block blocks (FlashAttention-2's flash_fwd_splitkv_kernel:
+//                 ceil(ceil(S_k / key_block) / num_splits) blocks each), each normalized by its
+//                 own sum into the compute format with its LSE, then combined (below). Needs
+//                 key_block > 0; refused with normalize = "exp_lse".
 //
 // The bound (EmulateAttentionRows). For an element o (exact value, oracles/attention.h) with
 // PV = sum_j P_j |V_jc| (P the exact probabilities; PV >= |o|), every implementation that the
@@ -77,13 +82,36 @@
 // formats.lse. To first order Lambda ~ Bl ~ gamma_n + eps (1 + R) + u_P [rounded sum] + O(u T): the
 // issue's |lse| u_lse term is u (M + G). The same rows as O have no bound (NaN).
 //
+// Split-KV (num_splits > 1). Each non-empty part s (its attended keys; an empty part writes O 0
+// and LSE -inf, weight exactly 0) is a row of its own: O_s (compute format, after the part's
+// normalization) is within E_s of o_s = sum_{j in s} P^s_j V_j (the bound above with the part's
+// n, R, delta: A_s, Bl_s, nu, tau_s, and |o_s| <= PV_s = sum_{j in s} P^s_j |V_j|), and lse_s
+// within a_s of lambda_s = log sum_{j in s} e^(s_j) (the LSE bound). The exact output is
+// o = sum_s omega_s o_s, omega_s = e^(lambda_s - lambda), lambda = log sum_s e^(lambda_s), and
+// sum_s omega_s PV_s = PV. The combine (FlashAttention-2's combine_attn_seqk_parallel) computes
+// L^ = fl(fl_log(sum_s fl_exp(fl(lse_s - lmax))) + lmax), lmax = max_s lse_s: each term is
+// e^(lambda_s - lmax) relatively within e^(a_s + u |x_s|) (1 + eps_c(x_s)) - 1 (x_s = lse_s -
+// lmax; eps_c(x) = (exp_ulp + 1.173 |x|) 2^(1-p), which covers expf's 2 ulp and __expf's 2 +
+// floor(1.173 |x|) ulp under --use_fast_math), the sum of K parts within gamma_K, so as for the LSE
+// above |L^ - lambda| <= Bc = Lambda_c + lerr_c + u (|lmax| + G_c + Lambda_c + lerr_c), Lambda_c =
+// -log(1 - eta_c), G_c = log K + max_s a_s. The weights w_s = fl_exp(fl(lse_s - L^)) = omega_s
+// (1 + kappa_s), |kappa_s| <= e^(a_s + Bc + u |lse_s - L^|) (1 + eps_c) - 1, and the output
+// sum_s w_s O_s in any order adds gamma_(K+1). With C = max_s (1 + kappa_s)(1 + gamma_(K+1)) - 1:
+//   |O^ - o| <= sum_s omega_s ((1 + C) E_s + C |o_s|) <= (1 + C) E^ + C PV,
+//   E^ = (A* + Bl*) / (1 - Bl*) (1 + nu) PV + nu PV + tau* (max |V| + PV)
+// (A*, Bl*, tau* the largest over the parts; |o_s| <= PV_s replaces |o|). A part whose weight is
+// certainly below e^-100 is left out of C and adds 2 e^(x + a_s + Bc + 1) max|V| (1 + 2^-10). The
+// row's LSE is L^ with the bound Bc.
+//
 // The emulated value is one implementation the model admits: a two-pass evaluation (scores in
 // binary64 rounded to the compute format with the scale placed as the model says, the maximum,
 // the exponential (certified_double.h's ExpEv) rounded to the compute format, P rounded to
 // formats.p, sums and PV in index order in the compute format, the normalization, the output
 // rounding). It does not reproduce a kernel's block order bit for bit (a reproducible preset
 // needs that; none is claimed here): `identical` against a model means only that this
-// evaluation gave the same bits. Its LSE: fl(m_s + fl(log l)), the log correctly rounded.
+// evaluation gave the same bits. Its LSE: fl(m_s + fl(log l)), the log correctly rounded. With
+// splits: each part so, then the combine in the compute format (lmax, the sum of exps in split
+// order, the log, the weights, the output as a chain of fused multiply-adds in split order).
 //
 // Errors: file:line: key: what (cases/toml_reader.h), a name that is not the file's stem.
 //
@@ -129,6 +157,8 @@ struct AttentionModel {
   const FormatSpec* lse_format = nullptr;
   double log_ulp = 0.5;
   double fully_masked_lse = -INFINITY;
+  // Split-KV: the key range in num_splits chunks of whole key blocks, combined (1: none).
+  int64_t num_splits = 1;
   std::vector<std::pair<std::string, std::string>> provenance;
   std::vector<std::string> unconfirmed;
 };

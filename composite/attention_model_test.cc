@@ -1,7 +1,9 @@
 // Tests of the attention models (attention_model.h): the presets load; the per-element enclosure
 // holds the model's own emulated value and an independent blocked (FlashAttention-style online
-// softmax, rescaling every key_block keys, in host float32 arithmetic) evaluation of each preset,
-// on seeded N(0, 1) problems, large logits, causal rows, finfo.min and -Inf additive masks, and
+// softmax, rescaling every key_block keys, in host float32 arithmetic; split-KV presets split and
+// combined as FlashAttention-2's combine kernel) evaluation of each preset, O and the LSE (the
+// LSE also inside the oracle's enclosure, and not wider than 10^-3), on seeded N(0, 1) problems,
+// large logits, causal rows, finfo.min and -Inf additive masks, whole masked splits, and
 // values with a large common offset (no bound is only allowed for large logits, where a model's
 // own error can reach half a weight); the enclosure is not vacuous (a wrong output, the scale applied twice,
 // falls outside); bad model files fail with file:line: key. FPCONFORM_SEED overrides the seed.
@@ -30,20 +32,22 @@ double Round(const FormatSpec& f, double x) {
   return v;
 }
 
-// A blocked online-softmax evaluation of model m for row i (float32 host arithmetic, formats.p
-// rounding by formats' Convert), the exponential by libm's expf; *lse_out: m + logf(l) in
-// float32 (the scores scaled), the FlashAttention-2 way.
-std::vector<double> Flash(const AttentionModel& m, const AttentionProblem& p, int64_t i, double* lse_out = nullptr) {
+// A blocked online-softmax evaluation of model m for row i over keys [j0, j1) (float32 host
+// arithmetic, formats.p rounding by formats' Convert), the exponential by libm's expf; returns
+// the part normalized by 1 / l and its LSE m + logf(l) in float32 (the scores scaled; -inf and
+// zeros where no key is attended), the FlashAttention-2 way.
+std::vector<float> FlashPart(const AttentionModel& m, const AttentionProblem& p, int64_t i, int64_t j0, int64_t j1,
+                             float* lse) {
   const int64_t block = m.key_block > 0 ? m.key_block : p.s_k;
   const double scale = p.scale.has_value() ? *p.scale : 1.0 / std::sqrt(static_cast<double>(p.d));
   const float sf = static_cast<float>(scale);
   float mx = -INFINITY, l = 0;
   std::vector<float> acc(static_cast<size_t>(p.d_v), 0.0f);
-  for (int64_t j0 = 0; j0 < p.s_k; j0 += block) {
-    const int64_t j1 = std::min(p.s_k, j0 + block);
+  for (int64_t b0 = j0; b0 < j1; b0 += block) {
+    const int64_t b1 = std::min(j1, b0 + block);
     std::vector<float> s;
     std::vector<int64_t> keys;
-    for (int64_t j = j0; j < j1; ++j) {
+    for (int64_t j = b0; j < b1; ++j) {
       if (p.causal && j > i) continue;
       if (!p.additive_mask.empty() && p.additive_mask[static_cast<size_t>(i * p.s_k + j)] == -INFINITY) continue;
       float dot = 0;  // Reverse order: another order than the model's emulation.
@@ -77,9 +81,43 @@ std::vector<double> Flash(const AttentionModel& m, const AttentionProblem& p, in
       for (int64_t c = 0; c < p.d_v; ++c) acc[static_cast<size_t>(c)] += pr * static_cast<float>(p.v[static_cast<size_t>(keys[x] * p.d_v + c)]);
     }
   }
-  if (lse_out != nullptr) *lse_out = static_cast<double>(mx + std::log(l));
+  *lse = l == 0 ? -INFINITY : mx + std::log(l);
+  if (l == 0) return acc;
+  for (float& a : acc) a = m.normalize == Normalize::kDivide ? a / l : a * (1.0f / l);
+  return acc;
+}
+
+// Model m's row i: one part, or (num_splits > 1) the key range in num_splits chunks of whole key
+// blocks, combined as FlashAttention-2's combine kernel does (float32, expf, logf); *lse_out:
+// the row's LSE.
+std::vector<double> Flash(const AttentionModel& m, const AttentionProblem& p, int64_t i, double* lse_out = nullptr) {
+  std::vector<float> o;
+  float lse = 0;
+  if (m.num_splits <= 1) {
+    o = FlashPart(m, p, i, 0, p.s_k, &lse);
+  } else {
+    const int64_t kb = m.key_block, per = ((p.s_k + kb - 1) / kb + m.num_splits - 1) / m.num_splits;
+    std::vector<std::vector<float>> parts;
+    std::vector<float> lses;
+    for (int64_t sp = 0; sp < m.num_splits; ++sp) {
+      float ls = 0;
+      parts.push_back(FlashPart(m, p, i, std::min(p.s_k, sp * per * kb), std::min(p.s_k, (sp + 1) * per * kb), &ls));
+      lses.push_back(ls);
+    }
+    float lmax = -INFINITY, sum = 0;
+    for (float x : lses) lmax = std::max(lmax, x);
+    if (lmax == -INFINITY) lmax = 0;
+    for (float x : lses) sum += std::exp(x - lmax);
+    lse = sum == 0 ? INFINITY : std::log(sum) + lmax;
+    o.assign(static_cast<size_t>(p.d_v), 0.0f);
+    for (size_t k = 0; k < parts.size(); ++k) {
+      const float w = std::exp(lses[k] - lse);
+      for (size_t c = 0; c < o.size(); ++c) o[c] += w * parts[k][c];
+    }
+  }
+  if (lse_out != nullptr) *lse_out = static_cast<double>(lse);
   std::vector<double> out;
-  for (float a : acc) out.push_back(Round(*m.output, m.normalize == Normalize::kDivide ? a / l : a * (1.0f / l)));
+  for (float a : o) out.push_back(Round(*m.output, a));
   return out;
 }
 
@@ -87,9 +125,15 @@ TEST(AttentionModelTest, PresetsLoad) {
   absl::StatusOr<std::vector<AttentionModel>> ms = LoadAttentionModels(FPCONFORM_ATTENTION_MODELS_DIR);
   ASSERT_TRUE(ms.ok()) << ms.status();
   ASSERT_GE(ms->size(), 5u);
+  int splits = 0;
   for (const AttentionModel& m : *ms) {
     EXPECT_FALSE(m.provenance.empty()) << m.name;
+    if (m.num_splits > 1) {
+      ++splits;
+      EXPECT_GT(m.key_block, 0) << m.name;
+    }
   }
+  EXPECT_GE(splits, 1);
 }
 
 TEST(AttentionModelTest, HostFloatRoundingIsTheSoftConversion) {
@@ -110,10 +154,10 @@ TEST(AttentionModelTest, EnclosureHoldsImplementations) {
   const uint64_t seed = TestSeed(2027, "attention_model_test");
   int checked = 0, excluded = 0, unbounded = 0, lse_checked = 0, lse_excluded = 0;
   for (const AttentionModel& m : *ms) {
-    for (int variant = 0; variant < 6; ++variant) {
+    for (int variant = 0; variant < 7; ++variant) {
       PinnedRng rng(seed + static_cast<uint64_t>(variant) * 7919 + m.name.size());
-      const int64_t s_q = 6, s_k = variant == 5 ? 300 : 40, d = 32, dv = 4;
-      const double qs = variant == 1 ? 12.0 : 1.0;
+      const int64_t s_q = 6, s_k = variant >= 5 ? 300 : 40, d = 32, dv = 4;
+      const double qs = variant == 1 ? 12.0 : variant == 6 ? 4.0 : 1.0;
       std::vector<double> q, k, v, add;
       for (int64_t x = 0; x < s_q * d; ++x) q.push_back(Round(*m.input, qs * rng.Normal()));
       for (int64_t x = 0; x < s_k * d; ++x) k.push_back(Round(*m.input, rng.Normal()));
@@ -126,6 +170,12 @@ TEST(AttentionModelTest, EnclosureHoldsImplementations) {
           add.push_back(r == 0 ? -INFINITY : r == 1 ? -3.4028234663852886e38 : Round(*m.input, rng.Normal()));
         }
         for (int64_t j = 0; j < s_k; ++j) add[static_cast<size_t>(j)] = j == 3 ? 0.0 : -INFINITY;
+        p.additive_mask = add;
+      }
+      if (variant == 6) {  // Whole key blocks (splits) masked: row 0 keys [128, 256), row 1 [0, 200).
+        add.assign(static_cast<size_t>(s_q * s_k), 0.0);
+        for (int64_t j = 128; j < 256; ++j) add[static_cast<size_t>(j)] = -INFINITY;
+        for (int64_t j = 0; j < 200; ++j) add[static_cast<size_t>(s_k + j)] = -INFINITY;
         p.additive_mask = add;
       }
       const size_t n = static_cast<size_t>(s_q * dv);
@@ -161,7 +211,7 @@ TEST(AttentionModelTest, EnclosureHoldsImplementations) {
         double fl_lse = 0;
         (void)Flash(m, p, i, &fl_lse);
         if (std::isnan(lse_lo[r])) {
-          EXPECT_EQ(variant, 1) << "no LSE bound on ordinary inputs";
+          EXPECT_TRUE(variant == 1 || variant == 6) << "no LSE bound on ordinary inputs";
           ++unbounded;
           continue;
         }
@@ -198,7 +248,7 @@ TEST(AttentionModelTest, EnclosureHoldsImplementations) {
           if (std::isnan(lo[e])) {
             // No bound: only where the model's own error can reach half the weights (large
             // logits through a bfloat16 scale folding: torch-math-sdpa-cpu-bf16).
-            EXPECT_EQ(variant, 1) << "no bound on ordinary inputs";
+            EXPECT_TRUE(variant == 1 || variant == 6) << "no bound on ordinary inputs";
             ++unbounded;
             continue;
           }
@@ -326,6 +376,19 @@ TEST(AttentionModelTest, BadFilesNameTheKey) {
             std::string::npos);
   bad = with_lse;
   bad.replace(bad.find("\"divide\""), 8, "\"exp_lse\"");
+  EXPECT_FALSE(ParseAttentionModel(bad, "m.toml").ok());
+  // num_splits: needs key_block > 0 and its provenance.
+  std::string split = good;
+  split.replace(split.find("key_block = 0"), 13, "key_block = 64\nnum_splits = 3");
+  split += "num_splits = \"a\"\n";
+  const absl::StatusOr<AttentionModel> sp = ParseAttentionModel(split, "m.toml");
+  ASSERT_TRUE(sp.ok()) << sp.status();
+  EXPECT_EQ(sp->num_splits, 3);
+  bad = split;
+  bad.replace(bad.find("key_block = 64"), 14, "key_block = 0");
+  EXPECT_NE(std::string(ParseAttentionModel(bad, "m.toml").status().message()).find("num_splits"), std::string::npos);
+  bad = split;
+  bad.replace(bad.find("num_splits = \"a\"\n"), 17, "");
   EXPECT_FALSE(ParseAttentionModel(bad, "m.toml").ok());
 }
 

@@ -105,3 +105,35 @@ def test_lse_shape_error(heads):
     o = fpconform.exact_attention(q, k, v, out_dtype="bfloat16")
     with pytest.raises(ValueError, match=r"the LSE has shape \[2, 47\], expected \[2, 48\]"):
         fpconform.audit_attention(q, k, v, o, "flash-attention2-cuda-bf16", lse=np.zeros((2, 47), np.float32))
+
+
+def test_splitkv_preset_explains_a_split_kernel_and_rejects_a_wrong_combine(rng):
+    """A split-KV kernel emulated in float32 NumPy (4 splits of 256 keys = 2 blocks of 128, each
+    normalized with its LSE, FlashAttention-2's combine): explained by the splitkv preset, mostly
+    bit for bit; averaging the split outputs instead of weighting them by exp(lse_s - lse) is not."""
+    H, Sq, Sk, D = 2, 8, 1000, 128
+    q, k, v = (rng.standard_normal(s).astype(BF16) for s in ((H, Sq, D), (H, Sk, D), (H, Sk, D)))
+    qf, kf, vf = (np.asarray(x, np.float32) for x in (q, k, v))
+    sc = np.float32(1 / np.sqrt(D))
+
+    def part(j0, j1):
+        s = np.einsum("hid,hjd->hij", qf, kf[:, j0:j1])
+        m = s.max(-1, keepdims=True)
+        e = np.exp((s - m) * sc)
+        l = e.sum(-1, keepdims=True, dtype=np.float32)
+        o = (e.astype(BF16).astype(np.float32) @ vf[:, j0:j1]) * (np.float32(1) / l)
+        return o, (m[..., 0] * sc + np.log(l[..., 0])).astype(np.float32)
+
+    parts = [part(j0, min(Sk, j0 + 256)) for j0 in range(0, Sk, 256)]
+    lses = np.stack([p[1] for p in parts])
+    lmax = lses.max(0)
+    lse = (np.log(np.exp(lses - lmax).sum(0, dtype=np.float32)) + lmax).astype(np.float32)
+    o = sum(np.exp(lses[i] - lse)[..., None] * parts[i][0] for i in range(len(parts))).astype(np.float32)
+    a = fpconform.audit_attention(q, k, v, o.astype(BF16), "flash-attention2-cuda-bf16-splitkv", lse=lse)
+    assert a.verdict == "pass", str(a)
+    assert a.lse["counts"]["unexplained"] == 0
+    n = H * Sq * D
+    assert a.counts["identical"] > 0.9 * n  # Bit-identical: the same splits and combine.
+    bad = (sum(p[0] for p in parts) / len(parts)).astype(np.float32)
+    b = fpconform.audit_attention(q, k, v, bad.astype(BF16), "flash-attention2-cuda-bf16-splitkv", lse=lse)
+    assert b.verdict == "fail" and b.mismatched > n // 4
