@@ -207,7 +207,8 @@ void Row(const AttentionModel& m, const AttentionProblem& p, int64_t i, std::spa
   const size_t dd = static_cast<size_t>(p.d), dv = static_cast<size_t>(p.d_v);
   const double scale = p.scale.has_value() ? *p.scale : 1.0 / std::sqrt(static_cast<double>(p.d));
   const uint64_t nan_bits = Convert(Float64(), O, 0x7FF8000000000000ull, OpEnv{}).bits;
-  const auto set_all = [&](double v) {
+  // v: the row's value; masked: a fully masked row (else non-finite inputs).
+  const auto set_all = [&](double v, bool masked) {
     uint64_t b;
     std::memcpy(&b, &v, sizeof b);
     const uint64_t ob = Convert(Float64(), O, b, OpEnv{}).bits;
@@ -217,7 +218,7 @@ void Row(const AttentionModel& m, const AttentionProblem& p, int64_t i, std::spa
       hi[c] = v;
     }
     if (lse.exact != nullptr) {  // NaN rows: NaN; fully masked rows: the model's convention.
-      const double lv = std::isnan(v) ? NAN : m.fully_masked_lse;
+      const double lv = masked ? m.fully_masked_lse : NAN;
       Enclose(*m.lse_format, lv, lv, lv, lse.bits, lse.lo, lse.hi);
       if (std::isnan(lv)) *lse.lo = *lse.hi = NAN;
     }
@@ -232,8 +233,8 @@ void Row(const AttentionModel& m, const AttentionProblem& p, int64_t i, std::spa
     for (size_t c = 0; c < dv; ++c) finite = finite && std::isfinite(p.v[static_cast<size_t>(j) * dv + c]);
     if (!p.additive_mask.empty()) finite = finite && std::isfinite(p.additive_mask[static_cast<size_t>(i * p.s_k + j)]);
   }
-  if (!finite) return set_all(NAN);
-  if (keys.empty()) return set_all(m.fully_masked == FullyMaskedRows::kZero ? 0.0 : NAN);
+  if (!finite) return set_all(NAN, false);
+  if (keys.empty()) return set_all(m.fully_masked == FullyMaskedRows::kZero ? 0.0 : NAN, true);
   const size_t n = keys.size();
   // Scores as the model places the scale.
   const double scale_f = RoundTo(F, scale);
@@ -375,8 +376,7 @@ void Row(const AttentionModel& m, const AttentionProblem& p, int64_t i, std::spa
         const double G = std::log(nd) + q.delta + 0x1p-50;  // |log L_m|.
         const double lam = -std::log1p(-eta) + 0x1p-50;     // |log l - log L_m|.
         const double lerr = m.log_ulp * 2 * u * std::max(1.0, G + lam);
-        q.lse_err = ((waits ? (2 * u + u * u) * M : 0.0) + u * (M * (1 + 3 * u) + G + lam + lerr) + lerr + lam) *
-                    (1 + 0x1p-40);
+        q.lse_err = (4 * u * (1 + 2 * u) * M + u * (M * (1 + 3 * u) + G + lam + lerr) + lerr + lam) * (1 + 0x1p-40);
       }
     }
     return q;

@@ -66,7 +66,9 @@
 //
 // The LSE (formats.lse). The kernel writes LSE^ = fl(m_s + fl_log(l^)), m_s the shift in
 // scaled units: m itself, or fl(m^ fl(scale)) where the scale waited for the exponent (m^ the
-// unscaled maximum; FlashAttention-2's row_max * softmax_scale, fused with the addition or not).
+// unscaled maximum; FlashAttention-2's row_max * softmax_scale, fused with the addition or not),
+// or m in base-2 units divided by log2(e) (the memory-efficient kernel's mi / kLog2e): at most
+// four roundings, |m_s - m| <= 4u (1 + 2u) M whichever it is.
 // The exact LSE = m + log L_m for every real m, L_m = sum_j e^(s_j - m). From the O proof,
 // l^ = sum_j x_j (1 + phi_j) = L_m (1 + eta), |eta| <= Bl + tau_l (every term positive, each
 // relatively within Bl; tau_l = 2 n (2 + R) 2^emin the underflow of the compute format's
@@ -74,10 +76,9 @@
 // -log(1 - Bl - tau_l). With delta the score and argument error above (|s_j^ - s_j| <= delta),
 // the computed maximum is within delta of max_j s_j, so |m| <= M = |m_emulated| + 2 delta and
 // -delta <= log L_m <= log n + delta = G. The log adds at most lerr = log_ulp 2^(1-p) max(1,
-// G + Lambda); fl(m^ fl(scale)) at most (2u + u^2) M; the final addition u (M (1 + 3u) + G +
-// Lambda + lerr). The bound is absolute (the LSE is not normalized):
-//   |LSE^ - LSE| <= [(2u + u^2) M where the scale waited] + u (M (1 + 3u) + G + Lambda + lerr)
-//                   + lerr + Lambda,
+// G + Lambda); m_s at most 4u (1 + 2u) M; the final addition u (M (1 + 3u) + G + Lambda + lerr).
+// The bound is absolute (the LSE is not normalized):
+//   |LSE^ - LSE| <= 4u (1 + 2u) M + u (M (1 + 3u) + G + Lambda + lerr) + lerr + Lambda,
 // rounded up by a relative 2^-40, added to the oracle's LSE enclosure and rounded outward into
 // formats.lse. To first order Lambda ~ Bl ~ gamma_n + eps (1 + R) + u_P [rounded sum] + O(u T): the
 // issue's |lse| u_lse term is u (M + G). The same rows as O have no bound (NaN).
