@@ -260,7 +260,8 @@ TEST(AttentionModelTest, EnclosureHoldsImplementations) {
           EXPECT_GE(hi[e], fl[static_cast<size_t>(c)]) << "flash " << fl[static_cast<size_t>(c)];
           ++checked;
           // Not vacuous: the exact value with the scale applied twice lies outside where it
-          // differs by more than 5% of P|V| from the exact value.
+          // differs by more than 5% of P|V| from the exact value (15% for a scale folded into a
+          // bfloat16 or float16 input).
           if (variant == 0 && i == 0) {
             AttentionProblem p2 = p;
             const double sc = 1.0 / std::sqrt(static_cast<double>(d));
@@ -270,7 +271,11 @@ TEST(AttentionModelTest, EnclosureHoldsImplementations) {
             o2.enclosure = e2;
             ASSERT_TRUE(AttentionRows(p2, 0, 1, o2, nullptr).ok());
             const double wrong = e2[static_cast<size_t>(c)].nearest;
-            if (std::fabs(wrong - exact[e].nearest) > 0.05 * pv[e].hi) {
+            // Where the model rounds the scaled Q (and K) into the input format, its own error
+            // reaches a few percent of P|V| (bfloat16: 2^-8 relative per score): 15% there.
+            const bool folds = m.scale == ScalePlacement::kFoldQ || m.scale == ScalePlacement::kFoldQKSqrt;
+            const double margin = (folds && Precision(*m.input) < 24 ? 0.15 : 0.05) * pv[e].hi;
+            if (std::fabs(wrong - exact[e].nearest) > margin) {
               EXPECT_TRUE(wrong < lo[e] || wrong > hi[e]) << "scale twice " << wrong;
               ++excluded;
             }
