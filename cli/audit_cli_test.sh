@@ -274,6 +274,56 @@ expect_rc 2 "attention: non-finite scale" "$fp" audit attention "${att[@]}" --ou
 expect_rc 2 "attention: mask of the wrong shape" "$fp" audit attention "${att[@]}" --out "$tmp/att_om.npy" \
   --mask "$tmp/att_mask_bad.npy" --platform correctly-rounded
 grep -q "broadcast" "$tmp/stderr" || fail "attention: the mask's shape error does not say why"
+# --lse (issue 27 §1, §4): the LSE (B, H, S_q) in float32 from float64 NumPy; its base-2 form is
+# unexplained; FlashAttention-2's +inf on fully masked rows is its preset's convention, not the exact
+# -inf; a wrong shape exits 2.
+"$py" - "$tmp" <<'EOF'
+import sys
+import numpy as np
+d = sys.argv[1]
+q, k, v = ((np.load(f"{d}/att_{n}.npy").astype(np.uint32) << 16).view(np.float32) for n in "qkv")
+def lse_and_o(keep):
+    kd, vd = (np.repeat(x.astype(np.float64), 2, axis=1) for x in (k, v))
+    s = np.where(keep, q.astype(np.float64) @ np.swapaxes(kd, -1, -2) / 4, -np.inf)
+    m = s.max(-1, keepdims=True)
+    with np.errstate(invalid="ignore"):
+        e = np.exp(s - m)
+        l = e.sum(-1, keepdims=True)
+        return (m + np.log(l))[..., 0], (e / l) @ vd
+keep = np.load(f"{d}/att_keep.npy").astype(bool)
+lse, _ = lse_and_o(keep)
+np.save(f"{d}/att_lse.npy", lse.astype(np.float32))
+np.save(f"{d}/att_lse2.npy", (lse / np.log(2)).astype(np.float32))
+np.save(f"{d}/att_lse_bad.npy", lse[:, :, :20].astype(np.float32))
+keep[5] = False  # A fully masked row: FlashAttention-2 writes O = 0 and LSE = +inf there.
+np.save(f"{d}/att_keep_fm.npy", keep.astype(np.uint8))
+lse, o = lse_and_o(keep)
+np.save(f"{d}/att_lse_fm.npy", np.where(np.isfinite(lse), lse, np.inf).astype(np.float32))
+np.save(f"{d}/att_o_fm.npy", np.nan_to_num(o, nan=0.0).astype(np.float32))
+EOF
+expect_rc 0 "attention --lse" "$fp" audit attention "${att[@]}" --out "$tmp/att_om.npy" --mask "$tmp/att_keep.npy" \
+  --lse "$tmp/att_lse.npy" --platform correctly-rounded --json "$tmp/att_lse.json"
+[ "$(json_get "$tmp/att_lse.json" 'd["lse"]["counts"]["unexplained"], d["lse"]["shape"]')" = "(0, [2, 4, 24])" ] ||
+  fail "attention --lse: the LSE's classes or shape"
+grep -q "LSE classes against correctly-rounded" "$tmp/stdout" || fail "attention --lse: no LSE classes line"
+expect_rc 1 "attention --lse, the LSE in base 2" "$fp" audit attention "${att[@]}" --out "$tmp/att_om.npy" \
+  --mask "$tmp/att_keep.npy" --lse "$tmp/att_lse2.npy" --platform correctly-rounded --json "$tmp/att_lse2.json"
+json_get "$tmp/att_lse2.json" 'd["lse"]["elements"][0]["diagnosis"]' | grep -q "base 2" ||
+  fail "attention --lse: the base-2 diagnosis"
+expect_rc 0 "attention --lse, FlashAttention-2's +inf on fully masked rows" "$fp" audit attention "${att[@]}" \
+  --out "$tmp/att_o_fm.npy" --mask "$tmp/att_keep_fm.npy" --lse "$tmp/att_lse_fm.npy" \
+  --platform flash-attention2-cuda-bf16 --json "$tmp/att_lse_fm.json"
+[ "$(json_get "$tmp/att_lse_fm.json" 'd["lse"]["fully_masked_rows"], d["lse"]["counts"]["unexplained"]')" = \
+  "(8, 0)" ] || fail "attention --lse: fully masked rows under flash-attention2-cuda-bf16"
+expect_rc 1 "attention --lse, +inf against correctly-rounded" "$fp" audit attention "${att[@]}" \
+  --out "$tmp/att_om.npy" --mask "$tmp/att_keep_fm.npy" --lse "$tmp/att_lse_fm.npy" --platform correctly-rounded \
+  --json "$tmp/att_lse_fm2.json"
+json_get "$tmp/att_lse_fm2.json" 'd["lse"]["elements"][0]["diagnosis"]' | grep -q "fully masked row" ||
+  fail "attention --lse: the fully masked row's diagnosis"
+expect_rc 2 "attention --lse of the wrong shape" "$fp" audit attention "${att[@]}" --out "$tmp/att_o.npy" \
+  --lse "$tmp/att_lse_bad.npy" --platform correctly-rounded
+grep -q "att_lse_bad.npy: the LSE has shape \[2, 4, 20\], expected \[2, 4, 24\]" "$tmp/stderr" ||
+  fail "attention --lse: the shape error names the file and both shapes"
 expect_rc 2 "attention: unknown platform" "$fp" audit attention "${att[@]}" --out "$tmp/att_o.npy" --platform cudnn
 grep -q "flash-attention2-cuda-bf16" "$tmp/stderr" || fail "attention: the valid platforms are not listed"
 

@@ -405,6 +405,8 @@ CLI::App* AddAuditCommand(CLI::App& root, AuditCommandState& s) {
                    "attention models (composite/attention_models/)");
   AddAttentionInputs(s.attention, s);
   AddTensorOption(s.attention, s.out, "The kernel's output: Q's shape with D_v last");
+  AddTensorOption(s.attention, s.lse,
+                  "Optional: the kernel's LSE (float), Q's shape without D: (S_q), (H, S_q) or (B, H, S_q)");
   AddCommon(s.attention, s.common, true);
   s.attention->footer(
       "Platforms: correctly-rounded, the attention models (--models-dir names their directory; default: the\n"
@@ -414,7 +416,10 @@ CLI::App* AddAuditCommand(CLI::App& root, AuditCommandState& s) {
       "  fpconform audit attention --q q.npy --q-dtype bfloat16 --k k.npy --k-dtype bfloat16 \\\n"
       "      --v v.npy --v-dtype bfloat16 --out o.npy --out-dtype bfloat16 --causal --platform auto \\\n"
       "      --json audit.json\n"
-      "Exit status: 0 pass, 1 an element is unexplained, 2 bad input.");
+      "  fpconform audit attention --q q.npy --q-dtype bfloat16 --k k.npy --k-dtype bfloat16 --v v.npy \\\n"
+      "      --v-dtype bfloat16 --out o.npy --out-dtype bfloat16 --lse lse.npy --platform flash-attention2-cuda-bf16\n"
+      "--lse audits the LSE as well (its own classes; FlashAttention-2 writes +inf on fully masked rows).\n"
+      "Exit status: 0 pass, 1 an element (of out or the LSE) is unexplained, 2 bad input.");
 
   s.cast = app->add_subcommand("cast", "out = cast(X / scale) elementwise (quantization)");
   AddTensorOption(s.cast, s.x, "X");
@@ -618,6 +623,12 @@ static int RunAudit(const AuditCommandState& s) {
       in.scale = sc;
     }
     options->attention_models_dir = c.models_dir.empty() ? DefaultAttentionModelsDir() : c.models_dir;
+    absl::StatusOr<Tensor> lse;
+    if (!compare && !s.lse.file.empty()) {
+      lse = LoadTensor(s.lse);
+      if (!lse.ok()) return Fail(cmd, lse.status());
+      in.lse = &*lse;
+    }
     if (compare) return RunCompare(s, in, *options, reports::CompareAttention);
     r = reports::AuditAttention(in, *options);
   } else if (s.elementwise->parsed() || Parsed(s.compare_elementwise)) {

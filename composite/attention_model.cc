@@ -39,18 +39,22 @@ absl::StatusOr<AttentionModel> ParseTable(const toml::table& root, std::string_v
   AttentionModel m;
   std::set<std::string> keys = {"formats.input", "formats.compute", "formats.p", "formats.output"};
   r.CheckKeys(root, "", {"name", "description", "kind", "formats", "scale", "exp_ulp", "row_sum", "normalize",
-                         "key_block", "fully_masked", "provenance"});
+                         "key_block", "fully_masked", "log_ulp", "fully_masked_lse", "num_splits", "provenance"});
   if (std::optional<std::string> s = r.String(root, "", "name", TomlKey::kRequired)) m.name = *s;
   if (std::optional<std::string> s = r.String(root, "", "description", TomlKey::kRequired)) m.description = *s;
   if (std::optional<std::string> s = r.String(root, "", "kind", TomlKey::kRequired); s && *s != "attention") {
     r.Fail(root.get("kind"), "kind", "must be \"attention\"");
   }
   if (const toml::table* t = r.Table(root, "", "formats", TomlKey::kRequired)) {
-    r.CheckKeys(*t, "formats", {"input", "compute", "p", "output"});
+    r.CheckKeys(*t, "formats", {"input", "compute", "p", "output", "lse"});
     m.input = FloatFormat(r, *t, "formats", "input");
     m.compute = FloatFormat(r, *t, "formats", "compute");
     m.p_format = FloatFormat(r, *t, "formats", "p");
     m.output = FloatFormat(r, *t, "formats", "output");
+    if (t->contains("lse")) {
+      m.lse_format = FloatFormat(r, *t, "formats", "lse");
+      keys.insert("formats.lse");
+    }
     if (r.ok() && m.compute != &Float32()) {
       r.Fail(t->get("compute"), "formats.compute", "only float32 is supported as the compute format");
     }
@@ -82,6 +86,37 @@ absl::StatusOr<AttentionModel> ParseTable(const toml::table& root, std::string_v
     m.fully_masked = *f;
   }
   for (const char* k : {"scale", "exp_ulp", "row_sum", "normalize", "key_block", "fully_masked"}) keys.insert(k);
+  // The LSE's parameters: required with formats.lse, refused without it (they would describe
+  // an output the kernel does not write).
+  const TomlKey lse_key = m.lse_format != nullptr ? TomlKey::kRequired : TomlKey::kOptional;
+  if (m.lse_format == nullptr && r.ok()) {
+    for (const char* k : {"log_ulp", "fully_masked_lse"}) {
+      if (root.contains(k)) r.Fail(root.get(k), k, "needs formats.lse (the LSE's format)");
+    }
+  }
+  if (std::optional<double> e = r.Number(root, "", "log_ulp", 0.5, 1e6, lse_key)) m.log_ulp = *e;
+  if (std::optional<double> f = r.Choice<double>(root, "", "fully_masked_lse",
+                                                 {{"inf", INFINITY}, {"-inf", -INFINITY}, {"nan", NAN}}, lse_key)) {
+    m.fully_masked_lse = *f;
+  }
+  if (root.contains("num_splits")) {
+    if (std::optional<int64_t> k = r.Int(root, "", "num_splits", 1, 1024, TomlKey::kRequired)) m.num_splits = *k;
+    keys.insert("num_splits");
+    if (r.ok() && m.num_splits > 1 && m.key_block == 0) {
+      r.Fail(root.get("num_splits"), "num_splits", "needs key_block > 0 (the key range splits in whole key blocks)");
+    }
+    if (r.ok() && m.num_splits > 1 && m.normalize == Normalize::kExpLse) {
+      r.Fail(root.get("num_splits"), "num_splits", "not modelled with normalize = \"exp_lse\"");
+    }
+  }
+  if (m.lse_format != nullptr && m.normalize == Normalize::kExpLse && r.ok()) {
+    r.Fail(root.get("normalize"), "normalize",
+           "exp_lse (a running log-sum-exp) with formats.lse: that LSE's error is not modelled (attention_model.h)");
+  }
+  if (m.lse_format != nullptr) {
+    keys.insert("log_ulp");
+    keys.insert("fully_masked_lse");
+  }
   if (const toml::table* t = r.Table(root, "", "provenance", TomlKey::kRequired); t != nullptr && r.ok()) {
     for (const auto& [key, node] : *t) {
       const std::string k(key.str());
@@ -142,16 +177,38 @@ bool Attended(const AttentionProblem& p, int64_t i, int64_t j) {
 
 // One row: emulated values and enclosures for its d_v elements.
 // kscaled: K times sqrt(scale) rounded to the input format (fold_qk_sqrt), else empty.
+// The row's LSE outputs (exact == nullptr: none wanted).
+struct LseOut {
+  const ExactEnclosure* exact = nullptr;
+  uint64_t* bits = nullptr;
+  double *lo = nullptr, *hi = nullptr;
+};
+
+// bits (of f) and the outward roundings into f of [ylo, yhi] (values of f).
+void Enclose(const FormatSpec& f, double y, double ylo, double yhi, uint64_t* bits, double* lo, double* hi) {
+  uint64_t yb, blo, bhi;
+  std::memcpy(&yb, &y, sizeof yb);
+  *bits = Convert(Float64(), f, yb, OpEnv{}).bits;
+  OpEnv dn, upw;
+  dn.rounding = Rounding::kDownward;
+  upw.rounding = Rounding::kUpward;
+  std::memcpy(&blo, &ylo, sizeof blo);
+  std::memcpy(&bhi, &yhi, sizeof bhi);
+  cd::DecodeToDouble(f, Convert(Float64(), f, blo, dn).bits, false, lo);
+  cd::DecodeToDouble(f, Convert(Float64(), f, bhi, upw).bits, false, hi);
+}
+
 void Row(const AttentionModel& m, const AttentionProblem& p, int64_t i, std::span<const double> kscaled,
          std::span<const ExactEnclosure> pv, std::span<const ExactEnclosure> exact, std::span<uint64_t> bits,
-         std::span<double> lo, std::span<double> hi) {
+         std::span<double> lo, std::span<double> hi, const LseOut& lse) {
   const FormatSpec& F = *m.compute;
   const FormatSpec& P = *m.p_format;
   const FormatSpec& O = *m.output;
   const size_t dd = static_cast<size_t>(p.d), dv = static_cast<size_t>(p.d_v);
   const double scale = p.scale.has_value() ? *p.scale : 1.0 / std::sqrt(static_cast<double>(p.d));
   const uint64_t nan_bits = Convert(Float64(), O, 0x7FF8000000000000ull, OpEnv{}).bits;
-  const auto set_all = [&](double v) {
+  // v: the row's value; masked: a fully masked row (else non-finite inputs).
+  const auto set_all = [&](double v, bool masked) {
     uint64_t b;
     std::memcpy(&b, &v, sizeof b);
     const uint64_t ob = Convert(Float64(), O, b, OpEnv{}).bits;
@@ -159,6 +216,11 @@ void Row(const AttentionModel& m, const AttentionProblem& p, int64_t i, std::spa
       bits[c] = std::isnan(v) ? nan_bits : ob;
       lo[c] = v;
       hi[c] = v;
+    }
+    if (lse.exact != nullptr) {  // NaN rows: NaN; fully masked rows: the model's convention.
+      const double lv = masked ? m.fully_masked_lse : NAN;
+      Enclose(*m.lse_format, lv, lv, lv, lse.bits, lse.lo, lse.hi);
+      if (std::isnan(lv)) *lse.lo = *lse.hi = NAN;
     }
   };
   std::vector<int64_t> keys;
@@ -171,8 +233,8 @@ void Row(const AttentionModel& m, const AttentionProblem& p, int64_t i, std::spa
     for (size_t c = 0; c < dv; ++c) finite = finite && std::isfinite(p.v[static_cast<size_t>(j) * dv + c]);
     if (!p.additive_mask.empty()) finite = finite && std::isfinite(p.additive_mask[static_cast<size_t>(i * p.s_k + j)]);
   }
-  if (!finite) return set_all(NAN);
-  if (keys.empty()) return set_all(m.fully_masked == FullyMaskedRows::kZero ? 0.0 : NAN);
+  if (!finite) return set_all(NAN, false);
+  if (keys.empty()) return set_all(m.fully_masked == FullyMaskedRows::kZero ? 0.0 : NAN, true);
   const size_t n = keys.size();
   // Scores as the model places the scale.
   const double scale_f = RoundTo(F, scale);
@@ -204,99 +266,225 @@ void Row(const AttentionModel& m, const AttentionProblem& p, int64_t i, std::spa
     a[x] = std::fabs(scale) * ab;
     amax = std::max(amax, a[x]);
   }
-  const double mx = *std::max_element(s.begin(), s.end());
-  // Weights: w = fl(exp(fl(arg))), arg = s - m, or (exponent placement) fl(s c - m c) with
-  // c = fl(scale), one rounding (FFMA), the scores then unscaled.
-  std::vector<double> w(n), pt(n);
-  double l = 0;
-  const double log2e_scale = RoundTo(F, scale * 1.4426950408889634);
-  for (size_t x = 0; x < n; ++x) {
-    double arg;
-    if (m.scale == ScalePlacement::kExponent && p.additive_mask.empty()) {
-      arg = RoundTo(F, s[x] * log2e_scale - RoundTo(F, mx * log2e_scale)) * 0.6931471805599453;
-    } else {
-      arg = RoundTo(F, s[x] - mx);
-    }
-    const cd::Ev e = arg < -700 ? cd::Ev{0, 0} : cd::ExpEv(cd::Exact(arg));
-    w[x] = RoundTo(F, e.y);
-    pt[x] = RoundTo(P, w[x]);
-    l = RoundTo(F, l + (m.row_sum_rounded ? pt[x] : w[x]));
-  }
-  const double recip = RoundTo(F, 1.0 / l);
-  // The bound's row quantities (attention_model.h).
+  // The bound's row-wide quantities (attention_model.h).
   const double u = UnitRoundoff(F);
   const double uin = UnitRoundoff(In);
   const double up = &P == &F ? 0.0 : UnitRoundoff(P);
   const double eps = m.exp_ulp * 2 * u;
-  const double nd = static_cast<double>(n);
-  const double r = m.key_block > 0 ? std::ceil(nd / static_cast<double>(m.key_block)) - 1 : 0;
   double cs = Gamma(static_cast<double>(p.d), u) + u;
   if (m.scale == ScalePlacement::kFoldQ) cs += uin + u;
   if (m.scale == ScalePlacement::kFoldQKSqrt) cs += 2 * uin + 3 * u;
-  double delta = 0, tmax = 0;
   const bool bounded = amax <= 0x1p20 && p.d <= 4096;
-  for (size_t x = 0; x < n; ++x) {
-    const double t = s[x] - mx;  // Within 2^-20 of the kernel's computed argument's own value.
-    const double dj = cs * a[x] + 5 * u * (std::fabs(t) + std::fabs(mx)) + 0x1p-20 * u;
-    if (t + dj < -150) continue;  // Weight below 2^-216: inside tau.
-    delta = std::max(delta, dj);
-    tmax = std::max(tmax, std::fabs(t));
-  }
-  delta += u * tmax;  // The rescalings' arguments.
-  // Each quantity near 1 minus 1 is computed with an absolute error below 2^-50 (libm's exp and
-  // pow within an ulp, a few roundings): added.
-  const double theta = std::exp(delta) * std::pow(1 + eps, 1 + r) * std::pow(1 + u, 2 + r) - 1 + 0x1p-50;
-  const double A = (1 + theta) * (1 + up) * (1 + Gamma(nd + 1, u)) - 1 + 0x1p-50;
-  const double Bl = (1 + theta) * (1 + (m.row_sum_rounded ? up : 0)) * (1 + Gamma(nd, u)) - 1 + 0x1p-50;
-  const double lse_mag = std::fabs(mx) + std::log(nd) + 1;
-  const double nu = m.normalize == Normalize::kDivide       ? u
-                    : m.normalize == Normalize::kReciprocal ? 2 * u + u * u
-                                                            : (1 + eps) * (1 + u) * (1 + u) * std::exp(2 * u * lse_mag) - 1 + 0x1p-50;
-  // Underflowed weights, absolute, in units of the largest weight (~1; l >= 1/2 with the margin).
-  const double tau = 2 * (nd * (2 + r) * UnderflowUnit(F) + nd * UnderflowUnit(P));
+  // The scores s are unscaled where the scale waits for the exponent: the bound's quantities
+  // are in the scaled units of the proof (T, m), so multiplied by the scale there.
+  const bool waits = m.scale == ScalePlacement::kExponent && p.additive_mask.empty();
+  const double su = waits ? std::fabs(scale) : 1.0;
+  const double log2e_scale = RoundTo(F, scale * 1.4426950408889634);
+  const bool want_lse = lse.exact != nullptr;
   double vmax = 0;
   for (size_t x = 0; x < n; ++x) {
     for (size_t c = 0; c < dv; ++c) vmax = std::max(vmax, std::fabs(p.v[static_cast<size_t>(keys[x]) * dv + c]));
   }
-  // The numerators in index order in float32 (the compute format: checked on reading), keys
-  // outer so that V's rows are read contiguously.
-  std::vector<float> nums(dv, 0.0f);
-  for (size_t x = 0; x < n; ++x) {
-    if (pt[x] == 0) continue;  // + 0 * v leaves a float32 sum unchanged (v finite here).
-    const double* vr = &p.v[static_cast<size_t>(keys[x]) * dv];
-    for (size_t c = 0; c < dv; ++c) nums[c] = static_cast<float>(static_cast<double>(nums[c]) + pt[x] * vr[c]);
-  }
-  for (size_t c = 0; c < dv; ++c) {
-    const double num = nums[c];
-    const double y = m.normalize == Normalize::kDivide ? RoundTo(F, num / l) : RoundTo(F, num * recip);
-    uint64_t yb;
-    std::memcpy(&yb, &y, sizeof yb);
-    bits[c] = Convert(Float64(), O, yb, OpEnv{}).bits;
+  // One part of the row: the attended keys keys[x0, x1) (the whole row, or one split of the key
+  // range), evaluated as the model says, with its bound's quantities.
+  struct Part {
+    double nd = 0, mx = 0, mx_abs = 0, l = 0, delta = 0, A = 0, Bl = 0, nu = 0, tau = 0;
+    bool ok = false;               // Bl and the LSE's eta below 1/2 (and the row bounded).
+    double lse = 0, lse_err = NAN;  // Emulated m_s + log l (compute format) and its bound.
+    std::vector<float> out;        // The normalized part (compute format), d_v values.
+  };
+  const auto part = [&](size_t x0, size_t x1) {
+    Part q;
+    const size_t np = x1 - x0;
+    q.nd = static_cast<double>(np);
+    q.mx = *std::max_element(s.begin() + static_cast<std::ptrdiff_t>(x0), s.begin() + static_cast<std::ptrdiff_t>(x1));
+    // Weights: w = fl(exp(fl(arg))), arg = s - m, or (exponent placement) fl(s c - m c) with
+    // c = fl(scale log2 e), one rounding (FFMA), the scores then unscaled.
+    std::vector<double> pt(np);
+    double l = 0;
+    for (size_t x = x0; x < x1; ++x) {
+      double arg;
+      if (waits) {
+        arg = RoundTo(F, s[x] * log2e_scale - RoundTo(F, q.mx * log2e_scale)) * 0.6931471805599453;
+      } else {
+        arg = RoundTo(F, s[x] - q.mx);
+      }
+      const cd::Ev e = arg < -700 ? cd::Ev{0, 0} : cd::ExpEv(cd::Exact(arg));
+      const double w = RoundTo(F, e.y);
+      pt[x - x0] = RoundTo(P, w);
+      l = RoundTo(F, l + (m.row_sum_rounded ? pt[x - x0] : w));
+    }
+    q.l = l;
+    // Rescalings: one per key block of kBlockN (key_block) holding an attended key, but the first.
+    double r = 0;
+    if (m.key_block > 0) {
+      for (size_t x = x0 + 1; x < x1; ++x) {
+        if (keys[x] / m.key_block != keys[x - 1] / m.key_block) r += 1;
+      }
+    }
+    double tmax = 0;
+    q.mx_abs = su * std::fabs(q.mx);
+    for (size_t x = x0; x < x1; ++x) {
+      // Within 2^-20 relative of the kernel's computed argument's own value.
+      const double t = su * (s[x] - q.mx) * (1 + 0x1p-50);
+      const double dj = cs * a[x] + 5 * u * (std::fabs(t) + q.mx_abs) + 0x1p-20 * u;
+      if (t + dj < -150) continue;  // Weight below 2^-216: inside tau.
+      q.delta = std::max(q.delta, dj);
+      tmax = std::max(tmax, std::fabs(t));
+    }
+    q.delta += u * tmax;  // The rescalings' arguments.
+    // Each quantity near 1 minus 1 is computed with an absolute error below 2^-50 (libm's exp
+    // and pow within an ulp, a few roundings): added.
+    const double nd = q.nd;
+    const double theta = std::exp(q.delta) * std::pow(1 + eps, 1 + r) * std::pow(1 + u, 2 + r) - 1 + 0x1p-50;
+    q.A = (1 + theta) * (1 + up) * (1 + Gamma(nd + 1, u)) - 1 + 0x1p-50;
+    q.Bl = (1 + theta) * (1 + (m.row_sum_rounded ? up : 0)) * (1 + Gamma(nd, u)) - 1 + 0x1p-50;
+    const double lse_mag = q.mx_abs + std::log(nd) + 1;
+    q.nu = m.normalize == Normalize::kDivide       ? u
+           : m.normalize == Normalize::kReciprocal ? 2 * u + u * u
+                                                   : (1 + eps) * (1 + u) * (1 + u) * std::exp(2 * u * lse_mag) - 1 + 0x1p-50;
+    // Underflowed weights, absolute, in units of the largest weight (~1; l >= 1/2 with the margin).
+    q.tau = 2 * (nd * (2 + r) * UnderflowUnit(F) + nd * UnderflowUnit(P));
+    // l's underflow: its terms are the compute format's weights, or P's where the sum adds P.
+    const double tau_l = 2 * (nd * (2 + r) * UnderflowUnit(F) + (m.row_sum_rounded ? nd * UnderflowUnit(P) : 0.0));
+    const double eta = q.Bl + tau_l;
+    q.ok = bounded && q.Bl < 0.5 && eta < 0.5;
+    // The numerators in index order in float32 (the compute format: checked on reading), keys
+    // outer so that V's rows are read contiguously; then the normalization.
+    std::vector<float> nums(dv, 0.0f);
+    for (size_t x = x0; x < x1; ++x) {
+      const double w = pt[x - x0];
+      if (w == 0) continue;  // + 0 * v leaves a float32 sum unchanged (v finite here).
+      const double* vr = &p.v[static_cast<size_t>(keys[x]) * dv];
+      for (size_t c = 0; c < dv; ++c) nums[c] = static_cast<float>(static_cast<double>(nums[c]) + w * vr[c]);
+    }
+    const double recip = RoundTo(F, 1.0 / l);
+    q.out.resize(dv);
+    for (size_t c = 0; c < dv; ++c) {
+      const double num = nums[c];
+      q.out[c] = static_cast<float>(m.normalize == Normalize::kDivide ? num / l : num * recip);
+    }
+    if (want_lse || m.num_splits > 1) {
+      // The LSE (attention_model.h "The LSE"): emulated m (scaled: fl(m scale) where the scale
+      // waited for the exponent) + fl(log l); the bound in binary64 on non-negative numbers,
+      // rounded up by a relative 2^-40 at the end.
+      const double ms = waits ? RoundTo(F, q.mx * scale_f) : q.mx;
+      const double lg = RoundTo(F, cd::LogEv(cd::Exact(l)).y);
+      q.lse = RoundTo(F, ms + lg);
+      if (q.ok) {
+        const double M = q.mx_abs + 2 * q.delta;            // |m| of any admitted implementation.
+        const double G = std::log(nd) + q.delta + 0x1p-50;  // |log L_m|.
+        const double lam = -std::log1p(-eta) + 0x1p-50;     // |log l - log L_m|.
+        const double lerr = m.log_ulp * 2 * u * std::max(1.0, G + lam);
+        q.lse_err = (4 * u * (1 + 2 * u) * M + u * (M * (1 + 3 * u) + G + lam + lerr) + lerr + lam) * (1 + 0x1p-40);
+      }
+    }
+    return q;
+  };
+  // The output element c: y (compute format) into the output format, enclosed by
+  // [ex.lo - E, ex.hi + E] rounded outward (E NaN: no bound).
+  const auto put = [&](size_t c, double y, double E) {
     const ExactEnclosure& ex = exact[c];
-    const double o_abs = std::max(std::fabs(ex.lo), std::fabs(ex.hi));
-    const double pvc = pv[c].hi;
-    if (!bounded || !(Bl < 0.5) || !std::isfinite(ex.lo) || !std::isfinite(ex.hi) || !std::isfinite(pvc)) {
-      lo[c] = NAN;
-      hi[c] = NAN;
+    if (!std::isfinite(E) || !std::isfinite(ex.lo) || !std::isfinite(ex.hi)) {
+      Enclose(O, y, NAN, NAN, &bits[c], &lo[c], &hi[c]);
+      lo[c] = hi[c] = NAN;
+    } else {
+      Enclose(O, y, ex.lo - E, ex.hi + E, &bits[c], &lo[c], &hi[c]);
+    }
+  };
+  const auto put_lse = [&](double y, double E) {
+    const ExactEnclosure& ex = *lse.exact;
+    if (!std::isfinite(E) || !std::isfinite(ex.lo) || !std::isfinite(ex.hi)) {
+      Enclose(*m.lse_format, y, NAN, NAN, lse.bits, lse.lo, lse.hi);
+      *lse.lo = *lse.hi = NAN;
+    } else {
+      Enclose(*m.lse_format, y, ex.lo - E, ex.hi + E, lse.bits, lse.lo, lse.hi);
+    }
+  };
+  if (m.num_splits <= 1) {
+    const Part q = part(0, n);
+    if (want_lse) put_lse(q.lse, q.lse_err);
+    for (size_t c = 0; c < dv; ++c) {
+      const double o_abs = std::max(std::fabs(exact[c].lo), std::fabs(exact[c].hi));
+      const double pvc = pv[c].hi;
+      // E, rounded up by a relative 2^-40 (a few binary64 operations on non-negative numbers).
+      const double E = q.ok && std::isfinite(pvc) ? ((q.A * pvc + q.Bl * o_abs) / (1 - q.Bl) * (1 + q.nu) + q.nu * o_abs +
+                                                     q.tau * (vmax + o_abs)) * (1 + 0x1p-40)
+                                                  : NAN;
+      put(c, q.out[c], E);
+    }
+    return;
+  }
+  // Split-KV (attention_model.h "Split-KV"): the key range in num_splits chunks of whole key
+  // blocks, each part normalized with its LSE, then the combine in the compute format.
+  const int64_t kb = m.key_block, blocks = (p.s_k + kb - 1) / kb;
+  const int64_t per = (blocks + m.num_splits - 1) / m.num_splits;
+  std::vector<Part> parts;
+  for (int64_t sp = 0; sp < m.num_splits; ++sp) {
+    const int64_t j0 = sp * per * kb, j1 = std::min(p.s_k, (sp + 1) * per * kb);
+    const size_t x0 = static_cast<size_t>(std::lower_bound(keys.begin(), keys.end(), j0) - keys.begin());
+    const size_t x1 = static_cast<size_t>(std::lower_bound(keys.begin(), keys.end(), std::max(j0, j1)) - keys.begin());
+    if (x1 > x0) parts.push_back(part(x0, x1));  // An empty part writes O 0, LSE -inf: weight 0.
+  }
+  const double kp = static_cast<double>(parts.size());
+  double lmax = -INFINITY;
+  for (const Part& q : parts) lmax = std::max(lmax, q.lse);
+  double sum = 0;
+  for (const Part& q : parts) sum = RoundTo(F, sum + RoundTo(F, cd::ExpEv(cd::Exact(RoundTo(F, q.lse - lmax))).y));
+  const double L = RoundTo(F, RoundTo(F, cd::LogEv(cd::Exact(sum)).y) + lmax);
+  std::vector<double> wts;
+  for (const Part& q : parts) {
+    const double x = RoundTo(F, q.lse - L);
+    wts.push_back(x < -700 ? 0.0 : RoundTo(F, cd::ExpEv(cd::Exact(x)).y));
+  }
+  // The bound. The combine's exp: (exp_ulp + 1.173 |x|) ulps (__expf under --use_fast_math:
+  // 2 + floor(1.173 |x|) ulps; expf: 2), its log: log_ulp.
+  bool ok = true;
+  double amax_lse = 0, Astar = 0, Blstar = 0, nustar = 0, taustar = 0;
+  for (const Part& q : parts) {
+    ok = ok && q.ok && std::isfinite(q.lse_err);
+    amax_lse = std::max(amax_lse, q.lse_err);
+    Astar = std::max(Astar, q.A);
+    Blstar = std::max(Blstar, q.Bl);
+    nustar = std::max(nustar, q.nu);
+    taustar = std::max(taustar, q.tau);
+  }
+  const auto exp_eps = [&](double x) { return (m.exp_ulp + 1.173 * std::fabs(x)) * 2 * u; };
+  // The combined LSE: each term e^(lse_s - lmax) relatively within rel (its LSE's error, the
+  // subtraction, the exp), the sum gamma_K; then the log and the addition of lmax.
+  double rel = 0;
+  for (const Part& q : parts) {
+    const double x = std::fabs(q.lse - lmax);
+    rel = std::max(rel, std::exp(q.lse_err + u * x) * (1 + exp_eps(x)) - 1);
+  }
+  const double eta_c = (1 + rel) * (1 + Gamma(kp, u)) - 1 + 0x1p-50;
+  double Bc = NAN;
+  if (ok && eta_c < 0.5) {
+    const double lam = -std::log1p(-eta_c) + 0x1p-50;
+    const double G = std::log(kp) + amax_lse + 0x1p-50;
+    const double lerr = m.log_ulp * 2 * u * std::max(1.0, G + lam);
+    Bc = (lam + lerr + u * (std::fabs(lmax) + G + lam + lerr)) * (1 + 0x1p-40);
+  }
+  if (want_lse) put_lse(L, Bc);
+  // The weights: w_s = omega_s (1 + kappa_s), |kappa_s| <= e^(a_s + Bc + u |x_s|) (1 + eps(x_s)) - 1;
+  // parts whose weight is below e^-100 add their |O_s| + |o_s| <= 2 vmax (1 + 2^-10) times it.
+  double C = 0, tiny = 0;
+  for (size_t k = 0; k < parts.size(); ++k) {
+    const double x = parts[k].lse - L;
+    const double up_w = parts[k].lse_err + Bc + u * std::fabs(x);
+    if (x + up_w < -100) {
+      tiny += 2 * std::exp(x + up_w + 1) * vmax * (1 + 0x1p-10);
       continue;
     }
-    // E, rounded up by a relative 2^-40 (a few binary64 operations on non-negative numbers).
-    const double E = ((A * pvc + Bl * o_abs) / (1 - Bl) * (1 + nu) + nu * o_abs + tau * (vmax + o_abs)) *
-                     (1 + 0x1p-40);
-    // The output rounding of any value in [ex.lo - E, ex.hi + E] lies between the roundings of
-    // its ends downward and upward.
-    OpEnv dn, upw;
-    dn.rounding = Rounding::kDownward;
-    upw.rounding = Rounding::kUpward;
-    const double ylo = ex.lo - E, yhi = ex.hi + E;
-    uint64_t blo, bhi;
-    std::memcpy(&blo, &ylo, sizeof blo);
-    std::memcpy(&bhi, &yhi, sizeof bhi);
-    double vlo, vhi;
-    cd::DecodeToDouble(O, Convert(Float64(), O, blo, dn).bits, false, &vlo);
-    cd::DecodeToDouble(O, Convert(Float64(), O, bhi, upw).bits, false, &vhi);
-    lo[c] = vlo;
-    hi[c] = vhi;
+    C = std::max(C, std::exp(up_w) * (1 + exp_eps(x)) * (1 + Gamma(kp + 1, u)) - 1 + 0x1p-50);
+  }
+  for (size_t c = 0; c < dv; ++c) {
+    float acc = 0;
+    for (size_t k = 0; k < parts.size(); ++k) acc = std::fmaf(static_cast<float>(wts[k]), parts[k].out[c], acc);
+    const double pvc = pv[c].hi;
+    const double Ehat = (Astar + Blstar) / (1 - Blstar) * (1 + nustar) * pvc + nustar * pvc + taustar * (vmax + pvc);
+    const double E = std::isfinite(Bc) && std::isfinite(pvc) ? ((1 + C) * Ehat + C * pvc + tiny) * (1 + 0x1p-40) : NAN;
+    put(c, acc, E);
   }
 }
 
@@ -317,12 +505,21 @@ absl::StatusOr<std::vector<AttentionModel>> LoadAttentionModels(const std::strin
 absl::Status EmulateAttentionRows(const AttentionModel& m, const AttentionProblem& p, int64_t r0, int64_t r1,
                                   std::span<const ExactEnclosure> pv, std::span<const ExactEnclosure> exact,
                                   std::span<uint64_t> bits, std::span<double> lo, std::span<double> hi,
-                                  int threads) {
+                                  int threads, const AttentionLseRows* lse) {
   if (absl::Status s = CheckAttention(p); !s.ok()) return s;
   const size_t n = static_cast<size_t>((r1 - r0) * p.d_v);
   if (r0 < 0 || r1 < r0 || r1 > p.s_q || pv.size() != n || exact.size() != n || bits.size() != n ||
       lo.size() != n || hi.size() != n) {
     return absl::InvalidArgumentError("EmulateAttentionRows: spans of (r1 - r0) x d_v elements needed");
+  }
+  if (lse != nullptr) {
+    if (m.lse_format == nullptr) {
+      return absl::InvalidArgumentError(Cat("EmulateAttentionRows: model ", m.name, " writes no LSE (formats.lse)"));
+    }
+    const size_t rows = static_cast<size_t>(r1 - r0);
+    if (lse->exact.size() != rows || lse->bits.size() != rows || lse->lo.size() != rows || lse->hi.size() != rows) {
+      return absl::InvalidArgumentError("EmulateAttentionRows: LSE spans of r1 - r0 elements needed");
+    }
   }
   const size_t dv = static_cast<size_t>(p.d_v);
   std::vector<double> kscaled;
@@ -336,8 +533,13 @@ absl::Status EmulateAttentionRows(const AttentionModel& m, const AttentionProble
   auto work = [&](int k) {
     for (int64_t i = r0 + k; i < r1; i += t) {
       const size_t at = static_cast<size_t>(i - r0) * dv;
+      LseOut lo_row;
+      if (lse != nullptr) {
+        const size_t r = static_cast<size_t>(i - r0);
+        lo_row = LseOut{&lse->exact[r], &lse->bits[r], &lse->lo[r], &lse->hi[r]};
+      }
       Row(m, p, i, kscaled, pv.subspan(at, dv), exact.subspan(at, dv), bits.subspan(at, dv), lo.subspan(at, dv),
-          hi.subspan(at, dv));
+          hi.subspan(at, dv), lo_row);
     }
   };
   std::vector<std::thread> pool;

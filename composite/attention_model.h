@@ -19,6 +19,19 @@
 //   key_block   keys per online-softmax step (0: one pass, no rescaling); the rescalings a term
 //               goes through number at most ceil(n / key_block) - 1.
 //   fully_masked  "nan" or "zero": the kernel's value for a row with no attended key.
+//   formats.lse   optional: the format of the LSE the kernel writes (absent: it writes none);
+//                 with it, log_ulp (the log's error: at most log_ulp 2^(1-p) max(1, |log x|),
+//                 in ulps of the compute format at max(1, |result|): 0.5 correctly rounded;
+//                 __logf's 2^-21.41 absolute on [0.5, 2] and 3 ulp elsewhere fit 4) and
+//                 fully_masked_lse ("inf", "-inf", "nan": the LSE of a row with no attended
+//                 key; FlashAttention-2 writes +Inf where the exact value is log 0 = -Inf).
+//                 Refused with normalize = "exp_lse": a running log-sum-exp's error is not
+//                 bounded here.
+//   num_splits    optional (default 1): split-KV, the key range cut into num_splits contiguous
+//                 chunks of whole key_block blocks (FlashAttention-2's flash_fwd_splitkv_kernel:
+//                 ceil(ceil(S_k / key_block) / num_splits) blocks each), each normalized by its
+//                 own sum into the compute format with its LSE, then combined (below). Needs
+//                 key_block > 0; refused with normalize = "exp_lse".
 //
 // The bound (EmulateAttentionRows). For an element o (exact value, oracles/attention.h) with
 // PV = sum_j P_j |V_jc| (P the exact probabilities; PV >= |o|), every implementation that the
@@ -51,13 +64,55 @@
 //   outward rounding into formats.output. Rows whose binary64 bookkeeping is not certainly
 //   below 2^-24 relative (a_max > 2^20) get no bound (NaN: only identical outputs explain).
 //
+// The LSE (formats.lse). The kernel writes LSE^ = fl(m_s + fl_log(l^)), m_s the shift in
+// scaled units: m itself, or fl(m^ fl(scale)) where the scale waited for the exponent (m^ the
+// unscaled maximum; FlashAttention-2's row_max * softmax_scale, fused with the addition or not),
+// or m in base-2 units divided by log2(e) (the memory-efficient kernel's mi / kLog2e): at most
+// four roundings, |m_s - m| <= 4u (1 + 2u) M whichever it is.
+// The exact LSE = m + log L_m for every real m, L_m = sum_j e^(s_j - m). From the O proof,
+// l^ = sum_j x_j (1 + phi_j) = L_m (1 + eta), |eta| <= Bl + tau_l (every term positive, each
+// relatively within Bl; tau_l = 2 n (2 + R) 2^emin the underflow of the compute format's
+// weights, plus 2 n 2^emin_P where the sum adds P; l >= 1/2), so |log l^ - log L_m| <= Lambda =
+// -log(1 - Bl - tau_l). With delta the score and argument error above (|s_j^ - s_j| <= delta),
+// the computed maximum is within delta of max_j s_j, so |m| <= M = |m_emulated| + 2 delta and
+// -delta <= log L_m <= log n + delta = G. The log adds at most lerr = log_ulp 2^(1-p) max(1,
+// G + Lambda); m_s at most 4u (1 + 2u) M; the final addition u (M (1 + 3u) + G + Lambda + lerr).
+// The bound is absolute (the LSE is not normalized):
+//   |LSE^ - LSE| <= 4u (1 + 2u) M + u (M (1 + 3u) + G + Lambda + lerr) + lerr + Lambda,
+// rounded up by a relative 2^-40, added to the oracle's LSE enclosure and rounded outward into
+// formats.lse. To first order Lambda ~ Bl ~ gamma_n + eps (1 + R) + u_P [rounded sum] + O(u T): the
+// issue's |lse| u_lse term is u (M + G). The same rows as O have no bound (NaN).
+//
+// Split-KV (num_splits > 1). Each non-empty part s (its attended keys; an empty part writes O 0
+// and LSE -inf, weight exactly 0) is a row of its own: O_s (compute format, after the part's
+// normalization) is within E_s of o_s = sum_{j in s} P^s_j V_j (the bound above with the part's
+// n, R, delta: A_s, Bl_s, nu, tau_s, and |o_s| <= PV_s = sum_{j in s} P^s_j |V_j|), and lse_s
+// within a_s of lambda_s = log sum_{j in s} e^(s_j) (the LSE bound). The exact output is
+// o = sum_s omega_s o_s, omega_s = e^(lambda_s - lambda), lambda = log sum_s e^(lambda_s), and
+// sum_s omega_s PV_s = PV. The combine (FlashAttention-2's combine_attn_seqk_parallel) computes
+// L^ = fl(fl_log(sum_s fl_exp(fl(lse_s - lmax))) + lmax), lmax = max_s lse_s: each term is
+// e^(lambda_s - lmax) relatively within e^(a_s + u |x_s|) (1 + eps_c(x_s)) - 1 (x_s = lse_s -
+// lmax; eps_c(x) = (exp_ulp + 1.173 |x|) 2^(1-p), which covers expf's 2 ulp and __expf's 2 +
+// floor(1.173 |x|) ulp under --use_fast_math), the sum of K parts within gamma_K, so as for the LSE
+// above |L^ - lambda| <= Bc = Lambda_c + lerr_c + u (|lmax| + G_c + Lambda_c + lerr_c), Lambda_c =
+// -log(1 - eta_c), G_c = log K + max_s a_s. The weights w_s = fl_exp(fl(lse_s - L^)) = omega_s
+// (1 + kappa_s), |kappa_s| <= e^(a_s + Bc + u |lse_s - L^|) (1 + eps_c) - 1, and the output
+// sum_s w_s O_s in any order adds gamma_(K+1). With C = max_s (1 + kappa_s)(1 + gamma_(K+1)) - 1:
+//   |O^ - o| <= sum_s omega_s ((1 + C) E_s + C |o_s|) <= (1 + C) E^ + C PV,
+//   E^ = (A* + Bl*) / (1 - Bl*) (1 + nu) PV + nu PV + tau* (max |V| + PV)
+// (A*, Bl*, tau* the largest over the parts; |o_s| <= PV_s replaces |o|). A part whose weight is
+// certainly below e^-100 is left out of C and adds 2 e^(x + a_s + Bc + 1) max|V| (1 + 2^-10). The
+// row's LSE is L^ with the bound Bc.
+//
 // The emulated value is one implementation the model admits: a two-pass evaluation (scores in
 // binary64 rounded to the compute format with the scale placed as the model says, the maximum,
 // the exponential (certified_double.h's ExpEv) rounded to the compute format, P rounded to
 // formats.p, sums and PV in index order in the compute format, the normalization, the output
 // rounding). It does not reproduce a kernel's block order bit for bit (a reproducible preset
 // needs that; none is claimed here): `identical` against a model means only that this
-// evaluation gave the same bits.
+// evaluation gave the same bits. Its LSE: fl(m_s + fl(log l)), the log correctly rounded. With
+// splits: each part so, then the combine in the compute format (lmax, the sum of exps in split
+// order, the log, the weights, the output as a chain of fused multiply-adds in split order).
 //
 // Errors: file:line: key: what (cases/toml_reader.h), a name that is not the file's stem.
 //
@@ -67,6 +122,7 @@
 #ifndef FPCONFORM_COMPOSITE_ATTENTION_MODEL_H_
 #define FPCONFORM_COMPOSITE_ATTENTION_MODEL_H_
 
+#include <cmath>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -97,6 +153,13 @@ struct AttentionModel {
   Normalize normalize = Normalize::kDivide;
   int64_t key_block = 0;
   FullyMaskedRows fully_masked = FullyMaskedRows::kNaN;
+  // The LSE (formats.lse; nullptr: the kernel writes none), its log's accuracy and its value on
+  // a fully masked row (+Inf, -Inf or NaN).
+  const FormatSpec* lse_format = nullptr;
+  double log_ulp = 0.5;
+  double fully_masked_lse = -INFINITY;
+  // Split-KV: the key range in num_splits chunks of whole key blocks, combined (1: none).
+  int64_t num_splits = 1;
   std::vector<std::pair<std::string, std::string>> provenance;
   std::vector<std::string> unconfirmed;
 };
@@ -111,10 +174,19 @@ absl::StatusOr<std::vector<AttentionModel>> LoadAttentionModels(const std::strin
 // and PV = `pv` (oracle enclosures with V and with |V|; (r1 - r0) x d_v each). NaN enclosures
 // where there is no bound (non-finite rows, a_max > 2^20); fully masked rows give the model's
 // convention as a point.
+//
+// With `lse` (the model must have formats.lse): also each row's LSE, emulated (bits of
+// m.lse_format) and enclosed ([lo, hi], values of m.lse_format), from the oracle's LSE
+// enclosures lse->exact (r1 - r0 each); fully masked rows give m.fully_masked_lse as a point.
+struct AttentionLseRows {
+  std::span<const ExactEnclosure> exact;
+  std::span<uint64_t> bits;
+  std::span<double> lo, hi;
+};
 absl::Status EmulateAttentionRows(const AttentionModel& m, const AttentionProblem& p, int64_t r0, int64_t r1,
                                   std::span<const ExactEnclosure> pv, std::span<const ExactEnclosure> exact,
                                   std::span<uint64_t> bits, std::span<double> lo, std::span<double> hi,
-                                  int threads = 1);
+                                  int threads = 1, const AttentionLseRows* lse = nullptr);
 
 }  // namespace fpconform::composite
 

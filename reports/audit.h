@@ -224,9 +224,12 @@ struct AxisAuditInput {
 // Diagnoses: the scale not applied or applied twice, a missing or extra causal mask, the wrong
 // GQA head mapping, a key block dropped (the first or last of 64 ... 512 keys), a sign flip, an
 // unwritten element, a power of two. No tolerance rule runs for this op (no within_tolerance
-// class). Errors: ranks outside 2..4 or that differ, D of Q and K, S of K and V, batches or heads
-// that do not agree, an output of the wrong shape, a non-finite or zero scale, a mask that does
-// not broadcast, an unknown platform.
+// class). With `lse` (the kernel's LSE, Q's shape without D): its own classes in
+// AuditResult::lse against the primary platform's LSE model (formats.lse; correctly-rounded for a
+// platform without one), an unexplained LSE element failing the verdict. Errors: ranks outside
+// 2..4 or that differ, D of Q and K, S of K and V, batches or heads that do not agree, an output
+// or an LSE of the wrong shape, a non-finite or zero scale, a mask that does not broadcast, an
+// unknown platform.
 struct AttentionAuditInput {
   const Tensor* q = nullptr;
   const Tensor* k = nullptr;
@@ -236,6 +239,9 @@ struct AttentionAuditInput {
   bool causal = false;
   std::optional<double> scale;
   OpEnv out_rounding;               // Model output -> output file format.
+  // Optional: the kernel's LSE, Q's shape without D ((S), (H, S), (B, H, S)), a float tensor;
+  // audited as AuditResult::lse (AUDIT.md "The LSE of audit attention").
+  const Tensor* lse = nullptr;
 };
 
 inline constexpr int64_t kMaxUnexplainedDetails = 100000;
@@ -332,6 +338,19 @@ struct AuditResult {
     std::vector<Group> groups;
     int64_t unreproduced = 0;  // Checked elements no group reproduces.
   } fit;
+  // audit attention --lse: the LSE tensor's classes against one platform (the primary one when
+  // it has an LSE, else correctly-rounded), the same classes and rules as out's (no
+  // within_tolerance); an unexplained LSE element fails the verdict too.
+  struct LseAudit {
+    bool run = false;
+    std::string platform, format;
+    std::vector<int64_t> shape;
+    std::array<int64_t, kAuditClasses> counts{};
+    AuditVerdict verdict = AuditVerdict::kPass;
+    int64_t fully_masked_rows = 0;
+    std::string convention;           // What the platform writes on fully masked rows.
+    std::vector<AuditElement> elements;  // Listed: unexplained first, then the worst others.
+  } lse;
   // cast under sr<k>: the rate of rounding away from zero against its expectation.
   struct SrTest {
     bool run = false;
@@ -389,6 +408,9 @@ absl::StatusOr<CompareResult> CompareAttention(const AttentionAuditInput& ref, c
 // Errors: an unknown model or op, an envelope (name one member), a model without the op.
 absl::StatusOr<PlatformAudit> RecommendTolerance(const std::string& op, const std::string& platform,
                                                  int64_t k, const AuditOptions& options);
+
+// The JSON's "lse" object alone (for the Python binding's Audit.lse: the same keys).
+std::string AuditLseJson(const AuditResult& r);
 
 // The fit's lines for the terminal (AuditResult::fit; "" when it did not run and was not
 // skipped): the fitted model, the elements it reproduces, the search, the ties.

@@ -13,6 +13,7 @@
 #include "composite/attention_model.h"
 #include "base/str_cat.h"
 #include "base/user_file.h"
+#include "formats/text.h"
 #include "oracles/attention.h"
 #include "reports/audit.h"
 #include "reports/audit_composite.h"
@@ -68,6 +69,9 @@ class AttentionAuditOp : public AuditOp {
                        double bound) const override;
   // Every element's correctly rounded value in the output's format (ExactAttention).
   absl::Status ExactAll(std::vector<uint64_t>& bits) const;
+  // The --lse tensor's classes against platform `name` into a (audit.h AuditResult::LseAudit);
+  // a platform without an LSE: against correctly-rounded, saying so in notes.
+  absl::Status AuditLse(const std::string& name, AuditResult::LseAudit& a, std::vector<std::string>& notes) const;
 
  private:
   struct Scratch : OpScratch {
@@ -85,10 +89,20 @@ class AttentionAuditOp : public AuditOp {
   // emulated values when emu is non-null).
   absl::Status Rows(const Head& h, int64_t r0, int64_t r1, std::vector<ExactEnclosure>& exact,
                     size_t p, std::vector<Emulated>* emu, bool count_stats = false) const;
-  // The same for every platform (or those in `only`) into emu[p], the oracle run once.
+  // With --lse, the pass's by-product: each row's exact LSE, correctly rounded LSE and each
+  // model's emulated LSE with its enclosure (per global row: head * S_q + row), for AuditLse.
+  struct LseStash {
+    int64_t row0 = 0;  // The global row of the block's first row (set by EmulateBlock).
+    std::vector<ExactEnclosure> exact;
+    std::vector<uint64_t> cr;
+    std::vector<std::vector<uint64_t>> bits;  // Per platform (models with formats.lse).
+    std::vector<std::vector<double>> lo, hi;
+  };
+  // The same for every platform (or those in `only`) into emu[p], the oracle run once (and the
+  // LSE's into `lse` when given).
   absl::Status RowsAll(const Head& h, int64_t r0, int64_t r1, std::vector<ExactEnclosure>& exact,
                        std::vector<std::vector<Emulated>>* emu, bool count_stats,
-                       const std::vector<size_t>* only = nullptr) const;
+                       const std::vector<size_t>* only = nullptr, LseStash* lse = nullptr) const;
 
   const AttentionAuditInput& in_;
   const AuditOptions& options_;
@@ -104,6 +118,7 @@ class AttentionAuditOp : public AuditOp {
   std::vector<ExactEnclosure> block_exact_;
   AttentionStats stats_;
   bool stats_noted_ = false;
+  LseStash lse_stash_;
 };
 
 absl::Status DecodeAll(const Tensor& t, std::vector<double>& out) {
@@ -158,6 +173,15 @@ absl::Status AttentionAuditOp::Init() {
   if (O.shape != want) {
     return absl::InvalidArgumentError(Cat(O.source, ": the output has shape ", ShapeText(O.shape), ", expected ",
                                           ShapeText(want), " (Q's with V's last dimension)"));
+  }
+  if (in_.lse != nullptr) {  // The LSE: Q's shape without D.
+    if (absl::Status s = CheckFloat(*in_.lse, "the LSE"); !s.ok()) return s;
+    const std::vector<int64_t> want_lse(Q.shape.begin(), Q.shape.end() - 1);
+    if (in_.lse->shape != want_lse) {
+      return absl::InvalidArgumentError(Cat(in_.lse->source, ": the LSE has shape ", ShapeText(in_.lse->shape),
+                                            ", expected ", ShapeText(want_lse), " (Q's ", ShapeText(Q.shape),
+                                            " without D)"));
+    }
   }
   if (in_.scale.has_value() && !(std::isfinite(*in_.scale) && *in_.scale != 0)) {
     return absl::InvalidArgumentError(Cat("--scale ", Num(*in_.scale), ": must be finite and non-zero"));
@@ -259,6 +283,20 @@ absl::Status AttentionAuditOp::Init() {
       setup_.notes.push_back(Cat(m->name, ": unconfirmed (no real output confirms): ", Join(m->unconfirmed, ", ")));
     }
   }
+  if (in_.lse != nullptr) {
+    const size_t rows = static_cast<size_t>(q_.b * q_.h * q_.s);
+    lse_stash_.exact.assign(rows, ExactEnclosure{});
+    lse_stash_.cr.assign(rows, 0);
+    lse_stash_.bits.assign(platforms_.size(), {});
+    lse_stash_.lo.assign(platforms_.size(), {});
+    lse_stash_.hi.assign(platforms_.size(), {});
+    for (size_t p = 0; p < platforms_.size(); ++p) {
+      if (platforms_[p] == nullptr || platforms_[p]->lse_format == nullptr) continue;
+      lse_stash_.bits[p].assign(rows, 0);
+      lse_stash_.lo[p].assign(rows, NAN);
+      lse_stash_.hi[p].assign(rows, NAN);
+    }
+  }
   setup_.out = &O;
   setup_.out_format = O.format;
   setup_.out_shape = O.shape;
@@ -278,6 +316,7 @@ absl::Status AttentionAuditOp::Init() {
   AddFileProvenance(setup_.provenance, "V", V);
   if (in_.mask != nullptr) AddFileProvenance(setup_.provenance, "mask", *in_.mask);
   AddFileProvenance(setup_.provenance, "out", O);
+  if (in_.lse != nullptr) AddFileProvenance(setup_.provenance, "lse", *in_.lse);
   setup_.provenance.emplace_back("scale", in_.scale.has_value() ? Num(*in_.scale) : "1/sqrt(D)");
   setup_.provenance.emplace_back("causal", in_.causal ? "true" : "false");
   setup_.provenance.emplace_back("tool", ToolVersion());
@@ -333,7 +372,7 @@ absl::Status AttentionAuditOp::Rows(const Head& h, int64_t r0, int64_t r1, std::
 // when a model is among the platforms wanted), then each wanted platform's values.
 absl::Status AttentionAuditOp::RowsAll(const Head& h, int64_t r0, int64_t r1, std::vector<ExactEnclosure>& exact,
                                        std::vector<std::vector<Emulated>>* emu, bool count_stats,
-                                       const std::vector<size_t>* only) const {
+                                       const std::vector<size_t>* only, LseStash* lse) const {
   const size_t n = static_cast<size_t>((r1 - r0) * dv_);
   exact.assign(n, ExactEnclosure{});
   const FormatSpec& O = *setup_.out_format;
@@ -353,6 +392,12 @@ absl::Status AttentionAuditOp::RowsAll(const Head& h, int64_t r0, int64_t r1, st
   o.out = &O;
   o.bits = bits;
   o.enclosure = exact;
+  const size_t lse_at = lse != nullptr ? static_cast<size_t>(lse->row0) : 0, lse_n = static_cast<size_t>(r1 - r0);
+  if (lse != nullptr) {  // The LSE's exact and correctly rounded values in the same oracle pass.
+    o.lse_format = in_.lse->format;
+    o.lse_bits = std::span<uint64_t>(lse->cr).subspan(lse_at, lse_n);
+    o.lse_enclosure = std::span<ExactEnclosure>(lse->exact).subspan(lse_at, lse_n);
+  }
   AttentionStats st;
   if (absl::Status s = AttentionRows(h.p, r0, r1, o, &st, threads); !s.ok()) return s;
   if (count_stats) const_cast<AttentionAuditOp*>(this)->stats_ += st;  // EmulateBlock only.
@@ -381,7 +426,15 @@ absl::Status AttentionAuditOp::RowsAll(const Head& h, int64_t r0, int64_t r1, st
     // A model: its emulated values and enclosures (composite/attention_model.h).
     std::vector<uint64_t> mb(n);
     std::vector<double> lo(n), hi(n);
-    if (absl::Status s = composite::EmulateAttentionRows(*m, h.p, r0, r1, pv, exact, mb, lo, hi, threads); !s.ok()) {
+    std::optional<composite::AttentionLseRows> lse_rows;
+    if (lse != nullptr && m->lse_format != nullptr) {
+      lse_rows = composite::AttentionLseRows{o.lse_enclosure, std::span<uint64_t>(lse->bits[p]).subspan(lse_at, lse_n),
+                                             std::span<double>(lse->lo[p]).subspan(lse_at, lse_n),
+                                             std::span<double>(lse->hi[p]).subspan(lse_at, lse_n)};
+    }
+    if (absl::Status s = composite::EmulateAttentionRows(*m, h.p, r0, r1, pv, exact, mb, lo, hi, threads,
+                                                         lse_rows ? &*lse_rows : nullptr);
+        !s.ok()) {
       return s;
     }
     for (size_t e = 0; e < n; ++e) {
@@ -398,7 +451,12 @@ absl::Status AttentionAuditOp::EmulateBlock(int64_t e0, int64_t e1, std::vector<
   Head h;
   MakeHead(head, h);
   block_e0_ = e0;
-  if (absl::Status s = RowsAll(h, r0, r1, block_exact_, &emu, !stats_noted_); !s.ok()) return s;
+  lse_stash_.row0 = head * q_.s + r0;
+  if (absl::Status s = RowsAll(h, r0, r1, block_exact_, &emu, !stats_noted_, nullptr,
+                               in_.lse != nullptr ? &lse_stash_ : nullptr);
+      !s.ok()) {
+    return s;
+  }
   if (e1 == setup_.elements && !stats_noted_) {
     stats_noted_ = true;
     setup_.notes.push_back(Cat("exact values: ", stats_.fast_rows, " rows decided in certified binary64, ",
@@ -538,6 +596,129 @@ absl::Status AttentionAuditOp::ExactAll(std::vector<uint64_t>& bits) const {
   return absl::OkStatus();
 }
 
+absl::Status AttentionAuditOp::AuditLse(const std::string& name, AuditResult::LseAudit& a,
+                                        std::vector<std::string>& notes) const {
+  const Tensor& L = *in_.lse;
+  const FormatSpec& Lf = *L.format;
+  a = AuditResult::LseAudit{};
+  a.run = true;
+  a.format = std::string(Lf.name);
+  a.shape = L.shape;
+  // The platform: the primary one when it writes an LSE, else correctly-rounded.
+  const composite::AttentionModel* m = nullptr;
+  for (size_t p = 0; p < platforms_.size(); ++p) {
+    if (setup_.platforms[p].name == name) m = platforms_[p];
+  }
+  if (m != nullptr && m->lse_format == nullptr) {
+    notes.push_back(Cat(m->name, " writes no LSE (no formats.lse): the LSE is classed against ",
+                        kCorrectlyRounded));
+    m = nullptr;
+  }
+  a.platform = m != nullptr ? m->name : kCorrectlyRounded;
+  const double fm_lse = m != nullptr ? m->fully_masked_lse : -INFINITY;
+  a.convention = Cat(a.platform, " writes ", Num(fm_lse), " on a fully masked row (the exact value is log 0 = -inf)");
+  size_t pm = 0;  // The platform's index in the stash.
+  for (size_t p = 0; p < platforms_.size(); ++p) {
+    if (platforms_[p] == m) pm = p;
+  }
+  const LseStash& st = lse_stash_;
+  const int64_t heads = q_.b * q_.h, rows = q_.s;
+  const size_t nr = static_cast<size_t>(rows);
+  struct Listed {
+    AuditElement e;
+    double key;  // Unexplained first (inf), then by err / bound.
+  };
+  std::vector<Listed> listed;
+  for (int64_t hd = 0; hd < heads; ++hd) {
+    const size_t h0 = static_cast<size_t>(hd * rows);
+    const std::span<const ExactEnclosure> lex = std::span<const ExactEnclosure>(st.exact).subspan(h0, nr);
+    const std::span<const uint64_t> cr = std::span<const uint64_t>(st.cr).subspan(h0, nr);
+    const std::span<const uint64_t> lb =
+        m != nullptr ? std::span<const uint64_t>(st.bits[pm]).subspan(h0, nr) : std::span<const uint64_t>();
+    const std::span<const double> llo =
+        m != nullptr ? std::span<const double>(st.lo[pm]).subspan(h0, nr) : std::span<const double>();
+    const std::span<const double> lhi =
+        m != nullptr ? std::span<const double>(st.hi[pm]).subspan(h0, nr) : std::span<const double>();
+    for (size_t i = 0; i < nr; ++i) {
+      const int64_t at = hd * rows + static_cast<int64_t>(i);
+      const uint64_t y = L.Bits(at);
+      const ExactEnclosure& ex = lex[i];
+      if (std::isinf(ex.nearest) && ex.nearest < 0) ++a.fully_masked_rows;
+      Emulated em;
+      if (m != nullptr) {
+        em = EmulatedFromEnclosure(lb[i], llo[i], lhi[i], *m->lse_format, Lf, in_.out_rounding, ex.lo, ex.hi);
+      } else {
+        const double v = ToDouble(Lf, cr[i]);
+        em = EmulatedFromEnclosure(cr[i], v, v, Lf, Lf, in_.out_rounding, ex.lo, ex.hi);
+      }
+      const double yd = ToDouble(Lf, y), ed = ToDouble(Lf, em.bits);
+      // |y - exact| <= |y - nearest| + (hi - lo), rounded up (as the pipeline's).
+      const double err = std::isfinite(yd) && std::isfinite(ex.lo) && std::isfinite(ex.hi)
+                             ? std::nextafter(std::nextafter(std::fabs(yd - ex.nearest), INFINITY) + (ex.hi - ex.lo),
+                                              INFINITY)
+                             : NAN;
+      AuditClass cls = AuditClass::kUnexplained;
+      if (y == em.bits || (std::isnan(yd) && std::isnan(ed))) {
+        cls = AuditClass::kIdentical;
+      } else if (err <= em.bound) {
+        cls = AuditClass::kWithinBound;
+      }
+      ++a.counts[static_cast<size_t>(cls)];
+      if (cls == AuditClass::kIdentical) continue;
+      const double ratio = em.bound > 0 ? err / em.bound : INFINITY;
+      const double key = cls == AuditClass::kUnexplained ? INFINITY : ratio;
+      if (static_cast<int>(listed.size()) >= options_.max_listed && options_.max_listed >= 0) {
+        // Keep the worst max_listed (unexplained first, then by err / bound; ties in index order).
+        auto worst = std::min_element(listed.begin(), listed.end(),
+                                      [](const Listed& x, const Listed& z) { return x.key < z.key; });
+        if (worst == listed.end() || !(key > worst->key)) continue;
+        listed.erase(worst);
+      }
+      AuditElement e;
+      e.index = Unflatten(at, L.shape);
+      e.cls = cls;
+      e.actual_bits = y;
+      e.actual = yd;
+      e.exact = std::isfinite(ex.nearest) ? ExactHexFloat(Float64(), DoubleToBits(Float64(), ex.nearest, OpEnv{}))
+                                          : Num(ex.nearest);
+      e.exact_value = ex.nearest;
+      e.emulated_bits = em.bits;
+      e.emulated = ed;
+      e.error_ulp = std::isfinite(ex.nearest) && std::isfinite(yd) ? (yd - ex.nearest) / (2 * HalfUlp(Lf, std::fabs(ex.nearest))) : NAN;
+      e.error_over_bound = ratio;
+      e.bound = em.bound;
+      if (cls == AuditClass::kUnexplained) {
+        const double ln2 = 0.6931471805599453;
+        if (std::isinf(ex.nearest) && ex.nearest < 0 && yd == INFINITY) {
+          e.diagnosis = "+inf on a fully masked row: FlashAttention-2's convention (the exact value is -inf)";
+        } else if (std::isinf(ex.nearest) && ex.nearest < 0 && yd == -INFINITY) {
+          e.diagnosis = "-inf on a fully masked row: the exact log 0 (this platform writes another value)";
+        } else if (std::isnan(yd) && std::isfinite(ex.nearest)) {
+          e.diagnosis = "NaN where none is expected: uninitialized memory?";
+        } else if (std::isfinite(em.bound) && std::fabs(yd - ex.nearest / ln2) <= em.bound / ln2 + 2 * HalfUlp(Lf, std::fabs(yd))) {
+          e.diagnosis = "the LSE in base 2 (log2 of the sum of 2^(s log2 e): lse / ln 2)";
+        } else if (std::isfinite(em.bound) && std::fabs(yd + ex.nearest) <= em.bound + 2 * HalfUlp(Lf, std::fabs(yd)) &&
+                   std::fabs(ex.nearest) > em.bound) {
+          e.diagnosis = "sign flipped (lse = -exact)";
+        } else {
+          e.diagnosis = "no simple relation found";
+        }
+      }
+      listed.push_back(Listed{std::move(e), key});
+    }
+  }
+  std::stable_sort(listed.begin(), listed.end(), [](const Listed& x, const Listed& z) {
+    if (x.key != z.key) return x.key > z.key;
+    return x.e.index < z.e.index;
+  });
+  for (Listed& l : listed) a.elements.push_back(std::move(l.e));
+  if (a.counts[static_cast<size_t>(AuditClass::kUnexplained)] > 0) a.verdict = AuditVerdict::kFail;
+  notes.push_back(Cat("LSE (", L.source, ", ", Lf.name, " ", ShapeText(L.shape), ") against ", a.platform, ": ",
+                        a.counts[0], " identical, ", a.counts[1], " within bound, ", a.counts[3], " unexplained; ",
+                        a.fully_masked_rows, " fully masked rows, ", a.convention));
+  return absl::OkStatus();
+}
+
 }  // namespace
 }  // namespace audit_internal
 
@@ -566,7 +747,33 @@ absl::StatusOr<std::vector<uint64_t>> ExactAttention(const AttentionAuditInput& 
 }
 
 absl::StatusOr<AuditResult> AuditAttention(const AttentionAuditInput& in, const AuditOptions& options) {
-  return audit_internal::RunOp<audit_internal::AttentionAuditOp>(in, options);
+  if (in.lse == nullptr) return audit_internal::RunOp<audit_internal::AttentionAuditOp>(in, options);
+  audit_internal::AttentionAuditOp op(in, options);  // With the LSE: its classes after the pass.
+  if (absl::Status s = op.Init(); !s.ok()) return s;
+  absl::StatusOr<AuditResult> r = audit_internal::RunAudit(op, options);
+  if (!r.ok()) return r;
+  // The LSE against the primary platform; under auto, when that leaves an LSE element
+  // unexplained, against the first other platform that explains every element of out and of
+  // the LSE, if one does (so that an output and LSE some preset explains never fail).
+  std::vector<std::string> notes;
+  if (absl::Status s = op.AuditLse(r->platforms[0].name, r->lse, notes); !s.ok()) return s;
+  if (r->lse.verdict == AuditVerdict::kFail && !options.platforms.empty() && options.platforms[0] == "auto") {
+    for (size_t p = 1; p < r->platforms.size(); ++p) {
+      if (r->platforms[p].counts[static_cast<size_t>(AuditClass::kUnexplained)] > 0) continue;
+      AuditResult::LseAudit other;
+      std::vector<std::string> other_notes;
+      if (absl::Status s = op.AuditLse(r->platforms[p].name, other, other_notes); !s.ok()) return s;
+      if (other.verdict != AuditVerdict::kPass) continue;
+      notes.push_back(Cat("auto: the LSE is not explained by ", r->platforms[0].name, "; ", r->platforms[p].name,
+                          " explains every element of out and of the LSE: the LSE is classed against it"));
+      notes.insert(notes.end(), other_notes.begin(), other_notes.end());
+      r->lse = std::move(other);
+      break;
+    }
+  }
+  r->notes.insert(r->notes.end(), notes.begin(), notes.end());
+  if (r->lse.verdict == AuditVerdict::kFail) r->verdict = AuditVerdict::kFail;
+  return r;
 }
 
 }  // namespace fpconform::reports

@@ -121,6 +121,18 @@ std::string AuditSummaryText(const AuditResult& r) {
   s += ":";
   for (int c = 0; c < kAuditClasses; ++c) s += Cat(" ", kClassKeys[c], " ", r.counts[static_cast<size_t>(c)]);
   s += "\n";
+  if (r.lse.run) {  // audit attention --lse.
+    s += Cat("LSE classes against ", r.lse.platform, " (", r.lse.format, " ", Shape(r.lse.shape), "):");
+    for (int c = 0; c < kAuditClasses; ++c) s += Cat(" ", kClassKeys[c], " ", r.lse.counts[static_cast<size_t>(c)]);
+    s += Cat(" (LSE ", r.lse.verdict == AuditVerdict::kPass ? "PASS" : "FAIL", ")\n");
+    size_t shown = 0;
+    for (const AuditElement& e : r.lse.elements) {
+      if (shown++ == 10) break;
+      s += Cat("  lse", Index(e.index), " ", G(e.actual, 9), " exact ", G(e.exact_value, 9), " emulated ",
+               G(e.emulated, 9), " err/bound ", G(e.error_over_bound, 4), " ", AuditClassName(e.cls),
+               e.diagnosis.empty() ? "" : Cat(": ", e.diagnosis), "\n");
+    }
+  }
   if (r.sr_test.run) {
     s += Cat("Stochastic rounding: away from zero on ", r.sr_test.away, " of ", r.sr_test.inexact,
              " inexact elements, expected ", G(r.sr_test.expected), " +- ", G(r.sr_test.sigma),
@@ -205,6 +217,29 @@ ojson FitJson(const AuditResult::FitResult& f) {
   return j;
 }
 
+// The LSE block (AuditResult::lse): the JSON's "lse" and the Python Audit.lse (same keys).
+ojson LseJson(const AuditResult::LseAudit& a) {
+  ojson j;
+  j["platform"] = a.platform;
+  j["format"] = a.format;
+  j["shape"] = a.shape;
+  ojson counts;
+  for (int c = 0; c < kAuditClasses; ++c) counts[kClassKeys[c]] = a.counts[static_cast<size_t>(c)];
+  j["counts"] = counts;
+  j["verdict"] = AuditVerdictName(a.verdict);
+  j["fully_masked_rows"] = a.fully_masked_rows;
+  j["convention"] = a.convention;
+  ojson els = ojson::array();
+  for (const AuditElement& e : a.elements) {
+    els.push_back({{"index", e.index}, {"class", AuditClassName(e.cls)}, {"actual", Num(e.actual)},
+                   {"exact", e.exact}, {"exact_value", Num(e.exact_value)}, {"emulated", Num(e.emulated)},
+                   {"error_ulp", Num(e.error_ulp)}, {"error_over_bound", Num(e.error_over_bound)},
+                   {"bound", Num(e.bound)}, {"diagnosis", e.diagnosis}});
+  }
+  j["elements"] = els;
+  return j;
+}
+
 ojson AuditJson(const AuditResult& r) {
   ojson j;
   j["fpconform_audit"] = 1;
@@ -280,6 +315,7 @@ ojson AuditJson(const AuditResult& r) {
   for (const auto& [k, v] : r.provenance) prov[k] = v;
   j["provenance"] = prov;
   if (r.fit.run || !r.fit.skipped.empty()) j["fit"] = FitJson(r.fit);
+  if (r.lse.run) j["lse"] = LseJson(r.lse);
   return j;
 }
 
@@ -409,6 +445,7 @@ std::string CsvField(const std::string& v) {
 std::string AuditToJson(const AuditResult& r) { return AuditJson(r).dump(1) + "\n"; }
 
 std::string AuditFitJson(const AuditResult& r) { return FitJson(r.fit).dump(); }
+std::string AuditLseJson(const AuditResult& r) { return LseJson(r.lse).dump(); }
 
 std::string CompareToJson(const CompareResult& c) {
   ojson j;

@@ -831,26 +831,34 @@ def audit_attention(q: Any, k: Any, v: Any, out: Any, platform: Union[str, Seque
                     mask: Any = None, causal: bool = False, scale: Optional[float] = None,
                     out_rounding: str = "rne", strict: bool = False, max_listed: int = 100,
                     threads: Optional[int] = None, q_dtype: Any = None, k_dtype: Any = None, v_dtype: Any = None,
-                    out_dtype: Any = None, mask_dtype: Any = None) -> Audit:
+                    out_dtype: Any = None, mask_dtype: Any = None, lse: Any = None,
+                    lse_dtype: Any = None) -> Audit:
     """Audit out = softmax(scale q k^T + mask) v per head (`fpconform audit attention`): shapes
     (S, D), (H, S, D) or (B, H, S, D), k and v with H_kv heads (grouped-query attention when H is
     a multiple), `causal` top-left aligned, `mask` a float array added to the scores or a
     uint8/int8/bool array (True attends) broadcasting to (B, H, S_q, S_k), `scale` default
     1/sqrt(D) exactly. Platforms: "correctly-rounded" and the attention models
     (attention_models_dir(), e.g. "flash-attention2-cuda-bf16"); "auto" picks the best-explaining.
+    `lse`: the kernel's log-sum-exp, q's shape without D, audited too (`Audit.lse`, a dict of its
+    classes; an unexplained LSE element fails the verdict).
 
     >>> import numpy as np, fpconform
     >>> q = np.float32([[1.0, 0.0]]); k = np.float32([[1.0, 0.0], [0.0, 1.0]]); v = np.float32([[0.0], [1.0]])
     >>> o = fpconform.exact_attention(q, k, v, scale=1.0)
     >>> fpconform.audit_attention(q, k, v, o, platform="correctly-rounded", scale=1.0).verdict
     'pass'
+    >>> a = fpconform.audit_attention(q, k, v, o, platform="correctly-rounded", scale=1.0,
+    ...                               lse=np.float32([np.log(np.e + 1)]))
+    >>> a.verdict, a.lse["counts"]["identical"]
+    ('pass', 1)
     """
     o = _options(platform, strict, False, 200, max_listed, threads)
     if mask is not None and np.asarray(mask).dtype == np.bool_:
         mask = np.asarray(mask).astype(np.uint8)
     r = _C.audit_attention(_tensor(q, "q", q_dtype), _tensor(k, "k", k_dtype), _tensor(v, "v", v_dtype),
                            _tensor(out, "out", out_dtype), _tensor(mask, "mask", mask_dtype), bool(causal),
-                           None if scale is None else float(scale), out_rounding, attention_models_dir(), o)
+                           None if scale is None else float(scale), out_rounding, attention_models_dir(), o,
+                           lse=_tensor(lse, "lse", lse_dtype))
     _notify(r, "attention")
     return r
 

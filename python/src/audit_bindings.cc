@@ -273,11 +273,13 @@ reports::AttentionAuditInput AttentionInput(const Tensor& q, const Tensor& k, co
 AuditResult AuditAttentionPy(const TensorPair& q, const TensorPair& k, const TensorPair& v, const TensorPair& out,
                              const TensorPair& mask, bool causal, std::optional<double> scale,
                              const std::string& out_rounding, const std::string& attention_models_dir,
-                             const Options& o) {
+                             const Options& o, const TensorPair& lse) {
   const Tensor tq = Need(q, "q"), tk = Need(k, "k"), tv = Need(v, "v"), tout = Need(out, "out");
   const std::optional<Tensor> tm = Load(mask, "mask");
+  const std::optional<Tensor> tl = Load(lse, "lse");
   reports::AttentionAuditInput in = AttentionInput(tq, tk, tv, tm, causal, scale);
   in.out = &tout;
+  if (tl.has_value()) in.lse = &*tl;
   in.out_rounding = ParseMode(out_rounding, "out_rounding");
   reports::AuditOptions opts = MakeOptions(o);
   opts.attention_models_dir = attention_models_dir;
@@ -446,6 +448,12 @@ void BindAudit(nb::module_& m) {
                      return nb::module_::import_("json").attr("loads")(reports::AuditFitJson(r));
                    },
                    "The fit of --platform auto (matmul, sum): the JSON's \"fit\" object as a dict, or None")
+      .def_prop_ro("lse",
+                   [](const AuditResult& r) -> nb::object {
+                     if (!r.lse.run) return nb::none();
+                     return nb::module_::import_("json").attr("loads")(reports::AuditLseJson(r));
+                   },
+                   "audit_attention(lse=...): the LSE's classes, the JSON's \"lse\" object as a dict, or None")
       .def("report_files", &reports::AuditReportFiles)
       .def("__str__", &reports::AuditSummaryText)
       .def("__repr__", &Repr);
@@ -495,7 +503,8 @@ void BindAudit(nb::module_& m) {
         nb::arg("options"));
   m.def("audit_attention", &AuditAttentionPy, nb::arg("q").none(), nb::arg("k").none(), nb::arg("v").none(),
         nb::arg("out").none(), nb::arg("mask").none(), nb::arg("causal"), nb::arg("scale").none(),
-        nb::arg("out_rounding"), nb::arg("attention_models_dir"), nb::arg("options"));
+        nb::arg("out_rounding"), nb::arg("attention_models_dir"), nb::arg("options"),
+        nb::arg("lse").none() = nb::none());
   m.def("compare_attention", &CompareAttentionPy, nb::arg("q").none(), nb::arg("k").none(), nb::arg("v").none(),
         nb::arg("mask").none(), nb::arg("causal"), nb::arg("scale").none(), nb::arg("out_ref").none(),
         nb::arg("platform_ref"), nb::arg("out").none(), nb::arg("platform"), nb::arg("out_rounding"),
