@@ -37,4 +37,4 @@ if [ "$rc" -eq 0 ] && [ "${REPLAY:-0}" = 1 ]; then
   cat "$out/replay.txt"
 fi
 ls -l "$out" "$out/sdpa" | head -40
-exit $rc
+exit "$rc"

@@ -182,6 +182,8 @@ class AttentionWriter:
     The directory must not exist or be empty. Arrays are saved as raw bits (numpy, ml_dtypes or
     torch; bfloat16 as uint16 with its format named in the manifest); a boolean mask as uint8
     0/1 with ``mask_dtype: "bool"`` (True attends), a float mask (added to the scores) as its bits.
+    Arrays with the same bits as one already written are not written again: the case names the
+    earlier file.
     """
 
     def __init__(self, directory: str, device: str, library: str, **info: Any) -> None:
@@ -192,6 +194,7 @@ class AttentionWriter:
         self.manifest = {"fpconform_attention_recording": ATTENTION_FORMAT_VERSION, "device": device,
                          "library": library, **info, "cases": []}
         self._names: set = set()
+        self._files: dict = {}
 
     def _name(self, name: str) -> None:
         if name in self._names or not name or "/" in name:
@@ -199,10 +202,19 @@ class AttentionWriter:
         self._names.add(name)
 
     def _save(self, name: str, what: str, a: Any) -> tuple:
+        """Saves a's bits as name.what.npy, or names the file already holding the same bits
+        (cases that share inputs, e.g. one per backend, share their files)."""
+        import hashlib
+
         fmt, bits = _bits_of(a)
-        path = f"{name}.{what}.npy"
-        np.save(self.dir / path, np.ascontiguousarray(bits))
+        bits = np.ascontiguousarray(bits)
         self._shape = list(bits.shape)
+        key = (fmt, tuple(bits.shape), hashlib.sha256(bits.tobytes()).hexdigest())
+        if key in self._files:
+            return fmt, self._files[key]
+        path = f"{name}.{what}.npy"
+        np.save(self.dir / path, bits)
+        self._files[key] = path
         return fmt, path
 
     def add(self, name: str, q: Any, k: Any, v: Any, out: Any, *, expected: Optional[str],
@@ -211,9 +223,9 @@ class AttentionWriter:
             **extra: Any) -> None:
         """One recorded case: out = SDPA(q, k, v) as the library computed it. ``expected`` is the
         attention model that must explain it, or None (then ``expected_note`` says why)."""
-        self._name(name)
         if expected is None and not expected_note:
             raise ValueError(f"{name}: a case without an expected model says why (expected_note)")
+        self._name(name)
         case = {"name": name, "status": "recorded", "backend": backend,
                 "backend_used": backend if backend_used is None else backend_used,
                 "causal": bool(causal), "scale": None if scale is None else float(scale),
@@ -228,8 +240,8 @@ class AttentionWriter:
         if mask is not None:
             m, _ = _numpy(mask, "mask")
             if m.dtype == np.bool_:
-                case["mask"], case["mask_dtype"] = f"{name}.mask.npy", "bool"
-                np.save(self.dir / case["mask"], np.ascontiguousarray(m.astype(np.uint8)))
+                _, case["mask"] = self._save(name, "mask", m.astype(np.uint8))
+                case["mask_dtype"] = "bool"
             else:
                 case["mask_dtype"], case["mask"] = self._save(name, "mask", mask)
         case["lse"] = case["lse_dtype"] = None
