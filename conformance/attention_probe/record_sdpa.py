@@ -130,13 +130,11 @@ def environment(torch, device):
         info["allow_tf32"] = bool(m.allow_tf32)
         info["allow_bf16_reduced_precision_reduction"] = bool(m.allow_bf16_reduced_precision_reduction)
         info["allow_fp16_reduced_precision_reduction"] = bool(m.allow_fp16_reduced_precision_reduction)
-    for flag in ("allow_fp16_bf16_reduction_math_sdp",):
-        f = getattr(torch.backends.cuda, flag, None)
-        if callable(f):
-            try:
-                info[flag] = bool(f())
-            except Exception:  # Older torch: the flag is absent or not callable this way.
-                pass
+    # Whether the math backend may reduce in float16 / bfloat16 instead of upcasting (torch >= 2.5;
+    # off by default): it decides the math backend's structure for those dtypes.
+    getter = getattr(torch.backends.cuda, "fp16_bf16_reduction_math_sdp_allowed", None)
+    if callable(getter):
+        info["fp16_bf16_reduction_math_sdp_allowed"] = bool(getter())
     return info
 
 
