@@ -1,4 +1,5 @@
-"""Recordings of real composite-kernel outputs (activations, softmax, norms) and their replay.
+"""Recordings of real composite-kernel outputs (activations, softmax, norms) and of real attention
+(SDPA) outputs, and their replay.
 
 A recording is a directory written by ``conformance/composite_probe/record_composites.py`` on a
 machine with the real library (torch on a GPU, eager and ``torch.compile``; or torch on a CPU):
@@ -25,8 +26,21 @@ SDPA with each backend forced) with ``AttentionWriter``; their manifest says
 ``"fpconform_attention_recording": 1`` and holds per case the q, k, v (and mask, LSE) files, the
 backend asked for and the one the profiler saw, and ``expected``: the attention model
 (composite/attention_models) that must explain the output, or null with ``expected_note`` saying
-why there is none. ``replay_attention(dir)`` audits every recorded case against its expected model
-and against ``auto``; a case passes when its expected model explains every element (audit verdict
+why there is none::
+
+    {"fpconform_attention_recording": 1, "device": "NVIDIA H200", "library": "torch 2.11.0+cu130",
+     "environment": {...}, "cases": [
+      {"name": "bf16-flash_attention-s1024-d128-causal", "status": "recorded",
+       "backend": "FLASH_ATTENTION", "backend_used": "FLASH_ATTENTION", "causal": true,
+       "scale": null, "enable_gqa": false, "expected": "flash-attention2-cuda-bf16",
+       "expected_note": "", "q": "....q.npy", "q_dtype": "bfloat16", "k": ..., "v": ...,
+       "out": "....out.npy", "out_dtype": "bfloat16", "mask": null, "mask_dtype": null,
+       "lse": "....lse.npy", "lse_dtype": "float32", "shape": {"q": [1, 2, 1024, 128], ...}, ...},
+      {"name": "bf16-efficient_attention-s1024-d64-gqa", "status": "unsupported",
+       "backend": "EFFICIENT_ATTENTION", "reason": "No available kernel. ..."}, ...]}
+
+``replay_attention(dir)`` audits every recorded case against its expected model and against
+``auto``; a case passes when its expected model explains every element (audit verdict
 pass, no unexplained element). A case without an expected model is only reported; a case whose
 backend refused (``status: "unsupported"``) is listed with the reason. The LSE is recorded but
 not audited (no LSE audit exists yet). Checked-in ones live in ``conformance/data/attention/``
