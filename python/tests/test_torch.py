@@ -1,5 +1,6 @@
 """torch tensors are accepted when torch is installed (never required), bfloat16 and float8
-included (torch's .numpy() refuses them: their bits are viewed as integers first)."""
+included (torch's .numpy() refuses them: their bits are viewed as integers first); and torch's CPU
+SDPA (math backend and CPU flash kernel) stays inside the torch-math-sdpa-cpu attention models."""
 
 import numpy as np
 import pytest
