@@ -200,7 +200,11 @@ def test_recording_script_names_models_that_exist(tmp_path):
 
 
 def test_recording_script_on_the_cpu_replays(tmp_path):
-    pytest.importorskip("torch", reason="torch is not installed (opt-in: pip install torch)")
+    torch = pytest.importorskip("torch", reason="torch is not installed (opt-in: pip install torch)")
+    if not torch.cuda.is_available():  # The CUDA default says so and writes nothing.
+        r = subprocess.run([sys.executable, str(SCRIPT), "--out", str(tmp_path / "gpu")], capture_output=True,
+                           text=True)
+        assert r.returncode == 2 and "no CUDA device" in r.stderr and not (tmp_path / "gpu").exists()
     r = subprocess.run([sys.executable, str(SCRIPT), "--device", "cpu", "--out", str(tmp_path / "cpu"),
                         "--dtypes", "float32"], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
