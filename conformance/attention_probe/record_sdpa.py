@@ -200,7 +200,7 @@ def lse_of(torch, backend, q, k, v, causal, scale, device):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
-    ap.add_argument("--out", required=True, help="a new (or empty) directory for the recording")
+    ap.add_argument("--out", help="a new (or empty) directory for the recording (required unless --list)")
     ap.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
     ap.add_argument("--shapes", choices=sorted(SHAPES), default=None,
                     help="case list (default: full on cuda, small on cpu)")
@@ -219,6 +219,8 @@ def main(argv=None):
     for dt in dtypes:
         if dt not in SHORT:
             ap.error(f"--dtypes: '{dt}' is not one of {', '.join(SHORT)}")
+    if not args.list and not args.out:
+        ap.error("--out DIR is required (or --list)")
     if args.list:
         for dt in dtypes:
             for b in backends:

@@ -192,6 +192,10 @@ def test_recording_script_names_models_that_exist(tmp_path):
     assert "bf16-flash_attention-s4096-d128-causal  expected flash-attention2-cuda-bf16" in r.stdout
     assert "f16-cudnn_attention-s128-d64  expected none (no model of cuDNN" in r.stdout
     assert not (tmp_path / "unused").exists()
+    r = subprocess.run([sys.executable, str(SCRIPT), "--list", "--device", "cpu"], capture_output=True, text=True)
+    assert "f32-math-s128-d64  expected torch-math-sdpa-cpu-f32" in r.stdout and "s4096" not in r.stdout
+    r = subprocess.run([sys.executable, str(SCRIPT)], capture_output=True, text=True)
+    assert r.returncode == 2 and "--out DIR is required" in r.stderr
     r = subprocess.run([sys.executable, str(SCRIPT), "--help"], capture_output=True, text=True)
     assert r.returncode == 0 and "--device" in r.stdout and "record_sdpa.py --out" in r.stdout
     r = subprocess.run([sys.executable, str(SCRIPT), "--out", str(tmp_path / "x"), "--backends", "FLASH"],
