@@ -366,29 +366,42 @@ void AttentionSection(const Report& report, std::string& out) {
                 "max ULP (rec.)", "rtol", "atol", "typical error", "nki rejects", "allclose rejects", "fa rejects"},
           rows);
   if (const Table* p = report.Find("attention_power"); p != nullptr && !p->rows.empty()) {
-    out += "\n" + p->description + " The largest share over units (n/a: no case changed):\n\n";
     struct Most {
       double rec = -1, nki = -1, allclose = -1, fa = -1;
     };
-    std::map<std::pair<std::string, std::string>, Most> most;
+    std::set<int64_t> lengths;
+    std::map<std::pair<std::string, std::string>, std::map<int64_t, Most>> most;
     std::vector<std::pair<std::string, std::string>> keys;
     for (const auto& row : p->rows) {
       const RowView v{*p, row};
       const std::pair<std::string, std::string> key{v.Str("platform"), v.Str("mutation")};
       auto [it, fresh] = most.try_emplace(key);
       if (fresh) keys.push_back(key);
+      lengths.insert(v.Int("s"));
+      Most& m = it->second[v.Int("s")];
       if (!v.Has("rec_accepts")) continue;
-      Most& m = it->second;
       m.rec = std::max(m.rec, v.Num("rec_accepts"));
       m.nki = std::max(m.nki, v.Num("nki_accepts"));
       m.allclose = std::max(m.allclose, v.Num("allclose_accepts"));
       m.fa = std::max(m.fa, v.Num("fa_accepts"));
     }
-    auto show = [](double x) { return x < 0 ? std::string("n/a") : G3(x); };
+    std::vector<std::string> s_list;
+    for (int64_t n : lengths) s_list.push_back(std::to_string(n));
+    out += "\n" + p->description + " Per S = " + Join(s_list, " / ") +
+           ", the largest share over head dimensions, masks and distributions (n/a: no case changed):\n\n";
     rows.clear();
     for (const auto& key : keys) {
-      const Most& m = most[key];
-      rows.push_back({key.first, key.second, show(m.rec), show(m.nki), show(m.allclose), show(m.fa)});
+      std::vector<std::string> row = {key.first, key.second};
+      for (double Most::*field : {&Most::rec, &Most::nki, &Most::allclose, &Most::fa}) {
+        std::vector<std::string> cells;
+        for (int64_t n : lengths) {
+          auto it = most[key].find(n);
+          const double x = it == most[key].end() ? -1 : it->second.*field;
+          cells.push_back(x < 0 ? std::string("n/a") : G3(x));
+        }
+        row.push_back(Join(cells, " / "));
+      }
+      rows.push_back(std::move(row));
     }
     MdTable(out, {"model", "mutation", "rec accepts", "nki accepts", "allclose accepts", "fa accepts"}, rows);
   }
