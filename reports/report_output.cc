@@ -318,7 +318,7 @@ void CompositeSection(const Report& report, std::string& out) {
 
 // Attention's tables, summarized: per (model, distribution, S) the largest recommendation and
 // false-alarm share over head dimensions and masks (with the smallest median ESS); per (model,
-// mutation) the largest share each criterion accepts; per (pair, distribution, S) the cross
+// mutation, distribution) the largest share each criterion accepts, one value per S; per (pair, distribution, S) the cross
 // pairs' largest distance and recommendation (every row is in attention.csv,
 // attention_power.csv, attention_cross.csv).
 void AttentionSection(const Report& report, std::string& out) {
@@ -370,11 +370,12 @@ void AttentionSection(const Report& report, std::string& out) {
       double rec = -1, nki = -1, allclose = -1, fa = -1;
     };
     std::set<int64_t> lengths;
-    std::map<std::pair<std::string, std::string>, std::map<int64_t, Most>> most;
-    std::vector<std::pair<std::string, std::string>> keys;
+    using PKey = std::tuple<std::string, std::string, std::string>;
+    std::map<PKey, std::map<int64_t, Most>> most;
+    std::vector<PKey> keys;
     for (const auto& row : p->rows) {
       const RowView v{*p, row};
-      const std::pair<std::string, std::string> key{v.Str("platform"), v.Str("mutation")};
+      const PKey key{v.Str("platform"), v.Str("mutation"), v.Str("distribution")};
       auto [it, fresh] = most.try_emplace(key);
       if (fresh) keys.push_back(key);
       lengths.insert(v.Int("s"));
@@ -388,10 +389,10 @@ void AttentionSection(const Report& report, std::string& out) {
     std::vector<std::string> s_list;
     for (int64_t n : lengths) s_list.push_back(std::to_string(n));
     out += "\n" + p->description + " Per S = " + Join(s_list, " / ") +
-           ", the largest share over head dimensions, masks and distributions (n/a: no case changed):\n\n";
+           ", the largest share over head dimensions and masks (n/a: no case changed):\n\n";
     rows.clear();
     for (const auto& key : keys) {
-      std::vector<std::string> row = {key.first, key.second};
+      std::vector<std::string> row = {std::get<0>(key), std::get<1>(key), std::get<2>(key)};
       for (double Most::*field : {&Most::rec, &Most::nki, &Most::allclose, &Most::fa}) {
         std::vector<std::string> cells;
         for (int64_t n : lengths) {
@@ -403,7 +404,8 @@ void AttentionSection(const Report& report, std::string& out) {
       }
       rows.push_back(std::move(row));
     }
-    MdTable(out, {"model", "mutation", "rec accepts", "nki accepts", "allclose accepts", "fa accepts"}, rows);
+    MdTable(out, {"model", "mutation", "distribution", "rec accepts", "nki accepts", "allclose accepts", "fa accepts"},
+            rows);
   }
   if (const Table* x = report.Find("attention_cross"); x != nullptr && !x->rows.empty()) {
     out += "\n" + x->description + " Per pair, distribution and S, the largest over head dimensions and "
