@@ -154,9 +154,19 @@ const std::vector<std::string>& ValidCompositeDistributions();
 // (oracles/attention.h) and its bound B per element (the largest distance from the exact value
 // to an output the model admits: composite/attention_model.h). Rule, as [composite]'s: e_i =
 // max(factor * |y_i - x_i|, B_i); rec_ulp = max e_i / ulp(x_i); (rtol, atol) = the pair covering
-// every e_i with the least atol + rtol * median |x|. prob_abs = max_i (lambda u_P sqrt(sum_j P_j^2
-// V_jc^2) + ulp(x_i) / 2), u_P the unit roundoff of the model's P format: the typical error of
-// P's rounding, u_P |V| / sqrt(ESS), beside the bound.
+// every e_i with the least atol + rtol * median |x|. The bound is a worst case over every
+// alignment of every rounding error, so models that round the scores to the input format
+// (PyTorch's math SDPA in bfloat16) or take a loose exponential (NKI's ScalarE) get loose
+// recommendations. Beside it, a probabilistic recommendation (prob_rtol, prob_atol) covers
+// max(factor * |y_i - x_i|, p_i), p_i = lambda sigma_i + ulp(x_i) / 2, sigma_i the standard
+// deviation of the model's error with every rounding error independent and uniform in +-u
+// (variance u^2 / 3), to first order: the scores' errors (the input roundings of the scale
+// placement, u_in per product term, two for Q and K times sqrt(scale); the compute-format dot,
+// u_c scale sum_d |q_d k_jd|) and the exponential's (eps = exp_ulp 2^(1 - p_c)) move o_i by
+// sum_j P_j (ds_j + de_j) (V_jc - o_i); P's rounding (u_P) by sum_j P_j d_j V_jc (row sum of
+// unrounded P) or P_j d_j (V_jc - o_i) (rounded); the compute-format sums about u_c sqrt(n); the
+// normalization u_c (divide), 2 u_c (reciprocal), eps + 2 u_c (exp_lse). sigma_i is about
+// u |V| / sqrt(ESS): it shrinks with S and grows as the softmax peaks. prob_abs = max_i p_i.
 // Criteria compared on every case (the emulated conforming output, and each mutant):
 //   rec       the row's recommended rtol/atol against the exact value;
 //   nki       nki-library's attention_cte test: maxAllClose(rtol = 2e-2, atol = 1e-5), mode "max":

@@ -91,7 +91,6 @@ struct Group {
   std::vector<uint8_t> keep;               // R x S: the causal mask of the measured rows.
   std::vector<ExactEnclosure> exact, pv;   // R x D: O and P|V|.
   std::vector<double> ess;                 // Per row: 1 / sum_j P_j^2.
-  std::vector<double> spread;              // Per element: sqrt(sum_j P_j^2 V_jc^2).
   std::vector<double> pt;                  // Per element: the same-dtype PyTorch reference.
   std::vector<std::vector<double>> mutant;  // Per mutation: R x D binary64 values (empty: n/a).
 
@@ -117,10 +116,9 @@ struct Variant {
   bool k_transposed = false;  // K read as its D x S transpose.
 };
 
-// Row i of the variant into out (D values); with p2 / spread set, also sum P^2 and per column
-// sqrt(sum P^2 V^2) of the unmutated row.
+// Row i of the variant into out (D values); with p2 set, also sum_j P_j^2.
 void RowValues(const Group& g, const AttentionUnit& u, int64_t i, const Variant& var, std::span<double> out,
-               double* p2 = nullptr, double* spread = nullptr) {
+               double* p2 = nullptr) {
   const int64_t S = u.s, D = u.d;
   int64_t n = u.causal && !var.all_keys ? i + 1 : S;
   if (var.drop_block && n > kDroppedBlock) n = (n - 1) / kDroppedBlock * kDroppedBlock;
@@ -142,14 +140,9 @@ void RowValues(const Group& g, const AttentionUnit& u, int64_t i, const Variant&
     l = var.sum_bf16 ? Round(BFloat16(), l + Round(BFloat16(), x)) : l + x;
   }
   for (int64_t c = 0; c < D; ++c) {
-    double acc = 0, sp = 0;
-    for (int64_t j = 0; j < n; ++j) {
-      const double vj = g.v[static_cast<size_t>(j * D + c)], w = s[static_cast<size_t>(j)];
-      acc += w * vj;
-      sp += w * w * vj * vj;
-    }
+    double acc = 0;
+    for (int64_t j = 0; j < n; ++j) acc += s[static_cast<size_t>(j)] * g.v[static_cast<size_t>(j * D + c)];
     out[static_cast<size_t>(c)] = acc / l;
-    if (spread != nullptr) spread[c] = std::sqrt(sp) / l;
   }
   if (p2 != nullptr) {
     double t = 0;
@@ -254,14 +247,12 @@ absl::Status MakeGroup(const AttentionUnit& u, const SweepSpec& spec, const Form
   oa.enclosure = g.pv;
   if (absl::Status s = AttentionRows(g.Problem(u, true), 0, R, oa, nullptr, threads); !s.ok()) return s;
   g.ess.resize(static_cast<size_t>(R));
-  g.spread.resize(g.exact.size());
   g.pt.resize(g.exact.size());
   std::vector<double> scratch(g.exact.size());
   ParallelFor(R, threads, [&](int64_t r) {
     const size_t at = static_cast<size_t>(r * D);
     double p2 = 0;
-    RowValues(g, u, g.qrows[static_cast<size_t>(r)], Variant{}, std::span<double>(scratch).subspan(at, D), &p2,
-              g.spread.data() + at);
+    RowValues(g, u, g.qrows[static_cast<size_t>(r)], Variant{}, std::span<double>(scratch).subspan(at, D), &p2);
     g.ess[static_cast<size_t>(r)] = 1 / p2;
     TorchSameDtype(g, u, r, std::span<double>(g.pt).subspan(at, D));
   });
@@ -289,12 +280,74 @@ absl::Status MakeGroup(const AttentionUnit& u, const SweepSpec& spec, const Form
   return absl::OkStatus();
 }
 
+// The probabilistic estimate of model m's error on row r (sweep.h, [attention]): per column c the
+// standard deviation sigma_c of the sum of independent rounding errors, each uniform in +-u (so of
+// variance u^2 / 3), propagated to first order:
+//   a score s_j errs by the input roundings the scale placement makes (Q * scale: u_in on each
+//   product term; Q and K times sqrt(scale): two of them) and the compute-format dot (u_c on
+//   scale sum_d |q_d k_jd|); the exponential by eps = exp_ulp 2^(1 - p_c) relative; both move
+//   P_j by P_j (ds_j + de_j) and o_c by P_j (ds_j + de_j) (V_jc - o_c);
+//   P's rounding to formats.p (u_P) moves o_c by P_j d_j V_jc when the row sum adds unrounded P,
+//   by P_j d_j (V_jc - o_c) when it adds the rounded one;
+//   the compute-format sums of n terms: about u_c sqrt(n) relative on sum_j P_j V_jc and on the
+//   row sum; the normalization u_c (divide) or 2 u_c (reciprocal and multiply; exp_lse: eps + 2 u_c).
+void ProbSigma(const Group& g, const AttentionUnit& u, const AttentionModel& m, int64_t r, std::span<double> sigma) {
+  const int64_t S = u.s, D = u.d, i = g.qrows[static_cast<size_t>(r)];
+  const int64_t n = u.causal ? i + 1 : S;
+  const double scale = 1 / std::sqrt(static_cast<double>(D));
+  const double u_in = std::ldexp(1.0, -(m.input->fraction_bits + 1));
+  const double u_c = std::ldexp(1.0, -(m.compute->fraction_bits + 1));
+  const double u_p = m.p_format == m.compute ? 0 : std::ldexp(1.0, -(m.p_format->fraction_bits + 1));
+  const double eps = m.exp_ulp * std::ldexp(1.0, -m.compute->fraction_bits);
+  const double rounded_operands = m.scale == composite::ScalePlacement::kFoldQ        ? 1
+                                  : m.scale == composite::ScalePlacement::kFoldQKSqrt ? 2
+                                                                                      : 0;
+  const double* qi = g.q.data() + i * D;
+  std::vector<double> w(static_cast<size_t>(n)), var_w(static_cast<size_t>(n));
+  double mx = -INFINITY;
+  for (int64_t j = 0; j < n; ++j) {
+    const double* kj = g.k.data() + j * D;
+    double sq = 0, ab = 0;
+    for (int64_t d = 0; d < D; ++d) {
+      sq += (qi[d] * kj[d]) * (qi[d] * kj[d]);
+      ab += std::fabs(qi[d] * kj[d]);
+    }
+    w[static_cast<size_t>(j)] = scale * Dot(qi, kj, D);
+    mx = std::max(mx, w[static_cast<size_t>(j)]);
+    var_w[static_cast<size_t>(j)] =
+        (rounded_operands * u_in * u_in * scale * scale * sq + u_c * u_c * scale * scale * ab * ab + eps * eps) / 3;
+  }
+  double l = 0;
+  for (double& x : w) {
+    x = std::exp(x - mx);
+    l += x;
+  }
+  const double nu = m.normalize == composite::Normalize::kDivide       ? u_c
+                    : m.normalize == composite::Normalize::kReciprocal ? 2 * u_c
+                                                                       : eps + 2 * u_c;
+  for (int64_t c = 0; c < D; ++c) {
+    double o = 0;
+    for (int64_t j = 0; j < n; ++j) o += w[static_cast<size_t>(j)] / l * g.v[static_cast<size_t>(j * D + c)];
+    double var = 0, pv2 = 0, p2 = 0;
+    for (int64_t j = 0; j < n; ++j) {
+      const double pj = w[static_cast<size_t>(j)] / l, vj = g.v[static_cast<size_t>(j * D + c)];
+      const double dv = vj - o, pvar = m.row_sum_rounded ? dv : vj;
+      var += pj * pj * (dv * dv * var_w[static_cast<size_t>(j)] + u_p * u_p / 3 * pvar * pvar);
+      pv2 += pj * pj * vj * vj;
+      p2 += pj * pj;
+    }
+    var += u_c * u_c / 3 * static_cast<double>(n) * (pv2 + p2 * o * o) + nu * nu / 3 * o * o;
+    sigma[static_cast<size_t>(c)] = std::sqrt(var);
+  }
+}
+
 // ---- One model on a group's inputs. ----
 
 struct ModelRun {
   const AttentionModel* model = nullptr;
   const Group* group = nullptr;
   std::vector<double> y, bound;  // Emulated values and B per element (NaN: no bound).
+  std::vector<double> sigma;     // The probabilistic estimate's standard deviation per element.
 };
 
 absl::StatusOr<ModelRun> RunModel(const AttentionUnit& u, const AttentionModel& m, const Group& g, int threads) {
@@ -311,6 +364,10 @@ absl::StatusOr<ModelRun> RunModel(const AttentionUnit& u, const AttentionModel& 
   }
   run.y.resize(n);
   run.bound.resize(n);
+  run.sigma.resize(n);
+  ParallelFor(u.rows, threads, [&](int64_t r) {
+    ProbSigma(g, u, m, r, std::span<double>(run.sigma).subspan(static_cast<size_t>(r * u.d), static_cast<size_t>(u.d)));
+  });
   for (size_t i = 0; i < n; ++i) {
     const ExactEnclosure& x = g.exact[i];
     run.y[i] = ToDouble(*m.output, bits[i]);
@@ -323,15 +380,22 @@ absl::StatusOr<ModelRun> RunModel(const AttentionUnit& u, const AttentionModel& 
 
 // The verdicts on one output (R x D values of the model's output format) per case.
 struct Verdicts {
-  std::vector<bool> affected, rec, nki, allclose, fa;  // Per case: accepted (affected: differs).
+  std::vector<bool> affected, rec, prob, nki, allclose, fa;  // Per case: accepted (affected: differs).
 };
 
-Verdicts Judge(const AttentionUnit& u, const Group& g, const FormatSpec& out, std::span<const double> a, double rtol,
-               double atol) {
+// A recommendation's (rtol, atol), checked against the exact value.
+struct Tol {
+  double rtol = 0, atol = 0;
+  bool Accepts(double a, double x) const { return std::fabs(a - x) <= atol + rtol * std::fabs(x); }
+};
+
+Verdicts Judge(const AttentionUnit& u, const Group& g, const FormatSpec& out, std::span<const double> a, Tol rec,
+               Tol prob) {
   Verdicts v;
   const auto C = static_cast<size_t>(u.cases);
   v.affected.assign(C, false);
   v.rec.assign(C, true);
+  v.prob.assign(C, true);
   v.nki.assign(C, true);
   v.allclose.assign(C, true);
   v.fa.assign(C, true);
@@ -341,7 +405,8 @@ Verdicts Judge(const AttentionUnit& u, const Group& g, const FormatSpec& out, st
     const size_t c = (e / D) % C;
     const double x = g.exact[e].nearest, ref = Round(out, x);
     if (a[e] != ref) v.affected[c] = true;
-    if (!(std::fabs(a[e] - x) <= atol + rtol * std::fabs(x))) v.rec[c] = false;
+    if (!rec.Accepts(a[e], x)) v.rec[c] = false;
+    if (!prob.Accepts(a[e], x)) v.prob[c] = false;
     if (!(std::fabs(a[e] - ref) <= kNkiAtol + kNkiRtol * std::fabs(ref))) v.allclose[c] = false;
     brange[c] = std::max(brange[c], std::fabs(ref));
     // FlashAttention subtracts the two dtype tensors in the dtype: the difference is rounded.
@@ -446,10 +511,9 @@ absl::Status RunAttentionUnit(const AttentionUnit& u, int64_t unit_index, const 
     absl::StatusOr<ModelRun> run = RunModel(u, m, g, threads);
     if (!run.ok()) return run.status();
     const FormatSpec& out = *m.output;
-    std::vector<double> ulp, e, ref, err_abs;
+    std::vector<double> ulp, e, e_prob, ref, err_abs;
     double bound_ulp = 0, bound_abs = 0, prob = 0;
     int64_t unbounded = 0;
-    const double u_p = std::ldexp(1.0, -(m.p_format->fraction_bits + 1));
     for (size_t i = 0; i < g.exact.size(); ++i) {
       const ExactEnclosure& x = g.exact[i];
       if (!std::isfinite(x.nearest) || !std::isfinite(run->y[i])) {  // Not reached: finite inputs, no
@@ -461,7 +525,9 @@ absl::Status RunAttentionUnit(const AttentionUnit& u, int64_t unit_index, const 
       ulp.push_back(err / ulp_x);
       err_abs.push_back(std::fabs(run->y[i] - x.nearest));
       ref.push_back(std::fabs(x.nearest));
-      prob = std::max(prob, spec.lambda * u_p * g.spread[i] + ulp_x / 2);
+      const double p_i = spec.lambda * run->sigma[i] + ulp_x / 2;
+      prob = std::max(prob, p_i);
+      e_prob.push_back(std::max(spec.factor * err, p_i));
       if (std::isnan(run->bound[i])) {  // The model gives no bound: covered by the observed error only.
         ++unbounded;
         e.push_back(spec.factor * err);
@@ -472,10 +538,12 @@ absl::Status RunAttentionUnit(const AttentionUnit& u, int64_t unit_index, const 
       bound_abs = std::max(bound_abs, run->bound[i]);
     }
     const auto [rtol, atol] = CoveringRtolAtol(e, ref);
+    const auto [prob_rtol, prob_atol] = CoveringRtolAtol(e_prob, ref);
+    const Tol rec_tol{rtol, atol}, prob_tol{prob_rtol, prob_atol};
     double rec_ulp = 0;
     for (size_t i = 0; i < e.size(); ++i) rec_ulp = std::max(rec_ulp, e[i] / UlpAt(out, ref[i]));
     const Summary su = Summarize(ulp), se = Summarize(g.ess);
-    const Verdicts conforming = Judge(u, g, out, run->y, rtol, atol);
+    const Verdicts conforming = Judge(u, g, out, run->y, rec_tol, prob_tol);
     auto rejects = [](const std::vector<bool>& accepted) {
       int64_t k = 0;
       for (bool a : accepted) k += !a;
@@ -500,10 +568,13 @@ absl::Status RunAttentionUnit(const AttentionUnit& u, int64_t unit_index, const 
                                         .Set("bound_ulp", bound_ulp)
                                         .Set("bound_abs", bound_abs)
                                         .Set("prob_abs", prob)
+                                        .Set("prob_rtol", prob_rtol)
+                                        .Set("prob_atol", prob_atol)
                                         .Set("rec_ulp", rec_ulp)
                                         .Set("rec_rtol", rtol)
                                         .Set("rec_atol", atol)
                                         .Set("rec_rejects", rejects(conforming.rec))
+                                        .Set("prob_rejects", rejects(conforming.prob))
                                         .Set("nki_rejects", rejects(conforming.nki))
                                         .Set("allclose_rejects", rejects(conforming.allclose))
                                         .Set("fa_rejects", rejects(conforming.fa))
@@ -514,7 +585,7 @@ absl::Status RunAttentionUnit(const AttentionUnit& u, int64_t unit_index, const 
       if (mv.empty()) continue;
       std::vector<double> a(mv.size());
       for (size_t i = 0; i < mv.size(); ++i) a[i] = Round(out, mv[i]);
-      const Verdicts v = Judge(u, g, out, a, rtol, atol);
+      const Verdicts v = Judge(u, g, out, a, rec_tol, prob_tol);
       int64_t affected = 0;
       for (bool x : v.affected) affected += x;
       RowBuilder row(tables.attention_power);
@@ -528,6 +599,7 @@ absl::Status RunAttentionUnit(const AttentionUnit& u, int64_t unit_index, const 
           .Set("mutation", mutations[mi])
           .Set("affected", affected);
       for (const auto& [column, accepted] : {std::pair<const char*, const std::vector<bool>*>{"rec_accepts", &v.rec},
+                                             {"prob_accepts", &v.prob},
                                              {"nki_accepts", &v.nki},
                                              {"allclose_accepts", &v.allclose},
                                              {"fa_accepts", &v.fa}}) {

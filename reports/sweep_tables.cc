@@ -224,13 +224,17 @@ Table AttentionTable() {
       F("abs_max", "", "max |y - x| of the emulated output"),
       F("bound_ulp", "ulp", "max over elements of the model's bound B / ulp(x)"),
       F("bound_abs", "", "max over elements of B"),
-      F("prob_abs", "", "max over elements of lambda u_P sqrt(sum_j P_j^2 V_jc^2) + ulp(x)/2: "
-                        "the typical error (u_P |V| / sqrt(ESS) for |V| about 1)"),
+      F("prob_abs", "", "max over elements of the probabilistic estimate lambda sigma_i + ulp(x)/2 "
+                        "(sweep.h, [attention]; sigma_i about u |V| / sqrt(ESS))"),
+      F("prob_rtol", "", "probabilistic recommendation: rtol covering max(factor * observed, the "
+                         "estimate) per element"),
+      F("prob_atol", "", "probabilistic recommendation: atol"),
       F("rec_ulp", "ulp", "recommended max ULP error"),
       F("rec_rtol", "", "recommended assert_close rtol"),
       F("rec_atol", "", "recommended assert_close atol"),
       F("rec_rejects", "", "share of cases of the emulated output the recommendation rejects (0 by "
                            "construction)"),
+      F("prob_rejects", "", "... the probabilistic recommendation rejects (0 by construction)"),
       F("nki_rejects", "", "... nki-library's maxAllClose(rtol=2e-2, atol=1e-5) rejects"),
       F("allclose_rejects", "", "... np.allclose(rtol=2e-2, atol=1e-5) rejects"),
       F("fa_rejects", "", "... FlashAttention's test rule rejects"),
@@ -256,6 +260,7 @@ Table AttentionPowerTable() {
       I("affected", "cases whose mutated output differs from the correctly rounded one"),
       F("rec_accepts", "", "share of the affected cases the recommended rtol/atol accepts (lower is "
                            "better)"),
+      F("prob_accepts", "", "... the probabilistic recommendation accepts"),
       F("nki_accepts", "", "... nki-library's maxAllClose(rtol=2e-2, atol=1e-5) accepts"),
       F("allclose_accepts", "", "... np.allclose(rtol=2e-2, atol=1e-5) accepts"),
       F("fa_accepts", "", "... FlashAttention's test rule accepts"),

@@ -687,6 +687,8 @@ TEST_F(AttentionSweepTest, RowsCoverTheModelsBoundsAndNoConformingOutputFails) {
     EXPECT_GE(Num(t, row, "rec_ulp"), Num(t, row, "ulp_max"));
     EXPECT_GE(Num(t, row, "rec_ulp"), Num(t, row, "bound_ulp"));
     EXPECT_EQ(Num(t, row, "rec_rejects"), 0);
+    EXPECT_EQ(Num(t, row, "prob_rejects"), 0);
+    EXPECT_GT(Num(t, row, "prob_rtol") + Num(t, row, "prob_atol"), 0);
     EXPECT_GT(Num(t, row, "rec_rtol") + Num(t, row, "rec_atol"), 0);
     const double e = Num(t, row, "ess_median");
     EXPECT_GE(e, 1);
@@ -720,7 +722,7 @@ TEST_F(AttentionSweepTest, PowerAgainstTheMutantsAndTheProjectsRules) {
   }
   const Table& p = *single_->Find("attention_power");
   ASSERT_FALSE(p.rows.empty());
-  std::map<std::string, double> most;  // platform/mutation -> largest accepted share, N(0, 1) inputs.
+  std::map<std::string, double> most, prob;  // platform/mutation -> largest accepted share, N(0, 1) inputs.
   int causal_rows = 0;
   for (const auto& row : p.rows) {
     const std::string mutation = Str(p, row, "mutation");
@@ -738,6 +740,8 @@ TEST_F(AttentionSweepTest, PowerAgainstTheMutantsAndTheProjectsRules) {
     const std::string key = Str(p, row, "platform") + "/" + mutation;
     most.try_emplace(key, 0.0);
     most[key] = std::max(most[key], Num(p, row, "rec_accepts"));
+    prob.try_emplace(key, 0.0);
+    prob[key] = std::max(prob[key], Num(p, row, "prob_accepts"));
   }
   EXPECT_EQ(causal_rows, 4 * 5);  // Causal units x models.
   // Bugs that move every output by far more than any model's rounding: no case passes any
@@ -752,6 +756,15 @@ TEST_F(AttentionSweepTest, PowerAgainstTheMutantsAndTheProjectsRules) {
   // FlashAttention-2's bfloat16 with its float32 softmax).
   EXPECT_EQ(most["torch-math-sdpa-cpu-f32/softmax_wrong_axis"], 0.0);
   EXPECT_EQ(most["flash-attention2-cuda-bf16/softmax_wrong_axis"], 0.0);
+  // The probabilistic recommendation, sized by the typical error rather than the worst case,
+  // catches the softmax over the wrong axis for every model.
+  for (const char* model : {"torch-math-sdpa-cpu-f32", "torch-math-sdpa-cpu-bf16", "flash-attention2-cuda-bf16",
+                            "flash-attention2-cuda-f16", "nki-flash-fwd-bf16"}) {
+    for (const char* m : {"scale_twice", "scale_missing", "causal_mask_missing", "k_transposed_read",
+                          "softmax_wrong_axis"}) {
+      EXPECT_EQ(prob[std::string(model) + "/" + m], 0.0) << model << " " << m;
+    }
+  }
 }
 
 TEST_F(AttentionSweepTest, CrossPairsStayWithinTheSumOfTheBounds) {
