@@ -158,7 +158,7 @@ const std::vector<std::string>& ValidCompositeDistributions();
 // alignment of every rounding error, so models that round the scores to the input format
 // (PyTorch's math SDPA in bfloat16) or take a loose exponential (NKI's ScalarE) get loose
 // recommendations. Beside it, a probabilistic recommendation (prob_rtol, prob_atol) covers
-// max(factor * |y_i - x_i|, p_i), p_i = lambda sigma_i + ulp(x_i) / 2, sigma_i the standard
+// max(factor * |y_i - x_i|, p_i), p_i = min(lambda sigma_i + ulp(x_i) / 2, B_i), sigma_i the standard
 // deviation of the model's error with every rounding error independent and uniform in +-u
 // (variance u^2 / 3), to first order: the scores' errors (the input roundings of the scale
 // placement, u_in per product term, two for Q and K times sqrt(scale); the compute-format dot,

@@ -525,7 +525,9 @@ absl::Status RunAttentionUnit(const AttentionUnit& u, int64_t unit_index, const 
       ulp.push_back(err / ulp_x);
       err_abs.push_back(std::fabs(run->y[i] - x.nearest));
       ref.push_back(std::fabs(x.nearest));
-      const double p_i = spec.lambda * run->sigma[i] + ulp_x / 2;
+      // Capped by the bound, which no error exceeds (lambda sigma can, when few keys dominate).
+      const double estimate = spec.lambda * run->sigma[i] + ulp_x / 2;
+      const double p_i = std::isnan(run->bound[i]) ? estimate : std::min(estimate, run->bound[i]);
       prob = std::max(prob, p_i);
       e_prob.push_back(std::max(spec.factor * err, p_i));
       if (std::isnan(run->bound[i])) {  // The model gives no bound: covered by the observed error only.

@@ -224,8 +224,8 @@ Table AttentionTable() {
       F("abs_max", "", "max |y - x| of the emulated output"),
       F("bound_ulp", "ulp", "max over elements of the model's bound B / ulp(x)"),
       F("bound_abs", "", "max over elements of B"),
-      F("prob_abs", "", "max over elements of the probabilistic estimate lambda sigma_i + ulp(x)/2 "
-                        "(sweep.h, [attention]; sigma_i about u |V| / sqrt(ESS))"),
+      F("prob_abs", "", "max over elements of the probabilistic estimate min(lambda sigma_i + "
+                        "ulp(x)/2, B_i) (sweep.h, [attention]; sigma_i about u |V| / sqrt(ESS))"),
       F("prob_rtol", "", "probabilistic recommendation: rtol covering max(factor * observed, the "
                          "estimate) per element"),
       F("prob_atol", "", "probabilistic recommendation: atol"),
