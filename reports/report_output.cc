@@ -418,7 +418,7 @@ void AttentionSection(const Report& report, std::string& out) {
     out += "\n" + x->description + " Per pair, distribution and S, the largest over head dimensions and "
            "masks:\n\n";
     struct Far {
-      double diff = 0, diff_ulp = 0, allowed = 0, rtol = 0, atol = 0;
+      double diff = 0, diff_ulp = 0, allowed = 0, rtol = 0, atol = 0, prtol = 0, patol = 0;
     };
     using XKey = std::tuple<std::string, std::string, std::string, int64_t>;
     std::map<XKey, Far> far;
@@ -434,15 +434,17 @@ void AttentionSection(const Report& report, std::string& out) {
       f.allowed = std::max(f.allowed, v.Num("allowed_ulp_max"));
       f.rtol = std::max(f.rtol, v.Num("rec_rtol"));
       f.atol = std::max(f.atol, v.Num("rec_atol"));
+      f.prtol = std::max(f.prtol, v.Num("prob_rtol"));
+      f.patol = std::max(f.patol, v.Num("prob_atol"));
     }
     rows.clear();
     for (const XKey& key : keys) {
       const Far& f = far[key];
       rows.push_back({std::get<0>(key), std::get<1>(key), std::get<2>(key), std::to_string(std::get<3>(key)),
-                      G3(f.diff), G3(f.diff_ulp), G3(f.allowed), G3(f.rtol), G3(f.atol)});
+                      G3(f.diff), G3(f.diff_ulp), G3(f.allowed), G3(f.rtol), G3(f.atol), G3(f.prtol), G3(f.patol)});
     }
     MdTable(out, {"reference", "port", "distribution", "S", "max diff", "max diff (ULP)", "allowed (ULP)", "rtol",
-                  "atol"},
+                  "atol", "prob. rtol", "prob. atol"},
             rows);
   }
   out += "\nEvery row: attention.csv, attention_power.csv, attention_cross.csv.\n\n";

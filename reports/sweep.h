@@ -184,7 +184,9 @@ const std::vector<std::string>& ValidCompositeDistributions();
 // block; a row of <= 64 keys is unchanged), row_sum_bfloat16 (the row sum of the exponentials
 // accumulated in bfloat16, RNE), k_transposed_read (K's S x D buffer read as D x S: Q K instead of
 // Q K^T when S = D), softmax_wrong_axis (normalized over the queries that attend each key).
-// Cross pairs: two models of one input format on the same inputs, |y_a - y_b| against B_a + B_b.
+// Cross pairs: two models of one input format on the same inputs, |y_a - y_b| against B_a + B_b;
+// (rtol, atol) covering max(factor |y_a - y_b|, B_a + B_b) against |y_a|, and the probabilistic
+// pair covering max(factor |y_a - y_b|, min(lambda sqrt(sigma_a^2 + sigma_b^2) + ulp(x), B_a + B_b)).
 struct AttentionSweepSpec {
   std::vector<int64_t> lengths;             // S.
   std::vector<int64_t> head_dims;           // D = D_v.

@@ -621,7 +621,7 @@ absl::Status RunAttentionUnit(const AttentionUnit& u, int64_t unit_index, const 
     if (ra == runs.end() || rb == runs.end() || ra->second.group != rb->second.group) continue;
     const Group& g = *ra->second.group;
     const FormatSpec& out = *ra->second.model->output;
-    std::vector<double> e, ref;
+    std::vector<double> e, e_prob, ref;
     double diff_abs = 0, diff_ulp = 0, allowed_ulp = 0;
     for (size_t i = 0; i < g.exact.size(); ++i) {
       const double ba = ra->second.bound[i], bb = rb->second.bound[i];
@@ -633,9 +633,15 @@ absl::Status RunAttentionUnit(const AttentionUnit& u, int64_t unit_index, const 
       diff_ulp = std::max(diff_ulp, diff / ulp);
       allowed_ulp = std::max(allowed_ulp, allowed / ulp);
       e.push_back(std::max(spec.factor * diff, allowed));
+      // The two estimates' errors independent; each output rounded (half an ulp each); capped by
+      // the bounds' sum.
+      const double sa = ra->second.sigma[i], sb = rb->second.sigma[i];
+      e_prob.push_back(
+          std::max(spec.factor * diff, std::min(spec.lambda * std::sqrt(sa * sa + sb * sb) + ulp, allowed)));
       ref.push_back(std::fabs(ra->second.y[i]));
     }
     const auto [rtol, atol] = CoveringRtolAtol(e, ref);
+    const auto [prob_rtol, prob_atol] = CoveringRtolAtol(e_prob, ref);
     tables.attention_cross.rows.push_back(RowBuilder(tables.attention_cross)
                                               .Set("unit", unit_index)
                                               .Set("item", cross_item++)
@@ -651,6 +657,8 @@ absl::Status RunAttentionUnit(const AttentionUnit& u, int64_t unit_index, const 
                                               .Set("allowed_ulp_max", allowed_ulp)
                                               .Set("rec_rtol", rtol)
                                               .Set("rec_atol", atol)
+                                              .Set("prob_rtol", prob_rtol)
+                                              .Set("prob_atol", prob_atol)
                                               .Build());
   }
   return absl::OkStatus();

@@ -289,6 +289,9 @@ Table AttentionCrossTable() {
       F("rec_rtol", "", "recommended rtol for the port against the reference (accepts every "
                         "conforming pair)"),
       F("rec_atol", "", "recommended atol"),
+      F("prob_rtol", "", "probabilistic rtol: covers max(factor * diff, min(lambda sqrt(sigma_a^2 + "
+                         "sigma_b^2) + ulp(x), B_a + B_b))"),
+      F("prob_atol", "", "probabilistic atol"),
   };
   return t;
 }

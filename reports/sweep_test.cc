@@ -777,6 +777,7 @@ TEST_F(AttentionSweepTest, CrossPairsStayWithinTheSumOfTheBounds) {
   for (const auto& row : x.rows) {
     EXPECT_LE(Num(x, row, "diff_ulp_max"), Num(x, row, "allowed_ulp_max"));
     EXPECT_GT(Num(x, row, "rec_rtol") + Num(x, row, "rec_atol"), 0);
+    EXPECT_GT(Num(x, row, "prob_rtol") + Num(x, row, "prob_atol"), 0);
   }
 }
 
