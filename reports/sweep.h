@@ -169,12 +169,17 @@ const std::vector<std::string>& ValidCompositeDistributions();
 // u |V| / sqrt(ESS): it shrinks with S and grows as the softmax peaks. prob_abs = max_i p_i.
 // Criteria compared on every case (the emulated conforming output, and each mutant):
 //   rec       the row's recommended rtol/atol against the exact value;
+//   prob      the probabilistic recommendation, likewise;
 //   nki       nki-library's attention_cte test: maxAllClose(rtol = 2e-2, atol = 1e-5), mode "max":
 //             |a - b| <= atol + rtol * max|b| over the case, b = the float32 reference cast to
 //             the dtype (here: the exact value correctly rounded to the output format);
 //   allclose  np.allclose(a, b, rtol = 2e-2, atol = 1e-5): |b| per element instead;
-//   fa        FlashAttention's test (tests/test_flash_attn.py): max|a - b| <= 2 max|pt - b| +
-//             1e-5, pt = the same-dtype PyTorch reference (attention_ref(upcast=False,
+//   fa        FlashAttention's test (Dao-AILab/flash-attention tests/test_flash_attn.py, commit
+//             0251105a, line 1556 in test_flash_attn_causal; test_flash_attn_output, line 1121,
+//             omits the 1e-5; hopper/test_flash_attn.py, line 285, adds fwd_atol = 2 max|(b +
+//             0.3 - 0.3) - b| instead): max|a - b| <= 2
+//             max|pt - b| + 1e-5, b = the float32 reference cast to the dtype (here as for nki),
+//             pt = the same-dtype PyTorch reference (attention_ref(upcast=False,
 //             reorder_ops=True): K / sqrt(D), scores, softmax and output each rounded to the
 //             dtype; emulated in binary64 with one rounding per step), differences rounded to the
 //             dtype as PyTorch subtracts them.
