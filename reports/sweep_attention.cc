@@ -475,11 +475,22 @@ absl::StatusOr<std::vector<AttentionModel>> LoadAttentionSweepModels(const Sweep
   }
   const std::vector<std::string>& formats = spec.attention.input_formats;
   for (const std::string& p : spec.attention.platforms) {
-    auto it = by_name.find(p);
-    if (it == by_name.end()) {
+    if (by_name.find(p) == by_name.end()) {
       return absl::InvalidArgumentError(Cat(spec.source, ": attention.platforms: unknown attention model '", p,
                                             "' in ", dir, " (valid: ", Join(names, ", "), ")"));
     }
+  }
+  for (const auto& [a, b] : spec.attention.cross) {  // Both are platforms (ParseSweepSpec checked).
+    const AttentionModel& ma = (*all)[by_name.at(a)];
+    const AttentionModel& mb = (*all)[by_name.at(b)];
+    if (ma.input != mb.input) {
+      return absl::InvalidArgumentError(Cat(spec.source, ": attention.cross: '", a, "' takes ", ma.input->name,
+                                            " inputs, '", b, "' ", mb.input->name,
+                                            ": a pair compares two models on the same inputs"));
+    }
+  }
+  for (const std::string& p : spec.attention.platforms) {
+    auto it = by_name.find(p);
     const AttentionModel& m = (*all)[it->second];
     if (!formats.empty() && std::find(formats.begin(), formats.end(), m.input->name) == formats.end()) continue;
     out.push_back(m);

@@ -38,7 +38,8 @@ struct AttentionUnit {
 std::vector<AttentionUnit> MakeAttentionUnits(const AttentionSweepSpec& spec);
 
 // The models spec.attention.platforms names, from `dir`, in that order (only those whose input
-// format is in spec.attention.input_formats when that is set).
+// format is in spec.attention.input_formats when that is set). Errors: an unknown name, a cross
+// pair of two models with different input formats.
 absl::StatusOr<std::vector<composite::AttentionModel>> LoadAttentionSweepModels(const SweepSpec& spec,
                                                                                const std::string& dir);
 

@@ -825,6 +825,11 @@ TEST(AttentionSweepErrorsTest, ErrorsNameTheSweepFileAndKey) {
   absl::StatusOr<Report> r = RunAttention(with("[\"torch-math-sdpa-cpu-f32\"", "[\"torch-math-sdpa-cpu-f33\""));
   EXPECT_NE(r.status().message().find("attention.platforms: unknown attention model 'torch-math-sdpa-cpu-f33'"),
             std::string::npos) << r.status();
+  r = RunAttention(with("[\"torch-math-sdpa-cpu-bf16\", \"flash-attention2-cuda-bf16\"]",
+                        "[\"torch-math-sdpa-cpu-f32\", \"flash-attention2-cuda-bf16\"]"));
+  EXPECT_NE(r.status().message().find("a.toml: attention.cross: 'torch-math-sdpa-cpu-f32' takes float32 inputs, "
+                                      "'flash-attention2-cuda-bf16' bfloat16"),
+            std::string::npos) << r.status();
 }
 
 }  // namespace
