@@ -181,7 +181,7 @@ CLI::App* AddToleranceCommand(CLI::App& root, ToleranceOptions& o) {
       "report.html). With no arguments: the standard rubric table.");
   app->add_option("--sweep", o.sweep, "Sweep file (default: the standard one, "
                                       "reports/standard_sweep.toml)");
-  app->add_option("--ops", o.ops, "Ops to run (comma list): matmul, sum, quantize, composite");
+  app->add_option("--ops", o.ops, "Ops to run (comma list): matmul, sum, quantize, composite, attention");
   app->add_option("--dtypes", o.dtypes, "Input dtypes (comma list; names of the sweep file's "
                                         "[[dtype]] tables and quantize formats)");
   app->add_option("--k", o.ks, "K values (comma list; each 1..16777216, decimal, distinct), "
@@ -227,6 +227,7 @@ CLI::App* AddToleranceCommand(CLI::App& root, ToleranceOptions& o) {
       "  fpconform tolerance --quick --out /tmp/r\n"
       "  fpconform tolerance --dtypes bfloat16 --platforms nvidia-h100-bf16,trainium2-bf16 "
       "--k 1024,4096\n"
+      "  fpconform tolerance --ops attention --out /tmp/attn   # attention's rows only\n"
       "  fpconform tolerance --shard 1/4 --out shard1   # ... shards 2..4 elsewhere, then:\n"
       "  fpconform merge shard1 shard2 shard3 shard4 --out report\n"
       "\n"
@@ -270,6 +271,7 @@ int RunToleranceCommand(const ToleranceOptions& o) {
   reports::SweepOptions options;
   options.models_dir = ResolveModelsDir(o.models_dir);
   options.composite_models_dir = DefaultCompositeModelsDir();
+  options.attention_models_dir = DefaultAttentionModelsDir();
   options.threads = o.threads > 0 ? o.threads
                                   : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   // Without --threads, fewer workers where the sweep's memory estimate needs it (sweep.h,
@@ -325,9 +327,12 @@ int RunToleranceCommand(const ToleranceOptions& o) {
   const double elapsed =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const reports::Table* tol = report->Find("tolerance");
-  std::fprintf(stderr, "fpconform tolerance: %zu tolerance rows in %s (%d threads) -> %s/\n",
-               tol != nullptr ? tol->rows.size() : size_t{0}, Duration(elapsed).c_str(),
-               threads_used, o.out.c_str());
+  const reports::Table* attention = report->Find("attention");
+  const size_t attention_rows = attention != nullptr ? attention->rows.size() : 0;
+  std::fprintf(stderr, "fpconform tolerance: %zu tolerance rows%s in %s (%d threads) -> %s/\n",
+               tol != nullptr ? tol->rows.size() : size_t{0},
+               attention_rows > 0 ? (", " + std::to_string(attention_rows) + " attention rows").c_str() : "",
+               Duration(elapsed).c_str(), threads_used, o.out.c_str());
   return kExitOk;
 }
 

@@ -316,6 +316,140 @@ void CompositeSection(const Report& report, std::string& out) {
   out += "\nEvery row: composite.csv, composite_power.csv, composite_cross.csv.\n\n";
 }
 
+// Attention's tables, summarized: per (model, distribution, S) the largest recommendation and
+// false-alarm share over head dimensions and masks (with the smallest median ESS); per (model,
+// mutation, distribution) the largest share each criterion accepts, one value per S; per (pair, distribution, S) the cross
+// pairs' largest distance and recommendation (every row is in attention.csv,
+// attention_power.csv, attention_cross.csv).
+void AttentionSection(const Report& report, std::string& out) {
+  const Table* a = report.Find("attention");
+  if (a == nullptr || a->rows.empty()) return;
+  out += "## " + a->title + "\n\n" + a->description + "\n\n";
+  out += "Criteria: rec = the row's recommendation against the exact value (covers every output the model "
+         "admits); prob. = the probabilistic one (covers the model's typical error, lambda standard deviations, "
+         "sweep.h); nki = nki-library's "
+         "attention test (maxAllClose, rtol 2e-2, atol 1e-5, |b| = max over the case); allclose = "
+         "np.allclose with the same numbers; fa = FlashAttention's test (max error <= 2 x that of a "
+         "same-dtype PyTorch reference + 1e-5). Per (model, distribution, S), the worst over head "
+         "dimensions and masks:\n\n";
+  struct Worst {
+    std::string dtype;
+    double ess = INFINITY, ulp = 0, bound = 0, rec = 0, rtol = 0, atol = 0, prtol = 0, patol = 0, nki = 0, allclose = 0,
+           fa = 0;
+  };
+  using Key = std::tuple<std::string, std::string, int64_t>;
+  std::map<Key, Worst> worst;
+  std::vector<Key> order;
+  for (const auto& row : a->rows) {
+    const RowView v{*a, row};
+    const Key key{v.Str("platform"), v.Str("distribution"), v.Int("s")};
+    auto [it, fresh] = worst.try_emplace(key);
+    if (fresh) order.push_back(key);
+    Worst& w = it->second;
+    w.dtype = v.Str("dtype");
+    w.ess = std::min(w.ess, v.Num("ess_median"));
+    w.ulp = std::max(w.ulp, v.Num("ulp_max"));
+    w.bound = std::max(w.bound, v.Num("bound_ulp"));
+    w.rec = std::max(w.rec, v.Num("rec_ulp"));
+    w.rtol = std::max(w.rtol, v.Num("rec_rtol"));
+    w.atol = std::max(w.atol, v.Num("rec_atol"));
+    w.prtol = std::max(w.prtol, v.Num("prob_rtol"));
+    w.patol = std::max(w.patol, v.Num("prob_atol"));
+    w.nki = std::max(w.nki, v.Num("nki_rejects"));
+    w.allclose = std::max(w.allclose, v.Num("allclose_rejects"));
+    w.fa = std::max(w.fa, v.Num("fa_rejects"));
+  }
+  std::vector<std::vector<std::string>> rows;
+  for (const Key& key : order) {
+    const Worst& w = worst[key];
+    rows.push_back({std::get<0>(key), w.dtype, std::get<1>(key), std::to_string(std::get<2>(key)), G3(w.ess),
+                    G3(w.ulp), G3(w.bound), G3(w.rec), G3(w.rtol), G3(w.atol), G3(w.prtol), G3(w.patol), G3(w.nki),
+                    G3(w.allclose), G3(w.fa)});
+  }
+  MdTable(out, {"model", "dtype", "distribution", "S", "ESS (median)", "max ULP (model)", "bound (ULP)",
+                "max ULP (rec.)", "rtol", "atol", "prob. rtol", "prob. atol", "nki rejects", "allclose rejects",
+                "fa rejects"},
+          rows);
+  if (const Table* p = report.Find("attention_power"); p != nullptr && !p->rows.empty()) {
+    struct Most {
+      double rec = -1, prob = -1, nki = -1, allclose = -1, fa = -1;
+    };
+    std::set<int64_t> lengths;
+    using PKey = std::tuple<std::string, std::string, std::string>;
+    std::map<PKey, std::map<int64_t, Most>> most;
+    std::vector<PKey> keys;
+    for (const auto& row : p->rows) {
+      const RowView v{*p, row};
+      const PKey key{v.Str("platform"), v.Str("mutation"), v.Str("distribution")};
+      auto [it, fresh] = most.try_emplace(key);
+      if (fresh) keys.push_back(key);
+      lengths.insert(v.Int("s"));
+      Most& m = it->second[v.Int("s")];
+      if (!v.Has("rec_accepts")) continue;
+      m.rec = std::max(m.rec, v.Num("rec_accepts"));
+      m.prob = std::max(m.prob, v.Num("prob_accepts"));
+      m.nki = std::max(m.nki, v.Num("nki_accepts"));
+      m.allclose = std::max(m.allclose, v.Num("allclose_accepts"));
+      m.fa = std::max(m.fa, v.Num("fa_accepts"));
+    }
+    std::vector<std::string> s_list;
+    for (int64_t n : lengths) s_list.push_back(std::to_string(n));
+    out += "\n" + p->description + " Per S = " + Join(s_list, " / ") +
+           ", the largest share over head dimensions and masks (n/a: no case changed):\n\n";
+    rows.clear();
+    for (const auto& key : keys) {
+      std::vector<std::string> row = {std::get<0>(key), std::get<1>(key), std::get<2>(key)};
+      for (double Most::*field : {&Most::rec, &Most::prob, &Most::nki, &Most::allclose, &Most::fa}) {
+        std::vector<std::string> cells;
+        for (int64_t n : lengths) {
+          auto it = most[key].find(n);
+          const double x = it == most[key].end() ? -1 : it->second.*field;
+          cells.push_back(x < 0 ? std::string("n/a") : G3(x));
+        }
+        row.push_back(Join(cells, " / "));
+      }
+      rows.push_back(std::move(row));
+    }
+    MdTable(out, {"model", "mutation", "distribution", "rec accepts", "prob. accepts", "nki accepts", "allclose accepts",
+                  "fa accepts"},
+            rows);
+  }
+  if (const Table* x = report.Find("attention_cross"); x != nullptr && !x->rows.empty()) {
+    out += "\n" + x->description + " Per pair, distribution and S, the largest over head dimensions and "
+           "masks:\n\n";
+    struct Far {
+      double diff = 0, diff_ulp = 0, allowed = 0, rtol = 0, atol = 0, prtol = 0, patol = 0;
+    };
+    using XKey = std::tuple<std::string, std::string, std::string, int64_t>;
+    std::map<XKey, Far> far;
+    std::vector<XKey> keys;
+    for (const auto& row : x->rows) {
+      const RowView v{*x, row};
+      const XKey key{v.Str("platform_a"), v.Str("platform_b"), v.Str("distribution"), v.Int("s")};
+      auto [it, fresh] = far.try_emplace(key);
+      if (fresh) keys.push_back(key);
+      Far& f = it->second;
+      f.diff = std::max(f.diff, v.Num("diff_abs_max"));
+      f.diff_ulp = std::max(f.diff_ulp, v.Num("diff_ulp_max"));
+      f.allowed = std::max(f.allowed, v.Num("allowed_ulp_max"));
+      f.rtol = std::max(f.rtol, v.Num("rec_rtol"));
+      f.atol = std::max(f.atol, v.Num("rec_atol"));
+      f.prtol = std::max(f.prtol, v.Num("prob_rtol"));
+      f.patol = std::max(f.patol, v.Num("prob_atol"));
+    }
+    rows.clear();
+    for (const XKey& key : keys) {
+      const Far& f = far[key];
+      rows.push_back({std::get<0>(key), std::get<1>(key), std::get<2>(key), std::to_string(std::get<3>(key)),
+                      G3(f.diff), G3(f.diff_ulp), G3(f.allowed), G3(f.rtol), G3(f.atol), G3(f.prtol), G3(f.patol)});
+    }
+    MdTable(out, {"reference", "port", "distribution", "S", "max diff", "max diff (ULP)", "allowed (ULP)", "rtol",
+                  "atol", "prob. rtol", "prob. atol"},
+            rows);
+  }
+  out += "\nEvery row: attention.csv, attention_power.csv, attention_cross.csv.\n\n";
+}
+
 }  // namespace
 
 std::string ToMarkdown(const Report& report) {
@@ -470,6 +604,7 @@ std::string ToMarkdown(const Report& report) {
             rows);
   }
   CompositeSection(report, out);
+  AttentionSection(report, out);
   out += "Full data: report.csv (tolerance rows), cross_platform.csv, power.csv, quantize.csv, "
          "rubric.csv, defaults.csv, report.json (all tables; schema in README.md).\n\n";
   out += "## Provenance\n\nEverything needed to reproduce this report:\n\n";

@@ -27,12 +27,14 @@
 #include "base/hash.h"
 #include "reports/mutations.h"
 #include "reports/stats.h"
+#include "reports/sweep_attention.h"
 #include "reports/sweep_composite.h"
 #include "reports/sweep_tables.h"
 
 namespace fpconform::reports {
 namespace {
 
+using sweep_internal::AttentionUnit;
 using sweep_internal::CompositeUnit;
 using sweep_internal::DescribeTables;
 using sweep_internal::SweepTables;
@@ -171,7 +173,7 @@ struct PlatformInfo {
 };
 
 struct Unit {
-  std::string op;     // matmul | sum | quantize | composite
+  std::string op;     // matmul | sum | quantize | composite | attention
   const DtypeSpec* dtype = nullptr;
   std::string dist;
   int64_t k = 0;
@@ -179,8 +181,12 @@ struct Unit {
   std::vector<std::string> platforms;  // Tolerance rows, in order.
   std::vector<const CrossSpec*> cross;
   CompositeUnit composite;             // op composite.
+  AttentionUnit attention;             // op attention.
   std::string Label() const {
     if (op == "composite") return Cat("composite ", composite.fn, " ", dist, " n=", k);
+    if (op == "attention") {
+      return Cat("attention ", dist, " S=", attention.s, " D=", attention.d, attention.causal ? " causal" : "");
+    }
     return op == "quantize" ? Cat("quantize ", dist)
                             : Cat(op, " ", dtype->name, " ", dist, " K=", k);
   }
@@ -470,6 +476,14 @@ UnitMemory EstimateUnitMemory(const Unit& u, const SweepSpec& spec, const Sweepe
     m.max_threads = 1;
     return m;
   }
+  if (u.op == "attention") {  // Per input format: Q K V |V| (S x D), the measured rows' mask
+                               // (rows x S) and about 16 + 3 P values per measured element.
+    const AttentionUnit& a = u.attention;
+    const auto p = static_cast<int64_t>(spec.attention.platforms.size());
+    m.shared = p * (8 * 5 * a.s * a.d + a.rows * a.s + 8 * a.rows * a.d * (16 + 3 * p));
+    m.max_threads = 1;
+    return m;
+  }
   if (u.op == "quantize") {
     const auto f = static_cast<int64_t>(spec.quantize_formats.size());
     m.shared = u.samples * u.k * (kQuantizeBytesPerElement + kQuantizeBytesPerElementFormat * f);
@@ -514,11 +528,13 @@ absl::StatusOr<int> FitThreads(const std::vector<Unit>& units, const SweepOption
           u.op == "quantize"    ? Cat(u.samples, " samples x ", u.k, " elements x ",
                                        spec.quantize_formats.size(), " formats")
           : u.op == "composite" ? Cat(u.samples, " samples x ", u.k, " elements")
+          : u.op == "attention" ? Cat(u.samples, " rows of S = ", u.k)
               : Cat(MiB(m.per_thread), " per worker thread at K = ", u.k, ", ", t,
                     t == 1 ? " thread" : " threads"),
           "), more than the ", MiB(kSweepMemoryBudgetBytes),
           " a sweep may use (reports/sweep.h, \"Memory\"); ",
           u.op == "quantize" || u.op == "composite" ? "use fewer samples or elements"
+          : u.op == "attention"                      ? "use a smaller S or fewer platforms"
                              : "use fewer threads (--threads) or a smaller K"));
     }
   }
@@ -539,6 +555,7 @@ struct SweepPlan {
   std::map<std::string, Model> models;
   std::vector<std::pair<std::string, std::string>> model_files;  // ("model <name>", hash).
   std::vector<composite::CompositeModel> composite_models;        // [composite] platforms.
+  std::vector<composite::AttentionModel> attention_models;        // [attention] platforms.
   std::vector<Unit> units;
 };
 
@@ -600,6 +617,18 @@ absl::Status LoadSweepModels(const ModelCatalog& catalog, const std::string& mod
 std::vector<Unit> MakeUnits(const SweepSpec& spec) {
   std::vector<Unit> units;
   for (const std::string& op : spec.ops) {
+    if (op == "attention") {
+      for (const AttentionUnit& au : sweep_internal::MakeAttentionUnits(spec.attention)) {
+        Unit u;
+        u.op = op;
+        u.dist = au.dist;
+        u.k = au.s;
+        u.samples = static_cast<int>(au.rows);
+        u.attention = au;
+        units.push_back(std::move(u));
+      }
+      continue;
+    }
     if (op == "composite") {
       for (const CompositeUnit& cu : sweep_internal::MakeCompositeUnits(spec.composite)) {
         Unit u;
@@ -688,6 +717,20 @@ std::vector<std::pair<std::string, std::string>> SweepProvenance(const SweepPlan
                  "e_i = max(factor * |y_i - x_i|, B_i), B_i = the model's bound; rec_ulp = max e_i / "
                  "ulp(x_i); (rtol, atol) covering every e_i with the least atol + rtol * median |x|; "
                  "mutants in binary64, rounded once to the output format"});
+  }
+  if (!plan.attention_models.empty()) {
+    std::vector<std::string> names;
+    for (const composite::AttentionModel& m : plan.attention_models) names.push_back(m.name);
+    const AttentionSweepSpec& a = spec.attention;
+    p.push_back({"attention models", Cat(options.attention_models_dir, ": ", Join(names, ","))});
+    p.push_back({"attention units", Cat("lengths ", Join(a.lengths, ","), "; head_dims ", Join(a.head_dims, ","),
+                                        "; masks ", Join(a.masks, ","), "; distributions ", Join(a.distributions, ","),
+                                        "; rows ", a.rows, "; cases ", a.cases)});
+    p.push_back({"attention rule",
+                 "e_i = max(factor * |y_i - x_i|, B_i), B_i = the model's bound; rec_ulp = max e_i / ulp(x_i); "
+                 "(rtol, atol) covering every e_i with the least atol + rtol * median |x|; mutants in binary64, "
+                 "rounded once to the output format; nki = maxAllClose(rtol 2e-2, atol 1e-5, mode max); "
+                 "fa = max|a - b| <= 2 max|pt - b| + 1e-5"});
   }
   if (options.shard_count > 1 || options.record_shard) {
     p.push_back({"shard", Cat(options.shard_index + 1, "/", options.shard_count)});
@@ -1092,6 +1135,12 @@ absl::StatusOr<Report> RunSweep(const SweepSpec& input_spec, const SweepOptions&
     if (!cm.ok()) return cm.status();
     plan.composite_models = *std::move(cm);
   }
+  if (std::find(plan.spec.ops.begin(), plan.spec.ops.end(), "attention") != plan.spec.ops.end()) {
+    absl::StatusOr<std::vector<composite::AttentionModel>> am =
+        sweep_internal::LoadAttentionSweepModels(plan.spec, options.attention_models_dir);
+    if (!am.ok()) return am.status();
+    plan.attention_models = *std::move(am);
+  }
 
   Report report;
   report.provenance = SweepProvenance(plan, options);
@@ -1114,7 +1163,10 @@ absl::StatusOr<Report> RunSweep(const SweepSpec& input_spec, const SweepOptions&
     const Unit& u = plan.units[ui];
     const int64_t unit_index = static_cast<int64_t>(ui);
     const absl::Status s =
-        u.op == "composite"
+        u.op == "attention"
+            ? sweep_internal::RunAttentionUnit(u.attention, unit_index, plan.spec, plan.attention_models, threads,
+                                               options.cancelled, tables)
+        : u.op == "composite"
             ? sweep_internal::RunCompositeUnit(u.composite, unit_index, plan.spec, plan.composite_models,
                                                threads, options.cancelled, tables)
         : u.op == "quantize"
@@ -1128,7 +1180,8 @@ absl::StatusOr<Report> RunSweep(const SweepSpec& input_spec, const SweepOptions&
   report.tables = {std::move(tables.tol),       std::move(tables.cross),
                    std::move(tables.power),     std::move(tables.quant),
                    std::move(tables.composite), std::move(tables.composite_power),
-                   std::move(tables.composite_cross)};
+                   std::move(tables.composite_cross), std::move(tables.attention),
+                   std::move(tables.attention_power), std::move(tables.attention_cross)};
   return report;
 }
 

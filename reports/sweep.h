@@ -3,7 +3,8 @@
 // each output against the exact oracle, and turns the observations into recommended tolerances
 // with their power against known-wrong variants. The result is a Report (report.h) with the
 // tables "tolerance", "cross_platform", "power", "quantize", the composite kernels' "composite",
-// "composite_power" and "composite_cross" ([composite] below), and the summaries "defaults" and
+// "composite_power" and "composite_cross" ([composite] below), attention's "attention",
+// "attention_power" and "attention_cross" ([attention] below), and the summaries "defaults" and
 // "rubric"; ToMarkdown renders the rubric-ready report.md.
 //
 // What is swept is data: a sweep file (TOML; the standard one is reports/standard_sweep.toml,
@@ -136,6 +137,75 @@ struct CompositeSweepSpec {
 };
 const std::vector<std::string>& ValidCompositeDistributions();
 
+// [attention] (op "attention", sweep_attention.cc): attention's rows (issue 27 section 4). A unit
+// is (distribution, S, D, mask): Q, K, V of S x D drawn once per unit (streams DeriveSeed(seed,
+// {FNV-1a of "attention/<distribution>", S, D, operand}), operands Q K V = 0 1 2, the same draws
+// for both masks) and rounded to each listed model's input format:
+//   normal   Q, K, V ~ N(0, 1)
+//   peaked   Q ~ N(0, 8^2), K, V ~ N(0, 1): scaled scores of standard deviation 8, a softmax near
+//            one-hot (effective sample size ESS = 1 / sum_j P_j^2 near 1)
+// The scale is 1/sqrt(D) (exact, as SDPA's default); mask "causal" is top-left aligned. `rows`
+// query rows evenly spaced over [0, S) are measured (row r: floor((2r + 1) S / (2 rows))), split
+// round-robin into `cases` cases: a case is what one test compares (row r in case r % cases).
+// The measured rows form a problem of their own (rows x S queries against all keys), their causal
+// mask given as the boolean mask j <= i of their own query index i, which the oracle and the
+// models treat exactly as is_causal (oracles/attention.h).
+// Per model (composite/attention_models): its emulated output against the exact value
+// (oracles/attention.h) and its bound B per element (the largest distance from the exact value
+// to an output the model admits: composite/attention_model.h). Rule, as [composite]'s: e_i =
+// max(factor * |y_i - x_i|, B_i); rec_ulp = max e_i / ulp(x_i); (rtol, atol) = the pair covering
+// every e_i with the least atol + rtol * median |x|. The bound is a worst case over every
+// alignment of every rounding error, so models that round the scores to the input format
+// (PyTorch's math SDPA in bfloat16) or take a loose exponential (NKI's ScalarE) get loose
+// recommendations. Beside it, a probabilistic recommendation (prob_rtol, prob_atol) covers
+// max(factor * |y_i - x_i|, p_i), p_i = min(lambda sigma_i + ulp(x_i) / 2, B_i), sigma_i the standard
+// deviation of the model's error with every rounding error independent and uniform in +-u
+// (variance u^2 / 3), to first order: the scores' errors (the input roundings of the scale
+// placement, u_in per product term, two for Q and K times sqrt(scale); the compute-format dot,
+// u_c scale sum_d |q_d k_jd|) and the exponential's (eps = exp_ulp 2^(1 - p_c)) move o_i by
+// sum_j P_j (ds_j + de_j) (V_jc - o_i); P's rounding (u_P) by sum_j P_j d_j V_jc (row sum of
+// unrounded P) or P_j d_j (V_jc - o_i) (rounded); the compute-format sums about u_c sqrt(n); the
+// normalization u_c (divide), 2 u_c (reciprocal), eps + 2 u_c (exp_lse). sigma_i is about
+// u |V| / sqrt(ESS): it shrinks with S and grows as the softmax peaks. prob_abs = max_i p_i.
+// Criteria compared on every case (the emulated conforming output, and each mutant):
+//   rec       the row's recommended rtol/atol against the exact value;
+//   prob      the probabilistic recommendation, likewise;
+//   nki       nki-library's attention_cte test: maxAllClose(rtol = 2e-2, atol = 1e-5), mode "max":
+//             |a - b| <= atol + rtol * max|b| over the case, b = the float32 reference cast to
+//             the dtype (here: the exact value correctly rounded to the output format);
+//   allclose  np.allclose(a, b, rtol = 2e-2, atol = 1e-5): |b| per element instead;
+//   fa        FlashAttention's test (Dao-AILab/flash-attention tests/test_flash_attn.py, commit
+//             0251105a, line 1556 in test_flash_attn_causal; test_flash_attn_output, line 1121,
+//             omits the 1e-5; hopper/test_flash_attn.py, line 285, adds fwd_atol = 2 max|(b +
+//             0.3 - 0.3) - b| instead): max|a - b| <= 2
+//             max|pt - b| + 1e-5, b = the float32 reference cast to the dtype (here as for nki),
+//             pt = the same-dtype PyTorch reference (attention_ref(upcast=False,
+//             reorder_ops=True): K / sqrt(D), scores, softmax and output each rounded to the
+//             dtype; emulated in binary64 with one rounding per step), differences rounded to the
+//             dtype as PyTorch subtracts them.
+// Mutants (binary64 from the same inputs, rounded once to the output format; power rows count
+// only the cases a mutant changes, `affected`): scale_twice (scale^2), scale_missing (scale 1),
+// causal_mask_missing (causal units), last_key_block_dropped (the keys of the row's last 64-key
+// block; a row of <= 64 keys is unchanged), row_sum_bfloat16 (the row sum of the exponentials
+// accumulated in bfloat16, RNE), k_transposed_read (K's S x D buffer read as D x S: Q K instead of
+// Q K^T when S = D), softmax_wrong_axis (normalized over the queries that attend each key).
+// Cross pairs: two models of one input format on the same inputs, |y_a - y_b| against B_a + B_b;
+// (rtol, atol) covering max(factor |y_a - y_b|, B_a + B_b) against |y_a|, and the probabilistic
+// pair covering max(factor |y_a - y_b|, min(lambda sqrt(sigma_a^2 + sigma_b^2) + ulp(x), B_a + B_b)).
+struct AttentionSweepSpec {
+  std::vector<int64_t> lengths;             // S.
+  std::vector<int64_t> head_dims;           // D = D_v.
+  std::vector<std::string> masks;           // none, causal.
+  std::vector<std::string> distributions;   // normal, peaked.
+  int64_t rows = 64;                        // Query rows measured per unit (at most S).
+  int64_t cases = 8;                        // Cases the rows are split into (at most rows).
+  std::vector<std::string> platforms;       // Attention model names.
+  std::vector<std::pair<std::string, std::string>> cross;  // (reference, port) model names.
+  // Set by ApplyFilter's dtypes: only models whose input format is one of these run.
+  std::vector<std::string> input_formats;
+};
+const std::vector<std::string>& ValidAttentionDistributions();
+
 // Memory model and budget (see "Memory" above).
 inline constexpr int64_t kSweepMemoryBudgetBytes = int64_t{8} << 30;
 inline constexpr int64_t kMatmulBytesPerTermPerPair = 64;
@@ -169,6 +239,7 @@ struct SweepSpec {
   std::vector<std::string> quantize_formats;  // Format names, e.g. float8_e4m3fn.
   int64_t quantize_elements = 4096;           // Elements per quantized tensor.
   CompositeSweepSpec composite;               // [composite]; used by op "composite".
+  AttentionSweepSpec attention;               // [attention]; used by op "attention".
 
   // Source positions, set by ParseSweepSpec; keys:
   //   "dtype/<dtype>"                 the dtype's name
@@ -211,6 +282,7 @@ absl::StatusOr<SweepSpec> ApplyFilter(SweepSpec spec, const SweepFilter& filter)
 struct SweepOptions {
   std::string models_dir;
   std::string composite_models_dir;  // The composite models (op "composite"; composite/models).
+  std::string attention_models_dir;  // The attention models (op "attention"; composite/attention_models).
   int threads = 1;
   // True: use fewer than `threads` workers where the memory estimate needs it (results do not
   // depend on the thread count); false: a sweep whose estimate exceeds the budget is an error.
@@ -235,7 +307,8 @@ struct SweepOptions {
 absl::StatusOr<Report> RunSweep(const SweepSpec& spec, const SweepOptions& options);
 
 // The row tables RunSweep writes ("tolerance", "cross_platform", "power", "quantize",
-// "composite", "composite_power", "composite_cross"), in that order, with their columns and no
+// "composite", "composite_power", "composite_cross", "attention", "attention_power",
+// "attention_cross"), in that order, with their columns and no
 // rows: the schema MergeReports checks shards against.
 std::vector<Table> SweepTableSchemas();
 

@@ -23,6 +23,7 @@
 #include "oracles/elementary.h"
 #include "base/hash.h"
 #include "reports/stats.h"
+#include "reports/sweep_rule.h"
 
 namespace fpconform::reports::sweep_internal {
 namespace {
@@ -43,12 +44,6 @@ bool IsAxisFunction(std::string_view fn) {
 bool PositiveDomain(std::string_view fn) { return fn == "log" || fn == "rsqrt" || fn == "reciprocal"; }
 
 double RoundValue(const FormatSpec& f, double v) { return ToDouble(f, DoubleToBits(f, v)); }
-
-// The spacing of format f at |x| (its subnormal spacing below the normal range).
-double UlpAt(const FormatSpec& f, double x) {
-  const int e = x == 0 ? f.d.emin : std::max(std::ilogb(x), f.d.emin);
-  return std::ldexp(1.0, e - f.fraction_bits);
-}
 
 double DrawValue(PinnedRng& rng, const std::string& dist, bool positive) {
   double v = rng.Normal();
@@ -275,47 +270,6 @@ absl::StatusOr<ModelRun> RunModel(const CompositeUnit& u, const CompositeModel& 
   return run;
 }
 
-// The rule of sweep.h: among the (rtol, atol) pairs that cover every e_i (e_i <= atol +
-// rtol |ref_i|), the one tightest at the median magnitude m: it minimizes
-// f(r) = max(0, max_i (e_i - r |ref_i|)) + r m, which is convex in r, so a ternary search on
-// log r (a monotone change of variable keeps it unimodal) over [min, max] of e_i / |ref_i|,
-// with r = 0 as the other candidate, finds it; atol = max(0, max_i (e_i - rtol |ref_i|)).
-std::pair<double, double> RtolAtol(const std::vector<double>& e, const std::vector<double>& ref) {
-  std::vector<double> mags, ratios;
-  for (size_t i = 0; i < e.size(); ++i) {
-    mags.push_back(std::fabs(ref[i]));
-    if (ref[i] != 0 && e[i] > 0) ratios.push_back(e[i] / std::fabs(ref[i]));
-  }
-  const double m = Summarize(mags).median;
-  auto atol_at = [&](double r) {
-    double a = 0;
-    for (size_t i = 0; i < e.size(); ++i) a = std::max(a, e[i] - r * std::fabs(ref[i]));
-    return a;
-  };
-  auto f = [&](double r) { return atol_at(r) + r * m; };
-  double best_r = 0, best = f(0);
-  if (!ratios.empty()) {
-    const auto [lo_it, hi_it] = std::minmax_element(ratios.begin(), ratios.end());
-    double lo = std::log(*lo_it), hi = std::log(*hi_it);
-    for (int iter = 0; iter < 100 && hi - lo > 1e-7; ++iter) {
-      const double a = lo + (hi - lo) / 3, b = hi - (hi - lo) / 3;
-      if (f(std::exp(a)) <= f(std::exp(b))) {
-        hi = b;
-      } else {
-        lo = a;
-      }
-    }
-    for (double r : {std::exp(lo), *hi_it}) {
-      if (f(r) < best) {
-        best = f(r);
-        best_r = r;
-      }
-    }
-  }
-  const double atol = atol_at(best_r);
-  return {best_r, atol > 0 ? atol * (1 + 0x1p-40) : 0.0};
-}
-
 struct Observed {
   std::vector<double> ulp;        // Per finite element.
   std::vector<double> e, ref;     // max(factor * err, B) and |x|, per finite element.
@@ -471,7 +425,7 @@ absl::Status RunCompositeUnit(const CompositeUnit& u, int64_t unit_index, const 
       }
       res.run = *std::move(run);
       const Observed o = Observe(d, res.run, spec.factor);
-      const auto [rtol, atol] = RtolAtol(o.e, o.ref);
+      const auto [rtol, atol] = CoveringRtolAtol(o.e, o.ref);
       const Summary su = Summarize(o.ulp);
       res.row = RowBuilder(tables.composite)
                     .Set("unit", unit_index)
@@ -544,7 +498,7 @@ absl::Status RunCompositeUnit(const CompositeUnit& u, int64_t unit_index, const 
       e.push_back(std::max(spec.factor * diff, allowed));
       ref.push_back(std::fabs(ra->second.y[i]));
     }
-    const auto [rtol, atol] = RtolAtol(e, ref);
+    const auto [rtol, atol] = CoveringRtolAtol(e, ref);
     tables.composite_cross.rows.push_back(RowBuilder(tables.composite_cross)
                                               .Set("unit", unit_index)
                                               .Set("item", cross_item++)

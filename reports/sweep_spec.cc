@@ -20,7 +20,7 @@
 namespace fpconform::reports {
 
 const std::vector<std::string>& ValidOps() {
-  static const std::vector<std::string> kOps = {"matmul", "sum", "quantize", "composite"};
+  static const std::vector<std::string> kOps = {"matmul", "sum", "quantize", "composite", "attention"};
   return kOps;
 }
 
@@ -32,6 +32,11 @@ const std::vector<std::string>& ValidDistributions() {
 
 const std::vector<std::string>& ValidCompositeDistributions() {
   static const std::vector<std::string> kDists = {"normal", "wide", "dc_offset"};
+  return kDists;
+}
+
+const std::vector<std::string>& ValidAttentionDistributions() {
+  static const std::vector<std::string> kDists = {"normal", "peaked"};
   return kDists;
 }
 
@@ -279,6 +284,97 @@ void ReadComposite(TomlReader& r, const toml::table& root, SweepSpec& spec) {
   }
 }
 
+// A non-empty array of distinct integers in lo..hi (key of `prefix`); empty on an error.
+std::vector<int64_t> DistinctInts(TomlReader& r, const toml::table& t, std::string_view prefix, std::string_view key,
+                                  int64_t lo, int64_t hi) {
+  std::vector<int64_t> out;
+  const std::string field = TomlReader::Dotted(prefix, key);
+  const toml::node* n = t.get(key);
+  if (n == nullptr) {
+    r.Fail(&t, std::string(prefix), Cat("'", key, "' is required"));
+    return out;
+  }
+  const toml::array* a = n->as_array();
+  if (a == nullptr || a->empty()) {
+    r.Fail(n, field, "must be a non-empty array of integers");
+    return out;
+  }
+  std::set<int64_t> seen;
+  for (const toml::node& e : *a) {
+    const auto* k = e.as_integer();
+    if (k == nullptr || k->get() < lo || k->get() > hi) {
+      r.Fail(&e, field, Cat("must be integers in ", lo, "..", hi));
+      return {};
+    }
+    if (!seen.insert(k->get()).second) {
+      r.Fail(&e, field, Cat(k->get(), " listed twice"));
+      return {};
+    }
+    out.push_back(k->get());
+  }
+  return out;
+}
+
+// A required non-empty list of names out of `valid`.
+std::vector<std::string> ValidNames(TomlReader& r, const toml::table& t, std::string_view prefix, std::string_view key,
+                                    const std::vector<std::string>& valid, std::string_view what) {
+  std::vector<std::string> got = r.Strings(t, prefix, key, TomlKey::kRequired).value_or(std::vector<std::string>{});
+  if (!r.ok()) return {};
+  const std::string field = TomlReader::Dotted(prefix, key);
+  if (absl::Status st = CheckNames(got, valid, what, false); !st.ok()) {
+    r.Fail(t.get(key), field, std::string(st.message()));
+    return {};
+  }
+  if (got.empty()) r.Fail(t.get(key), field, Cat("must name a ", what));
+  return got;
+}
+
+// [attention] (sweep.h): attention's sequence lengths, head dimensions, masks, distributions,
+// rows and cases per unit, models and cross pairs (the models are checked when the sweep runs).
+void ReadAttention(TomlReader& r, const toml::table& root, SweepSpec& spec) {
+  const toml::node* n = root.get("attention");
+  if (n == nullptr || !r.ok()) return;
+  const toml::table* t = n->as_table();
+  if (t == nullptr) return r.Fail(n, "attention", "must be a table ([attention])");
+  r.CheckKeys(*t, "attention",
+              {"lengths", "head_dims", "masks", "distributions", "rows", "cases", "platforms", "cross"});
+  AttentionSweepSpec& a = spec.attention;
+  // S and D up to 2^14 and 2^10: the oracle's exact row and the binary64 mutants (the wrong-axis
+  // one is S^2 D) stay in seconds.
+  a.lengths = DistinctInts(r, *t, "attention", "lengths", 1, 16384);
+  if (!r.ok()) return;
+  a.head_dims = DistinctInts(r, *t, "attention", "head_dims", 1, 1024);
+  if (!r.ok()) return;
+  a.masks = ValidNames(r, *t, "attention", "masks", {"none", "causal"}, "mask");
+  if (!r.ok()) return;
+  a.distributions = ValidNames(r, *t, "attention", "distributions", ValidAttentionDistributions(), "distribution");
+  if (!r.ok()) return;
+  a.rows = r.Int(*t, "attention", "rows", 1, 4096).value_or(64);
+  a.cases = r.Int(*t, "attention", "cases", 1, 4096).value_or(8);
+  a.platforms = r.Strings(*t, "attention", "platforms", TomlKey::kRequired).value_or(std::vector<std::string>{});
+  if (!r.ok()) return;
+  if (a.platforms.empty()) return r.Fail(t->get("platforms"), "attention.platforms", "must name a model");
+  if (const toml::node* cn = t->get("cross")) {
+    const toml::array* arr = cn->as_array();
+    if (arr == nullptr) return r.Fail(cn, "attention.cross", "must be an array of [reference, port] pairs");
+    for (const toml::node& e : *arr) {
+      const toml::array* pair = e.as_array();
+      const auto* ra = pair != nullptr && pair->size() == 2 ? (*pair)[0].as_string() : nullptr;
+      const auto* rb = pair != nullptr && pair->size() == 2 ? (*pair)[1].as_string() : nullptr;
+      if (ra == nullptr || rb == nullptr) {
+        return r.Fail(&e, "attention.cross", "each entry must be a pair of model names [reference, port]");
+      }
+      for (const std::string& m : {ra->get(), rb->get()}) {
+        if (std::find(a.platforms.begin(), a.platforms.end(), m) == a.platforms.end()) {
+          return r.Fail(&e, "attention.cross", Cat("'", m, "' is not in attention.platforms"));
+        }
+      }
+      if (ra->get() == rb->get()) return r.Fail(&e, "attention.cross", "a pair compares two different models");
+      a.cross.emplace_back(ra->get(), rb->get());
+    }
+  }
+}
+
 // Every op of `ops` must be produced by some table (else it would silently add nothing).
 void CheckOpsHaveRows(TomlReader& r, const toml::table& root, const SweepSpec& spec) {
   if (!r.ok()) return;
@@ -288,6 +384,8 @@ void CheckOpsHaveRows(TomlReader& r, const toml::table& root, const SweepSpec& s
       produces = !spec.quantize_formats.empty();
     } else if (op == "composite") {
       produces = !spec.composite.functions.empty();
+    } else if (op == "attention") {
+      produces = !spec.attention.lengths.empty();
     } else {
       for (const DtypeSpec& d : spec.dtypes) {
         produces |= op == "sum" ? !d.sum.empty() : (!d.matmul.empty() || d.integer);
@@ -297,6 +395,7 @@ void CheckOpsHaveRows(TomlReader& r, const toml::table& root, const SweepSpec& s
       return r.Fail(Element(root.get("ops"), op), "ops",
                     op == "quantize"    ? std::string("'quantize' needs quantize_formats")
                     : op == "composite" ? std::string("'composite' needs a [composite] table")
+                    : op == "attention" ? std::string("'attention' needs an [attention] table")
                                         : Cat("'", op, "' is listed, but no [[dtype]] has ", op,
                                            op == "matmul" ? " platforms (or integer = true)"
                                                           : " platforms"));
@@ -393,11 +492,12 @@ absl::StatusOr<SweepSpec> Parse(const toml::table& root, std::string_view file) 
   r.CheckKeys(root, "",
               {"seed", "samples", "min_samples", "max_terms_per_row", "factor", "lambda", "ops",
                "ks", "distributions", "quantize_formats", "quantize_elements", "dtype", "cross",
-               "composite"});
+               "composite", "attention"});
   spec.source = std::string(file);
   ReadTopLevel(r, root, spec);
   ReadDtypes(r, root, spec);
   ReadComposite(r, root, spec);
+  ReadAttention(r, root, spec);
   CheckOpsHaveRows(r, root, spec);
   ReadCrossPairs(r, root, spec);
   if (!r.ok()) return r.status();
@@ -555,6 +655,9 @@ absl::StatusOr<SweepSpec> ApplyFilter(SweepSpec spec, const SweepFilter& f) {
   for (const std::string& p : spec.composite.platforms) {
     if (platform_set.insert(p).second) platform_names.push_back(p);
   }
+  for (const std::string& p : spec.attention.platforms) {
+    if (platform_set.insert(p).second) platform_names.push_back(p);
+  }
   for (const std::string& q : spec.quantize_formats) dtype_names.push_back(q);
   if (absl::Status s = CheckNames(f.dtypes, dtype_names, "dtype"); !s.ok()) return s;
   if (absl::Status s = CheckNames(f.platforms, platform_names, "platform"); !s.ok()) return s;
@@ -624,12 +727,21 @@ absl::StatusOr<SweepSpec> ApplyFilter(SweepSpec spec, const SweepFilter& f) {
     std::erase_if(c.cross, [&](const auto& pair) {
       return !keep(f_platforms, pair.first) || !keep(f_platforms, pair.second);
     });
+    AttentionSweepSpec& a = spec.attention;
+    std::erase_if(a.platforms, [&](const std::string& p) { return !keep(f_platforms, p); });
+    std::erase_if(a.cross, [&](const auto& pair) {
+      return !keep(f_platforms, pair.first) || !keep(f_platforms, pair.second);
+    });
   }
   spec.composite.input_formats = f.dtypes;
+  spec.attention.input_formats = f.dtypes;
   if (f.quick) {
     spec.composite.elements = std::min<int64_t>(spec.composite.elements, 2048);
     std::erase_if(spec.composite.lengths, [](int64_t n) { return n > 128; });
     if (spec.composite.lengths.empty()) spec.composite.lengths = {128};
+    std::erase_if(spec.attention.lengths, [](int64_t n) { return n > 128; });
+    if (spec.attention.lengths.empty()) spec.attention.lengths = {128};
+    spec.attention.rows = std::min<int64_t>(spec.attention.rows, 16);
     spec.ks = f.ks.empty() ? std::vector<int64_t>{64, 256, 1024} : f.ks;
     spec.samples = std::min(spec.samples, 24);
     spec.min_samples = std::min(spec.min_samples, spec.samples);

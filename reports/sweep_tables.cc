@@ -202,6 +202,100 @@ Table CompositeCrossTable() {
   return t;
 }
 
+Table AttentionTable() {
+  Table t;
+  t.name = "attention";
+  t.title = "Attention: observed errors and recommended tolerances";
+  t.columns = {
+      I("unit", "sweep unit (distribution, S, D, mask) index"),
+      I("item", "row within the unit"),
+      S("platform", "attention model (composite/attention_models)"),
+      S("dtype", "format of Q, K and V"),
+      S("output_format", "format of O"),
+      S("distribution", "input distribution ([attention] in sweep.h)"),
+      I("s", "sequence length (queries = keys)"),
+      I("d", "head dimension (D = D_v)"),
+      S("causal", "yes: top-left causal mask"),
+      I("rows", "query rows measured (evenly spaced)"),
+      I("cases", "cases the rows are split into (one case: what one test compares)"),
+      F("ess_median", "", "median over rows of the effective sample size 1 / sum_j P_j^2"),
+      F("ulp_max", "ulp", "max |ULP error| of the model's emulated output"),
+      F("ulp_p99", "ulp", "99th percentile"),
+      F("abs_max", "", "max |y - x| of the emulated output"),
+      F("bound_ulp", "ulp", "max over elements of the model's bound B / ulp(x)"),
+      F("bound_abs", "", "max over elements of B"),
+      F("prob_abs", "", "max over elements of the probabilistic estimate min(lambda sigma_i + "
+                        "ulp(x)/2, B_i) (sweep.h, [attention]; sigma_i about u |V| / sqrt(ESS))"),
+      F("prob_rtol", "", "probabilistic recommendation: rtol covering max(factor * observed, the "
+                         "estimate) per element"),
+      F("prob_atol", "", "probabilistic recommendation: atol"),
+      F("rec_ulp", "ulp", "recommended max ULP error"),
+      F("rec_rtol", "", "recommended assert_close rtol"),
+      F("rec_atol", "", "recommended assert_close atol"),
+      F("rec_rejects", "", "share of cases of the emulated output the recommendation rejects (0 by "
+                           "construction)"),
+      F("prob_rejects", "", "... the probabilistic recommendation rejects (0 by construction)"),
+      F("nki_rejects", "", "... nki-library's maxAllClose(rtol=2e-2, atol=1e-5) rejects"),
+      F("allclose_rejects", "", "... np.allclose(rtol=2e-2, atol=1e-5) rejects"),
+      F("fa_rejects", "", "... FlashAttention's test rule rejects"),
+      I("unbounded", "elements the model gives no bound for (e.g. scores too large for its error "
+                     "analysis): the recommendation covers factor x their observed error only"),
+  };
+  return t;
+}
+
+Table AttentionPowerTable() {
+  Table t;
+  t.name = "attention_power";
+  t.title = "Attention: what each criterion accepts of known-wrong outputs";
+  t.columns = {
+      I("unit", "sweep unit index"),
+      I("item", "row within the unit"),
+      S("platform", "attention model"),
+      S("distribution", "input distribution"),
+      I("s", "sequence length"),
+      I("d", "head dimension"),
+      S("causal", "yes: causal mask"),
+      S("mutation", "known-wrong variant (sweep.h, [attention])"),
+      I("affected", "cases whose mutated output differs from the correctly rounded one"),
+      F("rec_accepts", "", "share of the affected cases the recommended rtol/atol accepts (lower is "
+                           "better)"),
+      F("prob_accepts", "", "... the probabilistic recommendation accepts"),
+      F("nki_accepts", "", "... nki-library's maxAllClose(rtol=2e-2, atol=1e-5) accepts"),
+      F("allclose_accepts", "", "... np.allclose(rtol=2e-2, atol=1e-5) accepts"),
+      F("fa_accepts", "", "... FlashAttention's test rule accepts"),
+  };
+  return t;
+}
+
+Table AttentionCrossTable() {
+  Table t;
+  t.name = "attention_cross";
+  t.title = "Attention: two models on the same inputs";
+  t.columns = {
+      I("unit", "sweep unit index"),
+      I("item", "row within the unit"),
+      S("platform_a", "reference model (e.g. the CUDA one)"),
+      S("platform_b", "port model (e.g. the NKI one)"),
+      S("distribution", "input distribution"),
+      I("s", "sequence length"),
+      I("d", "head dimension"),
+      S("causal", "yes: causal mask"),
+      I("elements", "output elements compared"),
+      F("diff_abs_max", "", "max |y_a - y_b| of the emulated outputs"),
+      F("diff_ulp_max", "ulp", "... in ulp of a's output at x"),
+      F("allowed_ulp_max", "ulp", "max (B_a + B_b) / ulp(x): what two conforming implementations may "
+                                  "differ by"),
+      F("rec_rtol", "", "recommended rtol for the port against the reference (accepts every "
+                        "conforming pair)"),
+      F("rec_atol", "", "recommended atol"),
+      F("prob_rtol", "", "probabilistic rtol: covers max(factor * diff, min(lambda sqrt(sigma_a^2 + "
+                         "sigma_b^2) + ulp(x), B_a + B_b))"),
+      F("prob_atol", "", "probabilistic atol"),
+  };
+  return t;
+}
+
 void DescribeTables(SweepTables& tables) {
   tables.tol.description =
       "One row per (op, dtype, platform, distribution, K). Errors are measured against the "
@@ -236,6 +330,21 @@ void DescribeTables(SweepTables& tables) {
       "Two models of one function on the same inputs (e.g. torch CUDA and an NKI port): their "
       "emulated outputs' distance, and what two conforming implementations may differ by (the "
       "sum of the two bounds); rec_rtol/rec_atol compare the port directly with the reference.";
+  tables.attention.description =
+      "One row per (model, distribution, S, D, mask). Each model's emulated output is measured "
+      "against the exact value; its bound B covers every implementation the model admits. The "
+      "recommendations cover max(factor * observed error, B) per element, so no conforming output "
+      "fails them; they shrink with S as the outputs do (|O| about |V| / sqrt(ESS)) and grow when "
+      "the softmax is peaked (ESS near 1). The *_rejects columns give the share of cases of the "
+      "conforming output each criterion rejects (false alarms).";
+  tables.attention_power.description =
+      "Share of the cases a known-wrong kernel changes (the scale twice or missing, the causal mask "
+      "missing, the last key block dropped, the row sum in bfloat16, K read transposed, the softmax "
+      "over the query axis) that each criterion accepts: 0 = every such case caught.";
+  tables.attention_cross.description =
+      "Two attention models on the same inputs (e.g. FlashAttention-2 on CUDA and NKI flash_fwd): "
+      "their emulated outputs' distance, what two conforming implementations may differ by (the "
+      "sum of the two bounds), and the rtol/atol that accepts every such pair.";
 }
 
 }  // namespace sweep_internal
@@ -244,7 +353,8 @@ std::vector<Table> SweepTableSchemas() {
   return {sweep_internal::ToleranceTable(), sweep_internal::CrossTable(),
           sweep_internal::PowerTable(), sweep_internal::QuantizeTable(),
           sweep_internal::CompositeTable(), sweep_internal::CompositePowerTable(),
-          sweep_internal::CompositeCrossTable()};
+          sweep_internal::CompositeCrossTable(), sweep_internal::AttentionTable(),
+          sweep_internal::AttentionPowerTable(), sweep_internal::AttentionCrossTable()};
 }
 
 }  // namespace fpconform::reports

@@ -17,12 +17,16 @@ Table QuantizeTable();
 Table CompositeTable();
 Table CompositePowerTable();
 Table CompositeCrossTable();
+Table AttentionTable();
+Table AttentionPowerTable();
+Table AttentionCrossTable();
 
 // The row tables, filled unit by unit (SweepTableSchemas() order).
 struct SweepTables {
   Table tol = ToleranceTable(), cross = CrossTable(), power = PowerTable(),
         quant = QuantizeTable(), composite = CompositeTable(), composite_power = CompositePowerTable(),
-        composite_cross = CompositeCrossTable();
+        composite_cross = CompositeCrossTable(), attention = AttentionTable(),
+        attention_power = AttentionPowerTable(), attention_cross = AttentionCrossTable();
 };
 
 // Sets each row table's description (report.json "description", report.md's text).

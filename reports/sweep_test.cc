@@ -1,7 +1,8 @@
 // The tolerance sweep end to end on a tiny sweep: invariants of every row, thread-count and
 // shard independence (byte-identical JSON and CSV), the power of the recommended tolerances
 // against the bfloat16-accumulation bug, sweep-file errors, and the standard sweep file; the
-// composite kernels' rows ([composite]): their invariants, power, cross pairs and errors.
+// composite kernels' rows ([composite]): their invariants, power, cross pairs and errors; and
+// attention's rows ([attention]): the same, the test criteria's verdicts, shards and threads.
 #include "reports/sweep.h"
 
 #include <atomic>
@@ -211,7 +212,7 @@ TEST_F(SweepTest, RecordShardMarksEvenAOneShardSplit) {
 // The schema MergeReports checks against is exactly what RunSweep writes.
 TEST_F(SweepTest, SchemaIsTheSweepsOwnTables) {
   const std::vector<Table> schema = SweepTableSchemas();
-  ASSERT_EQ(schema.size(), 7u);
+  ASSERT_EQ(schema.size(), 10u);
   for (size_t i = 0; i < schema.size(); ++i) {
     const Table& t = single_->tables[i];
     EXPECT_EQ(t.name, schema[i].name);
@@ -370,7 +371,7 @@ TEST(SweepSpecTest, ErrorsNameFileLineAndKey) {
       << ParseSweepSpec(unknown, "s.toml").status();
   std::string op = kTiny;
   op.replace(op.find("\"sum\", \"quantize\"]"), 18, "\"summ\"]");
-  EXPECT_NE(ParseSweepSpec(op, "s.toml").status().message().find("unknown op 'summ' (valid: matmul, sum, quantize, composite)"),
+  EXPECT_NE(ParseSweepSpec(op, "s.toml").status().message().find("unknown op 'summ' (valid: matmul, sum, quantize, composite, attention)"),
             std::string::npos);
   EXPECT_FALSE(ParseSweepSpec("seed = ", "s.toml").ok());
 }
@@ -462,6 +463,31 @@ TEST(SweepSpecTest, StandardSweepLoadsAndNamesExistingModels) {
   o.models_dir = FPCONFORM_MODELS_SOURCE_DIR;
   absl::StatusOr<Report> r = RunSweep(*tiny, o);
   ASSERT_TRUE(r.ok()) << r.status();
+}
+
+// The standard sweep's attention section names existing presets and pairs of one input format:
+// its --quick form (S = 128, 16 rows) runs every preset and both cross pairs.
+TEST(SweepSpecTest, StandardSweepAttentionRunsEveryPresetAndPair) {
+  absl::StatusOr<SweepSpec> s =
+      LoadSweepSpec(std::string(FPCONFORM_REPORTS_SOURCE_DIR) + "/standard_sweep.toml");
+  ASSERT_TRUE(s.ok()) << s.status();
+  SweepFilter f;
+  f.ops = {"attention"};
+  f.quick = true;
+  absl::StatusOr<SweepSpec> quick = ApplyFilter(*s, f);
+  ASSERT_TRUE(quick.ok()) << quick.status();
+  EXPECT_EQ(quick->ops, std::vector<std::string>{"attention"});
+  EXPECT_EQ(quick->attention.lengths, std::vector<int64_t>{128});
+  SweepOptions o;
+  o.models_dir = FPCONFORM_MODELS_SOURCE_DIR;
+  o.attention_models_dir = FPCONFORM_ATTENTION_MODELS_DIR;
+  o.threads = 2;
+  absl::StatusOr<Report> r = RunSweep(*quick, o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  const AttentionSweepSpec& a = s->attention;
+  const size_t units = a.distributions.size() * a.head_dims.size() * a.masks.size();
+  EXPECT_EQ(r->Find("attention")->rows.size(), units * a.platforms.size());
+  EXPECT_EQ(r->Find("attention_cross")->rows.size(), units * a.cross.size());
 }
 
 // ---- [composite]: the composite kernels' rows. ----
@@ -586,6 +612,223 @@ TEST(CompositeSweepTest, ErrorsNameTheSweepFileAndKey) {
             std::string::npos);
   absl::StatusOr<Report> r = RunComposite(with("\"nki-layernorm-tkg-bf16\"]", "\"nki-layernorm-tkg-bf17\"]"));
   EXPECT_NE(r.status().message().find("composite.platforms: unknown composite model 'nki-layernorm-tkg-bf17'"),
+            std::string::npos) << r.status();
+}
+
+// ---- [attention]: attention's rows. ----
+
+// S = 64 = D (so the transposed K read is Q K) and S = 160, both masks, both distributions, every
+// preset (three input formats).
+constexpr char kAttention[] = R"(
+seed = 13
+samples = 8
+ops = ["attention"]
+ks = [64]
+distributions = ["normal"]
+
+[attention]
+lengths = [64, 160]
+head_dims = [64]
+masks = ["none", "causal"]
+distributions = ["normal", "peaked"]
+rows = 24
+cases = 6
+platforms = ["torch-math-sdpa-cpu-f32", "torch-math-sdpa-cpu-bf16", "flash-attention2-cuda-bf16",
+             "flash-attention2-cuda-f16", "nki-flash-fwd-bf16"]
+cross = [["flash-attention2-cuda-bf16", "nki-flash-fwd-bf16"], ["torch-math-sdpa-cpu-bf16", "flash-attention2-cuda-bf16"]]
+)";
+
+absl::StatusOr<Report> RunAttention(const std::string& text, int shard_index = 0, int shard_count = 1,
+                                    int threads = 1) {
+  absl::StatusOr<SweepSpec> spec = ParseSweepSpec(text, "a.toml");
+  if (!spec.ok()) return spec.status();
+  SweepOptions o;
+  o.models_dir = FPCONFORM_MODELS_SOURCE_DIR;
+  o.attention_models_dir = FPCONFORM_ATTENTION_MODELS_DIR;
+  o.shard_index = shard_index;
+  o.shard_count = shard_count;
+  o.threads = threads;
+  return RunSweep(*spec, o);
+}
+
+class AttentionSweepTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    absl::StatusOr<Report> r = RunAttention(kAttention);
+    ASSERT_TRUE(r.ok()) << r.status();
+    single_ = new Report(*std::move(r));
+  }
+  static void TearDownTestSuite() {
+    delete single_;
+    single_ = nullptr;
+  }
+  static Report* single_;
+};
+Report* AttentionSweepTest::single_ = nullptr;
+
+TEST_F(AttentionSweepTest, RowsCoverTheModelsBoundsAndNoConformingOutputFails) {
+  const Table& t = *single_->Find("attention");
+  ASSERT_EQ(t.rows.size(), 8u * 5u);  // 2 distributions x 2 S x 2 masks, x 5 models.
+  std::map<std::string, double> ess;  // platform/S/mask/distribution -> median ESS.
+  for (const auto& row : t.rows) {
+    const std::string key = Str(t, row, "platform") + "/" +
+                            std::to_string(std::get<int64_t>(row[static_cast<size_t>(t.ColumnIndex("s"))])) + "/" +
+                            Str(t, row, "causal");
+    SCOPED_TRACE(key + " " + Str(t, row, "distribution"));
+    // N(0, 1) scores are well inside every model's error analysis: a bound for each element.
+    if (Str(t, row, "distribution") == "normal") {
+      EXPECT_EQ(std::get<int64_t>(row[static_cast<size_t>(t.ColumnIndex("unbounded"))]), 0);
+    }
+    // The emulated output lies inside the model's enclosure: its error is within the bound.
+    EXPECT_LE(Num(t, row, "abs_max"), Num(t, row, "bound_abs"));
+    EXPECT_LE(Num(t, row, "ulp_max"), Num(t, row, "bound_ulp") + 1);  // + the oracle's enclosure width.
+    // The recommendation covers the model's own error and every conforming implementation, so it
+    // rejects none of the emulated outputs.
+    EXPECT_GE(Num(t, row, "rec_ulp"), Num(t, row, "ulp_max"));
+    EXPECT_GE(Num(t, row, "rec_ulp"), Num(t, row, "bound_ulp"));
+    EXPECT_EQ(Num(t, row, "rec_rejects"), 0);
+    EXPECT_EQ(Num(t, row, "prob_rejects"), 0);
+    EXPECT_GT(Num(t, row, "prob_rtol") + Num(t, row, "prob_atol"), 0);
+    // The estimate is capped by the bound: never above it where the model gives one.
+    if (std::get<int64_t>(row[static_cast<size_t>(t.ColumnIndex("unbounded"))]) == 0) {
+      EXPECT_LE(Num(t, row, "prob_abs"), Num(t, row, "bound_abs"));
+    }
+    EXPECT_GT(Num(t, row, "rec_rtol") + Num(t, row, "rec_atol"), 0);
+    const double e = Num(t, row, "ess_median");
+    EXPECT_GE(e, 1);
+    EXPECT_LE(e, 160);
+    ess[key + "/" + Str(t, row, "distribution")] = e;
+  }
+  // A peaked softmax has fewer effective terms than N(0, 1) scores, row for row.
+  for (const auto& [key, e] : ess) {
+    if (key.find("/peaked") == std::string::npos) continue;
+    const std::string normal = key.substr(0, key.size() - 7) + "/normal";
+    EXPECT_LT(e, ess.at(normal) / 4) << key;
+  }
+}
+
+TEST_F(AttentionSweepTest, PowerAgainstTheMutantsAndTheProjectsRules) {
+  const Table& t = *single_->Find("attention");
+  for (const auto& row : t.rows) {
+    // nki-library's max mode allows atol + rtol max|b| where np.allclose allows atol + rtol |b_i|:
+    // it can only be the looser of the two.
+    EXPECT_LE(Num(t, row, "nki_rejects"), Num(t, row, "allclose_rejects"));
+    // Each project's own rule passes its own kernel (their test suites pass on the hardware): a
+    // check of the emulated references (the same-dtype PyTorch one for FlashAttention's rule).
+    const std::string platform = Str(t, row, "platform");
+    if (Str(t, row, "distribution") != "normal") continue;
+    if (platform == "flash-attention2-cuda-bf16" || platform == "flash-attention2-cuda-f16") {
+      EXPECT_EQ(Num(t, row, "fa_rejects"), 0) << platform;
+    }
+    if (platform == "nki-flash-fwd-bf16") {
+      EXPECT_EQ(Num(t, row, "nki_rejects"), 0);
+    }
+  }
+  const Table& p = *single_->Find("attention_power");
+  ASSERT_FALSE(p.rows.empty());
+  std::map<std::string, double> most, prob;  // platform/mutation -> largest accepted share, N(0, 1) inputs.
+  int causal_rows = 0;
+  for (const auto& row : p.rows) {
+    const std::string mutation = Str(p, row, "mutation");
+    if (mutation == "causal_mask_missing") {
+      ++causal_rows;
+      EXPECT_EQ(Str(p, row, "causal"), "yes");
+    }
+    const int64_t affected = std::get<int64_t>(row[static_cast<size_t>(p.ColumnIndex("affected"))]);
+    if (affected == 0) {
+      EXPECT_TRUE(std::holds_alternative<std::monostate>(row[static_cast<size_t>(p.ColumnIndex("rec_accepts"))]));
+      continue;
+    }
+    EXPECT_GE(Num(p, row, "nki_accepts"), Num(p, row, "allclose_accepts"));
+    if (Str(p, row, "distribution") != "normal") continue;
+    const std::string key = Str(p, row, "platform") + "/" + mutation;
+    most.try_emplace(key, 0.0);
+    most[key] = std::max(most[key], Num(p, row, "rec_accepts"));
+    prob.try_emplace(key, 0.0);
+    prob[key] = std::max(prob[key], Num(p, row, "prob_accepts"));
+  }
+  EXPECT_EQ(causal_rows, 4 * 5);  // Causal units x models.
+  // Bugs that move every output by far more than any model's rounding: no case passes any
+  // model's recommendation.
+  for (const char* model : {"torch-math-sdpa-cpu-f32", "torch-math-sdpa-cpu-bf16", "flash-attention2-cuda-bf16",
+                            "flash-attention2-cuda-f16", "nki-flash-fwd-bf16"}) {
+    for (const char* m : {"scale_twice", "scale_missing", "causal_mask_missing", "k_transposed_read"}) {
+      EXPECT_EQ(most[std::string(model) + "/" + m], 0.0) << model << " " << m;
+    }
+  }
+  // The softmax over the wrong axis too, for the models with a tight bound (float32, and
+  // FlashAttention-2's bfloat16 with its float32 softmax).
+  EXPECT_EQ(most["torch-math-sdpa-cpu-f32/softmax_wrong_axis"], 0.0);
+  EXPECT_EQ(most["flash-attention2-cuda-bf16/softmax_wrong_axis"], 0.0);
+  // The probabilistic recommendation, sized by the typical error rather than the worst case,
+  // catches the softmax over the wrong axis for every model.
+  for (const char* model : {"torch-math-sdpa-cpu-f32", "torch-math-sdpa-cpu-bf16", "flash-attention2-cuda-bf16",
+                            "flash-attention2-cuda-f16", "nki-flash-fwd-bf16"}) {
+    for (const char* m : {"scale_twice", "scale_missing", "causal_mask_missing", "k_transposed_read",
+                          "softmax_wrong_axis"}) {
+      EXPECT_EQ(prob[std::string(model) + "/" + m], 0.0) << model << " " << m;
+    }
+  }
+}
+
+TEST_F(AttentionSweepTest, CrossPairsStayWithinTheSumOfTheBounds) {
+  const Table& x = *single_->Find("attention_cross");
+  ASSERT_EQ(x.rows.size(), 8u * 2u);
+  for (const auto& row : x.rows) {
+    EXPECT_LE(Num(x, row, "diff_ulp_max"), Num(x, row, "allowed_ulp_max"));
+    EXPECT_GT(Num(x, row, "rec_rtol") + Num(x, row, "rec_atol"), 0);
+    EXPECT_GT(Num(x, row, "prob_rtol") + Num(x, row, "prob_atol"), 0);
+  }
+}
+
+TEST_F(AttentionSweepTest, ShardsAndThreadsGiveTheSingleRun) {
+  std::vector<Report> shards;
+  for (int i = 0; i < 3; ++i) {
+    absl::StatusOr<Report> s = RunAttention(kAttention, i, 3, 2);
+    ASSERT_TRUE(s.ok()) << s.status();
+    shards.push_back(*std::move(s));
+  }
+  absl::StatusOr<Report> merged = MergeReports(shards, {"s0", "s1", "s2"});
+  ASSERT_TRUE(merged.ok()) << merged.status();
+  Report single = *single_;
+  AddSummaries(single);
+  for (const char* name : {"attention", "attention_power", "attention_cross"}) {
+    EXPECT_EQ(merged->Find(name)->rows, single.Find(name)->rows) << name;
+  }
+  const std::string md = ToMarkdown(*merged);
+  EXPECT_NE(md.find("## Attention: observed errors and recommended tolerances"), std::string::npos);
+  EXPECT_NE(md.find("| nki-flash-fwd-bf16 | softmax_wrong_axis | normal |"), std::string::npos);
+}
+
+TEST(AttentionSweepErrorsTest, ErrorsNameTheSweepFileAndKey) {
+  auto with = [](const std::string& from, const std::string& to) {
+    std::string t = kAttention;
+    t.replace(t.find(from), from.size(), to);
+    return t;
+  };
+  const absl::Status mask = ParseSweepSpec(with("\"none\", \"causal\"", "\"none\", \"sliding\""), "a.toml").status();
+  EXPECT_NE(mask.message().find("a.toml:11: attention.masks: unknown mask 'sliding' (valid: none, causal)"),
+            std::string::npos) << mask;
+  EXPECT_NE(ParseSweepSpec(with("lengths = [64, 160]", "lengths = [64, 64]"), "a.toml")
+                .status().message().find("attention.lengths: 64 listed twice"),
+            std::string::npos);
+  EXPECT_NE(ParseSweepSpec(with("\"normal\", \"peaked\"", "\"wide\""), "a.toml")
+                .status().message().find("unknown distribution 'wide' (valid: normal, peaked)"),
+            std::string::npos);
+  EXPECT_NE(ParseSweepSpec(with("[\"flash-attention2-cuda-bf16\", \"nki-flash-fwd-bf16\"]",
+                                "[\"flash-attention2-cuda-bf16\", \"x\"]"),
+                           "a.toml").status().message().find("'x' is not in attention.platforms"),
+            std::string::npos);
+  const std::string no_table = std::string(kAttention).substr(0, std::string(kAttention).find("[attention]"));
+  EXPECT_NE(ParseSweepSpec(no_table, "a.toml").status().message().find("'attention' needs an [attention] table"),
+            std::string::npos);
+  absl::StatusOr<Report> r = RunAttention(with("[\"torch-math-sdpa-cpu-f32\"", "[\"torch-math-sdpa-cpu-f33\""));
+  EXPECT_NE(r.status().message().find("attention.platforms: unknown attention model 'torch-math-sdpa-cpu-f33'"),
+            std::string::npos) << r.status();
+  r = RunAttention(with("[\"torch-math-sdpa-cpu-bf16\", \"flash-attention2-cuda-bf16\"]",
+                        "[\"torch-math-sdpa-cpu-f32\", \"flash-attention2-cuda-bf16\"]"));
+  EXPECT_NE(r.status().message().find("a.toml: attention.cross: 'torch-math-sdpa-cpu-f32' takes float32 inputs, "
+                                      "'flash-attention2-cuda-bf16' bfloat16"),
             std::string::npos) << r.status();
 }
 
