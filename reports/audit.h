@@ -36,7 +36,8 @@
 //   unexplained       anything else; also a NaN or Inf output where the exact value and the
 //                     model's output are finite ("NaN where none is expected: uninitialized
 //                     memory?"), and a finite output where both are non-finite.
-// Verdict: pass when no element is unexplained and (strict) none is only within_tolerance.
+// Verdict: pass when no element is unexplained and (strict) none is only within_tolerance, and
+// (attention) the aggregate gate passes (AuditResult::Aggregate).
 //
 // Differences from the obvious expectation:
 //   * |out - exact| is computed exactly (the exact accumulator holds exact - out) and rounded up
@@ -332,6 +333,43 @@ struct AuditResult {
     std::vector<Group> groups;
     int64_t unreproduced = 0;  // Checked elements no group reproduces.
   } fit;
+  // The aggregate gate (attention; AUDIT.md "Aggregate gate"): over the elements whose output
+  // and exact value are both finite (`elements` of them), the relative L2 error
+  // ||out - exact||_2 / ||exact||_2 and the Pearson correlation of out with exact, each with its
+  // limit derived from the primary platform's per-element bounds B (element e's B_e; an
+  // identical element's own error when larger, or when it has no bound):
+  //   rel_l2_limit = ||B||_2 / ||exact||_2. Sound: every conforming output has |out_e - exact_e|
+  //     <= B_e, so ||out - exact||_2 <= ||B||_2.
+  //   correlation_limit = sqrt(1 - (||B||_2 / sigma)^2), sigma = ||exact - mean(exact)||_2 (the
+  //     exact output's centred norm), when ||B||_2 < sigma (else no limit: -1). Sound: with d =
+  //     out - exact and c the centring (an orthogonal projection, ||c d|| <= ||d|| <= ||B||), the
+  //     angle t between c exact and c out = c exact + c d has sin t <= ||c d|| / sigma (the
+  //     distance from c exact to the line through c out is at most its distance ||c d|| to the
+  //     point c out) and cos t > 0 (<c exact, c out> >= sigma^2 - sigma ||B|| > 0), so
+  //     correlation = cos t >= sqrt(1 - (||B|| / sigma)^2) >= (sigma - ||B||) / (sigma + ||B||).
+  // Both figures and limits are evaluated in binary64 (deterministic sums, whatever the thread
+  // count); the gate fails when rel_l2 > rel_l2_limit (1 + 2^-20) or correlation <
+  // correlation_limit - 2^-20 (slack above the evaluation's rounding for fewer than 2^31
+  // elements). A correlation below its limit implies an L2 error above its own (proof above), so
+  // the second test only names the symptom. The gate fails only where some element is outside its
+  // bound (unexplained: the limits are sums of the per-element bounds), so it adds no false alarm:
+  // it states in aggregate terms, the ones tests like mlir-air#1450's use, what the classes found.
+  // emulated_rel_l2 and emulated_correlation: the same figures for the platform's own emulated
+  // output (one conforming implementation: the typical size, not a limit). A failing gate fails
+  // the verdict (exit 1) even when `mismatched` is 0.
+  struct Aggregate {
+    bool run = false;
+    std::string platform;          // The primary platform the limits come from.
+    int64_t elements = 0;          // Finite (out, exact) pairs summed.
+    int64_t excluded = 0;          // Elements left out: a non-finite output or exact value.
+    int64_t unbounded = 0;         // Elements without a bound and not identical (no limit then).
+    double rel_l2 = 0, rel_l2_limit = 0, emulated_rel_l2 = 0;
+    double l2 = 0, l2_limit = 0;   // ||out - exact||_2 and ||B||_2 (absolute).
+    double correlation = 0, correlation_limit = -1, emulated_correlation = 0;  // NaN: undefined.
+    double sigma = 0;              // ||exact - mean(exact)||_2.
+    bool pass = true;
+    std::string why;               // When it fails: which figure exceeds its limit.
+  } aggregate;
   // cast under sr<k>: the rate of rounding away from zero against its expectation.
   struct SrTest {
     bool run = false;
@@ -352,6 +390,25 @@ absl::StatusOr<AuditResult> AuditAttention(const AttentionAuditInput& input, con
 // AuditAttention (a float format of at most 53 bits for `out`).
 absl::StatusOr<std::vector<uint64_t>> ExactAttention(const AttentionAuditInput& input, const FormatSpec& out,
                                                      int threads = 1);
+
+// One attention model's output (input.out ignored): `platform`'s emulated value of every element
+// (composite/attention_model.h: one two-pass implementation in the model's formats) in the model's
+// output format, C order, Q's shape with V's last dimension, and per element the enclosure
+// [lo, hi] (values of that format) holding the output of every implementation the model admits
+// (its per-element bound; NaN where it gives none, a fully masked row's convention as a point).
+// The same checks and errors as AuditAttention, and an unknown model (the valid names listed;
+// "correctly-rounded" is ExactAttention's). models_dir empty: the source tree's.
+// Example (Python: fpconform.emulate_attention):
+//   auto e = EmulateAttention({.q = &q, .k = &k, .v = &v}, "flash-attention2-cuda-bf16", "");
+//   e->lo[0] <= ToDouble(*e->format, e->bits[0]) && ToDouble(*e->format, e->bits[0]) <= e->hi[0];
+struct AttentionEmulation {
+  const FormatSpec* format = nullptr;
+  std::vector<int64_t> shape;
+  std::vector<uint64_t> bits;
+  std::vector<double> lo, hi;
+};
+absl::StatusOr<AttentionEmulation> EmulateAttention(const AttentionAuditInput& input, const std::string& platform,
+                                                    const std::string& models_dir, int threads = 1);
 
 // `fpconform compare`: out_ref audited against platform_ref, out against platform; per element
 // "consistent" when |out - out_ref| <= B_ref + B (each side's element bound, envelopes: the max

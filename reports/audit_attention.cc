@@ -54,6 +54,7 @@ class AttentionAuditOp : public AuditOp {
   absl::Status Init();
 
   const char* Name() const override { return "attention"; }
+  bool AggregateGate() const override { return true; }
   int64_t BlockEnd(int64_t e0) const override {
     const int64_t head_elems = q_.s * dv_;
     const int64_t head_end = (e0 / head_elems + 1) * head_elems;
@@ -68,6 +69,9 @@ class AttentionAuditOp : public AuditOp {
                        double bound) const override;
   // Every element's correctly rounded value in the output's format (ExactAttention).
   absl::Status ExactAll(std::vector<uint64_t>& bits) const;
+  // Every element of the one platform (a model): its emulated bits (the model's output format)
+  // and enclosure [lo, hi] (EmulateAttention).
+  absl::Status EmulateAll(std::vector<uint64_t>& bits, std::vector<double>& lo, std::vector<double>& hi) const;
 
  private:
   struct Scratch : OpScratch {
@@ -538,8 +542,78 @@ absl::Status AttentionAuditOp::ExactAll(std::vector<uint64_t>& bits) const {
   return absl::OkStatus();
 }
 
+absl::Status AttentionAuditOp::EmulateAll(std::vector<uint64_t>& bits, std::vector<double>& lo,
+                                          std::vector<double>& hi) const {
+  const composite::AttentionModel* m = platforms_.at(0);
+  const size_t n = static_cast<size_t>(setup_.elements);
+  bits.assign(n, 0);
+  lo.assign(n, NAN);
+  hi.assign(n, NAN);
+  const int64_t heads = q_.b * q_.h, head_elems = q_.s * dv_;
+  const int threads = std::max(1, options_.threads);
+  for (int64_t hd = 0; hd < heads; ++hd) {
+    Head h;
+    MakeHead(hd, h);
+    const size_t at = static_cast<size_t>(hd * head_elems), len = static_cast<size_t>(head_elems);
+    std::vector<ExactEnclosure> exact(len), pv(len);
+    AttentionOutputs o;
+    o.enclosure = exact;
+    if (absl::Status s = AttentionRows(h.p, 0, q_.s, o, nullptr, threads); !s.ok()) return s;
+    AttentionProblem pa = h.p;
+    pa.v = std::span<const double>(vabs_).subspan(static_cast<size_t>(h.p.v.data() - vd_.data()), h.p.v.size());
+    AttentionOutputs oa;
+    oa.enclosure = pv;
+    if (absl::Status s = AttentionRows(pa, 0, q_.s, oa, nullptr, threads); !s.ok()) return s;
+    if (absl::Status s = composite::EmulateAttentionRows(
+            *m, h.p, 0, q_.s, pv, exact, std::span<uint64_t>(bits).subspan(at, len),
+            std::span<double>(lo).subspan(at, len), std::span<double>(hi).subspan(at, len), threads);
+        !s.ok()) {
+      return s;
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 }  // namespace audit_internal
+
+absl::StatusOr<AttentionEmulation> EmulateAttention(const AttentionAuditInput& in, const std::string& platform,
+                                                    const std::string& models_dir, int threads) {
+  if (in.q == nullptr || in.k == nullptr || in.v == nullptr) {
+    return absl::InvalidArgumentError("emulate attention needs Q, K and V");
+  }
+  const std::string dir = models_dir.empty() ? std::string(FPCONFORM_ATTENTION_MODELS_DIR) : models_dir;
+  absl::StatusOr<std::vector<composite::AttentionModel>> models = composite::LoadAttentionModels(dir);
+  if (!models.ok()) return models.status();
+  const FormatSpec* out_format = nullptr;
+  std::vector<std::string> names;
+  for (const composite::AttentionModel& m : *models) {
+    names.push_back(m.name);
+    if (m.name == platform) out_format = m.output;
+  }
+  if (out_format == nullptr) {
+    return absl::InvalidArgumentError(Cat("emulate attention: no attention model '", EscapeText(platform, 200),
+                                          "' (valid: ", Join(names, " "),
+                                          "; the correctly rounded output is exact attention's)"));
+  }
+  AttentionEmulation e;
+  e.format = out_format;
+  e.shape = in.q->shape;
+  if (!e.shape.empty() && !in.v->shape.empty()) e.shape.back() = in.v->shape.back();
+  absl::StatusOr<Tensor> o = MakeTensor(std::string(out_format->name), e.shape);
+  if (!o.ok()) return o.status();
+  o->source = "(the emulated output)";
+  AttentionAuditInput input = in;
+  input.out = &*o;
+  AuditOptions options;
+  options.platforms = {platform};
+  options.attention_models_dir = dir;
+  options.threads = threads;
+  audit_internal::AttentionAuditOp op(input, options);
+  if (absl::Status s = op.Init(); !s.ok()) return s;
+  if (absl::Status s = op.EmulateAll(e.bits, e.lo, e.hi); !s.ok()) return s;
+  return e;
+}
 
 absl::StatusOr<std::vector<uint64_t>> ExactAttention(const AttentionAuditInput& in, const FormatSpec& out,
                                                      int threads) {

@@ -100,6 +100,10 @@ class AuditOp {
   // of platform p, the primary one), or "no simple relation found".
   virtual std::string Diagnose(int64_t e, size_t p, OpScratch& s, const ExactFacts& x, uint64_t y,
                                double bound) const = 0;
+  // Whether the pipeline computes the aggregate gate (AuditResult::Aggregate: relative L2 error
+  // and correlation against the exact output, limits from the primary platform's bounds) and
+  // lets it fail the verdict. Attention opts in; the other ops keep their verdicts as they were.
+  virtual bool AggregateGate() const { return false; }
   // Soundness against the op's mutations (the recommended tolerance of p on a pinned sample):
   // appends (case, accepted fraction) to rates and the sentences worth printing.
   virtual void Mutations(const AuditPlatform& p, std::vector<std::pair<std::string, double>>& rates,
