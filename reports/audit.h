@@ -420,6 +420,7 @@ struct CompareResult {
   int64_t fault_ref = 0, fault_port = 0, fault_both = 0, fault_neither = 0;
   std::vector<std::pair<std::vector<int64_t>, std::string>> listed;  // (index, fault side).
   AuditVerdict verdict = AuditVerdict::kFail;
+  std::vector<std::string> notes;   // E.g. (attention) the two outputs are bit-identical.
 };
 absl::StatusOr<CompareResult> CompareMatmul(const MatmulAuditInput& ref, const std::string& platform_ref,
                                             const MatmulAuditInput& port, const std::string& platform,
@@ -435,6 +436,8 @@ absl::StatusOr<CompareResult> CompareAxis(const AxisAuditInput& ref, const std::
                                           const AxisAuditInput& port, const std::string& platform,
                                           const AuditOptions& options);
 // Attention (issue 27): a CUDA reference and an NKI port on the same Q, K, V, mask and scale.
+// The same file as both outputs (Tensor::source) is an error ("an output compared with itself
+// proves nothing"); bit-identical outputs from two files pass with a note saying so.
 absl::StatusOr<CompareResult> CompareAttention(const AttentionAuditInput& ref, const std::string& platform_ref,
                                                const AttentionAuditInput& port, const std::string& platform,
                                                const AuditOptions& options);

@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "composite/attention_model.h"
+#include "formats/ops.h"
 #include "formats/str_cat.h"
 #include "formats/user_file.h"
 #include "oracles/attention.h"
@@ -85,6 +86,9 @@ class AttentionAuditOp : public AuditOp {
     std::vector<uint8_t> keep;
   };
   void MakeHead(int64_t head, Head& h, bool abs_v = false) const;
+  // The rows with no attended key (mask and causal): how many, each platform's convention there
+  // and what the output holds there, as a note.
+  void NoteFullyMaskedRows();
   // Rows [r0, r1) of `head` against platform p (exact enclosures always; the platform's
   // emulated values when emu is non-null).
   absl::Status Rows(const Head& h, int64_t r0, int64_t r1, std::vector<ExactEnclosure>& exact,
@@ -263,6 +267,7 @@ absl::Status AttentionAuditOp::Init() {
       setup_.notes.push_back(Cat(m->name, ": unconfirmed (no real output confirms): ", Join(m->unconfirmed, ", ")));
     }
   }
+  NoteFullyMaskedRows();
   setup_.out = &O;
   setup_.out_format = O.format;
   setup_.out_shape = O.shape;
@@ -286,6 +291,48 @@ absl::Status AttentionAuditOp::Init() {
   setup_.provenance.emplace_back("causal", in_.causal ? "true" : "false");
   setup_.provenance.emplace_back("tool", ToolVersion());
   return absl::OkStatus();
+}
+
+void AttentionAuditOp::NoteFullyMaskedRows() {
+  if (in_.mask == nullptr) return;  // Top-left causal rows always attend key 0.
+  const std::vector<int64_t>& ms = mask_shape4_;
+  const FormatSpec& of = *in_.out->format;
+  int64_t rows = 0, nan_rows = 0, zero_rows = 0;
+  for (int64_t b = 0; b < q_.b; ++b) {
+    for (int64_t hq = 0; hq < q_.h; ++hq) {
+      for (int64_t i = 0; i < q_.s; ++i) {
+        bool any = false;
+        const int64_t jmax = in_.causal ? std::min(k_.s, i + 1) : k_.s;
+        for (int64_t j = 0; j < jmax && !any; ++j) {
+          const int64_t at = (((ms[0] == 1 ? 0 : b) * ms[1] + (ms[1] == 1 ? 0 : hq)) * ms[2] + (ms[2] == 1 ? 0 : i)) *
+                                 ms[3] + (ms[3] == 1 ? 0 : j);
+          const double m = maskd_[static_cast<size_t>(at)];
+          any = bool_mask_ ? m != 0 : m != -INFINITY;
+        }
+        if (any) continue;
+        ++rows;
+        const int64_t e0 = ((b * q_.h + hq) * q_.s + i) * dv_;
+        bool all_nan = true, all_zero = true;
+        for (int64_t c = 0; c < dv_; ++c) {
+          const uint64_t y = in_.out->Bits(e0 + c);
+          all_nan = all_nan && IsNanBits(of, y);
+          all_zero = all_zero && !IsNanBits(of, y) && ToDouble(of, y) == 0;
+        }
+        nan_rows += all_nan ? 1 : 0;
+        zero_rows += all_zero ? 1 : 0;
+      }
+    }
+  }
+  if (rows == 0) return;
+  std::vector<std::string> conv;
+  for (const composite::AttentionModel* m : platforms_) {
+    conv.push_back(m == nullptr ? Cat(kCorrectlyRounded, " nan (the exact value, 0/0)")
+                                : Cat(m->name, " ", FullyMaskedRowsName(m->fully_masked)));
+  }
+  setup_.notes.push_back(Cat(rows, " of ", q_.b * q_.h * q_.s, " query rows are fully masked (no attended key; the",
+                             " exact value is NaN there, left out of the aggregate gate); the output has NaN in ",
+                             nan_rows, " of them, zero in ", zero_rows, ", other values in ", rows - nan_rows - zero_rows,
+                             "; conventions: ", Join(conv, ", ")));
 }
 
 void AttentionAuditOp::MakeHead(int64_t head, Head& h, bool abs_v) const {

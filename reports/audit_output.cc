@@ -188,6 +188,7 @@ std::string CompareSummaryText(const CompareResult& c) {
              ", neither (each within its own audit, yet too far apart) ", c.fault_neither, "\n");
     for (const auto& [index, side] : c.listed) s += Cat("  ", Index(index), " ", side, "\n");
   }
+  for (const std::string& n : c.notes) s += Cat("Note: ", n, "\n");
   s += "\n== reference side\n" + AuditSummaryText(c.ref);
   s += "\n== port side\n" + AuditSummaryText(c.port);
   return s;
@@ -449,6 +450,7 @@ std::string CompareToJson(const CompareResult& c) {
   ojson listed = ojson::array();
   for (const auto& [index, side] : c.listed) listed.push_back({{"index", index}, {"at_fault", side}});
   j["listed"] = listed;
+  j["notes"] = c.notes;
   j["ref"] = AuditJson(c.ref);
   j["port"] = AuditJson(c.port);
   return j.dump(1) + "\n";

@@ -480,6 +480,7 @@ void BindAudit(nb::module_& m) {
       .def_ro("port", &CompareResult::port)
       .def_ro("consistent", &CompareResult::consistent)
       .def_ro("inconsistent", &CompareResult::inconsistent)
+      .def_ro("notes", &CompareResult::notes)
       .def_prop_ro("faults",
                    [](const CompareResult& c) {
                      nb::dict d;
