@@ -225,7 +225,9 @@ struct AxisAuditInput {
 // Diagnoses: the scale not applied or applied twice, a missing or extra causal mask, the wrong
 // GQA head mapping, a key block dropped (the first or last of 64 ... 512 keys), a sign flip, an
 // unwritten element, a power of two. No tolerance rule runs for this op (no within_tolerance
-// class). Errors: ranks outside 2..4 or that differ, D of Q and K, S of K and V, batches or heads
+// class). The aggregate gate runs (AuditResult::Aggregate: relative L2 error and correlation with
+// limits from the bounds), and a note counts fully masked rows, what the output holds there and
+// each platform's convention. Errors: ranks outside 2..4 or that differ, D of Q and K, S of K and V, batches or heads
 // that do not agree, an output of the wrong shape, a non-finite or zero scale, a mask that does
 // not broadcast, an unknown platform.
 struct AttentionAuditInput {
