@@ -414,7 +414,9 @@ CLI::App* AddAuditCommand(CLI::App& root, AuditCommandState& s) {
       "  fpconform audit attention --q q.npy --q-dtype bfloat16 --k k.npy --k-dtype bfloat16 \\\n"
       "      --v v.npy --v-dtype bfloat16 --out o.npy --out-dtype bfloat16 --causal --platform auto \\\n"
       "      --json audit.json\n"
-      "Exit status: 0 pass, 1 an element is unexplained, 2 bad input.");
+      "Besides the classes, the aggregate gate: relative L2 error and correlation against the exact output,\n"
+      "each within the limit the platform's per-element bounds imply (reports/AUDIT.md, \"Aggregate gate\").\n"
+      "Exit status: 0 pass, 1 an element is unexplained or the aggregate gate fails, 2 bad input.");
 
   s.cast = app->add_subcommand("cast", "out = cast(X / scale) elementwise (quantization)");
   AddTensorOption(s.cast, s.x, "X");
