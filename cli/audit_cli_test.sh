@@ -298,7 +298,9 @@ grep -q "finite" "$tmp/stderr" || fail "attention: the NaN scale's error does no
 json_get "$tmp/att.json" 'd["aggregate"]["pass"], d["aggregate"]["elements"]' | grep -qx "(True, 1536)" ||
   fail "attention: the aggregate gate of a right output"
 expect_rc 1 "attention: query rows reversed" "$fp" audit attention "${att[@]}" --out "$tmp/att_rev.npy" \
-  --platform correctly-rounded --json "$tmp/att_rev.json"
+  --platform correctly-rounded --json "$tmp/att_rev.json" --report "$tmp/att_rev_report"
+grep -q "^Aggregate against correctly-rounded over 1536 finite elements: FAIL" "$tmp/att_rev_report/report.md" ||
+  fail "attention: report.md has no aggregate line"
 grep -q "^Aggregate against correctly-rounded over 1536 finite elements: FAIL" "$tmp/stdout" ||
   fail "attention: the aggregate line of a wrong output"
 json_get "$tmp/att_rev.json" 'd["aggregate"]["pass"], "relative L2 error" in d["aggregate"]["why"]' |
