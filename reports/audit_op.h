@@ -7,7 +7,9 @@
 // pass in the op's blocks on worker threads, the classification (Judge, audit.h "Classes"), the
 // per-platform counts, the torch.testing-shaped summary figures, `auto`'s best platform, the
 // listed elements and their diagnoses' dispatch, the soundness checks that need no op knowledge
-// (all-zero and permuted outputs), the mismatch map and the histogram.
+// (all-zero and permuted outputs), the aggregate gate for the ops that ask for it (AggregateGate:
+// relative L2 error and correlation with limits from the bounds), the mismatch map and the
+// histogram.
 //
 // Threading contract: EmulateBlock runs on the calling thread; Exact (in_block = true) is then
 // called concurrently from several threads for elements of that block, each thread with its own
