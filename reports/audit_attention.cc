@@ -86,7 +86,10 @@ class AttentionAuditOp : public AuditOp {
     std::vector<double> mask;
     std::vector<uint8_t> keep;
   };
-  void MakeHead(int64_t head, Head& h, bool abs_v = false) const;
+  void MakeHead(int64_t head, Head& h, bool abs_v = false, bool with_mask = true) const;
+  // Query row `row` of `head` alone (s_q = 1): its mask row with the causal mask (when `causal`)
+  // folded in, as h.keep (boolean or no mask) or h.mask (additive), S_k entries.
+  void RowHead(int64_t head, int64_t row, bool causal, Head& h) const;
   // The rows with no attended key (mask and causal): how many, each platform's convention there
   // and what the output holds there, as a note.
   void NoteFullyMaskedRows();
@@ -351,7 +354,34 @@ void AttentionAuditOp::NoteFullyMaskedRows() {
                              "; conventions: ", Join(conv, ", ")));
 }
 
-void AttentionAuditOp::MakeHead(int64_t head, Head& h, bool abs_v) const {
+void AttentionAuditOp::RowHead(int64_t head, int64_t row, bool causal, Head& h) const {
+  MakeHead(head, h, false, /*mask=*/false);
+  const auto sz = [](int64_t x) { return static_cast<size_t>(x); };
+  AttentionProblem& p = h.p;
+  p.s_q = 1;
+  p.q = p.q.subspan(sz(row * q_.d), sz(q_.d));
+  p.causal = false;
+  const int64_t b = head / q_.h, hq = head % q_.h;
+  const std::vector<int64_t>& ms = mask_shape4_;
+  const auto mask_at = [&](int64_t j) {
+    return maskd_[sz((((ms[0] == 1 ? 0 : b) * ms[1] + (ms[1] == 1 ? 0 : hq)) * ms[2] + (ms[2] == 1 ? 0 : row)) *
+                         ms[3] + (ms[3] == 1 ? 0 : j))];
+  };
+  if (in_.mask != nullptr && !bool_mask_) {  // The additive values, -inf past the diagonal.
+    h.mask.resize(sz(k_.s));
+    for (int64_t j = 0; j < k_.s; ++j) h.mask[sz(j)] = causal && j > row ? -INFINITY : mask_at(j);
+    p.additive_mask = h.mask;
+    return;
+  }
+  h.keep.resize(sz(k_.s));
+  for (int64_t j = 0; j < k_.s; ++j) {
+    const bool kept = (in_.mask == nullptr || mask_at(j) != 0) && !(causal && j > row);
+    h.keep[sz(j)] = kept ? 1 : 0;
+  }
+  p.keep_mask = h.keep;
+}
+
+void AttentionAuditOp::MakeHead(int64_t head, Head& h, bool abs_v, bool with_mask) const {
   const int64_t b = head / q_.h, hq = head % q_.h, hk = hq / group_;
   const auto sz = [](int64_t x) { return static_cast<size_t>(x); };
   AttentionProblem& p = h.p;
@@ -365,7 +395,7 @@ void AttentionAuditOp::MakeHead(int64_t head, Head& h, bool abs_v) const {
   p.v = std::span<const double>(abs_v ? vabs_ : vd_).subspan(sz((b * v_.h + hk) * v_.s * v_.d), sz(v_.s * v_.d));
   p.scale = in_.scale;
   p.causal = in_.causal;
-  if (in_.mask != nullptr) {
+  if (in_.mask != nullptr && with_mask) {
     const std::vector<int64_t>& ms = mask_shape4_;
     const int64_t mb = ms[0] == 1 ? 0 : b, mh = ms[1] == 1 ? 0 : hq;
     const int64_t n = q_.s * k_.s;
@@ -531,31 +561,31 @@ std::string AttentionAuditOp::Diagnose(int64_t e, size_t, OpScratch&, const Exac
   const int64_t head_elems = q_.s * dv_;
   const int64_t head = e / head_elems, row = (e % head_elems) / dv_, col = e % dv_;
   // A variant of the problem: does its exact value (rounded to the output, give or take the
-  // platform's bound) give y?
-  const auto variant = [&](const std::function<void(Head&)>& change) {
+  // platform's bound) give y? Each variant is the element's row alone (RowHead: O(S_k), where the
+  // whole head's mask would be O(S_q S_k) per variant and listed element).
+  const auto variant = [&](bool causal, const std::function<void(Head&)>& change) {
     Head h;
-    MakeHead(head, h);
+    RowHead(head, row, causal, h);
     change(h);
     std::vector<ExactEnclosure> enc(static_cast<size_t>(dv_));
     AttentionOutputs o;
     o.enclosure = enc;
-    if (!AttentionRows(h.p, row, row + 1, o, nullptr).ok()) return false;
+    if (!AttentionRows(h.p, 0, 1, o, nullptr).ok()) return false;
     return rel.Holds(enc[static_cast<size_t>(col)].nearest);
   };
+  const auto same = [](Head&) {};
   const double scale = in_.scale.has_value() ? *in_.scale : 1.0 / std::sqrt(static_cast<double>(q_.d));
-  if (variant([&](Head& h) { h.p.scale = 1.0; })) return "the scale not applied (scale 1)";
-  if (variant([&](Head& h) { h.p.scale = scale * scale; })) return "the scale applied twice (scale^2)";
-  if (variant([&](Head& h) { h.p.causal = !in_.causal; })) {
+  if (variant(in_.causal, [&](Head& h) { h.p.scale = 1.0; })) return "the scale not applied (scale 1)";
+  if (variant(in_.causal, [&](Head& h) { h.p.scale = scale * scale; })) return "the scale applied twice (scale^2)";
+  if (variant(!in_.causal, same)) {
     return in_.causal ? "no causal mask (every key attended)" : "a causal mask applied where none is expected";
   }
-  if (!in_.causal && q_.s != k_.s && variant([&](Head& h) { h.p.causal = true; })) {
-    return "a causal mask applied";
-  }
+  if (!in_.causal && q_.s != k_.s && variant(true, same)) return "a causal mask applied";
   if (group_ > 1) {
     const int64_t hq = head % q_.h, b = head / q_.h;
     const int64_t other = hq % k_.h;  // repeat (tile) instead of repeat_interleave.
     if (other != hq / group_ &&
-        variant([&](Head& h) {
+        variant(in_.causal, [&](Head& h) {
           h.p.k = std::span<const double>(kd_).subspan(static_cast<size_t>((b * k_.h + other) * k_.s * k_.d),
                                                        static_cast<size_t>(k_.s * k_.d));
           h.p.v = std::span<const double>(vd_).subspan(static_cast<size_t>((b * v_.h + other) * v_.s * v_.d),
@@ -570,23 +600,10 @@ std::string AttentionAuditOp::Diagnose(int64_t e, size_t, OpScratch&, const Exac
     if (t >= k_.s) break;
     const int64_t last = in_.causal ? std::min(row, k_.s - 1) : k_.s - 1;
     for (const int64_t start : {int64_t{0}, (last / t) * t}) {
-      std::vector<uint8_t> keep;
-      if (variant([&](Head& h) {
-            keep.assign(static_cast<size_t>(q_.s * k_.s), 1);
-            if (!h.keep.empty()) keep = h.keep;
-            if (!h.mask.empty() && h.keep.empty()) {
-              for (size_t x = 0; x < keep.size(); ++x) keep[x] = h.mask[x] == -INFINITY ? 0 : 1;
-            }
-            for (int64_t j = start; j < std::min(k_.s, start + t); ++j) keep[static_cast<size_t>(row * k_.s + j)] = 0;
-            h.keep = keep;
-            h.p.keep_mask = h.keep;
-            h.p.additive_mask = {};
-            if (!h.mask.empty() && !bool_mask_) {  // Keep the additive values by folding them in.
-              h.p.additive_mask = h.mask;
-              h.p.keep_mask = {};
-              for (int64_t j = start; j < std::min(k_.s, start + t); ++j) {
-                h.mask[static_cast<size_t>(row * k_.s + j)] = -INFINITY;
-              }
+      if (variant(in_.causal, [&](Head& h) {
+            for (int64_t j = start; j < std::min(k_.s, start + t); ++j) {
+              if (!h.keep.empty()) h.keep[static_cast<size_t>(j)] = 0;
+              if (!h.mask.empty()) h.mask[static_cast<size_t>(j)] = -INFINITY;
             }
           })) {
         return Cat("a key block dropped: keys [", start, ", ", std::min(k_.s, start + t), ") (block of ", t, ")");

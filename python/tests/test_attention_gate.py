@@ -128,3 +128,22 @@ def test_emulate_attention_errors(rng):
         fpconform.emulate_attention(q.astype(np.float32), k.astype(np.float32), v.astype(np.float32), FA2)
     with pytest.raises(ValueError, match="D of Q"):
         fpconform.emulate_attention(q, k[:, :8], v, FA2)
+
+
+@pytest.mark.parametrize("mask", [None, "bool", "additive"])
+def test_dropped_key_block_diagnosed_under_every_mask_kind(mask, rng):
+    """The diagnoses evaluate the element's row alone, its mask row and causal mask folded in."""
+    q = rng.standard_normal((2, 40, 16)).astype(np.float32)
+    k = rng.standard_normal((2, 192, 16)).astype(np.float32)
+    v = rng.standard_normal((2, 192, 8)).astype(np.float32)
+    dropped = np.ones((40, 192), bool)
+    dropped[:, 128:] = False  # The last block of 64 keys.
+    wrong = fpconform.exact_attention(q, k, v, mask=dropped)
+    kw = {}
+    if mask == "bool":
+        kw["mask"] = np.ones((40, 192), bool)
+    elif mask == "additive":
+        kw["mask"] = np.zeros((40, 192), np.float32)
+    r = fpconform.audit_attention(q, k, v, wrong, platform="correctly-rounded", max_listed=5, **kw)
+    assert r.verdict == "fail"
+    assert {e["diagnosis"] for e in r.elements} == {"a key block dropped: keys [128, 192) (block of 64)"}
