@@ -88,7 +88,8 @@ class AttentionAuditOp : public AuditOp {
   };
   void MakeHead(int64_t head, Head& h, bool abs_v = false, bool with_mask = true) const;
   // Query row `row` of `head` alone (s_q = 1): its mask row with the causal mask (when `causal`)
-  // folded in, as h.keep (boolean or no mask) or h.mask (additive), S_k entries.
+  // folded in, as h.keep (boolean or no mask) or h.mask (additive), S_k entries. The listed
+  // elements' evidence and diagnoses use it: O(S_k) per element, not the head's S_q x S_k mask.
   void RowHead(int64_t head, int64_t row, bool causal, Head& h) const;
   // The rows with no attended key (mask and causal): how many, each platform's convention there
   // and what the output holds there, as a note.
@@ -521,10 +522,10 @@ void AttentionAuditOp::Exact(int64_t e, bool in_block, OpScratch& scratch, Exact
     const int64_t head_elems = q_.s * dv_;
     const int64_t row = (e % head_elems) / dv_;
     Head h;
-    MakeHead(e / head_elems, h);
+    RowHead(e / head_elems, row, in_.causal, h);
     std::vector<ExactEnclosure> exact;
-    s.exact = Rows(h, row, row + 1, exact, platforms_.size(), nullptr).ok() ? exact[static_cast<size_t>(e % dv_)]
-                                                                             : ExactEnclosure{NAN, NAN, NAN, false};
+    s.exact = Rows(h, 0, 1, exact, platforms_.size(), nullptr).ok() ? exact[static_cast<size_t>(e % dv_)]
+                                                                     : ExactEnclosure{NAN, NAN, NAN, false};
   }
   FactsFromEnclosure(s.exact, s.x, facts);
 }
@@ -533,10 +534,10 @@ Emulated AttentionAuditOp::EmulateOne(int64_t e, size_t p, OpScratch&) const {
   const int64_t head_elems = q_.s * dv_;
   const int64_t row = (e % head_elems) / dv_;
   Head h;
-  MakeHead(e / head_elems, h);
+  RowHead(e / head_elems, row, in_.causal, h);
   std::vector<ExactEnclosure> exact;
   std::vector<Emulated> emu;
-  if (!Rows(h, row, row + 1, exact, p, &emu).ok()) return Emulated{0, NAN};
+  if (!Rows(h, 0, 1, exact, p, &emu).ok()) return Emulated{0, NAN};
   return emu[static_cast<size_t>(e % dv_)];
 }
 
@@ -544,9 +545,10 @@ double AttentionAuditOp::AbsSum(int64_t e, OpScratch&) const {
   const int64_t head_elems = q_.s * dv_;
   const int64_t row = (e % head_elems) / dv_;
   Head h;
-  MakeHead(e / head_elems, h, /*abs_v=*/true);
+  RowHead(e / head_elems, row, in_.causal, h);
+  h.p.v = std::span<const double>(vabs_).subspan(static_cast<size_t>(h.p.v.data() - vd_.data()), h.p.v.size());
   std::vector<ExactEnclosure> exact;
-  if (!Rows(h, row, row + 1, exact, platforms_.size(), nullptr).ok()) return NAN;
+  if (!Rows(h, 0, 1, exact, platforms_.size(), nullptr).ok()) return NAN;
   return exact[static_cast<size_t>(e % dv_)].hi;  // sum_j P_j |V_jc|.
 }
 
