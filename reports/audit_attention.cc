@@ -112,8 +112,10 @@ class AttentionAuditOp : public AuditOp {
   bool bool_mask_ = false;
   std::vector<composite::AttentionModel> catalog_;
   std::vector<const composite::AttentionModel*> platforms_;  // nullptr: correctly rounded.
-  // The current block.
+  // The current block, and its head's problem (its spans point into it: never copied).
   int64_t block_e0_ = 0;
+  int64_t block_head_index_ = -1;
+  Head block_head_;
   std::vector<ExactEnclosure> block_exact_;
   // Under auto the pipeline runs the pass a second time when the best-explaining platform is not
   // the first (audit_op.h RunAudit); the first pass's blocks (exact enclosures and every
@@ -500,10 +502,12 @@ absl::Status AttentionAuditOp::EmulateBlock(int64_t e0, int64_t e1, std::vector<
   const int64_t head_elems = q_.s * dv_;
   const int64_t head = e0 / head_elems;
   const int64_t r0 = (e0 % head_elems) / dv_, r1 = r0 + (e1 - e0) / dv_;
-  Head h;
-  MakeHead(head, h);
+  if (head != block_head_index_) {  // A head's blocks are consecutive: its mask is made once.
+    MakeHead(head, block_head_);
+    block_head_index_ = head;
+  }
   block_e0_ = e0;
-  if (absl::Status s = RowsAll(h, r0, r1, block_exact_, &emu, !stats_noted_); !s.ok()) return s;
+  if (absl::Status s = RowsAll(block_head_, r0, r1, block_exact_, &emu, !stats_noted_); !s.ok()) return s;
   if (cache_on_ && !stats_noted_) cache_[e0] = CachedBlock{e1, block_exact_, emu};
   if (e1 == setup_.elements && !stats_noted_) {
     stats_noted_ = true;
