@@ -353,8 +353,8 @@ void AttentionAuditOp::NoteFullyMaskedRows() {
   }
   setup_.notes.push_back(Cat(rows, " of ", q_.b * q_.h * q_.s, " query rows are fully masked (no attended key; the",
                              " exact value is NaN there, left out of the aggregate gate); the output has NaN in ",
-                             nan_rows, " of them, zero in ", zero_rows, ", other values in ", rows - nan_rows - zero_rows,
-                             "; conventions: ", Join(conv, ", ")));
+                             nan_rows, " of them, zero in ", zero_rows, ", other values in ",
+                             rows - nan_rows - zero_rows, "; conventions: ", Join(conv, ", ")));
 }
 
 void AttentionAuditOp::RowHead(int64_t head, int64_t row, bool causal, Head& h) const {
