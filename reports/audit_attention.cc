@@ -5,8 +5,8 @@
 #include <mpfr.h>
 
 #include <algorithm>
-#include <cmath>
 #include <functional>
+#include <cmath>
 #include <map>
 #include <memory>
 #include <optional>
