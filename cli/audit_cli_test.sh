@@ -239,6 +239,15 @@ keep[:, 0] = True
 np.save(f"{d}/att_keep.npy", keep.astype(np.uint8))
 np.save(f"{d}/att_om.npy", sdpa(mask=keep).astype(np.float32))
 np.save(f"{d}/att_mask_bad.npy", keep[:, :29].astype(np.uint8))
+# The aggregate gate: the query rows reversed (each element as small as a right one), all zeros.
+np.save(f"{d}/att_rev.npy", sdpa()[:, :, ::-1, :].astype(np.float32))
+np.save(f"{d}/att_zero.npy", np.zeros((2, 4, 24, 8), np.float32))
+# Fully masked rows 5 and 17 (of every head): NumPy's 0/0 writes NaN there.
+keep2 = keep.copy()
+keep2[[5, 17], :] = False
+np.save(f"{d}/att_keep2.npy", keep2.astype(np.uint8))
+with np.errstate(invalid="ignore"):
+    np.save(f"{d}/att_om2.npy", sdpa(mask=keep2).astype(np.float32))
 EOF
 att=(--q "$tmp/att_q.npy" --q-dtype bfloat16 --k "$tmp/att_k.npy" --k-dtype bfloat16 --v "$tmp/att_v.npy"
      --v-dtype bfloat16 --progress never)
@@ -255,8 +264,13 @@ json_get "$tmp/att_bad.json" 'd["elements"][0]["diagnosis"]' | grep -q "causal" 
 expect_rc 1 "attention: output of scale 1/4 audited with scale 1/16" "$fp" audit attention "${att[@]}" \
   --out "$tmp/att_o.npy" --scale 0.0625 --platform correctly-rounded
 # compare attention: the reference right, the port causal where it should not be: the port is at fault.
+cp "$tmp/att_o.npy" "$tmp/att_o_copy.npy"
 expect_rc 0 "compare attention" "$fp" compare attention "${att[@]}" --out-ref "$tmp/att_o.npy" \
+  --platform-ref correctly-rounded --out "$tmp/att_o_copy.npy" --platform correctly-rounded
+grep -q "bit-identical.*holds trivially" "$tmp/stdout" || fail "compare attention: identical bytes are not said"
+expect_rc 2 "compare attention: the same file twice" "$fp" compare attention "${att[@]}" --out-ref "$tmp/att_o.npy" \
   --platform-ref correctly-rounded --out "$tmp/att_o.npy" --platform correctly-rounded
+grep -q "compared with itself" "$tmp/stderr" || fail "compare attention: the same file twice is not refused"
 expect_rc 1 "compare attention, a causal port" "$fp" compare attention "${att[@]}" --out-ref "$tmp/att_o.npy" \
   --platform-ref correctly-rounded --out "$tmp/att_oc.npy" --platform correctly-rounded --json "$tmp/cmp_att.json"
 [ "$(json_get "$tmp/cmp_att.json" 'd["op"], d["at_fault"]["ref"], d["at_fault"]["port"] > 0')" = \
@@ -326,6 +340,31 @@ grep -q "att_lse_bad.npy: the LSE has shape \[2, 4, 20\], expected \[2, 4, 24\]"
   fail "attention --lse: the shape error names the file and both shapes"
 expect_rc 2 "attention: unknown platform" "$fp" audit attention "${att[@]}" --out "$tmp/att_o.npy" --platform cudnn
 grep -q "flash-attention2-cuda-bf16" "$tmp/stderr" || fail "attention: the valid platforms are not listed"
+expect_rc 2 "attention: NaN scale" "$fp" audit attention "${att[@]}" --out "$tmp/att_o.npy" --scale nan \
+  --platform correctly-rounded
+grep -q "finite" "$tmp/stderr" || fail "attention: the NaN scale's error does not say why"
+# The aggregate gate (AUDIT.md "Aggregate gate"): right outputs pass it, wrong ones fail it with
+# the figure that exceeds its limit.
+json_get "$tmp/att.json" 'd["aggregate"]["pass"], d["aggregate"]["elements"]' | grep -qx "(True, 1536)" ||
+  fail "attention: the aggregate gate of a right output"
+expect_rc 1 "attention: query rows reversed" "$fp" audit attention "${att[@]}" --out "$tmp/att_rev.npy" \
+  --platform correctly-rounded --json "$tmp/att_rev.json" --report "$tmp/att_rev_report"
+grep -q "^Aggregate against correctly-rounded over 1536 finite elements: FAIL" "$tmp/att_rev_report/report.md" ||
+  fail "attention: report.md has no aggregate line"
+grep -q "^Aggregate against correctly-rounded over 1536 finite elements: FAIL" "$tmp/stdout" ||
+  fail "attention: the aggregate line of a wrong output"
+json_get "$tmp/att_rev.json" 'd["aggregate"]["pass"], "relative L2 error" in d["aggregate"]["why"]' |
+  grep -qx "(False, True)" || fail "attention: the JSON aggregate of a wrong output"
+expect_rc 1 "attention: an all-zero output" "$fp" audit attention "${att[@]}" --out "$tmp/att_zero.npy" \
+  --platform correctly-rounded --json "$tmp/att_zero.json"
+json_get "$tmp/att_zero.json" 'd["elements"][0]["diagnosis"], "constant" in d["aggregate"]["why"]' |
+  grep -q "element not written?', True)" || fail "attention: the all-zero output's diagnosis or gate"
+# Fully masked rows: how many, what the output holds there and each platform's convention.
+expect_rc 0 "attention: fully masked rows (NaN, as the exact value)" "$fp" audit attention "${att[@]}" \
+  --out "$tmp/att_om2.npy" --mask "$tmp/att_keep2.npy" --platform correctly-rounded
+grep -q "16 of 192 query rows are fully masked.*NaN in 16 of them, zero in 0.*correctly-rounded nan" "$tmp/stdout" ||
+  fail "attention: the fully masked rows are not counted"
+grep -q "(128 non-finite left out)" "$tmp/stdout" || fail "attention: the gate does not say it left the NaN rows out"
 
 if [ "$failures" -ne 0 ]; then
   echo "$failures failure(s)"

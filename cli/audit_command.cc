@@ -419,7 +419,9 @@ CLI::App* AddAuditCommand(CLI::App& root, AuditCommandState& s) {
       "  fpconform audit attention --q q.npy --q-dtype bfloat16 --k k.npy --k-dtype bfloat16 --v v.npy \\\n"
       "      --v-dtype bfloat16 --out o.npy --out-dtype bfloat16 --lse lse.npy --platform flash-attention2-cuda-bf16\n"
       "--lse audits the LSE as well (its own classes; FlashAttention-2 writes +inf on fully masked rows).\n"
-      "Exit status: 0 pass, 1 an element (of out or the LSE) is unexplained, 2 bad input.");
+      "Besides the classes, the aggregate gate: relative L2 error and correlation against the exact output,\n"
+      "each within the limit the platform's per-element bounds imply (reports/AUDIT.md, \"Aggregate gate\").\n"
+      "Exit status: 0 pass, 1 an element (of out or the LSE) is unexplained or the aggregate gate fails, 2 bad input.");
 
   s.cast = app->add_subcommand("cast", "out = cast(X / scale) elementwise (quantization)");
   AddTensorOption(s.cast, s.x, "X");

@@ -36,7 +36,8 @@
 //   unexplained       anything else; also a NaN or Inf output where the exact value and the
 //                     model's output are finite ("NaN where none is expected: uninitialized
 //                     memory?"), and a finite output where both are non-finite.
-// Verdict: pass when no element is unexplained and (strict) none is only within_tolerance.
+// Verdict: pass when no element is unexplained and (strict) none is only within_tolerance, and
+// (attention) the aggregate gate passes (AuditResult::Aggregate).
 //
 // Differences from the obvious expectation:
 //   * |out - exact| is computed exactly (the exact accumulator holds exact - out) and rounded up
@@ -224,12 +225,14 @@ struct AxisAuditInput {
 // Diagnoses: the scale not applied or applied twice, a missing or extra causal mask, the wrong
 // GQA head mapping, a key block dropped (the first or last of 64 ... 512 keys), a sign flip, an
 // unwritten element, a power of two. No tolerance rule runs for this op (no within_tolerance
-// class). With `lse` (the kernel's LSE, Q's shape without D): its own classes in
-// AuditResult::lse against the primary platform's LSE model (formats.lse; correctly-rounded for a
-// platform without one), an unexplained LSE element failing the verdict. Errors: ranks outside
-// 2..4 or that differ, D of Q and K, S of K and V, batches or heads that do not agree, an output
-// or an LSE of the wrong shape, a non-finite or zero scale, a mask that does not broadcast, an
-// unknown platform.
+// class). The aggregate gate runs (AuditResult::Aggregate: relative L2 error and correlation with
+// limits from the bounds), and a note counts fully masked rows, what the output holds there and
+// each platform's convention. With `lse` (the kernel's LSE, Q's shape
+// without D): its own classes in AuditResult::lse against the primary platform's LSE model
+// (formats.lse; correctly-rounded for a platform without one), an unexplained LSE element failing
+// the verdict. Errors: ranks outside 2..4 or that differ, D of Q and K, S of K and V, batches or
+// heads that do not agree, an output or an LSE of the wrong shape, a non-finite or zero scale, a mask that does
+// not broadcast, an unknown platform.
 struct AttentionAuditInput {
   const Tensor* q = nullptr;
   const Tensor* k = nullptr;
@@ -351,6 +354,43 @@ struct AuditResult {
     std::string convention;           // What the platform writes on fully masked rows.
     std::vector<AuditElement> elements;  // Listed: unexplained first, then the worst others.
   } lse;
+  // The aggregate gate (attention; AUDIT.md "Aggregate gate"): over the elements whose output
+  // and exact value are both finite (`elements` of them), the relative L2 error
+  // ||out - exact||_2 / ||exact||_2 and the Pearson correlation of out with exact, each with its
+  // limit derived from the primary platform's per-element bounds B (element e's B_e; an
+  // identical element's own error when larger, or when it has no bound):
+  //   rel_l2_limit = ||B||_2 / ||exact||_2. Sound: every conforming output has |out_e - exact_e|
+  //     <= B_e, so ||out - exact||_2 <= ||B||_2.
+  //   correlation_limit = sqrt(1 - (||B||_2 / sigma)^2), sigma = ||exact - mean(exact)||_2 (the
+  //     exact output's centred norm), when ||B||_2 < sigma (else no limit: -1). Sound: with d =
+  //     out - exact and c the centring (an orthogonal projection, ||c d|| <= ||d|| <= ||B||), the
+  //     angle t between c exact and c out = c exact + c d has sin t <= ||c d|| / sigma (the
+  //     distance from c exact to the line through c out is at most its distance ||c d|| to the
+  //     point c out) and cos t > 0 (<c exact, c out> >= sigma^2 - sigma ||B|| > 0), so
+  //     correlation = cos t >= sqrt(1 - (||B|| / sigma)^2) >= (sigma - ||B||) / (sigma + ||B||).
+  // Both figures and limits are evaluated in binary64 (deterministic sums, whatever the thread
+  // count); the gate fails when rel_l2 > rel_l2_limit (1 + 2^-20) or correlation <
+  // correlation_limit - 2^-20 (slack above the evaluation's rounding for fewer than 2^31
+  // elements). A correlation below its limit implies an L2 error above its own (proof above), so
+  // the second test only names the symptom. The gate fails only where some element is outside its
+  // bound (unexplained: the limits are sums of the per-element bounds), so it adds no false alarm:
+  // it states in aggregate terms, the ones tests like mlir-air#1450's use, what the classes found.
+  // emulated_rel_l2 and emulated_correlation: the same figures for the platform's own emulated
+  // output (one conforming implementation: the typical size, not a limit). A failing gate fails
+  // the verdict (exit 1) even when `mismatched` is 0.
+  struct Aggregate {
+    bool run = false;
+    std::string platform;          // The primary platform the limits come from.
+    int64_t elements = 0;          // Finite (out, exact) pairs summed.
+    int64_t excluded = 0;          // Elements left out: a non-finite output or exact value.
+    int64_t unbounded = 0;         // Elements without a bound and not identical (no limit then).
+    double rel_l2 = 0, rel_l2_limit = 0, emulated_rel_l2 = 0;
+    double l2 = 0, l2_limit = 0;   // ||out - exact||_2 and ||B||_2 (absolute).
+    double correlation = 0, correlation_limit = -1, emulated_correlation = 0;  // NaN: undefined.
+    double sigma = 0;              // ||exact - mean(exact)||_2.
+    bool pass = true;
+    std::string why;               // When it fails: which figure exceeds its limit.
+  } aggregate;
   // cast under sr<k>: the rate of rounding away from zero against its expectation.
   struct SrTest {
     bool run = false;
@@ -372,6 +412,25 @@ absl::StatusOr<AuditResult> AuditAttention(const AttentionAuditInput& input, con
 absl::StatusOr<std::vector<uint64_t>> ExactAttention(const AttentionAuditInput& input, const FormatSpec& out,
                                                      int threads = 1);
 
+// One attention model's output (input.out ignored): `platform`'s emulated value of every element
+// (composite/attention_model.h: one two-pass implementation in the model's formats) in the model's
+// output format, C order, Q's shape with V's last dimension, and per element the enclosure
+// [lo, hi] (values of that format) holding the output of every implementation the model admits
+// (its per-element bound; NaN where it gives none, a fully masked row's convention as a point).
+// The same checks and errors as AuditAttention, and an unknown model (the valid names listed;
+// "correctly-rounded" is ExactAttention's). models_dir empty: the source tree's.
+// Example (Python: fpconform.emulate_attention):
+//   auto e = EmulateAttention({.q = &q, .k = &k, .v = &v}, "flash-attention2-cuda-bf16", "");
+//   e->lo[0] <= ToDouble(*e->format, e->bits[0]) && ToDouble(*e->format, e->bits[0]) <= e->hi[0];
+struct AttentionEmulation {
+  const FormatSpec* format = nullptr;
+  std::vector<int64_t> shape;
+  std::vector<uint64_t> bits;
+  std::vector<double> lo, hi;
+};
+absl::StatusOr<AttentionEmulation> EmulateAttention(const AttentionAuditInput& input, const std::string& platform,
+                                                    const std::string& models_dir, int threads = 1);
+
 // `fpconform compare`: out_ref audited against platform_ref, out against platform; per element
 // "consistent" when |out - out_ref| <= B_ref + B (each side's element bound, envelopes: the max
 // over members), else "inconsistent", with the side at fault (the one whose own audit is
@@ -382,6 +441,7 @@ struct CompareResult {
   int64_t fault_ref = 0, fault_port = 0, fault_both = 0, fault_neither = 0;
   std::vector<std::pair<std::vector<int64_t>, std::string>> listed;  // (index, fault side).
   AuditVerdict verdict = AuditVerdict::kFail;
+  std::vector<std::string> notes;   // E.g. (attention) the two outputs are bit-identical.
 };
 absl::StatusOr<CompareResult> CompareMatmul(const MatmulAuditInput& ref, const std::string& platform_ref,
                                             const MatmulAuditInput& port, const std::string& platform,
@@ -397,6 +457,8 @@ absl::StatusOr<CompareResult> CompareAxis(const AxisAuditInput& ref, const std::
                                           const AxisAuditInput& port, const std::string& platform,
                                           const AuditOptions& options);
 // Attention (issue 27): a CUDA reference and an NKI port on the same Q, K, V, mask and scale.
+// The same file as both outputs (Tensor::source) is an error ("an output compared with itself
+// proves nothing"); bit-identical outputs from two files pass with a note saying so.
 absl::StatusOr<CompareResult> CompareAttention(const AttentionAuditInput& ref, const std::string& platform_ref,
                                                const AttentionAuditInput& port, const std::string& platform,
                                                const AuditOptions& options);

@@ -7,7 +7,9 @@
 // pass in the op's blocks on worker threads, the classification (Judge, audit.h "Classes"), the
 // per-platform counts, the torch.testing-shaped summary figures, `auto`'s best platform, the
 // listed elements and their diagnoses' dispatch, the soundness checks that need no op knowledge
-// (all-zero and permuted outputs), the mismatch map and the histogram.
+// (all-zero and permuted outputs), the aggregate gate for the ops that ask for it (AggregateGate:
+// relative L2 error and correlation with limits from the bounds), the mismatch map and the
+// histogram.
 //
 // Threading contract: EmulateBlock runs on the calling thread; Exact (in_block = true) is then
 // called concurrently from several threads for elements of that block, each thread with its own
@@ -100,6 +102,10 @@ class AuditOp {
   // of platform p, the primary one), or "no simple relation found".
   virtual std::string Diagnose(int64_t e, size_t p, OpScratch& s, const ExactFacts& x, uint64_t y,
                                double bound) const = 0;
+  // Whether the pipeline computes the aggregate gate (AuditResult::Aggregate: relative L2 error
+  // and correlation against the exact output, limits from the primary platform's bounds) and
+  // lets it fail the verdict. Attention opts in; the other ops keep their verdicts as they were.
+  virtual bool AggregateGate() const { return false; }
   // Soundness against the op's mutations (the recommended tolerance of p on a pinned sample):
   // appends (case, accepted fraction) to rates and the sentences worth printing.
   virtual void Mutations(const AuditPlatform& p, std::vector<std::pair<std::string, double>>& rates,

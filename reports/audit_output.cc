@@ -98,6 +98,22 @@ std::string BestMatchSentence(const AuditResult& r) {
   return s;
 }
 
+// The aggregate gate's line (AuditResult::Aggregate; "" when it did not run).
+std::string AggregateSentence(const AuditResult& r) {
+  const AuditResult::Aggregate& g = r.aggregate;
+  if (!g.run) return "";
+  std::string s = Cat("Aggregate against ", g.platform, " over ", g.elements, " finite elements",
+                      g.excluded > 0 ? Cat(" (", g.excluded, " non-finite left out)") : "", ": ",
+                      g.pass ? "pass" : "FAIL", "; relative L2 error ", G(g.rel_l2, 4), " (limit ",
+                      G(g.rel_l2_limit, 4), " = ||B||_2 / ||exact||_2; the emulation's own ",
+                      G(g.emulated_rel_l2, 4), "), correlation ", G(g.correlation, 8), " (limit ",
+                      g.correlation_limit > 0 ? G(g.correlation_limit, 8) : std::string("none"),
+                      "; the emulation's own ", G(g.emulated_correlation, 8), ")");
+  if (g.unbounded > 0) s += Cat("; no limit: ", g.unbounded, " element(s) have no bound");
+  if (!g.pass) s += Cat(": ", g.why);
+  return s;
+}
+
 }  // namespace
 
 std::string AuditSummaryText(const AuditResult& r) {
@@ -138,6 +154,7 @@ std::string AuditSummaryText(const AuditResult& r) {
              " inexact elements, expected ", G(r.sr_test.expected), " +- ", G(r.sr_test.sigma),
              " (z = ", G(r.sr_test.z, 3), ")\n");
   }
+  if (const std::string a = AggregateSentence(r); !a.empty()) s += a + "\n";
   if (const std::string b = BestMatchSentence(r); !b.empty()) s += b + "\n";
   for (const PlatformAudit& p : r.platforms) {
     if (p.rec_rtol == 0 && p.rec_atol == 0 && p.rec_ulp == 0) continue;
@@ -183,6 +200,7 @@ std::string CompareSummaryText(const CompareResult& c) {
              ", neither (each within its own audit, yet too far apart) ", c.fault_neither, "\n");
     for (const auto& [index, side] : c.listed) s += Cat("  ", Index(index), " ", side, "\n");
   }
+  for (const std::string& n : c.notes) s += Cat("Note: ", n, "\n");
   s += "\n== reference side\n" + AuditSummaryText(c.ref);
   s += "\n== port side\n" + AuditSummaryText(c.port);
   return s;
@@ -279,6 +297,16 @@ ojson AuditJson(const AuditResult& r) {
     j["sr_test"] = {{"inexact", r.sr_test.inexact}, {"away", r.sr_test.away},
                     {"expected", Num(r.sr_test.expected)}, {"sigma", Num(r.sr_test.sigma)},
                     {"z", Num(r.sr_test.z)}};
+  }
+  if (r.aggregate.run) {
+    const AuditResult::Aggregate& g = r.aggregate;
+    j["aggregate"] = {{"platform", g.platform}, {"pass", g.pass}, {"why", g.why},
+                      {"elements", g.elements}, {"excluded", g.excluded}, {"unbounded", g.unbounded},
+                      {"rel_l2", Num(g.rel_l2)}, {"rel_l2_limit", Num(g.rel_l2_limit)},
+                      {"emulated_rel_l2", Num(g.emulated_rel_l2)}, {"l2", Num(g.l2)},
+                      {"l2_limit", Num(g.l2_limit)}, {"correlation", Num(g.correlation)},
+                      {"correlation_limit", Num(g.correlation_limit)},
+                      {"emulated_correlation", Num(g.emulated_correlation)}, {"sigma", Num(g.sigma)}};
   }
   ojson els = ojson::array();
   for (const AuditElement& e : r.elements) {
@@ -405,6 +433,7 @@ std::string MarkdownReport(const AuditResult& r) {
              G(p.rec_rtol, 3), " | ", G(p.rec_atol, 3), " | ", G(p.rec_ulp, 3), " |\n");
   }
   if (const std::string b = BestMatchSentence(r); !b.empty()) s += "\n" + b + ".\n";
+  if (const std::string a = AggregateSentence(r); !a.empty()) s += "\n" + a + ".\n";
   s += Cat("\nFormula: ", r.formula, "\n");
   if (!r.elements.empty()) {
     s += "\n## Listed elements\n\n| index | out bits | out | exact | emulated | err (ulp) | err / bound | sum abs | class | diagnosis |\n";
@@ -458,6 +487,7 @@ std::string CompareToJson(const CompareResult& c) {
   ojson listed = ojson::array();
   for (const auto& [index, side] : c.listed) listed.push_back({{"index", index}, {"at_fault", side}});
   j["listed"] = listed;
+  j["notes"] = c.notes;
   j["ref"] = AuditJson(c.ref);
   j["port"] = AuditJson(c.port);
   return j.dump(1) + "\n";

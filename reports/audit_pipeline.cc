@@ -96,6 +96,62 @@ double ErrorOf(const FormatSpec& out, uint64_t y, const ExactFacts& x, Mpfr& yv,
   return x.mp_error > 0 ? (err + x.mp_error) * kUp : err;
 }
 
+// The aggregate gate's sums over finite (out, exact) pairs of the primary platform (audit.h
+// AuditResult::Aggregate): means and centred (co)moments of exact (x), out (y) and the emulated
+// value (m) by Welford's update, merged by Chan et al.'s pairwise formulas, and the plain sums of
+// squares of the errors, the bounds and x. Summed per 64-element segment of a block, segments in
+// order, so the figures do not depend on the thread count.
+struct Agg {
+  int64_t n = 0, unbounded = 0, excluded = 0;
+  double mx = 0, my = 0, mm = 0, sxx = 0, syy = 0, smm = 0, sxy = 0, sxm = 0;
+  double d2 = 0, b2 = 0, e2 = 0, x2 = 0;
+  void Add(double x, double y, double m, double err, double bhat) {
+    ++n;
+    const double inv = 1.0 / static_cast<double>(n);
+    const double dx = x - mx, dy = y - my, dm = m - mm;
+    mx += dx * inv;
+    my += dy * inv;
+    mm += dm * inv;
+    sxx += dx * (x - mx);
+    syy += dy * (y - my);
+    smm += dm * (m - mm);
+    sxy += dx * (y - my);
+    sxm += dx * (m - mm);
+    d2 += err * err;
+    b2 += bhat * bhat;
+    e2 += (m - x) * (m - x);
+    x2 += x * x;
+  }
+  void Merge(const Agg& o) {
+    unbounded += o.unbounded;
+    excluded += o.excluded;
+    if (o.n == 0) return;
+    if (n == 0) {
+      const int64_t u = unbounded, ex = excluded;
+      *this = o;
+      unbounded = u;
+      excluded = ex;
+      return;
+    }
+    const double na = static_cast<double>(n), nb = static_cast<double>(o.n), nn = na + nb;
+    const double dx = o.mx - mx, dy = o.my - my, dm = o.mm - mm, w = na * nb / nn;
+    sxx += o.sxx + dx * dx * w;
+    syy += o.syy + dy * dy * w;
+    smm += o.smm + dm * dm * w;
+    sxy += o.sxy + dx * dy * w;
+    sxm += o.sxm + dx * dm * w;
+    mx += dx * nb / nn;
+    my += dy * nb / nn;
+    mm += dm * nb / nn;
+    n += o.n;
+    d2 += o.d2;
+    b2 += o.b2;
+    e2 += o.e2;
+    x2 += o.x2;
+  }
+};
+constexpr int64_t kAggSegment = 64;
+
 struct Tally {
   std::vector<std::array<int64_t, kAuditClasses>> counts;  // Per platform.
   double max_abs = -1, max_abs_allowed = 0;
@@ -165,11 +221,13 @@ class Auditor {
     const int threads = static_cast<int>(
         std::clamp<int64_t>(options_.threads, 1, std::max<int64_t>(1, (end - begin) / 64)));
     std::vector<Tally> tallies(static_cast<size_t>(threads));
-    auto work = [&](int t) {
-      const int64_t n = end - begin;
-      const int64_t lo = begin + n * t / threads, hi = begin + n * (t + 1) / threads;
-      JudgeChunk(lo, hi, begin, emu, tallies[static_cast<size_t>(t)]);
+    const int64_t n = end - begin;
+    std::vector<Agg> segs(gate_ ? static_cast<size_t>((n + kAggSegment - 1) / kAggSegment) : 0);
+    // Thread ranges start at whole segments (from begin), so each segment is one thread's.
+    const auto split = [&](int t) {
+      return t == threads ? end : begin + std::min(n, n * t / threads / kAggSegment * kAggSegment);
     };
+    auto work = [&](int t) { JudgeChunk(split(t), split(t + 1), begin, emu, tallies[static_cast<size_t>(t)], segs); };
     if (threads == 1) {
       work(0);
     } else {
@@ -178,6 +236,7 @@ class Auditor {
       for (std::thread& th : pool) th.join();
     }
     for (const Tally& t : tallies) Merge(tally_, t);
+    for (const Agg& a : segs) agg_.Merge(a);
   }
 
   AuditResult Finish();
@@ -186,9 +245,10 @@ class Auditor {
 
  private:
   void JudgeChunk(int64_t lo, int64_t hi, int64_t begin,
-                  const std::vector<std::vector<Emulated>>& emu, Tally& tally);
+                  const std::vector<std::vector<Emulated>>& emu, Tally& tally, std::vector<Agg>& segs);
   AuditElement Detail(int64_t e, bool diagnose) const;
   void Soundness(AuditResult& r) const;
+  void Gate(AuditResult& r) const;
 
   const AuditOp& op_;
   const AuditSetup& setup_;
@@ -199,10 +259,12 @@ class Auditor {
   std::vector<double> bounds_;
   std::vector<uint8_t> best_;
   Tally tally_;
+  const bool gate_ = op_.AggregateGate();
+  Agg agg_;
 };
 
 void Auditor::JudgeChunk(int64_t lo, int64_t hi, int64_t begin,
-                         const std::vector<std::vector<Emulated>>& emu, Tally& tally) {
+                         const std::vector<std::vector<Emulated>>& emu, Tally& tally, std::vector<Agg>& segs) {
   const size_t np = setup_.platforms.size();
   tally.counts.assign(np, {});
   const std::unique_ptr<OpScratch> scratch = op_.NewScratch();
@@ -231,6 +293,20 @@ void Auditor::JudgeChunk(int64_t lo, int64_t hi, int64_t begin,
       const double r = em.bound > 0 ? err / em.bound : (err > 0 ? INFINITY : 0);
       ratio_[static_cast<size_t>(e)] =
           v.cls == AuditClass::kIdentical ? 0.0f : static_cast<float>(std::isnan(r) ? INFINITY : r);
+      if (gate_) {
+        Agg& a = segs[static_cast<size_t>((e - begin) / kAggSegment)];
+        const double m = ToDouble(out, em.bits);
+        if (!y_finite || facts.nan || facts.inf || !std::isfinite(m)) {
+          ++a.excluded;
+        } else {
+          // B_e; an identical element (a conforming output) counts its own error when larger or
+          // when it has no bound; any other element without a bound leaves no limit.
+          double bhat = std::isfinite(em.bound) ? em.bound : INFINITY;
+          if (v.cls == AuditClass::kIdentical) bhat = std::isfinite(bhat) ? std::max(bhat, err) : err;
+          if (std::isinf(bhat)) ++a.unbounded;
+          a.Add(facts.x, ToDouble(out, y), m, err, bhat);
+        }
+      }
       if (!y_finite || facts.nan || facts.inf) continue;
       ++tally.finite;
       tally.max_exact = std::max(tally.max_exact, std::fabs(facts.x));
@@ -318,6 +394,47 @@ void Auditor::Soundness(AuditResult& r) const {
   op_.Mutations(p, r.soundness_rates, r.soundness);
 }
 
+void Auditor::Gate(AuditResult& r) const {
+  if (!gate_) return;
+  AuditResult::Aggregate& g = r.aggregate;
+  g.run = true;
+  g.platform = setup_.platforms[primary_].name;
+  g.elements = agg_.n;
+  g.excluded = agg_.excluded;
+  g.unbounded = agg_.unbounded;
+  const double xn = std::sqrt(agg_.x2);
+  g.l2 = std::sqrt(agg_.d2);
+  g.l2_limit = agg_.unbounded > 0 ? INFINITY : std::sqrt(agg_.b2);
+  g.rel_l2 = g.l2 / xn;
+  g.rel_l2_limit = g.l2_limit / xn;
+  g.emulated_rel_l2 = std::sqrt(agg_.e2) / xn;
+  g.sigma = std::sqrt(agg_.sxx);
+  const auto corr = [](double sab, double saa, double sbb) {
+    if (!(saa > 0) || !(sbb > 0)) return static_cast<double>(NAN);
+    return std::clamp(sab / std::sqrt(saa * sbb), -1.0, 1.0);
+  };
+  g.correlation = corr(agg_.sxy, agg_.sxx, agg_.syy);
+  g.emulated_correlation = corr(agg_.sxm, agg_.sxx, agg_.smm);
+  const double t = g.l2_limit / g.sigma;
+  g.correlation_limit = g.sigma > 0 && t < 1 ? std::sqrt(1 - t * t) : -1;
+  constexpr double kSlack = 0x1p-20;
+  std::vector<std::string> why;
+  if (agg_.n > 0 && g.l2 > g.l2_limit * (1 + kSlack)) {
+    why.push_back(Cat("relative L2 error ", Num(g.rel_l2), " > its limit ", Num(g.rel_l2_limit)));
+  }
+  if (g.correlation_limit > 0) {
+    if (std::isnan(g.correlation)) {
+      why.push_back(Cat("the output is constant (no correlation) while the exact output varies (limit ",
+                        Num(g.correlation_limit), ")"));
+    } else if (g.correlation < g.correlation_limit - kSlack) {
+      why.push_back(Cat("correlation ", Num(g.correlation), " < its limit ", Num(g.correlation_limit)));
+    }
+  }
+  g.pass = why.empty();
+  g.why = Join(why, "; ");
+  if (!g.pass) r.verdict = AuditVerdict::kFail;
+}
+
 AuditResult Auditor::Finish() {
   AuditResult r;
   r.op = op_.Name();
@@ -353,6 +470,7 @@ AuditResult Auditor::Finish() {
   const int64_t tolerated = r.counts[static_cast<int>(AuditClass::kWithinTolerance)];
   r.mismatched = unexplained + (options_.strict ? tolerated : 0);
   r.verdict = r.mismatched == 0 ? AuditVerdict::kPass : AuditVerdict::kFail;
+  Gate(r);
   if (tally_.max_abs >= 0) {
     r.max_abs_diff = tally_.max_abs;
     r.max_abs_allowed = tally_.max_abs_allowed;

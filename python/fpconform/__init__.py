@@ -48,6 +48,7 @@ __all__ = [
     "emulate_elementwise", "emulate_softmax", "emulate_log_softmax", "emulate_rmsnorm", "emulate_layernorm",
     "compare_elementwise", "compare_softmax", "compare_log_softmax", "compare_rmsnorm", "compare_layernorm",
     "audit_attention", "exact_attention", "attention_models_dir", "compare_attention",
+    "emulate_attention",
 ]
 
 Audit = _C.Audit
@@ -907,3 +908,29 @@ def exact_attention(q: Any, k: Any, v: Any, *, mask: Any = None, causal: bool = 
                               _tensor(mask, "mask", mask_dtype), bool(causal), None if scale is None else float(scale),
                               to, _threads(threads))
     return _from_bits(to, bits)
+
+
+def emulate_attention(q: Any, k: Any, v: Any, platform: str, *, mask: Any = None, causal: bool = False,
+                      scale: Optional[float] = None, threads: Optional[int] = None, q_dtype: Any = None,
+                      k_dtype: Any = None, v_dtype: Any = None, mask_dtype: Any = None):
+    """(out, lo, hi): the attention model `platform`'s output (attention_models_dir(); one two-pass
+    implementation in the model's formats, in its output dtype) and, per element, the interval
+    [lo, hi] (float64; NaN where the model gives no bound) holding the output of every
+    implementation the model admits (any order of both matmuls and of the row sum); a fully
+    masked row is the model's convention. Arguments as audit_attention; auditing `out` against
+    `platform` finds every element identical.
+
+    >>> import numpy as np, ml_dtypes, fpconform
+    >>> rng = np.random.default_rng(0)
+    >>> q, k, v = (rng.standard_normal((4, 8)).astype(ml_dtypes.bfloat16) for _ in range(3))
+    >>> out, lo, hi = fpconform.emulate_attention(q, k, v, "flash-attention2-cuda-bf16", causal=True)
+    >>> out.dtype.name, out.shape, bool(((lo <= out.astype(float)) & (out.astype(float) <= hi)).all())
+    ('bfloat16', (4, 8), True)
+    """
+    if mask is not None and np.asarray(mask).dtype == np.bool_:
+        mask = np.asarray(mask).astype(np.uint8)
+    name, out, lo, hi = _C.emulate_attention(attention_models_dir(), platform, _bits(q, "q", q_dtype),
+                                             _bits(k, "k", k_dtype), _bits(v, "v", v_dtype),
+                                             _tensor(mask, "mask", mask_dtype), bool(causal),
+                                             None if scale is None else float(scale), _threads(threads))
+    return _from_bits(name, out), lo, hi

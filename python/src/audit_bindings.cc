@@ -454,6 +454,30 @@ void BindAudit(nb::module_& m) {
                      return nb::module_::import_("json").attr("loads")(reports::AuditLseJson(r));
                    },
                    "audit_attention(lse=...): the LSE's classes, the JSON's \"lse\" object as a dict, or None")
+      .def_prop_ro("aggregate",
+                   [](const AuditResult& r) -> nb::object {
+                     const AuditResult::Aggregate& g = r.aggregate;
+                     if (!g.run) return nb::none();
+                     nb::dict d;
+                     d["platform"] = g.platform;
+                     d["pass"] = g.pass;
+                     d["why"] = g.why;
+                     d["elements"] = g.elements;
+                     d["excluded"] = g.excluded;
+                     d["unbounded"] = g.unbounded;
+                     d["rel_l2"] = g.rel_l2;
+                     d["rel_l2_limit"] = g.rel_l2_limit;
+                     d["emulated_rel_l2"] = g.emulated_rel_l2;
+                     d["l2"] = g.l2;
+                     d["l2_limit"] = g.l2_limit;
+                     d["correlation"] = g.correlation;
+                     d["correlation_limit"] = g.correlation_limit;
+                     d["emulated_correlation"] = g.emulated_correlation;
+                     d["sigma"] = g.sigma;
+                     return d;
+                   },
+                   "The aggregate gate (attention): the JSON's \"aggregate\" object as a dict (floats, "
+                   "not strings), or None for the ops without it")
       .def("report_files", &reports::AuditReportFiles)
       .def("__str__", &reports::AuditSummaryText)
       .def("__repr__", &Repr);
@@ -464,6 +488,7 @@ void BindAudit(nb::module_& m) {
       .def_ro("port", &CompareResult::port)
       .def_ro("consistent", &CompareResult::consistent)
       .def_ro("inconsistent", &CompareResult::inconsistent)
+      .def_ro("notes", &CompareResult::notes)
       .def_prop_ro("faults",
                    [](const CompareResult& c) {
                      nb::dict d;

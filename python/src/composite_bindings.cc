@@ -8,6 +8,8 @@
 // model's (composite/model.h): its every-step-correctly-rounded value, and the enclosure [lo, hi]
 // that holds the output of every implementation of its formula within its accuracies; a
 // function the model gives as "correctly_rounded" is the oracle's value, lo = hi = that value.
+// emulate_attention is an attention model's (reports/audit.h EmulateAttention: the audit's own
+// shape checks, masks and GQA mapping, composite/attention_model.h's emulation and bound).
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>
@@ -35,6 +37,7 @@
 #include "formats/ops.h"
 #include "oracles/elementary.h"
 #include "python/src/arrays.h"
+#include "reports/audit.h"
 
 namespace fpconform::python {
 namespace {
@@ -254,6 +257,32 @@ Emulation EmulateAxis(const std::string& dir, const std::string& platform, const
   return Emulated(*f, out, std::move(lo), std::move(hi), {rows, n});
 }
 
+// (q, k, v: (dtype, bits) each; mask optional: a float array, or uint8/int8 for a boolean one).
+Emulation EmulateAttentionPy(const std::string& dir, const std::string& platform,
+                             const std::pair<std::string, InArray>& q, const std::pair<std::string, InArray>& k,
+                             const std::pair<std::string, InArray>& v, const Bits& mask, bool causal,
+                             std::optional<double> scale, int threads) {
+  const Tensor tq = ToTensor(q.first, q.second, "q"), tk = ToTensor(k.first, k.second, "k");
+  const Tensor tv = ToTensor(v.first, v.second, "v");
+  std::optional<Tensor> tm;
+  if (mask.has_value()) tm = ToTensor(mask->first, mask->second, "mask");
+  reports::AttentionAuditInput in;
+  in.q = &tq;
+  in.k = &tk;
+  in.v = &tv;
+  in.mask = tm.has_value() ? &*tm : nullptr;
+  in.causal = causal;
+  in.scale = scale;
+  absl::StatusOr<reports::AttentionEmulation> e;
+  {
+    nb::gil_scoped_release release;
+    e = reports::EmulateAttention(in, platform, dir, Threads(threads));
+  }
+  if (!e.ok()) ThrowStatus(e.status());
+  return {std::string(e->format->name), BitsArray(e->bits, e->format->width / 8, e->shape),
+          VectorArray<double>(std::move(e->lo), e->shape), VectorArray<double>(std::move(e->hi), e->shape)};
+}
+
 }  // namespace
 
 void BindComposite(nb::module_& m) {
@@ -265,6 +294,9 @@ void BindComposite(nb::module_& m) {
         nb::arg("x_dtype"), nb::arg("x"));
   m.def("emulate_axis", &EmulateAxis, nb::arg("models_dir"), nb::arg("platform"), nb::arg("op"),
         nb::arg("x_dtype"), nb::arg("x"), nb::arg("weight").none(), nb::arg("bias").none(), nb::arg("eps"));
+  m.def("emulate_attention", &EmulateAttentionPy, nb::arg("models_dir"), nb::arg("platform"), nb::arg("q"),
+        nb::arg("k"), nb::arg("v"), nb::arg("mask").none(), nb::arg("causal"), nb::arg("scale").none(),
+        nb::arg("threads"));
 }
 
 }  // namespace fpconform::python

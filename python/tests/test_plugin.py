@@ -96,3 +96,36 @@ def test_assert_conforms_message_shape():
     ft.assert_conforms(fpconform.cast(a, "bfloat16"), a, op="cast", tolerance=False)
     with pytest.raises(ValueError, match="op 'conv'"):
         ft.assert_conforms(out, a, b, op="conv")
+
+
+ATTENTION_TESTS = '''
+import numpy as np
+import fpconform
+
+Q = np.float32([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+K = np.float32([[1.0, 0.0], [0.0, 1.0]])
+V = np.float32([[0.0, 1.0], [1.0, 0.0]])
+
+def test_good(conformance):
+    assert conformance.attention_platform == "correctly-rounded"
+    conformance.assert_attention_conforms(fpconform.exact_attention(Q, K, V), Q, K, V)
+
+def test_rows_swapped(conformance):
+    conformance.assert_attention_conforms(fpconform.exact_attention(Q, K, V)[::-1], Q, K, V)
+'''
+
+
+def test_plugin_attention_fixture_and_aggregate_property(pytester):
+    pytester.makeini("[pytest]\nfpconform_attention_platform = correctly-rounded\n")
+    pytester.makepyfile(test_attn=ATTENTION_TESTS)
+    result = pytester.runpytest(*plugin_args(), "--junitxml=junit.xml", "-p", "no:cacheprovider", "-v")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines([
+        "*Tensor-likes are not close!*",
+        "*Aggregate against correctly-rounded over 6 finite elements: FAIL*",
+        "PASS  attention correctly-rounded*identical 6*test_attn.py::test_good",
+        "FAIL  attention correctly-rounded*test_attn.py::test_rows_swapped",
+    ])
+    xml = (pytester.path / "junit.xml").read_text()
+    assert '<property name="fpconform_aggregate" value="pass: relative L2 error' in xml
+    assert '<property name="fpconform_aggregate" value="fail: relative L2 error' in xml
