@@ -814,6 +814,9 @@ absl::Status AttentionAuditOp::AuditLse(const std::string& name, AuditResult::Ls
   notes.push_back(Cat("LSE (", L.source, ", ", Lf.name, " ", ShapeText(L.shape), ") against ", a.platform, ": ",
                         a.counts[0], " identical, ", a.counts[1], " within bound, ", a.counts[3], " unexplained; ",
                         a.fully_masked_rows, " fully masked rows, ", a.convention));
+  return absl::OkStatus();
+}
+
 absl::Status AttentionAuditOp::EmulateAll(std::vector<uint64_t>& bits, std::vector<double>& lo,
                                           std::vector<double>& hi) const {
   const composite::AttentionModel* m = platforms_.at(0);
