@@ -19,8 +19,8 @@
 #include "absl/strings/str_join.h"
 #include "accumulation/evaluate.h"
 #include "accumulation/model.h"
-#include "cases/pinned_random.h"
 #include "base/isa.h"
+#include "cases/pinned_random.h"
 #include "formats/ops.h"
 #include "gtest/gtest.h"
 

@@ -13,8 +13,8 @@
 
 #include "absl/status/status.h"
 #include "accumulation/strings_internal.h"
-#include "cases/toml_reader.h"
 #include "base/user_file.h"
+#include "cases/toml_reader.h"
 
 namespace fpconform {
 namespace {

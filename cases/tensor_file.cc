@@ -11,9 +11,9 @@
 #include <limits>
 #include <string>
 
-#include "cases/tensor_file_internal.h"
 #include "base/str_cat.h"
 #include "base/user_file.h"
+#include "cases/tensor_file_internal.h"
 
 namespace fpconform {
 namespace tensor_file_internal {

@@ -14,9 +14,9 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "base/user_file.h"
 #include "cases/tensor_file.h"
 #include "formats/format_spec.h"
-#include "base/user_file.h"
 
 namespace fpconform::tensor_file_internal {
 

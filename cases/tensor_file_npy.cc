@@ -7,10 +7,10 @@
 #include <utility>
 #include <vector>
 
-#include "cases/tensor_file.h"
-#include "cases/tensor_file_internal.h"
 #include "base/output_file.h"
 #include "base/str_cat.h"
+#include "cases/tensor_file.h"
+#include "cases/tensor_file_internal.h"
 
 namespace fpconform {
 namespace tensor_file_internal {

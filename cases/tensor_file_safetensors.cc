@@ -6,10 +6,10 @@
 #include <utility>
 #include <vector>
 
-#include "cases/tensor_file.h"
-#include "cases/tensor_file_internal.h"
 #include "base/output_file.h"
 #include "base/str_cat.h"
+#include "cases/tensor_file.h"
+#include "cases/tensor_file_internal.h"
 #include "nlohmann/json.hpp"
 
 namespace fpconform {

@@ -17,12 +17,12 @@
 #include <thread>
 #include <vector>
 
+#include "base/output_file.h"
+#include "base/str_cat.h"
 #include "cases/tensor_file.h"
 #include "cli/commands.h"
 #include "cli/data_dir.h"
 #include "formats/op_env.h"
-#include "base/output_file.h"
-#include "base/str_cat.h"
 #include "reports/audit.h"
 #include "reports/process.h"
 #include "reports/report.h"

@@ -5,9 +5,9 @@
 #include <string>
 
 #include "CLI/CLI.hpp"
-#include "cli/commands.h"
 #include "base/isa.h"
 #include "base/str_cat.h"
+#include "cli/commands.h"
 
 #ifndef FPCONFORM_VERSION
 #define FPCONFORM_VERSION "unknown"

@@ -10,9 +10,9 @@
 
 #include "absl/strings/str_join.h"
 #include "accumulation/model_catalog.h"
+#include "base/str_cat.h"
 #include "cli/commands.h"
 #include "cli/data_dir.h"
-#include "base/str_cat.h"
 
 namespace fpconform::cli {
 

@@ -14,9 +14,9 @@
 #include "accumulation/model_catalog.h"
 #include "accumulation/reveal_outputs.h"
 #include "accumulation/summation_tree.h"
+#include "base/str_cat.h"
 #include "cases/fprev.h"
 #include "cli/commands.h"
-#include "base/str_cat.h"
 
 namespace fpconform::cli {
 namespace {

@@ -14,12 +14,12 @@
 #include <thread>
 #include <vector>
 
-#include "cli/commands.h"
-#include "cli/data_dir.h"
-#include "cli/shard_auto.h"
 #include "base/output_file.h"
 #include "base/str_cat.h"
 #include "base/user_file.h"
+#include "cli/commands.h"
+#include "cli/data_dir.h"
+#include "cli/shard_auto.h"
 #include "reports/process.h"
 #include "reports/report.h"
 #include "reports/sweep.h"

@@ -7,11 +7,11 @@
 #include <set>
 #include <thread>
 
+#include "base/str_cat.h"
+#include "base/user_file.h"
 #include "cases/toml_files.h"
 #include "cases/toml_reader.h"
 #include "formats/ops.h"
-#include "base/str_cat.h"
-#include "base/user_file.h"
 #include "oracles/certified_double.h"
 
 namespace fpconform::composite {
@@ -46,11 +46,16 @@ absl::StatusOr<AttentionModel> ParseTable(const toml::table& root, std::string_v
     r.Fail(root.get("kind"), "kind", "must be \"attention\"");
   }
   if (const toml::table* t = r.Table(root, "", "formats", TomlKey::kRequired)) {
-    r.CheckKeys(*t, "formats", {"input", "compute", "p", "output", "lse"});
+    r.CheckKeys(*t, "formats", {"input", "compute", "p", "output", "lse", "scaled"});
     m.input = FloatFormat(r, *t, "formats", "input");
     m.compute = FloatFormat(r, *t, "formats", "compute");
     m.p_format = FloatFormat(r, *t, "formats", "p");
     m.output = FloatFormat(r, *t, "formats", "output");
+    m.scaled = m.input;
+    if (t->contains("scaled")) {
+      m.scaled = FloatFormat(r, *t, "formats", "scaled");
+      keys.insert("formats.scaled");
+    }
     if (t->contains("lse")) {
       m.lse_format = FloatFormat(r, *t, "formats", "lse");
       keys.insert("formats.lse");
@@ -166,6 +171,9 @@ double UnitRoundoff(const FormatSpec& f) { return std::ldexp(1.0, -Precision(f))
 // The smallest normal number: the absolute error of a rounding below the normal range, flush to
 // zero included (ex2.approx.ftz, FTZ/DAZ datapaths).
 double UnderflowUnit(const FormatSpec& f) { return std::ldexp(1.0, Emin(f)); }
+// P's per-term absolute underflow allowance: its subnormal spacing (P keeps subnormals:
+// attention_model.h, tau).
+double SubnormalSpacing(const FormatSpec& f) { return std::ldexp(1.0, Emin(f) - f.fraction_bits); }
 
 bool Attended(const AttentionProblem& p, int64_t i, int64_t j) {
   if (p.causal && j > i) return false;
@@ -198,8 +206,33 @@ void Enclose(const FormatSpec& f, double y, double ylo, double yhi, uint64_t* bi
   cd::DecodeToDouble(f, Convert(Float64(), f, bhi, upw).bits, false, hi);
 }
 
+// Per key j of a problem, computed once for all its rows: whether K's and V's rows are finite,
+// and max_c |V[j, c]|.
+struct KeyFacts {
+  std::vector<uint8_t> finite;
+  std::vector<double> vmax;
+};
+
+KeyFacts MakeKeyFacts(const AttentionProblem& p) {
+  const size_t dd = static_cast<size_t>(p.d), dv = static_cast<size_t>(p.d_v), sk = static_cast<size_t>(p.s_k);
+  KeyFacts f{std::vector<uint8_t>(sk, 1), std::vector<double>(sk, 0.0)};
+  for (size_t j = 0; j < sk; ++j) {
+    bool ok = true;
+    double vm = 0;
+    for (size_t c = 0; c < dd; ++c) ok = ok && std::isfinite(p.k[j * dd + c]);
+    for (size_t c = 0; c < dv; ++c) {
+      const double a = std::fabs(p.v[j * dv + c]);
+      ok = ok && std::isfinite(a);
+      vm = std::max(vm, a);
+    }
+    f.finite[j] = ok ? 1 : 0;
+    f.vmax[j] = vm;
+  }
+  return f;
+}
+
 void Row(const AttentionModel& m, const AttentionProblem& p, int64_t i, std::span<const double> kscaled,
-         std::span<const ExactEnclosure> pv, std::span<const ExactEnclosure> exact, std::span<uint64_t> bits,
+         const KeyFacts& kf, std::span<const ExactEnclosure> pv, std::span<const ExactEnclosure> exact, std::span<uint64_t> bits,
          std::span<double> lo, std::span<double> hi, const LseOut& lse) {
   const FormatSpec& F = *m.compute;
   const FormatSpec& P = *m.p_format;
@@ -229,8 +262,7 @@ void Row(const AttentionModel& m, const AttentionProblem& p, int64_t i, std::spa
   for (int64_t j = 0; j < p.s_k; ++j) {
     if (!Attended(p, i, j)) continue;
     keys.push_back(j);
-    for (size_t c = 0; c < dd; ++c) finite = finite && std::isfinite(p.k[static_cast<size_t>(j) * dd + c]);
-    for (size_t c = 0; c < dv; ++c) finite = finite && std::isfinite(p.v[static_cast<size_t>(j) * dv + c]);
+    finite = finite && kf.finite[static_cast<size_t>(j)] != 0;
     if (!p.additive_mask.empty()) finite = finite && std::isfinite(p.additive_mask[static_cast<size_t>(i * p.s_k + j)]);
   }
   if (!finite) return set_all(NAN, false);
@@ -239,7 +271,7 @@ void Row(const AttentionModel& m, const AttentionProblem& p, int64_t i, std::spa
   // Scores as the model places the scale.
   const double scale_f = RoundTo(F, scale);
   const double sqrt_f = RoundTo(F, std::sqrt(scale));
-  const FormatSpec& In = *m.input;
+  const FormatSpec& In = *m.scaled;
   std::vector<double> s(n), a(n), qf(dd);
   for (size_t c = 0; c < dd; ++c) {
     const double q = p.q[static_cast<size_t>(i) * dd + c];
@@ -282,9 +314,7 @@ void Row(const AttentionModel& m, const AttentionProblem& p, int64_t i, std::spa
   const double log2e_scale = RoundTo(F, scale * 1.4426950408889634);
   const bool want_lse = lse.exact != nullptr;
   double vmax = 0;
-  for (size_t x = 0; x < n; ++x) {
-    for (size_t c = 0; c < dv; ++c) vmax = std::max(vmax, std::fabs(p.v[static_cast<size_t>(keys[x]) * dv + c]));
-  }
+  for (size_t x = 0; x < n; ++x) vmax = std::max(vmax, kf.vmax[static_cast<size_t>(keys[x])]);
   // One part of the row: the attended keys keys[x0, x1) (the whole row, or one split of the key
   // range), evaluated as the model says, with its bound's quantities.
   struct Part {
@@ -344,9 +374,9 @@ void Row(const AttentionModel& m, const AttentionProblem& p, int64_t i, std::spa
            : m.normalize == Normalize::kReciprocal ? 2 * u + u * u
                                                    : (1 + eps) * (1 + u) * (1 + u) * std::exp(2 * u * lse_mag) - 1 + 0x1p-50;
     // Underflowed weights, absolute, in units of the largest weight (~1; l >= 1/2 with the margin).
-    q.tau = 2 * (nd * (2 + r) * UnderflowUnit(F) + nd * UnderflowUnit(P));
+    q.tau = 2 * (nd * (2 + r) * UnderflowUnit(F) + nd * SubnormalSpacing(P));
     // l's underflow: its terms are the compute format's weights, or P's where the sum adds P.
-    const double tau_l = 2 * (nd * (2 + r) * UnderflowUnit(F) + (m.row_sum_rounded ? nd * UnderflowUnit(P) : 0.0));
+    const double tau_l = 2 * (nd * (2 + r) * UnderflowUnit(F) + (m.row_sum_rounded ? nd * SubnormalSpacing(P) : 0.0));
     const double eta = q.Bl + tau_l;
     q.ok = bounded && q.Bl < 0.5 && eta < 0.5;
     // The numerators in index order in float32 (the compute format: checked on reading), keys
@@ -527,8 +557,9 @@ absl::Status EmulateAttentionRows(const AttentionModel& m, const AttentionProble
     const double scale = p.scale.has_value() ? *p.scale : 1.0 / std::sqrt(static_cast<double>(p.d));
     const double sqrt_f = RoundTo(*m.compute, std::sqrt(scale));
     kscaled.resize(p.k.size());
-    for (size_t x = 0; x < p.k.size(); ++x) kscaled[x] = RoundTo(*m.input, RoundTo(*m.compute, p.k[x] * sqrt_f));
+    for (size_t x = 0; x < p.k.size(); ++x) kscaled[x] = RoundTo(*m.scaled, RoundTo(*m.compute, p.k[x] * sqrt_f));
   }
+  const KeyFacts key_facts = MakeKeyFacts(p);
   const int t = std::max(1, threads);
   auto work = [&](int k) {
     for (int64_t i = r0 + k; i < r1; i += t) {
@@ -538,7 +569,7 @@ absl::Status EmulateAttentionRows(const AttentionModel& m, const AttentionProble
         const size_t r = static_cast<size_t>(i - r0);
         lo_row = LseOut{&lse->exact[r], &lse->bits[r], &lse->lo[r], &lse->hi[r]};
       }
-      Row(m, p, i, kscaled, pv.subspan(at, dv), exact.subspan(at, dv), bits.subspan(at, dv), lo.subspan(at, dv),
+      Row(m, p, i, kscaled, key_facts, pv.subspan(at, dv), exact.subspan(at, dv), bits.subspan(at, dv), lo.subspan(at, dv),
           hi.subspan(at, dv), lo_row);
     }
   };

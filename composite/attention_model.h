@@ -8,9 +8,12 @@
 //   formats.input / compute / p / output   Q K V's format; the scores', exps', sums' and
 //                                          accumulators' format (float32); the format P is
 //                                          rounded to before PV (= compute: not rounded); O's.
-//   scale       "separate" (fl(s * scale)), "fold_q" (Q * scale rounded to the input format),
-//               "fold_qk_sqrt" (Q and K each times sqrt(scale), rounded to the input format:
+//   scale       "separate" (fl(s * scale)), "fold_q" (Q * scale rounded to formats.scaled),
+//               "fold_qk_sqrt" (Q and K each times sqrt(scale), rounded to formats.scaled:
 //               PyTorch's math SDPA), "exponent" (fused into the exponential's FFMA argument).
+//   formats.scaled  optional (default formats.input): the format a folded scale's products are
+//               rounded to (the tensors' dtype, or float32 where the kernel upcasts its inputs
+//               first, as PyTorch's math SDPA does for bfloat16 and float16 on the CPU).
 //   exp_ulp     the exponential's error bound in ulps of the compute format (0.5: correctly
 //               rounded; ex2.approx, Sleef u10, a ScalarE table: its documented or assumed bound).
 //   row_sum     "unrounded" (the sum adds the compute-format P: FlashAttention-2, Triton) or
@@ -56,8 +59,11 @@
 //   the normalization multiplies by (1 + nu), nu = u (divide), 2u + u^2 (reciprocal), or
 //   (1 + eps)(1 + u)^2 e^(2 u L) - 1 (exp_lse, L >= |lse| the log-sum-exp's magnitude), so
 //     E = (A PV + Bl |o|) / (1 - Bl) (1 + nu) + nu |o| + tau (max |V| + |o|),
-//   tau = 2 (n (2 + R) 2^emin + n 2^emin_P) the underflow of weights below the compute and P
-//   formats' normal ranges, flush to zero included (absolute, in units of the largest weight ~ 1,
+//   tau = 2 (n (2 + R) 2^emin + n eta_P) the underflow of weights below the compute format's
+//   normal range, flush to zero included, and P's rounding below its normal range: P keeps
+//   subnormals (cvt.rn.f16.f32 / cvt.rn.bf16.f32 and the CPU conversions do not flush), so its
+//   absolute error there is at most half of P's subnormal spacing; eta_P = that spacing
+//   2^(emin_P - t_P) (t_P P's fraction bits; twice the needed amount) (absolute, in units of the largest weight ~ 1,
 //   l >= 1/2). Keys whose argument is certainly below -150 count only there.
 //   This is the issue's |do| <= (u_P + gamma_acc + eps_exp) (P|V|) + u_out |o| shape: A is u_P +
 //   gamma_(n+1) + eps (1 + R) + O(u T) to first order, and the output rounding is the enclosure's
@@ -147,6 +153,7 @@ struct AttentionModel {
   const FormatSpec* compute = nullptr;
   const FormatSpec* p_format = nullptr;
   const FormatSpec* output = nullptr;
+  const FormatSpec* scaled = nullptr;  // formats.scaled (set to input when absent).
   ScalePlacement scale = ScalePlacement::kSeparate;
   double exp_ulp = 0.5;
   bool row_sum_rounded = false;

@@ -54,11 +54,11 @@ std::vector<float> FlashPart(const AttentionModel& m, const AttentionProblem& p,
       for (int64_t c = p.d - 1; c >= 0; --c) {
         float q = static_cast<float>(p.q[static_cast<size_t>(i * p.d + c)]);
         float kv = static_cast<float>(p.k[static_cast<size_t>(j * p.d + c)]);
-        if (m.scale == ScalePlacement::kFoldQ) q = static_cast<float>(Round(*m.input, q * sf));
+        if (m.scale == ScalePlacement::kFoldQ) q = static_cast<float>(Round(*m.scaled, q * sf));
         if (m.scale == ScalePlacement::kFoldQKSqrt) {
           const float r = static_cast<float>(std::sqrt(scale));
-          q = static_cast<float>(Round(*m.input, q * r));
-          kv = static_cast<float>(Round(*m.input, kv * r));
+          q = static_cast<float>(Round(*m.scaled, q * r));
+          kv = static_cast<float>(Round(*m.scaled, kv * r));
         }
         dot += q * kv;
       }
@@ -274,7 +274,7 @@ TEST(AttentionModelTest, EnclosureHoldsImplementations) {
             // Where the model rounds the scaled Q (and K) into the input format, its own error
             // reaches a few percent of P|V| (bfloat16: 2^-8 relative per score): 15% there.
             const bool folds = m.scale == ScalePlacement::kFoldQ || m.scale == ScalePlacement::kFoldQKSqrt;
-            const double margin = (folds && Precision(*m.input) < 24 ? 0.15 : 0.05) * pv[e].hi;
+            const double margin = (folds && Precision(*m.scaled) < 24 ? 0.15 : 0.05) * pv[e].hi;
             if (std::fabs(wrong - exact[e].nearest) > margin) {
               EXPECT_TRUE(wrong < lo[e] || wrong > hi[e]) << "scale twice " << wrong;
               ++excluded;

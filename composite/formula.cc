@@ -10,8 +10,8 @@
 #include <cstring>
 #include <utility>
 
-#include "formats/ops.h"
 #include "base/str_cat.h"
+#include "formats/ops.h"
 #include "oracles/certified_double.h"
 #include "oracles/mpfr_oracle.h"
 

@@ -7,11 +7,11 @@
 #include <filesystem>
 #include <set>
 
+#include "base/str_cat.h"
+#include "base/user_file.h"
 #include "cases/toml_files.h"
 #include "cases/toml_reader.h"
 #include "formats/ops.h"
-#include "base/str_cat.h"
-#include "base/user_file.h"
 
 namespace fpconform::composite {
 

@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
+#include "base/isa.h"
 #include "cases/pinned_random.h"
 #include "cases/test_seed.h"
 #include "formats/fp8_tables.h"
-#include "base/isa.h"
 #include "formats/ops.h"
 #include "formats/text.h"
 #include "gtest/gtest.h"

@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
+#include "base/isa.h"
 #include "cases/pinned_random.h"
 #include "formats/format_spec.h"
-#include "base/isa.h"
 #include "formats/op_env.h"
 #include "gtest/gtest.h"
 #include "oracles/exact_sum.h"

@@ -11,9 +11,10 @@
 #include <memory>
 #include <optional>
 
-#include "composite/attention_model.h"
+#include "base/hash.h"
 #include "base/str_cat.h"
 #include "base/user_file.h"
+#include "composite/attention_model.h"
 #include "formats/ops.h"
 #include "formats/text.h"
 #include "oracles/attention.h"
@@ -22,7 +23,6 @@
 #include "reports/audit_inputs.h"
 #include "reports/audit_op.h"
 #include "reports/audit_values.h"
-#include "base/hash.h"
 
 #ifndef FPCONFORM_ATTENTION_MODELS_DIR
 #define FPCONFORM_ATTENTION_MODELS_DIR "composite/attention_models"

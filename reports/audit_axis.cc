@@ -9,10 +9,10 @@
 #include <memory>
 #include <mutex>
 
+#include "base/str_cat.h"
 #include "composite/formula.h"
 #include "composite/model.h"
 #include "formats/ops.h"
-#include "base/str_cat.h"
 #include "oracles/axis_ops.h"
 #include "reports/audit.h"
 #include "reports/audit_composite.h"

@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "formats/ops.h"
 #include "base/str_cat.h"
+#include "formats/ops.h"
 #include "oracles/error_measures.h"
 #include "reports/audit.h"
 #include "reports/audit_inputs.h"

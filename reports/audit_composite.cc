@@ -3,11 +3,11 @@
 #include <algorithm>
 #include <cmath>
 
-#include "formats/ops.h"
+#include "base/hash.h"
 #include "base/str_cat.h"
 #include "base/user_file.h"
+#include "formats/ops.h"
 #include "reports/audit_values.h"
-#include "base/hash.h"
 
 #ifndef FPCONFORM_COMPOSITE_MODELS_DIR
 #define FPCONFORM_COMPOSITE_MODELS_DIR "composite/models"

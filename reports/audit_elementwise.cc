@@ -5,9 +5,9 @@
 #include <cmath>
 #include <memory>
 
+#include "base/str_cat.h"
 #include "composite/model.h"
 #include "formats/ops.h"
-#include "base/str_cat.h"
 #include "oracles/elementary.h"
 #include "reports/audit.h"
 #include "reports/audit_composite.h"

@@ -25,10 +25,10 @@
 #include "absl/strings/str_join.h"
 #include "accumulation/evaluate.h"
 #include "accumulation/model_fit.h"
-#include "cases/pinned_random.h"
-#include "formats/ops.h"
 #include "base/str_cat.h"
 #include "base/user_file.h"
+#include "cases/pinned_random.h"
+#include "formats/ops.h"
 #include "reports/audit_reduction.h"
 
 namespace fpconform::reports::audit_internal {

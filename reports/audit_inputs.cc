@@ -2,10 +2,10 @@
 
 #include <cmath>
 
+#include "base/hash.h"
 #include "base/str_cat.h"
 #include "formats/text.h"
 #include "reports/audit_values.h"
-#include "base/hash.h"
 
 #ifndef FPCONFORM_REPORT_VERSION
 #define FPCONFORM_REPORT_VERSION "0"

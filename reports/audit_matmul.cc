@@ -14,8 +14,8 @@
 
 #include "accumulation/evaluate.h"
 #include "base/isa.h"
-#include "formats/ops.h"
 #include "base/str_cat.h"
+#include "formats/ops.h"
 #include "oracles/certified_matmul.h"
 #include "reports/audit.h"
 #include "reports/audit_inputs.h"

@@ -4,8 +4,8 @@
 #include <cstdio>
 #include <string>
 
-#include "formats/format_spec.h"
 #include "base/str_cat.h"
+#include "formats/format_spec.h"
 #include "formats/text.h"
 #include "nlohmann/json.hpp"
 #include "reports/audit.h"

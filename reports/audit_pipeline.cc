@@ -11,8 +11,8 @@
 #include <thread>
 #include <tuple>
 
-#include "formats/ops.h"
 #include "base/str_cat.h"
+#include "formats/ops.h"
 #include "oracles/error_measures.h"
 #include "reports/audit_op.h"
 #include "reports/audit_reduction.h"

@@ -8,12 +8,12 @@
 #include <cmath>
 
 #include "accumulation/evaluate.h"
-#include "cases/pinned_random.h"
-#include "formats/ops.h"
+#include "base/hash.h"
 #include "base/str_cat.h"
 #include "base/user_file.h"
+#include "cases/pinned_random.h"
+#include "formats/ops.h"
 #include "oracles/error_measures.h"
-#include "base/hash.h"
 #include "reports/mutations.h"
 #include "reports/report.h"
 #include "reports/sweep.h"

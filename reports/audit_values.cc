@@ -7,8 +7,8 @@
 #include <thread>
 #include <vector>
 
-#include "formats/ops.h"
 #include "base/str_cat.h"
+#include "formats/ops.h"
 #include "oracles/error_measures.h"
 
 namespace fpconform::reports::audit_internal {

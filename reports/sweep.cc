@@ -14,17 +14,17 @@
 #include <set>
 #include <thread>
 
-#include "base/str_cat.h"
 #include "accumulation/evaluate.h"
 #include "accumulation/model.h"
 #include "accumulation/model_catalog.h"
+#include "base/hash.h"
+#include "base/str_cat.h"
 #include "base/user_file.h"
 #include "cases/pinned_random.h"
 #include "formats/ops.h"
 #include "oracles/error_measures.h"
 #include "oracles/exact_sum.h"
 #include "oracles/mpfr_plumbing.h"
-#include "base/hash.h"
 #include "reports/mutations.h"
 #include "reports/stats.h"
 #include "reports/sweep_attention.h"

@@ -10,12 +10,12 @@
 #include <thread>
 #include <utility>
 
+#include "base/hash.h"
+#include "base/str_cat.h"
 #include "cases/pinned_random.h"
 #include "formats/format_spec.h"
 #include "formats/ops.h"
-#include "base/str_cat.h"
 #include "oracles/attention.h"
-#include "base/hash.h"
 #include "reports/stats.h"
 #include "reports/sweep_rule.h"
 

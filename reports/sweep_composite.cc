@@ -13,15 +13,15 @@
 #include <thread>
 #include <utility>
 
+#include "base/hash.h"
+#include "base/str_cat.h"
 #include "cases/pinned_random.h"
 #include "composite/formula.h"
 #include "formats/format_spec.h"
 #include "formats/op_env.h"
 #include "formats/ops.h"
-#include "base/str_cat.h"
 #include "oracles/axis_ops.h"
 #include "oracles/elementary.h"
-#include "base/hash.h"
 #include "reports/stats.h"
 #include "reports/sweep_rule.h"
 

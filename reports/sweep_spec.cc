@@ -10,11 +10,11 @@
 #include <toml++/toml.h>
 
 #include "accumulation/model_catalog.h"
-#include "composite/model.h"
-#include "cases/toml_reader.h"
-#include "formats/format_spec.h"
 #include "base/str_cat.h"
 #include "base/user_file.h"
+#include "cases/toml_reader.h"
+#include "composite/model.h"
+#include "formats/format_spec.h"
 #include "reports/sweep.h"
 
 namespace fpconform::reports {

@@ -18,9 +18,11 @@ torch.nn.attention.sdpa_kernel) it records:
     bits as SDPA's); MATH exposes none;
   - a backend that refuses a case: `status: "unsupported"` with torch's reason;
   - `expected`: the attention model (composite/attention_models) that must explain the output:
-    flash-attention2-cuda-bf16/-f16 for FLASH_ATTENTION on CUDA, torch-math-sdpa-cpu-f32/-bf16
-    for MATH on the CPU; null, with `expected_note` saying why, where fpconform has no model of
-    the kernel (MATH on CUDA, EFFICIENT_ATTENTION, CUDNN_ATTENTION, torch's CPU flash kernel).
+    flash-attention2-cuda-bf16/-f16 for FLASH_ATTENTION on CUDA, torch-mem-efficient-cuda-bf16
+    for EFFICIENT_ATTENTION and cudnn-sdpa-envelope-bf16 (an envelope) for CUDNN_ATTENTION in
+    bfloat16, torch-math-sdpa-cpu-f32/-bf16 for MATH and torch-flash-sdpa-cpu-f32/-bf16 for the
+    CPU flash kernel; null, with `expected_note` saying why, where fpconform has no model of the
+    kernel (MATH on CUDA, the other dtypes of EFFICIENT_ATTENTION and CUDNN_ATTENTION).
 
 Inputs are N(0, 1) drawn on the CPU from a seeded torch.Generator, so a recording is reproducible
 (the same seed gives the same inputs on every machine). Only the writer of fpconform is needed
@@ -93,16 +95,22 @@ def expected_model(device, backend, dtype):
             return f"torch-math-sdpa-cpu-{short}", ""
         if backend == "MATH":
             return None, f"no torch-math-sdpa-cpu model for {dtype}"
+        if backend == "FLASH_ATTENTION" and short in ("f32", "bf16"):
+            return f"torch-flash-sdpa-cpu-{short}", ""
         if backend == "FLASH_ATTENTION":
-            return None, "no model of torch's CPU flash kernel (aten/src/ATen/native/cpu/FlashAttentionKernel.cpp)"
+            return None, f"no torch-flash-sdpa-cpu model for {dtype}"
         return None, f"{backend} has no CPU kernel"
     if backend == "FLASH_ATTENTION":
         if short in ("bf16", "f16"):
             return f"flash-attention2-cuda-{short}", ""
         return None, "FlashAttention-2 takes float16 / bfloat16 only"
+    if backend == "EFFICIENT_ATTENTION" and short == "bf16":
+        return "torch-mem-efficient-cuda-bf16", ""
+    if backend == "CUDNN_ATTENTION" and short == "bf16":
+        return "cudnn-sdpa-envelope-bf16", ""
     return None, {"MATH": "no model of torch's math SDPA on CUDA (the torch-math-sdpa-cpu models are the CPU's)",
-                  "EFFICIENT_ATTENTION": "no model of the memory-efficient (CUTLASS fmha) kernel yet (issue 27, section 2)",
-                  "CUDNN_ATTENTION": "no model of cuDNN attention yet (an envelope is planned: issue 27, section 2)"}[backend]
+                  "EFFICIENT_ATTENTION": f"no model of the memory-efficient (CUTLASS fmha) kernel for {dtype}",
+                  "CUDNN_ATTENTION": f"no cuDNN envelope for {dtype}"}[backend]
 
 
 def environment(torch, device):
