@@ -152,6 +152,14 @@ TEST(NumpyMatmulPlatform, TableOfBranches) {
   }
 }
 
+TEST(NumpyMatmulPlatform, HeaderExample) {
+  BlasInfo blas{.name = "scipy-openblas", .core = "SkylakeX", .threads = 2};
+  absl::StatusOr<MatmulPlatform> p = NumpyMatmulPlatform(256, 1000, 256, "float32", blas);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->preset, "numpy-openblas-skylakex-f32");
+  EXPECT_EQ(p->reason, "the level-3 driver with several threads");
+}
+
 TEST(OpenblasLevel3Parallel, Level3ThreadSplit) {
   constexpr int64_t kMnk = int64_t{1} << 30;
   // The file comment's example: n < 2 * 16 keeps nthreads_m at 1; m <= 16 keeps nthreads_n at 1.
