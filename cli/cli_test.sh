@@ -111,6 +111,58 @@ grep -Eq "nvidia-h100-bf16.toml:[0-9]+: adder.group: " "$TMP/err" || fail "model
 expect_rc "models show bad file" "$?" 2
 "$BIN" models --help > /dev/null 2>&1; expect_rc "models --help" "$?" 0
 
+# ---- models numpy-matmul: the preset for numpy's a @ b (exit 0), none (1), bad input (2) ----
+NM=("$BIN" models numpy-matmul)
+out=$("${NM[@]}" --m 256 --k 1000 --n 256 --dtype float32 --blas scipy-openblas --core SkylakeX \
+      --threads 2 2>"$TMP/err"); rc=$?
+expect_eq "numpy-matmul level-3" "$out" \
+  $'preset: numpy-openblas-skylakex-f32\nreason: the level-3 driver with several threads'
+expect_rc "numpy-matmul level-3" "$rc" 0
+expect_eq "numpy-matmul stderr" "$(cat "$TMP/err")" ""
+out=$("${NM[@]}" --m 256 --k 1000 --n 256 --dtype float32 --blas scipy-openblas --core SkylakeX)
+expect_eq "numpy-matmul one thread (default)" "$out" \
+  $'preset: numpy-openblas-skylakex-f32-1thread\nreason: the level-3 driver on one thread'
+out=$("${NM[@]}" --m 16 --k 4096 --n 16 --dtype float32 --blas openblas --core cooperlake --threads 2)
+expect_eq "numpy-matmul level3_thread.c does not split" "$(head -1 <<< "$out")" \
+  "preset: numpy-openblas-skylakex-f32-1thread"
+out=$("${NM[@]}" --m 64 --k 64 --n 64 --dtype float64 --blas reference)
+expect_eq "numpy-matmul reference" "$(head -1 <<< "$out")" "preset: numpy-refblas-f64"
+out=$("${NM[@]}" --m 1 --k 1000 --n 256 --dtype float32 --blas reference); rc=$?
+expect_eq "numpy-matmul vector" "$out" $'preset: none\nreason: a vector operand (m or n = 1): numpy calls gemv or dot, whose order is not modelled'
+expect_rc "numpy-matmul vector" "$rc" 1
+out=$("${NM[@]}" --m 64 --k 64 --n 24 --dtype bfloat16 --blas reference); rc=$?
+expect_eq "numpy-matmul bfloat16" "$(tail -1 <<< "$out")" \
+  "reason: dtype bfloat16: np.matmul presets exist for float32 and float64"
+expect_rc "numpy-matmul bfloat16" "$rc" 1
+out=$("${NM[@]}" --m 64 --k 64 --n 24 --dtype float32 --blas scipy-openblas --core Haswell --json); rc=$?
+expect_rc "numpy-matmul --json none" "$rc" 1
+want='{
+  "m": 64,
+  "k": 64,
+  "n": 24,
+  "dtype": "float32",
+  "blas": {
+    "name": "scipy-openblas",
+    "core": "Haswell",
+    "threads": 1
+  },
+  "preset": null,
+  "reason": "OpenBLAS core '"'"'Haswell'"'"': presets exist for the SkylakeX kernels only"
+}'
+expect_eq "numpy-matmul --json" "$out" "$want"
+# Bad input: exit 2, a message naming the problem, nothing on standard output.
+for args in "--m -1 --k 4 --n 4 --dtype float32 --blas reference|must be >= 0" \
+            "--m 4 --k 4 --n 4 --dtype floot32 --blas reference|--dtype 'floot32': not a format" \
+            "--m 4 --k 4 --n 4 --dtype float32 --blas openblas --threads 0|threads 0: must be >= 1" \
+            "--m x --k 4 --n 4 --dtype float32 --blas reference|--m" \
+            "--m 4 --k 4 --n 4 --dtype float32|--blas is required"; do
+  out=$("${NM[@]}" ${args%%|*} 2>"$TMP/err"); rc=$?
+  expect_rc "numpy-matmul bad input ${args%%|*}" "$rc" 2
+  expect_eq "numpy-matmul bad input ${args%%|*}: stdout" "$out" ""
+  grep -qF -- "${args#*|}" "$TMP/err" || fail "numpy-matmul bad input ${args%%|*}: message: $(cat "$TMP/err")"
+done
+"${NM[@]}" --help | grep -q "1 none does" || fail "numpy-matmul --help: no exit statuses"
+
 # ---- nonexistent input: exit 2, clear message ----
 out=$("$BIN" calc --input "$TMP/does-not-exist.txt" 2>"$TMP/err"); rc=$?
 expect_rc "calc missing file" "$rc" 2

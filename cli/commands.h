@@ -44,6 +44,15 @@ struct ModelsOptions {
   std::string models_dir;        // --models-dir; see ResolveModelsDir.
   std::string show_name;         // `models show NAME`.
   CLI::App* show_app = nullptr;  // Set by AddModelsCommand.
+  // `models numpy-matmul`: the preset reproducing numpy's (m, k) @ (k, n) under a BLAS
+  // (accumulation/blas_platform.h).
+  CLI::App* numpy_matmul_app = nullptr;  // Set by AddModelsCommand.
+  int64_t m = 0, k = 0, n = 0;           // --m --k --n
+  std::string dtype;                     // --dtype
+  std::string blas;                      // --blas
+  std::string core;                      // --core
+  int threads = 1;                       // --threads
+  bool json = false;                     // --json
 };
 CLI::App* AddModelsCommand(CLI::App& root, ModelsOptions& options);
 int RunModelsCommand(const ModelsOptions& options);

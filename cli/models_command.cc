@@ -1,5 +1,7 @@
-// `fpconform models`: the accumulation-model presets (accumulation/models/*.toml, one line each)
-// and `fpconform models show NAME`: every parameter of one model with its source. User text
+// `fpconform models`: the accumulation-model presets (accumulation/models/*.toml, one line each),
+// `fpconform models show NAME`: every parameter of one model with its source, and
+// `fpconform models numpy-matmul`: which preset reproduces numpy's `a @ b` for a shape, a dtype and
+// a BLAS (accumulation/blas_platform.h, the rule fpconform.blas uses). User text
 // (descriptions, values, sources) is printed through EscapeText (base/str_cat.h): control
 // characters never reach the terminal raw.
 #include <algorithm>
@@ -8,9 +10,13 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/str_join.h"
+#include "accumulation/blas_platform.h"
 #include "accumulation/model_catalog.h"
 #include "base/str_cat.h"
+#include "formats/format_spec.h"
+#include "nlohmann/json.hpp"
 #include "cli/commands.h"
 #include "cli/data_dir.h"
 
@@ -104,6 +110,41 @@ int Show(const ModelCatalog& catalog, const std::string& name) {
   return kExitOk;
 }
 
+// Prints the preset and the reason (text, or --json); exit 0 with a preset, 1 without, 2 on bad
+// input (an unknown dtype, a negative size, threads < 1).
+int NumpyMatmul(const ModelsOptions& o) {
+  if (FindFormat(o.dtype) == nullptr) {
+    std::fprintf(stderr,
+                 "fpconform models numpy-matmul: --dtype '%s': not a format (see 'fpconform "
+                 "formats')\n",
+                 EscapeText(o.dtype).c_str());
+    return kExitUsage;
+  }
+  const BlasInfo blas{o.blas, o.core, o.threads};
+  absl::StatusOr<MatmulPlatform> p = NumpyMatmulPlatform(o.m, o.k, o.n, o.dtype, blas);
+  if (!p.ok()) {
+    std::fprintf(stderr, "fpconform models numpy-matmul: %s\n",
+                 std::string(p.status().message()).c_str());
+    return kExitUsage;
+  }
+  if (o.json) {
+    nlohmann::ordered_json j;
+    j["m"] = o.m;
+    j["k"] = o.k;
+    j["n"] = o.n;
+    j["dtype"] = o.dtype;
+    j["blas"] = {{"name", o.blas}, {"core", o.core}, {"threads", o.threads}};
+    j["preset"] = p->preset ? nlohmann::ordered_json(*p->preset) : nlohmann::ordered_json(nullptr);
+    j["reason"] = p->reason;
+    // Invalid UTF-8 in a name is replaced, never an exception.
+    std::printf("%s\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+  } else {
+    std::printf("preset: %s\n", p->preset ? p->preset->c_str() : "none");
+    std::printf("reason: %s\n", EscapeText(p->reason).c_str());
+  }
+  return p->preset ? kExitOk : kExitBadLines;
+}
+
 }  // namespace
 
 CLI::App* AddModelsCommand(CLI::App& root, ModelsOptions& options) {
@@ -121,6 +162,8 @@ CLI::App* AddModelsCommand(CLI::App& root, ModelsOptions& options) {
       "  fpconform models\n"
       "  fpconform models show nvidia-h100-bf16\n"
       "  fpconform models --models-dir my-models show my-gpu-bf16\n"
+      "  fpconform models numpy-matmul --m 256 --k 1000 --n 256 --dtype float32 \\\n"
+      "      --blas scipy-openblas --core SkylakeX --threads 2\n"
       "  FPCONFORM_MODELS_DIR=my-models fpconform models");
   options.show_app = app->add_subcommand(
       "show", "Print every parameter of model NAME with its source; unconfirmed ones are "
@@ -138,11 +181,59 @@ CLI::App* AddModelsCommand(CLI::App& root, ModelsOptions& options) {
       "    inputs.a = bfloat16\n"
       "      source: PTX ISA mma/wgmma/tcgen05 operand type (bfloat16)\n"
       "    ...");
+  options.numpy_matmul_app = app->add_subcommand(
+      "numpy-matmul",
+      "Name the preset that reproduces numpy's a @ b bit for bit for C-contiguous (M, K) @ (K, N) "
+      "arrays of DTYPE under a BLAS, or say why none does.");
+  CLI::App* nm = options.numpy_matmul_app;
+  nm->add_option("--m", options.m, "Rows of a")->required()->type_name("M");
+  nm->add_option("--k", options.k, "Columns of a, rows of b")->required()->type_name("K");
+  nm->add_option("--n", options.n, "Columns of b")->required()->type_name("N");
+  nm->add_option("--dtype", options.dtype,
+                 "numpy dtype of a and b (a format name; presets exist for float32 and float64)")
+      ->required()
+      ->type_name("DTYPE");
+  nm->add_option("--blas", options.blas,
+                 "The BLAS numpy calls, as fpconform.blas.numpy_blas()['name'] says: "
+                 "scipy-openblas, openblas, reference (other names have no preset)")
+      ->required()
+      ->type_name("NAME");
+  nm->add_option("--core", options.core,
+                 "OpenBLAS's kernel choice (openblas_get_corename, numpy_blas()['core']), e.g. "
+                 "SkylakeX; default unknown")
+      ->type_name("CORE");
+  nm->add_option("--threads", options.threads,
+                 "OpenBLAS's thread count (OPENBLAS_NUM_THREADS, numpy_blas()['threads'])")
+      ->default_val(1)
+      ->type_name("T");
+  nm->add_flag("--json", options.json,
+               "Print {m, k, n, dtype, blas: {name, core, threads}, preset (null: none), reason}");
+  nm->footer(
+      "The rule is fpconform.blas.numpy_matmul_platform's (accumulation/blas_platform.h; evidence\n"
+      "in accumulation/models/SOURCES.md section 4c). In Python, fpconform.blas.numpy_blas() tells\n"
+      "which BLAS, core and thread count the running numpy has.\n"
+      "Exit status: 0 a preset reproduces it, 1 none does (the reason says why), 2 bad input (an\n"
+      "unknown dtype, a negative size, --threads below 1, a missing option).\n"
+      "\n"
+      "Examples:\n"
+      "  $ fpconform models numpy-matmul --m 256 --k 1000 --n 256 --dtype float32 \\\n"
+      "      --blas scipy-openblas --core SkylakeX --threads 2\n"
+      "  preset: numpy-openblas-skylakex-f32\n"
+      "  reason: the level-3 driver with several threads\n"
+      "  $ fpconform models numpy-matmul --m 1 --k 1000 --n 256 --dtype float32 --blas reference\n"
+      "  preset: none\n"
+      "  reason: a vector operand (m or n = 1): numpy calls gemv or dot, whose order is not "
+      "modelled\n"
+      "  fpconform models numpy-matmul --m 64 --k 64 --n 24 --dtype float64 --blas openblas \\\n"
+      "      --core Haswell --json");
   return app;
 }
 
 int RunModelsCommand(const ModelsOptions& options) {
   const ModelCatalog catalog(ResolveModelsDir(options.models_dir));
+  if (options.numpy_matmul_app != nullptr && options.numpy_matmul_app->parsed()) {
+    return NumpyMatmul(options);
+  }
   if (options.show_app != nullptr && options.show_app->parsed()) {
     return Show(catalog, options.show_name);
   }

@@ -124,65 +124,17 @@ def numpy_matmul_platform(m: int, k: int, n: int, dtype: Any,
       m*n*k > 1e6 ``numpy-openblas-skylakex-f64`` (``-1thread``), else ``-f64-small``.
     - anything else (other OpenBLAS cores, MKL, Accelerate): no preset yet; measure it with
       ``fpconform reveal --make-probes`` and the checks in test_blas_platforms.py.
+
+    The rule is fpconform's C++ library's (accumulation/blas_platform.h), the one
+    ``fpconform models numpy-matmul`` prints. Raises ValueError for a negative m, k or n or a
+    negative thread count.
     """
+    # Imported here, not at the top: numpy_blas() alone runs in child interpreters that load this
+    # file by its path with numpy only (test_blas_platforms.py).
+    from . import _fpconform as _C  # pylint: disable=import-outside-toplevel
+
     info = numpy_blas() if info is None else info
-    dt = np.dtype(dtype)
-    if dt not in (np.dtype(np.float32), np.dtype(np.float64)):
-        return None, f"dtype {dt}: np.matmul presets exist for float32 and float64"
-    bits = "f32" if dt == np.dtype(np.float32) else "f64"
-    if m < 2 or n < 2:
-        return None, "a vector operand (m or n = 1): numpy calls gemv or dot, whose order is not modelled"
-    mnk = m * n * k
-    name = info.get("name")
-    if name == "reference":
-        return f"numpy-refblas-{bits}", "reference BLAS gemm: one loop over k per element"
-    if name not in ("scipy-openblas", "openblas"):
-        return None, f"BLAS {name!r}: no preset (known: OpenBLAS SkylakeX, reference BLAS)"
-    core = info.get("core") or ""
-    if core.lower() not in ("skylakex", "cooperlake", "sapphirerapids"):
-        return None, f"OpenBLAS core {core!r}: presets exist for the SkylakeX kernels only"
-    threads = info.get("threads") or 1
-    if bits == "f64" and n % 8 != 0:
-        return None, "float64 with n % 8 != 0: the dgemm kernel's edge columns use an order not modelled"
-    # interface/gemm.c, in its order: the direct sgemm kernel, the small-matrix kernels, the
-    # level-3 driver (level3_thread.c with several threads, level3.c with one).
-    if bits == "f32":
-        if threads > 1:
-            direct = mnk <= 2 * 350 * 512
-        else:
-            direct = mnk < 28 * 512 * 512 and (n % 4 == 0 or mnk < 8 * 512 * 512)
-        if (direct or mnk <= 1_000_000) and n % 16 != 0 and n % 16 <= 8:
-            return None, ("the direct/small sgemm kernels with n % 16 in 1..8: their last columns "
-                          "use an order not modelled")
-        if direct:
-            return "numpy-openblas-skylakex-f32-small", "the direct sgemm kernel: one FMA chain over k"
-    if mnk <= 1_000_000:
-        return f"numpy-openblas-skylakex-{bits}-small", "the small-matrix kernel: one FMA chain over k"
-    if _level3_parallel(m, n, mnk, threads, 16 if bits == "f32" else 8):
-        return f"numpy-openblas-skylakex-{bits}", "the level-3 driver with several threads"
-    return f"numpy-openblas-skylakex-{bits}-1thread", "the level-3 driver on one thread"
-
-
-def _level3_parallel(m: int, n: int, mnk: int, threads: int, switch_ratio: int) -> bool:
-    """Whether OpenBLAS runs a row-major (m, k) @ (k, n) gemm through level3_thread.c's parallel
-    driver (K halved as "halve_up") or its serial fallback GEMM_LOCAL (level3.c, "halve_down"):
-    interface/gemm.c gives it min(threads, MNK / 262144) threads, and level3_thread.c's CNAME
-    splits the column-major m' = n by switch_ratio (SWITCH_RATIO: 16 float32, 8 float64 for
-    SkylakeX, param.h) and n' = m by switch_ratio * nthreads_m; one part runs serially."""
-    nthreads = threads if mnk / threads >= 262144 else int(mnk / 262144)
-    if nthreads <= 1:
-        return False
-    mp, np_ = n, m
-    if mp < 2 * switch_ratio:
-        tm = 1
-    else:
-        tm = nthreads
-        while mp < tm * switch_ratio:
-            tm //= 2
-    if np_ < switch_ratio * tm:
-        tn = 1
-    else:
-        tn = (np_ + switch_ratio * tm - 1) // (switch_ratio * tm)
-        if tm * tn > nthreads:
-            tn = nthreads // tm
-    return tm * tn > 1
+    # The rule is C++ (accumulation/blas_platform.h), shared with `fpconform models numpy-matmul`;
+    # an unknown core or thread count is "" / 1, as it has always been here.
+    return _C.numpy_matmul_platform(m, k, n, str(np.dtype(dtype)), info.get("name"),
+                                    info.get("core") or "", info.get("threads") or 1)

@@ -19,9 +19,11 @@
 #include <string>
 #include <thread>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "accumulation/blas_platform.h"
 #include "accumulation/evaluate.h"
 #include "accumulation/model.h"
 #include "accumulation/model_catalog.h"
@@ -482,6 +484,17 @@ nb::dict Tolerance(const std::string& dir, const std::string& sweep_file, const 
   return d;
 }
 
+// fpconform.blas.numpy_matmul_platform's rule (accumulation/blas_platform.h): (preset or None,
+// reason); blas.py maps the dtype to its numpy name and its info dict to these arguments.
+std::pair<std::optional<std::string>, std::string> NumpyMatmulPlatformBinding(
+    int64_t m, int64_t k, int64_t n, const std::string& dtype, std::optional<std::string> name,
+    const std::string& core, int threads) {
+  absl::StatusOr<MatmulPlatform> p =
+      NumpyMatmulPlatform(m, k, n, dtype, BlasInfo{std::move(name), core, threads});
+  if (!p.ok()) ThrowStatus(p.status());
+  return {p->preset, p->reason};
+}
+
 }  // namespace
 }  // namespace fpconform::python
 
@@ -508,6 +521,8 @@ NB_MODULE(_fpconform, m) {
   m.def("exact_matmul", &ExactMatmul);
   m.def("exact_sum", &ExactSumBits);
   m.def("tolerance", &Tolerance);
+  m.def("numpy_matmul_platform", &NumpyMatmulPlatformBinding, nb::arg("m"), nb::arg("k"), nb::arg("n"),
+        nb::arg("dtype"), nb::arg("name").none(), nb::arg("core"), nb::arg("threads"));
   BindAudit(m);
   BindComposite(m);
 }
