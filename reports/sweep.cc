@@ -13,6 +13,7 @@
 #include <memory>
 #include <set>
 #include <thread>
+#include <utility>
 
 #include "accumulation/evaluate.h"
 #include "accumulation/model.h"
@@ -218,8 +219,9 @@ struct SampleInputs {
 
 class Sweeper {
  public:
-  Sweeper(const SweepSpec& spec, const std::map<std::string, Model>& models)
-      : spec_(spec), models_(models) {}
+  // models: every platform a unit may name, already parsed (not owned).
+  Sweeper(const SweepSpec& spec, std::map<std::string, const Model*> models)
+      : spec_(spec), models_(std::move(models)) {}
 
   PlatformInfo Info(const std::string& name, const DtypeSpec& d) const {
     PlatformInfo p;
@@ -231,7 +233,7 @@ class Sweeper {
       p.acc_fraction_bits = Float32().fraction_bits;
       return p;
     }
-    const Model& m = models_.at(name);
+    const Model& m = *models_.at(name);
     p.model = &m;
     p.fa = m.inputs.a;
     p.fb = &m.InputB();
@@ -385,7 +387,7 @@ class Sweeper {
 
  private:
   const SweepSpec& spec_;
-  const std::map<std::string, Model>& models_;
+  const std::map<std::string, const Model*> models_;
 };
 
 // ---- Recommendation rule. ----
@@ -1144,7 +1146,9 @@ absl::StatusOr<Report> RunSweep(const SweepSpec& input_spec, const SweepOptions&
 
   Report report;
   report.provenance = SweepProvenance(plan, options);
-  Sweeper sweeper(plan.spec, plan.models);
+  std::map<std::string, const Model*> models;
+  for (const auto& [name, model] : plan.models) models.emplace(name, &model);
+  Sweeper sweeper(plan.spec, std::move(models));
   absl::StatusOr<int> fitted = FitThreads(plan.units, options, sweeper);
   if (!fitted.ok()) return fitted.status();
   const int threads = *fitted;
@@ -1183,6 +1187,56 @@ absl::StatusOr<Report> RunSweep(const SweepSpec& input_spec, const SweepOptions&
                    std::move(tables.composite_cross), std::move(tables.attention),
                    std::move(tables.attention_power), std::move(tables.attention_cross)};
   return report;
+}
+
+std::string SweepDtypeOf(const SweepSpec& spec, const Model& platform, ModelOp op) {
+  for (const DtypeSpec& d : spec.dtypes) {
+    const std::vector<std::string>& list = op == ModelOp::kSum ? d.sum : d.matmul;
+    if (!d.integer && std::find(list.begin(), list.end(), platform.name) != list.end()) return d.name;
+  }
+  return std::string(platform.inputs.a->name);
+}
+
+absl::StatusOr<ToleranceRule> PlatformTolerance(const SweepSpec& spec, const Model& platform,
+                                                const ToleranceQuery& query, int threads) {
+  const bool sum = query.op == ModelOp::kSum;
+  if (!sum && query.op != ModelOp::kMatmul) {
+    return absl::InvalidArgumentError("tolerance rule: the op must be matmul or sum");
+  }
+  const char* op = sum ? "sum" : "matmul";
+  if (!platform.Supports(query.op)) {
+    return absl::InvalidArgumentError(
+        Cat("tolerance rule: model '", platform.name, "' has no ", op, " operation"));
+  }
+  const std::vector<std::string>& dists = ValidDistributions();
+  if (std::find(dists.begin(), dists.end(), query.distribution) == dists.end()) {
+    return absl::InvalidArgumentError(Cat("tolerance rule: unknown distribution '",
+                                          query.distribution, "' (one of ", Join(dists, ", "), ")"));
+  }
+  if (query.k < 1 || query.samples < 1) {
+    return absl::InvalidArgumentError(Cat("tolerance rule: K = ", query.k, " and samples = ",
+                                          query.samples, " must be at least 1"));
+  }
+  // The unit RunSweep would make for this one row (MakeUnits), on the parsed model as given.
+  DtypeSpec dtype;
+  dtype.name = query.dtype;
+  (sum ? dtype.sum : dtype.matmul).push_back(platform.name);
+  Unit u;
+  u.op = op;
+  u.dtype = &dtype;
+  u.dist = query.distribution;
+  u.k = query.k;
+  u.samples = query.samples;
+  u.platforms = {platform.name};
+  const Sweeper sweeper(spec, {{platform.name, &platform}});
+  SweepOptions options;
+  options.threads = threads;
+  absl::StatusOr<int> fitted = FitThreads({u}, options, sweeper);
+  if (!fitted.ok()) return fitted.status();
+  const std::vector<PlatformInfo> infos = {sweeper.Info(platform.name, dtype)};
+  const std::vector<std::vector<Obs>> obs = ObserveReduction(u, sweeper, infos, *fitted, options);
+  const Recommendation r = Recommend(obs[0], spec.factor);
+  return ToleranceRule{.ulp = r.ulp, .bn = r.bn, .rtol = r.rtol, .atol = r.atol};
 }
 
 }  // namespace fpconform::reports
