@@ -15,7 +15,6 @@
 #include "formats/ops.h"
 #include "oracles/error_measures.h"
 #include "reports/mutations.h"
-#include "reports/report.h"
 #include "reports/sweep.h"
 
 #ifndef FPCONFORM_REPORTS_SOURCE_DIR
