@@ -120,8 +120,9 @@ struct AuditOptions {
                              // standard sweep when empty (FPCONFORM_REPORTS_SOURCE_DIR).
   int max_listed = 100;      // Elements listed: every unexplained first, then the worst others.
   bool strict = false;       // within_tolerance fails the verdict too.
-  bool recommend = true;     // Run the tolerance rule (a small sweep) for each platform.
-  int tolerance_samples = 200;  // Samples of that sweep.
+  bool recommend = true;     // Run the tolerance rule for each platform (PlatformTolerance,
+                             // reports/sweep.h: the tolerance row's code at this K).
+  int tolerance_samples = 200;  // Samples of that rule (at least 8 are used).
   int threads = 1;
   bool keep_bounds = false;
   // Fill AuditResult::unexplained with every unexplained element (up to kMaxUnexplainedDetails;
@@ -464,10 +465,12 @@ absl::StatusOr<CompareResult> CompareAttention(const AttentionAuditInput& ref, c
                                                const AuditOptions& options);
 
 // The tolerance recommendation an audit uses for (op "matmul" or "sum", one platform model, K):
-// the tolerance report's rule (reports/sweep.h) on options.tolerance_samples N(0, 1) samples,
-// with options.sweep_file's seed and factor; the same numbers as PlatformAudit::rec_* of an audit
-// with these options (the Python package's fpconform.tolerance). Only `name` and rec_* are set.
-// Errors: an unknown model or op, an envelope (name one member), a model without the op.
+// the tolerance report's rule (PlatformTolerance, reports/sweep.h) on max(8,
+// options.tolerance_samples) N(0, 1) samples, with options.sweep_file's seed and factor and the
+// dtype label it gives the platform (SweepDtypeOf); the same numbers as PlatformAudit::rec_* of
+// an audit with these options (the Python package's fpconform.tolerance). Only `name` and rec_*
+// are set. Errors: an unknown model or op, an envelope (name one member), a model without the op,
+// a sweep file that cannot be read, PlatformTolerance's.
 absl::StatusOr<PlatformAudit> RecommendTolerance(const std::string& op, const std::string& platform,
                                                  int64_t k, const AuditOptions& options);
 

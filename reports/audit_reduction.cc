@@ -15,7 +15,6 @@
 #include "formats/ops.h"
 #include "oracles/error_measures.h"
 #include "reports/mutations.h"
-#include "reports/report.h"
 #include "reports/sweep.h"
 
 #ifndef FPCONFORM_REPORTS_SOURCE_DIR
@@ -28,59 +27,30 @@ namespace {
 
 bool HasOp(const Model& m, bool sum) { return m.Supports(sum ? ModelOp::kSum : ModelOp::kMatmul); }
 
-// The tolerance report's recommendation for one platform at this K (a small sweep on N(0, 1)
-// inputs through the same rule: reports/sweep.h).
+// The sweep file that gives the tolerance rule its seed and factor (the standard one by default).
+absl::StatusOr<SweepSpec> LoadRuleSpec(const AuditOptions& options) {
+  return LoadSweepSpec(options.sweep_file.empty()
+                           ? std::string(FPCONFORM_REPORTS_SOURCE_DIR) + "/standard_sweep.toml"
+                           : options.sweep_file);
+}
+
+// The tolerance report's recommendation for one platform at this K: the rule of its row on
+// options.tolerance_samples N(0, 1) samples (PlatformTolerance, reports/sweep.h).
 absl::Status Recommend(AuditPlatform& p, const Model& model, bool sum, int64_t k,
-                       const AuditOptions& options) {
-  const std::string sweep_path = options.sweep_file.empty()
-                                     ? std::string(FPCONFORM_REPORTS_SOURCE_DIR) +
-                                           "/standard_sweep.toml"
-                                     : options.sweep_file;
-  absl::StatusOr<SweepSpec> base = LoadSweepSpec(sweep_path);
-  if (!base.ok()) return base.status();
-  SweepSpec spec = *base;
-  DtypeSpec dtype;
-  bool found = false;
-  for (const DtypeSpec& d : base->dtypes) {
-    const std::vector<std::string>& list = sum ? d.sum : d.matmul;
-    if (!d.integer && std::find(list.begin(), list.end(), p.name) != list.end()) {
-      dtype = d;
-      found = true;
-      break;
-    }
-  }
-  if (!found) dtype.name = std::string(model.inputs.a->name);
-  dtype.matmul.clear();
-  dtype.sum.clear();
-  (sum ? dtype.sum : dtype.matmul).push_back(p.name);
-  spec.ops = {sum ? "sum" : "matmul"};
-  spec.ks = {k};
-  spec.distributions = {"normal"};
-  spec.dtypes = {dtype};
-  spec.cross.clear();
-  spec.quantize_formats.clear();
-  spec.samples = std::max(8, options.tolerance_samples);
-  spec.min_samples = spec.samples;
-  spec.max_terms_per_row = static_cast<int64_t>(spec.samples) * k;
-  SweepOptions so;
-  so.models_dir = options.models_dir;
-  so.threads = std::max(1, options.threads);
-  absl::StatusOr<Report> r = RunSweep(spec, so);
-  if (!r.ok()) return r.status();
-  const Table* t = r->Find("tolerance");
-  if (t == nullptr || t->rows.empty()) {
-    return absl::InternalError(Cat("tolerance rule for ", p.name, ": the sweep gave no row"));
-  }
-  auto get = [&](std::string_view col) {
-    const int c = t->ColumnIndex(col);
-    if (c < 0) return 0.0;
-    const double* v = std::get_if<double>(&t->rows[0][c]);
-    return v != nullptr ? *v : 0.0;
-  };
-  p.rec_rtol = get("rec_rtol");
-  p.rec_atol = get("rec_atol");
-  p.rec_ulp = get("rec_ulp");
-  p.rec_bn = get("rec_bn");
+                       const SweepSpec& spec, const AuditOptions& options) {
+  const ModelOp op = sum ? ModelOp::kSum : ModelOp::kMatmul;
+  const ToleranceQuery query{.op = op,
+                             .dtype = SweepDtypeOf(spec, model, op),
+                             .distribution = "normal",
+                             .k = k,
+                             .samples = std::max(8, options.tolerance_samples)};
+  absl::StatusOr<ToleranceRule> rule =
+      PlatformTolerance(spec, model, query, std::max(1, options.threads));
+  if (!rule.ok()) return rule.status();
+  p.rec_rtol = rule->rtol;
+  p.rec_atol = rule->atol;
+  p.rec_ulp = rule->ulp;
+  p.rec_bn = rule->bn;
   p.has_rec = true;
   return absl::OkStatus();
 }
@@ -166,10 +136,13 @@ absl::Status ReductionOp::ResolvePlatforms(const std::vector<std::string>& names
 void ReductionOp::RecommendAll() {
   if (!options_.recommend) return;
   const int64_t k = setup_.k;
+  const absl::StatusOr<SweepSpec> spec = LoadRuleSpec(options_);
   for (size_t i = 0; i < setup_.platforms.size(); ++i) {
     AuditPlatform& p = setup_.platforms[i];
     if (options_.progress) options_.progress(0, 1, Cat("tolerance rule for ", p.name, " at K=", k));
-    if (absl::Status s = Recommend(p, *models_[i], sum_, k, options_); !s.ok()) {
+    const absl::Status s =
+        spec.ok() ? Recommend(p, *models_[i], sum_, k, *spec, options_) : spec.status();
+    if (!s.ok()) {
       setup_.notes.push_back(Cat("no tolerance recommendation for ", p.name, ": ", s.message()));
     }
   }
@@ -456,7 +429,9 @@ absl::StatusOr<PlatformAudit> RecommendTolerance(const std::string& op, const st
   }
   audit_internal::AuditPlatform p;
   p.name = platform;
-  if (absl::Status s = audit_internal::Recommend(p, *m, sum, k, options); !s.ok()) return s;
+  const absl::StatusOr<SweepSpec> spec = audit_internal::LoadRuleSpec(options);
+  if (!spec.ok()) return spec.status();
+  if (absl::Status s = audit_internal::Recommend(p, *m, sum, k, *spec, options); !s.ok()) return s;
   PlatformAudit out;
   out.name = platform;
   out.rec_rtol = p.rec_rtol;

@@ -68,8 +68,9 @@ class ReductionOp : public AuditOp {
   // op whose input formats are fa, fb).
   absl::Status ResolvePlatforms(const std::vector<std::string>& names, const FormatSpec* fa,
                                 const FormatSpec* fb);
-  // The tolerance rule for every platform (when options ask for it); a platform the rule cannot
-  // run for gets a note instead.
+  // The tolerance rule for every platform (when options ask for it): the sweep file read once,
+  // then PlatformTolerance (reports/sweep.h) on each platform's parsed model; a platform the rule
+  // cannot run for (or every platform, when the sweep file cannot be read) gets a note instead.
   void RecommendAll();
   // A note when the output file's format differs from the model's.
   void NoteOutputConversion(const Model& m0, const std::string& model_writes);

@@ -13,6 +13,7 @@
 #include <memory>
 #include <set>
 #include <thread>
+#include <utility>
 
 #include "accumulation/evaluate.h"
 #include "accumulation/model.h"
@@ -29,6 +30,7 @@
 #include "reports/stats.h"
 #include "reports/sweep_attention.h"
 #include "reports/sweep_composite.h"
+#include "reports/sweep_inputs.h"
 #include "reports/sweep_tables.h"
 
 namespace fpconform::reports {
@@ -38,74 +40,14 @@ using sweep_internal::AttentionUnit;
 using sweep_internal::CompositeUnit;
 using sweep_internal::DescribeTables;
 using sweep_internal::SweepTables;
-
-
-// ---- Small value helpers (formats' Convert does every rounding: ToDouble, DoubleToBits). ----
-
-uint64_t DoubleToFormat(const FormatSpec& f, double v, bool saturate) {
-  OpEnv env;
-  env.saturate = saturate;
-  return DoubleToBits(f, v, env);
-}
-
-double RoundToFloat32(double v) { return ToDouble(Float32(), DoubleToBits(Float32(), v)); }
-
-
-// Largest finite magnitude of a format (int8: 127).
-double MaxMagnitude(const FormatSpec& f) {
-  if (f.kind == FormatKind::kInteger) return f.is_signed ? (std::ldexp(1.0, f.width - 1) - 1)
-                                                         : (std::ldexp(1.0, f.width) - 1);
-  return ToDouble(f, MaxFiniteBits(f));
-}
-
-bool IsScaledFormat(const FormatSpec& f) { return f.width == 8; }
-
-// -v as bits of f (sign flip for floats, two's complement for integers).
-uint64_t NegateBits(const FormatSpec& f, uint64_t bits) {
-  if (f.kind == FormatKind::kInteger) {
-    const uint64_t mask = f.width == 64 ? ~uint64_t{0} : (uint64_t{1} << f.width) - 1;
-    return (~bits + 1) & mask;
-  }
-  return bits ^ f.d.sign_bit;
-}
-
-// ---- Input generation. ----
-
-double Draw(PinnedRng& rng, std::string_view dist, int64_t k) {
-  if (dist == "normal") return rng.Normal();
-  if (dist == "uniform_pm1") return rng.Uniform(-1, 1);
-  if (dist == "uniform_01") return rng.Uniform01();
-  if (dist == "loguniform") return rng.LogUniform(-8, 8);
-  return rng.Normal() / std::sqrt(static_cast<double>(k));  // normal_sqrtk.
-}
-
-std::vector<double> DrawVector(uint64_t seed, std::string_view dist, int64_t k) {
-  PinnedRng rng(seed);
-  std::vector<double> v(static_cast<size_t>(k));
-  for (double& x : v) x = Draw(rng, dist, k);
-  return v;
-}
-
-// A tensor cast to format f as a kernel would receive it: scaled formats get the per-tensor
-// scale fl32(amax / max) and RNE with saturation; the others plain RNE.
-struct Quantized {
-  std::vector<uint64_t> bits;
-  double scale = 1;  // A float32 value; 1 when unscaled.
-};
-
-Quantized Quantize(const std::vector<double>& x, const FormatSpec& f) {
-  Quantized q;
-  q.bits.resize(x.size());
-  if (IsScaledFormat(f)) {
-    double amax = 0;
-    for (double v : x) amax = std::max(amax, std::fabs(v));
-    q.scale = amax > 0 ? RoundToFloat32(amax / MaxMagnitude(f)) : 1;
-    for (size_t i = 0; i < x.size(); ++i) q.bits[i] = DoubleToFormat(f, x[i] / q.scale, true);
-  } else {
-    for (size_t i = 0; i < x.size(); ++i) q.bits[i] = DoubleToFormat(f, x[i], false);
-  }
-  return q;
-}
+using sweep_internal::DoubleToFormat;
+using sweep_internal::DrawVector;
+using sweep_internal::IsScaledFormat;
+using sweep_internal::MaxMagnitude;
+using sweep_internal::NegateBits;
+using sweep_internal::Quantize;
+using sweep_internal::Quantized;
+using sweep_internal::RoundToFloat32;
 
 // ---- Exact values (mpfr) times a scale. ----
 
@@ -218,8 +160,9 @@ struct SampleInputs {
 
 class Sweeper {
  public:
-  Sweeper(const SweepSpec& spec, const std::map<std::string, Model>& models)
-      : spec_(spec), models_(models) {}
+  // models: every platform a unit may name, already parsed (not owned).
+  Sweeper(const SweepSpec& spec, std::map<std::string, const Model*> models)
+      : spec_(spec), models_(std::move(models)) {}
 
   PlatformInfo Info(const std::string& name, const DtypeSpec& d) const {
     PlatformInfo p;
@@ -231,7 +174,7 @@ class Sweeper {
       p.acc_fraction_bits = Float32().fraction_bits;
       return p;
     }
-    const Model& m = models_.at(name);
+    const Model& m = *models_.at(name);
     p.model = &m;
     p.fa = m.inputs.a;
     p.fb = &m.InputB();
@@ -385,7 +328,7 @@ class Sweeper {
 
  private:
   const SweepSpec& spec_;
-  const std::map<std::string, Model>& models_;
+  const std::map<std::string, const Model*> models_;
 };
 
 // ---- Recommendation rule. ----
@@ -1144,7 +1087,9 @@ absl::StatusOr<Report> RunSweep(const SweepSpec& input_spec, const SweepOptions&
 
   Report report;
   report.provenance = SweepProvenance(plan, options);
-  Sweeper sweeper(plan.spec, plan.models);
+  std::map<std::string, const Model*> models;
+  for (const auto& [name, model] : plan.models) models.emplace(name, &model);
+  Sweeper sweeper(plan.spec, std::move(models));
   absl::StatusOr<int> fitted = FitThreads(plan.units, options, sweeper);
   if (!fitted.ok()) return fitted.status();
   const int threads = *fitted;
@@ -1183,6 +1128,56 @@ absl::StatusOr<Report> RunSweep(const SweepSpec& input_spec, const SweepOptions&
                    std::move(tables.composite_cross), std::move(tables.attention),
                    std::move(tables.attention_power), std::move(tables.attention_cross)};
   return report;
+}
+
+std::string SweepDtypeOf(const SweepSpec& spec, const Model& platform, ModelOp op) {
+  for (const DtypeSpec& d : spec.dtypes) {
+    const std::vector<std::string>& list = op == ModelOp::kSum ? d.sum : d.matmul;
+    if (!d.integer && std::find(list.begin(), list.end(), platform.name) != list.end()) return d.name;
+  }
+  return std::string(platform.inputs.a->name);
+}
+
+absl::StatusOr<ToleranceRule> PlatformTolerance(const SweepSpec& spec, const Model& platform,
+                                                const ToleranceQuery& query, int threads) {
+  const bool sum = query.op == ModelOp::kSum;
+  if (!sum && query.op != ModelOp::kMatmul) {
+    return absl::InvalidArgumentError("tolerance rule: the op must be matmul or sum");
+  }
+  const char* op = sum ? "sum" : "matmul";
+  if (!platform.Supports(query.op)) {
+    return absl::InvalidArgumentError(
+        Cat("tolerance rule: model '", platform.name, "' has no ", op, " operation"));
+  }
+  const std::vector<std::string>& dists = ValidDistributions();
+  if (std::find(dists.begin(), dists.end(), query.distribution) == dists.end()) {
+    return absl::InvalidArgumentError(Cat("tolerance rule: unknown distribution '",
+                                          query.distribution, "' (one of ", Join(dists, ", "), ")"));
+  }
+  if (query.k < 1 || query.samples < 1) {
+    return absl::InvalidArgumentError(Cat("tolerance rule: K = ", query.k, " and samples = ",
+                                          query.samples, " must be at least 1"));
+  }
+  // The unit RunSweep would make for this one row (MakeUnits), on the parsed model as given.
+  DtypeSpec dtype;
+  dtype.name = query.dtype;
+  (sum ? dtype.sum : dtype.matmul).push_back(platform.name);
+  Unit u;
+  u.op = op;
+  u.dtype = &dtype;
+  u.dist = query.distribution;
+  u.k = query.k;
+  u.samples = query.samples;
+  u.platforms = {platform.name};
+  const Sweeper sweeper(spec, {{platform.name, &platform}});
+  SweepOptions options;
+  options.threads = threads;
+  absl::StatusOr<int> fitted = FitThreads({u}, options, sweeper);
+  if (!fitted.ok()) return fitted.status();
+  const std::vector<PlatformInfo> infos = {sweeper.Info(platform.name, dtype)};
+  const std::vector<std::vector<Obs>> obs = ObserveReduction(u, sweeper, infos, *fitted, options);
+  const Recommendation r = Recommend(obs[0], spec.factor);
+  return ToleranceRule{.ulp = r.ulp, .bn = r.bn, .rtol = r.rtol, .atol = r.atol};
 }
 
 }  // namespace fpconform::reports

@@ -79,6 +79,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "accumulation/model.h"
 #include "reports/report.h"
 
 namespace fpconform {
@@ -305,6 +306,42 @@ struct SweepOptions {
 // shard, the memory estimate above kSweepMemoryBudgetBytes (ResourceExhausted); CancelledError
 // when options.cancelled stopped it.
 absl::StatusOr<Report> RunSweep(const SweepSpec& spec, const SweepOptions& options);
+
+// The tolerance rule of one platform (what an audit uses): the numbers RunSweep writes into a
+// "tolerance" row as rec_ulp, rec_bn, rec_rtol and rec_atol (see "Tolerance rule" above).
+struct ToleranceRule {
+  double ulp = 0;   // ULP of the row's output format.
+  double bn = 0;    // Bound-normalized: units of u * sum|a_i b_i|.
+  double rtol = 0;  // assert_close: |y - x| <= atol + rtol |x|.
+  double atol = 0;
+};
+
+// Which row: the op (ModelOp::kMatmul or kSum), the sweep file's dtype label (it seeds the inputs:
+// "Inputs" above; SweepDtypeOf gives the one a sweep file uses for a platform), the distribution
+// (ValidDistributions()), K and the number of samples.
+struct ToleranceQuery {
+  ModelOp op = ModelOp::kMatmul;
+  std::string dtype;
+  std::string distribution = "normal";
+  int64_t k = 0;
+  int samples = 0;
+};
+
+// The tolerance rule for `platform` (a parsed model: nothing is read from files) on the row
+// `query` names, with spec's seed and factor (nothing else of spec is used). It runs the row's
+// code (the same inputs, observations and rule as RunSweep), so it gives the same doubles as the
+// row of a sweep with that unit whose samples(K) is query.samples. `threads` split the samples
+// (results do not depend on them). Errors, before any work: InvalidArgument for an op other than
+// matmul and sum, a platform without the op, an unknown distribution, K or samples below 1;
+// ResourceExhausted when the unit's memory estimate (see "Memory") is above the budget.
+// Example (what an audit of a bfloat16 matmul with K = 4096 on trainium2-bf16 does):
+//   PlatformTolerance(standard, model, {ModelOp::kMatmul, "bfloat16", "normal", 4096, 200}, 8)
+absl::StatusOr<ToleranceRule> PlatformTolerance(const SweepSpec& spec, const Model& platform,
+                                                const ToleranceQuery& query, int threads = 1);
+
+// The dtype label spec gives platform for op: the first non-integer dtype whose matmul (sum) list
+// names it; the name of the platform's input format (inputs.a) when none does.
+std::string SweepDtypeOf(const SweepSpec& spec, const Model& platform, ModelOp op);
 
 // The row tables RunSweep writes ("tolerance", "cross_platform", "power", "quantize",
 // "composite", "composite_power", "composite_cross", "attention", "attention_power",

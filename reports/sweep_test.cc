@@ -13,6 +13,7 @@
 #include <map>
 #include <string>
 
+#include "accumulation/model_catalog.h"
 #include "gtest/gtest.h"
 
 namespace fpconform::reports {
@@ -129,6 +130,85 @@ TEST_F(SweepTest, RecommendationsCoverObservationsAndStayUnderTheBound) {
     // check it through a mutation that is a no-op at this size: none exists; instead the rule
     // guarantees it by construction (atol = max(e_i' - rtol |x_i|), e_i' >= e_i).
   }
+}
+
+// The typed call an audit uses gives every row's rule bit for bit (so the tolerance table and the
+// audits cannot drift apart), on the parsed model alone, for any thread count.
+TEST_F(SweepTest, PlatformToleranceIsTheRowsRule) {
+  const SweepSpec spec = TinySpec();
+  const ModelCatalog catalog(FPCONFORM_MODELS_SOURCE_DIR);
+  const Table& t = *single_->Find("tolerance");
+  int checked = 0;
+  for (const auto& row : t.rows) {
+    const std::string platform = Str(t, row, "platform");
+    if (platform == "int32-exact") continue;  // The integer dtype has no model.
+    SCOPED_TRACE(Str(t, row, "op") + " " + platform + " " + Str(t, row, "distribution") +
+                 " K=" + std::to_string(Int(t, row, "k")));
+    const absl::StatusOr<Model>& model = catalog.Find(platform);
+    ASSERT_TRUE(model.ok()) << model.status();
+    const ModelOp op = Str(t, row, "op") == "sum" ? ModelOp::kSum : ModelOp::kMatmul;
+    EXPECT_EQ(SweepDtypeOf(spec, *model, op), Str(t, row, "dtype"));
+    const ToleranceQuery query{.op = op,
+                               .dtype = Str(t, row, "dtype"),
+                               .distribution = Str(t, row, "distribution"),
+                               .k = Int(t, row, "k"),
+                               .samples = static_cast<int>(Int(t, row, "samples"))};
+    const absl::StatusOr<ToleranceRule> rule = PlatformTolerance(spec, *model, query, 1 + checked % 3);
+    ASSERT_TRUE(rule.ok()) << rule.status();
+    EXPECT_EQ(rule->ulp, Num(t, row, "rec_ulp"));
+    EXPECT_EQ(rule->bn, Num(t, row, "rec_bn"));
+    EXPECT_EQ(rule->rtol, Num(t, row, "rec_rtol"));
+    EXPECT_EQ(rule->atol, Num(t, row, "rec_atol"));
+    ++checked;
+  }
+  EXPECT_EQ(checked, 42);  // 48 rows less int8's 6.
+}
+
+TEST(PlatformToleranceTest, DtypeLabelAndErrors) {
+  absl::StatusOr<SweepSpec> spec = ParseSweepSpec(kTiny, "tiny.toml");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  const ModelCatalog catalog(FPCONFORM_MODELS_SOURCE_DIR);
+  const absl::StatusOr<Model>& h100 = catalog.Find("nvidia-h100-fp8e4m3");
+  const absl::StatusOr<Model>& a100 = catalog.Find("nvidia-a100-bf16");
+  const absl::StatusOr<Model>& numpy = catalog.Find("numpy-sum-f32");
+  ASSERT_TRUE(h100.ok() && a100.ok() && numpy.ok());
+  // The sweep file's label (not the input format's name), and the format's name for a platform
+  // the file does not list.
+  EXPECT_EQ(SweepDtypeOf(*spec, *h100, ModelOp::kMatmul), "float8_e4m3");
+  EXPECT_EQ(std::string(h100->inputs.a->name), "float8_e4m3fn");
+  EXPECT_EQ(SweepDtypeOf(*spec, *a100, ModelOp::kMatmul), "bfloat16");
+  EXPECT_EQ(SweepDtypeOf(*spec, *numpy, ModelOp::kSum), "float32");
+  EXPECT_EQ(SweepDtypeOf(*spec, *numpy, ModelOp::kMatmul), "float32");
+
+  ToleranceQuery q{.op = ModelOp::kMatmul, .dtype = "bfloat16", .distribution = "normal", .k = 64, .samples = 8};
+  EXPECT_TRUE(PlatformTolerance(*spec, *a100, q).ok());
+  ToleranceQuery dot = q;
+  dot.op = ModelOp::kDot;
+  EXPECT_EQ(PlatformTolerance(*spec, *a100, dot).status().message(),
+            "tolerance rule: the op must be matmul or sum");
+  ASSERT_FALSE(a100->Supports(ModelOp::kSum));  // Its operations: dot, matmul.
+  ToleranceQuery sum = q;
+  sum.op = ModelOp::kSum;
+  EXPECT_EQ(PlatformTolerance(*spec, *a100, sum).status().message(),
+            "tolerance rule: model 'nvidia-a100-bf16' has no sum operation");
+  ToleranceQuery dist = q;
+  dist.distribution = "cauchy";
+  EXPECT_NE(PlatformTolerance(*spec, *a100, dist).status().message().find(
+                "unknown distribution 'cauchy' (one of normal, "),
+            std::string::npos);
+  ToleranceQuery k0 = q;
+  k0.k = 0;
+  EXPECT_TRUE(absl::IsInvalidArgument(PlatformTolerance(*spec, *a100, k0).status()));
+  ToleranceQuery s0 = q;
+  s0.samples = 0;
+  EXPECT_TRUE(absl::IsInvalidArgument(PlatformTolerance(*spec, *a100, s0).status()));
+  // The memory estimate (sweep.h "Memory"): 64 * 2 bytes per term per thread.
+  ToleranceQuery huge = q;
+  huge.k = int64_t{1} << 27;
+  const absl::Status big = PlatformTolerance(*spec, *a100, huge, 2).status();
+  EXPECT_TRUE(absl::IsResourceExhausted(big)) << big;
+  EXPECT_NE(big.message().find("matmul bfloat16 normal K=134217728 needs about"), std::string::npos)
+      << big;
 }
 
 TEST_F(SweepTest, Bf16AccumulationIsRejectedForLargeKWithFloat32Accumulation) {
