@@ -15,10 +15,10 @@
 #include "accumulation/blas_platform.h"
 #include "accumulation/model_catalog.h"
 #include "base/str_cat.h"
-#include "formats/format_spec.h"
-#include "nlohmann/json.hpp"
 #include "cli/commands.h"
 #include "cli/data_dir.h"
+#include "formats/format_spec.h"
+#include "nlohmann/json.hpp"
 
 namespace fpconform::cli {
 
