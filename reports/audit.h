@@ -224,8 +224,9 @@ struct AxisAuditInput {
 // model whose input and output formats are Q's and out's, and correctly-rounded). Exact values:
 // oracles/attention.h (fully masked rows NaN; a model's own convention explains its output there).
 // Diagnoses: the scale not applied or applied twice, a missing or extra causal mask, the wrong
-// GQA head mapping, a key block dropped (the first or last of 64 ... 512 keys), a sign flip, an
-// unwritten element, a power of two. No tolerance rule runs for this op (no within_tolerance
+// GQA head mapping, a key block dropped or counted twice (the first or last of 64 ... 512 keys),
+// K not transposed (S_k = D), the row sum in bfloat16, softmax over the wrong axis, a sign flip,
+// an unwritten element, a power of two. No tolerance rule runs for this op (no within_tolerance
 // class). The aggregate gate runs (AuditResult::Aggregate: relative L2 error and correlation with
 // limits from the bounds), and a note counts fully masked rows, what the output holds there and
 // each platform's convention. With `lse` (the kernel's LSE, Q's shape

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <map>
 #include <memory>
+#include <numbers>
 #include <optional>
 
 #include "base/hash.h"
@@ -146,6 +147,17 @@ class AttentionAuditOp : public AuditOp {
   AttentionStats stats_;
   bool stats_noted_ = false;
   LseStash lse_stash_;
+  // Diagnose's "softmax over the wrong axis": per key j of one head, the maximum and the sum of
+  // e^(s_ij - max) over the queries i (computed once per head that has a listed element).
+  struct ColumnSoftmax {
+    int64_t head = -1;
+    std::vector<double> max, sum;
+  };
+  mutable ColumnSoftmax columns_;
+  // The head's column statistics into columns_ (false when the head is too large to scan).
+  bool ColumnStats(int64_t head) const;
+  // Row `row` of `head`'s scores s_j (scale q.k_j + mask; -inf where not attended) in binary64.
+  void RowScores(const Head& h, int64_t row, std::vector<double>& s) const;
 };
 
 absl::Status DecodeAll(const Tensor& t, std::vector<double>& out) {
@@ -674,10 +686,124 @@ std::string AttentionAuditOp::Diagnose(int64_t e, size_t, OpScratch&, const Exac
       }
     }
   }
+  // A key block counted twice: ln 2 added to its keys' scores through an additive mask doubles
+  // their weights (to within 2^-52: the oracle takes the mask as given).
+  const auto additive = [&](Head& h) {
+    if (!h.mask.empty()) return;
+    h.mask.assign(static_cast<size_t>(k_.s), 0.0);
+    for (size_t j = 0; j < h.mask.size(); ++j) {
+      if (!h.keep.empty() && h.keep[j] == 0) h.mask[j] = -INFINITY;
+    }
+    h.p.keep_mask = {};
+    h.keep.clear();
+    h.p.additive_mask = h.mask;
+  };
+  for (int64_t t : {64, 128, 256, 512}) {
+    if (t >= k_.s) break;
+    const int64_t last = in_.causal ? std::min(row, k_.s - 1) : k_.s - 1;
+    for (const int64_t start : {int64_t{0}, (last / t) * t}) {
+      if (variant(in_.causal, [&](Head& h) {
+            additive(h);
+            for (int64_t j = start; j < std::min(k_.s, start + t); ++j) h.mask[static_cast<size_t>(j)] += std::numbers::ln2;
+          })) {
+        return Cat("a key block counted twice: keys [", start, ", ", std::min(k_.s, start + t), ") (block of ", t,
+                   ")");
+      }
+    }
+  }
+  // K not transposed (Q K instead of Q K^T), expressible where K is square (S_k = D).
+  if (k_.s == k_.d) {
+    Head base;
+    RowHead(head, row, in_.causal, base);
+    std::vector<double> kt(base.p.k.size());
+    for (int64_t j = 0; j < k_.s; ++j) {
+      for (int64_t d = 0; d < k_.d; ++d) kt[static_cast<size_t>(j * k_.d + d)] = base.p.k[static_cast<size_t>(d * k_.d + j)];
+    }
+    if (variant(in_.causal, [&](Head& h) { h.p.k = kt; })) return "K not transposed (Q K instead of Q K^T)";
+  }
+  // Evaluations that are not a variant of the problem: computed here in binary64 for the row.
+  {
+    Head h;
+    RowHead(head, row, in_.causal, h);
+    std::vector<double> sc;
+    RowScores(h, row, sc);
+    double m = -INFINITY;
+    for (double x : sc) m = std::max(m, x);
+    if (m > -INFINITY) {
+      // The row sum accumulated in bfloat16 (each weight and each partial sum rounded), the
+      // numerator in binary64.
+      const FormatSpec& bf = BFloat16();
+      double l = 0, num = 0;
+      for (size_t j = 0; j < sc.size(); ++j) {
+        if (sc[j] == -INFINITY) continue;
+        const double w = std::exp(sc[j] - m);
+        l = ToDouble(bf, DoubleToBits(bf, l + ToDouble(bf, DoubleToBits(bf, w))));
+        num += w * h.p.v[j * static_cast<size_t>(dv_) + static_cast<size_t>(col)];
+      }
+      if (l > 0 && rel.Holds(num / l)) return "the row sum accumulated in bfloat16";
+      // Softmax over the wrong axis: normalized over the queries (per key) instead of the keys.
+      if (ColumnStats(head)) {
+        double y2 = 0;
+        for (size_t j = 0; j < sc.size(); ++j) {
+          if (sc[j] == -INFINITY || columns_.sum[j] == 0) continue;
+          y2 += std::exp(sc[j] - columns_.max[j]) / columns_.sum[j] *
+                h.p.v[j * static_cast<size_t>(dv_) + static_cast<size_t>(col)];
+        }
+        if (rel.Holds(y2)) return "softmax over the wrong axis (normalized over the queries, not the keys)";
+      }
+    }
+  }
   if (nonzero) {
     if (std::string p2 = rel.PowerOfTwo(ex); !p2.empty()) return p2;
   }
   return "no simple relation found";
+}
+
+void AttentionAuditOp::RowScores(const Head& h, int64_t row, std::vector<double>& s) const {
+  const AttentionProblem& p = h.p;
+  const size_t d = static_cast<size_t>(p.d), sk = static_cast<size_t>(p.s_k);
+  const double scale = p.scale.has_value() ? *p.scale : 1.0 / std::sqrt(static_cast<double>(p.d));
+  // h holds one row (RowHead: s_q = 1, row-sized masks) or the head (MakeHead: s_q rows).
+  const size_t r = p.s_q == 1 ? 0 : static_cast<size_t>(row);
+  s.assign(sk, -INFINITY);
+  for (size_t j = 0; j < sk; ++j) {
+    if (p.causal && static_cast<int64_t>(j) > row) continue;
+    if (!p.keep_mask.empty() && p.keep_mask[r * sk + j] == 0) continue;
+    double add = 0;
+    if (!p.additive_mask.empty()) {
+      add = p.additive_mask[r * sk + j];
+      if (add == -INFINITY) continue;
+    }
+    double dot = 0;
+    for (size_t c = 0; c < d; ++c) dot += p.q[r * d + c] * p.k[j * d + c];
+    s[j] = scale * dot + add;
+  }
+}
+
+bool AttentionAuditOp::ColumnStats(int64_t head) const {
+  if (columns_.head == head) return true;
+  // One pass over the head's S_q x S_k scores (D products each): at most 2^32 products.
+  if (static_cast<double>(q_.s) * static_cast<double>(k_.s) * static_cast<double>(q_.d) > 0x1p32) return false;
+  Head h;
+  MakeHead(head, h);
+  columns_.head = -1;
+  columns_.max.assign(static_cast<size_t>(k_.s), -INFINITY);
+  columns_.sum.assign(static_cast<size_t>(k_.s), 0.0);
+  std::vector<double> sc;
+  for (int64_t i = 0; i < q_.s; ++i) {
+    RowScores(h, i, sc);
+    for (size_t j = 0; j < sc.size(); ++j) {  // Online per column: rescaled when the maximum grows.
+      if (sc[j] == -INFINITY) continue;
+      if (sc[j] > columns_.max[j]) {
+        columns_.sum[j] = columns_.sum[j] * std::exp(columns_.max[j] - sc[j]) + 1;
+        columns_.max[j] = sc[j];
+      } else {
+        columns_.sum[j] += std::exp(sc[j] - columns_.max[j]);
+      }
+    }
+  }
+  columns_.head = head;
+  return true;
 }
 
 absl::Status AttentionAuditOp::ExactAll(std::vector<uint64_t>& bits) const {

@@ -114,3 +114,51 @@ def test_real_torch_math_sdpa_inside_its_model(dtype, causal, rng):
     short = "f32" if dtype == "float32" else "bf16"
     r = fpconform.audit_attention(q, k, v, o, platform=f"torch-math-sdpa-cpu-{short}", causal=causal)
     assert r.counts["unexplained"] == 0, str(r)
+
+
+def _diagnoses(r):
+    return {e["diagnosis"] for e in r.elements if e["class"] == "unexplained"}
+
+
+def test_diagnoses_of_blocks_transposes_sums_and_axes(rng):
+    """Four wrong kernels, each built in float64 NumPy and rounded to float32, named by the audit's
+    diagnosis of their unexplained elements (one head, S = D = 64 so that K read untransposed is a
+    valid matrix, 200 keys for the key blocks)."""
+    d = 64
+    q = rng.standard_normal((1, 64, d)).astype(np.float32)
+    k = rng.standard_normal((1, 64, d)).astype(np.float32)
+    v = rng.standard_normal((1, 64, d)).astype(np.float32)
+    qd, kd, vd = (np.asarray(x, np.float64)[0] for x in (q, k, v))
+
+    def attend(s, axis=-1):
+        e = np.exp(s - s.max(axis, keepdims=True))
+        return ((e / e.sum(axis, keepdims=True)) @ vd)[None].astype(np.float32)
+
+    s = qd @ kd.T / 8
+    # K not transposed: Q K (K read as D x S).
+    r = fpconform.audit_attention(q, k, v, attend(qd @ kd / 8), platform="correctly-rounded")
+    assert r.verdict == "fail" and _diagnoses(r) == {"K not transposed (Q K instead of Q K^T)"}, str(r)
+    # Softmax over the queries instead of the keys.
+    r = fpconform.audit_attention(q, k, v, attend(s, axis=0), platform="correctly-rounded")
+    assert r.verdict == "fail"
+    assert _diagnoses(r) == {"softmax over the wrong axis (normalized over the queries, not the keys)"}, str(r)
+    # The row sum accumulated in bfloat16, in key order.
+    bf = lambda x: np.float64(fpconform.cast(np.asarray([x], np.float32), "bfloat16")[0])  # noqa: E731
+    e = np.exp(s - s.max(-1, keepdims=True))
+    rows = []
+    for i in range(64):
+        acc = 0.0
+        for j in range(64):
+            acc = bf(acc + bf(e[i, j]))
+        rows.append(e[i] @ vd / acc)
+    r = fpconform.audit_attention(q, k, v, np.asarray(rows)[None].astype(np.float32), platform="correctly-rounded")
+    assert r.verdict == "fail" and "the row sum accumulated in bfloat16" in _diagnoses(r), str(r)
+    # The first block of 64 of 200 keys counted twice.
+    k2 = rng.standard_normal((1, 200, d)).astype(np.float32)
+    v2 = rng.standard_normal((1, 200, d)).astype(np.float32)
+    s2 = qd @ np.asarray(k2, np.float64)[0].T / 8
+    e2 = np.exp(s2 - s2.max(-1, keepdims=True))
+    e2[:, :64] *= 2
+    doubled = ((e2 / e2.sum(-1, keepdims=True)) @ np.asarray(v2, np.float64)[0])[None].astype(np.float32)
+    r = fpconform.audit_attention(q, k2, v2, doubled, platform="correctly-rounded")
+    assert r.verdict == "fail" and _diagnoses(r) == {"a key block counted twice: keys [0, 64) (block of 64)"}, str(r)
