@@ -170,4 +170,34 @@ std::optional<std::vector<std::string>> TomlReader::Strings(
   return out;
 }
 
+void ReadProvenance(TomlReader& r, const toml::table& root, const std::set<std::string>& keys,
+                    std::vector<std::pair<std::string, std::string>>& provenance,
+                    std::vector<std::string>& unconfirmed) {
+  const toml::table* t = r.Table(root, "", "provenance", TomlKey::kRequired);
+  if (t == nullptr || !r.ok()) return;
+  for (const auto& [key, node] : *t) {
+    const std::string k(key.str());
+    if (k == "unconfirmed") continue;
+    if (keys.count(k) == 0) {
+      r.Fail(&node, Cat("provenance.", k), "names no key of this file");
+      return;
+    }
+    if (const std::optional<std::string> s = r.String(*t, "provenance", k)) provenance.emplace_back(k, *s);
+  }
+  for (const std::string& k : keys) {
+    if (r.ok() && !t->contains(k)) r.Fail(t, Cat("provenance.\"", k, "\""), "required key missing");
+  }
+  if (!r.ok()) return;
+  std::vector<const toml::node*> nodes;
+  if (std::optional<std::vector<std::string>> u =
+          r.Strings(*t, "provenance", "unconfirmed", TomlKey::kOptional, &nodes)) {
+    for (size_t i = 0; i < u->size() && r.ok(); ++i) {
+      if (keys.count((*u)[i]) == 0) {
+        r.Fail(nodes[i], "provenance.unconfirmed", Cat("'", (*u)[i], "' names no key of this file"));
+      }
+    }
+    unconfirmed = *std::move(u);
+  }
+}
+
 }  // namespace fpconform

@@ -33,6 +33,7 @@
 #include <exception>
 #include <initializer_list>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -144,6 +145,15 @@ class TomlReader {
   absl::Status status_;
   std::vector<TomlValue> values_;
 };
+
+// The required [provenance] table of a data file whose keys are cited (the composite and attention
+// models): one string for each of `keys` (every one required; "provenance.\"k\": required key
+// missing"), none for a key outside them ("provenance.k: names no key of this file"), and an
+// optional `unconfirmed` list of keys among them. Errors through r (the first one sticks); the
+// citations in file order into `provenance`, the list into `unconfirmed`.
+void ReadProvenance(TomlReader& r, const toml::table& root, const std::set<std::string>& keys,
+                    std::vector<std::pair<std::string, std::string>>& provenance,
+                    std::vector<std::string>& unconfirmed);
 
 // Parses `text` as TOML and hands the root table to `parse_table(root, file)` (which returns
 // absl::StatusOr<T> and may throw on a toml++ type error): a syntax error becomes

@@ -175,34 +175,7 @@ absl::StatusOr<CompositeModel> ParseTable(const toml::table& root, std::string_v
     }
     if (r.ok() && m.functions.empty()) r.Fail(t, "functions", "no function given");
   }
-  if (const toml::table* t = r.Table(root, "", "provenance", TomlKey::kRequired); t != nullptr && r.ok()) {
-    for (const auto& [key, node] : *t) {
-      const std::string k(key.str());
-      if (k == "unconfirmed") continue;
-      if (keys.count(k) == 0) {
-        r.Fail(&node, Cat("provenance.", k), "names no key of this file");
-        break;
-      }
-      if (const std::optional<std::string> s = r.String(*t, "provenance", k)) {
-        m.provenance.emplace_back(k, *s);
-      }
-    }
-    for (const std::string& k : keys) {
-      if (r.ok() && !t->contains(k)) r.Fail(t, Cat("provenance.\"", k, "\""), "required key missing");
-    }
-    if (r.ok()) {
-      std::vector<const toml::node*> nodes;
-      if (std::optional<std::vector<std::string>> u =
-              r.Strings(*t, "provenance", "unconfirmed", TomlKey::kOptional, &nodes)) {
-        for (size_t i = 0; i < u->size() && r.ok(); ++i) {
-          if (keys.count((*u)[i]) == 0) {
-            r.Fail(nodes[i], "provenance.unconfirmed", Cat("'", (*u)[i], "' names no key of this file"));
-          }
-        }
-        m.unconfirmed = *std::move(u);
-      }
-    }
-  }
+  ReadProvenance(r, root, keys, m.provenance, m.unconfirmed);
   if (!r.ok()) return r.status();
   return m;
 }
