@@ -467,34 +467,22 @@ absl::StatusOr<std::vector<AttentionModel>> LoadAttentionSweepModels(const Sweep
   if (spec.attention.platforms.empty()) return out;
   absl::StatusOr<std::vector<AttentionModel>> all = composite::LoadAttentionModels(dir);
   if (!all.ok()) return all.status();
-  std::map<std::string, size_t> by_name;
-  std::vector<std::string> names;
-  for (size_t i = 0; i < all->size(); ++i) {
-    by_name[(*all)[i].name] = i;
-    names.push_back((*all)[i].name);
-  }
-  const std::vector<std::string>& formats = spec.attention.input_formats;
-  for (const std::string& p : spec.attention.platforms) {
-    if (by_name.find(p) == by_name.end()) {
-      return absl::InvalidArgumentError(Cat(spec.source, ": attention.platforms: unknown attention model '", p,
-                                            "' in ", dir, " (valid: ", Join(names, ", "), ")"));
-    }
-  }
+  absl::StatusOr<std::vector<size_t>> picked =
+      PickSweepModels(*all, spec.attention.platforms, spec.attention.input_formats, spec.source, "attention",
+                      "attention model", dir);
+  if (!picked.ok()) return picked.status();
+  const auto named = [&](const std::string& n) -> const AttentionModel& {
+    return *std::find_if(all->begin(), all->end(), [&](const AttentionModel& m) { return m.name == n; });
+  };
   for (const auto& [a, b] : spec.attention.cross) {  // Both are platforms (ParseSweepSpec checked).
-    const AttentionModel& ma = (*all)[by_name.at(a)];
-    const AttentionModel& mb = (*all)[by_name.at(b)];
+    const AttentionModel &ma = named(a), &mb = named(b);
     if (ma.input != mb.input) {
       return absl::InvalidArgumentError(Cat(spec.source, ": attention.cross: '", a, "' takes ", ma.input->name,
                                             " inputs, '", b, "' ", mb.input->name,
                                             ": a pair compares two models on the same inputs"));
     }
   }
-  for (const std::string& p : spec.attention.platforms) {
-    auto it = by_name.find(p);
-    const AttentionModel& m = (*all)[it->second];
-    if (!formats.empty() && std::find(formats.begin(), formats.end(), m.input->name) == formats.end()) continue;
-    out.push_back(m);
-  }
+  for (size_t i : *picked) out.push_back((*all)[i]);
   return out;
 }
 

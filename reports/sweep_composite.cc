@@ -362,23 +362,11 @@ absl::StatusOr<std::vector<CompositeModel>> LoadCompositeSweepModels(const Sweep
   if (spec.composite.platforms.empty()) return out;
   absl::StatusOr<std::vector<CompositeModel>> all = composite::LoadCompositeModels(dir);
   if (!all.ok()) return all.status();
-  std::map<std::string, size_t> by_name;
-  std::vector<std::string> names;
-  for (size_t i = 0; i < all->size(); ++i) {
-    by_name[(*all)[i].name] = i;
-    names.push_back((*all)[i].name);
-  }
-  const std::vector<std::string>& formats = spec.composite.input_formats;
-  for (const std::string& p : spec.composite.platforms) {
-    auto it = by_name.find(p);
-    if (it == by_name.end()) {
-      return absl::InvalidArgumentError(Cat(spec.source, ": composite.platforms: unknown composite model '", p,
-                                            "' in ", dir, " (valid: ", Join(names, ", "), ")"));
-    }
-    const CompositeModel& m = (*all)[it->second];
-    if (!formats.empty() && std::find(formats.begin(), formats.end(), m.input->name) == formats.end()) continue;
-    out.push_back(m);
-  }
+  absl::StatusOr<std::vector<size_t>> picked =
+      PickSweepModels(*all, spec.composite.platforms, spec.composite.input_formats, spec.source, "composite",
+                      "composite model", dir);
+  if (!picked.ok()) return picked.status();
+  for (size_t i : *picked) out.push_back((*all)[i]);
   return out;
 }
 
