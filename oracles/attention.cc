@@ -619,10 +619,11 @@ void Pv(const HotArgs& a) {
 
 // Rows [r0, r1) (r1 - r0 <= kRowBlock) by the binary64 method; writes the decided elements and
 // returns in `need` (per row, d_v + 1 flags: columns, then the LSE) what the MPFR method must
-// give; row_mpfr[r] = 1 for rows the fast path does not apply to.
+// give; row_mpfr[r] = 1 for rows the fast path does not apply to; abs_missing[r] = 1 for rows
+// whose o.abs_enclosure it did not write (when that is wanted).
 void FastBlock(const Shared& sh, int64_t r0, int64_t r1, int64_t row_begin,
                const AttentionOutputs& o, FastScratch& s, std::vector<std::vector<uint8_t>>& need,
-               std::vector<uint8_t>& row_mpfr) {
+               std::vector<uint8_t>& row_mpfr, std::vector<uint8_t>& abs_missing) {
   const AttentionProblem& p = *sh.p;
   const int64_t nr = r1 - r0;
   const size_t sk = static_cast<size_t>(p.s_k), dd = static_cast<size_t>(p.d),
@@ -640,6 +641,7 @@ void FastBlock(const Shared& sh, int64_t r0, int64_t r1, int64_t row_begin,
   for (int64_t r = 0; r < nr; ++r) {
     s.ok[static_cast<size_t>(r)] = RowFastOk(sh, r0 + r) ? 1 : 0;
     row_mpfr[static_cast<size_t>(r)] = s.ok[static_cast<size_t>(r)] ? 0 : 1;
+    abs_missing[static_cast<size_t>(r)] = o.abs_enclosure.empty() ? 0 : 1;
   }
   if (p.causal) kend = std::min<int64_t>(p.s_k, r1);
   // Dots: acc[r][j] = sum_c q[r0 + r][c] K[j][c], key tiles, vectorized along j.
@@ -728,11 +730,23 @@ void FastBlock(const Shared& sh, int64_t r0, int64_t r1, int64_t row_begin,
     if (!s.ok[static_cast<size_t>(r)]) continue;
     const size_t orow = static_cast<size_t>(r0 + r - row_begin);
     const cd::Ev L = s.lsum[static_cast<size_t>(r)];
+    bool abs_ok = true;
     for (size_t c = 0; c < dv; ++c) {
       const double A = s.abs[static_cast<size_t>(r) * dv + c];
-      const cd::Ev N{s.num[static_cast<size_t>(r) * dv + c],
-                     s.rho[static_cast<size_t>(r)] * A + s.n0[static_cast<size_t>(r)] * 0x1p-1000 * sh.vmax +
-                         gk * A};
+      const double en = s.rho[static_cast<size_t>(r)] * A + s.n0[static_cast<size_t>(r)] * 0x1p-1000 * sh.vmax + gk * A;
+      const cd::Ev N{s.num[static_cast<size_t>(r) * dv + c], en};
+      if (!o.abs_enclosure.empty()) {
+        // The |V| problem's N_c is this A_c (PvBody's b lanes do its n lanes' operations on the
+        // same |V|), its error term is en (rho, n0, max|V| and gk are the same), and its L is
+        // this L: its enclosure, bit for bit.
+        const cd::Ev ya = cd::Div(cd::Ev{A, en}, L);
+        if (cd::Ok(ya)) {
+          const cd::Interval iva = cd::Enclose(ya);
+          o.abs_enclosure[orow * dv + c] = ExactEnclosure{ya.y, iva.lo, iva.hi, false};
+        } else {
+          abs_ok = false;
+        }
+      }
       const cd::Ev y = cd::Div(N, L);
       if (!cd::Ok(y)) {
         nd[c] = 1;
@@ -767,6 +781,7 @@ void FastBlock(const Shared& sh, int64_t r0, int64_t r1, int64_t row_begin,
         }
       }
     }
+    if (abs_ok) abs_missing[static_cast<size_t>(r)] = 0;
   }
 }
 
@@ -856,6 +871,9 @@ absl::Status CheckOutputs(const AttentionProblem& p, int64_t row_begin, int64_t 
   if (!o.lse_enclosure.empty() && o.lse_enclosure.size() != rows) {
     return absl::InvalidArgumentError("attention: lse_enclosure needs one entry per row");
   }
+  if (!o.abs_enclosure.empty() && o.abs_enclosure.size() != elems) {
+    return absl::InvalidArgumentError("attention: abs_enclosure needs rows x d_v entries");
+  }
   return absl::OkStatus();
 }
 
@@ -934,12 +952,14 @@ absl::Status AttentionRows(const AttentionProblem& p, int64_t row_begin, int64_t
   std::vector<AttentionStats> sts(static_cast<size_t>(t));
   std::vector<absl::Status> errs(static_cast<size_t>(t));
   std::vector<int64_t> err_block(static_cast<size_t>(t), -1);
+  std::vector<std::vector<int64_t>> abs_rows(static_cast<size_t>(t));  // Rows left for the |V| pass.
   const size_t dv = static_cast<size_t>(p.d_v);
   auto work = [&](int k) {
     AttentionStats& st = sts[static_cast<size_t>(k)];
     FastScratch scratch;
     std::vector<std::vector<uint8_t>> need(static_cast<size_t>(kRowBlock));
     std::vector<uint8_t> row_mpfr(static_cast<size_t>(kRowBlock));
+    std::vector<uint8_t> abs_missing(static_cast<size_t>(kRowBlock));
     std::vector<ElemExact> res(dv);
     ElemExact lse;
     std::vector<uint8_t> all(dv, 1);
@@ -948,12 +968,14 @@ absl::Status AttentionRows(const AttentionProblem& p, int64_t row_begin, int64_t
       const int64_t r0 = row_begin + b * kRowBlock;
       const int64_t r1 = std::min(row_end, r0 + kRowBlock);
       if (fast_formats && !stochastic) {
-        FastBlock(sh, r0, r1, row_begin, o, scratch, need, row_mpfr);
+        FastBlock(sh, r0, r1, row_begin, o, scratch, need, row_mpfr, abs_missing);
       } else {
         std::fill(row_mpfr.begin(), row_mpfr.end(), 1);
+        std::fill(abs_missing.begin(), abs_missing.end(), o.abs_enclosure.empty() ? 0 : 1);
       }
       for (int64_t r = 0; r < r1 - r0; ++r) {
         const int64_t i = r0 + r;
+        if (abs_missing[static_cast<size_t>(r)]) abs_rows[static_cast<size_t>(k)].push_back(i);
         const size_t orow = static_cast<size_t>(i - row_begin);
         std::span<const uint8_t> nd;
         bool nl = want_lse;
@@ -1005,6 +1027,26 @@ absl::Status AttentionRows(const AttentionProblem& p, int64_t row_begin, int64_t
   if (!error.ok()) return error;
   if (stats != nullptr) {
     for (const AttentionStats& s : sts) *stats += s;
+  }
+  // PV for the rows the fast path left out: the |V| problem's own pass over each run of them
+  // (a row's values do not depend on the rows computed with it).
+  std::vector<int64_t> rest;
+  for (const std::vector<int64_t>& v : abs_rows) rest.insert(rest.end(), v.begin(), v.end());
+  std::sort(rest.begin(), rest.end());
+  if (!rest.empty()) {
+    AttentionProblem pa = p;
+    pa.v = sh.vabs;
+    for (size_t a = 0; a < rest.size();) {
+      size_t b = a + 1;
+      while (b < rest.size() && rest[b] == rest[b - 1] + 1) ++b;
+      AttentionOutputs oa;
+      oa.enclosure = o.abs_enclosure.subspan(static_cast<size_t>(rest[a] - row_begin) * dv, (b - a) * dv);
+      if (absl::Status s = AttentionRows(pa, rest[a], rest[a] + static_cast<int64_t>(b - a), oa, nullptr, threads);
+          !s.ok()) {
+        return s;
+      }
+      a = b;
+    }
   }
   return absl::OkStatus();
 }

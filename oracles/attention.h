@@ -122,6 +122,13 @@ struct AttentionOutputs {
   const FormatSpec* lse_format = nullptr;   // Needed with lse_bits.
   std::span<uint64_t> lse_bits = {};
   std::span<ExactEnclosure> lse_enclosure = {};
+  // PV[i, c] = sum_{j in J_i} P[i, j] |V[j, c]| (the bounds' P|V|, composite/attention_model.h):
+  // the enclosures AttentionRows gives for the same problem with |V| in place of V, bit for bit.
+  // The fast path has every quantity of that second pass already (A_c is the |V| pass's N_c, with
+  // the same error term, and both passes share the dots, e_j and L), so a fast row costs d_v
+  // divisions; rows the fast path leaves out get the |V| problem's own pass (AttentionRows over
+  // those rows, which is what a second call would do for them).
+  std::span<ExactEnclosure> abs_enclosure = {};
 };
 
 struct AttentionStats {
