@@ -11,6 +11,7 @@
 #include "base/user_file.h"
 #include "cases/toml_files.h"
 #include "cases/toml_reader.h"
+#include "base/isa.h"
 #include "formats/ops.h"
 #include "oracles/certified_double.h"
 
@@ -231,7 +232,111 @@ KeyFacts MakeKeyFacts(const AttentionProblem& p) {
   return f;
 }
 
-void Row(const AttentionModel& m, const AttentionProblem& p, int64_t i, std::span<const double> kscaled,
+// Q's row i as the model's dots read it (the scale folded in where the model folds it).
+void RowQ(const AttentionModel& m, const AttentionProblem& p, int64_t i, double* qf) {
+  const FormatSpec& F = *m.compute;
+  const FormatSpec& In = *m.scaled;
+  const size_t dd = static_cast<size_t>(p.d);
+  const double scale = p.scale.has_value() ? *p.scale : 1.0 / std::sqrt(static_cast<double>(p.d));
+  const double scale_f = RoundTo(F, scale);
+  const double sqrt_f = RoundTo(F, std::sqrt(scale));
+  for (size_t c = 0; c < dd; ++c) {
+    const double q = p.q[static_cast<size_t>(i) * dd + c];
+    qf[c] = m.scale == ScalePlacement::kFoldQ ? RoundTo(In, RoundTo(F, q * scale_f))
+            : m.scale == ScalePlacement::kFoldQKSqrt ? RoundTo(In, RoundTo(F, q * sqrt_f))
+                                                    : q;
+  }
+}
+
+// The rows' dots, for keys [0, jend) (attended or not: Row reads the attended ones):
+//   dot[r][j] = sum_c qf[r][c] kd[j][c] and ab[r][j] = sum_c |q[r][c] k[j][c]|,
+// each a binary64 sum from +0 in column order (what Row's loop did per key). kdt and kt: the dot's
+// K (kscaled or K) and K, transposed (d x s_k). The lanes run across keys, each lane the scalar
+// sequence of operations (-ffp-contract=off: products and sums stay separate), so the portable,
+// AVX2 and AVX-512 forms give the same bits.
+struct DotArgs {
+  const double* qf;   // nr x d.
+  const double* q;    // nr x d (Q's rows).
+  const double* kdt;  // d x sk.
+  const double* kt;   // d x sk.
+  double* dot;        // nr x sk.
+  double* ab;         // nr x sk.
+  int64_t nr, sk, d, jend;
+};
+
+typedef double V8 __attribute__((vector_size(64)));
+typedef int64_t L8 __attribute__((vector_size(64)));
+
+[[gnu::always_inline]] inline void RowDotsBody(const DotArgs& a) {
+  constexpr int64_t kTile = 256, kWide = 16;
+  const L8 magnitude = {INT64_MAX, INT64_MAX, INT64_MAX, INT64_MAX, INT64_MAX, INT64_MAX, INT64_MAX, INT64_MAX};
+  for (int64_t j0 = 0; j0 < a.jend; j0 += kTile) {  // A tile of K stays in cache for the rows.
+    const int64_t j1 = std::min(a.jend, j0 + kTile);
+    for (int64_t r = 0; r < a.nr; ++r) {
+      const double* qf = a.qf + r * a.d;
+      const double* q = a.q + r * a.d;
+      double* dot = a.dot + r * a.sk;
+      double* ab = a.ab + r * a.sk;
+      int64_t j = j0;
+      for (; j + kWide <= j1; j += kWide) {
+        V8 s0 = {}, s1 = {}, t0 = {}, t1 = {}, x, y;
+        for (int64_t c = 0; c < a.d; ++c) {
+          const double f = qf[c], g = q[c];
+          const V8 fv = {f, f, f, f, f, f, f, f}, gv = {g, g, g, g, g, g, g, g};
+          const double* kd = a.kdt + c * a.sk + j;
+          const double* kk = a.kt + c * a.sk + j;
+          std::memcpy(&x, kd, sizeof x);
+          s0 += fv * x;
+          std::memcpy(&x, kd + 8, sizeof x);
+          s1 += fv * x;
+          std::memcpy(&x, kk, sizeof x);
+          y = gv * x;
+          t0 += reinterpret_cast<V8>(reinterpret_cast<L8>(y) & magnitude);
+          std::memcpy(&x, kk + 8, sizeof x);
+          y = gv * x;
+          t1 += reinterpret_cast<V8>(reinterpret_cast<L8>(y) & magnitude);
+        }
+        std::memcpy(dot + j, &s0, sizeof s0);
+        std::memcpy(dot + j + 8, &s1, sizeof s1);
+        std::memcpy(ab + j, &t0, sizeof t0);
+        std::memcpy(ab + j + 8, &t1, sizeof t1);
+      }
+      for (; j < j1; ++j) {
+        double d = 0, b = 0;
+        for (int64_t c = 0; c < a.d; ++c) {
+          d += qf[c] * a.kdt[c * a.sk + j];
+          b += std::fabs(q[c] * a.kt[c * a.sk + j]);
+        }
+        dot[j] = d;
+        ab[j] = b;
+      }
+    }
+  }
+}
+
+void RowDotsPortable(const DotArgs& a) { RowDotsBody(a); }
+#if defined(__x86_64__)
+__attribute__((target("avx2"))) void RowDotsAvx2(const DotArgs& a) { RowDotsBody(a); }
+#if defined(__clang__)
+__attribute__((target("avx512f,avx512dq"))) void RowDotsAvx512(const DotArgs& a) { RowDotsBody(a); }
+#else
+__attribute__((target("avx512f,avx512dq,prefer-vector-width=512"))) void RowDotsAvx512(const DotArgs& a) {
+  RowDotsBody(a);
+}
+#endif
+#endif
+
+void RowDots(const DotArgs& a) {
+#if defined(__x86_64__)
+  if (ActiveIsa() == Isa::kAvx512) return RowDotsAvx512(a);
+  if (ActiveIsa() != Isa::kPortable) return RowDotsAvx2(a);
+#endif
+  RowDotsPortable(a);
+}
+
+// dots, abs_dots: the row's RowDots values, indexed by key (every attended key below the block's
+// jend).
+void Row(const AttentionModel& m, const AttentionProblem& p, int64_t i, const double* dots, const double* abs_dots,
          const KeyFacts& kf, std::span<const ExactEnclosure> pv, std::span<const ExactEnclosure> exact, std::span<uint64_t> bits,
          std::span<double> lo, std::span<double> hi, const LseOut& lse) {
   const FormatSpec& F = *m.compute;
@@ -270,24 +375,11 @@ void Row(const AttentionModel& m, const AttentionProblem& p, int64_t i, std::spa
   const size_t n = keys.size();
   // Scores as the model places the scale.
   const double scale_f = RoundTo(F, scale);
-  const double sqrt_f = RoundTo(F, std::sqrt(scale));
   const FormatSpec& In = *m.scaled;
-  std::vector<double> s(n), a(n), qf(dd);
-  for (size_t c = 0; c < dd; ++c) {
-    const double q = p.q[static_cast<size_t>(i) * dd + c];
-    qf[c] = m.scale == ScalePlacement::kFoldQ ? RoundTo(In, RoundTo(F, q * scale_f))
-            : m.scale == ScalePlacement::kFoldQKSqrt ? RoundTo(In, RoundTo(F, q * sqrt_f))
-                                                    : q;
-  }
+  std::vector<double> s(n), a(n);
   double amax = 0;
   for (size_t x = 0; x < n; ++x) {
-    const double* kr = &p.k[static_cast<size_t>(keys[x]) * dd];
-    double dot = 0, ab = 0;
-    for (size_t c = 0; c < dd; ++c) {
-      const double kv = kscaled.empty() ? kr[c] : kscaled[static_cast<size_t>(keys[x]) * dd + c];
-      dot += qf[c] * kv;
-      ab += std::fabs(p.q[static_cast<size_t>(i) * dd + c] * kr[c]);
-    }
+    const double dot = dots[keys[x]], ab = abs_dots[keys[x]];  // RowDots.
     double sc = RoundTo(F, dot);
     // With an additive mask the scale cannot wait for the exponent: applied to the score first.
     if (m.scale == ScalePlacement::kSeparate || (m.scale == ScalePlacement::kExponent && !p.additive_mask.empty())) {
@@ -560,17 +652,39 @@ absl::Status EmulateAttentionRows(const AttentionModel& m, const AttentionProble
     for (size_t x = 0; x < p.k.size(); ++x) kscaled[x] = RoundTo(*m.scaled, RoundTo(*m.compute, p.k[x] * sqrt_f));
   }
   const KeyFacts key_facts = MakeKeyFacts(p);
+  // K (and kscaled) transposed for RowDots, once per call.
+  const size_t sk = static_cast<size_t>(p.s_k), dd = static_cast<size_t>(p.d);
+  std::vector<double> kt(sk * dd), kst(kscaled.empty() ? 0 : sk * dd);
+  for (size_t j0 = 0; j0 < sk; j0 += 8) {  // 8 keys at a time: each store fills a cache line.
+    const size_t j1 = std::min(sk, j0 + 8);
+    for (size_t c = 0; c < dd; ++c) {
+      for (size_t j = j0; j < j1; ++j) kt[c * sk + j] = p.k[j * dd + c];
+      if (!kscaled.empty()) {
+        for (size_t j = j0; j < j1; ++j) kst[c * sk + j] = kscaled[j * dd + c];
+      }
+    }
+  }
+  constexpr int64_t kRows = 8;  // Rows per RowDots call (the K tiles are read once for them).
+  const int64_t blocks = (r1 - r0 + kRows - 1) / kRows;
   const int t = std::max(1, threads);
   auto work = [&](int k) {
-    for (int64_t i = r0 + k; i < r1; i += t) {
-      const size_t at = static_cast<size_t>(i - r0) * dv;
-      LseOut lo_row;
-      if (lse != nullptr) {
-        const size_t r = static_cast<size_t>(i - r0);
-        lo_row = LseOut{&lse->exact[r], &lse->bits[r], &lse->lo[r], &lse->hi[r]};
+    std::vector<double> qf(static_cast<size_t>(kRows) * dd), dots(static_cast<size_t>(kRows) * sk),
+        abs_dots(static_cast<size_t>(kRows) * sk);
+    for (int64_t b = k; b < blocks; b += t) {
+      const int64_t b0 = r0 + b * kRows, b1 = std::min(r1, b0 + kRows);
+      for (int64_t i = b0; i < b1; ++i) RowQ(m, p, i, &qf[static_cast<size_t>(i - b0) * dd]);
+      RowDots(DotArgs{qf.data(), &p.q[static_cast<size_t>(b0) * dd], kscaled.empty() ? kt.data() : kst.data(), kt.data(),
+                      dots.data(), abs_dots.data(), b1 - b0, p.s_k, p.d, p.causal ? std::min(p.s_k, b1) : p.s_k});
+      for (int64_t i = b0; i < b1; ++i) {
+        const size_t at = static_cast<size_t>(i - r0) * dv, rb = static_cast<size_t>(i - b0) * sk;
+        LseOut lo_row;
+        if (lse != nullptr) {
+          const size_t r = static_cast<size_t>(i - r0);
+          lo_row = LseOut{&lse->exact[r], &lse->bits[r], &lse->lo[r], &lse->hi[r]};
+        }
+        Row(m, p, i, &dots[rb], &abs_dots[rb], key_facts, pv.subspan(at, dv), exact.subspan(at, dv), bits.subspan(at, dv),
+            lo.subspan(at, dv), hi.subspan(at, dv), lo_row);
       }
-      Row(m, p, i, kscaled, key_facts, pv.subspan(at, dv), exact.subspan(at, dv), bits.subspan(at, dv), lo.subspan(at, dv),
-          hi.subspan(at, dv), lo_row);
     }
   };
   std::vector<std::thread> pool;
