@@ -326,6 +326,64 @@ __attribute__((target("avx512f,avx512dq,prefer-vector-width=512"))) void RowDots
 #endif
 #endif
 
+// The numerators in index order in float32 (Row's loop, unchanged in its operations): for each
+// key x with w[x] != 0 (+ 0 * v leaves a float32 sum unchanged, v finite here),
+// nums[c] = fl32(nums[c] + w[x] V[keys[x]][c]) with the product and sum in binary64. The lanes
+// run across c, each the scalar operations (conversions round to nearest even, as the scalar
+// cast): the same bits on every level. V is read as float32 (vf, half the memory traffic) where
+// every finite V value is a float32 value (bfloat16, float16, float32 inputs: the conversion back
+// is exact, so w * V is the same product); else as binary64 (v). Rows with a non-finite attended
+// V never get here (Row's finiteness check), and masked keys are never read.
+struct NumArgs {
+  float* nums;
+  const double* w;
+  const int64_t* keys;
+  const double* v;
+  const float* vf;  // Null: read v.
+  size_t n, dv;
+};
+
+template <typename T>
+[[gnu::always_inline]] inline void RowNumsLoop(const NumArgs& a, const T* v) {
+  for (size_t x = 0; x < a.n; ++x) {
+    const double w = a.w[x];
+    if (w == 0) continue;
+    const T* __restrict vr = v + static_cast<size_t>(a.keys[x]) * a.dv;
+    float* __restrict nums = a.nums;
+    for (size_t c = 0; c < a.dv; ++c) {
+      nums[c] = static_cast<float>(static_cast<double>(nums[c]) + w * static_cast<double>(vr[c]));
+    }
+  }
+}
+
+[[gnu::always_inline]] inline void RowNumsBody(const NumArgs& a) {
+  if (a.vf != nullptr) {
+    RowNumsLoop(a, a.vf);
+  } else {
+    RowNumsLoop(a, a.v);
+  }
+}
+
+void RowNumsPortable(const NumArgs& a) { RowNumsBody(a); }
+#if defined(__x86_64__)
+__attribute__((target("avx2"))) void RowNumsAvx2(const NumArgs& a) { RowNumsBody(a); }
+#if defined(__clang__)
+__attribute__((target("avx512f,avx512dq"))) void RowNumsAvx512(const NumArgs& a) { RowNumsBody(a); }
+#else
+__attribute__((target("avx512f,avx512dq,prefer-vector-width=512"))) void RowNumsAvx512(const NumArgs& a) {
+  RowNumsBody(a);
+}
+#endif
+#endif
+
+void RowNums(const NumArgs& a) {
+#if defined(__x86_64__)
+  if (ActiveIsa() == Isa::kAvx512) return RowNumsAvx512(a);
+  if (ActiveIsa() != Isa::kPortable) return RowNumsAvx2(a);
+#endif
+  RowNumsPortable(a);
+}
+
 void RowDots(const DotArgs& a) {
 #if defined(__x86_64__)
   if (ActiveIsa() == Isa::kAvx512) return RowDotsAvx512(a);
@@ -335,9 +393,9 @@ void RowDots(const DotArgs& a) {
 }
 
 // dots, abs_dots: the row's RowDots values, indexed by key (every attended key below the block's
-// jend).
+// jend); vf: V as float32 or null (NumArgs).
 void Row(const AttentionModel& m, const AttentionProblem& p, int64_t i, const double* dots, const double* abs_dots,
-         const KeyFacts& kf, std::span<const ExactEnclosure> pv, std::span<const ExactEnclosure> exact, std::span<uint64_t> bits,
+         const float* vf, const KeyFacts& kf, std::span<const ExactEnclosure> pv, std::span<const ExactEnclosure> exact, std::span<uint64_t> bits,
          std::span<double> lo, std::span<double> hi, const LseOut& lse) {
   const FormatSpec& F = *m.compute;
   const FormatSpec& P = *m.p_format;
@@ -474,12 +532,7 @@ void Row(const AttentionModel& m, const AttentionProblem& p, int64_t i, const do
     // The numerators in index order in float32 (the compute format: checked on reading), keys
     // outer so that V's rows are read contiguously; then the normalization.
     std::vector<float> nums(dv, 0.0f);
-    for (size_t x = x0; x < x1; ++x) {
-      const double w = pt[x - x0];
-      if (w == 0) continue;  // + 0 * v leaves a float32 sum unchanged (v finite here).
-      const double* vr = &p.v[static_cast<size_t>(keys[x]) * dv];
-      for (size_t c = 0; c < dv; ++c) nums[c] = static_cast<float>(static_cast<double>(nums[c]) + w * vr[c]);
-    }
+    RowNums(NumArgs{nums.data(), pt.data(), &keys[x0], p.v.data(), vf, np, dv});
     const double recip = RoundTo(F, 1.0 / l);
     q.out.resize(dv);
     for (size_t c = 0; c < dv; ++c) {
@@ -664,6 +717,15 @@ absl::Status EmulateAttentionRows(const AttentionModel& m, const AttentionProble
       }
     }
   }
+  // V as float32 for RowNums where every finite value is one (NumArgs).
+  std::vector<float> vf(p.v.size());
+  for (size_t x = 0; x < p.v.size(); ++x) {
+    vf[x] = static_cast<float>(p.v[x]);
+    if (std::isfinite(p.v[x]) && static_cast<double>(vf[x]) != p.v[x]) {
+      vf.clear();
+      break;
+    }
+  }
   constexpr int64_t kRows = 8;  // Rows per RowDots call (the K tiles are read once for them).
   const int64_t blocks = (r1 - r0 + kRows - 1) / kRows;
   const int t = std::max(1, threads);
@@ -682,7 +744,7 @@ absl::Status EmulateAttentionRows(const AttentionModel& m, const AttentionProble
           const size_t r = static_cast<size_t>(i - r0);
           lo_row = LseOut{&lse->exact[r], &lse->bits[r], &lse->lo[r], &lse->hi[r]};
         }
-        Row(m, p, i, &dots[rb], &abs_dots[rb], key_facts, pv.subspan(at, dv), exact.subspan(at, dv), bits.subspan(at, dv),
+        Row(m, p, i, &dots[rb], &abs_dots[rb], vf.empty() ? nullptr : vf.data(), key_facts, pv.subspan(at, dv), exact.subspan(at, dv), bits.subspan(at, dv),
             lo.subspan(at, dv), hi.subspan(at, dv), lo_row);
       }
     }

@@ -443,18 +443,20 @@ Shared MakeShared(const AttentionProblem& p) {
   sh.knorm.resize(sk);
   sh.key_ok.assign(sk, 1);
   sh.vabs.resize(sk * dv);
+  double vmax = 0;  // A local: the loops below keep no sum in memory.
   for (size_t j = 0; j < sk; ++j) {
-    for (size_t c = 0; c < dd; ++c) {
-      if (!InFastRange(p.k[j * dd + c])) sh.key_ok[j] = 0;
-    }
+    bool ok = true;
+    for (size_t c = 0; c < dd; ++c) ok &= InFastRange(p.k[j * dd + c]);
     for (size_t c = 0; c < dv; ++c) {
-      const double x = p.v[j * dv + c];
-      if (!InFastRange(x)) sh.key_ok[j] = 0;
-      sh.vabs[j * dv + c] = std::fabs(x);
-      if (std::isfinite(x)) sh.vmax = std::max(sh.vmax, std::fabs(x));
+      const double x = p.v[j * dv + c], a = std::fabs(x);
+      ok &= InFastRange(x);
+      sh.vabs[j * dv + c] = a;
+      vmax = std::isfinite(x) && a > vmax ? a : vmax;
     }
-    sh.knorm[j] = sh.key_ok[j] ? NormUp(&p.k[j * dd], p.d, 1) : 0;
+    sh.key_ok[j] = ok ? 1 : 0;
+    sh.knorm[j] = ok ? NormUp(&p.k[j * dd], p.d, 1) : 0;
   }
+  sh.vmax = vmax;
   return sh;
 }
 
