@@ -267,9 +267,40 @@ struct DotArgs {
 typedef double V8 __attribute__((vector_size(64)));
 typedef int64_t L8 __attribute__((vector_size(64)));
 
-[[gnu::always_inline]] inline void RowDotsBody(const DotArgs& a) {
-  constexpr int64_t kTile = 256, kWide = 16;
+// One step of 32 keys (8 independent sums per lane group: enough to hide the adds' latency). With
+// `same` (qf == q and kdt == kt: the model folds no scale) the dot's product is |q k|'s product, so
+// it is formed once.
+template <bool kSame>
+[[gnu::always_inline]] inline void RowDots32(const DotArgs& a, const double* qf, const double* q, double* dot,
+                                             double* ab, int64_t j) {
   const L8 magnitude = {INT64_MAX, INT64_MAX, INT64_MAX, INT64_MAX, INT64_MAX, INT64_MAX, INT64_MAX, INT64_MAX};
+  V8 s[4] = {}, t[4] = {};
+  for (int64_t c = 0; c < a.d; ++c) {
+    const double f = qf[c], g = q[c];
+    const V8 fv = {f, f, f, f, f, f, f, f}, gv = {g, g, g, g, g, g, g, g};
+    const double* kd = a.kdt + c * a.sk + j;
+    const double* kk = a.kt + c * a.sk + j;
+    for (int u = 0; u < 4; ++u) {
+      V8 x, y;
+      std::memcpy(&x, kk + 8 * u, sizeof x);
+      y = gv * x;
+      t[u] += reinterpret_cast<V8>(reinterpret_cast<L8>(y) & magnitude);
+      if constexpr (kSame) {
+        s[u] += y;
+      } else {
+        std::memcpy(&x, kd + 8 * u, sizeof x);
+        s[u] += fv * x;
+      }
+    }
+  }
+  for (int u = 0; u < 4; ++u) {
+    std::memcpy(dot + j + 8 * u, &s[u], sizeof s[u]);
+    std::memcpy(ab + j + 8 * u, &t[u], sizeof t[u]);
+  }
+}
+
+[[gnu::always_inline]] inline void RowDotsBody(const DotArgs& a) {
+  constexpr int64_t kTile = 256, kWide = 32;
   for (int64_t j0 = 0; j0 < a.jend; j0 += kTile) {  // A tile of K stays in cache for the rows.
     const int64_t j1 = std::min(a.jend, j0 + kTile);
     for (int64_t r = 0; r < a.nr; ++r) {
@@ -277,29 +308,14 @@ typedef int64_t L8 __attribute__((vector_size(64)));
       const double* q = a.q + r * a.d;
       double* dot = a.dot + r * a.sk;
       double* ab = a.ab + r * a.sk;
+      const bool same = a.kdt == a.kt && std::memcmp(qf, q, static_cast<size_t>(a.d) * sizeof(double)) == 0;
       int64_t j = j0;
       for (; j + kWide <= j1; j += kWide) {
-        V8 s0 = {}, s1 = {}, t0 = {}, t1 = {}, x, y;
-        for (int64_t c = 0; c < a.d; ++c) {
-          const double f = qf[c], g = q[c];
-          const V8 fv = {f, f, f, f, f, f, f, f}, gv = {g, g, g, g, g, g, g, g};
-          const double* kd = a.kdt + c * a.sk + j;
-          const double* kk = a.kt + c * a.sk + j;
-          std::memcpy(&x, kd, sizeof x);
-          s0 += fv * x;
-          std::memcpy(&x, kd + 8, sizeof x);
-          s1 += fv * x;
-          std::memcpy(&x, kk, sizeof x);
-          y = gv * x;
-          t0 += reinterpret_cast<V8>(reinterpret_cast<L8>(y) & magnitude);
-          std::memcpy(&x, kk + 8, sizeof x);
-          y = gv * x;
-          t1 += reinterpret_cast<V8>(reinterpret_cast<L8>(y) & magnitude);
+        if (same) {
+          RowDots32<true>(a, qf, q, dot, ab, j);
+        } else {
+          RowDots32<false>(a, qf, q, dot, ab, j);
         }
-        std::memcpy(dot + j, &s0, sizeof s0);
-        std::memcpy(dot + j + 8, &s1, sizeof s1);
-        std::memcpy(ab + j, &t0, sizeof t0);
-        std::memcpy(ab + j + 8, &t1, sizeof t1);
       }
       for (; j < j1; ++j) {
         double d = 0, b = 0;
