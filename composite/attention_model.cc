@@ -257,11 +257,12 @@ void RowQ(const AttentionModel& m, const AttentionProblem& p, int64_t i, double*
 struct DotArgs {
   const double* qf;   // nr x d.
   const double* q;    // nr x d (Q's rows).
-  const double* kdt;  // d x sk.
-  const double* kt;   // d x sk.
+  const double* kdt;  // d x sk (or sk x d: kj = d).
+  const double* kt;   // d x sk (or sk x d).
   double* dot;        // nr x sk.
   double* ab;         // nr x sk.
   int64_t nr, sk, d, jend;
+  int64_t kc = 0, kj = 1;  // Element (j, c) of kdt and kt at c kc + j kj (0: kc = sk).
 };
 
 typedef double V8 __attribute__((vector_size(64)));
@@ -309,8 +310,9 @@ template <bool kSame>
       double* dot = a.dot + r * a.sk;
       double* ab = a.ab + r * a.sk;
       const bool same = a.kdt == a.kt && std::memcmp(qf, q, static_cast<size_t>(a.d) * sizeof(double)) == 0;
+      const int64_t kc = a.kc == 0 ? a.sk : a.kc;
       int64_t j = j0;
-      for (; j + kWide <= j1; j += kWide) {
+      for (; a.kj == 1 && kc == a.sk && j + kWide <= j1; j += kWide) {
         if (same) {
           RowDots32<true>(a, qf, q, dot, ab, j);
         } else {
@@ -320,8 +322,8 @@ template <bool kSame>
       for (; j < j1; ++j) {
         double d = 0, b = 0;
         for (int64_t c = 0; c < a.d; ++c) {
-          d += qf[c] * a.kdt[c * a.sk + j];
-          b += std::fabs(q[c] * a.kt[c * a.sk + j]);
+          d += qf[c] * a.kdt[c * kc + j * a.kj];
+          b += std::fabs(q[c] * a.kt[c * kc + j * a.kj]);
         }
         dot[j] = d;
         ab[j] = b;
@@ -721,10 +723,13 @@ absl::Status EmulateAttentionRows(const AttentionModel& m, const AttentionProble
     for (size_t x = 0; x < p.k.size(); ++x) kscaled[x] = RoundTo(*m.scaled, RoundTo(*m.compute, p.k[x] * sqrt_f));
   }
   const KeyFacts key_facts = MakeKeyFacts(p);
-  // K (and kscaled) transposed for RowDots, once per call.
+  constexpr int64_t kRows = 8;  // Rows per RowDots call (the K tiles are read once for them).
+  // K (and kscaled) transposed for RowDots, once per call; not for one block of rows (the
+  // audit's single-row calls), where RowDots reads them as they are.
+  const bool transpose = r1 - r0 > kRows;
   const size_t sk = static_cast<size_t>(p.s_k), dd = static_cast<size_t>(p.d);
-  std::vector<double> kt(sk * dd), kst(kscaled.empty() ? 0 : sk * dd);
-  for (size_t j0 = 0; j0 < sk; j0 += 8) {  // 8 keys at a time: each store fills a cache line.
+  std::vector<double> kt(transpose ? sk * dd : 0), kst(kscaled.empty() || !transpose ? 0 : sk * dd);
+  for (size_t j0 = 0; transpose && j0 < sk; j0 += 8) {  // 8 keys at a time: each store fills a cache line.
     const size_t j1 = std::min(sk, j0 + 8);
     for (size_t c = 0; c < dd; ++c) {
       for (size_t j = j0; j < j1; ++j) kt[c * sk + j] = p.k[j * dd + c];
@@ -742,7 +747,6 @@ absl::Status EmulateAttentionRows(const AttentionModel& m, const AttentionProble
       break;
     }
   }
-  constexpr int64_t kRows = 8;  // Rows per RowDots call (the K tiles are read once for them).
   const int64_t blocks = (r1 - r0 + kRows - 1) / kRows;
   const int t = std::max(1, threads);
   auto work = [&](int k) {
@@ -751,8 +755,10 @@ absl::Status EmulateAttentionRows(const AttentionModel& m, const AttentionProble
     for (int64_t b = k; b < blocks; b += t) {
       const int64_t b0 = r0 + b * kRows, b1 = std::min(r1, b0 + kRows);
       for (int64_t i = b0; i < b1; ++i) RowQ(m, p, i, &qf[static_cast<size_t>(i - b0) * dd]);
-      RowDots(DotArgs{qf.data(), &p.q[static_cast<size_t>(b0) * dd], kscaled.empty() ? kt.data() : kst.data(), kt.data(),
-                      dots.data(), abs_dots.data(), b1 - b0, p.s_k, p.d, p.causal ? std::min(p.s_k, b1) : p.s_k});
+      const double* kd = transpose ? (kscaled.empty() ? kt.data() : kst.data()) : (kscaled.empty() ? p.k.data() : kscaled.data());
+      RowDots(DotArgs{qf.data(), &p.q[static_cast<size_t>(b0) * dd], kd, transpose ? kt.data() : p.k.data(), dots.data(),
+                      abs_dots.data(), b1 - b0, p.s_k, p.d, p.causal ? std::min(p.s_k, b1) : p.s_k, transpose ? 0 : 1,
+                      transpose ? 1 : p.d});
       for (int64_t i = b0; i < b1; ++i) {
         const size_t at = static_cast<size_t>(i - r0) * dv, rb = static_cast<size_t>(i - b0) * sk;
         LseOut lo_row;

@@ -392,7 +392,8 @@ struct Shared {
   const AttentionProblem* p = nullptr;
   ScaleInfo sc;
   cd::Ev scale;                    // The scale's Ev.
-  std::vector<double> kt;          // K transposed: d x s_k.
+  std::vector<double> kt;          // K transposed: d x s_k (empty for one block of rows: Dots
+                                   // then reads K, DotsRowMajor).
   std::vector<double> knorm;       // Upper bounds of ||k_j||_2.
   std::vector<uint8_t> key_ok;     // K and V rows finite and in the fast magnitude range.
   std::vector<double> vabs;        // |V|.
@@ -413,7 +414,7 @@ double NormUp(const double* x, int64_t n, int64_t stride) {
   return std::sqrt(s) * (1.0 + 0x1p-30);
 }
 
-Shared MakeShared(const AttentionProblem& p) {
+Shared MakeShared(const AttentionProblem& p, bool transpose) {
   Shared sh;
   sh.p = &p;
   sh.sc = Scale(p);
@@ -433,8 +434,8 @@ Shared MakeShared(const AttentionProblem& p) {
   if (p.s_k > kFastMaxLen || p.d > kFastMaxLen) sh.fast = false;
   const size_t sk = static_cast<size_t>(p.s_k), dd = static_cast<size_t>(p.d),
                dv = static_cast<size_t>(p.d_v);
-  sh.kt.resize(sk * dd);
-  for (size_t j0 = 0; j0 < sk; j0 += 8) {  // 8 keys at a time: each store fills a cache line.
+  if (transpose) sh.kt.resize(sk * dd);
+  for (size_t j0 = 0; transpose && j0 < sk; j0 += 8) {  // 8 keys at a time: each store fills a cache line.
     const size_t j1 = std::min(sk, j0 + 8);
     for (size_t c = 0; c < dd; ++c) {
       for (size_t j = j0; j < j1; ++j) sh.kt[c * sk + j] = p.k[j * dd + c];
@@ -755,6 +756,46 @@ void Pv(const HotArgs& a) {
   PvPortable(a);
 }
 
+// DotsBody's sums per element (each block of kDotBlock columns from +0 in column order, then
+// added to acc) from K as it is (s_k x d), for keys [0, kend): for a block of rows, where
+// transposing K would cost more than the dots. Four keys at a time (independent sums).
+void DotsRowMajor(const HotArgs& a, const double* k) {
+  for (int64_t r = 0; r < a.nr; ++r) {
+    if (!a.ok[r]) continue;
+    const double* q = a.q + r * a.d;
+    double* acc = a.acc + r * a.sk;
+    int64_t j = 0;
+    for (; j + 4 <= a.kend; j += 4) {
+      const double* k0 = k + j * a.d;
+      const double* k1 = k0 + a.d;
+      const double* k2 = k1 + a.d;
+      const double* k3 = k2 + a.d;
+      for (int64_t c0 = 0; c0 < a.d; c0 += kDotBlock) {
+        const int64_t c1 = std::min(a.d, c0 + kDotBlock);
+        double t0 = 0, t1 = 0, t2 = 0, t3 = 0;
+        for (int64_t c = c0; c < c1; ++c) {
+          t0 += q[c] * k0[c];
+          t1 += q[c] * k1[c];
+          t2 += q[c] * k2[c];
+          t3 += q[c] * k3[c];
+        }
+        acc[j] += t0;
+        acc[j + 1] += t1;
+        acc[j + 2] += t2;
+        acc[j + 3] += t3;
+      }
+    }
+    for (; j < a.kend; ++j) {
+      for (int64_t c0 = 0; c0 < a.d; c0 += kDotBlock) {
+        const int64_t c1 = std::min(a.d, c0 + kDotBlock);
+        double t = 0;
+        for (int64_t c = c0; c < c1; ++c) t += q[c] * k[j * a.d + c];
+        acc[j] += t;
+      }
+    }
+  }
+}
+
 // Rows [r0, r1) (r1 - r0 <= kRowBlock) by the binary64 method; writes the decided elements and
 // returns in `need` (per row, d_v + 1 flags: columns, then the LSE) what the MPFR method must
 // give; row_mpfr[r] = 1 for rows the fast path does not apply to; abs_missing[r] = 1 for rows
@@ -785,10 +826,14 @@ void FastBlock(const Shared& sh, int64_t r0, int64_t r1, int64_t row_begin,
   // Dots: acc[r][j] = sum_c q[r0 + r][c] K[j][c], key tiles, vectorized along j.
   HotArgs hot{&p.q[static_cast<size_t>(r0) * dd], sh.kt.data(), p.v.data(), sh.vabs.data(), s.ok.data(),
               s.acc.data(), s.num.data(), s.abs.data(), nr, p.s_k, p.d, p.d_v, 0, 0, kend};
-  for (int64_t j0 = 0; j0 < kend; j0 += kKeyTile) {
-    hot.j0 = j0;
-    hot.j1 = std::min(kend, j0 + kKeyTile);
-    Dots(hot);
+  if (sh.kt.empty()) {
+    DotsRowMajor(hot, p.k.data());
+  } else {
+    for (int64_t j0 = 0; j0 < kend; j0 += kKeyTile) {
+      hot.j0 = j0;
+      hot.j1 = std::min(kend, j0 + kKeyTile);
+      Dots(hot);
+    }
   }
   // Scores, exponentials, the sum L.
   // The dots' sums: blocked (DotsBody), depth kDotBlock + ceil(d / kDotBlock).
@@ -1079,7 +1124,8 @@ absl::Status AttentionRowsMpfr(const AttentionProblem& p, int64_t row_begin, int
 absl::Status AttentionRows(const AttentionProblem& p, int64_t row_begin, int64_t row_end,
                            const AttentionOutputs& o, AttentionStats* stats, int threads) {
   if (absl::Status s = CheckOutputs(p, row_begin, row_end, o); !s.ok()) return s;
-  const Shared sh = MakeShared(p);
+  // One block of rows (the audit's single-row calls): K is read as it is, not transposed.
+  const Shared sh = MakeShared(p, row_end - row_begin > kRowBlock);
   const bool want_lse = !o.lse_bits.empty() || !o.lse_enclosure.empty();
   const bool stochastic = o.env.rounding == Rounding::kStochastic;
   const bool fast_formats =
