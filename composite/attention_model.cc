@@ -268,40 +268,51 @@ struct DotArgs {
 typedef double V8 __attribute__((vector_size(64)));
 typedef int64_t L8 __attribute__((vector_size(64)));
 
-// One step of 32 keys (8 independent sums per lane group: enough to hide the adds' latency). With
-// `same` (qf == q and kdt == kt: the model folds no scale) the dot's product is |q k|'s product, so
-// it is formed once.
-template <bool kSame>
-[[gnu::always_inline]] inline void RowDots32(const DotArgs& a, const double* qf, const double* q, double* dot,
-                                             double* ab, int64_t j) {
-  const L8 magnitude = {INT64_MAX, INT64_MAX, INT64_MAX, INT64_MAX, INT64_MAX, INT64_MAX, INT64_MAX, INT64_MAX};
-  V8 s[4] = {}, t[4] = {};
+typedef double V4 __attribute__((vector_size(32)));
+typedef int64_t L4 __attribute__((vector_size(32)));
+
+// One step of kN vectors of keys (2 kN independent sums: enough to hide the adds' latency; V8 x 4
+// on AVX-512, V4 x 4 elsewhere, within the register file). With `same` (qf == q and kdt == kt:
+// the model folds no scale) the dot's product is |q k|'s product, so it is formed once.
+template <typename V, typename L, int kN, bool kSame>
+[[gnu::always_inline]] inline void RowDotsStep(const DotArgs& a, const double* qf, const double* q, double* dot,
+                                               double* ab, int64_t j) {
+  constexpr int kLanes = static_cast<int>(sizeof(V) / sizeof(double));
+  L magnitude;
+  for (int x = 0; x < kLanes; ++x) magnitude[x] = INT64_MAX;
+  V s[kN] = {}, t[kN] = {};
   for (int64_t c = 0; c < a.d; ++c) {
     const double f = qf[c], g = q[c];
-    const V8 fv = {f, f, f, f, f, f, f, f}, gv = {g, g, g, g, g, g, g, g};
+    V fv, gv;
+    for (int x = 0; x < kLanes; ++x) {
+      fv[x] = f;
+      gv[x] = g;
+    }
     const double* kd = a.kdt + c * a.sk + j;
     const double* kk = a.kt + c * a.sk + j;
-    for (int u = 0; u < 4; ++u) {
-      V8 x, y;
-      std::memcpy(&x, kk + 8 * u, sizeof x);
+    for (int u = 0; u < kN; ++u) {
+      V x, y;
+      std::memcpy(&x, kk + kLanes * u, sizeof x);
       y = gv * x;
-      t[u] += reinterpret_cast<V8>(reinterpret_cast<L8>(y) & magnitude);
+      t[u] += reinterpret_cast<V>(reinterpret_cast<L>(y) & magnitude);
       if constexpr (kSame) {
         s[u] += y;
       } else {
-        std::memcpy(&x, kd + 8 * u, sizeof x);
+        std::memcpy(&x, kd + kLanes * u, sizeof x);
         s[u] += fv * x;
       }
     }
   }
-  for (int u = 0; u < 4; ++u) {
-    std::memcpy(dot + j + 8 * u, &s[u], sizeof s[u]);
-    std::memcpy(ab + j + 8 * u, &t[u], sizeof t[u]);
+  for (int u = 0; u < kN; ++u) {
+    std::memcpy(dot + j + kLanes * u, &s[u], sizeof s[u]);
+    std::memcpy(ab + j + kLanes * u, &t[u], sizeof t[u]);
   }
 }
 
+template <typename V, typename L>
 [[gnu::always_inline]] inline void RowDotsBody(const DotArgs& a) {
-  constexpr int64_t kTile = 256, kWide = 32;
+  constexpr int kN = 4;
+  constexpr int64_t kTile = 256, kWide = kN * static_cast<int64_t>(sizeof(V) / sizeof(double));
   for (int64_t j0 = 0; j0 < a.jend; j0 += kTile) {  // A tile of K stays in cache for the rows.
     const int64_t j1 = std::min(a.jend, j0 + kTile);
     for (int64_t r = 0; r < a.nr; ++r) {
@@ -314,9 +325,9 @@ template <bool kSame>
       int64_t j = j0;
       for (; a.kj == 1 && kc == a.sk && j + kWide <= j1; j += kWide) {
         if (same) {
-          RowDots32<true>(a, qf, q, dot, ab, j);
+          RowDotsStep<V, L, kN, true>(a, qf, q, dot, ab, j);
         } else {
-          RowDots32<false>(a, qf, q, dot, ab, j);
+          RowDotsStep<V, L, kN, false>(a, qf, q, dot, ab, j);
         }
       }
       for (; j < j1; ++j) {
@@ -332,14 +343,14 @@ template <bool kSame>
   }
 }
 
-void RowDotsPortable(const DotArgs& a) { RowDotsBody(a); }
+void RowDotsPortable(const DotArgs& a) { RowDotsBody<V4, L4>(a); }
 #if defined(__x86_64__)
-__attribute__((target("avx2"))) void RowDotsAvx2(const DotArgs& a) { RowDotsBody(a); }
+__attribute__((target("avx2"))) void RowDotsAvx2(const DotArgs& a) { RowDotsBody<V4, L4>(a); }
 #if defined(__clang__)
-__attribute__((target("avx512f,avx512dq"))) void RowDotsAvx512(const DotArgs& a) { RowDotsBody(a); }
+__attribute__((target("avx512f,avx512dq"))) void RowDotsAvx512(const DotArgs& a) { RowDotsBody<V8, L8>(a); }
 #else
 __attribute__((target("avx512f,avx512dq,prefer-vector-width=512"))) void RowDotsAvx512(const DotArgs& a) {
-  RowDotsBody(a);
+  RowDotsBody<V8, L8>(a);
 }
 #endif
 #endif
