@@ -72,9 +72,9 @@
 // dots and numerators keep 32 keys' or columns' sums in registers), 0 rows through MPFR; float32
 // output 2.9 s CPU, 20 rows through MPFR; causal 0.65 s CPU. The B = 1, H = 8, S = 4096,
 // D = 128 audited against correctly-rounded (`fpconform audit attention ... --platform
-// correctly-rounded --threads 2`, bfloat16 out, 100 elements listed): 8.1 s wall, 12.9 s CPU
+// correctly-rounded --threads 2`, bfloat16 out, 100 elements listed): 7.6 s wall, 12.1 s CPU
 // (10.7 s and 15.7 s before the AVX-512 forms and the one-block path, at load 1.5); against a
-// model (flash-attention2-cuda-bf16) 17.6 s wall, 30 s CPU (32 s and 57 s before: P|V| came from
+// model (flash-attention2-cuda-bf16) 16.4 s wall, 28 s CPU (32 s and 57 s before: P|V| came from
 // a second oracle pass with |V|, now abs_enclosure from the same pass; the model's emulation,
 // composite/attention_model.cc, is about half of it). About 1 s of each is serial: the listed
 // elements' one-row passes.
