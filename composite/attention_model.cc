@@ -11,6 +11,7 @@
 #include "base/user_file.h"
 #include "cases/toml_files.h"
 #include "cases/toml_reader.h"
+#include "base/isa.h"
 #include "formats/ops.h"
 #include "oracles/certified_double.h"
 
@@ -206,8 +207,199 @@ KeyFacts MakeKeyFacts(const AttentionProblem& p) {
   return f;
 }
 
-void Row(const AttentionModel& m, const AttentionProblem& p, int64_t i, std::span<const double> kscaled,
-         const KeyFacts& kf, std::span<const ExactEnclosure> pv, std::span<const ExactEnclosure> exact, std::span<uint64_t> bits,
+// Q's row i as the model's dots read it (the scale folded in where the model folds it).
+void RowQ(const AttentionModel& m, const AttentionProblem& p, int64_t i, double* qf) {
+  const FormatSpec& F = *m.compute;
+  const FormatSpec& In = *m.scaled;
+  const size_t dd = static_cast<size_t>(p.d);
+  const double scale = p.scale.has_value() ? *p.scale : 1.0 / std::sqrt(static_cast<double>(p.d));
+  const double scale_f = RoundTo(F, scale);
+  const double sqrt_f = RoundTo(F, std::sqrt(scale));
+  for (size_t c = 0; c < dd; ++c) {
+    const double q = p.q[static_cast<size_t>(i) * dd + c];
+    qf[c] = m.scale == ScalePlacement::kFoldQ ? RoundTo(In, RoundTo(F, q * scale_f))
+            : m.scale == ScalePlacement::kFoldQKSqrt ? RoundTo(In, RoundTo(F, q * sqrt_f))
+                                                    : q;
+  }
+}
+
+// The rows' dots, for keys [0, jend) (attended or not: Row reads the attended ones):
+//   dot[r][j] = sum_c qf[r][c] kd[j][c] and ab[r][j] = sum_c |q[r][c] k[j][c]|,
+// each a binary64 sum from +0 in column order (what Row's loop did per key). kdt and kt: the dot's
+// K (kscaled or K) and K, transposed (d x s_k). The lanes run across keys, each lane the scalar
+// sequence of operations (-ffp-contract=off: products and sums stay separate), so the portable,
+// AVX2 and AVX-512 forms give the same bits.
+struct DotArgs {
+  const double* qf;   // nr x d.
+  const double* q;    // nr x d (Q's rows).
+  const double* kdt;  // d x sk (or sk x d: kj = d).
+  const double* kt;   // d x sk (or sk x d).
+  double* dot;        // nr x sk.
+  double* ab;         // nr x sk.
+  int64_t nr, sk, d, jend;
+  int64_t kc = 0, kj = 1;  // Element (j, c) of kdt and kt at c kc + j kj (0: kc = sk).
+};
+
+typedef double V8 __attribute__((vector_size(64)));
+typedef int64_t L8 __attribute__((vector_size(64)));
+
+typedef double V4 __attribute__((vector_size(32)));
+typedef int64_t L4 __attribute__((vector_size(32)));
+
+// One step of kN vectors of keys (2 kN independent sums: enough to hide the adds' latency; V8 x 4
+// on AVX-512, V4 x 4 elsewhere, within the register file). With `same` (qf == q and kdt == kt:
+// the model folds no scale) the dot's product is |q k|'s product, so it is formed once.
+template <typename V, typename L, int kN, bool kSame>
+[[gnu::always_inline]] inline void RowDotsStep(const DotArgs& a, const double* qf, const double* q, double* dot,
+                                               double* ab, int64_t j) {
+  constexpr int kLanes = static_cast<int>(sizeof(V) / sizeof(double));
+  L magnitude;
+  for (int x = 0; x < kLanes; ++x) magnitude[x] = INT64_MAX;
+  V s[kN] = {}, t[kN] = {};
+  for (int64_t c = 0; c < a.d; ++c) {
+    const double f = qf[c], g = q[c];
+    V fv, gv;
+    for (int x = 0; x < kLanes; ++x) {
+      fv[x] = f;
+      gv[x] = g;
+    }
+    const double* kd = a.kdt + c * a.sk + j;
+    const double* kk = a.kt + c * a.sk + j;
+    for (int u = 0; u < kN; ++u) {
+      V x, y;
+      std::memcpy(&x, kk + kLanes * u, sizeof x);
+      y = gv * x;
+      t[u] += reinterpret_cast<V>(reinterpret_cast<L>(y) & magnitude);
+      if constexpr (kSame) {
+        s[u] += y;
+      } else {
+        std::memcpy(&x, kd + kLanes * u, sizeof x);
+        s[u] += fv * x;
+      }
+    }
+  }
+  for (int u = 0; u < kN; ++u) {
+    std::memcpy(dot + j + kLanes * u, &s[u], sizeof s[u]);
+    std::memcpy(ab + j + kLanes * u, &t[u], sizeof t[u]);
+  }
+}
+
+template <typename V, typename L>
+[[gnu::always_inline]] inline void RowDotsBody(const DotArgs& a) {
+  constexpr int kN = 4;
+  constexpr int64_t kTile = 256, kWide = kN * static_cast<int64_t>(sizeof(V) / sizeof(double));
+  for (int64_t j0 = 0; j0 < a.jend; j0 += kTile) {  // A tile of K stays in cache for the rows.
+    const int64_t j1 = std::min(a.jend, j0 + kTile);
+    for (int64_t r = 0; r < a.nr; ++r) {
+      const double* qf = a.qf + r * a.d;
+      const double* q = a.q + r * a.d;
+      double* dot = a.dot + r * a.sk;
+      double* ab = a.ab + r * a.sk;
+      const bool same = a.kdt == a.kt && std::memcmp(qf, q, static_cast<size_t>(a.d) * sizeof(double)) == 0;
+      const int64_t kc = a.kc == 0 ? a.sk : a.kc;
+      int64_t j = j0;
+      for (; a.kj == 1 && kc == a.sk && j + kWide <= j1; j += kWide) {
+        if (same) {
+          RowDotsStep<V, L, kN, true>(a, qf, q, dot, ab, j);
+        } else {
+          RowDotsStep<V, L, kN, false>(a, qf, q, dot, ab, j);
+        }
+      }
+      for (; j < j1; ++j) {
+        double d = 0, b = 0;
+        for (int64_t c = 0; c < a.d; ++c) {
+          d += qf[c] * a.kdt[c * kc + j * a.kj];
+          b += std::fabs(q[c] * a.kt[c * kc + j * a.kj]);
+        }
+        dot[j] = d;
+        ab[j] = b;
+      }
+    }
+  }
+}
+
+void RowDotsPortable(const DotArgs& a) { RowDotsBody<V4, L4>(a); }
+#if defined(__x86_64__)
+__attribute__((target("avx2"))) void RowDotsAvx2(const DotArgs& a) { RowDotsBody<V4, L4>(a); }
+#if defined(__clang__)
+__attribute__((target("avx512f,avx512dq"))) void RowDotsAvx512(const DotArgs& a) { RowDotsBody<V8, L8>(a); }
+#else
+__attribute__((target("avx512f,avx512dq,prefer-vector-width=512"))) void RowDotsAvx512(const DotArgs& a) {
+  RowDotsBody<V8, L8>(a);
+}
+#endif
+#endif
+
+// The numerators in index order in float32 (Row's loop, unchanged in its operations): for each
+// key x with w[x] != 0 (+ 0 * v leaves a float32 sum unchanged, v finite here),
+// nums[c] = fl32(nums[c] + w[x] V[keys[x]][c]) with the product and sum in binary64. The lanes
+// run across c, each the scalar operations (conversions round to nearest even, as the scalar
+// cast): the same bits on every level. V is read as float32 (vf, half the memory traffic) where
+// every finite V value is a float32 value (bfloat16, float16, float32 inputs: the conversion back
+// is exact, so w * V is the same product); else as binary64 (v). Rows with a non-finite attended
+// V never get here (Row's finiteness check), and masked keys are never read.
+struct NumArgs {
+  float* nums;
+  const double* w;
+  const int64_t* keys;
+  const double* v;
+  const float* vf;  // Null: read v.
+  size_t n, dv;
+};
+
+template <typename T>
+[[gnu::always_inline]] inline void RowNumsLoop(const NumArgs& a, const T* v) {
+  for (size_t x = 0; x < a.n; ++x) {
+    const double w = a.w[x];
+    if (w == 0) continue;
+    const T* __restrict vr = v + static_cast<size_t>(a.keys[x]) * a.dv;
+    float* __restrict nums = a.nums;
+    for (size_t c = 0; c < a.dv; ++c) {
+      nums[c] = static_cast<float>(static_cast<double>(nums[c]) + w * static_cast<double>(vr[c]));
+    }
+  }
+}
+
+[[gnu::always_inline]] inline void RowNumsBody(const NumArgs& a) {
+  if (a.vf != nullptr) {
+    RowNumsLoop(a, a.vf);
+  } else {
+    RowNumsLoop(a, a.v);
+  }
+}
+
+void RowNumsPortable(const NumArgs& a) { RowNumsBody(a); }
+#if defined(__x86_64__)
+__attribute__((target("avx2"))) void RowNumsAvx2(const NumArgs& a) { RowNumsBody(a); }
+#if defined(__clang__)
+__attribute__((target("avx512f,avx512dq"))) void RowNumsAvx512(const NumArgs& a) { RowNumsBody(a); }
+#else
+__attribute__((target("avx512f,avx512dq,prefer-vector-width=512"))) void RowNumsAvx512(const NumArgs& a) {
+  RowNumsBody(a);
+}
+#endif
+#endif
+
+void RowNums(const NumArgs& a) {
+#if defined(__x86_64__)
+  if (ActiveIsa() == Isa::kAvx512) return RowNumsAvx512(a);
+  if (ActiveIsa() != Isa::kPortable) return RowNumsAvx2(a);
+#endif
+  RowNumsPortable(a);
+}
+
+void RowDots(const DotArgs& a) {
+#if defined(__x86_64__)
+  if (ActiveIsa() == Isa::kAvx512) return RowDotsAvx512(a);
+  if (ActiveIsa() != Isa::kPortable) return RowDotsAvx2(a);
+#endif
+  RowDotsPortable(a);
+}
+
+// dots, abs_dots: the row's RowDots values, indexed by key (every attended key below the block's
+// jend); vf: V as float32 or null (NumArgs).
+void Row(const AttentionModel& m, const AttentionProblem& p, int64_t i, const double* dots, const double* abs_dots,
+         const float* vf, const KeyFacts& kf, std::span<const ExactEnclosure> pv, std::span<const ExactEnclosure> exact, std::span<uint64_t> bits,
          std::span<double> lo, std::span<double> hi, const LseOut& lse) {
   const FormatSpec& F = *m.compute;
   const FormatSpec& P = *m.p_format;
@@ -245,24 +437,11 @@ void Row(const AttentionModel& m, const AttentionProblem& p, int64_t i, std::spa
   const size_t n = keys.size();
   // Scores as the model places the scale.
   const double scale_f = RoundTo(F, scale);
-  const double sqrt_f = RoundTo(F, std::sqrt(scale));
   const FormatSpec& In = *m.scaled;
-  std::vector<double> s(n), a(n), qf(dd);
-  for (size_t c = 0; c < dd; ++c) {
-    const double q = p.q[static_cast<size_t>(i) * dd + c];
-    qf[c] = m.scale == ScalePlacement::kFoldQ ? RoundTo(In, RoundTo(F, q * scale_f))
-            : m.scale == ScalePlacement::kFoldQKSqrt ? RoundTo(In, RoundTo(F, q * sqrt_f))
-                                                    : q;
-  }
+  std::vector<double> s(n), a(n);
   double amax = 0;
   for (size_t x = 0; x < n; ++x) {
-    const double* kr = &p.k[static_cast<size_t>(keys[x]) * dd];
-    double dot = 0, ab = 0;
-    for (size_t c = 0; c < dd; ++c) {
-      const double kv = kscaled.empty() ? kr[c] : kscaled[static_cast<size_t>(keys[x]) * dd + c];
-      dot += qf[c] * kv;
-      ab += std::fabs(p.q[static_cast<size_t>(i) * dd + c] * kr[c]);
-    }
+    const double dot = dots[keys[x]], ab = abs_dots[keys[x]];  // RowDots.
     double sc = RoundTo(F, dot);
     // With an additive mask the scale cannot wait for the exponent: applied to the score first.
     if (m.scale == ScalePlacement::kSeparate || (m.scale == ScalePlacement::kExponent && !p.additive_mask.empty())) {
@@ -357,12 +536,7 @@ void Row(const AttentionModel& m, const AttentionProblem& p, int64_t i, std::spa
     // The numerators in index order in float32 (the compute format: checked on reading), keys
     // outer so that V's rows are read contiguously; then the normalization.
     std::vector<float> nums(dv, 0.0f);
-    for (size_t x = x0; x < x1; ++x) {
-      const double w = pt[x - x0];
-      if (w == 0) continue;  // + 0 * v leaves a float32 sum unchanged (v finite here).
-      const double* vr = &p.v[static_cast<size_t>(keys[x]) * dv];
-      for (size_t c = 0; c < dv; ++c) nums[c] = static_cast<float>(static_cast<double>(nums[c]) + w * vr[c]);
-    }
+    RowNums(NumArgs{nums.data(), pt.data(), &keys[x0], p.v.data(), vf, np, dv});
     const double recip = RoundTo(F, 1.0 / l);
     q.out.resize(dv);
     for (size_t c = 0; c < dv; ++c) {
@@ -535,17 +709,52 @@ absl::Status EmulateAttentionRows(const AttentionModel& m, const AttentionProble
     for (size_t x = 0; x < p.k.size(); ++x) kscaled[x] = RoundTo(*m.scaled, RoundTo(*m.compute, p.k[x] * sqrt_f));
   }
   const KeyFacts key_facts = MakeKeyFacts(p);
+  constexpr int64_t kRows = 8;  // Rows per RowDots call (the K tiles are read once for them).
+  // K (and kscaled) transposed for RowDots, once per call; not for one block of rows (the
+  // audit's single-row calls), where RowDots reads them as they are.
+  const bool transpose = r1 - r0 > kRows;
+  const size_t sk = static_cast<size_t>(p.s_k), dd = static_cast<size_t>(p.d);
+  std::vector<double> kt(transpose ? sk * dd : 0), kst(kscaled.empty() || !transpose ? 0 : sk * dd);
+  for (size_t j0 = 0; transpose && j0 < sk; j0 += 8) {  // 8 keys at a time: each store fills a cache line.
+    const size_t j1 = std::min(sk, j0 + 8);
+    for (size_t c = 0; c < dd; ++c) {
+      for (size_t j = j0; j < j1; ++j) kt[c * sk + j] = p.k[j * dd + c];
+      if (!kscaled.empty()) {
+        for (size_t j = j0; j < j1; ++j) kst[c * sk + j] = kscaled[j * dd + c];
+      }
+    }
+  }
+  // V as float32 for RowNums where every finite value is one (NumArgs).
+  std::vector<float> vf(p.v.size());
+  for (size_t x = 0; x < p.v.size(); ++x) {
+    vf[x] = static_cast<float>(p.v[x]);
+    if (std::isfinite(p.v[x]) && static_cast<double>(vf[x]) != p.v[x]) {
+      vf.clear();
+      break;
+    }
+  }
+  const int64_t blocks = (r1 - r0 + kRows - 1) / kRows;
   const int t = std::max(1, threads);
   auto work = [&](int k) {
-    for (int64_t i = r0 + k; i < r1; i += t) {
-      const size_t at = static_cast<size_t>(i - r0) * dv;
-      LseOut lo_row;
-      if (lse != nullptr) {
-        const size_t r = static_cast<size_t>(i - r0);
-        lo_row = LseOut{&lse->exact[r], &lse->bits[r], &lse->lo[r], &lse->hi[r]};
+    std::vector<double> qf(static_cast<size_t>(kRows) * dd), dots(static_cast<size_t>(kRows) * sk),
+        abs_dots(static_cast<size_t>(kRows) * sk);
+    for (int64_t b = k; b < blocks; b += t) {
+      const int64_t b0 = r0 + b * kRows, b1 = std::min(r1, b0 + kRows);
+      for (int64_t i = b0; i < b1; ++i) RowQ(m, p, i, &qf[static_cast<size_t>(i - b0) * dd]);
+      const double* kd = transpose ? (kscaled.empty() ? kt.data() : kst.data()) : (kscaled.empty() ? p.k.data() : kscaled.data());
+      RowDots(DotArgs{qf.data(), &p.q[static_cast<size_t>(b0) * dd], kd, transpose ? kt.data() : p.k.data(), dots.data(),
+                      abs_dots.data(), b1 - b0, p.s_k, p.d, p.causal ? std::min(p.s_k, b1) : p.s_k, transpose ? 0 : 1,
+                      transpose ? 1 : p.d});
+      for (int64_t i = b0; i < b1; ++i) {
+        const size_t at = static_cast<size_t>(i - r0) * dv, rb = static_cast<size_t>(i - b0) * sk;
+        LseOut lo_row;
+        if (lse != nullptr) {
+          const size_t r = static_cast<size_t>(i - r0);
+          lo_row = LseOut{&lse->exact[r], &lse->bits[r], &lse->lo[r], &lse->hi[r]};
+        }
+        Row(m, p, i, &dots[rb], &abs_dots[rb], vf.empty() ? nullptr : vf.data(), key_facts, pv.subspan(at, dv), exact.subspan(at, dv), bits.subspan(at, dv),
+            lo.subspan(at, dv), hi.subspan(at, dv), lo_row);
       }
-      Row(m, p, i, kscaled, key_facts, pv.subspan(at, dv), exact.subspan(at, dv), bits.subspan(at, dv), lo.subspan(at, dv),
-          hi.subspan(at, dv), lo_row);
     }
   };
   std::vector<std::thread> pool;

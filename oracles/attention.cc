@@ -392,7 +392,8 @@ struct Shared {
   const AttentionProblem* p = nullptr;
   ScaleInfo sc;
   cd::Ev scale;                    // The scale's Ev.
-  std::vector<double> kt;          // K transposed: d x s_k.
+  std::vector<double> kt;          // K transposed: d x s_k (empty for one block of rows: Dots
+                                   // then reads K, DotsRowMajor).
   std::vector<double> knorm;       // Upper bounds of ||k_j||_2.
   std::vector<uint8_t> key_ok;     // K and V rows finite and in the fast magnitude range.
   std::vector<double> vabs;        // |V|.
@@ -413,7 +414,7 @@ double NormUp(const double* x, int64_t n, int64_t stride) {
   return std::sqrt(s) * (1.0 + 0x1p-30);
 }
 
-Shared MakeShared(const AttentionProblem& p) {
+Shared MakeShared(const AttentionProblem& p, bool transpose) {
   Shared sh;
   sh.p = &p;
   sh.sc = Scale(p);
@@ -433,25 +434,30 @@ Shared MakeShared(const AttentionProblem& p) {
   if (p.s_k > kFastMaxLen || p.d > kFastMaxLen) sh.fast = false;
   const size_t sk = static_cast<size_t>(p.s_k), dd = static_cast<size_t>(p.d),
                dv = static_cast<size_t>(p.d_v);
-  sh.kt.resize(sk * dd);
-  for (size_t j = 0; j < sk; ++j) {
-    for (size_t c = 0; c < dd; ++c) sh.kt[c * sk + j] = p.k[j * dd + c];
+  if (transpose) sh.kt.resize(sk * dd);
+  for (size_t j0 = 0; transpose && j0 < sk; j0 += 8) {  // 8 keys at a time: each store fills a cache line.
+    const size_t j1 = std::min(sk, j0 + 8);
+    for (size_t c = 0; c < dd; ++c) {
+      for (size_t j = j0; j < j1; ++j) sh.kt[c * sk + j] = p.k[j * dd + c];
+    }
   }
   sh.knorm.resize(sk);
   sh.key_ok.assign(sk, 1);
   sh.vabs.resize(sk * dv);
+  double vmax = 0;  // A local: the loops below keep no sum in memory.
   for (size_t j = 0; j < sk; ++j) {
-    for (size_t c = 0; c < dd; ++c) {
-      if (!InFastRange(p.k[j * dd + c])) sh.key_ok[j] = 0;
-    }
+    bool ok = true;
+    for (size_t c = 0; c < dd; ++c) ok &= InFastRange(p.k[j * dd + c]);
     for (size_t c = 0; c < dv; ++c) {
-      const double x = p.v[j * dv + c];
-      if (!InFastRange(x)) sh.key_ok[j] = 0;
-      sh.vabs[j * dv + c] = std::fabs(x);
-      if (std::isfinite(x)) sh.vmax = std::max(sh.vmax, std::fabs(x));
+      const double x = p.v[j * dv + c], a = std::fabs(x);
+      ok &= InFastRange(x);
+      sh.vabs[j * dv + c] = a;
+      vmax = std::isfinite(x) && a > vmax ? a : vmax;
     }
-    sh.knorm[j] = sh.key_ok[j] ? NormUp(&p.k[j * dd], p.d, 1) : 0;
+    sh.key_ok[j] = ok ? 1 : 0;
+    sh.knorm[j] = ok ? NormUp(&p.k[j * dd], p.d, 1) : 0;
   }
+  sh.vmax = vmax;
   return sh;
 }
 
@@ -487,7 +493,8 @@ bool RowFastOk(const Shared& sh, int64_t i) {
   return count > 0;  // Fully masked rows: the MPFR method's convention.
 }
 
-// The two hot loops, compiled for the portable level and for AVX2 (base/isa.h picks one).
+// The two hot loops, compiled for the portable level and for AVX2, with register-blocked
+// AVX-512 forms (base/isa.h picks one).
 // Each result element sees the same operations in the same order on both (the loops vectorize
 // across independent elements; -ffp-contract=off keeps products and sums separate): the same
 // bits.
@@ -601,10 +608,141 @@ void PvPortable(const HotArgs& a) { PvBody(a); }
 #if defined(__x86_64__)
 __attribute__((target("avx2"))) void DotsAvx2(const HotArgs& a) { DotsBody(a); }
 __attribute__((target("avx2"))) void PvAvx2(const HotArgs& a) { PvBody(a); }
+
+// The AVX-512 forms: the same operations per element in the same order, held in registers.
+// GCC's tuning may prefer 256-bit vectors even where AVX-512 is enabled; ask for 512 (GCC only).
+#if defined(__clang__)
+#define FPCONFORM_ATTENTION_AVX512 "avx512f,avx512dq"
+#else
+#define FPCONFORM_ATTENTION_AVX512 "avx512f,avx512dq,prefer-vector-width=512"
+#endif
+typedef double V8 __attribute__((vector_size(64)));
+typedef int64_t L8 __attribute__((vector_size(64)));
+
+// DotsBody's sums per element: for each block of kDotBlock columns (in order) a sum from zero
+// over the block's columns in order, added to acc; here a row's 32 keys stay in registers for
+// all the blocks (acc[j] starts at +0 as FastBlock leaves it, and +0 + x is what DotsBody adds
+// first).
+__attribute__((target(FPCONFORM_ATTENTION_AVX512))) void DotsAvx512(const HotArgs& a) {
+  constexpr int64_t kWide = 32;
+  for (int64_t r = 0; r < a.nr; ++r) {
+    if (!a.ok[r]) continue;
+    const double* q = a.q + r * a.d;
+    double* acc = a.acc + r * a.sk;
+    int64_t j = a.j0;
+    for (; j + kWide <= a.j1; j += kWide) {
+      V8 s0, s1, s2, s3;
+      std::memcpy(&s0, acc + j, sizeof s0);
+      std::memcpy(&s1, acc + j + 8, sizeof s1);
+      std::memcpy(&s2, acc + j + 16, sizeof s2);
+      std::memcpy(&s3, acc + j + 24, sizeof s3);
+      for (int64_t c0 = 0; c0 < a.d; c0 += kDotBlock) {
+        const int64_t c1 = std::min(a.d, c0 + kDotBlock);
+        V8 t0 = {}, t1 = {}, t2 = {}, t3 = {}, x;
+        for (int64_t c = c0; c < c1; ++c) {
+          const double qc = q[c];
+          const V8 qv = {qc, qc, qc, qc, qc, qc, qc, qc};
+          const double* kt = a.kt + c * a.sk + j;
+          std::memcpy(&x, kt, sizeof x);
+          t0 += qv * x;
+          std::memcpy(&x, kt + 8, sizeof x);
+          t1 += qv * x;
+          std::memcpy(&x, kt + 16, sizeof x);
+          t2 += qv * x;
+          std::memcpy(&x, kt + 24, sizeof x);
+          t3 += qv * x;
+        }
+        s0 += t0;
+        s1 += t1;
+        s2 += t2;
+        s3 += t3;
+      }
+      std::memcpy(acc + j, &s0, sizeof s0);
+      std::memcpy(acc + j + 8, &s1, sizeof s1);
+      std::memcpy(acc + j + 16, &s2, sizeof s2);
+      std::memcpy(acc + j + 24, &s3, sizeof s3);
+    }
+    for (; j < a.j1; ++j) {  // The last keys of the tile.
+      for (int64_t c0 = 0; c0 < a.d; c0 += kDotBlock) {
+        const int64_t c1 = std::min(a.d, c0 + kDotBlock);
+        double t = 0;
+        for (int64_t c = c0; c < c1; ++c) t += q[c] * a.kt[c * a.sk + j];
+        acc[j] += t;
+      }
+    }
+  }
+}
+
+// PvBody's sums per element (each tile's terms from zero in key order, then added), 32 columns
+// at a time (8 independent sums in registers), |V| as V with the sign bit cleared (= vabs).
+__attribute__((target(FPCONFORM_ATTENTION_AVX512))) void PvAvx512(const HotArgs& a) {
+  constexpr int64_t kWide = 32;
+  const L8 magnitude = {INT64_MAX, INT64_MAX, INT64_MAX, INT64_MAX, INT64_MAX, INT64_MAX, INT64_MAX, INT64_MAX};
+  for (int64_t j0 = 0; j0 < a.kend; j0 += kPvTile) {
+    const int64_t j1 = std::min(a.kend, j0 + kPvTile);
+    for (int64_t r = 0; r < a.nr; ++r) {
+      if (!a.ok[r]) continue;
+      const double* e = a.acc + r * a.sk;
+      double* nm = a.num + r * a.dv;
+      double* ab = a.abs + r * a.dv;
+      int64_t c0 = 0;
+      for (; c0 + kWide <= a.dv; c0 += kWide) {
+        V8 n0 = {}, n1 = {}, n2 = {}, n3 = {}, b0 = {}, b1 = {}, b2 = {}, b3 = {}, x, y;
+        for (int64_t j = j0; j < j1; ++j) {
+          const double ej = e[j];
+          if (ej == 0) continue;  // Masked keys: their V is never read.
+          const V8 ev = {ej, ej, ej, ej, ej, ej, ej, ej};
+          const double* vrow = a.v + j * a.dv + c0;
+          std::memcpy(&x, vrow, sizeof x);
+          y = reinterpret_cast<V8>(reinterpret_cast<L8>(x) & magnitude);
+          n0 += ev * x;
+          b0 += ev * y;
+          std::memcpy(&x, vrow + 8, sizeof x);
+          y = reinterpret_cast<V8>(reinterpret_cast<L8>(x) & magnitude);
+          n1 += ev * x;
+          b1 += ev * y;
+          std::memcpy(&x, vrow + 16, sizeof x);
+          y = reinterpret_cast<V8>(reinterpret_cast<L8>(x) & magnitude);
+          n2 += ev * x;
+          b2 += ev * y;
+          std::memcpy(&x, vrow + 24, sizeof x);
+          y = reinterpret_cast<V8>(reinterpret_cast<L8>(x) & magnitude);
+          n3 += ev * x;
+          b3 += ev * y;
+        }
+        double t[2 * kWide];
+        std::memcpy(t, &n0, sizeof n0);
+        std::memcpy(t + 8, &n1, sizeof n1);
+        std::memcpy(t + 16, &n2, sizeof n2);
+        std::memcpy(t + 24, &n3, sizeof n3);
+        std::memcpy(t + 32, &b0, sizeof b0);
+        std::memcpy(t + 40, &b1, sizeof b1);
+        std::memcpy(t + 48, &b2, sizeof b2);
+        std::memcpy(t + 56, &b3, sizeof b3);
+        for (int64_t c = 0; c < kWide; ++c) {
+          nm[c0 + c] += t[c];
+          ab[c0 + c] += t[kWide + c];
+        }
+      }
+      for (; c0 < a.dv; ++c0) {  // The last columns, one at a time.
+        double tn = 0, tb = 0;
+        for (int64_t j = j0; j < j1; ++j) {
+          const double ej = e[j];
+          if (ej == 0) continue;
+          tn += ej * a.v[j * a.dv + c0];
+          tb += ej * a.vabs[j * a.dv + c0];
+        }
+        nm[c0] += tn;
+        ab[c0] += tb;
+      }
+    }
+  }
+}
 #endif
 
 void Dots(const HotArgs& a) {
 #if defined(__x86_64__)
+  if (ActiveIsa() == Isa::kAvx512) return DotsAvx512(a);
   if (ActiveIsa() != Isa::kPortable) return DotsAvx2(a);
 #endif
   DotsPortable(a);
@@ -612,17 +750,59 @@ void Dots(const HotArgs& a) {
 
 void Pv(const HotArgs& a) {
 #if defined(__x86_64__)
+  if (ActiveIsa() == Isa::kAvx512) return PvAvx512(a);
   if (ActiveIsa() != Isa::kPortable) return PvAvx2(a);
 #endif
   PvPortable(a);
 }
 
+// DotsBody's sums per element (each block of kDotBlock columns from +0 in column order, then
+// added to acc) from K as it is (s_k x d), for keys [0, kend): for a block of rows, where
+// transposing K would cost more than the dots. Four keys at a time (independent sums).
+void DotsRowMajor(const HotArgs& a, const double* k) {
+  for (int64_t r = 0; r < a.nr; ++r) {
+    if (!a.ok[r]) continue;
+    const double* q = a.q + r * a.d;
+    double* acc = a.acc + r * a.sk;
+    int64_t j = 0;
+    for (; j + 4 <= a.kend; j += 4) {
+      const double* k0 = k + j * a.d;
+      const double* k1 = k0 + a.d;
+      const double* k2 = k1 + a.d;
+      const double* k3 = k2 + a.d;
+      for (int64_t c0 = 0; c0 < a.d; c0 += kDotBlock) {
+        const int64_t c1 = std::min(a.d, c0 + kDotBlock);
+        double t0 = 0, t1 = 0, t2 = 0, t3 = 0;
+        for (int64_t c = c0; c < c1; ++c) {
+          t0 += q[c] * k0[c];
+          t1 += q[c] * k1[c];
+          t2 += q[c] * k2[c];
+          t3 += q[c] * k3[c];
+        }
+        acc[j] += t0;
+        acc[j + 1] += t1;
+        acc[j + 2] += t2;
+        acc[j + 3] += t3;
+      }
+    }
+    for (; j < a.kend; ++j) {
+      for (int64_t c0 = 0; c0 < a.d; c0 += kDotBlock) {
+        const int64_t c1 = std::min(a.d, c0 + kDotBlock);
+        double t = 0;
+        for (int64_t c = c0; c < c1; ++c) t += q[c] * k[j * a.d + c];
+        acc[j] += t;
+      }
+    }
+  }
+}
+
 // Rows [r0, r1) (r1 - r0 <= kRowBlock) by the binary64 method; writes the decided elements and
 // returns in `need` (per row, d_v + 1 flags: columns, then the LSE) what the MPFR method must
-// give; row_mpfr[r] = 1 for rows the fast path does not apply to.
+// give; row_mpfr[r] = 1 for rows the fast path does not apply to; abs_missing[r] = 1 for rows
+// whose o.abs_enclosure it did not write (when that is wanted).
 void FastBlock(const Shared& sh, int64_t r0, int64_t r1, int64_t row_begin,
                const AttentionOutputs& o, FastScratch& s, std::vector<std::vector<uint8_t>>& need,
-               std::vector<uint8_t>& row_mpfr) {
+               std::vector<uint8_t>& row_mpfr, std::vector<uint8_t>& abs_missing) {
   const AttentionProblem& p = *sh.p;
   const int64_t nr = r1 - r0;
   const size_t sk = static_cast<size_t>(p.s_k), dd = static_cast<size_t>(p.d),
@@ -640,15 +820,20 @@ void FastBlock(const Shared& sh, int64_t r0, int64_t r1, int64_t row_begin,
   for (int64_t r = 0; r < nr; ++r) {
     s.ok[static_cast<size_t>(r)] = RowFastOk(sh, r0 + r) ? 1 : 0;
     row_mpfr[static_cast<size_t>(r)] = s.ok[static_cast<size_t>(r)] ? 0 : 1;
+    abs_missing[static_cast<size_t>(r)] = o.abs_enclosure.empty() ? 0 : 1;
   }
   if (p.causal) kend = std::min<int64_t>(p.s_k, r1);
   // Dots: acc[r][j] = sum_c q[r0 + r][c] K[j][c], key tiles, vectorized along j.
   HotArgs hot{&p.q[static_cast<size_t>(r0) * dd], sh.kt.data(), p.v.data(), sh.vabs.data(), s.ok.data(),
               s.acc.data(), s.num.data(), s.abs.data(), nr, p.s_k, p.d, p.d_v, 0, 0, kend};
-  for (int64_t j0 = 0; j0 < kend; j0 += kKeyTile) {
-    hot.j0 = j0;
-    hot.j1 = std::min(kend, j0 + kKeyTile);
-    Dots(hot);
+  if (sh.kt.empty()) {
+    DotsRowMajor(hot, p.k.data());
+  } else {
+    for (int64_t j0 = 0; j0 < kend; j0 += kKeyTile) {
+      hot.j0 = j0;
+      hot.j1 = std::min(kend, j0 + kKeyTile);
+      Dots(hot);
+    }
   }
   // Scores, exponentials, the sum L.
   // The dots' sums: blocked (DotsBody), depth kDotBlock + ceil(d / kDotBlock).
@@ -728,11 +913,23 @@ void FastBlock(const Shared& sh, int64_t r0, int64_t r1, int64_t row_begin,
     if (!s.ok[static_cast<size_t>(r)]) continue;
     const size_t orow = static_cast<size_t>(r0 + r - row_begin);
     const cd::Ev L = s.lsum[static_cast<size_t>(r)];
+    bool abs_ok = true;
     for (size_t c = 0; c < dv; ++c) {
       const double A = s.abs[static_cast<size_t>(r) * dv + c];
-      const cd::Ev N{s.num[static_cast<size_t>(r) * dv + c],
-                     s.rho[static_cast<size_t>(r)] * A + s.n0[static_cast<size_t>(r)] * 0x1p-1000 * sh.vmax +
-                         gk * A};
+      const double en = s.rho[static_cast<size_t>(r)] * A + s.n0[static_cast<size_t>(r)] * 0x1p-1000 * sh.vmax + gk * A;
+      const cd::Ev N{s.num[static_cast<size_t>(r) * dv + c], en};
+      if (!o.abs_enclosure.empty()) {
+        // The |V| problem's N_c is this A_c (PvBody's b lanes do its n lanes' operations on the
+        // same |V|), its error term is en (rho, n0, max|V| and gk are the same), and its L is
+        // this L: its enclosure, bit for bit.
+        const cd::Ev ya = cd::Div(cd::Ev{A, en}, L);
+        if (cd::Ok(ya)) {
+          const cd::Interval iva = cd::Enclose(ya);
+          o.abs_enclosure[orow * dv + c] = ExactEnclosure{ya.y, iva.lo, iva.hi, false};
+        } else {
+          abs_ok = false;
+        }
+      }
       const cd::Ev y = cd::Div(N, L);
       if (!cd::Ok(y)) {
         nd[c] = 1;
@@ -767,6 +964,7 @@ void FastBlock(const Shared& sh, int64_t r0, int64_t r1, int64_t row_begin,
         }
       }
     }
+    if (abs_ok) abs_missing[static_cast<size_t>(r)] = 0;
   }
 }
 
@@ -856,6 +1054,9 @@ absl::Status CheckOutputs(const AttentionProblem& p, int64_t row_begin, int64_t 
   if (!o.lse_enclosure.empty() && o.lse_enclosure.size() != rows) {
     return absl::InvalidArgumentError("attention: lse_enclosure needs one entry per row");
   }
+  if (!o.abs_enclosure.empty() && o.abs_enclosure.size() != elems) {
+    return absl::InvalidArgumentError("attention: abs_enclosure needs rows x d_v entries");
+  }
   return absl::OkStatus();
 }
 
@@ -923,7 +1124,8 @@ absl::Status AttentionRowsMpfr(const AttentionProblem& p, int64_t row_begin, int
 absl::Status AttentionRows(const AttentionProblem& p, int64_t row_begin, int64_t row_end,
                            const AttentionOutputs& o, AttentionStats* stats, int threads) {
   if (absl::Status s = CheckOutputs(p, row_begin, row_end, o); !s.ok()) return s;
-  const Shared sh = MakeShared(p);
+  // One block of rows (the audit's single-row calls): K is read as it is, not transposed.
+  const Shared sh = MakeShared(p, row_end - row_begin > kRowBlock);
   const bool want_lse = !o.lse_bits.empty() || !o.lse_enclosure.empty();
   const bool stochastic = o.env.rounding == Rounding::kStochastic;
   const bool fast_formats =
@@ -934,12 +1136,14 @@ absl::Status AttentionRows(const AttentionProblem& p, int64_t row_begin, int64_t
   std::vector<AttentionStats> sts(static_cast<size_t>(t));
   std::vector<absl::Status> errs(static_cast<size_t>(t));
   std::vector<int64_t> err_block(static_cast<size_t>(t), -1);
+  std::vector<std::vector<int64_t>> abs_rows(static_cast<size_t>(t));  // Rows left for the |V| pass.
   const size_t dv = static_cast<size_t>(p.d_v);
   auto work = [&](int k) {
     AttentionStats& st = sts[static_cast<size_t>(k)];
     FastScratch scratch;
     std::vector<std::vector<uint8_t>> need(static_cast<size_t>(kRowBlock));
     std::vector<uint8_t> row_mpfr(static_cast<size_t>(kRowBlock));
+    std::vector<uint8_t> abs_missing(static_cast<size_t>(kRowBlock));
     std::vector<ElemExact> res(dv);
     ElemExact lse;
     std::vector<uint8_t> all(dv, 1);
@@ -948,12 +1152,14 @@ absl::Status AttentionRows(const AttentionProblem& p, int64_t row_begin, int64_t
       const int64_t r0 = row_begin + b * kRowBlock;
       const int64_t r1 = std::min(row_end, r0 + kRowBlock);
       if (fast_formats && !stochastic) {
-        FastBlock(sh, r0, r1, row_begin, o, scratch, need, row_mpfr);
+        FastBlock(sh, r0, r1, row_begin, o, scratch, need, row_mpfr, abs_missing);
       } else {
         std::fill(row_mpfr.begin(), row_mpfr.end(), 1);
+        std::fill(abs_missing.begin(), abs_missing.end(), o.abs_enclosure.empty() ? 0 : 1);
       }
       for (int64_t r = 0; r < r1 - r0; ++r) {
         const int64_t i = r0 + r;
+        if (abs_missing[static_cast<size_t>(r)]) abs_rows[static_cast<size_t>(k)].push_back(i);
         const size_t orow = static_cast<size_t>(i - row_begin);
         std::span<const uint8_t> nd;
         bool nl = want_lse;
@@ -1005,6 +1211,26 @@ absl::Status AttentionRows(const AttentionProblem& p, int64_t row_begin, int64_t
   if (!error.ok()) return error;
   if (stats != nullptr) {
     for (const AttentionStats& s : sts) *stats += s;
+  }
+  // PV for the rows the fast path left out: the |V| problem's own pass over each run of them
+  // (a row's values do not depend on the rows computed with it).
+  std::vector<int64_t> rest;
+  for (const std::vector<int64_t>& v : abs_rows) rest.insert(rest.end(), v.begin(), v.end());
+  std::sort(rest.begin(), rest.end());
+  if (!rest.empty()) {
+    AttentionProblem pa = p;
+    pa.v = sh.vabs;
+    for (size_t a = 0; a < rest.size();) {
+      size_t b = a + 1;
+      while (b < rest.size() && rest[b] == rest[b - 1] + 1) ++b;
+      AttentionOutputs oa;
+      oa.enclosure = o.abs_enclosure.subspan(static_cast<size_t>(rest[a] - row_begin) * dv, (b - a) * dv);
+      if (absl::Status s = AttentionRows(pa, rest[a], rest[a] + static_cast<int64_t>(b - a), oa, nullptr, threads);
+          !s.ok()) {
+        return s;
+      }
+      a = b;
+    }
   }
   return absl::OkStatus();
 }

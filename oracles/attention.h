@@ -67,11 +67,17 @@
 // the ISA level, base/isa.h: the hot loops' portable and AVX2 forms give the same bits).
 //
 // Speed (attention_benchmark, one head of S = 4096, D = D_v = 128, N(0, 1) bfloat16 inputs, every
-// element rounded and the row LSE, 2 threads on 2 cores shared with other builds at load 8-11):
-// bfloat16 output 2.15 s CPU (6.3 s wall), 0 rows through MPFR; float32 output 3.7 s CPU, 20 rows
-// through MPFR (about 70 ms each); causal 0.9 s CPU. The B = 1, H = 8, S = 4096, D = 128 is
-// 8 such heads: about 17 s CPU for a bfloat16 output, 8.6 s wall if both cores were free
-// (extrapolated, not measured), 30 s CPU for a float32 output.
+// element rounded and the row LSE, 2 threads on 2 cores at load 1.5-2.5 from other builds):
+// bfloat16 output 1.31 s CPU (0.66 s wall) on the AVX-512 level, 1.70 s CPU on AVX2 (the AVX-512
+// dots and numerators keep 32 keys' or columns' sums in registers), 0 rows through MPFR; float32
+// output 2.9 s CPU, 20 rows through MPFR; causal 0.65 s CPU. The B = 1, H = 8, S = 4096,
+// D = 128 audited against correctly-rounded (`fpconform audit attention ... --platform
+// correctly-rounded --threads 2`, bfloat16 out, 100 elements listed): 7.6 s wall, 12.1 s CPU
+// (10.7 s and 15.7 s before the AVX-512 forms and the one-block path, at load 1.5); against a
+// model (flash-attention2-cuda-bf16) 16.4 s wall, 28 s CPU (32 s and 57 s before: P|V| came from
+// a second oracle pass with |V|, now abs_enclosure from the same pass; the model's emulation,
+// composite/attention_model.cc, is about half of it). About 1 s of each is serial: the listed
+// elements' one-row passes.
 //
 // Errors (InvalidArgument): spans whose sizes do not match the shape, d or d_v < 1, s_q or s_k
 // < 0, a non-finite or zero given scale, both masks given, an output format that is not a float
@@ -122,6 +128,13 @@ struct AttentionOutputs {
   const FormatSpec* lse_format = nullptr;   // Needed with lse_bits.
   std::span<uint64_t> lse_bits = {};
   std::span<ExactEnclosure> lse_enclosure = {};
+  // PV[i, c] = sum_{j in J_i} P[i, j] |V[j, c]| (the bounds' P|V|, composite/attention_model.h):
+  // the enclosures AttentionRows gives for the same problem with |V| in place of V, bit for bit.
+  // The fast path has every quantity of that second pass already (A_c is the |V| pass's N_c, with
+  // the same error term, and both passes share the dots, e_j and L), so a fast row costs d_v
+  // divisions; rows the fast path leaves out get the |V| problem's own pass (AttentionRows over
+  // those rows, which is what a second call would do for them).
+  std::span<ExactEnclosure> abs_enclosure = {};
 };
 
 struct AttentionStats {

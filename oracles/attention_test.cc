@@ -379,6 +379,61 @@ TEST(AttentionTest, EnclosuresHoldTheTextbookValue) {
   }
 }
 
+// AttentionOutputs::abs_enclosure is the enclosure of the problem with |V|, bit for bit: on fast
+// rows (from the same pass), on rows the fast path leaves out (fully masked, NaN, and every row
+// for a scale outside the fast range: the |V| pass over them), with the compensated tier running
+// for O, and on a sub-range.
+TEST(AttentionTest, AbsEnclosureIsTheAbsVPass) {
+  PinnedRng rng(TestSeed(23, "attention_test tiers"));  // SecondTierAndFallbackGiveTheSameBits' case,
+  Case c = Random(rng, 128, 256, 32, 8, 0.01);             // with masked and NaN rows added.
+  for (size_t j = 1; j < 256; j += 2) {  // Opposite V pairs: O cancels.
+    for (size_t cc = 0; cc < 8; ++cc) c.v[j * 8 + cc] = -c.v[(j - 1) * 8 + cc];
+  }
+  c.keep.assign(128 * 256, 1);
+  for (size_t j = 0; j < 256; ++j) c.keep[7 * 256 + j] = 0;  // Row 7: fully masked.
+  c.keep[3 * 256 + 5] = 0;                                 // Row 3 skips key 5.
+  c.q[11 * 32 + 2] = INFINITY;                             // Row 11 is NaN.
+  std::vector<double> vabs;
+  for (double x : c.v) vabs.push_back(std::fabs(x));
+  for (int variant = 0; variant < 4; ++variant) {
+    AttentionProblem p = c.Problem();
+    p.fully_masked = variant == 2 ? FullyMaskedRows::kZero : FullyMaskedRows::kNaN;
+    if (variant == 1) {
+      p.keep_mask = {};
+      p.causal = true;
+    }
+    if (variant == 2) p.scale = 0x1p-420;  // Below the fast range: every row by the MPFR method.
+    const int64_t r0 = variant == 3 ? 5 : 0, r1 = variant == 3 ? 29 : variant == 2 ? 16 : 128;
+    const size_t n = static_cast<size_t>((r1 - r0) * p.d_v);
+    std::vector<uint64_t> bits(n);
+    std::vector<ExactEnclosure> abs(n, ExactEnclosure{-1, -1, -1, true}), want(n);
+    AttentionOutputs o;
+    o.out = &Float32();
+    o.bits = bits;
+    o.abs_enclosure = abs;
+    AttentionStats st;
+    ASSERT_TRUE(AttentionRows(p, r0, r1, o, &st, 2).ok()) << variant;
+    if (variant == 0) {
+      EXPECT_GT(st.tight_rows, 0);
+    }
+    if (variant == 2) {
+      EXPECT_EQ(st.special_rows, r1 - r0);
+    }
+    AttentionProblem pa = p;
+    pa.v = vabs;
+    AttentionOutputs oa;
+    oa.enclosure = want;
+    ASSERT_TRUE(AttentionRows(pa, r0, r1, oa, nullptr, 2).ok()) << variant;
+    for (size_t e = 0; e < n; ++e) {
+      const auto same = [](double a, double b) { return std::memcmp(&a, &b, 8) == 0; };
+      ASSERT_TRUE(same(abs[e].nearest, want[e].nearest) && same(abs[e].lo, want[e].lo) &&
+                  same(abs[e].hi, want[e].hi) && abs[e].exact == want[e].exact)
+          << "variant " << variant << " element " << e << " (row " << r0 + static_cast<int64_t>(e) / p.d_v
+          << "): " << abs[e].lo << " " << abs[e].hi << " want " << want[e].lo << " " << want[e].hi;
+    }
+  }
+}
+
 TEST(AttentionTest, ArgumentErrors) {
   std::vector<double> q(8), k(8), v(4);
   AttentionProblem p{.s_q = 2, .s_k = 2, .d = 4, .d_v = 2, .q = q, .k = k, .v = v};
@@ -402,6 +457,10 @@ TEST(AttentionTest, ArgumentErrors) {
   out.bits = o;
   EXPECT_FALSE(AttentionRows(p, 0, 2, out, nullptr).ok());
   EXPECT_FALSE(AttentionRows(p, 1, 3, AttentionOutputs{}, nullptr).ok());
+  std::vector<ExactEnclosure> a(3);
+  AttentionOutputs wrong_abs;
+  wrong_abs.abs_enclosure = a;
+  EXPECT_FALSE(AttentionRows(p, 0, 2, wrong_abs, nullptr).ok());
 }
 
 }  // namespace

@@ -480,8 +480,9 @@ absl::Status AttentionAuditOp::Rows(const Head& h, int64_t r0, int64_t r1, std::
   return absl::OkStatus();
 }
 
-// The exact values (one oracle pass, with the correctly rounded bits), P|V| (one pass with |V|,
-// when a model is among the platforms wanted), then each wanted platform's values.
+// The exact values (one oracle pass, with the correctly rounded bits, and P|V| from the same pass
+// when a model is among the platforms wanted: AttentionOutputs::abs_enclosure), then each wanted
+// platform's values.
 absl::Status AttentionAuditOp::RowsAll(const Head& h, int64_t r0, int64_t r1, std::vector<ExactEnclosure>& exact,
                                        std::vector<std::vector<Emulated>>* emu, bool count_stats,
                                        const std::vector<size_t>* only, LseStash* lse) const {
@@ -500,10 +501,12 @@ absl::Status AttentionAuditOp::RowsAll(const Head& h, int64_t r0, int64_t r1, st
   bool any_cr = false, any_model = false;
   for (size_t p : wanted) (platforms_[p] == nullptr ? any_cr : any_model) = true;
   std::vector<uint64_t> bits(any_cr ? n : 0);
+  std::vector<ExactEnclosure> pv(any_model ? n : 0);
   AttentionOutputs o;
   o.out = &O;
   o.bits = bits;
   o.enclosure = exact;
+  o.abs_enclosure = pv;
   const size_t lse_at = lse != nullptr ? static_cast<size_t>(lse->row0) : 0, lse_n = static_cast<size_t>(r1 - r0);
   if (lse != nullptr) {  // The LSE's exact and correctly rounded values in the same oracle pass.
     o.lse_format = in_.lse->format;
@@ -515,15 +518,6 @@ absl::Status AttentionAuditOp::RowsAll(const Head& h, int64_t r0, int64_t r1, st
   if (count_stats) const_cast<AttentionAuditOp*>(this)->stats_ += st;  // EmulateBlock only.
   if (emu == nullptr) return absl::OkStatus();
   emu->resize(platforms_.size());
-  std::vector<ExactEnclosure> pv;
-  if (any_model) {  // P|V| from the oracle with |V|.
-    AttentionProblem pa = h.p;
-    pa.v = std::span<const double>(vabs_).subspan(static_cast<size_t>(h.p.v.data() - vd_.data()), h.p.v.size());
-    pv.resize(n);
-    AttentionOutputs oa;
-    oa.enclosure = pv;
-    if (absl::Status s = AttentionRows(pa, r0, r1, oa, nullptr, threads); !s.ok()) return s;
-  }
   for (size_t p : wanted) {
     std::vector<Emulated>& out = (*emu)[p];
     out.assign(n, Emulated{});
@@ -959,12 +953,8 @@ absl::Status AttentionAuditOp::EmulateAll(std::vector<uint64_t>& bits, std::vect
     std::vector<ExactEnclosure> exact(len), pv(len);
     AttentionOutputs o;
     o.enclosure = exact;
+    o.abs_enclosure = pv;  // P|V| in the same pass.
     if (absl::Status s = AttentionRows(h.p, 0, q_.s, o, nullptr, threads); !s.ok()) return s;
-    AttentionProblem pa = h.p;
-    pa.v = std::span<const double>(vabs_).subspan(static_cast<size_t>(h.p.v.data() - vd_.data()), h.p.v.size());
-    AttentionOutputs oa;
-    oa.enclosure = pv;
-    if (absl::Status s = AttentionRows(pa, 0, q_.s, oa, nullptr, threads); !s.ok()) return s;
     if (absl::Status s = composite::EmulateAttentionRows(
             *m, h.p, 0, q_.s, pv, exact, std::span<uint64_t>(bits).subspan(at, len),
             std::span<double>(lo).subspan(at, len), std::span<double>(hi).subspan(at, len), threads);

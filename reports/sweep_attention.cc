@@ -86,7 +86,7 @@ std::vector<int64_t> QueryRows(const AttentionUnit& u) {
 struct Group {
   const FormatSpec* in = nullptr;
   std::vector<int64_t> qrows;              // Absolute query row of each measured row.
-  std::vector<double> q, k, v, vabs;       // S x D values in `in`.
+  std::vector<double> q, k, v;             // S x D values in `in`.
   std::vector<double> qsub;                // The measured rows of Q: R x D.
   std::vector<uint8_t> keep;               // R x S: the causal mask of the measured rows.
   std::vector<ExactEnclosure> exact, pv;   // R x D: O and P|V|.
@@ -94,14 +94,14 @@ struct Group {
   std::vector<double> pt;                  // Per element: the same-dtype PyTorch reference.
   std::vector<std::vector<double>> mutant;  // Per mutation: R x D binary64 values (empty: n/a).
 
-  AttentionProblem Problem(const AttentionUnit& u, bool abs_v) const {
+  AttentionProblem Problem(const AttentionUnit& u) const {
     AttentionProblem p;
     p.s_q = u.rows;
     p.s_k = u.s;
     p.d = p.d_v = u.d;
     p.q = qsub;
     p.k = k;
-    p.v = abs_v ? std::span<const double>(vabs) : std::span<const double>(v);
+    p.v = v;
     p.keep_mask = keep;
     return p;
   }
@@ -230,7 +230,6 @@ absl::Status MakeGroup(const AttentionUnit& u, const SweepSpec& spec, const Form
     *ops[o] = Draw(spec, u, o);
     for (double& x : *ops[o]) x = Round(in, x);
   }
-  for (double x : g.v) g.vabs.push_back(std::fabs(x));
   for (int64_t i : g.qrows) g.qsub.insert(g.qsub.end(), g.q.begin() + i * D, g.q.begin() + (i + 1) * D);
   if (u.causal) {
     g.keep.assign(static_cast<size_t>(R * S), 0);
@@ -242,10 +241,8 @@ absl::Status MakeGroup(const AttentionUnit& u, const SweepSpec& spec, const Form
   g.pv.resize(g.exact.size());
   AttentionOutputs o;
   o.enclosure = g.exact;
-  if (absl::Status s = AttentionRows(g.Problem(u, false), 0, R, o, nullptr, threads); !s.ok()) return s;
-  AttentionOutputs oa;
-  oa.enclosure = g.pv;
-  if (absl::Status s = AttentionRows(g.Problem(u, true), 0, R, oa, nullptr, threads); !s.ok()) return s;
+  o.abs_enclosure = g.pv;  // P|V| in the same pass.
+  if (absl::Status s = AttentionRows(g.Problem(u), 0, R, o, nullptr, threads); !s.ok()) return s;
   g.ess.resize(static_cast<size_t>(R));
   g.pt.resize(g.exact.size());
   std::vector<double> scratch(g.exact.size());
@@ -357,7 +354,7 @@ absl::StatusOr<ModelRun> RunModel(const AttentionUnit& u, const AttentionModel& 
   const size_t n = g.exact.size();
   std::vector<uint64_t> bits(n);
   std::vector<double> lo(n), hi(n);
-  if (absl::Status s = composite::EmulateAttentionRows(m, g.Problem(u, false), 0, u.rows, g.pv, g.exact, bits, lo,
+  if (absl::Status s = composite::EmulateAttentionRows(m, g.Problem(u), 0, u.rows, g.pv, g.exact, bits, lo,
                                                        hi, threads);
       !s.ok()) {
     return absl::Status(s.code(), Cat(m.name, ": ", s.message()));
