@@ -7,11 +7,11 @@
 #include <set>
 #include <thread>
 
+#include "base/isa.h"
 #include "base/str_cat.h"
 #include "base/user_file.h"
 #include "cases/toml_files.h"
 #include "cases/toml_reader.h"
-#include "base/isa.h"
 #include "formats/ops.h"
 #include "oracles/certified_double.h"
 
