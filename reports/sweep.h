@@ -85,6 +85,9 @@
 namespace fpconform {
 class ModelCatalog;
 }  // namespace fpconform
+namespace fpconform::composite {
+struct AttentionModel;
+}  // namespace fpconform::composite
 
 namespace fpconform::reports {
 
@@ -338,6 +341,35 @@ struct ToleranceQuery {
 //   PlatformTolerance(standard, model, {ModelOp::kMatmul, "bfloat16", "normal", 4096, 200}, 8)
 absl::StatusOr<ToleranceRule> PlatformTolerance(const SweepSpec& spec, const Model& platform,
                                                 const ToleranceQuery& query, int threads = 1);
+
+// The tolerance rule of one attention platform (issue 27 section 4's typed call): what RunSweep
+// writes into an "attention" row for the unit (distribution, S, D, mask) of `query` and the model
+// `platform` (parsed: nothing is read from files): min(spec rows, S) query rows, the inputs drawn
+// with spec's seed ([attention] above), the rule with spec's factor and lambda. The same doubles
+// as that row's rec_rtol, rec_atol, rec_ulp, prob_rtol, prob_atol, bound_abs and ess_median
+// (the power table's mutants are not computed). `threads` split the rows (results do not depend
+// on them). Errors, before any work: InvalidArgument for S or D below 1 or above kMaxSweepK, an
+// unknown distribution (ValidAttentionDistributions()), S * D above 2^26 (the unit's inputs).
+// Example (an FA2 bfloat16 kernel with 2048 keys, head dim 128, causal):
+//   AttentionPlatformTolerance(standard, fa2, {2048, 128, true, "normal"}, 2)->rtol
+struct AttentionToleranceQuery {
+  int64_t s = 0;  // Keys (= queries).
+  int64_t d = 0;  // Head dimension (D = D_v).
+  bool causal = false;
+  std::string distribution = "normal";
+};
+struct AttentionToleranceRule {
+  double rtol = 0, atol = 0;            // Cover every conforming output (the bound).
+  double prob_rtol = 0, prob_atol = 0;  // The probabilistic recommendation.
+  double ulp = 0;                       // rec_ulp.
+  double bound_abs = 0;                 // The largest per-element bound of the rows.
+  double ess_median = 0;                // The rows' median effective sample size 1 / sum P^2.
+  int64_t rows = 0;                     // Query rows measured.
+};
+absl::StatusOr<AttentionToleranceRule> AttentionPlatformTolerance(const SweepSpec& spec,
+                                                                  const composite::AttentionModel& platform,
+                                                                  const AttentionToleranceQuery& query,
+                                                                  int threads = 1);
 
 // The dtype label spec gives platform for op: the first non-integer dtype whose matmul (sum) list
 // names it; the name of the platform's input format (inputs.a) when none does.

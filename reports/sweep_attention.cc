@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <tuple>
 #include <span>
 #include <thread>
 #include <utility>
@@ -220,8 +221,10 @@ std::vector<double> Draw(const SweepSpec& spec, const AttentionUnit& u, uint64_t
   return x;
 }
 
+// With `mutants` false the power table's mutated outputs are not computed (the typed tolerance
+// call needs none).
 absl::Status MakeGroup(const AttentionUnit& u, const SweepSpec& spec, const FormatSpec& in, int threads,
-                       Group& g) {
+                       Group& g, bool mutants = true) {
   g.in = &in;
   g.qrows = QueryRows(u);
   const int64_t R = u.rows, S = u.s, D = u.d;
@@ -255,6 +258,7 @@ absl::Status MakeGroup(const AttentionUnit& u, const SweepSpec& spec, const Form
   });
   const std::vector<std::string>& names = AttentionMutationNames();
   g.mutant.assign(names.size(), {});
+  if (!mutants) return absl::OkStatus();
   for (size_t mi = 0; mi < names.size(); ++mi) {
     const std::string& name = names[mi];
     if (name == "causal_mask_missing" && !u.causal) continue;
@@ -373,6 +377,47 @@ absl::StatusOr<ModelRun> RunModel(const AttentionUnit& u, const AttentionModel& 
     run.bound[i] = finite ? std::max(hi[i] - x.lo, x.hi - lo[i]) * kUp : kNaN;
   }
   return run;
+}
+
+// One model's observations on a group and the rule's recommendations (sweep.h, [attention]).
+struct Recommendation {
+  std::vector<double> ulp, e, e_prob, ref, err_abs;  // Per finite element.
+  double bound_ulp = 0, bound_abs = 0, prob = 0;
+  int64_t unbounded = 0;
+  double rtol = 0, atol = 0, prob_rtol = 0, prob_atol = 0, rec_ulp = 0;
+};
+
+Recommendation Recommend(const SweepSpec& spec, const Group& g, const FormatSpec& out, const ModelRun& run) {
+  Recommendation rc;
+  for (size_t i = 0; i < g.exact.size(); ++i) {
+    const ExactEnclosure& x = g.exact[i];
+    if (!std::isfinite(x.nearest) || !std::isfinite(run.y[i])) {  // Not reached: finite inputs, no
+      ++rc.unbounded;                                                // fully masked row.
+      continue;
+    }
+    const double ulp_x = UlpAt(out, x.nearest);
+    const double err = (std::fabs(run.y[i] - x.nearest) + (x.hi - x.lo)) * kUp;
+    rc.ulp.push_back(err / ulp_x);
+    rc.err_abs.push_back(std::fabs(run.y[i] - x.nearest));
+    rc.ref.push_back(std::fabs(x.nearest));
+    // Capped by the bound, which no error exceeds (lambda sigma can, when few keys dominate).
+    const double estimate = spec.lambda * run.sigma[i] + ulp_x / 2;
+    const double p_i = std::isnan(run.bound[i]) ? estimate : std::min(estimate, run.bound[i]);
+    rc.prob = std::max(rc.prob, p_i);
+    rc.e_prob.push_back(std::max(spec.factor * err, p_i));
+    if (std::isnan(run.bound[i])) {  // The model gives no bound: covered by the observed error only.
+      ++rc.unbounded;
+      rc.e.push_back(spec.factor * err);
+      continue;
+    }
+    rc.e.push_back(std::max(spec.factor * err, run.bound[i]));
+    rc.bound_ulp = std::max(rc.bound_ulp, run.bound[i] / ulp_x);
+    rc.bound_abs = std::max(rc.bound_abs, run.bound[i]);
+  }
+  std::tie(rc.rtol, rc.atol) = CoveringRtolAtol(rc.e, rc.ref);
+  std::tie(rc.prob_rtol, rc.prob_atol) = CoveringRtolAtol(rc.e_prob, rc.ref);
+  for (size_t i = 0; i < rc.e.size(); ++i) rc.rec_ulp = std::max(rc.rec_ulp, rc.e[i] / UlpAt(out, rc.ref[i]));
+  return rc;
 }
 
 // The verdicts on one output (R x D values of the model's output format) per case.
@@ -507,39 +552,10 @@ absl::Status RunAttentionUnit(const AttentionUnit& u, int64_t unit_index, const 
     absl::StatusOr<ModelRun> run = RunModel(u, m, g, threads);
     if (!run.ok()) return run.status();
     const FormatSpec& out = *m.output;
-    std::vector<double> ulp, e, e_prob, ref, err_abs;
-    double bound_ulp = 0, bound_abs = 0, prob = 0;
-    int64_t unbounded = 0;
-    for (size_t i = 0; i < g.exact.size(); ++i) {
-      const ExactEnclosure& x = g.exact[i];
-      if (!std::isfinite(x.nearest) || !std::isfinite(run->y[i])) {  // Not reached: finite inputs, no
-        ++unbounded;                                                    // fully masked row.
-        continue;
-      }
-      const double ulp_x = UlpAt(out, x.nearest);
-      const double err = (std::fabs(run->y[i] - x.nearest) + (x.hi - x.lo)) * kUp;
-      ulp.push_back(err / ulp_x);
-      err_abs.push_back(std::fabs(run->y[i] - x.nearest));
-      ref.push_back(std::fabs(x.nearest));
-      // Capped by the bound, which no error exceeds (lambda sigma can, when few keys dominate).
-      const double estimate = spec.lambda * run->sigma[i] + ulp_x / 2;
-      const double p_i = std::isnan(run->bound[i]) ? estimate : std::min(estimate, run->bound[i]);
-      prob = std::max(prob, p_i);
-      e_prob.push_back(std::max(spec.factor * err, p_i));
-      if (std::isnan(run->bound[i])) {  // The model gives no bound: covered by the observed error only.
-        ++unbounded;
-        e.push_back(spec.factor * err);
-        continue;
-      }
-      e.push_back(std::max(spec.factor * err, run->bound[i]));
-      bound_ulp = std::max(bound_ulp, run->bound[i] / ulp_x);
-      bound_abs = std::max(bound_abs, run->bound[i]);
-    }
-    const auto [rtol, atol] = CoveringRtolAtol(e, ref);
-    const auto [prob_rtol, prob_atol] = CoveringRtolAtol(e_prob, ref);
+    const Recommendation rc = Recommend(spec, g, out, *run);
+    const double rtol = rc.rtol, atol = rc.atol, prob_rtol = rc.prob_rtol, prob_atol = rc.prob_atol;
     const Tol rec_tol{rtol, atol}, prob_tol{prob_rtol, prob_atol};
-    double rec_ulp = 0;
-    for (size_t i = 0; i < e.size(); ++i) rec_ulp = std::max(rec_ulp, e[i] / UlpAt(out, ref[i]));
+    const std::vector<double>& ulp = rc.ulp;
     const Summary su = Summarize(ulp), se = Summarize(g.ess);
     const Verdicts conforming = Judge(u, g, out, run->y, rec_tol, prob_tol);
     auto rejects = [](const std::vector<bool>& accepted) {
@@ -562,13 +578,13 @@ absl::Status RunAttentionUnit(const AttentionUnit& u, int64_t unit_index, const 
                                         .Set("ess_median", se.median)
                                         .Set("ulp_max", su.max)
                                         .Set("ulp_p99", su.p99)
-                                        .Set("abs_max", Summarize(err_abs).max)
-                                        .Set("bound_ulp", bound_ulp)
-                                        .Set("bound_abs", bound_abs)
-                                        .Set("prob_abs", prob)
+                                        .Set("abs_max", Summarize(rc.err_abs).max)
+                                        .Set("bound_ulp", rc.bound_ulp)
+                                        .Set("bound_abs", rc.bound_abs)
+                                        .Set("prob_abs", rc.prob)
                                         .Set("prob_rtol", prob_rtol)
                                         .Set("prob_atol", prob_atol)
-                                        .Set("rec_ulp", rec_ulp)
+                                        .Set("rec_ulp", rc.rec_ulp)
                                         .Set("rec_rtol", rtol)
                                         .Set("rec_atol", atol)
                                         .Set("rec_rejects", rejects(conforming.rec))
@@ -576,7 +592,7 @@ absl::Status RunAttentionUnit(const AttentionUnit& u, int64_t unit_index, const 
                                         .Set("nki_rejects", rejects(conforming.nki))
                                         .Set("allclose_rejects", rejects(conforming.allclose))
                                         .Set("fa_rejects", rejects(conforming.fa))
-                                        .Set("unbounded", unbounded)
+                                        .Set("unbounded", rc.unbounded)
                                         .Build());
     for (size_t mi = 0; mi < mutations.size(); ++mi) {
       const std::vector<double>& mv = g.mutant[mi];
@@ -661,3 +677,50 @@ absl::Status RunAttentionUnit(const AttentionUnit& u, int64_t unit_index, const 
 }
 
 }  // namespace fpconform::reports::sweep_internal
+
+namespace fpconform::reports {
+
+absl::StatusOr<AttentionToleranceRule> AttentionPlatformTolerance(const SweepSpec& spec,
+                                                                  const composite::AttentionModel& platform,
+                                                                  const AttentionToleranceQuery& query, int threads) {
+  using sweep_internal::AttentionUnit;
+  const auto bad = [](const std::string& what) { return absl::InvalidArgumentError(Cat("attention tolerance: ", what)); };
+  if (query.s < 1 || query.s > kMaxSweepK) return bad(Cat("S = ", query.s, ": must be in 1..", kMaxSweepK));
+  if (query.d < 1 || query.d > kMaxSweepK) return bad(Cat("D = ", query.d, ": must be in 1..", kMaxSweepK));
+  if (query.s * query.d > (int64_t{1} << 26)) {
+    return bad(Cat("S x D = ", query.s, " x ", query.d, ": above 2^26 elements per operand"));
+  }
+  const std::vector<std::string>& dists = ValidAttentionDistributions();
+  if (std::find(dists.begin(), dists.end(), query.distribution) == dists.end()) {
+    std::string valid;
+    for (const std::string& d : dists) valid += Cat(valid.empty() ? "" : ", ", d);
+    return bad(Cat("unknown distribution '", query.distribution, "' (valid: ", valid, ")"));
+  }
+  AttentionSweepSpec one;
+  one.distributions = {query.distribution};
+  one.lengths = {query.s};
+  one.head_dims = {query.d};
+  one.masks = {query.causal ? "causal" : "none"};
+  one.rows = spec.attention.rows;
+  one.cases = spec.attention.cases;
+  const AttentionUnit u = sweep_internal::MakeAttentionUnits(one).at(0);
+  sweep_internal::Group g;
+  if (absl::Status s = sweep_internal::MakeGroup(u, spec, *platform.input, threads, g, /*mutants=*/false); !s.ok()) {
+    return s;
+  }
+  absl::StatusOr<sweep_internal::ModelRun> run = sweep_internal::RunModel(u, platform, g, threads);
+  if (!run.ok()) return run.status();
+  const sweep_internal::Recommendation rc = sweep_internal::Recommend(spec, g, *platform.output, *run);
+  AttentionToleranceRule r;
+  r.rtol = rc.rtol;
+  r.atol = rc.atol;
+  r.prob_rtol = rc.prob_rtol;
+  r.prob_atol = rc.prob_atol;
+  r.ulp = rc.rec_ulp;
+  r.bound_abs = rc.bound_abs;
+  r.ess_median = Summarize(g.ess).median;
+  r.rows = u.rows;
+  return r;
+}
+
+}  // namespace fpconform::reports

@@ -5,6 +5,7 @@
 // attention's rows ([attention]): the same, the test criteria's verdicts, shards and threads.
 #include "reports/sweep.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
@@ -14,6 +15,7 @@
 #include <string>
 
 #include "accumulation/model_catalog.h"
+#include "composite/attention_model.h"
 #include "gtest/gtest.h"
 
 namespace fpconform::reports {
@@ -849,6 +851,48 @@ TEST_F(AttentionSweepTest, PowerAgainstTheMutantsAndTheProjectsRules) {
       EXPECT_EQ(prob[std::string(model) + "/" + m], 0.0) << model << " " << m;
     }
   }
+}
+
+// The typed call (fpconform.tolerance("attention", ...)) gives every attention row's rule bit for
+// bit, from the parsed model alone and for any thread count: the table and the call cannot drift.
+TEST_F(AttentionSweepTest, AttentionPlatformToleranceIsTheRowsRule) {
+  absl::StatusOr<SweepSpec> spec = ParseSweepSpec(kAttention, "a.toml");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  absl::StatusOr<std::vector<composite::AttentionModel>> models =
+      composite::LoadAttentionModels(FPCONFORM_ATTENTION_MODELS_DIR);
+  ASSERT_TRUE(models.ok()) << models.status();
+  const Table& t = *single_->Find("attention");
+  int checked = 0;
+  for (const auto& row : t.rows) {
+    const std::string platform = Str(t, row, "platform");
+    const int64_t s = std::get<int64_t>(row[static_cast<size_t>(t.ColumnIndex("s"))]);
+    const int64_t d = std::get<int64_t>(row[static_cast<size_t>(t.ColumnIndex("d"))]);
+    SCOPED_TRACE(platform + " S=" + std::to_string(s) + " " + Str(t, row, "causal") + " " +
+                 Str(t, row, "distribution"));
+    const auto m = std::find_if(models->begin(), models->end(),
+                                [&](const composite::AttentionModel& x) { return x.name == platform; });
+    ASSERT_NE(m, models->end());
+    const AttentionToleranceQuery q{s, d, Str(t, row, "causal") == "yes", Str(t, row, "distribution")};
+    const absl::StatusOr<AttentionToleranceRule> r = AttentionPlatformTolerance(*spec, *m, q, 1 + checked % 3);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->rtol, Num(t, row, "rec_rtol"));
+    EXPECT_EQ(r->atol, Num(t, row, "rec_atol"));
+    EXPECT_EQ(r->prob_rtol, Num(t, row, "prob_rtol"));
+    EXPECT_EQ(r->prob_atol, Num(t, row, "prob_atol"));
+    EXPECT_EQ(r->ulp, Num(t, row, "rec_ulp"));
+    EXPECT_EQ(r->bound_abs, Num(t, row, "bound_abs"));
+    EXPECT_EQ(r->ess_median, Num(t, row, "ess_median"));
+    EXPECT_EQ(r->rows, std::get<int64_t>(row[static_cast<size_t>(t.ColumnIndex("rows"))]));
+    ++checked;
+  }
+  EXPECT_EQ(checked, 40);
+  // Errors, before any work.
+  const composite::AttentionModel& m0 = models->front();
+  EXPECT_EQ(AttentionPlatformTolerance(*spec, m0, {0, 64}).status().message(),
+            "attention tolerance: S = 0: must be in 1..16777216");
+  EXPECT_EQ(AttentionPlatformTolerance(*spec, m0, {64, 64, false, "uniform"}).status().message(),
+            "attention tolerance: unknown distribution 'uniform' (valid: normal, peaked)");
+  EXPECT_TRUE(absl::IsInvalidArgument(AttentionPlatformTolerance(*spec, m0, {1 << 14, 1 << 13}).status()));
 }
 
 TEST_F(AttentionSweepTest, CrossPairsStayWithinTheSumOfTheBounds) {

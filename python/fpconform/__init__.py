@@ -352,16 +352,40 @@ def _tolerance(op: str, dtype: str, k: int, platform: str, samples: int, mdir: s
     return tuple(sorted(_C.tolerance(mdir, sweep, op, dtype, k, platform, samples, 0).items()))
 
 
-def tolerance(op: str, dtype: Any, k: int, platform: str, samples: int = 200) -> dict:
+@functools.lru_cache(maxsize=256)
+def _attention_tolerance(platform: str, dtype: str, s: int, d: int, causal: bool, distribution: str,
+                         mdir: str, sweep: str) -> tuple:
+    return tuple(sorted(_C.attention_tolerance(mdir, sweep, platform, dtype, s, d, causal, distribution, 0).items()))
+
+
+def tolerance(op: str, dtype: Any, k: int, platform: str, samples: int = 200, *, d: Optional[int] = None,
+              causal: bool = False, distribution: str = "normal") -> dict:
     """The recommended tolerances for (op, dtype, K, platform) by the tolerance report's rule on
     N(0, 1) inputs (the numbers an audit prints): rtol/atol (torch.testing.assert_close
     convention), max ULP error, bound-normalized error. Computed on demand, cached per process.
+
+    op "attention": K is the sequence length S (queries = keys) and ``d`` the head dimension
+    (required); ``causal`` and ``distribution`` ("normal" or "peaked") pick the row, as in
+    ``fpconform tolerance --ops attention``'s attention.csv. It returns the bound-covering
+    rtol/atol (every conforming output passes), the probabilistic prob_rtol/prob_atol (about
+    u |V| / sqrt(ESS)), ulp, bound_abs, the rows' median effective sample size ess_median and the
+    query rows measured (the sweep file's [attention] rows; ``samples`` is not used).
 
     >>> import fpconform
     >>> t = fpconform.tolerance("matmul", "bfloat16", 128, "nvidia-h100-bf16")
     >>> sorted(t), t["rtol"] > 0
     (['atol', 'bound_normalized', 'dtype', 'k', 'op', 'platform', 'rtol', 'samples', 'ulp'], True)
+    >>> a = fpconform.tolerance("attention", "bfloat16", 512, "flash-attention2-cuda-bf16", d=64)
+    >>> a["prob_atol"] <= a["atol"], a["rows"]
+    (True, 64)
     """
+    if op == "attention":
+        if d is None:
+            raise ValueError("tolerance('attention', ...): give d=, the head dimension (K is the sequence length)")
+        return dict(_attention_tolerance(platform, dtype_name(dtype), int(k), int(d), bool(causal), distribution,
+                                         attention_models_dir(), sweep_file()))
+    if d is not None or causal or distribution != "normal":
+        raise ValueError(f"tolerance: d=, causal= and distribution= are for op 'attention', not '{op}'")
     return dict(_tolerance(op, dtype_name(dtype), int(k), platform, int(samples), models_dir(), sweep_file()))
 
 

@@ -27,6 +27,7 @@
 #include "accumulation/evaluate.h"
 #include "accumulation/model.h"
 #include "accumulation/model_catalog.h"
+#include "composite/attention_model.h"
 #include "formats/fast_convert.h"
 #include "formats/format_spec.h"
 #include "formats/op_env.h"
@@ -35,6 +36,7 @@
 #include "oracles/exact_sum.h"
 #include "python/src/arrays.h"
 #include "reports/audit.h"
+#include "reports/sweep.h"
 
 namespace fpconform::python {
 
@@ -484,6 +486,50 @@ nb::dict Tolerance(const std::string& dir, const std::string& sweep_file, const 
   return d;
 }
 
+// fpconform.tolerance("attention", ...): the attention row's rule for one preset of `dir`
+// (AttentionPlatformTolerance, reports/sweep.h) with the sweep file's seed, factor and rows.
+nb::dict AttentionTolerance(const std::string& dir, const std::string& sweep_file, const std::string& platform,
+                            const std::string& dtype, int64_t s, int64_t d, bool causal,
+                            const std::string& distribution, int threads) {
+  absl::StatusOr<std::vector<composite::AttentionModel>> models = composite::LoadAttentionModels(dir);
+  if (!models.ok()) ThrowStatus(models.status());
+  const composite::AttentionModel* m = nullptr;
+  std::string names;
+  for (const composite::AttentionModel& x : *models) {
+    if (x.name == platform) m = &x;
+    names += (names.empty() ? "" : ", ") + x.name;
+  }
+  if (m == nullptr) ThrowValue("tolerance: unknown attention platform '" + platform + "' (" + dir + " has: " + names + ")");
+  if (dtype != m->input->name) {
+    ThrowValue("tolerance: platform '" + platform + "' takes " + std::string(m->input->name) + " inputs, not " + dtype);
+  }
+  absl::StatusOr<reports::SweepSpec> spec = reports::LoadSweepSpec(sweep_file);
+  if (!spec.ok()) ThrowStatus(spec.status());
+  absl::StatusOr<reports::AttentionToleranceRule> r;
+  {
+    nb::gil_scoped_release release;
+    r = reports::AttentionPlatformTolerance(*spec, *m, {s, d, causal, distribution}, Threads(threads));
+  }
+  if (!r.ok()) ThrowStatus(r.status());
+  nb::dict out;
+  out["op"] = "attention";
+  out["dtype"] = dtype;
+  out["k"] = s;
+  out["d"] = d;
+  out["causal"] = causal;
+  out["distribution"] = distribution;
+  out["platform"] = platform;
+  out["rtol"] = r->rtol;
+  out["atol"] = r->atol;
+  out["prob_rtol"] = r->prob_rtol;
+  out["prob_atol"] = r->prob_atol;
+  out["ulp"] = r->ulp;
+  out["bound_abs"] = r->bound_abs;
+  out["ess_median"] = r->ess_median;
+  out["rows"] = r->rows;
+  return out;
+}
+
 // fpconform.blas.numpy_matmul_platform's rule (accumulation/blas_platform.h): (preset or None,
 // reason); blas.py maps the dtype to its numpy name and its info dict to these arguments.
 std::pair<std::optional<std::string>, std::string> NumpyMatmulPlatformBinding(
@@ -521,6 +567,7 @@ NB_MODULE(_fpconform, m) {
   m.def("exact_matmul", &ExactMatmul);
   m.def("exact_sum", &ExactSumBits);
   m.def("tolerance", &Tolerance);
+  m.def("attention_tolerance", &AttentionTolerance);
   m.def("numpy_matmul_platform", &NumpyMatmulPlatformBinding, nb::arg("m"), nb::arg("k"), nb::arg("n"),
         nb::arg("dtype"), nb::arg("name").none(), nb::arg("core"), nb::arg("threads"));
   BindAudit(m);
