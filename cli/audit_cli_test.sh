@@ -233,6 +233,12 @@ def sdpa(causal=False, mask=None):
     e = np.exp(s - s.max(-1, keepdims=True))
     return (e / e.sum(-1, keepdims=True)) @ vd
 np.save(f"{d}/att_o.npy", sdpa().astype(np.float32))
+# The LSE (float32, from binary64) and the same in base 2 (a wrong kernel's).
+sl = q.astype(np.float64) @ np.swapaxes(np.repeat(k.astype(np.float64), 2, axis=1), -1, -2) / 4
+lse = sl.max(-1) + np.log(np.exp(sl - sl.max(-1, keepdims=True)).sum(-1))
+np.save(f"{d}/att_lse.npy", lse.astype(np.float32))
+np.save(f"{d}/att_lse_copy.npy", lse.astype(np.float32))
+np.save(f"{d}/att_lse2.npy", (lse / np.log(2)).astype(np.float32))
 np.save(f"{d}/att_oc.npy", sdpa(causal=True).astype(np.float32))
 keep = rng.random((24, 30)) < 0.7
 keep[:, 0] = True
@@ -275,6 +281,21 @@ expect_rc 1 "compare attention, a causal port" "$fp" compare attention "${att[@]
   --platform-ref correctly-rounded --out "$tmp/att_oc.npy" --platform correctly-rounded --json "$tmp/cmp_att.json"
 [ "$(json_get "$tmp/cmp_att.json" 'd["op"], d["at_fault"]["ref"], d["at_fault"]["port"] > 0')" = \
   "('attention', 0, True)" ] || fail "compare attention: op or fault side"
+# compare attention with both LSEs: consistent; the port's LSE in base 2: the port is at fault; one
+# file as both LSEs: refused.
+expect_rc 0 "compare attention --lse" "$fp" compare attention "${att[@]}" --out-ref "$tmp/att_o.npy" \
+  --platform-ref correctly-rounded --out "$tmp/att_o_copy.npy" --platform correctly-rounded \
+  --lse-ref "$tmp/att_lse.npy" --lse "$tmp/att_lse_copy.npy"
+grep -q "Inconsistent LSE rows: 0 / 192" "$tmp/stdout" || fail "compare attention --lse: the LSE rows are not said"
+expect_rc 1 "compare attention, a base-2 LSE" "$fp" compare attention "${att[@]}" --out-ref "$tmp/att_o.npy" \
+  --platform-ref correctly-rounded --out "$tmp/att_o_copy.npy" --platform correctly-rounded \
+  --lse-ref "$tmp/att_lse.npy" --lse "$tmp/att_lse2.npy" --json "$tmp/cmp_lse.json"
+[ "$(json_get "$tmp/cmp_lse.json" 'd["verdict"], d["inconsistent"], d["lse"]["at_fault"]["ref"], d["lse"]["at_fault"]["port"] > 0, d["port"]["lse"]["counts"]["unexplained"] > 0')" = \
+  "('fail', 0, 0, True, True)" ] || fail "compare attention --lse: verdict or fault side"
+expect_rc 2 "compare attention: one LSE file twice" "$fp" compare attention "${att[@]}" --out-ref "$tmp/att_o.npy" \
+  --platform-ref correctly-rounded --out "$tmp/att_o_copy.npy" --platform correctly-rounded \
+  --lse-ref "$tmp/att_lse.npy" --lse "$tmp/att_lse.npy"
+grep -q "are the same file" "$tmp/stderr" || fail "compare attention: one LSE file twice is not refused"
 expect_rc 2 "attention: D of Q and K differ" "$fp" audit attention --q "$tmp/att_q.npy" --k "$tmp/att_v.npy" \
   --v "$tmp/att_v.npy" --q-dtype bfloat16 --k-dtype bfloat16 --v-dtype bfloat16 --out "$tmp/att_o.npy" \
   --platform correctly-rounded --progress never

@@ -471,7 +471,17 @@ CLI::App* AddCompareCommand(CLI::App& root, AuditCommandState& s) {
   AddTensorOption(s.compare_attention, s.out_ref, "The reference platform's output (e.g. the GPU's)");
   s.compare_attention->add_option("--platform-ref", s.platform_ref, "Attention model of --out-ref")->required();
   AddTensorOption(s.compare_attention, s.out, "The port's output (e.g. NKI's)");
+  AddTensorOption(s.compare_attention, s.lse_ref,
+                  "Optional: the reference's LSE (float), Q's shape without D, audited against --platform-ref");
+  AddTensorOption(s.compare_attention, s.lse, "Optional: the port's LSE, audited against --platform");
   AddCommon(s.compare_attention, s.common, true);
+  s.compare_attention->footer(
+      "Example (FlashAttention-2 on the GPU, NKI flash_fwd on Trainium, both LSEs):\n"
+      "  fpconform compare attention --q q.npy --k k.npy --v v.npy --causal \\\n"
+      "      --out-ref o_gpu.npy --lse-ref lse_gpu.npy --platform-ref flash-attention2-cuda-bf16 \\\n"
+      "      --out o_nki.npy --lse lse_nki.npy --platform nki-flash-fwd-bf16\n"
+      "With both LSEs their rows are compared as the outputs are (the sum of both platforms' LSE bounds);\n"
+      "an inconsistent LSE row fails the comparison. Exit status: 0 consistent, 1 not, 2 bad input.");
   app->footer(
       "Example:\n"
       "  fpconform compare matmul --a a.npy --a-dtype bfloat16 --b b.npy --b-dtype bfloat16 \\\n"
@@ -625,13 +635,28 @@ static int RunAudit(const AuditCommandState& s) {
       in.scale = sc;
     }
     options->attention_models_dir = c.models_dir.empty() ? DefaultAttentionModelsDir() : c.models_dir;
-    absl::StatusOr<Tensor> lse;
-    if (!compare && !s.lse.file.empty()) {
+    absl::StatusOr<Tensor> lse, lse_ref;
+    if (!s.lse.file.empty()) {
       lse = LoadTensor(s.lse);
       if (!lse.ok()) return Fail(cmd, lse.status());
       in.lse = &*lse;
     }
-    if (compare) return RunCompare(s, in, *options, reports::CompareAttention);
+    if (compare) {
+      if (!s.lse_ref.file.empty()) {
+        lse_ref = LoadTensor(s.lse_ref);
+        if (!lse_ref.ok()) return Fail(cmd, lse_ref.status());
+      }
+      // The reference side is the port's inputs with --out-ref and --lse-ref.
+      const Tensor* ref_lse = lse_ref.ok() && !s.lse_ref.file.empty() ? &*lse_ref : nullptr;
+      return RunCompare(s, in, *options,
+                        [ref_lse](const reports::AttentionAuditInput& ref, const std::string& platform_ref,
+                                  const reports::AttentionAuditInput& port, const std::string& platform,
+                                  const reports::AuditOptions& o) {
+                          reports::AttentionAuditInput with_lse = ref;
+                          with_lse.lse = ref_lse;
+                          return reports::CompareAttention(with_lse, platform_ref, port, platform, o);
+                        });
+    }
     r = reports::AuditAttention(in, *options);
   } else if (s.elementwise->parsed() || Parsed(s.compare_elementwise)) {
     absl::StatusOr<Tensor> x = need(s.x);

@@ -133,7 +133,7 @@ struct AuditCommandState {
   CLI::App* compare_attention = nullptr;
   // audit attention (issue 27).
   CLI::App* attention = nullptr;
-  TensorArg q{"q"}, k{"k"}, v{"v"}, mask{"mask"}, lse{"lse"};
+  TensorArg q{"q"}, k{"k"}, v{"v"}, mask{"mask"}, lse{"lse"}, lse_ref{"lse-ref"};
   bool causal = false;
   std::string attention_scale;  // --scale of audit attention (text: checked, a double).
   TensorArg a{"a"}, b{"b"}, out{"out"}, c{"c"}, scale_a{"scale-a"}, scale_b{"scale-b"}, x{"x"},

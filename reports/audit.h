@@ -355,6 +355,11 @@ struct AuditResult {
     int64_t fully_masked_rows = 0;
     std::string convention;           // What the platform writes on fully masked rows.
     std::vector<AuditElement> elements;  // Listed: unexplained first, then the worst others.
+    // With AuditOptions::keep_bounds (compare): per row, in the LSE's flat order, the class and
+    // the bound (the largest distance from the exact LSE to a value the platform admits; NaN:
+    // none).
+    std::vector<uint8_t> classes;
+    std::vector<double> bounds;
   } lse;
   // The aggregate gate (attention; AUDIT.md "Aggregate gate"): over the elements whose output
   // and exact value are both finite (`elements` of them), the relative L2 error
@@ -444,6 +449,15 @@ struct CompareResult {
   std::vector<std::pair<std::vector<int64_t>, std::string>> listed;  // (index, fault side).
   AuditVerdict verdict = AuditVerdict::kFail;
   std::vector<std::string> notes;   // E.g. (attention) the two outputs are bit-identical.
+  // compare attention with both LSEs (--lse-ref and --lse): per row, |lse - lse_ref| against the
+  // sum of both platforms' LSE bounds, with the side at fault as for the output. An inconsistent
+  // row fails the verdict.
+  struct LseCompare {
+    bool run = false;
+    int64_t consistent = 0, inconsistent = 0;
+    int64_t fault_ref = 0, fault_port = 0, fault_both = 0, fault_neither = 0;
+    std::vector<std::pair<std::vector<int64_t>, std::string>> listed;  // (index, fault side).
+  } lse;
 };
 absl::StatusOr<CompareResult> CompareMatmul(const MatmulAuditInput& ref, const std::string& platform_ref,
                                             const MatmulAuditInput& port, const std::string& platform,
@@ -460,7 +474,9 @@ absl::StatusOr<CompareResult> CompareAxis(const AxisAuditInput& ref, const std::
                                           const AuditOptions& options);
 // Attention (issue 27): a CUDA reference and an NKI port on the same Q, K, V, mask and scale.
 // The same file as both outputs (Tensor::source) is an error ("an output compared with itself
-// proves nothing"); bit-identical outputs from two files pass with a note saying so.
+// proves nothing"); bit-identical outputs from two files pass with a note saying so. Each side's
+// `lse`, when given, is audited against its platform (AuditResult::lse); with both, the LSEs are
+// compared row by row (CompareResult::lse; the same file as both LSEs is an error too).
 absl::StatusOr<CompareResult> CompareAttention(const AttentionAuditInput& ref, const std::string& platform_ref,
                                                const AttentionAuditInput& port, const std::string& platform,
                                                const AuditOptions& options);

@@ -885,6 +885,10 @@ absl::Status AttentionAuditOp::AuditLse(const std::string& name, AuditResult::Ls
         cls = AuditClass::kWithinBound;
       }
       ++a.counts[static_cast<size_t>(cls)];
+      if (options_.keep_bounds) {
+        a.classes.push_back(static_cast<uint8_t>(cls));
+        a.bounds.push_back(em.bound);
+      }
       if (cls == AuditClass::kIdentical) continue;
       const double ratio = em.bound > 0 ? err / em.bound : INFINITY;
       const double key = cls == AuditClass::kUnexplained ? INFINITY : ratio;

@@ -70,6 +70,33 @@ absl::StatusOr<CompareResult> CompareOutputs(absl::StatusOr<AuditResult> (*audit
   return c;
 }
 
+// The two LSEs row by row (both audited with their bounds kept: AuditResult::LseAudit), as
+// CompareOutputs does for the outputs; an inconsistent row fails the verdict.
+void CompareLse(const Tensor& ref, const Tensor& port, const AuditOptions& options, CompareResult& c) {
+  CompareResult::LseCompare& l = c.lse;
+  l.run = true;
+  const AuditResult::LseAudit &ar = c.ref.lse, &ap = c.port.lse;
+  const auto unexplained = static_cast<uint8_t>(AuditClass::kUnexplained);
+  const int64_t n = ref.size();
+  for (int64_t e = 0; e < n; ++e) {
+    const auto i = static_cast<size_t>(e);
+    const double yr = ToDouble(*ref.format, ref.Bits(e)), yp = ToDouble(*port.format, port.Bits(e));
+    const double allowed = (ar.bounds[i] + ap.bounds[i]) * kUp;
+    const bool same_nonfinite = !std::isfinite(yr) && !std::isfinite(yp) &&
+                                (std::isnan(yr) == std::isnan(yp)) && (std::isnan(yr) || yr == yp);
+    if (same_nonfinite || yr == yp || std::fabs(yr - yp) * (1 + 0x1p-52) <= allowed) {
+      ++l.consistent;
+      continue;
+    }
+    ++l.inconsistent;
+    const bool fr_bad = ar.classes[i] == unexplained, fp_bad = ap.classes[i] == unexplained;
+    const char* side = fr_bad && fp_bad ? "both" : fr_bad ? "ref" : fp_bad ? "port" : "neither";
+    ++(fr_bad && fp_bad ? l.fault_both : fr_bad ? l.fault_ref : fp_bad ? l.fault_port : l.fault_neither);
+    if (static_cast<int64_t>(l.listed.size()) < options.max_listed) l.listed.emplace_back(Unflatten(e, ref.shape), side);
+  }
+  if (l.inconsistent > 0) c.verdict = AuditVerdict::kFail;
+}
+
 }  // namespace
 
 absl::StatusOr<CompareResult> CompareMatmul(const MatmulAuditInput& ref, const std::string& platform_ref,
@@ -100,7 +127,18 @@ absl::StatusOr<CompareResult> CompareAttention(const AttentionAuditInput& ref, c
                                           ref.out->source, "): an output compared with itself proves nothing; ",
                                           "give the reference kernel's output and the port's"));
   }
+  if (ref.lse != nullptr && port.lse != nullptr && ref.lse->source == port.lse->source) {
+    return absl::InvalidArgumentError(Cat("compare attention: --lse-ref and --lse are the same file (",
+                                          ref.lse->source, "): give the reference kernel's LSE and the port's"));
+  }
   absl::StatusOr<CompareResult> c = CompareOutputs(&AuditAttention, ref, platform_ref, port, platform, options);
+  if (c.ok() && ref.lse != nullptr && port.lse != nullptr) CompareLse(*ref.lse, *port.lse, options, *c);
+  if (c.ok()) {
+    for (AuditResult* side : {&c->ref, &c->port}) {
+      side->lse.classes.clear();
+      side->lse.bounds.clear();
+    }
+  }
   if (c.ok() && ref.out->format == port.out->format) {
     bool same = true;
     for (int64_t e = 0; same && e < ref.out->size(); ++e) same = ref.out->Bits(e) == port.out->Bits(e);

@@ -200,6 +200,17 @@ std::string CompareSummaryText(const CompareResult& c) {
              ", neither (each within its own audit, yet too far apart) ", c.fault_neither, "\n");
     for (const auto& [index, side] : c.listed) s += Cat("  ", Index(index), " ", side, "\n");
   }
+  if (c.lse.run) {
+    const CompareResult::LseCompare& l = c.lse;
+    const int64_t rows = l.consistent + l.inconsistent;
+    s += Cat("Inconsistent LSE rows: ", l.inconsistent, " / ", rows, " (", Percent(l.inconsistent, rows),
+             "): |lse - lse_ref| above the sum of both platforms' LSE bounds\n");
+    if (l.inconsistent > 0) {
+      s += Cat("LSE at fault: ref ", l.fault_ref, ", port ", l.fault_port, ", both ", l.fault_both, ", neither ",
+               l.fault_neither, "\n");
+      for (const auto& [index, side] : l.listed) s += Cat("  lse", Index(index), " ", side, "\n");
+    }
+  }
   for (const std::string& n : c.notes) s += Cat("Note: ", n, "\n");
   s += "\n== reference side\n" + AuditSummaryText(c.ref);
   s += "\n== port side\n" + AuditSummaryText(c.port);
@@ -487,6 +498,15 @@ std::string CompareToJson(const CompareResult& c) {
   ojson listed = ojson::array();
   for (const auto& [index, side] : c.listed) listed.push_back({{"index", index}, {"at_fault", side}});
   j["listed"] = listed;
+  if (c.lse.run) {  // compare attention with both LSEs (AUDIT.md "compare attention --lse").
+    const CompareResult::LseCompare& l = c.lse;
+    ojson ll = ojson::array();
+    for (const auto& [index, side] : l.listed) ll.push_back({{"index", index}, {"at_fault", side}});
+    j["lse"] = {{"consistent", l.consistent},
+                {"inconsistent", l.inconsistent},
+                {"at_fault", {{"ref", l.fault_ref}, {"port", l.fault_port}, {"both", l.fault_both}, {"neither", l.fault_neither}}},
+                {"listed", ll}};
+  }
   j["notes"] = c.notes;
   j["ref"] = AuditJson(c.ref);
   j["port"] = AuditJson(c.port);
