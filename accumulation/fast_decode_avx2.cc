@@ -9,12 +9,7 @@
 namespace fpconform::fast_internal {
 namespace {
 
-#if defined(__x86_64__) && defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx2,fma"))), apply_to = function)
-#elif defined(__x86_64__)
-#pragma GCC push_options
-#pragma GCC target("avx2,fma")
-#endif
+#include "base/target_avx2_fma_push.h"  // Functions from here on: AVX2+FMA.
 // (Compiled for AVX2: called only after HostReady().) float32 (kShift 0) or bfloat16 (kShift 16)
 // values only: a branch-free loop the compiler vectorizes; NaN/Inf or stray high bits -> false.
 template <int kShift>
@@ -48,11 +43,7 @@ bool DecodeValuesPow(std::span<const uint64_t> bits, float* out, double* pow) {
   return bad == 0;
 }
 
-#if defined(__x86_64__) && defined(__clang__)
-#pragma clang attribute pop
-#elif defined(__x86_64__)
-#pragma GCC pop_options
-#endif
+#include "base/target_pop.h"  // The AVX2+FMA target popped.
 
 }  // namespace
 

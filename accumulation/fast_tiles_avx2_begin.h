@@ -29,11 +29,6 @@
 #include <immintrin.h>
 #endif
 
-#if defined(__x86_64__) && defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx2,fma"))), apply_to = function)
-#elif defined(__x86_64__)
-#pragma GCC push_options
-#pragma GCC target("avx2,fma")
-#endif
+#include "base/target_avx2_fma_push.h"  // Functions from here on: AVX2+FMA.
 
 #endif  // FPCONFORM_ACCUMULATION_FAST_TILES_AVX2_BEGIN_H_

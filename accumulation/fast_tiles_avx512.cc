@@ -25,12 +25,7 @@
 #include <immintrin.h>
 #endif
 
-#if defined(__x86_64__) && defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx2,fma"))), apply_to = function)
-#elif defined(__x86_64__)
-#pragma GCC push_options
-#pragma GCC target("avx2,fma")
-#endif
+#include "base/target_avx2_fma_push.h"  // Functions from here on: AVX2+FMA.
 namespace fpconform::fast_internal {
 namespace {
 
@@ -144,11 +139,7 @@ struct Avx512Lanes {
 
 }  // namespace
 }  // namespace fpconform::fast_internal
-#if defined(__x86_64__) && defined(__clang__)
-#pragma clang attribute pop
-#elif defined(__x86_64__)
-#pragma GCC pop_options
-#endif
+#include "base/target_pop.h"  // The AVX2+FMA target popped.
 
 namespace fpconform::fast_internal {
 
