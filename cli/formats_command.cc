@@ -48,19 +48,6 @@ class Table {
 
 std::string YesNo(bool b) { return b ? "yes" : "no"; }
 
-std::string NanColumn(const FormatSpec& f) {
-  if (f.nonfinite == NonFinite::kIeee) return "ieee";
-  switch (f.nan_encoding) {
-    case NanEncoding::kIeee:
-      return "ieee";
-    case NanEncoding::kAllOnes:
-      return "all-ones";
-    case NanEncoding::kNegativeZero:
-      return "negative-zero";
-  }
-  return "?";
-}
-
 bool HasNegativeZero(const FormatSpec& f) {
   return f.has_sign && f.has_zero && f.nan_encoding != NanEncoding::kNegativeZero;
 }
@@ -120,7 +107,7 @@ int PrintTable() {
       params.Add({std::string(f.name), f.has_sign ? "float" : "ufloat", absl::StrCat(f.width),
                   absl::StrCat(f.exponent_bits), absl::StrCat(f.fraction_bits),
                   absl::StrCat(f.bias), absl::StrCat(Precision(f)), absl::StrCat(Emin(f)),
-                  absl::StrCat(Emax(f)), YesNo(f.nonfinite == NonFinite::kIeee), NanColumn(f),
+                  absl::StrCat(Emax(f)), YesNo(f.nonfinite == NonFinite::kIeee), std::string(NanEncodingName(f)),
                   YesNo(f.has_subnormals), YesNo(HasNegativeZero(f)), std::string(f.description)});
     } else {
       params.Add({std::string(f.name), f.is_signed ? "int" : "uint", absl::StrCat(f.width), "-",

@@ -95,6 +95,19 @@ const FormatSpec& Int8() { return kFormats[kI8]; }
 const FormatSpec& UInt8() { return kFormats[kU8]; }
 const FormatSpec& Int32() { return kFormats[kI32]; }
 
+std::string_view NanEncodingName(const FormatSpec& f) {
+  if (f.nonfinite == NonFinite::kIeee) return "ieee";
+  switch (f.nan_encoding) {
+    case NanEncoding::kIeee:
+      return "ieee";
+    case NanEncoding::kAllOnes:
+      return "all-ones";
+    case NanEncoding::kNegativeZero:
+      return "negative-zero";
+  }
+  return "?";
+}
+
 uint64_t MaxFiniteBits(const FormatSpec& f, bool negative) {
   return Encode(f, negative && f.has_sign, static_cast<uint64_t>(Emax(f) + f.bias),
                 MaxFiniteSignificand(f) & FractionMask(f));

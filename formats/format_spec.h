@@ -143,6 +143,10 @@ constexpr uint64_t WidthMask(const FormatSpec& f) {
 }
 
 // Bit patterns of special values, in the container (pad bits included).
+// Where f's NaNs live, as `fpconform formats` and Python's fpconform.formats() name it: "ieee"
+// (an IEEE format, or a kNanOnly one with IEEE NaNs), "all-ones", "negative-zero".
+std::string_view NanEncodingName(const FormatSpec& f);
+
 uint64_t MaxFiniteBits(const FormatSpec& f, bool negative = false);
 uint64_t MinNormalBits(const FormatSpec& f);     // Smallest positive normal.
 uint64_t MinSubnormalBits(const FormatSpec& f);  // Smallest positive value (normal if no subnormals).

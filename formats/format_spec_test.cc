@@ -100,5 +100,15 @@ TEST(FormatSpecTest, TableIsConsistent) {
   EXPECT_EQ(IntegerMax(Int32()), 2147483647);
 }
 
+// The NaN placement's name follows the encodings (OCP OFP8 v1.0 §5.1, ml_dtypes' fnuz formats).
+TEST(FormatSpecTest, NanEncodingNames) {
+  EXPECT_EQ(NanEncodingName(Float32()), "ieee");
+  EXPECT_EQ(NanEncodingName(Float8E5M2()), "ieee");
+  EXPECT_EQ(NanEncodingName(Float8E4M3FN()), "all-ones");
+  EXPECT_EQ(NanEncodingName(Float8E8M0FNU()), "all-ones");
+  EXPECT_EQ(NanEncodingName(Float8E4M3FNUZ()), "negative-zero");
+  EXPECT_EQ(NanEncodingName(Float8E5M2FNUZ()), "negative-zero");
+}
+
 }  // namespace
 }  // namespace fpconform

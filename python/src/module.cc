@@ -50,19 +50,6 @@ int Threads(int threads) {
   return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
 
-std::string NanName(const FormatSpec& f) {
-  if (f.nonfinite == NonFinite::kIeee) return "ieee";
-  switch (f.nan_encoding) {
-    case NanEncoding::kIeee:
-      return "ieee";
-    case NanEncoding::kAllOnes:
-      return "all-ones";
-    case NanEncoding::kNegativeZero:
-      return "negative-zero";
-  }
-  return "?";
-}
-
 nb::list Formats() {
   nb::list out;
   for (const FormatSpec& f : AllFormats()) {
@@ -79,7 +66,7 @@ nb::list Formats() {
       d["emin"] = Emin(f);
       d["emax"] = Emax(f);
       d["has_inf"] = f.nonfinite == NonFinite::kIeee;
-      d["nan"] = NanName(f);
+      d["nan"] = std::string(NanEncodingName(f));
       d["has_sign"] = f.has_sign;
       d["has_zero"] = f.has_zero;
       d["has_subnormals"] = f.has_subnormals;
