@@ -327,15 +327,19 @@ CompareResult CompareAttentionPy(const TensorPair& q, const TensorPair& k, const
                                  const TensorPair& mask, bool causal, std::optional<double> scale,
                                  const TensorPair& out_ref, const std::string& platform_ref, const TensorPair& out,
                                  const std::string& platform, const std::string& out_rounding,
-                                 const std::string& attention_models_dir, const Options& o) {
+                                 const std::string& attention_models_dir, const Options& o,
+                                 const TensorPair& lse_ref, const TensorPair& lse) {
   const Tensor tq = Need(q, "q"), tk = Need(k, "k"), tv = Need(v, "v");
   const Tensor tref = Need(out_ref, "out_ref"), tout = Need(out, "out");
   const std::optional<Tensor> tm = Load(mask, "mask");
+  const std::optional<Tensor> tlr = Load(lse_ref, "lse_ref"), tl = Load(lse, "lse");
   reports::AttentionAuditInput port = AttentionInput(tq, tk, tv, tm, causal, scale);
   port.out_rounding = ParseMode(out_rounding, "out_rounding");
   reports::AttentionAuditInput ref = port;
   ref.out = &tref;
   port.out = &tout;
+  if (tlr.has_value()) ref.lse = &*tlr;
+  if (tl.has_value()) port.lse = &*tl;
   reports::AuditOptions opts = MakeOptions(o);
   opts.attention_models_dir = attention_models_dir;
   absl::StatusOr<CompareResult> r;
@@ -564,7 +568,8 @@ void BindAudit(nb::module_& m) {
   m.def("compare_attention", &CompareAttentionPy, nb::arg("q").none(), nb::arg("k").none(), nb::arg("v").none(),
         nb::arg("mask").none(), nb::arg("causal"), nb::arg("scale").none(), nb::arg("out_ref").none(),
         nb::arg("platform_ref"), nb::arg("out").none(), nb::arg("platform"), nb::arg("out_rounding"),
-        nb::arg("attention_models_dir"), nb::arg("options"));
+        nb::arg("attention_models_dir"), nb::arg("options"), nb::arg("lse_ref").none() = nb::none(),
+        nb::arg("lse").none() = nb::none());
   m.def("exact_attention", &ExactAttentionPy, nb::arg("q").none(), nb::arg("k").none(), nb::arg("v").none(),
         nb::arg("mask").none(), nb::arg("causal"), nb::arg("scale").none(), nb::arg("out_dtype"),
         nb::arg("threads"));

@@ -2,7 +2,7 @@
 (issue 26 §1; reports/AUDIT.md "The Python objects"). For an audit of every op family (matmul
 with the tolerance rule and with the fit, sum, cast with the stochastic-rounding test,
 elementwise, the axis ops, the composite ops' compare, attention with its LSE and aggregate gate,
-and compare of matmul and attention), every key of to_json(), at the top level and inside every
+and compare of matmul and attention, with both LSEs too), every key of to_json(), at the top level and inside every
 section, must be the attribute (top level) or dict key (inside) of the same name with the same
 value. The keys are read from the document itself, so a key the JSON gains is checked without
 editing this test.
@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 
 import fpconform
+from conftest import save
 
 BF16 = ml_dtypes.bfloat16
 TUPLE_KEYS = {"index", "shape", "max_abs_index", "max_rel_index"}
@@ -209,7 +210,7 @@ def heads(rng):
     return q, k, v
 
 
-def test_attention_keys(heads):
+def test_attention_keys(fpc, tmp_path, heads):
     q, k, v = heads
     o = np.asarray(fpconform.exact_attention(q, k, v, out_dtype="bfloat16"))
     qf, kf = q.astype(np.float32), k.astype(np.float32)
@@ -223,5 +224,26 @@ def test_attention_keys(heads):
     doc = check_audit(fpconform.audit_attention(q, k, v, bad, "flash-attention2-cuda-bf16", lse=lse, threads=2))
     assert "aggregate" in doc and "lse" in doc and doc["lse"]["counts"]["unexplained"] >= 1
     check_audit(fpconform.audit_attention(q, k, v, o, "auto", threads=2))
-    check_compare(fpconform.compare_attention(q, k, v, o, "correctly-rounded", bad, "flash-attention2-cuda-bf16",
-                                              threads=2))
+    doc = check_compare(fpconform.compare_attention(q, k, v, o, "correctly-rounded", bad,
+                                                    "flash-attention2-cuda-bf16", threads=2))
+    assert "lse" not in doc
+    # Both LSEs: the compare's "lse" object (Compare.lse), the same document as the CLI's.
+    good = lse.copy()
+    good[0, 3] -= np.float32(1e-2)
+    fa2 = "flash-attention2-cuda-bf16"
+    c = fpconform.compare_attention(q, k, v, o, fa2, bad, fa2, lse_ref=good, lse=lse, threads=2)
+    doc = check_compare(c)
+    assert doc["lse"]["inconsistent"] >= 1 and doc["lse"]["listed"] and "lse" in doc["port"]
+    bits = {n: save(tmp_path, n, np.asarray(t).view(np.uint16)) for n, t in (("q", q), ("k", k), ("v", v),
+                                                                            ("o", o), ("bad", bad))}
+    js, p = fpc.audit_json("compare", "attention", "--q", bits["q"], "--q-dtype", "bfloat16", "--k", bits["k"],
+                           "--k-dtype", "bfloat16", "--v", bits["v"], "--v-dtype", "bfloat16", "--out-ref",
+                           bits["o"], "--out-ref-dtype", "bfloat16", "--lse-ref", save(tmp_path, "lse_ref", good),
+                           "--platform-ref", fa2, "--out", bits["bad"], "--out-dtype", "bfloat16", "--lse",
+                           save(tmp_path, "lse", lse), "--platform", fa2)
+    assert p.returncode == 1, p.stderr
+    # The same document but for the file names (provenance, the LSE notes).
+    for side in ("ref", "port"):
+        d, j = doc.pop(side), js.pop(side)
+        assert d["lse"] == j["lse"] and d["elements"] == j["elements"] and d["counts"] == j["counts"]
+    assert doc == js
