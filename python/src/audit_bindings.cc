@@ -120,12 +120,15 @@ nb::object ToPython(const ojson& j, std::string_view key = {}) {
     case ojson::value_t::array: {
       nb::list l;
       for (const ojson& e : j) l.append(ToPython(e));
-      if (key == "index" || key == "shape" || key == "max_abs_index" || key == "max_rel_index") return nb::tuple(l);
+      const bool tuple = key == "index" || key == "shape" || key == "max_abs_index" || key == "max_rel_index";
+      if (tuple) return nb::tuple(l);
       return l;
     }
     case ojson::value_t::object: {
       nb::dict d;
-      for (auto it = j.begin(); it != j.end(); ++it) d[nb::str(it.key().data(), it.key().size())] = ToPython(it.value(), it.key());
+      for (auto it = j.begin(); it != j.end(); ++it) {
+        d[nb::str(it.key().data(), it.key().size())] = ToPython(it.value(), it.key());
+      }
       return d;
     }
     default:  // null (and the types the serializer never writes)
