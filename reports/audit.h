@@ -89,12 +89,14 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "cases/tensor_file.h"
 #include "formats/op_env.h"
+#include "nlohmann/json_fwd.hpp"
 
 namespace fpconform::reports {
 
@@ -491,8 +493,6 @@ absl::StatusOr<CompareResult> CompareAttention(const AttentionAuditInput& ref, c
 absl::StatusOr<PlatformAudit> RecommendTolerance(const std::string& op, const std::string& platform,
                                                  int64_t k, const AuditOptions& options);
 
-// The JSON's "lse" object alone (for the Python binding's Audit.lse: the same keys).
-std::string AuditLseJson(const AuditResult& r);
 
 // The fit's lines for the terminal (AuditResult::fit; "" when it did not run and was not
 // skipped): the fitted model, the elements it reproduces, the search, the ties.
@@ -502,11 +502,41 @@ std::string AuditFitText(const AuditResult& r);
 // listed elements, notes and soundness.
 std::string AuditSummaryText(const AuditResult& r);
 std::string CompareSummaryText(const CompareResult& r);
-// The --json document (schema: reports/AUDIT.md).
+// The --json document (schema: reports/AUDIT.md): AuditJsonTree(r, kFile).dump(1) + "\n".
 std::string AuditToJson(const AuditResult& r);
-// The JSON's "fit" object alone (for the Python binding: the same keys).
-std::string AuditFitJson(const AuditResult& r);
 std::string CompareToJson(const CompareResult& r);
+
+// The one serializer of audits (issue 26 §1): the --json document and the Python binding's
+// `Audit` and `Compare` objects are built by these functions, so their keys cannot differ
+// (AUDIT.md "The Python objects"). Both forms have the same keys in the same order; they differ
+// only in how two kinds of value are written:
+//   kFile    the --json bytes: a non-finite number as the string "nan", "inf" or "-inf"
+//            (FormatDouble), an element's bits as a hex string in the output format ("0x3f80");
+//   kPython  numbers as they are (NaN and inf included), bits as unsigned integers.
+// Example: AuditJsonSection(r, "summary", JsonForm::kPython)["max_abs_diff"] is the double
+// r.max_abs_diff; with kFile it is the same number, or "inf" when it is infinite.
+enum class JsonForm : uint8_t { kFile, kPython };
+
+// Every top-level key of an audit document, in document order; the optional ones (sr_test,
+// aggregate, fit, lse) appear only where AuditJsonHas says so.
+inline constexpr std::array<const char*, 22> kAuditJsonKeys = {
+    "fpconform_audit", "op", "verdict", "counts", "platforms", "best_platform", "k", "shape",
+    "output_format", "input_format", "formula", "summary", "sr_test", "aggregate", "elements",
+    "notes", "soundness", "map", "histogram", "provenance", "fit", "lse"};
+inline constexpr std::array<const char*, 11> kCompareJsonKeys = {
+    "fpconform_compare", "op", "verdict", "consistent", "inconsistent", "at_fault", "listed",
+    "lse", "notes", "ref", "port"};
+// Whether r's document has `key` (false for a key not in kAuditJsonKeys).
+bool AuditJsonHas(const AuditResult& r, std::string_view key);
+// The value of `key` in r's document (null where AuditJsonHas is false).
+nlohmann::ordered_json AuditJsonSection(const AuditResult& r, std::string_view key, JsonForm form);
+// The whole document: every present key's section, in order.
+nlohmann::ordered_json AuditJsonTree(const AuditResult& r, JsonForm form);
+// The same for compare ("lse" only with both LSEs, CompareResult::lse; "ref" and "port" are
+// audit documents).
+bool CompareJsonHas(const CompareResult& c, std::string_view key);
+nlohmann::ordered_json CompareJsonSection(const CompareResult& c, std::string_view key, JsonForm form);
+nlohmann::ordered_json CompareJsonTree(const CompareResult& c, JsonForm form);
 // The files of --report DIR: report.md, elements.csv, report.json.
 std::vector<std::pair<std::string, std::string>> AuditReportFiles(const AuditResult& r);
 

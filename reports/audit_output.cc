@@ -1,8 +1,13 @@
 // The file and terminal forms of audits (audit.h; the JSON schema is reports/AUDIT.md).
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 #include "base/str_cat.h"
 #include "formats/format_spec.h"
@@ -246,116 +251,105 @@ ojson FitJson(const AuditResult::FitResult& f) {
   return j;
 }
 
-// The LSE block (AuditResult::lse): the JSON's "lse" and the Python Audit.lse (same keys).
-ojson LseJson(const AuditResult::LseAudit& a) {
+// A double as the form writes it (JsonForm): the number, or in a file a non-finite one as text.
+ojson Num(double v, JsonForm form) { return form == JsonForm::kPython ? ojson(v) : Num(v); }
+
+// An element's bits: hex in out's format in a file, the integer for Python.
+ojson Bits(const AuditResult& r, uint64_t bits, JsonForm form) {
+  return form == JsonForm::kPython ? ojson(bits) : ojson(Hex(r, bits));
+}
+
+ojson CountsJson(const std::array<int64_t, kAuditClasses>& counts) {
+  ojson j;
+  for (int c = 0; c < kAuditClasses; ++c) j[kClassKeys[c]] = counts[static_cast<size_t>(c)];
+  return j;
+}
+
+// The LSE block (AuditResult::lse): the JSON's "lse" (the Python Audit.lse is its kFile form).
+ojson LseJson(const AuditResult::LseAudit& a, JsonForm form) {
   ojson j;
   j["platform"] = a.platform;
   j["format"] = a.format;
   j["shape"] = a.shape;
-  ojson counts;
-  for (int c = 0; c < kAuditClasses; ++c) counts[kClassKeys[c]] = a.counts[static_cast<size_t>(c)];
-  j["counts"] = counts;
+  j["counts"] = CountsJson(a.counts);
   j["verdict"] = AuditVerdictName(a.verdict);
   j["fully_masked_rows"] = a.fully_masked_rows;
   j["convention"] = a.convention;
   ojson els = ojson::array();
   for (const AuditElement& e : a.elements) {
-    els.push_back({{"index", e.index}, {"class", AuditClassName(e.cls)}, {"actual", Num(e.actual)},
-                   {"exact", e.exact}, {"exact_value", Num(e.exact_value)}, {"emulated", Num(e.emulated)},
-                   {"error_ulp", Num(e.error_ulp)}, {"error_over_bound", Num(e.error_over_bound)},
-                   {"bound", Num(e.bound)}, {"diagnosis", e.diagnosis}});
+    els.push_back({{"index", e.index}, {"class", AuditClassName(e.cls)}, {"actual", Num(e.actual, form)},
+                   {"exact", e.exact}, {"exact_value", Num(e.exact_value, form)},
+                   {"emulated", Num(e.emulated, form)}, {"error_ulp", Num(e.error_ulp, form)},
+                   {"error_over_bound", Num(e.error_over_bound, form)}, {"bound", Num(e.bound, form)},
+                   {"diagnosis", e.diagnosis}});
   }
   j["elements"] = els;
   return j;
 }
 
-ojson AuditJson(const AuditResult& r) {
-  ojson j;
-  j["fpconform_audit"] = 1;
-  j["op"] = r.op;
-  j["verdict"] = AuditVerdictName(r.verdict);
-  ojson counts;
-  for (int c = 0; c < kAuditClasses; ++c) counts[kClassKeys[c]] = r.counts[static_cast<size_t>(c)];
-  j["counts"] = counts;
+ojson PlatformsJson(const AuditResult& r, JsonForm form) {
   ojson plats = ojson::array();
   for (const PlatformAudit& p : r.platforms) {
     ojson q;
     q["name"] = p.name;
     for (int c = 0; c < kAuditClasses; ++c) q[kClassKeys[c]] = p.counts[static_cast<size_t>(c)];
-    q["rec_rtol"] = Num(p.rec_rtol);
-    q["rec_atol"] = Num(p.rec_atol);
-    q["rec_ulp"] = Num(p.rec_ulp);
-    q["rec_bn"] = Num(p.rec_bn);
+    q["rec_rtol"] = Num(p.rec_rtol, form);
+    q["rec_atol"] = Num(p.rec_atol, form);
+    q["rec_ulp"] = Num(p.rec_ulp, form);
+    q["rec_bn"] = Num(p.rec_bn, form);
     plats.push_back(q);
   }
-  j["platforms"] = plats;
-  j["best_platform"] = r.best_platform;
-  j["k"] = r.k;
-  j["shape"] = r.out_shape;
-  j["output_format"] = r.out_format;
-  j["input_format"] = r.input_format;
-  j["formula"] = r.formula;
+  return plats;
+}
+
+ojson SummaryJson(const AuditResult& r, JsonForm form) {
   ojson sum;
   sum["mismatched"] = r.mismatched;
-  sum["max_abs_diff"] = Num(r.max_abs_diff);
+  sum["max_abs_diff"] = Num(r.max_abs_diff, form);
   sum["max_abs_index"] = r.max_abs_index;
-  sum["max_abs_allowed"] = Num(r.max_abs_allowed);
-  sum["max_rel_diff"] = Num(r.max_rel_diff);
+  sum["max_abs_allowed"] = Num(r.max_abs_allowed, form);
+  sum["max_rel_diff"] = Num(r.max_rel_diff, form);
   sum["max_rel_index"] = r.max_rel_index;
-  sum["max_rel_allowed"] = Num(r.max_rel_allowed);
-  j["summary"] = sum;
-  if (r.sr_test.run) {
-    j["sr_test"] = {{"inexact", r.sr_test.inexact}, {"away", r.sr_test.away},
-                    {"expected", Num(r.sr_test.expected)}, {"sigma", Num(r.sr_test.sigma)},
-                    {"z", Num(r.sr_test.z)}};
-  }
-  if (r.aggregate.run) {
-    const AuditResult::Aggregate& g = r.aggregate;
-    j["aggregate"] = {{"platform", g.platform}, {"pass", g.pass}, {"why", g.why},
-                      {"elements", g.elements}, {"excluded", g.excluded}, {"unbounded", g.unbounded},
-                      {"rel_l2", Num(g.rel_l2)}, {"rel_l2_limit", Num(g.rel_l2_limit)},
-                      {"emulated_rel_l2", Num(g.emulated_rel_l2)}, {"l2", Num(g.l2)},
-                      {"l2_limit", Num(g.l2_limit)}, {"correlation", Num(g.correlation)},
-                      {"correlation_limit", Num(g.correlation_limit)},
-                      {"emulated_correlation", Num(g.emulated_correlation)}, {"sigma", Num(g.sigma)}};
-  }
+  sum["max_rel_allowed"] = Num(r.max_rel_allowed, form);
+  return sum;
+}
+
+ojson AggregateJson(const AuditResult::Aggregate& g, JsonForm form) {
+  return {{"platform", g.platform}, {"pass", g.pass}, {"why", g.why},
+          {"elements", g.elements}, {"excluded", g.excluded}, {"unbounded", g.unbounded},
+          {"rel_l2", Num(g.rel_l2, form)}, {"rel_l2_limit", Num(g.rel_l2_limit, form)},
+          {"emulated_rel_l2", Num(g.emulated_rel_l2, form)}, {"l2", Num(g.l2, form)},
+          {"l2_limit", Num(g.l2_limit, form)}, {"correlation", Num(g.correlation, form)},
+          {"correlation_limit", Num(g.correlation_limit, form)},
+          {"emulated_correlation", Num(g.emulated_correlation, form)}, {"sigma", Num(g.sigma, form)}};
+}
+
+ojson ElementsJson(const AuditResult& r, JsonForm form) {
   ojson els = ojson::array();
   for (const AuditElement& e : r.elements) {
     ojson q;
     q["index"] = e.index;
     q["class"] = AuditClassName(e.cls);
-    q["actual_bits"] = Hex(r, e.actual_bits);
-    q["actual"] = Num(e.actual);
+    q["actual_bits"] = Bits(r, e.actual_bits, form);
+    q["actual"] = Num(e.actual, form);
     q["exact"] = e.exact;
-    q["exact_value"] = Num(e.exact_value);
-    q["emulated_bits"] = Hex(r, e.emulated_bits);
-    q["emulated"] = Num(e.emulated);
-    q["error_ulp"] = Num(e.error_ulp);
-    q["error_over_bound"] = Num(e.error_over_bound);
-    q["bound"] = Num(e.bound);
-    q["abs_sum"] = Num(e.abs_sum);
+    q["exact_value"] = Num(e.exact_value, form);
+    q["emulated_bits"] = Bits(r, e.emulated_bits, form);
+    q["emulated"] = Num(e.emulated, form);
+    q["error_ulp"] = Num(e.error_ulp, form);
+    q["error_over_bound"] = Num(e.error_over_bound, form);
+    q["bound"] = Num(e.bound, form);
+    q["abs_sum"] = Num(e.abs_sum, form);
     q["diagnosis"] = e.diagnosis;
     els.push_back(q);
   }
-  j["elements"] = els;
-  j["notes"] = r.notes;
+  return els;
+}
+
+ojson SoundnessJson(const AuditResult& r, JsonForm form) {
   ojson snd = ojson::array();
-  for (const auto& [name, rate] : r.soundness_rates) snd.push_back({{"case", name}, {"accepted", Num(rate)}});
-  j["soundness"] = {{"accepted_fractions", snd}, {"sentences", r.soundness}};
-  ojson map;
-  map["rows"] = r.map_rows;
-  map["cols"] = r.map_cols;
-  map["cell_rows"] = r.map_cell_rows;
-  map["cell_cols"] = r.map_cell_cols;
-  j["map"] = map;
-  j["histogram"] = {{"bins", "log10(|out - exact| / bound): [below -8 or zero error], 32 bins of 0.5 from -8 to 8, [above 8 or zero bound]"},
-                    {"counts", r.histogram}};
-  ojson prov;
-  for (const auto& [k, v] : r.provenance) prov[k] = v;
-  j["provenance"] = prov;
-  if (r.fit.run || !r.fit.skipped.empty()) j["fit"] = FitJson(r.fit);
-  if (r.lse.run) j["lse"] = LseJson(r.lse);
-  return j;
+  for (const auto& [name, rate] : r.soundness_rates) snd.push_back({{"case", name}, {"accepted", Num(rate, form)}});
+  return {{"accepted_fractions", snd}, {"sentences", r.soundness}};
 }
 
 const char* Bucket(float v) {
@@ -482,36 +476,107 @@ std::string CsvField(const std::string& v) {
 
 }  // namespace
 
-std::string AuditToJson(const AuditResult& r) { return AuditJson(r).dump(1) + "\n"; }
-
-std::string AuditFitJson(const AuditResult& r) { return FitJson(r.fit).dump(); }
-std::string AuditLseJson(const AuditResult& r) { return LseJson(r.lse).dump(); }
-
-std::string CompareToJson(const CompareResult& c) {
-  ojson j;
-  j["fpconform_compare"] = 1;
-  j["op"] = c.port.op;
-  j["verdict"] = AuditVerdictName(c.verdict);
-  j["consistent"] = c.consistent;
-  j["inconsistent"] = c.inconsistent;
-  j["at_fault"] = {{"ref", c.fault_ref}, {"port", c.fault_port}, {"both", c.fault_both}, {"neither", c.fault_neither}};
-  ojson listed = ojson::array();
-  for (const auto& [index, side] : c.listed) listed.push_back({{"index", index}, {"at_fault", side}});
-  j["listed"] = listed;
-  if (c.lse.run) {  // compare attention with both LSEs (AUDIT.md "compare attention --lse").
-    const CompareResult::LseCompare& l = c.lse;
-    ojson ll = ojson::array();
-    for (const auto& [index, side] : l.listed) ll.push_back({{"index", index}, {"at_fault", side}});
-    j["lse"] = {{"consistent", l.consistent},
-                {"inconsistent", l.inconsistent},
-                {"at_fault", {{"ref", l.fault_ref}, {"port", l.fault_port}, {"both", l.fault_both}, {"neither", l.fault_neither}}},
-                {"listed", ll}};
-  }
-  j["notes"] = c.notes;
-  j["ref"] = AuditJson(c.ref);
-  j["port"] = AuditJson(c.port);
-  return j.dump(1) + "\n";
+bool AuditJsonHas(const AuditResult& r, std::string_view key) {
+  if (key == "sr_test") return r.sr_test.run;
+  if (key == "aggregate") return r.aggregate.run;
+  if (key == "fit") return r.fit.run || !r.fit.skipped.empty();
+  if (key == "lse") return r.lse.run;
+  return std::find(kAuditJsonKeys.begin(), kAuditJsonKeys.end(), key) != kAuditJsonKeys.end();
 }
+
+ojson AuditJsonSection(const AuditResult& r, std::string_view key, JsonForm form) {
+  if (!AuditJsonHas(r, key)) return nullptr;
+  if (key == "fpconform_audit") return 1;
+  if (key == "op") return r.op;
+  if (key == "verdict") return AuditVerdictName(r.verdict);
+  if (key == "counts") return CountsJson(r.counts);
+  if (key == "platforms") return PlatformsJson(r, form);
+  if (key == "best_platform") return r.best_platform;
+  if (key == "k") return r.k;
+  if (key == "shape") return r.out_shape;
+  if (key == "output_format") return r.out_format;
+  if (key == "input_format") return r.input_format;
+  if (key == "formula") return r.formula;
+  if (key == "summary") return SummaryJson(r, form);
+  if (key == "sr_test") {
+    return {{"inexact", r.sr_test.inexact}, {"away", r.sr_test.away}, {"expected", Num(r.sr_test.expected, form)},
+            {"sigma", Num(r.sr_test.sigma, form)}, {"z", Num(r.sr_test.z, form)}};
+  }
+  if (key == "aggregate") return AggregateJson(r.aggregate, form);
+  if (key == "elements") return ElementsJson(r, form);
+  if (key == "notes") return r.notes;
+  if (key == "soundness") return SoundnessJson(r, form);
+  if (key == "map") {
+    return {{"rows", r.map_rows}, {"cols", r.map_cols}, {"cell_rows", r.map_cell_rows},
+            {"cell_cols", r.map_cell_cols}};
+  }
+  if (key == "histogram") {
+    return {{"bins", "log10(|out - exact| / bound): [below -8 or zero error], 32 bins of 0.5 from -8 to 8, [above 8 or zero bound]"},
+            {"counts", r.histogram}};
+  }
+  if (key == "provenance") {
+    ojson prov;  // null when there is none, as the document has always written it.
+    for (const auto& [k, v] : r.provenance) prov[k] = v;
+    return prov;
+  }
+  if (key == "fit") return FitJson(r.fit);
+  return LseJson(r.lse, form);  // "lse", the last key.
+}
+
+ojson AuditJsonTree(const AuditResult& r, JsonForm form) {
+  ojson j;
+  for (const char* key : kAuditJsonKeys) {
+    if (AuditJsonHas(r, key)) j[key] = AuditJsonSection(r, key, form);
+  }
+  return j;
+}
+
+std::string AuditToJson(const AuditResult& r) { return AuditJsonTree(r, JsonForm::kFile).dump(1) + "\n"; }
+
+bool CompareJsonHas(const CompareResult& c, std::string_view key) {
+  if (key == "lse") return c.lse.run;  // compare attention with both LSEs.
+  return std::find(kCompareJsonKeys.begin(), kCompareJsonKeys.end(), key) != kCompareJsonKeys.end();
+}
+
+ojson CompareJsonSection(const CompareResult& c, std::string_view key, JsonForm form) {
+  if (!CompareJsonHas(c, key)) return nullptr;
+  if (key == "fpconform_compare") return 1;
+  if (key == "op") return c.port.op;
+  if (key == "verdict") return AuditVerdictName(c.verdict);
+  if (key == "consistent") return c.consistent;
+  if (key == "inconsistent") return c.inconsistent;
+  if (key == "at_fault") {
+    return {{"ref", c.fault_ref}, {"port", c.fault_port}, {"both", c.fault_both}, {"neither", c.fault_neither}};
+  }
+  if (key == "listed") {
+    ojson listed = ojson::array();
+    for (const auto& [index, side] : c.listed) listed.push_back({{"index", index}, {"at_fault", side}});
+    return listed;
+  }
+  if (key == "lse") {  // AUDIT.md "compare attention --lse".
+    const CompareResult::LseCompare& l = c.lse;
+    ojson listed = ojson::array();
+    for (const auto& [index, side] : l.listed) listed.push_back({{"index", index}, {"at_fault", side}});
+    return {{"consistent", l.consistent},
+            {"inconsistent", l.inconsistent},
+            {"at_fault", {{"ref", l.fault_ref}, {"port", l.fault_port}, {"both", l.fault_both}, {"neither", l.fault_neither}}},
+            {"listed", listed}};
+  }
+  if (key == "notes") return c.notes;
+  if (key == "ref") return AuditJsonTree(c.ref, form);
+  if (key == "port") return AuditJsonTree(c.port, form);
+  return nullptr;
+}
+
+ojson CompareJsonTree(const CompareResult& c, JsonForm form) {
+  ojson j;
+  for (const char* key : kCompareJsonKeys) {
+    if (CompareJsonHas(c, key)) j[key] = CompareJsonSection(c, key, form);
+  }
+  return j;
+}
+
+std::string CompareToJson(const CompareResult& c) { return CompareJsonTree(c, JsonForm::kFile).dump(1) + "\n"; }
 
 std::vector<std::pair<std::string, std::string>> AuditReportFiles(const AuditResult& r) {
   std::string csv = "index,class,actual_bits,actual,exact,emulated_bits,emulated,error_ulp,error_over_bound,bound,abs_sum,diagnosis\n";

@@ -14,8 +14,14 @@ the results come back as numpy arrays, as ml_dtypes arrays where ml_dtypes has t
 >>> out, bound = fpconform.emulate_matmul(a, b, "trainium2-bf16")
 >>> print(out.dtype, out[0].tolist())
 float32 [128.0, 128.0, 128.0]
->>> print(fpconform.audit_matmul(a, b, out, platform="trainium2-bf16", tolerance=False).verdict)
+>>> r = fpconform.audit_matmul(a, b, out, platform="trainium2-bf16", tolerance=False)
+>>> print(r.verdict)
 pass
+
+An audit's attributes are its JSON's keys (reports/AUDIT.md "The Python objects"):
+
+>>> r.output_format, r.shape, r.summary["mismatched"], r.to_dict()["shape"]
+('float32', (2, 3), 0, [2, 3])
 
 Errors (bad dtype, shape, unknown platform, bad model file) are ValueError with the C++
 library's message; nothing here crashes the interpreter.
@@ -51,7 +57,11 @@ __all__ = [
     "emulate_attention",
 ]
 
+#: The result of an audit. Every top-level key of its JSON (``to_json()``, reports/AUDIT.md) is an
+#: attribute of the same name, built by the same serializer; inside a section, dict keys are the
+#: JSON's. ``to_dict()`` is ``json.loads(to_json())``; an example in this module's docstring.
 Audit = _C.Audit
+#: Two platforms' outputs on the same inputs; attributes as Audit's (``compare.at_fault``, ...).
 Compare = _C.Compare
 #: Class codes of Audit.classes, in order: identical, within_bound, within_tolerance, unexplained.
 CLASS_NAMES: Tuple[str, ...] = tuple(_C.CLASS_NAMES)
@@ -891,11 +901,13 @@ def audit_attention(q: Any, k: Any, v: Any, out: Any, platform: Union[str, Seque
 def compare_attention(q: Any, k: Any, v: Any, out_ref: Any, platform_ref: str, out: Any, platform: str, *,
                       mask: Any = None, causal: bool = False, scale: Optional[float] = None,
                       out_rounding: str = "rne", strict: bool = False, max_listed: int = 100,
-                      threads: Optional[int] = None) -> Compare:
+                      threads: Optional[int] = None, lse_ref: Any = None, lse: Any = None) -> Compare:
     """Two platforms' attention outputs of the same q, k, v, mask and scale (e.g. the CUDA
     FlashAttention reference and an NKI port): each audited against its own model, their
     difference checked against the sum of both bounds; the side at fault is the one its own model
-    does not explain (`fpconform compare attention`).
+    does not explain (`fpconform compare attention`). `lse_ref` and `lse` (float, q's shape
+    without D; `--lse-ref`, `--lse`): each side's LSE audited too (`Compare.ref.lse`,
+    `Compare.port.lse`), and with both the rows compared (`Compare.lse`, the JSON's "lse").
 
     >>> import numpy as np, fpconform
     >>> q = np.float32([[1.0, 0.0]]); k = np.float32([[1.0, 0.0], [0.0, 1.0]]); v = np.float32([[0.0], [1.0]])
@@ -909,7 +921,8 @@ def compare_attention(q: Any, k: Any, v: Any, out_ref: Any, platform_ref: str, o
         mask = np.asarray(mask).astype(np.uint8)
     r = _C.compare_attention(_tensor(q, "q"), _tensor(k, "k"), _tensor(v, "v"), _tensor(mask, "mask"), bool(causal),
                              None if scale is None else float(scale), _tensor(out_ref, "out_ref"), platform_ref,
-                             _tensor(out, "out"), platform, out_rounding, attention_models_dir(), o)
+                             _tensor(out, "out"), platform, out_rounding, attention_models_dir(), o,
+                             _tensor(lse_ref, "lse_ref"), _tensor(lse, "lse"))
     _notify(r, "compare")
     return r
 

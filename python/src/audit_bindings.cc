@@ -1,6 +1,16 @@
 // The audit library (reports/audit.h) for Python: audit_matmul / audit_sum / audit_cast /
 // compare_matmul returning the Audit and Compare objects (AuditResult and CompareResult as they
 // are, with their text, JSON and per-element class codes).
+//
+// Every attribute, dict and list of dicts of Audit and Compare is a section of the --json
+// document built by the one serializer (reports/audit.h AuditJsonSection, CompareJsonSection)
+// in its Python form: one attribute per top-level key, of the same name, defined in a loop over
+// the serializer's key list, so a key the JSON gains is an attribute too. Arrays become lists,
+// except indexes and shapes (keys index, shape, max_abs_index, max_rel_index): tuples. The older
+// names stay as aliases of those sections (AUDIT.md "The Python objects": out_format, out_shape,
+// mismatched, max_*, faults; the platforms' counts, rtol, atol, ulp, bound_normalized), and
+// soundness and Compare.listed keep their older values (the sentences; (index, side) pairs).
+// Example: audit.output_format == audit.to_dict()["output_format"] == audit.out_format.
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>
@@ -11,11 +21,13 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <utility>
 #include <vector>
 
 #include "formats/op_env.h"
+#include "nlohmann/json.hpp"
 #include "python/src/arrays.h"
 #include "reports/audit.h"
 
@@ -85,57 +97,80 @@ std::string IndexText(const std::vector<int64_t>& index) {
   return s + (index.size() == 1 ? ",)" : ")");
 }
 
-nb::tuple IndexTuple(const std::vector<int64_t>& index) {
-  nb::list l;
-  for (int64_t i : index) l.append(i);
-  return nb::tuple(l);
-}
+using ojson = nlohmann::ordered_json;
+using reports::JsonForm;
 
-nb::dict Counts(const std::array<int64_t, reports::kAuditClasses>& c) {
-  nb::dict d;
-  for (int i = 0; i < reports::kAuditClasses; ++i) {
-    d[reports::AuditClassName(static_cast<reports::AuditClass>(i))] = c[static_cast<size_t>(i)];
+// A JSON value of the serializer's Python form as a Python object: objects as dicts (in the
+// document's order), arrays as lists, the arrays of `key` index, shape, max_abs_index and
+// max_rel_index as tuples (numpy's convention for indexes and shapes).
+nb::object ToPython(const ojson& j, std::string_view key = {}) {
+  switch (j.type()) {
+    case ojson::value_t::boolean:
+      return nb::cast(j.get<bool>());
+    case ojson::value_t::number_integer:
+      return nb::cast(j.get<int64_t>());
+    case ojson::value_t::number_unsigned:
+      return nb::cast(j.get<uint64_t>());
+    case ojson::value_t::number_float:
+      return nb::cast(j.get<double>());
+    case ojson::value_t::string: {
+      const std::string& text = j.get_ref<const std::string&>();
+      return nb::str(text.data(), text.size());
+    }
+    case ojson::value_t::array: {
+      nb::list l;
+      for (const ojson& e : j) l.append(ToPython(e));
+      const bool tuple = key == "index" || key == "shape" || key == "max_abs_index" || key == "max_rel_index";
+      if (tuple) return nb::tuple(l);
+      return l;
+    }
+    case ojson::value_t::object: {
+      nb::dict d;
+      for (auto it = j.begin(); it != j.end(); ++it) {
+        d[nb::str(it.key().data(), it.key().size())] = ToPython(it.value(), it.key());
+      }
+      return d;
+    }
+    default:  // null (and the types the serializer never writes)
+      return nb::none();
   }
-  return d;
 }
 
-nb::list Elements(const AuditResult& r) {
-  nb::list out;
-  for (const reports::AuditElement& e : r.elements) {
-    nb::dict d;
-    d["index"] = IndexTuple(e.index);
-    d["class"] = reports::AuditClassName(e.cls);
-    d["actual_bits"] = e.actual_bits;
-    d["actual"] = e.actual;
-    d["exact"] = e.exact;
-    d["exact_value"] = e.exact_value;
-    d["emulated_bits"] = e.emulated_bits;
-    d["emulated"] = e.emulated;
-    d["error_ulp"] = e.error_ulp;
-    d["error_over_bound"] = e.error_over_bound;
-    d["abs_sum"] = e.abs_sum;
-    d["bound"] = e.bound;
-    d["diagnosis"] = e.diagnosis;
-    out.append(d);
-  }
-  return out;
+// One top-level key of the audit's document, in the Python form (None where it is absent).
+nb::object Section(const AuditResult& r, std::string_view key) {
+  return ToPython(reports::AuditJsonSection(r, key, JsonForm::kPython), key);
 }
 
+// The document's object under `key` exactly as json.loads reads it from the file (Audit.fit and
+// Audit.lse have always been that), or None where it is absent.
+nb::object FileSection(const AuditResult& r, std::string_view key) {
+  if (!reports::AuditJsonHas(r, key)) return nb::none();
+  return nb::module_::import_("json").attr("loads")(reports::AuditJsonSection(r, key, JsonForm::kFile).dump());
+}
+
+// "platforms" with the older keys as aliases of the JSON's: counts (the four class keys),
+// rtol, atol, ulp, bound_normalized (rec_rtol, rec_atol, rec_ulp, rec_bn), and the model's hash
+// (model_hash; the JSON has it in provenance).
 nb::list Platforms(const AuditResult& r) {
-  nb::list out;
-  for (const reports::PlatformAudit& p : r.platforms) {
-    nb::dict d;
-    d["name"] = p.name;
-    d["counts"] = Counts(p.counts);
-    d["rtol"] = p.rec_rtol;
-    d["atol"] = p.rec_atol;
-    d["ulp"] = p.rec_ulp;
-    d["bound_normalized"] = p.rec_bn;
-    d["model_hash"] = p.model_hash;
-    out.append(d);
+  nb::list out = nb::cast<nb::list>(Section(r, "platforms"));
+  for (size_t i = 0; i < out.size(); ++i) {
+    nb::dict d = nb::cast<nb::dict>(out[i]);
+    nb::dict counts;
+    for (int c = 0; c < reports::kAuditClasses; ++c) {
+      const char* name = reports::AuditClassName(static_cast<reports::AuditClass>(c));
+      counts[name] = nb::object(d[name]);
+    }
+    d["counts"] = counts;
+    d["rtol"] = nb::object(d["rec_rtol"]);
+    d["atol"] = nb::object(d["rec_atol"]);
+    d["ulp"] = nb::object(d["rec_ulp"]);
+    d["bound_normalized"] = nb::object(d["rec_bn"]);
+    d["model_hash"] = r.platforms[i].model_hash;
   }
   return out;
 }
+
+nb::object SummaryItem(const AuditResult& r, const char* key) { return nb::object(Section(r, "summary")[key]); }
 
 std::string Repr(const AuditResult& r) {
   int64_t total = 0;
@@ -295,15 +330,19 @@ CompareResult CompareAttentionPy(const TensorPair& q, const TensorPair& k, const
                                  const TensorPair& mask, bool causal, std::optional<double> scale,
                                  const TensorPair& out_ref, const std::string& platform_ref, const TensorPair& out,
                                  const std::string& platform, const std::string& out_rounding,
-                                 const std::string& attention_models_dir, const Options& o) {
+                                 const std::string& attention_models_dir, const Options& o,
+                                 const TensorPair& lse_ref, const TensorPair& lse) {
   const Tensor tq = Need(q, "q"), tk = Need(k, "k"), tv = Need(v, "v");
   const Tensor tref = Need(out_ref, "out_ref"), tout = Need(out, "out");
   const std::optional<Tensor> tm = Load(mask, "mask");
+  const std::optional<Tensor> tlr = Load(lse_ref, "lse_ref"), tl = Load(lse, "lse");
   reports::AttentionAuditInput port = AttentionInput(tq, tk, tv, tm, causal, scale);
   port.out_rounding = ParseMode(out_rounding, "out_rounding");
   reports::AttentionAuditInput ref = port;
   ref.out = &tref;
   port.out = &tout;
+  if (tlr.has_value()) ref.lse = &*tlr;
+  if (tl.has_value()) port.lse = &*tl;
   reports::AuditOptions opts = MakeOptions(o);
   opts.attention_models_dir = attention_models_dir;
   absl::StatusOr<CompareResult> r;
@@ -409,32 +448,52 @@ void BindAudit(nb::module_& m) {
       .def_rw("tolerance_samples", &Options::tolerance_samples)
       .def_rw("threads", &Options::threads);
 
-  nb::class_<AuditResult>(m, "Audit", "The result of an audit: verdict, class counts, per-element classes, "
-                                      "listed elements with evidence; str() is the CLI's summary.")
-      .def_ro("op", &AuditResult::op)
-      .def_prop_ro("verdict", [](const AuditResult& r) { return reports::AuditVerdictName(r.verdict); })
-      .def_ro("best_platform", &AuditResult::best_platform)
-      .def_ro("k", &AuditResult::k)
-      .def_ro("out_format", &AuditResult::out_format)
-      .def_ro("input_format", &AuditResult::input_format)
-      .def_ro("formula", &AuditResult::formula)
-      .def_ro("mismatched", &AuditResult::mismatched)
-      .def_ro("max_abs_diff", &AuditResult::max_abs_diff)
-      .def_ro("max_abs_allowed", &AuditResult::max_abs_allowed)
-      .def_ro("max_rel_diff", &AuditResult::max_rel_diff)
-      .def_ro("max_rel_allowed", &AuditResult::max_rel_allowed)
-      .def_ro("notes", &AuditResult::notes)
-      .def_ro("soundness", &AuditResult::soundness)
-      .def_prop_ro("out_shape", [](const AuditResult& r) { return IndexTuple(r.out_shape); })
+  nb::class_<AuditResult> audit(m, "Audit",
+                                "The result of an audit: verdict, class counts, per-element classes, listed "
+                                "elements with evidence; str() is the CLI's summary. Every top-level key of "
+                                "to_json() is an attribute of the same name (reports/AUDIT.md \"The Python "
+                                "objects\").");
+  // One attribute per key of the document (the serializer's list): the same names and values as
+  // the JSON, in the Python form. soundness, fit and lse are defined below (older values).
+  for (const char* key : reports::kAuditJsonKeys) {
+    const std::string_view k = key;
+    if (k == "platforms" || k == "soundness" || k == "fit" || k == "lse") continue;
+    audit.def_prop_ro(key, [k](const AuditResult& r) { return Section(r, k); },
+                      "The --json document's key of this name (Python form: reports/AUDIT.md \"The Python "
+                      "objects\"); None where the document does not have it");
+  }
+  audit
+      .def_prop_ro("platforms", &Platforms,
+                   "The JSON's \"platforms\" (name, the class counts, rec_rtol, rec_atol, rec_ulp, rec_bn), "
+                   "each dict also with the older keys counts, rtol, atol, ulp, bound_normalized and model_hash")
+      .def_prop_ro("soundness",
+                   [](const AuditResult& r) { return nb::object(Section(r, "soundness")["sentences"]); },
+                   "The JSON's soundness[\"sentences\"] (the whole object: to_dict()[\"soundness\"])")
+      .def_prop_ro("fit", [](const AuditResult& r) { return FileSection(r, "fit"); },
+                   "The fit of --platform auto (matmul, sum): the JSON's \"fit\" object as a dict, or None")
+      .def_prop_ro("lse", [](const AuditResult& r) { return FileSection(r, "lse"); },
+                   "audit_attention(lse=...): the LSE's classes, the JSON's \"lse\" object as a dict, or None")
+      // Older names, aliases of the JSON's keys.
+      .def_prop_ro("out_format", [](const AuditResult& r) { return Section(r, "output_format"); },
+                   "Alias of output_format")
+      .def_prop_ro("out_shape", [](const AuditResult& r) { return Section(r, "shape"); }, "Alias of shape")
+      .def_prop_ro("mismatched", [](const AuditResult& r) { return SummaryItem(r, "mismatched"); },
+                   "Alias of summary[\"mismatched\"]")
+      .def_prop_ro("max_abs_diff", [](const AuditResult& r) { return SummaryItem(r, "max_abs_diff"); },
+                   "Alias of summary[\"max_abs_diff\"]")
+      .def_prop_ro("max_abs_allowed", [](const AuditResult& r) { return SummaryItem(r, "max_abs_allowed"); },
+                   "Alias of summary[\"max_abs_allowed\"]")
+      .def_prop_ro("max_rel_diff", [](const AuditResult& r) { return SummaryItem(r, "max_rel_diff"); },
+                   "Alias of summary[\"max_rel_diff\"]")
+      .def_prop_ro("max_rel_allowed", [](const AuditResult& r) { return SummaryItem(r, "max_rel_allowed"); },
+                   "Alias of summary[\"max_rel_allowed\"]")
+      // Not in the JSON: the verdict as a bool and the per-element arrays.
       .def_prop_ro("passed", [](const AuditResult& r) { return r.verdict == reports::AuditVerdict::kPass; })
-      .def_prop_ro("counts", [](const AuditResult& r) { return Counts(r.counts); })
       .def_prop_ro("classes",
                    [](const AuditResult& r) {
                      std::vector<uint8_t> c = r.classes;
                      return VectorArray<uint8_t>(std::move(c), r.out_shape);
                    })
-      .def_prop_ro("elements", &Elements)
-      .def_prop_ro("platforms", &Platforms)
       .def_prop_ro("bounds",
                    [](const AuditResult& r) -> nb::object {
                      if (r.bounds.empty()) return nb::none();
@@ -442,70 +501,49 @@ void BindAudit(nb::module_& m) {
                      return VectorArray<double>(std::move(b), r.out_shape);
                    })
       .def("to_json", &reports::AuditToJson)
-      .def_prop_ro("fit",
-                   [](const AuditResult& r) -> nb::object {
-                     if (!r.fit.run && r.fit.skipped.empty()) return nb::none();
-                     return nb::module_::import_("json").attr("loads")(reports::AuditFitJson(r));
-                   },
-                   "The fit of --platform auto (matmul, sum): the JSON's \"fit\" object as a dict, or None")
-      .def_prop_ro("lse",
-                   [](const AuditResult& r) -> nb::object {
-                     if (!r.lse.run) return nb::none();
-                     return nb::module_::import_("json").attr("loads")(reports::AuditLseJson(r));
-                   },
-                   "audit_attention(lse=...): the LSE's classes, the JSON's \"lse\" object as a dict, or None")
-      .def_prop_ro("aggregate",
-                   [](const AuditResult& r) -> nb::object {
-                     const AuditResult::Aggregate& g = r.aggregate;
-                     if (!g.run) return nb::none();
-                     nb::dict d;
-                     d["platform"] = g.platform;
-                     d["pass"] = g.pass;
-                     d["why"] = g.why;
-                     d["elements"] = g.elements;
-                     d["excluded"] = g.excluded;
-                     d["unbounded"] = g.unbounded;
-                     d["rel_l2"] = g.rel_l2;
-                     d["rel_l2_limit"] = g.rel_l2_limit;
-                     d["emulated_rel_l2"] = g.emulated_rel_l2;
-                     d["l2"] = g.l2;
-                     d["l2_limit"] = g.l2_limit;
-                     d["correlation"] = g.correlation;
-                     d["correlation_limit"] = g.correlation_limit;
-                     d["emulated_correlation"] = g.emulated_correlation;
-                     d["sigma"] = g.sigma;
-                     return d;
-                   },
-                   "The aggregate gate (attention): the JSON's \"aggregate\" object as a dict (floats, "
-                   "not strings), or None for the ops without it")
+      .def("to_dict",
+           [](const AuditResult& r) { return nb::module_::import_("json").attr("loads")(reports::AuditToJson(r)); },
+           "json.loads(to_json()): the document with the file's values (non-finite numbers and bits as text)")
       .def("report_files", &reports::AuditReportFiles)
       .def("__str__", &reports::AuditSummaryText)
       .def("__repr__", &Repr);
 
-  nb::class_<CompareResult>(m, "Compare", "Two platforms' outputs on the same inputs (fpconform compare).")
-      .def_prop_ro("verdict", [](const CompareResult& c) { return reports::AuditVerdictName(c.verdict); })
-      .def_ro("ref", &CompareResult::ref)
-      .def_ro("port", &CompareResult::port)
-      .def_ro("consistent", &CompareResult::consistent)
-      .def_ro("inconsistent", &CompareResult::inconsistent)
-      .def_ro("notes", &CompareResult::notes)
+  nb::class_<CompareResult> compare(m, "Compare",
+                                    "Two platforms' outputs on the same inputs (fpconform compare). Every "
+                                    "top-level key of to_json() is an attribute of the same name.");
+  for (const char* key : reports::kCompareJsonKeys) {
+    const std::string_view k = key;
+    if (k == "listed" || k == "ref" || k == "port") continue;
+    compare.def_prop_ro(key,
+                        [k](const CompareResult& c) {
+                          return ToPython(reports::CompareJsonSection(c, k, JsonForm::kPython), k);
+                        },
+                        "The --json document's key of this name (Python form: reports/AUDIT.md \"The "
+                        "Python objects\")");
+  }
+  compare.def_ro("ref", &CompareResult::ref, "The reference side's Audit (the JSON's \"ref\")")
+      .def_ro("port", &CompareResult::port, "The port side's Audit (the JSON's \"port\")")
       .def_prop_ro("faults",
                    [](const CompareResult& c) {
-                     nb::dict d;
-                     d["ref"] = c.fault_ref;
-                     d["port"] = c.fault_port;
-                     d["both"] = c.fault_both;
-                     d["neither"] = c.fault_neither;
-                     return d;
-                   })
+                     return ToPython(reports::CompareJsonSection(c, "at_fault", JsonForm::kPython));
+                   },
+                   "Alias of at_fault")
       .def_prop_ro("listed",
                    [](const CompareResult& c) {
                      nb::list l;
-                     for (const auto& [index, side] : c.listed) l.append(nb::make_tuple(IndexTuple(index), side));
+                     for (nb::handle e : ToPython(reports::CompareJsonSection(c, "listed", JsonForm::kPython))) {
+                       l.append(nb::make_tuple(e["index"], e["at_fault"]));
+                     }
                      return l;
-                   })
+                   },
+                   "The JSON's \"listed\" as (index, at_fault) tuples")
       .def_prop_ro("passed", [](const CompareResult& c) { return c.verdict == reports::AuditVerdict::kPass; })
       .def("to_json", &reports::CompareToJson)
+      .def("to_dict",
+           [](const CompareResult& c) {
+             return nb::module_::import_("json").attr("loads")(reports::CompareToJson(c));
+           },
+           "json.loads(to_json())")
       .def("__str__", &reports::CompareSummaryText)
       .def("__repr__", [](const CompareResult& c) {
         return "<fpconform.Compare " + c.port.op + ": " + std::string(reports::AuditVerdictName(c.verdict)) + ", " +
@@ -533,7 +571,8 @@ void BindAudit(nb::module_& m) {
   m.def("compare_attention", &CompareAttentionPy, nb::arg("q").none(), nb::arg("k").none(), nb::arg("v").none(),
         nb::arg("mask").none(), nb::arg("causal"), nb::arg("scale").none(), nb::arg("out_ref").none(),
         nb::arg("platform_ref"), nb::arg("out").none(), nb::arg("platform"), nb::arg("out_rounding"),
-        nb::arg("attention_models_dir"), nb::arg("options"));
+        nb::arg("attention_models_dir"), nb::arg("options"), nb::arg("lse_ref").none() = nb::none(),
+        nb::arg("lse").none() = nb::none());
   m.def("exact_attention", &ExactAttentionPy, nb::arg("q").none(), nb::arg("k").none(), nb::arg("v").none(),
         nb::arg("mask").none(), nb::arg("causal"), nb::arg("scale").none(), nb::arg("out_dtype"),
         nb::arg("threads"));
