@@ -130,6 +130,9 @@
 
 #include <cmath>
 #include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <string_view>
@@ -138,6 +141,8 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "accumulation/dot_bound.h"
+#include "accumulation/model.h"
 #include "formats/format_spec.h"
 #include "oracles/attention.h"
 #include "oracles/elementary.h"
@@ -146,6 +151,25 @@ namespace fpconform::composite {
 
 enum class ScalePlacement : uint8_t { kSeparate, kFoldQ, kFoldQKSqrt, kExponent };
 enum class Normalize : uint8_t { kDivide, kReciprocal, kExpLse };
+
+// The accumulation model (or envelope: every member) named by matmul.qk / matmul.pv, with its
+// dot constants (dot_bound.h) per length, computed once (shared by the copies of the
+// AttentionModel; thread-safe).
+class MatmulModel {
+ public:
+  MatmulModel(std::string name, std::vector<Model> members) : name_(std::move(name)), members_(std::move(members)) {}
+  const std::string& name() const { return name_; }
+  const std::vector<Model>& members() const { return members_; }
+  // ComputeDotBound(member, n), the componentwise maximum over the members (each constant of
+  // the contract is monotone, so the maximum bounds every member), cached.
+  absl::StatusOr<DotBound> Bound(int64_t n) const;
+
+ private:
+  std::string name_;
+  std::vector<Model> members_;
+  mutable std::mutex mu_;
+  mutable std::map<int64_t, absl::StatusOr<DotBound>> cache_;
+};
 
 struct AttentionModel {
   std::string name, description;
@@ -167,14 +191,25 @@ struct AttentionModel {
   double fully_masked_lse = -INFINITY;
   // Split-KV: the key range in num_splits chunks of whole key blocks, combined (1: none).
   int64_t num_splits = 1;
+  // matmul.qk / matmul.pv: the accumulation models of the two matmuls (null: float32 in any
+  // order, gamma_d and gamma_(n+1)).
+  std::shared_ptr<const MatmulModel> qk, pv;
   std::vector<std::pair<std::string, std::string>> provenance;
   std::vector<std::string> unconfirmed;
 };
 
+// matmul.qk / matmul.pv name files <accumulation_models_dir>/<name>.toml. Without the argument
+// (or with ""): AccumulationModelsDirFor(the file's directory).
 absl::StatusOr<AttentionModel> ParseAttentionModel(std::string_view toml_text, std::string_view file_name);
+absl::StatusOr<AttentionModel> ParseAttentionModel(std::string_view toml_text, std::string_view file_name,
+                                                   const std::string& accumulation_models_dir);
 absl::StatusOr<AttentionModel> LoadAttentionModel(const std::string& path);
 // Every *.toml of dir, sorted by name.
 absl::StatusOr<std::vector<AttentionModel>> LoadAttentionModels(const std::string& dir);
+// The accumulation presets beside an attention models directory, in each layout the data ships
+// in (cli/data_dir.h, python's _data_dir): <dir>/../../accumulation/models (the source tree) when
+// it is a directory, else <dir>/../models (installed share/fpconform/, the wheel's data/).
+std::string AccumulationModelsDirFor(const std::string& attention_models_dir);
 
 // Rows [r0, r1) of problem p under model m: emulated bits (m.output) and the enclosure [lo, hi]
 // (values of m.output) of every admitted implementation's output, from the exact values `exact`
