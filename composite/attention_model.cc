@@ -576,7 +576,7 @@ void Row(const AttentionModel& m, const AttentionProblem& p, int64_t i, const do
     const absl::StatusOr<DotBound> db = m.qk->Bound(p.d);
     qk_ok = db.ok();
     if (qk_ok) {
-      qk_rel = db->rel * kF;
+      qk_rel = std::max(qk_rel, db->rel * kF);  // Never below gamma_d: the emulated value stays inside.
       double qmax = 0;
       for (size_t c = 0; c < dd; ++c) qmax = std::max(qmax, std::fabs(p.q[static_cast<size_t>(i) * dd + c]));
       const double grow = std::max(1.0, std::fabs(scale)) * kF;  // Operands and scaled units.
@@ -666,7 +666,7 @@ void Row(const AttentionModel& m, const AttentionProblem& p, int64_t i, const do
         const double a_blk = ((1 + u) * db->abs + eta_f) * (1 + 0x1p-50);
         const double lam = std::pow((1 + eps) * (1 + u) * (1 + u), r) * (1 + 0x1p-50);
         const double grow = std::pow(1 + phi, blocks) * (1 + 0x1p-50);
-        pv_rel = grow - 1 + 0x1p-50;
+        pv_rel = std::max(pv_rel, grow - 1 + 0x1p-50);  // Never below gamma_(n+1), as qk_rel.
         const double blk = m.key_block > 0 ? static_cast<double>(m.key_block) : static_cast<double>(p.s_k);
         const double smax = db->tiny_a * vmax + db->tiny_b * 2;  // P_j <= 2 (1 + Theta < 2 where bounded).
         const double nabs = grow * (blocks * lam * (a_blk + (db->sub_max + db->sub_sum * blk) * smax) +
