@@ -301,3 +301,24 @@ TEST(DotBoundTest, SequentialFloat32IsGammaLike) {
 
 }  // namespace
 }  // namespace fpconform
+
+namespace fpconform {
+namespace {
+
+// The header's example: nvidia-h100-bf16 at n = 64 is four groups of 16 products (F = 25, RZ),
+// each adding u + g 2^-F = 2^-23 + 17 * 2^-25 to the first products' coefficient: 84 * 2^-25 to
+// first order; nvidia-a100-bf16 eight groups of 8 (F = 24): 8 (2^-23 + 9 * 2^-24) = 88 * 2^-24.
+TEST(DotBoundTest, TensorCoreChainsAsInTheHeader) {
+  const std::string dir = FPCONFORM_MODELS_SOURCE_DIR;
+  const DotBound h = *ComputeDotBound(*LoadModelFile(dir + "/nvidia-h100-bf16.toml"), 64);
+  EXPECT_NEAR(h.rel / (84 * 0x1p-25), 1, 1e-5);
+  EXPECT_EQ(h.rel_c, h.rel);  // c is aligned in the first group as the first products are.
+  EXPECT_GT(h.sub_max, 0.0);  // Nominal alignment.
+  EXPECT_EQ(h.sub_sum, 0.0);  // No input conversion.
+  EXPECT_EQ(h.tiny_a, 0x1p-126);
+  const DotBound a = *ComputeDotBound(*LoadModelFile(dir + "/nvidia-a100-bf16.toml"), 64);
+  EXPECT_NEAR(a.rel / (88 * 0x1p-24), 1, 1e-5);
+}
+
+}  // namespace
+}  // namespace fpconform
