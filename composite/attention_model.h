@@ -42,8 +42,9 @@
 //
 // The bound (EmulateAttentionRows). For an element o (exact value, oracles/attention.h) with
 // PV = sum_j P_j |V_jc| (P the exact probabilities; PV >= |o|), every implementation that the
-// model admits, with the matmuls and sums in any order and tree, returns before its output
-// rounding a value y with |y - o| <= E, where, with u = 2^-p of the compute format, u_P of
+// model admits, with the matmuls and sums in any order and tree (the matmuls also on the datapath
+// that matmul.qk / matmul.pv name: "The matmuls" below), returns before its output rounding a
+// value y with |y - o| <= E, where, with u = 2^-p of the compute format, u_P of
 // formats.p (0 when P is not rounded), gamma_k = k u / (1 - k u), n the row's attended keys, R
 // the rescalings, eps = exp_ulp 2^(1-p) the exponential's relative error:
 //   each computed unnormalized weight is w_j = e^(s_j - m)(1 + theta_j) for the real shift m =
