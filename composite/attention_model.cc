@@ -7,6 +7,7 @@
 #include <set>
 #include <thread>
 
+#include "accumulation/dot_bound.h"
 #include "base/isa.h"
 #include "base/str_cat.h"
 #include "base/user_file.h"
@@ -35,12 +36,98 @@ const FormatSpec* FloatFormat(TomlReader& r, const toml::table& t, std::string_v
   return f;
 }
 
-absl::StatusOr<AttentionModel> ParseTable(const toml::table& root, std::string_view file) {
+// Every value of `small` is a value of `big`.
+bool HoldsEvery(const FormatSpec& big, const FormatSpec& small) {
+  return big.fraction_bits >= small.fraction_bits && Emax(big) >= Emax(small) &&
+         MinSubnormalExponent(big) <= MinSubnormalExponent(small);
+}
+
+// matmul.qk / matmul.pv (attention_model.h, "The matmuls"): the accumulation model `key` names
+// in `dir`, checked against the matmul's operand formats (a, b) and the compute format; for PV
+// also that a key block without an attended key (zero products) leaves the accumulator as it is.
+std::shared_ptr<const MatmulModel> ReadMatmul(TomlReader& r, const toml::table& t, std::string_view key,
+                                              const std::string& dir, const FormatSpec* a, const FormatSpec* b,
+                                              const FormatSpec* compute, bool pv) {
+  const std::string dotted = TomlReader::Dotted("matmul", key);
+  const std::optional<std::string> name = r.String(t, "matmul", key, TomlKey::kRequired);
+  if (!name || !r.ok()) return nullptr;
+  const toml::node* at = t.get(key);
+  bool plain = !name->empty();
+  for (char ch : *name) plain = plain && ((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '-' || ch == '.');
+  if (!plain || name->find("..") != std::string::npos) {
+    r.Fail(at, dotted, Cat("must name an accumulation model (a file stem [a-z0-9.-]), got \"", *name, "\""));
+    return nullptr;
+  }
+  const std::string path = (std::filesystem::path(dir) / (*name + ".toml")).string();
+  if (!std::filesystem::is_regular_file(path)) {
+    r.Fail(at, dotted, Cat("no accumulation model \"", *name, "\" in ", dir));
+    return nullptr;
+  }
+  // A model, or an envelope (MODEL_FORMAT.md, "Envelopes"): every member.
+  std::vector<Model> members;
+  absl::Status status;
+  absl::StatusOr<std::string> text = ReadUserFile(path, kMaxTextFileBytes, "model file");
+  if (!text.ok()) {
+    status = text.status();
+  } else if (IsEnvelopeText(*text)) {
+    absl::StatusOr<Envelope> env = LoadEnvelopeFile(path);
+    status = env.status();
+    for (size_t x = 0; env.ok() && x < env->members.size() && status.ok(); ++x) {
+      absl::StatusOr<Model> mm = LoadModelFile((std::filesystem::path(dir) / (env->members[x] + ".toml")).string());
+      status = mm.status();
+      if (mm.ok()) members.push_back(*std::move(mm));
+    }
+  } else {
+    absl::StatusOr<Model> mm = LoadModelFile(path);
+    status = mm.status();
+    if (mm.ok()) members.push_back(*std::move(mm));
+  }
+  if (!status.ok()) {
+    r.Fail(at, dotted, Cat("accumulation model \"", *name, "\": ", status.message()));
+    return nullptr;
+  }
+  const Model* model = nullptr;
+  auto fail = [&](const std::string& what) {
+    const std::string member = model->name != *name ? Cat(" (member \"", model->name, "\")") : std::string();
+    r.Fail(at, dotted, Cat("accumulation model \"", *name, "\"", member, " ", what));
+    return nullptr;
+  };
+  for (const Model& member : members) {
+    model = &member;
+    if (!model->Supports(ModelOp::kDot)) return fail("does not describe a dot product (operations)");
+    if (absl::StatusOr<DotBound> probe = ComputeDotBound(*model, 1); !probe.ok()) {
+      return fail(Cat("has no proven dot bound: ", probe.status().message()));
+    }
+    if (a != nullptr && !HoldsEvery(*model->inputs.a, *a)) {
+      return fail(Cat("reads ", model->inputs.a->name, ", which does not hold every ", a->name, " operand"));
+    }
+    if (b != nullptr && !HoldsEvery(model->InputB(), *b)) {
+      return fail(Cat("reads ", model->InputB().name, ", which does not hold every ", b->name, " operand"));
+    }
+    if (compute != nullptr && &model->OutputFormat() != compute) {
+      return fail(Cat("writes ", model->OutputFormat().name, ", not the compute format ", compute->name));
+    }
+    if (pv) {
+      const Model& mm = *model;
+      const bool flushes = mm.adder.env.flush_to_zero || mm.adder.env.denormals_are_zero ||
+                           mm.accumulator.combine_env.flush_to_zero;
+      const bool truncates_acc = mm.adder.kind == AdderKind::kFused && mm.adder.fraction_bits < mm.accumulator.fraction_bits;
+      if (flushes || truncates_acc || &mm.FinalAccumulatorFormat() != compute || mm.accumulator.fraction_bits != compute->fraction_bits) {
+        return fail("does not add zero products exactly to a compute-format accumulator (flush to zero, a reduced "
+                    "accumulator, or a fused F below its fraction bits): the blocked P V bound needs it");
+      }
+    }
+  }
+  return std::make_shared<const MatmulModel>(*name, std::move(members));
+}
+
+absl::StatusOr<AttentionModel> ParseTable(const toml::table& root, std::string_view file, const std::string& models_dir) {
   TomlReader r(file);
   AttentionModel m;
   std::set<std::string> keys = {"formats.input", "formats.compute", "formats.p", "formats.output"};
   r.CheckKeys(root, "", {"name", "description", "kind", "formats", "scale", "exp_ulp", "row_sum", "normalize",
-                         "key_block", "fully_masked", "log_ulp", "fully_masked_lse", "num_splits", "provenance"});
+                         "key_block", "fully_masked", "log_ulp", "fully_masked_lse", "num_splits", "matmul",
+                         "provenance"});
   if (std::optional<std::string> s = r.String(root, "", "name", TomlKey::kRequired)) m.name = *s;
   if (std::optional<std::string> s = r.String(root, "", "description", TomlKey::kRequired)) m.description = *s;
   if (std::optional<std::string> s = r.String(root, "", "kind", TomlKey::kRequired); s && *s != "attention") {
@@ -123,6 +210,24 @@ absl::StatusOr<AttentionModel> ParseTable(const toml::table& root, std::string_v
     keys.insert("log_ulp");
     keys.insert("fully_masked_lse");
   }
+  if (r.ok() && root.contains("matmul")) {
+    if (const toml::table* t = r.Table(root, "", "matmul", TomlKey::kRequired)) {
+      r.CheckKeys(*t, "matmul", {"qk", "pv"});
+      // The QK^T dot reads Q (scaled into formats.scaled where the scale is folded) and K
+      // (scaled too for fold_qk_sqrt); the P V dot reads P (formats.p) and V (formats.input).
+      const bool fold = m.scale == ScalePlacement::kFoldQ || m.scale == ScalePlacement::kFoldQKSqrt;
+      const FormatSpec* qa = fold ? m.scaled : m.input;
+      const FormatSpec* kb = m.scale == ScalePlacement::kFoldQKSqrt ? m.scaled : m.input;
+      if (r.ok() && t->contains("qk")) {
+        m.qk = ReadMatmul(r, *t, "qk", models_dir, qa, kb, m.compute, false);
+        keys.insert("matmul.qk");
+      }
+      if (r.ok() && t->contains("pv")) {
+        m.pv = ReadMatmul(r, *t, "pv", models_dir, m.p_format, m.input, m.compute, true);
+        keys.insert("matmul.pv");
+      }
+    }
+  }
   ReadProvenance(r, root, keys, m.provenance, m.unconfirmed);
   if (!r.ok()) return r.status();
   return m;
@@ -183,19 +288,23 @@ void Enclose(const FormatSpec& f, double y, double ylo, double yhi, uint64_t* bi
 }
 
 // Per key j of a problem, computed once for all its rows: whether K's and V's rows are finite,
-// and max_c |V[j, c]|.
+// max_c |V[j, c]| and max_c |K[j, c]|.
 struct KeyFacts {
   std::vector<uint8_t> finite;
-  std::vector<double> vmax;
+  std::vector<double> vmax, kmax;
 };
 
 KeyFacts MakeKeyFacts(const AttentionProblem& p) {
   const size_t dd = static_cast<size_t>(p.d), dv = static_cast<size_t>(p.d_v), sk = static_cast<size_t>(p.s_k);
-  KeyFacts f{std::vector<uint8_t>(sk, 1), std::vector<double>(sk, 0.0)};
+  KeyFacts f{std::vector<uint8_t>(sk, 1), std::vector<double>(sk, 0.0), std::vector<double>(sk, 0.0)};
   for (size_t j = 0; j < sk; ++j) {
     bool ok = true;
-    double vm = 0;
-    for (size_t c = 0; c < dd; ++c) ok = ok && std::isfinite(p.k[j * dd + c]);
+    double vm = 0, km = 0;
+    for (size_t c = 0; c < dd; ++c) {
+      ok = ok && std::isfinite(p.k[j * dd + c]);
+      km = std::max(km, std::fabs(p.k[j * dd + c]));
+    }
+    f.kmax[j] = km;
     for (size_t c = 0; c < dv; ++c) {
       const double a = std::fabs(p.v[j * dv + c]);
       ok = ok && std::isfinite(a);
@@ -457,10 +566,31 @@ void Row(const AttentionModel& m, const AttentionProblem& p, int64_t i, const do
   const double uin = UnitRoundoff(In);
   const double up = &P == &F ? 0.0 : UnitRoundoff(P);
   const double eps = m.exp_ulp * 2 * u;
-  double cs = Gamma(static_cast<double>(p.d), u) + u;
+  // The score dot: gamma_d, or matmul.qk's constants (attention_model.h, "The matmuls"): rel
+  // times kF (the dot's operands and the scale's roundings), and per key an absolute term ds.
+  const double kF = (1 + uin) * (1 + uin) * std::pow(1 + u, 4) * (1 + 0x1p-50);
+  double qk_rel = Gamma(static_cast<double>(p.d), u);
+  bool qk_ok = true;
+  std::vector<double> ds;
+  if (m.qk != nullptr) {
+    const absl::StatusOr<DotBound> db = m.qk->Bound(p.d);
+    qk_ok = db.ok();
+    if (qk_ok) {
+      qk_rel = std::max(qk_rel, db->rel * kF);  // Never below gamma_d: the emulated value stays inside.
+      double qmax = 0;
+      for (size_t c = 0; c < dd; ++c) qmax = std::max(qmax, std::fabs(p.q[static_cast<size_t>(i) * dd + c]));
+      const double grow = std::max(1.0, std::fabs(scale)) * kF;  // Operands and scaled units.
+      ds.resize(n);
+      for (size_t x = 0; x < n; ++x) {
+        const double smax = (db->tiny_a + db->tiny_b) * grow * std::max(qmax, kf.kmax[static_cast<size_t>(keys[x])]);
+        ds[x] = (db->abs + db->sub_max * smax + db->sub_sum * static_cast<double>(p.d) * smax) * grow * (1 + 0x1p-40);
+      }
+    }
+  }
+  double cs = qk_rel + u;
   if (m.scale == ScalePlacement::kFoldQ) cs += uin + u;
   if (m.scale == ScalePlacement::kFoldQKSqrt) cs += 2 * uin + 3 * u;
-  const bool bounded = amax <= 0x1p20 && p.d <= 4096;
+  const bool bounded = amax <= 0x1p20 && p.d <= 4096 && qk_ok;
   // The scores s are unscaled where the scale waits for the exponent: the bound's quantities
   // are in the scaled units of the proof (T, m), so multiplied by the scale there.
   const bool waits = m.scale == ScalePlacement::kExponent && p.additive_mask.empty();
@@ -473,6 +603,7 @@ void Row(const AttentionModel& m, const AttentionProblem& p, int64_t i, const do
   // range), evaluated as the model says, with its bound's quantities.
   struct Part {
     double nd = 0, mx = 0, mx_abs = 0, l = 0, delta = 0, A = 0, Bl = 0, nu = 0, tau = 0;
+    double nabs = 0;  // matmul.pv's absolute term (attention_model.h, "The matmuls").
     bool ok = false;               // Bl and the LSE's eta below 1/2 (and the row bounded).
     double lse = 0, lse_err = NAN;  // Emulated m_s + log l (compute format) and its bound.
     std::vector<float> out;        // The normalized part (compute format), d_v values.
@@ -511,7 +642,7 @@ void Row(const AttentionModel& m, const AttentionProblem& p, int64_t i, const do
     for (size_t x = x0; x < x1; ++x) {
       // Within 2^-20 relative of the kernel's computed argument's own value.
       const double t = su * (s[x] - q.mx) * (1 + 0x1p-50);
-      const double dj = cs * a[x] + 5 * u * (std::fabs(t) + q.mx_abs) + 0x1p-20 * u;
+      const double dj = cs * a[x] + 5 * u * (std::fabs(t) + q.mx_abs) + 0x1p-20 * u + (ds.empty() ? 0.0 : ds[x]);
       if (t + dj < -150) continue;  // Weight below 2^-216: inside tau.
       q.delta = std::max(q.delta, dj);
       tmax = std::max(tmax, std::fabs(t));
@@ -521,7 +652,29 @@ void Row(const AttentionModel& m, const AttentionProblem& p, int64_t i, const do
     // and pow within an ulp, a few roundings): added.
     const double nd = q.nd;
     const double theta = std::exp(q.delta) * std::pow(1 + eps, 1 + r) * std::pow(1 + u, 2 + r) - 1 + 0x1p-50;
-    q.A = (1 + theta) * (1 + up) * (1 + Gamma(nd + 1, u)) - 1 + 0x1p-50;
+    // The numerator's accumulation: gamma_(n+1), or matmul.pv's chain over r + 1 key blocks of
+    // key_block products (S_k for one pass) with the rescalings between them (attention_model.h,
+    // "The matmuls"): rel_N = (1 + phi)^B - 1 and the absolute nabs.
+    double pv_rel = Gamma(nd + 1, u);
+    bool pv_ok = true;
+    if (m.pv != nullptr) {
+      const absl::StatusOr<DotBound> db = m.pv->Bound(m.key_block > 0 ? m.key_block : p.s_k);
+      pv_ok = db.ok();
+      if (pv_ok) {
+        const double blocks = r + 1, eta_f = std::ldexp(1.0, MinSubnormalExponent(F));
+        const double phi = std::max(db->rel_c, (1 + u) * db->rel + u) * (1 + 0x1p-50);
+        const double a_blk = ((1 + u) * db->abs + eta_f) * (1 + 0x1p-50);
+        const double lam = std::pow((1 + eps) * (1 + u) * (1 + u), r) * (1 + 0x1p-50);
+        const double grow = std::pow(1 + phi, blocks) * (1 + 0x1p-50);
+        pv_rel = std::max(pv_rel, grow - 1 + 0x1p-50);  // Never below gamma_(n+1), as qk_rel.
+        const double blk = m.key_block > 0 ? static_cast<double>(m.key_block) : static_cast<double>(p.s_k);
+        const double smax = db->tiny_a * vmax + db->tiny_b * 2;  // P_j <= 2 (1 + Theta < 2 where bounded).
+        const double nabs = grow * (blocks * lam * (a_blk + (db->sub_max + db->sub_sum * blk) * smax) +
+                                    (blocks - 1) * lam * eta_f);
+        q.nabs = 2 * nabs * (1 + 0x1p-10);  // Divided by l >= 1/2; E multiplies it by (1 + nu).
+      }
+    }
+    q.A = (1 + theta) * (1 + up) * (1 + pv_rel) - 1 + 0x1p-50;
     q.Bl = (1 + theta) * (1 + (m.row_sum_rounded ? up : 0)) * (1 + Gamma(nd, u)) - 1 + 0x1p-50;
     const double lse_mag = q.mx_abs + std::log(nd) + 1;
     q.nu = m.normalize == Normalize::kDivide       ? u
@@ -532,7 +685,7 @@ void Row(const AttentionModel& m, const AttentionProblem& p, int64_t i, const do
     // l's underflow: its terms are the compute format's weights, or P's where the sum adds P.
     const double tau_l = 2 * (nd * (2 + r) * UnderflowUnit(F) + (m.row_sum_rounded ? nd * SubnormalSpacing(P) : 0.0));
     const double eta = q.Bl + tau_l;
-    q.ok = bounded && q.Bl < 0.5 && eta < 0.5;
+    q.ok = bounded && q.Bl < 0.5 && eta < 0.5 && pv_ok && q.A < 1;
     // The numerators in index order in float32 (the compute format: checked on reading), keys
     // outer so that V's rows are read contiguously; then the normalization.
     std::vector<float> nums(dv, 0.0f);
@@ -588,7 +741,7 @@ void Row(const AttentionModel& m, const AttentionProblem& p, int64_t i, const do
       const double pvc = pv[c].hi;
       // E, rounded up by a relative 2^-40 (a few binary64 operations on non-negative numbers).
       const double E = q.ok && std::isfinite(pvc) ? ((q.A * pvc + q.Bl * o_abs) / (1 - q.Bl) * (1 + q.nu) + q.nu * o_abs +
-                                                     q.tau * (vmax + o_abs)) * (1 + 0x1p-40)
+                                                     q.tau * (vmax + o_abs) + q.nabs * (1 + q.nu)) * (1 + 0x1p-40)
                                                   : NAN;
       put(c, q.out[c], E);
     }
@@ -619,7 +772,7 @@ void Row(const AttentionModel& m, const AttentionProblem& p, int64_t i, const do
   // The bound. The combine's exp: (exp_ulp + 1.173 |x|) ulps (__expf under --use_fast_math:
   // 2 + floor(1.173 |x|) ulps; expf: 2), its log: log_ulp.
   bool ok = true;
-  double amax_lse = 0, Astar = 0, Blstar = 0, nustar = 0, taustar = 0;
+  double amax_lse = 0, Astar = 0, Blstar = 0, nustar = 0, taustar = 0, nabsstar = 0;
   for (const Part& q : parts) {
     ok = ok && q.ok && std::isfinite(q.lse_err);
     amax_lse = std::max(amax_lse, q.lse_err);
@@ -627,6 +780,7 @@ void Row(const AttentionModel& m, const AttentionProblem& p, int64_t i, const do
     Blstar = std::max(Blstar, q.Bl);
     nustar = std::max(nustar, q.nu);
     taustar = std::max(taustar, q.tau);
+    nabsstar = std::max(nabsstar, q.nabs);
   }
   const auto exp_eps = [&](double x) { return (m.exp_ulp + 1.173 * std::fabs(x)) * 2 * u; };
   // The combined LSE: each term e^(lse_s - lmax) relatively within rel (its LSE's error, the
@@ -661,7 +815,8 @@ void Row(const AttentionModel& m, const AttentionProblem& p, int64_t i, const do
     float acc = 0;
     for (size_t k = 0; k < parts.size(); ++k) acc = std::fmaf(static_cast<float>(wts[k]), parts[k].out[c], acc);
     const double pvc = pv[c].hi;
-    const double Ehat = (Astar + Blstar) / (1 - Blstar) * (1 + nustar) * pvc + nustar * pvc + taustar * (vmax + pvc);
+    const double Ehat = (Astar + Blstar) / (1 - Blstar) * (1 + nustar) * pvc + nustar * pvc + taustar * (vmax + pvc) +
+                        nabsstar * (1 + nustar);
     const double E = std::isfinite(Bc) && std::isfinite(pvc) ? ((1 + C) * Ehat + C * pvc + tiny) * (1 + 0x1p-40) : NAN;
     put(c, acc, E);
   }
@@ -669,8 +824,53 @@ void Row(const AttentionModel& m, const AttentionProblem& p, int64_t i, const do
 
 }  // namespace
 
+absl::StatusOr<DotBound> MatmulModel::Bound(int64_t n) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = cache_.find(n);
+  if (it == cache_.end()) {
+    absl::StatusOr<DotBound> all = DotBound{};
+    for (const Model& member : members_) {
+      const absl::StatusOr<DotBound> b = ComputeDotBound(member, n);
+      if (!b.ok()) {
+        all = b.status();
+        break;
+      }
+      all->rel = std::max(all->rel, b->rel);
+      all->rel_c = std::max(all->rel_c, b->rel_c);
+      all->abs = std::max(all->abs, b->abs);
+      all->sub_sum = std::max(all->sub_sum, b->sub_sum);
+      all->sub_max = std::max(all->sub_max, b->sub_max);
+      all->tiny_a = std::max(all->tiny_a, b->tiny_a);
+      all->tiny_b = std::max(all->tiny_b, b->tiny_b);
+      all->depth = std::max(all->depth, b->depth);
+    }
+    it = cache_.emplace(n, std::move(all)).first;
+  }
+  return it->second;
+}
+
+std::string AccumulationModelsDirFor(const std::string& attention_models_dir) {
+  const std::filesystem::path dir(attention_models_dir.empty() ? std::string(".") : attention_models_dir);
+  // The source tree first: its composite/models (elementwise models) sits where the installed
+  // layout keeps the accumulation presets.
+  const std::filesystem::path source = dir / ".." / ".." / "accumulation" / "models";
+  std::error_code ec;
+  if (std::filesystem::is_directory(source, ec)) return source.lexically_normal().string();
+  return (dir / ".." / "models").lexically_normal().string();
+}
+
+absl::StatusOr<AttentionModel> ParseAttentionModel(std::string_view toml_text, std::string_view file_name,
+                                                   const std::string& accumulation_models_dir) {
+  const std::string dir = !accumulation_models_dir.empty()
+                              ? accumulation_models_dir
+                              : AccumulationModelsDirFor(std::filesystem::path(std::string(file_name)).parent_path().string());
+  return ParseTomlText<AttentionModel>(toml_text, file_name, [&](const toml::table& root, std::string_view file) {
+    return ParseTable(root, file, dir);
+  });
+}
+
 absl::StatusOr<AttentionModel> ParseAttentionModel(std::string_view toml_text, std::string_view file_name) {
-  return ParseTomlText<AttentionModel>(toml_text, file_name, &ParseTable);
+  return ParseAttentionModel(toml_text, file_name, std::string());
 }
 
 absl::StatusOr<AttentionModel> LoadAttentionModel(const std::string& path) {

@@ -30,6 +30,10 @@
 //                 key; FlashAttention-2 writes +Inf where the exact value is log 0 = -Inf).
 //                 Refused with normalize = "exp_lse": a running log-sum-exp's error is not
 //                 bounded here.
+//   matmul.qk, matmul.pv  optional: the accumulation model (accumulation/models, a file stem; an
+//                 envelope there stands for all its members) of the QK^T and the P V matmul; the
+//                 bound then uses its dot constants (accumulation/dot_bound.h) instead of
+//                 gamma_d and gamma_(n+1) ("The matmuls" below). Absent: float32 in any order.
 //   num_splits    optional (default 1): split-KV, the key range cut into num_splits contiguous
 //                 chunks of whole key_block blocks (FlashAttention-2's flash_fwd_splitkv_kernel:
 //                 ceil(ceil(S_k / key_block) / num_splits) blocks each), each normalized by its
@@ -38,8 +42,9 @@
 //
 // The bound (EmulateAttentionRows). For an element o (exact value, oracles/attention.h) with
 // PV = sum_j P_j |V_jc| (P the exact probabilities; PV >= |o|), every implementation that the
-// model admits, with the matmuls and sums in any order and tree, returns before its output
-// rounding a value y with |y - o| <= E, where, with u = 2^-p of the compute format, u_P of
+// model admits, with the matmuls and sums in any order and tree (the matmuls also on the datapath
+// that matmul.qk / matmul.pv name: "The matmuls" below), returns before its output rounding a
+// value y with |y - o| <= E, where, with u = 2^-p of the compute format, u_P of
 // formats.p (0 when P is not rounded), gamma_k = k u / (1 - k u), n the row's attended keys, R
 // the rescalings, eps = exp_ulp 2^(1-p) the exponential's relative error:
 //   each computed unnormalized weight is w_j = e^(s_j - m)(1 + theta_j) for the real shift m =
@@ -120,7 +125,55 @@
 // splits: each part so, then the combine in the compute format (lmax, the sum of exps in split
 // order, the log, the weights, the output as a chain of fused multiply-adds in split order).
 //
-// Errors: file:line: key: what (cases/toml_reader.h), a name that is not the file's stem.
+// The matmuls (matmul.qk, matmul.pv). Without them the proof above takes both matmuls as float32
+// sums in round to nearest in any order (gamma_d, gamma_(n+1)), which tensor cores do not do (fused
+// groups with alignment truncation and round toward zero: accumulation/evaluate.h). With them:
+//  * Scores. The dot of row i and key j under the model is, for every input without overflow
+//    (dot_bound.h), within rel sum_c |a_c b_c| + abs + sub_max max_c s_c + sub_sum sum_c s_c of its
+//    exact value, (rel, abs, ...) = ComputeDotBound(model, d) (an envelope: the componentwise
+//    maximum over its members). Its operands a, b are Q's row (times the scale, rounded to
+//    formats.scaled, where folded) and K's (times sqrt(scale) for fold_qk_sqrt): |a_c b_c| <= kF
+//    |scale| |Q_ic K_jc| with kF = (1 + u_in)^2 (1 + u)^4 (the folds' roundings), and the separate
+//    or exponent placement multiplies the dot's error by fl(scale) and one rounding, at most
+//    |scale| (1 + u)^2. So c_s's gamma_d becomes rel kF (but see the maximum below), and delta_j
+//    gains the absolute ds_j = (abs + (sub_max + d sub_sum) smax_j) max(1, |scale|) kF, smax_j =
+//    (tiny_a + tiny_b) max(1, |scale|) kF max(max_c |Q_ic|, max_c |K_jc|) >= every s_c. The model
+//    must read formats that hold every operand value and write the compute format (checked on
+//    reading).
+//  * Numerator. The kernel runs B = R + 1 key blocks (those with an attended key; a block without
+//    one adds zero products, which the accepted P V models add exactly: checked on reading, no
+//    flush to zero, F >= the accumulator's bits) of L = key_block keys (S_k for one pass; masked
+//    and out-of-range keys are zero products of the block's dot). Between blocks the accumulator is
+//    multiplied by rho^ = fl(exp^(m_old - m_new)) <= 1 + eps with one rounding: C_b = rho^_b (1 +
+//    d_b) A_(b-1) + eta_b. Block b computes A_b = C_b + sum_(j in b) x_j + E_b, either as the
+//    model's chain with C_b entering as c (mma with the accumulator), |E_b| <= rel_c |C_b| + rel
+//    sum |x_j| + a, or as the chain from +0 added after in the compute format (PSUM, then SBUF),
+//    |E_b| <= u |C_b| + ((1 + u) rel + u) sum |x_j| + (1 + u) a + eta: both are within phi (|C_b| +
+//    sum |x_j|) + a_B with phi = max(rel_c, (1 + u) rel + u), a_B = (1 + u) abs + eta + (sub_max +
+//    L sub_sum) smax, smax = tiny_a max|V| + 2 tiny_b (P <= 2). With Lambda_b the product of the
+//    later factors rho^ (1 + d) (<= Lambda = ((1 + eps)(1 + u)^2)^R) and x~_j = Lambda_b x_j (the
+//    weights in final units, which the proof's w_j with theta already describe), unrolling gives N^
+//    = sum_j x~_j + sum_b Lambda_b E_b + sum_b Lambda_b eta_b, and with Z_b = sum_(j <= b) |x~_j| +
+//    sum_(b' <= b) Lambda_b' |E_b'| the recursion Z_b <= (1 + phi) Z_(b-1) + (1 + phi) (X_b -
+//    X_(b-1)) + rest_b (X_b = sum_(j <= b) |x~_j|, rest_b = Lambda (a_B + eta)) gives
+//      |N^ - sum_j x~_j| <= ((1 + phi)^B - 1) sum_j |x~_j| + (1 + phi)^B (B Lambda a_B + (B - 1)
+//      Lambda eta) = rel_N sum_j |x~_j| + nabs.
+//    For a sequential chain (FlashAttention-2's mma.sync on acc_o) (1 + phi)^B - 1 is the chain's
+//    own constant over n = B L products. So A's gamma_(n+1) becomes rel_N (but see the maximum
+//    below), and E gains 2 nabs (1 + nu) (the division by l >= 1/2 and the normalization).
+// Both replacements are taken as max(rel kF, gamma_d) and max(rel_N, gamma_(n+1)) (nabs and ds
+// added): the enclosure then holds the named datapath's implementations and still the emulated
+// value (float32 sums in index order, which gamma covers and which `identical` compares with), so a
+// datapath tighter than gamma (Trainium's 128-row blocks and PSUM tiles: (128 + n / 128) u) leaves
+// the bound as it was, and a looser one (tensor cores' truncation and RZ) widens it. The emulated
+// value is unchanged; attention_matmul_test checks the enclosure against EvaluateDot matmuls of
+// every member.
+//
+// Errors: file:line: key: what (cases/toml_reader.h), a name that is not the file's stem;
+// matmul.qk/pv: not a file stem, no such accumulation model, one without a proven dot bound
+// (dot_bound.h: kahan, random split order), input formats that do not hold the operands, an
+// output other than the compute format, and for pv a datapath that would not add zero products
+// exactly.
 //
 // Example:
 //   auto models = LoadAttentionModels("composite/attention_models");
@@ -130,6 +183,9 @@
 
 #include <cmath>
 #include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <string_view>
@@ -138,6 +194,8 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "accumulation/dot_bound.h"
+#include "accumulation/model.h"
 #include "formats/format_spec.h"
 #include "oracles/attention.h"
 #include "oracles/elementary.h"
@@ -146,6 +204,25 @@ namespace fpconform::composite {
 
 enum class ScalePlacement : uint8_t { kSeparate, kFoldQ, kFoldQKSqrt, kExponent };
 enum class Normalize : uint8_t { kDivide, kReciprocal, kExpLse };
+
+// The accumulation model (or envelope: every member) named by matmul.qk / matmul.pv, with its
+// dot constants (dot_bound.h) per length, computed once (shared by the copies of the
+// AttentionModel; thread-safe).
+class MatmulModel {
+ public:
+  MatmulModel(std::string name, std::vector<Model> members) : name_(std::move(name)), members_(std::move(members)) {}
+  const std::string& name() const { return name_; }
+  const std::vector<Model>& members() const { return members_; }
+  // ComputeDotBound(member, n), the componentwise maximum over the members (each constant of
+  // the contract is monotone, so the maximum bounds every member), cached.
+  absl::StatusOr<DotBound> Bound(int64_t n) const;
+
+ private:
+  std::string name_;
+  std::vector<Model> members_;
+  mutable std::mutex mu_;
+  mutable std::map<int64_t, absl::StatusOr<DotBound>> cache_;
+};
 
 struct AttentionModel {
   std::string name, description;
@@ -167,14 +244,25 @@ struct AttentionModel {
   double fully_masked_lse = -INFINITY;
   // Split-KV: the key range in num_splits chunks of whole key blocks, combined (1: none).
   int64_t num_splits = 1;
+  // matmul.qk / matmul.pv: the accumulation models of the two matmuls (null: float32 in any
+  // order, gamma_d and gamma_(n+1)).
+  std::shared_ptr<const MatmulModel> qk, pv;
   std::vector<std::pair<std::string, std::string>> provenance;
   std::vector<std::string> unconfirmed;
 };
 
+// matmul.qk / matmul.pv name files <accumulation_models_dir>/<name>.toml. Without the argument
+// (or with ""): AccumulationModelsDirFor(the file's directory).
 absl::StatusOr<AttentionModel> ParseAttentionModel(std::string_view toml_text, std::string_view file_name);
+absl::StatusOr<AttentionModel> ParseAttentionModel(std::string_view toml_text, std::string_view file_name,
+                                                   const std::string& accumulation_models_dir);
 absl::StatusOr<AttentionModel> LoadAttentionModel(const std::string& path);
 // Every *.toml of dir, sorted by name.
 absl::StatusOr<std::vector<AttentionModel>> LoadAttentionModels(const std::string& dir);
+// The accumulation presets beside an attention models directory, in each layout the data ships
+// in (cli/data_dir.h, python's _data_dir): <dir>/../../accumulation/models (the source tree) when
+// it is a directory, else <dir>/../models (installed share/fpconform/, the wheel's data/).
+std::string AccumulationModelsDirFor(const std::string& attention_models_dir);
 
 // Rows [r0, r1) of problem p under model m: emulated bits (m.output) and the enclosure [lo, hi]
 // (values of m.output) of every admitted implementation's output, from the exact values `exact`

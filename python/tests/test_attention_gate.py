@@ -59,7 +59,7 @@ def test_gate_fails_a_wrong_kernel_that_a_loose_tolerance_passes(rng):
     assert g["elements"] == exact.size and g["excluded"] == 0
     assert "Aggregate against flash-attention2-cuda-bf16 over 65536 finite elements: FAIL" in str(r)
     # The figures reports/AUDIT.md quotes ("Aggregate gate").
-    assert (round(g["rel_l2"], 3), round(g["rel_l2_limit"], 5), round(g["correlation"], 4)) == (1.296, 0.09733, 0.1530)
+    assert (round(g["rel_l2"], 3), round(g["rel_l2_limit"], 5), round(g["correlation"], 4)) == (1.296, 0.09802, 0.1530)
 
 
 @pytest.mark.parametrize("platform", ["flash-attention2-cuda-bf16", "nki-flash-fwd-bf16", "torch-math-sdpa-cpu-bf16"])
