@@ -32,6 +32,8 @@ static_assert(sizeof(Model::Adder) == 48, "Model::Adder changed: extend MakePlan
 static_assert(sizeof(Model::Accumulator) == 40, "Model::Accumulator changed: extend MakePlan");
 static_assert(sizeof(Model::Chain) == 160, "Model::Chain changed: extend MakePlan");
 static_assert(sizeof(Model::Output) == 32, "Model::Output changed: extend MakePlan");
+// Model::Epilogue's scale and scale_order are not read by any evaluator: the scale stage runs
+// after EvaluateDot / EvaluateMatmul (accumulation/epilogue.h).
 static_assert(sizeof(Model::Epilogue) == 32, "Model::Epilogue changed: extend MakePlan");
 
 // Formats whose every finite value is a float32 (so the float table is exact).

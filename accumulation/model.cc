@@ -529,11 +529,26 @@ void ReadChain(TomlReader& r, const toml::table& root, Model& m) {
 void ReadEpilogue(TomlReader& r, const toml::table& root, Model& m) {
   const toml::table* t = r.Table(root, "", "epilogue", TomlKey::kOptional);
   if (t == nullptr) return;
-  r.CheckKeys(*t, "epilogue", {"c", "rounding"});
+  r.CheckKeys(*t, "epilogue", {"c", "rounding", "scale", "scale_order"});
   m.epilogue.c = r.Choice<EpilogueC>(*t, "epilogue", "c",
                                      {{"chain", EpilogueC::kChain}, {"after", EpilogueC::kAfter}},
                                      TomlKey::kRequired)
                      .value_or(EpilogueC::kChain);
+  m.epilogue.scale = r.Choice<EpilogueScale>(*t, "epilogue", "scale",
+                                             {{"none", EpilogueScale::kNone},
+                                              {"tensor", EpilogueScale::kTensor},
+                                              {"row_col", EpilogueScale::kRowCol}},
+                                             TomlKey::kOptional)
+                         .value_or(EpilogueScale::kRowCol);
+  if (m.epilogue.scale != EpilogueScale::kNone) {
+    m.epilogue.scale_order = r.Choice<ScaleOrder>(*t, "epilogue", "scale_order",
+                                                  {{"product", ScaleOrder::kProduct},
+                                                   {"sequential", ScaleOrder::kSequential}},
+                                                  TomlKey::kOptional)
+                                 .value_or(ScaleOrder::kProduct);
+  } else {
+    r.Reject(*t, "epilogue", "scale_order", "applies only with epilogue.scale = \"tensor\" or \"row_col\"");
+  }
   if (m.epilogue.c == EpilogueC::kAfter) {
     RoundingKey(r, *t, "epilogue", "rounding", m.epilogue.env,
                 {"rne", "rna", "rtz", "rup", "rdn"});

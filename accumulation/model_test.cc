@@ -211,6 +211,8 @@ std::string WithOverflowAndEpilogue(const std::string& overflow, const std::stri
   if (!overflow.empty()) prov += "\"adder.overflow\" = \"x\"\n";
   if (epilogue.find("c =") != std::string::npos) prov += "\"epilogue.c\" = \"x\"\n";
   if (epilogue.find("rounding =") != std::string::npos) prov += "\"epilogue.rounding\" = \"x\"\n";
+  if (epilogue.find("scale =") != std::string::npos) prov += "\"epilogue.scale\" = \"x\"\n";
+  if (epilogue.find("scale_order =") != std::string::npos) prov += "\"epilogue.scale_order\" = \"x\"\n";
   return Replace(text, "unconfirmed", prov + "unconfirmed");
 }
 
@@ -237,6 +239,31 @@ TEST(ModelTest, ParsesOverflowAndEpilogue) {
   EXPECT_EQ(m->epilogue.env.rounding, Rounding::kNearestEven);  // Default rne.
 }
 
+// epilogue.scale and scale_order (MODEL_FORMAT.md; accumulation/epilogue.h): the defaults are
+// what every model did before the keys (row/column scales, product order).
+TEST(ModelTest, ParsesTheScaleStage) {
+  absl::StatusOr<Model> m = ParseModel(kH100, "dir/nvidia-h100-bf16.toml");
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->epilogue.scale, EpilogueScale::kRowCol);
+  EXPECT_EQ(m->epilogue.scale_order, ScaleOrder::kProduct);
+  m = ParseModel(WithOverflowAndEpilogue("", "[epilogue]\nc = \"after\"\nscale = \"tensor\"\n"
+                                             "scale_order = \"sequential\"\n"),
+                 "dir/nvidia-h100-bf16.toml");
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->epilogue.scale, EpilogueScale::kTensor);
+  EXPECT_EQ(m->epilogue.scale_order, ScaleOrder::kSequential);
+  m = ParseModel(WithOverflowAndEpilogue("", "[epilogue]\nc = \"chain\"\nscale = \"none\"\n"),
+                 "dir/nvidia-h100-bf16.toml");
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->epilogue.scale, EpilogueScale::kNone);
+  m = ParseModel(WithOverflowAndEpilogue("", "[epilogue]\nc = \"chain\"\nscale = \"row_col\"\n"
+                                             "scale_order = \"product\"\n"),
+                 "dir/nvidia-h100-bf16.toml");
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->epilogue.scale, EpilogueScale::kRowCol);
+  EXPECT_EQ(m->epilogue.scale_order, ScaleOrder::kProduct);
+}
+
 TEST(ModelTest, OverflowAndEpilogueErrorsNameFileLineAndField) {
   struct {
     const char* comment;
@@ -260,6 +287,20 @@ TEST(ModelTest, OverflowAndEpilogueErrorsNameFileLineAndField) {
       {"epilogue stochastic rounding",
        WithOverflowAndEpilogue("", "[epilogue]\nc = \"after\"\nrounding = \"sr8\"\n"),
        "h.toml:29: epilogue.rounding: must be one of rne rna rtz rup rdn"},
+      {"epilogue scale value",
+       WithOverflowAndEpilogue("", "[epilogue]\nc = \"chain\"\nscale = \"block\"\n"),
+       "h.toml:29: epilogue.scale: must be one of none tensor row_col, got \"block\""},
+      {"epilogue scale_order value",
+       WithOverflowAndEpilogue("", "[epilogue]\nc = \"chain\"\nscale_order = \"ba\"\n"),
+       "h.toml:29: epilogue.scale_order: must be one of product sequential, got \"ba\""},
+      {"epilogue scale_order without scales",
+       WithOverflowAndEpilogue("", "[epilogue]\nc = \"chain\"\nscale = \"none\"\n"
+                                   "scale_order = \"product\"\n"),
+       "h.toml:30: epilogue.scale_order: applies only with epilogue.scale = \"tensor\" or \"row_col\""},
+      {"epilogue scale without provenance",
+       Replace(WithOverflowAndEpilogue("", "[epilogue]\nc = \"chain\"\nscale = \"tensor\"\n"),
+               "\"epilogue.scale\" = \"x\"\n", ""),
+       "h.toml:29: epilogue.scale: has no source"},
       {"epilogue unknown key", WithOverflowAndEpilogue("", "[epilogue]\nc = \"after\"\nalpha = 2\n"),
        "h.toml:29: epilogue.alpha: unknown key"},
       {"epilogue without provenance",

@@ -15,6 +15,7 @@
 #include <thread>
 #include <utility>
 
+#include "accumulation/epilogue.h"
 #include "accumulation/evaluate.h"
 #include "accumulation/model.h"
 #include "accumulation/model_catalog.h"
@@ -47,7 +48,6 @@ using sweep_internal::MaxMagnitude;
 using sweep_internal::NegateBits;
 using sweep_internal::Quantize;
 using sweep_internal::Quantized;
-using sweep_internal::RoundToFloat32;
 
 // ---- Exact values (mpfr) times a scale. ----
 
@@ -152,7 +152,6 @@ struct SampleInputs {
   const FormatSpec* fa = nullptr;  // Formats of the bits above (int8 is carried as float32).
   const FormatSpec* fb = nullptr;
   double scale = 1;              // s_a * s_b (exact in double).
-  double scale32 = 1;            // fl32(s_a * s_b).
   Mpfr x, abs_sum;
   double x_d = 0, us_base = 0;   // us_base = sum|ab| * scale (double).
   std::array<double, kMutations> mutant{};  // Mutant output values (NaN: not applicable).
@@ -209,7 +208,6 @@ class Sweeper {
       in.fa = in.fb = &Float32();
     }
     in.scale = in.qa.scale * (sum ? 1.0 : in.qb.scale);
-    in.scale32 = RoundToFloat32(in.scale);
     const FormatSpec& fa = *in.fa;
     const FormatSpec& fb = *in.fb;
     std::vector<uint64_t> ones;
@@ -232,10 +230,17 @@ class Sweeper {
     const std::span<const uint64_t> ta(in.qa.bits.data() + t0, static_cast<size_t>(t1 - t0));
     const std::span<const uint64_t> tb(b.data() + t0, static_cast<size_t>(t1 - t0));
     const FormatSpec& model_out = p.model != nullptr ? p.model->OutputFormat() : Float32();
-    auto mutant_value = [&](const ExactAccumulator& m, double scale) {
-      const double v = ToDouble(model_out, m.Round(model_out, OpEnv{}).bits);
-      return scale == 1 ? v : RoundToFloat32(RoundToFloat32(v) * RoundToFloat32(scale));
+    const ScaleOrder order = p.model != nullptr ? p.model->epilogue.scale_order : ScaleOrder::kProduct;
+    // The mutant's output value: rounded once to the model's output, then the model's scale
+    // stage (accumulation/epilogue.h) where the computation is scaled (s_a s_b != 1).
+    auto scaled_value = [&](const FormatSpec& f, uint64_t bits, EpilogueScales sc) {
+      return sc.a * sc.b == 1 ? ToDouble(f, bits)
+                              : ToDouble(Float32(), ApplyScale(order, f, bits, 0, sc).bits);
     };
+    auto mutant_value = [&](const ExactAccumulator& m, EpilogueScales sc) {
+      return scaled_value(model_out, m.Round(model_out, OpEnv{}).bits, sc);
+    };
+    const EpilogueScales scales{in.qa.scale, sum ? 1.0 : in.qb.scale};
     in.mutant.fill(NAN);
     {
       // exact - tile: the tile added again with a negated.
@@ -243,10 +248,10 @@ class Sweeper {
       for (uint64_t& v : na) v = NegateBits(fa, v);
       ExactAccumulator m = exact;
       m.AddDot(fa, na, fb, tb);
-      in.mutant[kDroppedTile] = mutant_value(m, in.scale);
+      in.mutant[kDroppedTile] = mutant_value(m, scales);
       ExactAccumulator d = exact;
       d.AddDot(fa, ta, fb, tb);
-      in.mutant[kDoubledTile] = mutant_value(d, in.scale);
+      in.mutant[kDoubledTile] = mutant_value(d, scales);
     }
     {
       // exact - 2 a_j b_j: (-a_j) b_j added twice.
@@ -254,21 +259,17 @@ class Sweeper {
       const uint64_t naj = NegateBits(fa, in.qa.bits[static_cast<size_t>(j)]);
       m.AddProduct(fa, naj, fb, b[static_cast<size_t>(j)]);
       m.AddProduct(fa, naj, fb, b[static_cast<size_t>(j)]);
-      in.mutant[kSignFlip] = mutant_value(m, in.scale);
+      in.mutant[kSignFlip] = mutant_value(m, scales);
     }
     if (!sum) {
       const ExactAccumulator t = ExactDot(fa, in.qa.bits, fb, in.qb_other.bits);
-      in.mutant[kTransposed] = mutant_value(t, in.qa.scale * in.qb_other.scale);
-      if (in.scale != 1) in.mutant[kMissingScale] = mutant_value(exact, in.qa.scale);
+      in.mutant[kTransposed] = mutant_value(t, {in.qa.scale, in.qb_other.scale});
+      if (in.scale != 1) in.mutant[kMissingScale] = mutant_value(exact, {in.qa.scale, 1});
     }
     const Model bm = Bf16AccumulationModel(fa, fb, sum);
     absl::StatusOr<EvalResult> r = sum ? EvaluateSum(bm, in.qa.bits, 0, {0, false})
                                        : EvaluateDot(bm, in.qa.bits, b, 0, {0, false});
-    if (r.ok()) {
-      const double v = ToDouble(BFloat16(), r->bits);
-      in.mutant[kBf16Accumulation] =
-          in.scale == 1 ? v : RoundToFloat32(RoundToFloat32(v) * in.scale32);
-    }
+    if (r.ok()) in.mutant[kBf16Accumulation] = scaled_value(BFloat16(), r->bits, scales);
   }
 
   // Runs platform p on prepared inputs and measures.
@@ -295,14 +296,13 @@ class Sweeper {
       y_acc = ToDouble(model_out, y_bits);
       bound = r->bound;
     }
-    const double u32 = 0x1p-24;
     if (in.scale != 1) {
-      o.y_bits = DoubleToFormat(Float32(), RoundToFloat32(y_acc) * in.scale32, false);
+      // The model's scale stage, with the a priori bound from |x S| (accumulation/epilogue.h).
+      const ScaleOrder order = p.model != nullptr ? p.model->epilogue.scale_order : ScaleOrder::kProduct;
+      const EpilogueScales scales{in.qa.scale, sum ? 1.0 : in.qb.scale};
+      o.y_bits = ApplyScale(order, model_out, y_bits, bound, scales).bits;
       o.y = ToDouble(Float32(), o.y_bits);
-      // |fl(y S32) - x S| <= b S32 (1 + u) + |x| S (2u + u^2) + eta (see sweep.h).
-      const double up = 1 + 0x1p-50;
-      o.bound = (bound * in.scale32 * (1 + u32) * up +
-                 (std::fabs(in.x_d) * (2 * u32 + u32 * u32)) * up * up + 0x1p-149) * up;
+      o.bound = ScaleAPriori(order, model_out, y_bits, bound, scales, in.x_d);
     } else {
       o.y_bits = y_bits;
       o.y = y_acc;
