@@ -131,6 +131,8 @@ bool InputKindFor(const FormatSpec* f, InputKind& kind, const Table*& table) {
 
 const char* MakePlan(const Model& m, Plan& plan) {
   plan.model = &m;
+  // adder.kind = "integer": exact integer sums, on the generic path (evaluate.cc).
+  if (m.adder.kind == AdderKind::kInteger) return "adder.kind integer";
   // Inputs.
   const bool f64_in = m.inputs.a == &Float64() || m.inputs.b == &Float64();
   if (f64_in) {

@@ -45,7 +45,9 @@
 namespace fpconform {
 
 enum class ProductPolicy : uint8_t { kExact, kRound };
-enum class AdderKind : uint8_t { kIeee, kFma, kFused, kKahan };
+// kInteger: integer inputs (int8, uint8), products and sums exact in an int32 accumulator
+// (MODEL_FORMAT.md, adder.kind = "integer"; evaluate.h).
+enum class AdderKind : uint8_t { kIeee, kFma, kFused, kKahan, kInteger };
 enum class Alignment : uint8_t { kTruncate, kRoundDown };
 enum class AlignmentExponent : uint8_t { kNominal, kActual };
 // adder.overflow (fused): a group whose normalized sum exceeds the accumulator's range gives what

@@ -8,10 +8,12 @@
 #include <atomic>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
 #include <set>
+#include <span>
 #include <thread>
 #include <utility>
 
@@ -61,6 +63,41 @@ void ScaledExact(const ExactAccumulator& acc, double scale, mpfr_ptr out) {
   mpfr_mul_d(out, tmp.v, scale, MPFR_RNDN);  // Exact: the precision holds the product.
 }
 
+// ---- The integer dtype's model. ----
+// The integer dtype's row (sweep.h: int8 x int8 -> int32 exact, float32 rescale) as a model file
+// of adder.kind = "integer" (accumulation/MODEL_FORMAT.md): the model takes the int8 bits.
+constexpr char kInt32ExactModel[] = R"toml(name = "int32-exact"
+description = "int8 x int8 summed exactly in int32, converted once to float32 (RNE)"
+[inputs]
+a = "int8"
+[adder]
+kind = "integer"
+[accumulator]
+format = "int32"
+[chain]
+kind = "sequential"
+[output]
+format = "float32"
+[provenance]
+"inputs.a" = "the sweep's integer dtype (reports/sweep.h)"
+"adder.kind" = "int8 GEMMs accumulate int8 x int8 products exactly in int32 (IMMA, DP4A)"
+"accumulator.format" = "int32, as above"
+"chain.kind" = "an exact sum has no order"
+"output.format" = "the float32 the rescale multiplies (reports/sweep.h)"
+)toml";
+
+const Model& Int32ExactModel() {
+  static const Model* const m = [] {
+    absl::StatusOr<Model> parsed = ParseModel(kInt32ExactModel, "int32-exact.toml");
+    if (!parsed.ok()) {
+      std::fprintf(stderr, "int32-exact: %s\n", std::string(parsed.status().message()).c_str());
+      std::abort();
+    }
+    return new Model(*std::move(parsed));
+  }();
+  return *m;
+}
+
 // ---- Torch / JAX defaults (by output dtype). ----
 // torch/testing/_comparison.py `_DTYPE_PRECISIONS` (PyTorch 2.x): float16 (1e-3, 1e-5),
 // bfloat16 (1.6e-2, 1e-5), float32 (1.3e-6, 1e-5), float64 (1e-7, 1e-7).
@@ -106,7 +143,7 @@ struct Obs {
 
 struct PlatformInfo {
   std::string name;
-  const Model* model = nullptr;       // nullptr: int32 exact accumulation.
+  const Model* model = nullptr;
   const FormatSpec* fa = nullptr;     // Input formats handed to the platform.
   const FormatSpec* fb = nullptr;
   const FormatSpec* out = nullptr;    // Output format of the row (float32 when scaled).
@@ -148,9 +185,15 @@ double UnitRoundoff(const PlatformInfo& p) { return std::ldexp(1.0, -(p.acc_frac
 // Inputs of one (input-format pair, sample): quantized operands and the platform-independent
 // exact values and mutants.
 struct SampleInputs {
-  Quantized qa, qb, qb_other;
-  const FormatSpec* fa = nullptr;  // Formats of the bits above (int8 is carried as float32).
+  Quantized qa, qb, qb_other;    // In the platform's input formats (the model's operands).
+  // The exact oracle's view of the operands: oracles/exact_sum.h takes float formats, so integer
+  // operands enter it as float32 copies (exact: |q| <= 128); for float formats the bits above.
+  std::vector<uint64_t> xa, xb, xb_other;
+  const FormatSpec* fa = nullptr;  // Formats of the oracle's view.
   const FormatSpec* fb = nullptr;
+  std::span<const uint64_t> A() const { return xa.empty() ? qa.bits : xa; }
+  std::span<const uint64_t> B() const { return xb.empty() ? qb.bits : xb; }
+  std::span<const uint64_t> BOther() const { return xb_other.empty() ? qb_other.bits : xb_other; }
   double scale = 1;              // s_a * s_b (exact in double).
   Mpfr x, abs_sum;
   double x_d = 0, us_base = 0;   // us_base = sum|ab| * scale (double).
@@ -167,6 +210,9 @@ class Sweeper {
     PlatformInfo p;
     p.name = name;
     if (d.integer) {
+      // The accumulation is exact: u of the bound-normalized error is that of its one rounding,
+      // float32's.
+      p.model = &Int32ExactModel();
       p.fa = p.fb = &Int8();
       p.out = &Float32();
       p.acc = &Float32();
@@ -197,13 +243,16 @@ class Sweeper {
       in.qb = Quantize(draw(1), *p.fb);
       in.qb_other = Quantize(draw(2), *p.fb);
     }
-    // Integer inputs are carried as float32 values from here on (exact: |q| <= 127), since the
-    // exact accumulator and the models take float formats.
     in.fa = p.fa;
     in.fb = sum ? p.fa : p.fb;
-    if (p.fa->kind == FormatKind::kInteger) {
-      for (auto* q : {&in.qa, &in.qb, &in.qb_other}) {
-        for (uint64_t& v : q->bits) v = Convert(*p.fa, Float32(), v, OpEnv{}).bits;
+    in.xa.clear();
+    in.xb.clear();
+    in.xb_other.clear();
+    if (p.fa->kind == FormatKind::kInteger) {  // The oracle's float32 view (see SampleInputs).
+      const std::pair<const std::vector<uint64_t>*, std::vector<uint64_t>*> views[] = {
+          {&in.qa.bits, &in.xa}, {&in.qb.bits, &in.xb}, {&in.qb_other.bits, &in.xb_other}};
+      for (const auto& [q, x] : views) {
+        for (uint64_t v : *q) x->push_back(Convert(*p.fa, Float32(), v, OpEnv{}).bits);
       }
       in.fa = in.fb = &Float32();
     }
@@ -212,11 +261,12 @@ class Sweeper {
     const FormatSpec& fb = *in.fb;
     std::vector<uint64_t> ones;
     if (sum) ones.assign(in.qa.bits.size(), DoubleToFormat(fb, 1.0, false));
-    const std::vector<uint64_t>& b = sum ? ones : in.qb.bits;
-    const ExactAccumulator exact = ExactDot(fa, in.qa.bits, fb, b);
+    const std::span<const uint64_t> a = in.A();
+    const std::span<const uint64_t> b = sum ? std::span<const uint64_t>(ones) : in.B();
+    const ExactAccumulator exact = ExactDot(fa, a, fb, b);
     ScaledExact(exact, in.scale, in.x.v);
     in.x_d = mpfr_get_d(in.x.v, MPFR_RNDN);
-    const ExactAccumulator abs = ExactAbsDot(fa, in.qa.bits, fb, b);
+    const ExactAccumulator abs = ExactAbsDot(fa, a, fb, b);
     ScaledExact(abs, in.scale, in.abs_sum.v);
     in.us_base = mpfr_get_d(in.abs_sum.v, MPFR_RNDN);
 
@@ -227,10 +277,10 @@ class Sweeper {
     const int64_t t0 = static_cast<int64_t>(rng.Below(static_cast<uint64_t>(tiles))) * tile;
     const int64_t t1 = std::min(u.k, t0 + tile);
     const int64_t j = static_cast<int64_t>(rng.Below(static_cast<uint64_t>(u.k)));
-    const std::span<const uint64_t> ta(in.qa.bits.data() + t0, static_cast<size_t>(t1 - t0));
+    const std::span<const uint64_t> ta(a.data() + t0, static_cast<size_t>(t1 - t0));
     const std::span<const uint64_t> tb(b.data() + t0, static_cast<size_t>(t1 - t0));
-    const FormatSpec& model_out = p.model != nullptr ? p.model->OutputFormat() : Float32();
-    const ScaleOrder order = p.model != nullptr ? p.model->epilogue.scale_order : ScaleOrder::kProduct;
+    const FormatSpec& model_out = p.model->OutputFormat();
+    const ScaleOrder order = p.model->epilogue.scale_order;
     // The mutant's output value: rounded once to the model's output, then the model's scale
     // stage (accumulation/epilogue.h) where the computation is scaled (s_a s_b != 1).
     auto scaled_value = [&](const FormatSpec& f, uint64_t bits, EpilogueScales sc) {
@@ -256,49 +306,38 @@ class Sweeper {
     {
       // exact - 2 a_j b_j: (-a_j) b_j added twice.
       ExactAccumulator m = exact;
-      const uint64_t naj = NegateBits(fa, in.qa.bits[static_cast<size_t>(j)]);
+      const uint64_t naj = NegateBits(fa, a[static_cast<size_t>(j)]);
       m.AddProduct(fa, naj, fb, b[static_cast<size_t>(j)]);
       m.AddProduct(fa, naj, fb, b[static_cast<size_t>(j)]);
       in.mutant[kSignFlip] = mutant_value(m, scales);
     }
     if (!sum) {
-      const ExactAccumulator t = ExactDot(fa, in.qa.bits, fb, in.qb_other.bits);
+      const ExactAccumulator t = ExactDot(fa, a, fb, in.BOther());
       in.mutant[kTransposed] = mutant_value(t, {in.qa.scale, in.qb_other.scale});
       if (in.scale != 1) in.mutant[kMissingScale] = mutant_value(exact, {in.qa.scale, 1});
     }
     const Model bm = Bf16AccumulationModel(fa, fb, sum);
-    absl::StatusOr<EvalResult> r = sum ? EvaluateSum(bm, in.qa.bits, 0, {0, false})
-                                       : EvaluateDot(bm, in.qa.bits, b, 0, {0, false});
+    absl::StatusOr<EvalResult> r = sum ? EvaluateSum(bm, a, 0, {0, false})
+                                       : EvaluateDot(bm, a, b, 0, {0, false});
     if (r.ok()) in.mutant[kBf16Accumulation] = scaled_value(BFloat16(), r->bits, scales);
   }
 
   // Runs platform p on prepared inputs and measures.
   Obs Observe(const PlatformInfo& p, const SampleInputs& in, bool sum) const {
     Obs o;
-    double y_acc = 0, bound = 0;  // Before dequantization.
-    uint64_t y_bits = 0;
-    const FormatSpec& model_out = p.model != nullptr ? p.model->OutputFormat() : Float32();
-    if (p.model == nullptr) {
-      // int8 x int8 summed exactly in int32 (|sum| <= 127^2 K < 2^31 for K <= 2^17), converted
-      // to float32 (RNE): one rounding, bound u |sum|.
-      const ExactAccumulator exact = ExactDot(*in.fa, in.qa.bits, *in.fb, in.qb.bits);
-      y_bits = exact.Round(Float32(), OpEnv{}).bits;
-      y_acc = ToDouble(Float32(), y_bits);
-      bound = std::ldexp(std::fabs(y_acc), -23);  // u |s| <= 2^-24 |s| (1 + 2^-23) ... safe.
-    } else {
-      absl::StatusOr<EvalResult> r =
-          sum ? EvaluateSum(*p.model, in.qa.bits, 0) : EvaluateDot(*p.model, in.qa.bits, in.qb.bits, 0);
-      if (!r.ok()) {
-        o.finite = false;
-        return o;
-      }
-      y_bits = r->bits;
-      y_acc = ToDouble(model_out, y_bits);
-      bound = r->bound;
+    // The model on the operands in its input formats (int8 included: int32-exact).
+    const FormatSpec& model_out = p.model->OutputFormat();
+    absl::StatusOr<EvalResult> r =
+        sum ? EvaluateSum(*p.model, in.qa.bits, 0) : EvaluateDot(*p.model, in.qa.bits, in.qb.bits, 0);
+    if (!r.ok()) {
+      o.finite = false;
+      return o;
     }
+    const uint64_t y_bits = r->bits;  // Before dequantization.
+    const double y_acc = ToDouble(model_out, y_bits), bound = r->bound;
     if (in.scale != 1) {
       // The model's scale stage, with the a priori bound from |x S| (accumulation/epilogue.h).
-      const ScaleOrder order = p.model != nullptr ? p.model->epilogue.scale_order : ScaleOrder::kProduct;
+      const ScaleOrder order = p.model->epilogue.scale_order;
       const EpilogueScales scales{in.qa.scale, sum ? 1.0 : in.qb.scale};
       o.y_bits = ApplyScale(order, model_out, y_bits, bound, scales).bits;
       o.y = ToDouble(Float32(), o.y_bits);
