@@ -8,7 +8,6 @@
 #include <atomic>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -45,6 +44,7 @@ using sweep_internal::DescribeTables;
 using sweep_internal::SweepTables;
 using sweep_internal::DoubleToFormat;
 using sweep_internal::DrawVector;
+using sweep_internal::Int32ExactModel;
 using sweep_internal::IsScaledFormat;
 using sweep_internal::MaxMagnitude;
 using sweep_internal::NegateBits;
@@ -61,41 +61,6 @@ void ScaledExact(const ExactAccumulator& acc, double scale, mpfr_ptr out) {
   acc.ToMpfr(tmp.v);
   mpfr_set_prec(out, mpfr_get_prec(tmp.v) + 64);
   mpfr_mul_d(out, tmp.v, scale, MPFR_RNDN);  // Exact: the precision holds the product.
-}
-
-// ---- The integer dtype's model. ----
-// The integer dtype's row (sweep.h: int8 x int8 -> int32 exact, float32 rescale) as a model file
-// of adder.kind = "integer" (accumulation/MODEL_FORMAT.md): the model takes the int8 bits.
-constexpr char kInt32ExactModel[] = R"toml(name = "int32-exact"
-description = "int8 x int8 summed exactly in int32, converted once to float32 (RNE)"
-[inputs]
-a = "int8"
-[adder]
-kind = "integer"
-[accumulator]
-format = "int32"
-[chain]
-kind = "sequential"
-[output]
-format = "float32"
-[provenance]
-"inputs.a" = "the sweep's integer dtype (reports/sweep.h)"
-"adder.kind" = "int8 GEMMs accumulate int8 x int8 products exactly in int32 (IMMA, DP4A)"
-"accumulator.format" = "int32, as above"
-"chain.kind" = "an exact sum has no order"
-"output.format" = "the float32 the rescale multiplies (reports/sweep.h)"
-)toml";
-
-const Model& Int32ExactModel() {
-  static const Model* const m = [] {
-    absl::StatusOr<Model> parsed = ParseModel(kInt32ExactModel, "int32-exact.toml");
-    if (!parsed.ok()) {
-      std::fprintf(stderr, "int32-exact: %s\n", std::string(parsed.status().message()).c_str());
-      std::abort();
-    }
-    return new Model(*std::move(parsed));
-  }();
-  return *m;
 }
 
 // ---- Torch / JAX defaults (by output dtype). ----
