@@ -534,6 +534,10 @@ absl::Status LoadSweepModels(const ModelCatalog& catalog, const std::string& mod
     if (plan.models.count(name) != 0) return absl::OkStatus();
     const absl::StatusOr<Model>& m = catalog.Find(name);
     if (!m.ok()) return m.status();
+    // 8-bit inputs are dequantized with per-tensor scales (sweep.h): the model must take them.
+    if (IsScaledFormat(*m->inputs.a) || IsScaledFormat(m->InputB())) {
+      if (absl::Status s = CheckEpilogueScales(*m, 1, 1); !s.ok()) return s;
+    }
     plan.models.emplace(name, *m);
     const std::string path = Cat(models_dir, "/", name, ".toml");
     absl::StatusOr<std::string> text = ReadUserFile(path, kMaxTextFileBytes, "model file");
