@@ -576,6 +576,60 @@ class Evaluator {
   std::vector<Node> leaves_;
 };
 
+// adder.kind = "integer": the value of integer-format bits (two's complement when signed).
+int64_t IntegerValue(const FormatSpec& f, uint64_t bits) {
+  bits &= WidthMask(f);
+  if (f.is_signed && f.width < 64 && ((bits >> (f.width - 1)) & 1) != 0) {
+    return static_cast<int64_t>(bits) - (int64_t{1} << f.width);
+  }
+  return static_cast<int64_t>(bits);
+}
+
+// adder.kind = "integer" (evaluate.h): c + sum a_i b_i (or sum x_i) exactly in int64 (8-bit
+// inputs: |a_i b_i| <= 2^16, K <= 2^30, so no int64 overflow), refused when it leaves the int32
+// accumulator, then one conversion into the output format.
+absl::StatusOr<EvalResult> IntegerEvaluate(const Model& model, std::span<const uint64_t> a,
+                                           std::span<const uint64_t> b, bool is_sum,
+                                           uint64_t c_bits, const EvalOptions& options) {
+  const FormatSpec& fa = *model.inputs.a;
+  const FormatSpec& fb = model.InputB();
+  const FormatSpec& acc = *model.accumulator.format;
+  int64_t s = IntegerValue(acc, c_bits);
+  for (size_t i = 0; i < a.size(); ++i) {
+    s += is_sum ? IntegerValue(fa, a[i]) : IntegerValue(fa, a[i]) * IntegerValue(fb, b[i]);
+  }
+  const int64_t lo = -(int64_t{1} << (acc.width - 1)), hi = (int64_t{1} << (acc.width - 1)) - 1;
+  if (s < lo || s > hi) {
+    return absl::OutOfRangeError(Cat(model.name, ": the exact sum ", s, " leaves the ", acc.name,
+                                     " accumulator (wrap-around and saturation are not modelled)"));
+  }
+  const uint64_t acc_bits = static_cast<uint64_t>(s) & WidthMask(acc);
+  const FormatSpec& of = model.OutputFormat();
+  EvalResult out;
+  if (&of == &acc) {
+    out.bits = acc_bits;
+    return out;
+  }
+  OpEnv env = model.output.env;
+  if (env.rounding == Rounding::kStochastic) {
+    env.sr_random = SplitMix64At(options.seed ^ 0x2545F4914F6CDD1Dull, 0);
+  }
+  const OpResult r = Convert(acc, of, acc_bits, env);
+  out.bits = r.bits;
+  if (options.want_bound) {
+    const double y = ToDouble(of, out.bits);
+    // One rounding of an integer s (0, or |s| >= 1: never subnormal) into `of`: y stays in s's
+    // binade or moves to the next power of two, so |y - s| < ulp <= 2^-f |y| in every rounding
+    // mode (f = of's fraction bits; half of it under rne/rna). Beyond of's largest finite value
+    // (saturated, or Inf) that does not hold: there |y - s| itself, rounded up.
+    const double sd = static_cast<double>(s);  // Exact: |s| < 2^31.
+    out.bound = std::fabs(sd) <= ToDouble(of, MaxFiniteBits(of))
+                    ? std::ldexp(std::fabs(y), -of.fraction_bits)
+                    : std::fabs(y - sd) * (1 + 0x1p-52);
+  }
+  return out;
+}
+
 }  // namespace
 
 absl::StatusOr<EvalResult> GenericEvaluateDot(const Model& model, std::span<const uint64_t> a,
@@ -586,6 +640,7 @@ absl::StatusOr<EvalResult> GenericEvaluateDot(const Model& model, std::span<cons
         Cat("dot: a has ", a.size(), " elements, b has ", b.size()));
   }
   if (a.size() > (size_t{1} << 30)) return absl::InvalidArgumentError("dot: too long");
+  if (model.adder.kind == AdderKind::kInteger) return IntegerEvaluate(model, a, b, false, c_bits, options);
   Evaluator ev(model, options);
   ev.Leaves(a, b, false);
   return ev.Run(c_bits);
@@ -594,6 +649,7 @@ absl::StatusOr<EvalResult> GenericEvaluateDot(const Model& model, std::span<cons
 absl::StatusOr<EvalResult> GenericEvaluateSum(const Model& model, std::span<const uint64_t> x,
                                               uint64_t c_bits, const EvalOptions& options) {
   if (x.size() > (size_t{1} << 30)) return absl::InvalidArgumentError("sum: too long");
+  if (model.adder.kind == AdderKind::kInteger) return IntegerEvaluate(model, x, {}, true, c_bits, options);
   Evaluator ev(model, options);
   ev.Leaves(x, {}, true);
   return ev.Run(c_bits);

@@ -13,6 +13,9 @@
 //    (|term| < 2^(F+2) quanta, F <= 100, G <= 256); the integer is rounded once into the
 //    accumulator format (with its reduced fraction bits) by RoundPack.
 //  * The output conversion is formats' Convert.
+//  * adder.kind = "integer" (MODEL_FORMAT.md): integer inputs (int8, uint8), every product and
+//    the sum with c (an int32) exact in int64; a sum outside int32 is an OutOfRange error (wrap-
+//    around and saturation are not modelled); then the output conversion, Convert once.
 // Special values: a NaN operand or an invalid step (Inf - Inf, Inf * 0) gives the accumulator
 // format's default NaN (NanResultBits with no source: payloads are not propagated); an Inf
 // propagates with its sign; an overflowing step gives what RoundPack gives (Inf under rne).
@@ -49,6 +52,9 @@
 //    (each |d| <= u |rounded| + eta for every rounding mode, u as above). Classical form:
 //    (2u + O(n u^2)) sum |p_k| (Higham §4.3); this one is usually far smaller.
 //  * simd and cascade chains are trees of the node kinds above (adder steps and combines).
+//  * adder.kind = "integer": 0 for the exact sum; the conversion of the integer s into a float
+//    output adds 2^-f |y| (f its fraction bits; evaluate.cc has the proof), or |y - s| beyond the
+//    output's largest finite value.
 // Overflow is not covered (a result that is Inf while the exact value is finite breaks the bound;
 // callers check IsFinite). Double-precision arithmetic on M and E is made safe by multiplying by
 // (1 + 2^-50) at each node (each node's formula takes < 8 double operations).

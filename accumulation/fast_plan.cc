@@ -32,6 +32,8 @@ static_assert(sizeof(Model::Adder) == 48, "Model::Adder changed: extend MakePlan
 static_assert(sizeof(Model::Accumulator) == 40, "Model::Accumulator changed: extend MakePlan");
 static_assert(sizeof(Model::Chain) == 160, "Model::Chain changed: extend MakePlan");
 static_assert(sizeof(Model::Output) == 32, "Model::Output changed: extend MakePlan");
+// Model::Epilogue's scale and scale_order are not read by any evaluator: the scale stage runs
+// after EvaluateDot / EvaluateMatmul (accumulation/epilogue.h).
 static_assert(sizeof(Model::Epilogue) == 32, "Model::Epilogue changed: extend MakePlan");
 
 // Formats whose every finite value is a float32 (so the float table is exact).
@@ -129,6 +131,8 @@ bool InputKindFor(const FormatSpec* f, InputKind& kind, const Table*& table) {
 
 const char* MakePlan(const Model& m, Plan& plan) {
   plan.model = &m;
+  // adder.kind = "integer": exact integer sums, on the generic path (evaluate.cc).
+  if (m.adder.kind == AdderKind::kInteger) return "adder.kind integer";
   // Inputs.
   const bool f64_in = m.inputs.a == &Float64() || m.inputs.b == &Float64();
   if (f64_in) {

@@ -23,14 +23,20 @@ using accumulation_internal::Cat;
 using accumulation_internal::Join;
 
 // A float format of the table named by the string `key`, or nullptr (absent, or an error).
+// `integers`: the integer formats an integer model takes there (nullptr: floats only).
 const FormatSpec* Format(TomlReader& r, const toml::table& t, std::string_view prefix,
-                         std::string_view key, TomlKey need = TomlKey::kOptional) {
+                         std::string_view key, TomlKey need = TomlKey::kOptional,
+                         std::initializer_list<const FormatSpec*> integers = {}) {
   std::optional<std::string> s = r.String(t, prefix, key, need);
   if (!s) return nullptr;
   const FormatSpec* f = FindFormat(*s);
+  if (f != nullptr && std::find(integers.begin(), integers.end(), f) != integers.end()) return f;
   if (f == nullptr || !IsFloat(*f)) {
     r.Fail(t.get(key), TomlReader::Dotted(prefix, key),
-           Cat("not a float format of the table: \"", *s, "\""));
+           Cat("not a float format of the table: \"", *s, "\"",
+               integers.size() == 0 ? "" : Cat(" (nor ", integers.size() == 1 ? "the integer format "
+                                                                              : "an integer format ",
+                                               "of adder.kind = \"integer\")")));
     return nullptr;
   }
   return f;
@@ -208,8 +214,8 @@ void ReadInputs(TomlReader& r, const toml::table& root, Model& m) {
   const toml::table* t = r.Table(root, "", "inputs", TomlKey::kRequired);
   if (t == nullptr) return;
   r.CheckKeys(*t, "inputs", {"a", "b", "convert_to", "convert_rounding", "daz"});
-  m.inputs.a = Format(r, *t, "inputs", "a", TomlKey::kRequired);
-  m.inputs.b = Format(r, *t, "inputs", "b");
+  m.inputs.a = Format(r, *t, "inputs", "a", TomlKey::kRequired, {&Int8(), &UInt8()});
+  m.inputs.b = Format(r, *t, "inputs", "b", TomlKey::kOptional, {&Int8(), &UInt8()});
   if (m.inputs.b == nullptr) m.inputs.b = m.inputs.a;
   m.inputs.convert_to = Format(r, *t, "inputs", "convert_to");
   if (m.inputs.convert_to == nullptr) {
@@ -248,10 +254,39 @@ void ReadAdder(TomlReader& r, const toml::table& root, Model& m) {
                                                             {{"ieee", AdderKind::kIeee},
                                                              {"fma", AdderKind::kFma},
                                                              {"fused", AdderKind::kFused},
-                                                             {"kahan", AdderKind::kKahan}},
+                                                             {"kahan", AdderKind::kKahan},
+                                                             {"integer", AdderKind::kInteger}},
                                                             TomlKey::kRequired);
   if (!kind) return;
   m.adder.kind = *kind;
+  const bool int_a = m.inputs.a != nullptr && !IsFloat(*m.inputs.a);
+  const bool int_b = m.inputs.b != nullptr && !IsFloat(*m.inputs.b);
+  if (*kind == AdderKind::kInteger) {
+    for (std::string_view key : {"rounding", "group", "fraction_bits", "alignment",
+                                 "alignment_exponent", "normalization_rounding", "overflow", "ftz",
+                                 "daz"}) {
+      r.Reject(*t, "adder", key, "does not apply to adder.kind = \"integer\" (every sum is exact)");
+    }
+    if (m.inputs.a != nullptr && (!int_a || !int_b)) {
+      r.Fail(t->get("kind"), "adder.kind",
+             "\"integer\" needs integer inputs (inputs.a and inputs.b: int8 or uint8)");
+    }
+    if (m.inputs.convert_to != nullptr) {
+      r.Fail(t->get("kind"), "adder.kind", "\"integer\" takes no inputs.convert_to");
+    }
+    if (m.product.policy != ProductPolicy::kExact) {
+      r.Fail(t->get("kind"), "adder.kind", "\"integer\" needs product.policy = \"exact\"");
+    }
+    return;
+  }
+  if (int_a || int_b) {  // Reported where the format is named, as any non-float format.
+    const toml::table* in = root.get_as<toml::table>("inputs");
+    const std::string_view key = int_a ? "a" : "b";
+    r.Fail(in != nullptr ? in->get(key) : nullptr, TomlReader::Dotted("inputs", key),
+           Cat("not a float format of the table: \"", (int_a ? m.inputs.a : m.inputs.b)->name,
+               "\" (integer inputs need adder.kind = \"integer\")"));
+    return;
+  }
   if (*kind == AdderKind::kFused) {
     r.Reject(*t, "adder", "ftz", "does not apply to a fused adder");
     r.Reject(*t, "adder", "daz", "applies only to adder.kind = \"ieee\" or \"fma\"");
@@ -298,7 +333,19 @@ void ReadAccumulator(TomlReader& r, const toml::table& root, Model& m) {
   const toml::table* t = r.Table(root, "", "accumulator", TomlKey::kRequired);
   if (t == nullptr) return;
   r.CheckKeys(*t, "accumulator", {"format", "fraction_bits", "rounding"});
-  m.accumulator.format = Format(r, *t, "accumulator", "format", TomlKey::kRequired);
+  const bool integer = m.adder.kind == AdderKind::kInteger;
+  m.accumulator.format = Format(r, *t, "accumulator", "format", TomlKey::kRequired,
+                                integer ? std::initializer_list<const FormatSpec*>{&Int32()}
+                                        : std::initializer_list<const FormatSpec*>{});
+  if (m.accumulator.format != nullptr && integer) {
+    m.accumulator.fraction_bits = 0;
+    if (m.accumulator.format != &Int32()) {
+      r.Fail(t->get("format"), "accumulator.format", "adder.kind = \"integer\" needs \"int32\"");
+    }
+    r.Reject(*t, "accumulator", "fraction_bits", "does not apply to an int32 accumulator");
+    r.Reject(*t, "accumulator", "rounding", "does not apply to an int32 accumulator");
+    return;
+  }
   if (m.accumulator.format != nullptr) {
     m.accumulator.fraction_bits = m.accumulator.format->fraction_bits;
     if (m.accumulator.format->nonfinite != NonFinite::kIeee || !m.accumulator.format->has_zero) {
@@ -512,6 +559,10 @@ void ReadChain(TomlReader& r, const toml::table& root, Model& m) {
         break;
       }
     }
+    if (m.adder.kind == AdderKind::kInteger && m.chain.kind != ChainKind::kSequential) {
+      r.Fail(t->get("kind"), "chain.kind",
+             "adder.kind = \"integer\" needs chain.kind = \"sequential\" (an exact sum has no order)");
+    }
     if (m.adder.kind == AdderKind::kKahan && m.chain.kind != ChainKind::kSequential) {
       r.Fail(t->get("kind"), "chain.kind",
              "adder.kind = \"kahan\" needs chain.kind = \"sequential\"");
@@ -529,11 +580,26 @@ void ReadChain(TomlReader& r, const toml::table& root, Model& m) {
 void ReadEpilogue(TomlReader& r, const toml::table& root, Model& m) {
   const toml::table* t = r.Table(root, "", "epilogue", TomlKey::kOptional);
   if (t == nullptr) return;
-  r.CheckKeys(*t, "epilogue", {"c", "rounding"});
+  r.CheckKeys(*t, "epilogue", {"c", "rounding", "scale", "scale_order"});
   m.epilogue.c = r.Choice<EpilogueC>(*t, "epilogue", "c",
                                      {{"chain", EpilogueC::kChain}, {"after", EpilogueC::kAfter}},
                                      TomlKey::kRequired)
                      .value_or(EpilogueC::kChain);
+  m.epilogue.scale = r.Choice<EpilogueScale>(*t, "epilogue", "scale",
+                                             {{"none", EpilogueScale::kNone},
+                                              {"tensor", EpilogueScale::kTensor},
+                                              {"row_col", EpilogueScale::kRowCol}},
+                                             TomlKey::kOptional)
+                         .value_or(EpilogueScale::kRowCol);
+  if (m.epilogue.scale != EpilogueScale::kNone) {
+    m.epilogue.scale_order = r.Choice<ScaleOrder>(*t, "epilogue", "scale_order",
+                                                  {{"product", ScaleOrder::kProduct},
+                                                   {"sequential", ScaleOrder::kSequential}},
+                                                  TomlKey::kOptional)
+                                 .value_or(ScaleOrder::kProduct);
+  } else {
+    r.Reject(*t, "epilogue", "scale_order", "applies only with epilogue.scale = \"tensor\" or \"row_col\"");
+  }
   if (m.epilogue.c == EpilogueC::kAfter) {
     RoundingKey(r, *t, "epilogue", "rounding", m.epilogue.env,
                 {"rne", "rna", "rtz", "rup", "rdn"});

@@ -45,7 +45,9 @@
 namespace fpconform {
 
 enum class ProductPolicy : uint8_t { kExact, kRound };
-enum class AdderKind : uint8_t { kIeee, kFma, kFused, kKahan };
+// kInteger: integer inputs (int8, uint8), products and sums exact in an int32 accumulator
+// (MODEL_FORMAT.md, adder.kind = "integer"; evaluate.h).
+enum class AdderKind : uint8_t { kIeee, kFma, kFused, kKahan, kInteger };
 enum class Alignment : uint8_t { kTruncate, kRoundDown };
 enum class AlignmentExponent : uint8_t { kNominal, kActual };
 // adder.overflow (fused): a group whose normalized sum exceeds the accumulator's range gives what
@@ -55,6 +57,12 @@ enum class FusedOverflow : uint8_t { kIeee, kInf };
 // epilogue.c: where the initial value c enters a dot (kChain: as the chain's initial
 // accumulator; kAfter: the chain runs from +0 and c is added once after it, in the epilogue).
 enum class EpilogueC : uint8_t { kChain, kAfter };
+// epilogue.scale: the scale factors the platform multiplies its output by (accumulation/
+// epilogue.h): none, one per tensor (s_a, s_b scalars), or one per row of A and one per column
+// of B (a per-tensor scale is the constant vector). Per-block scales are not modelled.
+enum class EpilogueScale : uint8_t { kNone, kTensor, kRowCol };
+// epilogue.scale_order: kProduct: fl32(fl32(s_a * s_b) * y); kSequential: fl32(fl32(y * s_a) * s_b).
+enum class ScaleOrder : uint8_t { kProduct, kSequential };
 enum class ChainKind : uint8_t {
   kSequential, kPairwise, kBlocked, kStrided, kSplitK, kPromote, kSimd, kCascade, kTree
 };
@@ -161,8 +169,13 @@ struct Model {
   // [epilogue] (MODEL_FORMAT.md): what happens between the chain and the output conversion.
   // c = kAfter: d = output(round(chain_from_+0 + c)), the one add in FinalAccumulatorFormat()
   // rounded with `env` (epilogue.rounding) at its full precision.
+  // scale, scale_order: the scale stage applied to the model's output when a caller has scales
+  // (accumulation/epilogue.h ApplyEpilogue); the defaults are what every model did before the
+  // keys existed.
   struct Epilogue {
     EpilogueC c = EpilogueC::kChain;
+    EpilogueScale scale = EpilogueScale::kRowCol;
+    ScaleOrder scale_order = ScaleOrder::kProduct;  // scale != kNone only.
     OpEnv env;  // epilogue.rounding (c = kAfter only).
   } epilogue;
 

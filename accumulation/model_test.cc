@@ -211,6 +211,8 @@ std::string WithOverflowAndEpilogue(const std::string& overflow, const std::stri
   if (!overflow.empty()) prov += "\"adder.overflow\" = \"x\"\n";
   if (epilogue.find("c =") != std::string::npos) prov += "\"epilogue.c\" = \"x\"\n";
   if (epilogue.find("rounding =") != std::string::npos) prov += "\"epilogue.rounding\" = \"x\"\n";
+  if (epilogue.find("scale =") != std::string::npos) prov += "\"epilogue.scale\" = \"x\"\n";
+  if (epilogue.find("scale_order =") != std::string::npos) prov += "\"epilogue.scale_order\" = \"x\"\n";
   return Replace(text, "unconfirmed", prov + "unconfirmed");
 }
 
@@ -237,6 +239,31 @@ TEST(ModelTest, ParsesOverflowAndEpilogue) {
   EXPECT_EQ(m->epilogue.env.rounding, Rounding::kNearestEven);  // Default rne.
 }
 
+// epilogue.scale and scale_order (MODEL_FORMAT.md; accumulation/epilogue.h): the defaults are
+// what every model did before the keys (row/column scales, product order).
+TEST(ModelTest, ParsesTheScaleStage) {
+  absl::StatusOr<Model> m = ParseModel(kH100, "dir/nvidia-h100-bf16.toml");
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->epilogue.scale, EpilogueScale::kRowCol);
+  EXPECT_EQ(m->epilogue.scale_order, ScaleOrder::kProduct);
+  m = ParseModel(WithOverflowAndEpilogue("", "[epilogue]\nc = \"after\"\nscale = \"tensor\"\n"
+                                             "scale_order = \"sequential\"\n"),
+                 "dir/nvidia-h100-bf16.toml");
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->epilogue.scale, EpilogueScale::kTensor);
+  EXPECT_EQ(m->epilogue.scale_order, ScaleOrder::kSequential);
+  m = ParseModel(WithOverflowAndEpilogue("", "[epilogue]\nc = \"chain\"\nscale = \"none\"\n"),
+                 "dir/nvidia-h100-bf16.toml");
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->epilogue.scale, EpilogueScale::kNone);
+  m = ParseModel(WithOverflowAndEpilogue("", "[epilogue]\nc = \"chain\"\nscale = \"row_col\"\n"
+                                             "scale_order = \"product\"\n"),
+                 "dir/nvidia-h100-bf16.toml");
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->epilogue.scale, EpilogueScale::kRowCol);
+  EXPECT_EQ(m->epilogue.scale_order, ScaleOrder::kProduct);
+}
+
 TEST(ModelTest, OverflowAndEpilogueErrorsNameFileLineAndField) {
   struct {
     const char* comment;
@@ -260,6 +287,20 @@ TEST(ModelTest, OverflowAndEpilogueErrorsNameFileLineAndField) {
       {"epilogue stochastic rounding",
        WithOverflowAndEpilogue("", "[epilogue]\nc = \"after\"\nrounding = \"sr8\"\n"),
        "h.toml:29: epilogue.rounding: must be one of rne rna rtz rup rdn"},
+      {"epilogue scale value",
+       WithOverflowAndEpilogue("", "[epilogue]\nc = \"chain\"\nscale = \"block\"\n"),
+       "h.toml:29: epilogue.scale: must be one of none tensor row_col, got \"block\""},
+      {"epilogue scale_order value",
+       WithOverflowAndEpilogue("", "[epilogue]\nc = \"chain\"\nscale_order = \"ba\"\n"),
+       "h.toml:29: epilogue.scale_order: must be one of product sequential, got \"ba\""},
+      {"epilogue scale_order without scales",
+       WithOverflowAndEpilogue("", "[epilogue]\nc = \"chain\"\nscale = \"none\"\n"
+                                   "scale_order = \"product\"\n"),
+       "h.toml:30: epilogue.scale_order: applies only with epilogue.scale = \"tensor\" or \"row_col\""},
+      {"epilogue scale without provenance",
+       Replace(WithOverflowAndEpilogue("", "[epilogue]\nc = \"chain\"\nscale = \"tensor\"\n"),
+               "\"epilogue.scale\" = \"x\"\n", ""),
+       "h.toml:29: epilogue.scale: has no source"},
       {"epilogue unknown key", WithOverflowAndEpilogue("", "[epilogue]\nc = \"after\"\nalpha = 2\n"),
        "h.toml:29: epilogue.alpha: unknown key"},
       {"epilogue without provenance",
@@ -277,6 +318,88 @@ TEST(ModelTest, OverflowAndEpilogueErrorsNameFileLineAndField) {
     const std::string expected =
         "dir/" + (cpu ? std::string(c.expected) : Replace(c.expected, "h.toml", "nvidia-h100-bf16.toml"));
     EXPECT_EQ(msg.rfind(expected, 0), 0u) << msg;
+  }
+}
+
+// adder.kind = "integer" (MODEL_FORMAT.md): int8 / uint8 inputs, exact products and sums in
+// int32, one output conversion.
+constexpr char kInt8[] = R"toml(name = "int8-int32"
+description = "int8 GEMM"
+[inputs]
+a = "int8"
+b = "uint8"
+[adder]
+kind = "integer"
+[accumulator]
+format = "int32"
+[chain]
+kind = "sequential"
+[output]
+format = "float32"
+[provenance]
+"inputs.a" = "x"
+"inputs.b" = "x"
+"adder.kind" = "x"
+"accumulator.format" = "x"
+"chain.kind" = "x"
+"output.format" = "x"
+)toml";
+
+TEST(ModelTest, ParsesIntegerAdder) {
+  absl::StatusOr<Model> m = ParseModel(kInt8, "dir/int8-int32.toml");
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->inputs.a, &Int8());
+  EXPECT_EQ(m->inputs.b, &UInt8());
+  EXPECT_EQ(m->adder.kind, AdderKind::kInteger);
+  EXPECT_EQ(m->accumulator.format, &Int32());
+  EXPECT_EQ(m->output.format, &Float32());
+  // Without [output]: the int32 itself.
+  m = ParseModel(Replace(Replace(kInt8, "[output]\nformat = \"float32\"\n", ""),
+                         "\"output.format\" = \"x\"\n", ""),
+                 "dir/int8-int32.toml");
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(&m->OutputFormat(), &Int32());
+}
+
+TEST(ModelTest, IntegerAdderErrorsNameFileLineAndField) {
+  struct {
+    const char* comment;
+    std::string text;
+    const char* expected;
+  } const cases[] = {
+      {"float inputs", Replace(kInt8, "a = \"int8\"\nb = \"uint8\"", "a = \"float32\"\nb = \"float32\""),
+       "i.toml:7: adder.kind: \"integer\" needs integer inputs (inputs.a and inputs.b: int8 or uint8)"},
+      {"int32 inputs", Replace(kInt8, "a = \"int8\"", "a = \"int32\""),
+       "i.toml:4: inputs.a: not a float format of the table: \"int32\" (nor an integer format of "
+       "adder.kind = \"integer\")"},
+      {"integer b with a float adder",
+       Replace(Replace(kInt8, "a = \"int8\"", "a = \"float32\""), "kind = \"integer\"", "kind = \"fma\""),
+       "i.toml:5: inputs.b: not a float format of the table: \"uint8\" (integer inputs need "
+       "adder.kind = \"integer\")"},
+      {"adder key", Replace(kInt8, "kind = \"integer\"\n", "kind = \"integer\"\nrounding = \"rne\"\n"),
+       "i.toml:8: adder.rounding: does not apply to adder.kind = \"integer\" (every sum is exact)"},
+      {"float accumulator", Replace(kInt8, "format = \"int32\"", "format = \"float32\""),
+       "i.toml:9: accumulator.format: adder.kind = \"integer\" needs \"int32\""},
+      {"int32 accumulator of a float adder",
+       Replace(Replace(Replace(kInt8, "a = \"int8\"\nb = \"uint8\"", "a = \"float32\""),
+                       "kind = \"integer\"", "kind = \"fma\""),
+               "\"inputs.b\" = \"x\"\n", ""),
+       "i.toml:8: accumulator.format: not a float format of the table: \"int32\""},
+      {"accumulator fraction bits",
+       Replace(kInt8, "format = \"int32\"\n", "format = \"int32\"\nfraction_bits = 13\n"),
+       "i.toml:10: accumulator.fraction_bits: does not apply to an int32 accumulator"},
+      {"chain kind", Replace(kInt8, "kind = \"sequential\"", "kind = \"pairwise\""),
+       "i.toml:11: chain.kind: adder.kind = \"integer\" needs chain.kind = \"sequential\" (an exact sum "
+       "has no order)"},
+      {"converted inputs", Replace(Replace(kInt8, "b = \"uint8\"\n", "b = \"uint8\"\nconvert_to = \"float32\"\n"),
+                                   "\"inputs.b\" = \"x\"\n", "\"inputs.b\" = \"x\"\n\"inputs.convert_to\" = \"x\"\n"),
+       "i.toml:8: adder.kind: \"integer\" takes no inputs.convert_to"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.comment);
+    absl::StatusOr<Model> m = ParseModel(c.text, "dir/int8-int32.toml");
+    ASSERT_FALSE(m.ok());
+    EXPECT_EQ(m.status().message(), "dir/int8-int32" + std::string(c.expected).substr(1));
   }
 }
 

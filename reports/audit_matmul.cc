@@ -12,6 +12,7 @@
 #include <cmath>
 #include <optional>
 
+#include "accumulation/epilogue.h"
 #include "accumulation/evaluate.h"
 #include "base/isa.h"
 #include "base/str_cat.h"
@@ -43,9 +44,6 @@ class MatmulOp : public ReductionOp {
             uint64_t& c) const override;
   bool CertifiedExact(int64_t e, ExactAccumulator& acc) const override;
   double Scale(int64_t e) const override { return ScaleA(e) * ScaleB(e); }  // Exact in double.
-  double Scale32(int64_t e) const override {
-    return ToDouble(Float32(), DoubleToBits(Float32(), ScaleA(e) * ScaleB(e)));
-  }
   double ScaleA(int64_t e) const override {
     return sa_.size() == 1 ? sa_[0] : sa_[static_cast<size_t>((e / n_) % m_)];
   }
@@ -199,6 +197,13 @@ absl::Status MatmulOp::Init() {
   sa_ = *std::move(sa);
   sb_ = *std::move(sb);
   scaled_ = in.scale_a != nullptr || in.scale_b != nullptr;
+  for (size_t p = 0; p < models_.size(); ++p) {
+    if (absl::Status s = CheckEpilogueScales(*models_[p], in.scale_a != nullptr ? in.scale_a->size() : 0,
+                                             in.scale_b != nullptr ? in.scale_b->size() : 0);
+        !s.ok()) {
+      return absl::InvalidArgumentError(Cat("--platform: ", s.message()));
+    }
+  }
   const int64_t batches = O.size() / (m * n);
   batch_index_.resize(static_cast<size_t>(batches));
   for (int64_t bi = 0; bi < batches; ++bi) batch_index_[static_cast<size_t>(bi)] = Unflatten(bi, batch);
@@ -206,7 +211,10 @@ absl::Status MatmulOp::Init() {
   fb_ = &fb;
   setup_.input_format = std::string(fa.name) + (&fa == &fb ? "" : Cat(" x ", fb.name));
   setup_.formula =
-      scaled_ ? Cat("out = fl_", O.format->name, "(fl32(fl32(scale_a[i] * scale_b[j]) * acc)), acc = ",
+      scaled_ ? Cat("out = fl_", O.format->name,
+                    m0.epilogue.scale_order == ScaleOrder::kProduct
+                        ? "(fl32(fl32(scale_a[i] * scale_b[j]) * acc)), acc = "
+                        : "(fl32(fl32(acc * scale_a[i]) * scale_b[j])), acc = ",
                     "the platform's ", m0.OutputFormat().name,
                     " output of sum_k A[i,k] B[k,j]; exact = scale_a[i] * scale_b[j] * sum_k A[i,k] B[k,j]")
               : Cat("out = fl_", O.format->name, "(", in.c != nullptr ? "C[i,j] + " : "",

@@ -7,6 +7,7 @@
 #include <array>
 #include <cmath>
 
+#include "accumulation/epilogue.h"
 #include "accumulation/evaluate.h"
 #include "base/hash.h"
 #include "base/str_cat.h"
@@ -71,7 +72,6 @@ bool ReductionOp::View(int64_t, std::span<const uint64_t>&, std::span<const uint
 }
 bool ReductionOp::CertifiedExact(int64_t, ExactAccumulator&) const { return false; }
 double ReductionOp::Scale(int64_t) const { return 1; }
-double ReductionOp::Scale32(int64_t) const { return 1; }
 double ReductionOp::ScaleA(int64_t) const { return 1; }
 double ReductionOp::ScaleB(int64_t) const { return 1; }
 std::optional<double> ReductionOp::TransposedB(int64_t, std::span<const uint64_t>) const {
@@ -158,32 +158,10 @@ void ReductionOp::NoteOutputConversion(const Model& m0, const std::string& model
 
 Emulated ReductionOp::PostProcess(size_t p, int64_t e, uint64_t model_bits,
                                   double model_bound) const {
-  const FormatSpec& model_out = models_[p]->OutputFormat();
-  const FormatSpec& out = *setup_.out_format;
-  uint64_t bits = model_bits;
-  const FormatSpec* fmt = &model_out;
-  double bound = model_bound;
-  if (scaled_) {
-    const double s = Scale(e), s32 = Scale32(e);
-    const double y = ToDouble(model_out, bits);
-    const double prod = s32 * y;  // Exact: 24-bit times <= 24-bit significands.
-    bits = DoubleToBits(Float32(), prod);
-    fmt = &Float32();
-    const double v = ToDouble(Float32(), bits);
-    if (std::isfinite(v) && std::isfinite(y)) {
-      bound = (std::fabs(v - prod) * (1 + 0x1p-52) + std::fabs(s32 - s) * std::fabs(y) +
-               std::fabs(s) * bound) * kUp;
-    }
-  }
-  if (fmt != &out) {
-    const uint64_t conv = Convert(*fmt, out, bits, out_rounding_).bits;
-    const double a = ToDouble(*fmt, bits), b = ToDouble(out, conv);
-    if (std::isfinite(a) && std::isfinite(b)) {
-      bound = (bound + std::fabs(b - a) * (1 + 0x1p-52) + HalfUlp(out, std::fabs(b) + bound)) * kUp;
-    }
-    bits = conv;
-  }
-  return Emulated{bits, bound};
+  const EpilogueScales scales{ScaleA(e), ScaleB(e)};
+  const EpilogueValue v = ApplyEpilogue(*models_[p], model_bits, model_bound, scaled_ ? &scales : nullptr,
+                                        *setup_.out_format, out_rounding_);
+  return Emulated{v.bits, v.bound};
 }
 
 std::unique_ptr<OpScratch> ReductionOp::NewScratch() const { return std::make_unique<Scratch>(); }

@@ -54,9 +54,8 @@ class ReductionOp : public AuditOp {
                     uint64_t& c) const;
   // Loads the exact unscaled sum of element e into acc when a certified oracle has it.
   virtual bool CertifiedExact(int64_t e, ExactAccumulator& acc) const;
-  // scale_a[i] scale_b[j] exactly, its float32 rounding, and the two factors (1 without scales).
+  // scale_a[i] scale_b[j] exactly, and the two factors (1 without scales).
   virtual double Scale(int64_t e) const;
-  virtual double Scale32(int64_t e) const;
   virtual double ScaleA(int64_t e) const;
   virtual double ScaleB(int64_t e) const;
   // (A B^T)[i, j] from the element's row of A, and (A^T B)[i, j] from its column of B, scaled
@@ -74,8 +73,9 @@ class ReductionOp : public AuditOp {
   void RecommendAll();
   // A note when the output file's format differs from the model's.
   void NoteOutputConversion(const Model& m0, const std::string& model_writes);
-  // Platform p's value for element e in the output file's format: the scale (out =
-  // fl32(fl32(s_a s_b) * y)) and the conversion into out's format, the bound widened by both.
+  // Platform p's value for element e in the output file's format: the model's epilogue
+  // (accumulation/epilogue.h ApplyEpilogue: the scale, e.g. out = fl32(fl32(s_a s_b) * y), and
+  // the conversion into out's format), the bound widened by both.
   Emulated PostProcess(size_t p, int64_t e, uint64_t model_bits, double model_bound) const;
 
   const bool sum_;

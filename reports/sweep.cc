@@ -12,9 +12,11 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <span>
 #include <thread>
 #include <utility>
 
+#include "accumulation/epilogue.h"
 #include "accumulation/evaluate.h"
 #include "accumulation/model.h"
 #include "accumulation/model_catalog.h"
@@ -42,12 +44,12 @@ using sweep_internal::DescribeTables;
 using sweep_internal::SweepTables;
 using sweep_internal::DoubleToFormat;
 using sweep_internal::DrawVector;
+using sweep_internal::Int32ExactModel;
 using sweep_internal::IsScaledFormat;
 using sweep_internal::MaxMagnitude;
 using sweep_internal::NegateBits;
 using sweep_internal::Quantize;
 using sweep_internal::Quantized;
-using sweep_internal::RoundToFloat32;
 
 // ---- Exact values (mpfr) times a scale. ----
 
@@ -106,7 +108,7 @@ struct Obs {
 
 struct PlatformInfo {
   std::string name;
-  const Model* model = nullptr;       // nullptr: int32 exact accumulation.
+  const Model* model = nullptr;
   const FormatSpec* fa = nullptr;     // Input formats handed to the platform.
   const FormatSpec* fb = nullptr;
   const FormatSpec* out = nullptr;    // Output format of the row (float32 when scaled).
@@ -148,11 +150,16 @@ double UnitRoundoff(const PlatformInfo& p) { return std::ldexp(1.0, -(p.acc_frac
 // Inputs of one (input-format pair, sample): quantized operands and the platform-independent
 // exact values and mutants.
 struct SampleInputs {
-  Quantized qa, qb, qb_other;
-  const FormatSpec* fa = nullptr;  // Formats of the bits above (int8 is carried as float32).
+  Quantized qa, qb, qb_other;    // In the platform's input formats (the model's operands).
+  // The exact oracle's view of the operands: oracles/exact_sum.h takes float formats, so integer
+  // operands enter it as float32 copies (exact: |q| <= 128); for float formats the bits above.
+  std::vector<uint64_t> xa, xb, xb_other;
+  const FormatSpec* fa = nullptr;  // Formats of the oracle's view.
   const FormatSpec* fb = nullptr;
+  std::span<const uint64_t> A() const { return xa.empty() ? qa.bits : xa; }
+  std::span<const uint64_t> B() const { return xb.empty() ? qb.bits : xb; }
+  std::span<const uint64_t> BOther() const { return xb_other.empty() ? qb_other.bits : xb_other; }
   double scale = 1;              // s_a * s_b (exact in double).
-  double scale32 = 1;            // fl32(s_a * s_b).
   Mpfr x, abs_sum;
   double x_d = 0, us_base = 0;   // us_base = sum|ab| * scale (double).
   std::array<double, kMutations> mutant{};  // Mutant output values (NaN: not applicable).
@@ -168,6 +175,9 @@ class Sweeper {
     PlatformInfo p;
     p.name = name;
     if (d.integer) {
+      // The accumulation is exact: u of the bound-normalized error is that of its one rounding,
+      // float32's.
+      p.model = &Int32ExactModel();
       p.fa = p.fb = &Int8();
       p.out = &Float32();
       p.acc = &Float32();
@@ -198,27 +208,30 @@ class Sweeper {
       in.qb = Quantize(draw(1), *p.fb);
       in.qb_other = Quantize(draw(2), *p.fb);
     }
-    // Integer inputs are carried as float32 values from here on (exact: |q| <= 127), since the
-    // exact accumulator and the models take float formats.
     in.fa = p.fa;
     in.fb = sum ? p.fa : p.fb;
-    if (p.fa->kind == FormatKind::kInteger) {
-      for (auto* q : {&in.qa, &in.qb, &in.qb_other}) {
-        for (uint64_t& v : q->bits) v = Convert(*p.fa, Float32(), v, OpEnv{}).bits;
+    in.xa.clear();
+    in.xb.clear();
+    in.xb_other.clear();
+    if (p.fa->kind == FormatKind::kInteger) {  // The oracle's float32 view (see SampleInputs).
+      const std::pair<const std::vector<uint64_t>*, std::vector<uint64_t>*> views[] = {
+          {&in.qa.bits, &in.xa}, {&in.qb.bits, &in.xb}, {&in.qb_other.bits, &in.xb_other}};
+      for (const auto& [q, x] : views) {
+        for (uint64_t v : *q) x->push_back(Convert(*p.fa, Float32(), v, OpEnv{}).bits);
       }
       in.fa = in.fb = &Float32();
     }
     in.scale = in.qa.scale * (sum ? 1.0 : in.qb.scale);
-    in.scale32 = RoundToFloat32(in.scale);
     const FormatSpec& fa = *in.fa;
     const FormatSpec& fb = *in.fb;
     std::vector<uint64_t> ones;
     if (sum) ones.assign(in.qa.bits.size(), DoubleToFormat(fb, 1.0, false));
-    const std::vector<uint64_t>& b = sum ? ones : in.qb.bits;
-    const ExactAccumulator exact = ExactDot(fa, in.qa.bits, fb, b);
+    const std::span<const uint64_t> a = in.A();
+    const std::span<const uint64_t> b = sum ? std::span<const uint64_t>(ones) : in.B();
+    const ExactAccumulator exact = ExactDot(fa, a, fb, b);
     ScaledExact(exact, in.scale, in.x.v);
     in.x_d = mpfr_get_d(in.x.v, MPFR_RNDN);
-    const ExactAccumulator abs = ExactAbsDot(fa, in.qa.bits, fb, b);
+    const ExactAccumulator abs = ExactAbsDot(fa, a, fb, b);
     ScaledExact(abs, in.scale, in.abs_sum.v);
     in.us_base = mpfr_get_d(in.abs_sum.v, MPFR_RNDN);
 
@@ -229,13 +242,20 @@ class Sweeper {
     const int64_t t0 = static_cast<int64_t>(rng.Below(static_cast<uint64_t>(tiles))) * tile;
     const int64_t t1 = std::min(u.k, t0 + tile);
     const int64_t j = static_cast<int64_t>(rng.Below(static_cast<uint64_t>(u.k)));
-    const std::span<const uint64_t> ta(in.qa.bits.data() + t0, static_cast<size_t>(t1 - t0));
+    const std::span<const uint64_t> ta(a.data() + t0, static_cast<size_t>(t1 - t0));
     const std::span<const uint64_t> tb(b.data() + t0, static_cast<size_t>(t1 - t0));
-    const FormatSpec& model_out = p.model != nullptr ? p.model->OutputFormat() : Float32();
-    auto mutant_value = [&](const ExactAccumulator& m, double scale) {
-      const double v = ToDouble(model_out, m.Round(model_out, OpEnv{}).bits);
-      return scale == 1 ? v : RoundToFloat32(RoundToFloat32(v) * RoundToFloat32(scale));
+    const FormatSpec& model_out = p.model->OutputFormat();
+    const ScaleOrder order = p.model->epilogue.scale_order;
+    // The mutant's output value: rounded once to the model's output, then the model's scale
+    // stage (accumulation/epilogue.h) where the computation is scaled (s_a s_b != 1).
+    auto scaled_value = [&](const FormatSpec& f, uint64_t bits, EpilogueScales sc) {
+      return sc.a * sc.b == 1 ? ToDouble(f, bits)
+                              : ToDouble(Float32(), ApplyScale(order, f, bits, 0, sc).bits);
     };
+    auto mutant_value = [&](const ExactAccumulator& m, EpilogueScales sc) {
+      return scaled_value(model_out, m.Round(model_out, OpEnv{}).bits, sc);
+    };
+    const EpilogueScales scales{in.qa.scale, sum ? 1.0 : in.qb.scale};
     in.mutant.fill(NAN);
     {
       // exact - tile: the tile added again with a negated.
@@ -243,66 +263,50 @@ class Sweeper {
       for (uint64_t& v : na) v = NegateBits(fa, v);
       ExactAccumulator m = exact;
       m.AddDot(fa, na, fb, tb);
-      in.mutant[kDroppedTile] = mutant_value(m, in.scale);
+      in.mutant[kDroppedTile] = mutant_value(m, scales);
       ExactAccumulator d = exact;
       d.AddDot(fa, ta, fb, tb);
-      in.mutant[kDoubledTile] = mutant_value(d, in.scale);
+      in.mutant[kDoubledTile] = mutant_value(d, scales);
     }
     {
       // exact - 2 a_j b_j: (-a_j) b_j added twice.
       ExactAccumulator m = exact;
-      const uint64_t naj = NegateBits(fa, in.qa.bits[static_cast<size_t>(j)]);
+      const uint64_t naj = NegateBits(fa, a[static_cast<size_t>(j)]);
       m.AddProduct(fa, naj, fb, b[static_cast<size_t>(j)]);
       m.AddProduct(fa, naj, fb, b[static_cast<size_t>(j)]);
-      in.mutant[kSignFlip] = mutant_value(m, in.scale);
+      in.mutant[kSignFlip] = mutant_value(m, scales);
     }
     if (!sum) {
-      const ExactAccumulator t = ExactDot(fa, in.qa.bits, fb, in.qb_other.bits);
-      in.mutant[kTransposed] = mutant_value(t, in.qa.scale * in.qb_other.scale);
-      if (in.scale != 1) in.mutant[kMissingScale] = mutant_value(exact, in.qa.scale);
+      const ExactAccumulator t = ExactDot(fa, a, fb, in.BOther());
+      in.mutant[kTransposed] = mutant_value(t, {in.qa.scale, in.qb_other.scale});
+      if (in.scale != 1) in.mutant[kMissingScale] = mutant_value(exact, {in.qa.scale, 1});
     }
     const Model bm = Bf16AccumulationModel(fa, fb, sum);
-    absl::StatusOr<EvalResult> r = sum ? EvaluateSum(bm, in.qa.bits, 0, {0, false})
-                                       : EvaluateDot(bm, in.qa.bits, b, 0, {0, false});
-    if (r.ok()) {
-      const double v = ToDouble(BFloat16(), r->bits);
-      in.mutant[kBf16Accumulation] =
-          in.scale == 1 ? v : RoundToFloat32(RoundToFloat32(v) * in.scale32);
-    }
+    absl::StatusOr<EvalResult> r = sum ? EvaluateSum(bm, a, 0, {0, false})
+                                       : EvaluateDot(bm, a, b, 0, {0, false});
+    if (r.ok()) in.mutant[kBf16Accumulation] = scaled_value(BFloat16(), r->bits, scales);
   }
 
   // Runs platform p on prepared inputs and measures.
   Obs Observe(const PlatformInfo& p, const SampleInputs& in, bool sum) const {
     Obs o;
-    double y_acc = 0, bound = 0;  // Before dequantization.
-    uint64_t y_bits = 0;
-    const FormatSpec& model_out = p.model != nullptr ? p.model->OutputFormat() : Float32();
-    if (p.model == nullptr) {
-      // int8 x int8 summed exactly in int32 (|sum| <= 127^2 K < 2^31 for K <= 2^17), converted
-      // to float32 (RNE): one rounding, bound u |sum|.
-      const ExactAccumulator exact = ExactDot(*in.fa, in.qa.bits, *in.fb, in.qb.bits);
-      y_bits = exact.Round(Float32(), OpEnv{}).bits;
-      y_acc = ToDouble(Float32(), y_bits);
-      bound = std::ldexp(std::fabs(y_acc), -23);  // u |s| <= 2^-24 |s| (1 + 2^-23) ... safe.
-    } else {
-      absl::StatusOr<EvalResult> r =
-          sum ? EvaluateSum(*p.model, in.qa.bits, 0) : EvaluateDot(*p.model, in.qa.bits, in.qb.bits, 0);
-      if (!r.ok()) {
-        o.finite = false;
-        return o;
-      }
-      y_bits = r->bits;
-      y_acc = ToDouble(model_out, y_bits);
-      bound = r->bound;
+    // The model on the operands in its input formats (int8 included: int32-exact).
+    const FormatSpec& model_out = p.model->OutputFormat();
+    absl::StatusOr<EvalResult> r =
+        sum ? EvaluateSum(*p.model, in.qa.bits, 0) : EvaluateDot(*p.model, in.qa.bits, in.qb.bits, 0);
+    if (!r.ok()) {
+      o.finite = false;
+      return o;
     }
-    const double u32 = 0x1p-24;
+    const uint64_t y_bits = r->bits;  // Before dequantization.
+    const double y_acc = ToDouble(model_out, y_bits), bound = r->bound;
     if (in.scale != 1) {
-      o.y_bits = DoubleToFormat(Float32(), RoundToFloat32(y_acc) * in.scale32, false);
+      // The model's scale stage, with the a priori bound from |x S| (accumulation/epilogue.h).
+      const ScaleOrder order = p.model->epilogue.scale_order;
+      const EpilogueScales scales{in.qa.scale, sum ? 1.0 : in.qb.scale};
+      o.y_bits = ApplyScale(order, model_out, y_bits, bound, scales).bits;
       o.y = ToDouble(Float32(), o.y_bits);
-      // |fl(y S32) - x S| <= b S32 (1 + u) + |x| S (2u + u^2) + eta (see sweep.h).
-      const double up = 1 + 0x1p-50;
-      o.bound = (bound * in.scale32 * (1 + u32) * up +
-                 (std::fabs(in.x_d) * (2 * u32 + u32 * u32)) * up * up + 0x1p-149) * up;
+      o.bound = ScaleAPriori(order, model_out, y_bits, bound, scales, in.x_d);
     } else {
       o.y_bits = y_bits;
       o.y = y_acc;
@@ -530,6 +534,10 @@ absl::Status LoadSweepModels(const ModelCatalog& catalog, const std::string& mod
     if (plan.models.count(name) != 0) return absl::OkStatus();
     const absl::StatusOr<Model>& m = catalog.Find(name);
     if (!m.ok()) return m.status();
+    // 8-bit inputs are dequantized with per-tensor scales (sweep.h): the model must take them.
+    if (IsScaledFormat(*m->inputs.a) || IsScaledFormat(m->InputB())) {
+      if (absl::Status s = CheckEpilogueScales(*m, 1, 1); !s.ok()) return s;
+    }
     plan.models.emplace(name, *m);
     const std::string path = Cat(models_dir, "/", name, ".toml");
     absl::StatusOr<std::string> text = ReadUserFile(path, kMaxTextFileBytes, "model file");

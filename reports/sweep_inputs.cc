@@ -3,7 +3,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
 
+#include "absl/status/statusor.h"
 #include "cases/pinned_random.h"
 #include "formats/ops.h"
 
@@ -19,6 +23,40 @@ double Draw(PinnedRng& rng, std::string_view dist, int64_t k) {
 }
 
 }  // namespace
+
+// The integer dtype's row (sweep.h: int8 x int8 -> int32 exact, float32 rescale) as a model file
+// of adder.kind = "integer" (accumulation/MODEL_FORMAT.md): the model takes the int8 bits.
+constexpr char kInt32ExactModel[] = R"toml(name = "int32-exact"
+description = "int8 x int8 summed exactly in int32, converted once to float32 (RNE)"
+[inputs]
+a = "int8"
+[adder]
+kind = "integer"
+[accumulator]
+format = "int32"
+[chain]
+kind = "sequential"
+[output]
+format = "float32"
+[provenance]
+"inputs.a" = "the sweep's integer dtype (reports/sweep.h)"
+"adder.kind" = "int8 GEMMs accumulate int8 x int8 products exactly in int32 (IMMA, DP4A)"
+"accumulator.format" = "int32, as above"
+"chain.kind" = "an exact sum has no order"
+"output.format" = "the float32 the rescale multiplies (reports/sweep.h)"
+)toml";
+
+const Model& Int32ExactModel() {
+  static const Model* const m = [] {
+    absl::StatusOr<Model> parsed = ParseModel(kInt32ExactModel, "int32-exact.toml");
+    if (!parsed.ok()) {
+      std::fprintf(stderr, "int32-exact: %s\n", std::string(parsed.status().message()).c_str());
+      std::abort();
+    }
+    return new Model(*std::move(parsed));
+  }();
+  return *m;
+}
 
 uint64_t DoubleToFormat(const FormatSpec& f, double v, bool saturate) {
   OpEnv env;

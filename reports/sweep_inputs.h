@@ -12,9 +12,15 @@
 #include <string_view>
 #include <vector>
 
+#include "accumulation/model.h"
 #include "formats/format_spec.h"
 
 namespace fpconform::reports::sweep_internal {
+
+// The integer dtype's platform, "int32-exact" (sweep.h: int8 x int8 -> int32 exact, float32
+// rescale): a model of adder.kind = "integer" (accumulation/MODEL_FORMAT.md), parsed once from
+// its TOML text in sweep_inputs.cc; it takes the int8 bits.
+const Model& Int32ExactModel();
 
 // v rounded to f (RNE), saturating to f's largest finite magnitude when `saturate`.
 uint64_t DoubleToFormat(const FormatSpec& f, double v, bool saturate);

@@ -1,0 +1,133 @@
+// The epilogue's scale stage and output conversion (epilogue.h has the contract and the proofs).
+#include "accumulation/epilogue.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "base/str_cat.h"
+#include "formats/ops.h"
+
+namespace fpconform {
+namespace {
+
+constexpr double kU32 = 0x1p-24;    // Unit roundoff of float32 under RNE.
+constexpr double kEta32 = 0x1p-149;  // >= the absolute error of an underflowing float32 product.
+
+// fl32(v) as a double (RNE).
+double Round32(double v) { return ToDouble(Float32(), DoubleToBits(Float32(), v)); }
+
+// Half an ulp of `f` at magnitude v (v >= 0; the smallest normal binade for v below it, 0.5 for
+// integers): 2^(max(floor(log2 v), emin) - p).
+double HalfUlpAt(const FormatSpec& f, double v) {
+  if (f.kind == FormatKind::kInteger) return 0.5;
+  int e = f.d.emin;
+  if (v > 0 && std::isfinite(v)) {
+    int ex;
+    std::frexp(v, &ex);  // v = m 2^ex, m in [0.5, 1): floor(log2 v) = ex - 1.
+    e = std::max(ex - 1, f.d.emin);
+  }
+  return std::ldexp(1.0, e - f.d.precision);
+}
+
+// True when |v| is 0 or in float32's normal range (so fl32 errs by at most u |v|).
+bool Float32Normal(double v) {
+  const double a = std::fabs(v);
+  return a >= 0x1p-126 && a <= 0x1.fffffep127;
+}
+
+}  // namespace
+
+EpilogueValue ApplyScale(ScaleOrder order, const FormatSpec& from, uint64_t y_bits,
+                         double y_bound, const EpilogueScales& s) {
+  const double y = ToDouble(from, y_bits);
+  const double y32 = Round32(y);
+  const double dy = std::fabs(y32 - y);  // 0 for outputs of <= 24 significand bits.
+  const double S = s.a * s.b;            // Exact: two float32 values.
+  EpilogueValue out;
+  out.format = &Float32();
+  out.bound = y_bound;
+  double v = 0;
+  if (order == ScaleOrder::kProduct) {
+    const double s32 = Round32(S);
+    const double prod = s32 * y32;  // Exact: 24-bit times 24-bit significands.
+    out.bits = DoubleToBits(Float32(), prod);
+    v = ToDouble(Float32(), out.bits);
+    if (std::isfinite(v) && std::isfinite(y)) {
+      out.bound = (std::fabs(v - prod) * (1 + 0x1p-52) + std::fabs(s32 - S) * std::fabs(y32) +
+                   std::fabs(S) * (y_bound + dy)) * kEpilogueUp;
+    }
+  } else {
+    const double p1 = y32 * s.a;  // Exact.
+    const double v1 = Round32(p1);
+    const double p2 = v1 * s.b;   // Exact.
+    out.bits = DoubleToBits(Float32(), p2);
+    v = ToDouble(Float32(), out.bits);
+    if (std::isfinite(v) && std::isfinite(y) && std::isfinite(v1)) {
+      out.bound = (std::fabs(v - p2) * (1 + 0x1p-52) +
+                   std::fabs(s.b) * std::fabs(v1 - p1) * (1 + 0x1p-52) +
+                   std::fabs(S) * (y_bound + dy)) * kEpilogueUp;
+    }
+  }
+  return out;
+}
+
+double ScaleAPriori(ScaleOrder order, const FormatSpec& from, uint64_t y_bits, double y_bound,
+                    const EpilogueScales& s, double scaled_exact_abs) {
+  const double y = ToDouble(from, y_bits);
+  const double b = y_bound + std::fabs(Round32(y) - y);  // b' (epilogue.h).
+  const double S = s.a * s.b;
+  const double sx = std::fabs(scaled_exact_abs);
+  const double up = kEpilogueUp;
+  if (order == ScaleOrder::kSequential) {
+    return (b * std::fabs(S) * (1 + 2 * kU32 + kU32 * kU32) * up +
+            (sx * (2 * kU32 + kU32 * kU32)) * up * up +
+            kEta32 * (1 + std::fabs(s.b) * (1 + kU32)) * up) * up;
+  }
+  const double s32 = std::fabs(Round32(S));
+  if (Float32Normal(S) && S != 0) {
+    return (b * s32 * (1 + kU32) * up + (sx * (2 * kU32 + kU32 * kU32)) * up * up + kEta32) * up;
+  }
+  // |x| (|S32 - S| + u S32) with |x| = |S x| / |S| (0 when S is 0: then S x = 0).
+  const double xs = S != 0 ? sx / std::fabs(S) * (std::fabs(s32 - std::fabs(S)) + kU32 * s32) : 0;
+  return (b * s32 * (1 + kU32) * up + xs * up * up + kEta32) * up;
+}
+
+EpilogueValue ConvertOutput(const EpilogueValue& v, const FormatSpec& to, const OpEnv& env) {
+  if (v.format == &to) return v;
+  EpilogueValue out;
+  out.format = &to;
+  out.bits = Convert(*v.format, to, v.bits, env).bits;
+  out.bound = v.bound;
+  const double a = ToDouble(*v.format, v.bits), c = ToDouble(to, out.bits);
+  if (std::isfinite(a) && std::isfinite(c)) {
+    out.bound = (v.bound + std::fabs(c - a) * (1 + 0x1p-52) + HalfUlpAt(to, std::fabs(c) + v.bound)) *
+                kEpilogueUp;
+  }
+  return out;
+}
+
+EpilogueValue ApplyEpilogue(const Model& model, uint64_t y_bits, double y_bound,
+                            const EpilogueScales* scales, const FormatSpec& out,
+                            const OpEnv& out_env) {
+  EpilogueValue v{y_bits, &model.OutputFormat(), y_bound};
+  if (scales != nullptr) {
+    v = ApplyScale(model.epilogue.scale_order, model.OutputFormat(), y_bits, y_bound, *scales);
+  }
+  return ConvertOutput(v, out, out_env);
+}
+
+absl::Status CheckEpilogueScales(const Model& model, int64_t a_count, int64_t b_count) {
+  if (a_count == 0 && b_count == 0) return absl::OkStatus();
+  if (model.epilogue.scale == EpilogueScale::kNone) {
+    return absl::InvalidArgumentError(
+        Cat("model '", model.name, "' has no scale stage (epilogue.scale = \"none\") but scales were given"));
+  }
+  if (model.epilogue.scale == EpilogueScale::kTensor && (a_count > 1 || b_count > 1)) {
+    return absl::InvalidArgumentError(
+        Cat("model '", model.name, "' takes one scale per tensor (epilogue.scale = \"tensor\") but ",
+            a_count > 1 ? a_count : b_count, " scales were given for ", a_count > 1 ? "A" : "B"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace fpconform
