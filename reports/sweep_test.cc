@@ -143,7 +143,7 @@ TEST_F(SweepTest, PlatformToleranceIsTheRowsRule) {
   int checked = 0;
   for (const auto& row : t.rows) {
     const std::string platform = Str(t, row, "platform");
-    if (platform == "int32-exact") continue;  // The integer dtype has no model.
+    if (platform == "int32-exact") continue;  // Not a catalog model (sweep_inputs.cc's).
     SCOPED_TRACE(Str(t, row, "op") + " " + platform + " " + Str(t, row, "distribution") +
                  " K=" + std::to_string(Int(t, row, "k")));
     const absl::StatusOr<Model>& model = catalog.Find(platform);
