@@ -1,0 +1,173 @@
+// The emulation's vector kernels (attention_model_kernels.h) against their scalar forms, on every
+// ISA level this CPU has: ExpWeights against ExpWeight (itself fl32 of ExpEv's value) over
+// boundary arguments (+-0, the +-700 cut and its neighbours, infinities, NaN, float32 subnormal
+// and underflowing weights, reduction ties) in every lane position; RoundFloat32ToBfloat16
+// against formats' Convert; RowNums against the scalar numerator loop, zero and subnormal weights
+// and both V paths included.
+#include "composite/attention_model_kernels.h"
+
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "base/isa.h"
+#include "formats/format_spec.h"
+#include "formats/op_env.h"
+#include "formats/ops.h"
+#include "oracles/certified_double.h"
+
+namespace fpconform::composite::attention_model_internal {
+namespace {
+
+uint64_t Bits(double x) { return std::bit_cast<uint64_t>(x); }
+
+uint64_t SplitMix(uint64_t& s) {
+  uint64_t z = (s += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+// A float32 value in [lo, hi] as a double (the emulation's arguments are float32 values).
+double Uniform32(uint64_t& s, double lo, double hi) {
+  const double t = static_cast<double>(SplitMix(s) >> 11) * 0x1p-53;
+  return static_cast<double>(static_cast<float>(lo + (hi - lo) * t));
+}
+
+std::vector<double> BoundaryArguments() {
+  const double inf = std::numeric_limits<double>::infinity();
+  std::vector<double> a = {0.0, -0.0, 700.0, -700.0, std::nextafter(-700.0, -inf), std::nextafter(-700.0, 0.0),
+                           std::nextafter(700.0, inf), -700.5, -800.0, 701.0, -inf, inf,
+                           std::numeric_limits<double>::quiet_NaN(), -0x1p-149, 0x1p-149, -0x1p-1074,
+                           -87.33654475055310898657, -87.3365478515625, -103.27892990343185, -103.972077083991796,
+                           -103.97208404541015625, -104.0, -150.0, -745.0, 1e-8, -1e-8, 88.0, 89.0, -1.0, 1.0};
+  // Reduction ties and near-ties: x = (k + 1/2) ln2 / 64 and its float32 neighbours.
+  for (int k = -9000; k <= 100; k += 97) {
+    const double t = (k + 0.5) * 0.6931471805599453 / 64;
+    const float f = static_cast<float>(t);
+    for (float g : {f, std::nextafter(f, -1e30f), std::nextafter(f, 1e30f)}) a.push_back(static_cast<double>(g));
+  }
+  return a;
+}
+
+TEST(AttentionModelKernels, ExpWeightIsExpEvRoundedToFloat32) {
+  for (double x : {0.0, -1.5, -50.0, -103.5, -700.0}) {
+    const double y = certified::ExpEv(certified::Exact(x)).y;
+    EXPECT_EQ(Bits(ExpWeight(x)), Bits(static_cast<double>(static_cast<float>(y)))) << x;
+  }
+  EXPECT_EQ(Bits(ExpWeight(-700.5)), Bits(0.0));
+  EXPECT_EQ(Bits(ExpWeight(0.0)), Bits(1.0));
+  EXPECT_GT(ExpWeight(-103.0), 0.0);  // A float32 subnormal.
+  EXPECT_LT(ExpWeight(-103.0), 0x1p-126);
+}
+
+TEST(AttentionModelKernels, ExpWeightsMatchesScalarOnEveryLevel) {
+  const std::vector<double> boundary = BoundaryArguments();
+  uint64_t seed = 27;
+  std::vector<double> args;
+  // Each boundary value in every lane position of an 8-lane vector, among in-range neighbours,
+  // and alone in a vector of in-range values.
+  for (double b : boundary) {
+    for (int pos = 0; pos < 8; ++pos) {
+      for (int l = 0; l < 8; ++l) args.push_back(l == pos ? b : Uniform32(seed, -20.0, 0.0));
+    }
+  }
+  for (int x = 0; x < 20000; ++x) args.push_back(Uniform32(seed, -760.0, 5.0));
+  for (int x = 0; x < 20000; ++x) args.push_back(Uniform32(seed, -110.0, -80.0));  // float32 subnormal weights.
+  args.push_back(-1.25);  // A tail (n not a multiple of the lanes).
+  args.push_back(-700.0);
+  args.push_back(-900.0);
+  std::vector<double> want(args.size());
+  for (size_t x = 0; x < args.size(); ++x) want[x] = ExpWeight(args[x]);
+  const Isa saved = ActiveIsa();
+  for (Isa isa : AvailableIsas()) {
+    ASSERT_TRUE(SetActiveIsa(isa).ok());
+    for (size_t off : {size_t{0}, size_t{1}, size_t{3}}) {  // Lanes shifted against the boundary values.
+      const size_t n = args.size() - off;
+      std::vector<double> got(n);
+      ExpWeights(args.data() + off, got.data(), n);
+      for (size_t x = 0; x < n; ++x) {
+        ASSERT_EQ(Bits(got[x]), Bits(want[x + off])) << IsaName(isa) << " arg " << args[x + off] << " at " << x + off;
+      }
+    }
+  }
+  ASSERT_TRUE(SetActiveIsa(saved).ok());
+}
+
+TEST(AttentionModelKernels, RoundFloat32ToBfloat16IsConvert) {
+  const auto check = [](uint32_t b) {
+    float f;
+    std::memcpy(&f, &b, sizeof f);
+    if (!std::isfinite(f)) return;
+    const double x = static_cast<double>(f);
+    const uint64_t r = Convert(Float64(), BFloat16(), Bits(x), OpEnv{}).bits;
+    const double want = ToDouble(BFloat16(), r);
+    ASSERT_EQ(Bits(RoundFloat32ToBfloat16(x)), Bits(want)) << std::hex << b;
+  };
+  for (uint32_t hi = 0; hi < 0x10000u; ++hi) {  // Every bfloat16 pattern with the rounding boundaries below it.
+    for (uint32_t lo : {0x0000u, 0x0001u, 0x7FFFu, 0x8000u, 0x8001u, 0xFFFFu}) check((hi << 16) | lo);
+  }
+  uint64_t seed = 5;
+  for (int x = 0; x < 200000; ++x) check(static_cast<uint32_t>(SplitMix(seed)));
+}
+
+// The scalar numerator loop RowNums replaced (attention_model_kernels.h NumArgs).
+template <typename T>
+void ScalarNums(std::vector<float>& nums, const std::vector<double>& w, const std::vector<int64_t>& keys, const T* v,
+                size_t dv) {
+  for (size_t x = 0; x < w.size(); ++x) {
+    if (w[x] == 0) continue;
+    for (size_t c = 0; c < dv; ++c) {
+      nums[c] = static_cast<float>(static_cast<double>(nums[c]) +
+                                   w[x] * static_cast<double>(v[static_cast<size_t>(keys[x]) * dv + c]));
+    }
+  }
+}
+
+TEST(AttentionModelKernels, RowNumsMatchesScalarOnEveryLevel) {
+  uint64_t seed = 11;
+  const Isa saved = ActiveIsa();
+  for (size_t dv : {size_t{1}, size_t{5}, size_t{64}, size_t{67}, size_t{128}, size_t{200}}) {
+    const size_t sk = 300;
+    std::vector<double> v(sk * dv);
+    std::vector<float> vf(sk * dv);
+    for (size_t x = 0; x < v.size(); ++x) {
+      const uint64_t r = SplitMix(seed);
+      const double mag = (r & 7) == 0 ? 0x1p-130 : (r & 7) == 1 ? 0x1p100 : 1.0;  // Subnormal and huge terms.
+      v[x] = static_cast<double>(static_cast<float>(Uniform32(seed, -2.0, 2.0) * mag));
+      vf[x] = static_cast<float>(v[x]);
+    }
+    std::vector<int64_t> keys;
+    std::vector<double> w;
+    for (int64_t j = 0; j < static_cast<int64_t>(sk); j += 1 + static_cast<int64_t>(SplitMix(seed) % 3)) {
+      keys.push_back(j);
+      const uint64_t r = SplitMix(seed) % 5;
+      w.push_back(r == 0 ? 0.0 : r == 1 ? 0x1p-140 : ExpWeight(Uniform32(seed, -30.0, 0.0)));
+    }
+    std::vector<float> want(dv, 0.0f);
+    ScalarNums(want, w, keys, v.data(), dv);
+    // v not float32 (the binary64 path): V plus a small binary64 offset.
+    std::vector<double> v64(v);
+    for (double& x : v64) x += 0x1p-40;
+    std::vector<float> want64(dv, 0.0f);
+    ScalarNums(want64, w, keys, v64.data(), dv);
+    for (Isa isa : AvailableIsas()) {
+      ASSERT_TRUE(SetActiveIsa(isa).ok());
+      std::vector<float> got(dv, 0.0f), got64(dv, 0.0f);
+      RowNums(NumArgs{got.data(), w.data(), keys.data(), v.data(), vf.data(), w.size(), dv});
+      RowNums(NumArgs{got64.data(), w.data(), keys.data(), v64.data(), nullptr, w.size(), dv});
+      for (size_t c = 0; c < dv; ++c) {
+        ASSERT_EQ(std::bit_cast<uint32_t>(got[c]), std::bit_cast<uint32_t>(want[c])) << IsaName(isa) << " dv " << dv << " c " << c;
+        ASSERT_EQ(std::bit_cast<uint32_t>(got64[c]), std::bit_cast<uint32_t>(want64[c])) << IsaName(isa) << " dv " << dv;
+      }
+    }
+  }
+  ASSERT_TRUE(SetActiveIsa(saved).ok());
+}
+
+}  // namespace
+}  // namespace fpconform::composite::attention_model_internal
