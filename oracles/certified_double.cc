@@ -140,7 +140,7 @@ Ev TwoAtanh(Ev t) {
 Ev Ln2() { return Coef(C().ln2); }
 ExpConstants ExpReduction() {
   const Consts& c = C();
-  return {c.c1, c.c2, c.inv, c.table.data(), c.exp_c.data()};
+  return {c.c1, c.c2, c.c2err, c.inv, c.table.data(), c.exp_c.data()};
 }
 Ev TwoOverSqrtPi() { return Coef(C().two_over_sqrt_pi); }
 Ev InvSqrt2() { return Coef(C().inv_sqrt2); }

@@ -83,7 +83,7 @@ Ev ExpEv(Ev a);
 // on y alone (composite/attention_model_kernels.h ExpWeights, tested equal to ExpEv(Exact(x)).y):
 // k = nearbyint(x inv), r = (x - k c1) - k c2, p = Horner(coef[7..0], r), y = table[k & 63] p 2^((k - (k & 63)) / 64).
 struct ExpConstants {
-  double c1 = 0, c2 = 0, inv = 0;
+  double c1 = 0, c2 = 0, c2err = 0, inv = 0;
   const double* table = nullptr;  // 64 entries: 2^(j / 64), nearest.
   const double* coef = nullptr;   // 8 entries: 1 / i!, nearest.
 };
