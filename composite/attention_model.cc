@@ -148,7 +148,7 @@ double RoundToOther(const FormatSpec& f, double x) {
 }
 // The emulation's hot loops round to float32 (the compute format) per key: inline, the format
 // compared with a pointer read once.
-inline double RoundTo(const FormatSpec& f, double x) {
+[[gnu::always_inline]] inline double RoundTo(const FormatSpec& f, double x) {
   static const FormatSpec* const kFloat32 = &Float32();
   if (&f == kFloat32) return static_cast<double>(static_cast<float>(x));
   return RoundToOther(f, x);
@@ -566,7 +566,7 @@ absl::Status EmulateAttentionRowsMulti(std::span<const AttentionModelRows> model
   // audit's single-row calls), where RowDots reads them as they are.
   const bool transpose = r1 - r0 > kRows;
   const size_t sk = static_cast<size_t>(p.s_k), dd = static_cast<size_t>(p.d);
-  const auto transposed = [&](const std::vector<double>& k, std::vector<double>& t) {
+  const auto transposed = [&](std::span<const double> k, std::vector<double>& t) {
     t.resize(sk * dd);
     for (size_t j0 = 0; j0 < sk; j0 += 8) {  // 8 keys at a time: each store fills a cache line.
       const size_t j1 = std::min(sk, j0 + 8);
@@ -588,7 +588,7 @@ absl::Status EmulateAttentionRowsMulti(std::span<const AttentionModelRows> model
   }
   const KeyFacts key_facts = MakeKeyFacts(p);
   std::vector<double> kt;
-  if (transpose) transposed(std::vector<double>(p.k.begin(), p.k.end()), kt);
+  if (transpose) transposed(p.k, kt);
   // V as float32 for RowNums where every finite value is one (NumArgs).
   std::vector<float> vf(p.v.size());
   for (size_t x = 0; x < p.v.size(); ++x) {
