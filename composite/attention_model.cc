@@ -1,6 +1,7 @@
 #include "composite/attention_model.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -199,6 +200,7 @@ void Enclose(const FormatSpec& f, double y, double ylo, double yhi, uint64_t* bi
 struct KeyFacts {
   std::vector<uint8_t> finite;
   std::vector<double> vmax;
+  bool v_bf16 = false;  // Every V value a bfloat16 value (NumArgs::bf16_products).
 };
 
 KeyFacts MakeKeyFacts(const AttentionProblem& p) {
@@ -384,7 +386,7 @@ void Row(const AttentionModel& m, const AttentionProblem& p, int64_t i, const do
     // The numerators in index order in float32 (the compute format: checked on reading), keys
     // outer so that V's rows are read contiguously; then the normalization.
     std::vector<float> nums(dv, 0.0f);
-    RowNums(NumArgs{nums.data(), pt.data(), &keys[x0], p.v.data(), vf, np, dv});
+    RowNums(NumArgs{nums.data(), pt.data(), &keys[x0], p.v.data(), vf, np, dv, p_bf16 && kf.v_bf16});
     const double recip = RoundTo(F, 1.0 / l);
     q.out.resize(dv);
     for (size_t c = 0; c < dv; ++c) {
@@ -586,7 +588,7 @@ absl::Status EmulateAttentionRowsMulti(std::span<const AttentionModelRows> model
     for (size_t e = 0; e < p.k.size(); ++e) kscaled[x][e] = RoundTo(*m.scaled, RoundTo(*m.compute, p.k[e] * sqrt_f));
     if (transpose) transposed(kscaled[x], kst[x]);
   }
-  const KeyFacts key_facts = MakeKeyFacts(p);
+  KeyFacts key_facts = MakeKeyFacts(p);
   std::vector<double> kt;
   if (transpose) transposed(p.k, kt);
   // V as float32 for RowNums where every finite value is one (NumArgs).
@@ -598,6 +600,9 @@ absl::Status EmulateAttentionRowsMulti(std::span<const AttentionModelRows> model
       break;
     }
   }
+  key_facts.v_bf16 = !vf.empty() && std::all_of(vf.begin(), vf.end(), [](float x) {
+    return (std::bit_cast<uint32_t>(x) & 0xFFFFu) == 0;  // Finite ones (others: no row reads them).
+  });
   // The dots' K per model (kd: kscaled or K; kk: K), as RowDots reads them.
   std::vector<const double*> kd(nm);
   const double* kk = transpose ? kt.data() : p.k.data();

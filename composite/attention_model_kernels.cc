@@ -190,8 +190,33 @@ __attribute__((target("avx2"))) void RowNumsAvx2(const NumArgs& a) {
   RowNumsScalar(a, a.vf, c0);
 }
 
+// bf16_products (NumArgs): 16 columns per float32 FMA, kC vectors held in registers across the keys.
+template <int kC>
+__attribute__((target("avx512f,avx512dq"))) [[gnu::always_inline]] inline size_t RowNumsFma512(const NumArgs& a,
+                                                                                              size_t c0) {
+  constexpr size_t kWide = 16 * kC;
+  for (; c0 + kWide <= a.dv; c0 += kWide) {
+    __m512 acc[kC];
+    for (int u = 0; u < kC; ++u) acc[u] = _mm512_loadu_ps(a.nums + c0 + 16 * u);
+    for (size_t x = 0; x < a.n; ++x) {
+      const double w = a.w[x];
+      if (w == 0) continue;
+      const float* vr = a.vf + static_cast<size_t>(a.keys[x]) * a.dv + c0;
+      const __m512 wv = _mm512_set1_ps(static_cast<float>(w));  // Exact: a bfloat16 value.
+      for (int u = 0; u < kC; ++u) acc[u] = _mm512_fmadd_ps(wv, _mm512_loadu_ps(vr + 16 * u), acc[u]);
+    }
+    for (int u = 0; u < kC; ++u) _mm512_storeu_ps(a.nums + c0 + 16 * u, acc[u]);
+  }
+  return c0;
+}
+
 __attribute__((target("avx512f,avx512dq"))) void RowNumsAvx512(const NumArgs& a) {
   if (a.vf == nullptr) return RowNumsScalar(a, a.v, 0);
+  if (a.bf16_products) {
+    size_t c0 = RowNumsFma512<8>(a, 0);
+    c0 = RowNumsFma512<1>(a, c0);
+    return RowNumsScalar(a, a.vf, c0);
+  }
   size_t c0 = RowNumsChunks512<16>(a, 0);
   c0 = RowNumsChunks512<8>(a, c0);
   c0 = RowNumsChunks512<1>(a, c0);

@@ -53,6 +53,23 @@ struct NumArgs {
   const double* v;
   const float* vf;  // Null: read v.
   size_t n, dv;
+  // Every w and every V value a bfloat16 value (P rounded to bfloat16, V bfloat16): then on
+  // AVX-512 each step is one float32 fused multiply-add, fl32(nums + w V) with w V exact, 16
+  // lanes at once. The same value as the binary64 form fl32(fl64(a + b)), a = nums[c] a float32
+  // value, b = w V exact in binary64 (8 + 8 significant bits; |b| in [2^-266, 2^257]): by the
+  // monotonicity of rounding and float32 midpoints being binary64 values, the two differ only
+  // where fl64(a + b) != a + b is a float32 midpoint. With e_a, e_b the exponents, a a multiple of
+  // 2^max(e_a - 23, -149), b of 2^(e_b - 15), |a + b| < 2^(max(e_a, e_b) + 2):
+  //   e_a - 30 <= e_b <= e_a + 28: a + b spans at most 53 bits: exact in binary64;
+  //   e_b < e_a - 30: |b| < 2^(e_a - 29), and a + b is at least 2^(e_a - 25) - 2^(e_a - 29) >
+  //     2^(e_a - 26) from every midpoint (those next to a float32 a are ulp32(a) / 2 >=
+  //     2^(e_a - 25) away; below the normal range 2^-150 > 2^-156 + 2^(e_a - 52)), farther than
+  //     binary64's rounding error 2^(e_a - 52): fl64(a + b) is no midpoint;
+  //   e_b > e_a + 28: then e_b >= -121, so b is a float32 value (16 bits, normal), and a + b is
+  //     within 2^(e_b - 27) of it: no midpoint as above;
+  //   a = 0: b exact. Zeros: w = 0 is skipped on both paths; a + b = 0 is +0 on both.
+  // bf16_products false (or another level): the binary64 form.
+  bool bf16_products = false;
 };
 
 void RowNums(const NumArgs& a);

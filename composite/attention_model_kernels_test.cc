@@ -3,7 +3,7 @@
 // boundary arguments (+-0, the +-700 cut and its neighbours, infinities, NaN, float32 subnormal
 // and underflowing weights, reduction ties) in every lane position; RoundFloat32ToBfloat16
 // against formats' Convert; RowNums against the scalar numerator loop, zero and subnormal weights
-// and both V paths included.
+// and both V paths included, and its float32 FMA form for bfloat16 weights and V (bf16_products).
 #include "composite/attention_model_kernels.h"
 
 #include <gtest/gtest.h>
@@ -163,6 +163,54 @@ TEST(AttentionModelKernels, RowNumsMatchesScalarOnEveryLevel) {
       for (size_t c = 0; c < dv; ++c) {
         ASSERT_EQ(std::bit_cast<uint32_t>(got[c]), std::bit_cast<uint32_t>(want[c])) << IsaName(isa) << " dv " << dv << " c " << c;
         ASSERT_EQ(std::bit_cast<uint32_t>(got64[c]), std::bit_cast<uint32_t>(want64[c])) << IsaName(isa) << " dv " << dv;
+      }
+    }
+  }
+  ASSERT_TRUE(SetActiveIsa(saved).ok());
+}
+
+// A bfloat16 value with a random significand, sign (when `sign`) and exponent in [emin, emax]
+// (below -126: bfloat16's subnormals).
+double RandomBf16(uint64_t& s, int emin, int emax, bool sign) {
+  const uint64_t r = SplitMix(s);
+  const int e = emin + static_cast<int>(r % static_cast<uint64_t>(emax - emin + 1));
+  const double sig = 1.0 + static_cast<double>((r >> 20) & 0x7F) / 128.0;
+  const double v = (sign && ((r >> 40) & 1) ? -1.0 : 1.0) * std::ldexp(sig, e);
+  return RoundFloat32ToBfloat16(static_cast<double>(static_cast<float>(v)));
+}
+
+TEST(AttentionModelKernels, RowNumsBf16ProductsMatchesScalar) {
+  // NumArgs::bf16_products: the float32 FMA form against the binary64 scalar loop, with weights
+  // and V values of every exponent (subnormal and huge products, sums that cancel, small terms
+  // next to large sums: each case of the proof in attention_model_kernels.h).
+  uint64_t seed = 99;
+  const Isa saved = ActiveIsa();
+  for (int trial = 0; trial < 60; ++trial) {
+    const size_t dv = trial % 3 == 0 ? 128 : trial % 3 == 1 ? 40 : 16 * 9 + 5;
+    const size_t sk = 200;
+    const int vlo = trial % 4 == 0 ? -133 : -40, vhi = trial % 4 == 1 ? 120 : 20;
+    std::vector<double> v(sk * dv);
+    std::vector<float> vf(sk * dv);
+    for (size_t x = 0; x < v.size(); ++x) {
+      v[x] = (SplitMix(seed) % 11 == 0) ? 0.0 : RandomBf16(seed, vlo, vhi, true);
+      vf[x] = static_cast<float>(v[x]);
+    }
+    std::vector<int64_t> keys;
+    std::vector<double> w;
+    for (int64_t j = 0; j < static_cast<int64_t>(sk); ++j) {
+      keys.push_back(j);
+      const uint64_t r = SplitMix(seed) % 9;
+      w.push_back(r == 0 ? 0.0 : r == 1 ? RandomBf16(seed, -133, -120, false) : RandomBf16(seed, -60, 0, false));
+    }
+    std::vector<float> want(dv, 0.0f);
+    ScalarNums(want, w, keys, v.data(), dv);
+    for (Isa isa : AvailableIsas()) {
+      ASSERT_TRUE(SetActiveIsa(isa).ok());
+      std::vector<float> got(dv, 0.0f);
+      RowNums(NumArgs{got.data(), w.data(), keys.data(), v.data(), vf.data(), w.size(), dv, true});
+      for (size_t c = 0; c < dv; ++c) {
+        ASSERT_EQ(std::bit_cast<uint32_t>(got[c]), std::bit_cast<uint32_t>(want[c]))
+            << IsaName(isa) << " trial " << trial << " c " << c;
       }
     }
   }
