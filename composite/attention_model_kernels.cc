@@ -1,12 +1,13 @@
+// The attention models' emulation hot loops (attention_model_kernels.h).
 #include "composite/attention_model_kernels.h"
-
-#if defined(__x86_64__)
-#include <immintrin.h>
-#endif
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 #include "base/isa.h"
 #include "oracles/certified_double.h"

@@ -3,16 +3,17 @@
 // boundary arguments (+-0, the +-700 cut and its neighbours, infinities, NaN, float32 subnormal
 // and underflowing weights, reduction ties) in every lane position; RoundFloat32ToBfloat16
 // against formats' Convert; RowNums against the scalar numerator loop, zero and subnormal weights
-// and both V paths included, and its float32 FMA form for bfloat16 weights and V (bf16_products).
+// and both V paths included, and its float32 FMA form for bfloat16 weights and V (bf16_products);
+// RowDots against the dots' scalar loop.
 #include "composite/attention_model_kernels.h"
-
-#include <gtest/gtest.h>
 
 #include <bit>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 #include "base/isa.h"
 #include "formats/format_spec.h"
@@ -211,6 +212,64 @@ TEST(AttentionModelKernels, RowNumsBf16ProductsMatchesScalar) {
       for (size_t c = 0; c < dv; ++c) {
         ASSERT_EQ(std::bit_cast<uint32_t>(got[c]), std::bit_cast<uint32_t>(want[c]))
             << IsaName(isa) << " trial " << trial << " c " << c;
+      }
+    }
+  }
+  ASSERT_TRUE(SetActiveIsa(saved).ok());
+}
+
+TEST(AttentionModelKernels, RowDotsMatchesScalarOnEveryLevel) {
+  // dot = sum_c qf_c kd_jc and ab = sum_c |q_c k_jc| from +0 in column order, per (row, key):
+  // transposed K (packed tiles, a partial last tile) and row-major K, qf == q and not.
+  uint64_t seed = 21;
+  const int64_t nr = 5, d = 40;
+  const Isa saved = ActiveIsa();
+  for (int64_t sk : {int64_t{7}, int64_t{100}, int64_t{300}}) {
+    std::vector<double> q(static_cast<size_t>(nr * d)), qs(q.size()), k(static_cast<size_t>(sk * d)), ks(k.size());
+    for (size_t x = 0; x < q.size(); ++x) {
+      q[x] = Uniform32(seed, -3.0, 3.0) * ((SplitMix(seed) & 15) == 0 ? 0x1p60 : 1.0);
+      qs[x] = static_cast<double>(static_cast<float>(q[x] * 0.125));
+    }
+    for (size_t x = 0; x < k.size(); ++x) {
+      k[x] = Uniform32(seed, -3.0, 3.0) * ((SplitMix(seed) & 15) == 0 ? 0x1p-60 : 1.0);
+      ks[x] = static_cast<double>(static_cast<float>(k[x] * 0.5));
+    }
+    std::vector<double> kt(k.size()), kst(k.size());
+    for (int64_t j = 0; j < sk; ++j) {
+      for (int64_t c = 0; c < d; ++c) {
+        kt[static_cast<size_t>(c * sk + j)] = k[static_cast<size_t>(j * d + c)];
+        kst[static_cast<size_t>(c * sk + j)] = ks[static_cast<size_t>(j * d + c)];
+      }
+    }
+    for (int variant = 0; variant < 3; ++variant) {  // Same; scaled Q; scaled Q and K.
+      const std::vector<double>& qf = variant == 0 ? q : qs;
+      const std::vector<double>& kd = variant == 2 ? ks : k;
+      const int64_t jend = sk - sk / 7;
+      std::vector<double> want_dot(static_cast<size_t>(nr * sk), -1.0), want_ab(want_dot);
+      for (int64_t r = 0; r < nr; ++r) {
+        for (int64_t j = 0; j < jend; ++j) {
+          double s = 0, t = 0;
+          for (int64_t c = 0; c < d; ++c) {
+            s += qf[static_cast<size_t>(r * d + c)] * kd[static_cast<size_t>(j * d + c)];
+            t += std::fabs(q[static_cast<size_t>(r * d + c)] * k[static_cast<size_t>(j * d + c)]);
+          }
+          want_dot[static_cast<size_t>(r * sk + j)] = s;
+          want_ab[static_cast<size_t>(r * sk + j)] = t;
+        }
+      }
+      for (Isa isa : AvailableIsas()) {
+        ASSERT_TRUE(SetActiveIsa(isa).ok());
+        for (bool transposed : {true, false}) {
+          std::vector<double> dot(want_dot.size(), -1.0), ab(want_ab.size(), -1.0);
+          const double* kdp = transposed ? (variant == 2 ? kst.data() : kt.data()) : kd.data();
+          const double* kkp = transposed ? kt.data() : k.data();
+          RowDots(DotArgs{qf.data(), q.data(), kdp, kkp, dot.data(), ab.data(), nr, sk, d, jend, transposed ? 0 : 1,
+                          transposed ? 1 : d});
+          for (size_t x = 0; x < dot.size(); ++x) {
+            ASSERT_EQ(Bits(dot[x]), Bits(want_dot[x])) << IsaName(isa) << " sk " << sk << " variant " << variant << " at " << x;
+            ASSERT_EQ(Bits(ab[x]), Bits(want_ab[x])) << IsaName(isa) << " sk " << sk << " variant " << variant << " at " << x;
+          }
+        }
       }
     }
   }

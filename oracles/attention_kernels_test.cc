@@ -4,13 +4,13 @@
 // below the float32 and near the binary64 normal range, each boundary in every lane position.
 #include "oracles/attention_kernels.h"
 
-#include <gtest/gtest.h>
-
 #include <bit>
 #include <cmath>
 #include <cstdint>
 #include <limits>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 #include "base/isa.h"
 #include "oracles/certified_double.h"
