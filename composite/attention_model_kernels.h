@@ -67,7 +67,8 @@ struct NumArgs {
   //     binary64's rounding error 2^(e_a - 52): fl64(a + b) is no midpoint;
   //   e_b > e_a + 28: then e_b >= -121, so b is a float32 value (16 bits, normal), and a + b is
   //     within 2^(e_b - 27) of it: no midpoint as above;
-  //   a = 0: b exact. Zeros: w = 0 is skipped on both paths; a + b = 0 is +0 on both.
+  //   a = 0: b exact. Zeros: w = 0 is skipped on both paths; a + b = 0 is +0 on both. The
+  //   overflow threshold 2^128 - 2^103 (a binary64 value) acts as one more midpoint above.
   // bf16_products false (or another level): the binary64 form.
   bool bf16_products = false;
 };
