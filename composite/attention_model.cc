@@ -1,6 +1,7 @@
 #include "composite/attention_model.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -13,6 +14,7 @@
 #include "base/user_file.h"
 #include "cases/toml_files.h"
 #include "cases/toml_reader.h"
+#include "composite/attention_model_kernels.h"
 #include "formats/ops.h"
 #include "oracles/certified_double.h"
 
@@ -20,6 +22,11 @@ namespace fpconform::composite {
 namespace {
 
 namespace cd = certified;
+using attention_model_internal::DotArgs;
+using attention_model_internal::ExpWeights;
+using attention_model_internal::NumArgs;
+using attention_model_internal::RowDots;
+using attention_model_internal::RowNums;
 
 const FormatSpec* FloatFormat(TomlReader& r, const toml::table& t, std::string_view prefix,
                               std::string_view key) {
@@ -236,15 +243,21 @@ absl::StatusOr<AttentionModel> ParseTable(const toml::table& root, std::string_v
 // Rounding of a double into a float format (RNE) and back. float32: the host conversion, which
 // IEEE 754 defines as correctly rounded (round to nearest even under the default environment,
 // subnormals included); attention_model_test checks it against formats' Convert.
-double RoundTo(const FormatSpec& f, double x) {
+double RoundToOther(const FormatSpec& f, double x) {
   if (&f == &Float64()) return x;
-  if (&f == &Float32()) return static_cast<double>(static_cast<float>(x));
   uint64_t b;
   std::memcpy(&b, &x, sizeof b);
   const uint64_t r = Convert(Float64(), f, b, OpEnv{}).bits;
   double v;
   cd::DecodeToDouble(f, r, false, &v);
   return v;
+}
+// The emulation's hot loops round to float32 (the compute format) per key: inline, the format
+// compared with a pointer read once.
+[[gnu::always_inline]] inline double RoundTo(const FormatSpec& f, double x) {
+  static const FormatSpec* const kFloat32 = &Float32();
+  if (&f == kFloat32) return static_cast<double>(static_cast<float>(x));
+  return RoundToOther(f, x);
 }
 
 double Gamma(double k, double u) { return k * u / (1 - k * u); }
@@ -292,6 +305,7 @@ void Enclose(const FormatSpec& f, double y, double ylo, double yhi, uint64_t* bi
 struct KeyFacts {
   std::vector<uint8_t> finite;
   std::vector<double> vmax, kmax;
+  bool v_bf16 = false;  // Every V value a bfloat16 value (NumArgs::bf16_products).
 };
 
 KeyFacts MakeKeyFacts(const AttentionProblem& p) {
@@ -330,179 +344,6 @@ void RowQ(const AttentionModel& m, const AttentionProblem& p, int64_t i, double*
             : m.scale == ScalePlacement::kFoldQKSqrt ? RoundTo(In, RoundTo(F, q * sqrt_f))
                                                     : q;
   }
-}
-
-// The rows' dots, for keys [0, jend) (attended or not: Row reads the attended ones):
-//   dot[r][j] = sum_c qf[r][c] kd[j][c] and ab[r][j] = sum_c |q[r][c] k[j][c]|,
-// each a binary64 sum from +0 in column order (what Row's loop did per key). kdt and kt: the dot's
-// K (kscaled or K) and K, transposed (d x s_k). The lanes run across keys, each lane the scalar
-// sequence of operations (-ffp-contract=off: products and sums stay separate), so the portable,
-// AVX2 and AVX-512 forms give the same bits.
-struct DotArgs {
-  const double* qf;   // nr x d.
-  const double* q;    // nr x d (Q's rows).
-  const double* kdt;  // d x sk (or sk x d: kj = d).
-  const double* kt;   // d x sk (or sk x d).
-  double* dot;        // nr x sk.
-  double* ab;         // nr x sk.
-  int64_t nr, sk, d, jend;
-  int64_t kc = 0, kj = 1;  // Element (j, c) of kdt and kt at c kc + j kj (0: kc = sk).
-};
-
-typedef double V8 __attribute__((vector_size(64)));
-typedef int64_t L8 __attribute__((vector_size(64)));
-
-typedef double V4 __attribute__((vector_size(32)));
-typedef int64_t L4 __attribute__((vector_size(32)));
-
-// One step of kN vectors of keys (2 kN independent sums: enough to hide the adds' latency; V8 x 4
-// on AVX-512, V4 x 4 elsewhere, within the register file). With `same` (qf == q and kdt == kt:
-// the model folds no scale) the dot's product is |q k|'s product, so it is formed once.
-template <typename V, typename L, int kN, bool kSame>
-[[gnu::always_inline]] inline void RowDotsStep(const DotArgs& a, const double* qf, const double* q, double* dot,
-                                               double* ab, int64_t j) {
-  constexpr int kLanes = static_cast<int>(sizeof(V) / sizeof(double));
-  L magnitude;
-  for (int x = 0; x < kLanes; ++x) magnitude[x] = INT64_MAX;
-  V s[kN] = {}, t[kN] = {};
-  for (int64_t c = 0; c < a.d; ++c) {
-    const double f = qf[c], g = q[c];
-    V fv, gv;
-    for (int x = 0; x < kLanes; ++x) {
-      fv[x] = f;
-      gv[x] = g;
-    }
-    const double* kd = a.kdt + c * a.sk + j;
-    const double* kk = a.kt + c * a.sk + j;
-    for (int u = 0; u < kN; ++u) {
-      V x, y;
-      std::memcpy(&x, kk + kLanes * u, sizeof x);
-      y = gv * x;
-      t[u] += reinterpret_cast<V>(reinterpret_cast<L>(y) & magnitude);
-      if constexpr (kSame) {
-        s[u] += y;
-      } else {
-        std::memcpy(&x, kd + kLanes * u, sizeof x);
-        s[u] += fv * x;
-      }
-    }
-  }
-  for (int u = 0; u < kN; ++u) {
-    std::memcpy(dot + j + kLanes * u, &s[u], sizeof s[u]);
-    std::memcpy(ab + j + kLanes * u, &t[u], sizeof t[u]);
-  }
-}
-
-template <typename V, typename L>
-[[gnu::always_inline]] inline void RowDotsBody(const DotArgs& a) {
-  constexpr int kN = 4;
-  constexpr int64_t kTile = 256, kWide = kN * static_cast<int64_t>(sizeof(V) / sizeof(double));
-  for (int64_t j0 = 0; j0 < a.jend; j0 += kTile) {  // A tile of K stays in cache for the rows.
-    const int64_t j1 = std::min(a.jend, j0 + kTile);
-    for (int64_t r = 0; r < a.nr; ++r) {
-      const double* qf = a.qf + r * a.d;
-      const double* q = a.q + r * a.d;
-      double* dot = a.dot + r * a.sk;
-      double* ab = a.ab + r * a.sk;
-      const bool same = a.kdt == a.kt && std::memcmp(qf, q, static_cast<size_t>(a.d) * sizeof(double)) == 0;
-      const int64_t kc = a.kc == 0 ? a.sk : a.kc;
-      int64_t j = j0;
-      for (; a.kj == 1 && kc == a.sk && j + kWide <= j1; j += kWide) {
-        if (same) {
-          RowDotsStep<V, L, kN, true>(a, qf, q, dot, ab, j);
-        } else {
-          RowDotsStep<V, L, kN, false>(a, qf, q, dot, ab, j);
-        }
-      }
-      for (; j < j1; ++j) {
-        double d = 0, b = 0;
-        for (int64_t c = 0; c < a.d; ++c) {
-          d += qf[c] * a.kdt[c * kc + j * a.kj];
-          b += std::fabs(q[c] * a.kt[c * kc + j * a.kj]);
-        }
-        dot[j] = d;
-        ab[j] = b;
-      }
-    }
-  }
-}
-
-void RowDotsPortable(const DotArgs& a) { RowDotsBody<V4, L4>(a); }
-#if defined(__x86_64__)
-__attribute__((target("avx2"))) void RowDotsAvx2(const DotArgs& a) { RowDotsBody<V4, L4>(a); }
-#if defined(__clang__)
-__attribute__((target("avx512f,avx512dq"))) void RowDotsAvx512(const DotArgs& a) { RowDotsBody<V8, L8>(a); }
-#else
-__attribute__((target("avx512f,avx512dq,prefer-vector-width=512"))) void RowDotsAvx512(const DotArgs& a) {
-  RowDotsBody<V8, L8>(a);
-}
-#endif
-#endif
-
-// The numerators in index order in float32 (Row's loop, unchanged in its operations): for each
-// key x with w[x] != 0 (+ 0 * v leaves a float32 sum unchanged, v finite here),
-// nums[c] = fl32(nums[c] + w[x] V[keys[x]][c]) with the product and sum in binary64. The lanes
-// run across c, each the scalar operations (conversions round to nearest even, as the scalar
-// cast): the same bits on every level. V is read as float32 (vf, half the memory traffic) where
-// every finite V value is a float32 value (bfloat16, float16, float32 inputs: the conversion back
-// is exact, so w * V is the same product); else as binary64 (v). Rows with a non-finite attended
-// V never get here (Row's finiteness check), and masked keys are never read.
-struct NumArgs {
-  float* nums;
-  const double* w;
-  const int64_t* keys;
-  const double* v;
-  const float* vf;  // Null: read v.
-  size_t n, dv;
-};
-
-template <typename T>
-[[gnu::always_inline]] inline void RowNumsLoop(const NumArgs& a, const T* v) {
-  for (size_t x = 0; x < a.n; ++x) {
-    const double w = a.w[x];
-    if (w == 0) continue;
-    const T* __restrict vr = v + static_cast<size_t>(a.keys[x]) * a.dv;
-    float* __restrict nums = a.nums;
-    for (size_t c = 0; c < a.dv; ++c) {
-      nums[c] = static_cast<float>(static_cast<double>(nums[c]) + w * static_cast<double>(vr[c]));
-    }
-  }
-}
-
-[[gnu::always_inline]] inline void RowNumsBody(const NumArgs& a) {
-  if (a.vf != nullptr) {
-    RowNumsLoop(a, a.vf);
-  } else {
-    RowNumsLoop(a, a.v);
-  }
-}
-
-void RowNumsPortable(const NumArgs& a) { RowNumsBody(a); }
-#if defined(__x86_64__)
-__attribute__((target("avx2"))) void RowNumsAvx2(const NumArgs& a) { RowNumsBody(a); }
-#if defined(__clang__)
-__attribute__((target("avx512f,avx512dq"))) void RowNumsAvx512(const NumArgs& a) { RowNumsBody(a); }
-#else
-__attribute__((target("avx512f,avx512dq,prefer-vector-width=512"))) void RowNumsAvx512(const NumArgs& a) {
-  RowNumsBody(a);
-}
-#endif
-#endif
-
-void RowNums(const NumArgs& a) {
-#if defined(__x86_64__)
-  if (ActiveIsa() == Isa::kAvx512) return RowNumsAvx512(a);
-  if (ActiveIsa() != Isa::kPortable) return RowNumsAvx2(a);
-#endif
-  RowNumsPortable(a);
-}
-
-void RowDots(const DotArgs& a) {
-#if defined(__x86_64__)
-  if (ActiveIsa() == Isa::kAvx512) return RowDotsAvx512(a);
-  if (ActiveIsa() != Isa::kPortable) return RowDotsAvx2(a);
-#endif
-  RowDotsPortable(a);
 }
 
 // dots, abs_dots: the row's RowDots values, indexed by key (every attended key below the block's
@@ -597,6 +438,8 @@ void Row(const AttentionModel& m, const AttentionProblem& p, int64_t i, const do
   const double su = waits ? std::fabs(scale) : 1.0;
   const double log2e_scale = RoundTo(F, scale * 1.4426950408889634);
   const bool want_lse = lse.exact != nullptr;
+  // P in bfloat16: the weights (float32 values) rounded by RoundFloat32ToBfloat16, equal to RoundTo.
+  const bool p_bf16 = &P == &BFloat16() && &F == &Float32();
   double vmax = 0;
   for (size_t x = 0; x < n; ++x) vmax = std::max(vmax, kf.vmax[static_cast<size_t>(keys[x])]);
   // One part of the row: the attended keys keys[x0, x1) (the whole row, or one split of the key
@@ -615,7 +458,7 @@ void Row(const AttentionModel& m, const AttentionProblem& p, int64_t i, const do
     q.mx = *std::max_element(s.begin() + static_cast<std::ptrdiff_t>(x0), s.begin() + static_cast<std::ptrdiff_t>(x1));
     // Weights: w = fl(exp(fl(arg))), arg = s - m, or (exponent placement) fl(s c - m c) with
     // c = fl(scale log2 e), one rounding (FFMA), the scores then unscaled.
-    std::vector<double> pt(np);
+    std::vector<double> pt(np), wt(np);
     double l = 0;
     for (size_t x = x0; x < x1; ++x) {
       double arg;
@@ -624,17 +467,24 @@ void Row(const AttentionModel& m, const AttentionProblem& p, int64_t i, const do
       } else {
         arg = RoundTo(F, s[x] - q.mx);
       }
-      const cd::Ev e = arg < -700 ? cd::Ev{0, 0} : cd::ExpEv(cd::Exact(arg));
-      const double w = RoundTo(F, e.y);
-      pt[x - x0] = RoundTo(P, w);
-      l = RoundTo(F, l + (m.row_sum_rounded ? pt[x - x0] : w));
+      pt[x - x0] = arg;
+    }
+    ExpWeights(pt.data(), wt.data(), np);  // fl(exp(arg)) (ExpEv's value), 0 below -700.
+    for (size_t x = 0; x < np; ++x) {
+      const double w = wt[x];
+      pt[x] = p_bf16 ? attention_model_internal::RoundFloat32ToBfloat16(w) : RoundTo(P, w);
+      l = RoundTo(F, l + (m.row_sum_rounded ? pt[x] : w));
     }
     q.l = l;
     // Rescalings: one per key block of kBlockN (key_block) holding an attended key, but the first.
     double r = 0;
-    if (m.key_block > 0) {
+    if (m.key_block > 0) {  // keys ascending: a new block where a key reaches the next block's start.
+      int64_t next = (keys[x0] / m.key_block + 1) * m.key_block;
       for (size_t x = x0 + 1; x < x1; ++x) {
-        if (keys[x] / m.key_block != keys[x - 1] / m.key_block) r += 1;
+        if (keys[x] >= next) {
+          r += 1;
+          next = (keys[x] / m.key_block + 1) * m.key_block;
+        }
       }
     }
     double tmax = 0;
@@ -689,7 +539,7 @@ void Row(const AttentionModel& m, const AttentionProblem& p, int64_t i, const do
     // The numerators in index order in float32 (the compute format: checked on reading), keys
     // outer so that V's rows are read contiguously; then the normalization.
     std::vector<float> nums(dv, 0.0f);
-    RowNums(NumArgs{nums.data(), pt.data(), &keys[x0], p.v.data(), vf, np, dv});
+    RowNums(NumArgs{nums.data(), pt.data(), &keys[x0], p.v.data(), vf, np, dv, p_bf16 && kf.v_bf16});
     const double recip = RoundTo(F, 1.0 / l);
     q.out.resize(dv);
     for (size_t c = 0; c < dv; ++c) {
@@ -885,45 +735,62 @@ absl::Status EmulateAttentionRows(const AttentionModel& m, const AttentionProble
                                   std::span<const ExactEnclosure> pv, std::span<const ExactEnclosure> exact,
                                   std::span<uint64_t> bits, std::span<double> lo, std::span<double> hi,
                                   int threads, const AttentionLseRows* lse) {
+  const AttentionModelRows one{&m, bits, lo, hi, lse};
+  return EmulateAttentionRowsMulti(std::span<const AttentionModelRows>(&one, 1), p, r0, r1, pv, exact, threads);
+}
+
+absl::Status EmulateAttentionRowsMulti(std::span<const AttentionModelRows> models, const AttentionProblem& p,
+                                       int64_t r0, int64_t r1, std::span<const ExactEnclosure> pv,
+                                       std::span<const ExactEnclosure> exact, int threads) {
   if (absl::Status s = CheckAttention(p); !s.ok()) return s;
   const size_t n = static_cast<size_t>((r1 - r0) * p.d_v);
-  if (r0 < 0 || r1 < r0 || r1 > p.s_q || pv.size() != n || exact.size() != n || bits.size() != n ||
-      lo.size() != n || hi.size() != n) {
+  if (r0 < 0 || r1 < r0 || r1 > p.s_q || pv.size() != n || exact.size() != n) {
     return absl::InvalidArgumentError("EmulateAttentionRows: spans of (r1 - r0) x d_v elements needed");
   }
-  if (lse != nullptr) {
-    if (m.lse_format == nullptr) {
-      return absl::InvalidArgumentError(Cat("EmulateAttentionRows: model ", m.name, " writes no LSE (formats.lse)"));
+  for (const AttentionModelRows& mr : models) {
+    if (mr.m == nullptr || mr.bits.size() != n || mr.lo.size() != n || mr.hi.size() != n) {
+      return absl::InvalidArgumentError("EmulateAttentionRows: spans of (r1 - r0) x d_v elements needed");
     }
-    const size_t rows = static_cast<size_t>(r1 - r0);
-    if (lse->exact.size() != rows || lse->bits.size() != rows || lse->lo.size() != rows || lse->hi.size() != rows) {
-      return absl::InvalidArgumentError("EmulateAttentionRows: LSE spans of r1 - r0 elements needed");
+    if (const AttentionLseRows* lse = mr.lse; lse != nullptr) {
+      if (mr.m->lse_format == nullptr) {
+        return absl::InvalidArgumentError(Cat("EmulateAttentionRows: model ", mr.m->name, " writes no LSE (formats.lse)"));
+      }
+      const size_t rows = static_cast<size_t>(r1 - r0);
+      if (lse->exact.size() != rows || lse->bits.size() != rows || lse->lo.size() != rows || lse->hi.size() != rows) {
+        return absl::InvalidArgumentError("EmulateAttentionRows: LSE spans of r1 - r0 elements needed");
+      }
     }
   }
+  const size_t nm = models.size();
   const size_t dv = static_cast<size_t>(p.d_v);
-  std::vector<double> kscaled;
-  if (m.scale == ScalePlacement::kFoldQKSqrt) {
-    const double scale = p.scale.has_value() ? *p.scale : 1.0 / std::sqrt(static_cast<double>(p.d));
-    const double sqrt_f = RoundTo(*m.compute, std::sqrt(scale));
-    kscaled.resize(p.k.size());
-    for (size_t x = 0; x < p.k.size(); ++x) kscaled[x] = RoundTo(*m.scaled, RoundTo(*m.compute, p.k[x] * sqrt_f));
-  }
-  const KeyFacts key_facts = MakeKeyFacts(p);
   constexpr int64_t kRows = 8;  // Rows per RowDots call (the K tiles are read once for them).
   // K (and kscaled) transposed for RowDots, once per call; not for one block of rows (the
   // audit's single-row calls), where RowDots reads them as they are.
   const bool transpose = r1 - r0 > kRows;
   const size_t sk = static_cast<size_t>(p.s_k), dd = static_cast<size_t>(p.d);
-  std::vector<double> kt(transpose ? sk * dd : 0), kst(kscaled.empty() || !transpose ? 0 : sk * dd);
-  for (size_t j0 = 0; transpose && j0 < sk; j0 += 8) {  // 8 keys at a time: each store fills a cache line.
-    const size_t j1 = std::min(sk, j0 + 8);
-    for (size_t c = 0; c < dd; ++c) {
-      for (size_t j = j0; j < j1; ++j) kt[c * sk + j] = p.k[j * dd + c];
-      if (!kscaled.empty()) {
-        for (size_t j = j0; j < j1; ++j) kst[c * sk + j] = kscaled[j * dd + c];
+  const auto transposed = [&](std::span<const double> k, std::vector<double>& t) {
+    t.resize(sk * dd);
+    for (size_t j0 = 0; j0 < sk; j0 += 8) {  // 8 keys at a time: each store fills a cache line.
+      const size_t j1 = std::min(sk, j0 + 8);
+      for (size_t c = 0; c < dd; ++c) {
+        for (size_t j = j0; j < j1; ++j) t[c * sk + j] = k[j * dd + c];
       }
     }
+  };
+  // Per model: K times sqrt(scale) rounded as it says (fold_qk_sqrt; else empty) and its transpose.
+  std::vector<std::vector<double>> kscaled(nm), kst(nm);
+  for (size_t x = 0; x < nm; ++x) {
+    const AttentionModel& m = *models[x].m;
+    if (m.scale != ScalePlacement::kFoldQKSqrt) continue;
+    const double scale = p.scale.has_value() ? *p.scale : 1.0 / std::sqrt(static_cast<double>(p.d));
+    const double sqrt_f = RoundTo(*m.compute, std::sqrt(scale));
+    kscaled[x].resize(p.k.size());
+    for (size_t e = 0; e < p.k.size(); ++e) kscaled[x][e] = RoundTo(*m.scaled, RoundTo(*m.compute, p.k[e] * sqrt_f));
+    if (transpose) transposed(kscaled[x], kst[x]);
   }
+  KeyFacts key_facts = MakeKeyFacts(p);
+  std::vector<double> kt;
+  if (transpose) transposed(p.k, kt);
   // V as float32 for RowNums where every finite value is one (NumArgs).
   std::vector<float> vf(p.v.size());
   for (size_t x = 0; x < p.v.size(); ++x) {
@@ -933,27 +800,56 @@ absl::Status EmulateAttentionRows(const AttentionModel& m, const AttentionProble
       break;
     }
   }
+  key_facts.v_bf16 = !vf.empty() && std::all_of(vf.begin(), vf.end(), [](float x) {
+    return (std::bit_cast<uint32_t>(x) & 0xFFFFu) == 0;  // Finite ones (others: no row reads them).
+  });
+  // The dots' K per model (kd: kscaled or K; kk: K), as RowDots reads them.
+  std::vector<const double*> kd(nm);
+  const double* kk = transpose ? kt.data() : p.k.data();
+  for (size_t x = 0; x < nm; ++x) {
+    kd[x] = kscaled[x].empty() ? kk : (transpose ? kst[x].data() : kscaled[x].data());
+  }
   const int64_t blocks = (r1 - r0 + kRows - 1) / kRows;
   const int t = std::max(1, threads);
   auto work = [&](int k) {
-    std::vector<double> qf(static_cast<size_t>(kRows) * dd), dots(static_cast<size_t>(kRows) * sk),
-        abs_dots(static_cast<size_t>(kRows) * sk);
+    // Per model its Q rows; the dots once per distinct (Q rows, K) among the models (those that
+    // fold no scale share them): group[x] the first model with the same ones.
+    std::vector<std::vector<double>> qf(nm, std::vector<double>(static_cast<size_t>(kRows) * dd)), dots(nm),
+        abs_dots(nm);
+    std::vector<size_t> group(nm);
     for (int64_t b = k; b < blocks; b += t) {
       const int64_t b0 = r0 + b * kRows, b1 = std::min(r1, b0 + kRows);
-      for (int64_t i = b0; i < b1; ++i) RowQ(m, p, i, &qf[static_cast<size_t>(i - b0) * dd]);
-      const double* kd = transpose ? (kscaled.empty() ? kt.data() : kst.data()) : (kscaled.empty() ? p.k.data() : kscaled.data());
-      RowDots(DotArgs{qf.data(), &p.q[static_cast<size_t>(b0) * dd], kd, transpose ? kt.data() : p.k.data(), dots.data(),
-                      abs_dots.data(), b1 - b0, p.s_k, p.d, p.causal ? std::min(p.s_k, b1) : p.s_k, transpose ? 0 : 1,
-                      transpose ? 1 : p.d});
-      for (int64_t i = b0; i < b1; ++i) {
-        const size_t at = static_cast<size_t>(i - r0) * dv, rb = static_cast<size_t>(i - b0) * sk;
-        LseOut lo_row;
-        if (lse != nullptr) {
-          const size_t r = static_cast<size_t>(i - r0);
-          lo_row = LseOut{&lse->exact[r], &lse->bits[r], &lse->lo[r], &lse->hi[r]};
+      const size_t qn = static_cast<size_t>(b1 - b0) * dd;
+      for (size_t x = 0; x < nm; ++x) {
+        for (int64_t i = b0; i < b1; ++i) RowQ(*models[x].m, p, i, &qf[x][static_cast<size_t>(i - b0) * dd]);
+        group[x] = x;
+        for (size_t y = 0; y < x; ++y) {
+          if (group[y] == y && kd[y] == kd[x] && std::memcmp(qf[y].data(), qf[x].data(), qn * sizeof(double)) == 0) {
+            group[x] = y;
+            break;
+          }
         }
-        Row(m, p, i, &dots[rb], &abs_dots[rb], vf.empty() ? nullptr : vf.data(), key_facts, pv.subspan(at, dv), exact.subspan(at, dv), bits.subspan(at, dv),
-            lo.subspan(at, dv), hi.subspan(at, dv), lo_row);
+        if (group[x] != x) continue;
+        dots[x].resize(static_cast<size_t>(kRows) * sk);
+        abs_dots[x].resize(static_cast<size_t>(kRows) * sk);
+        RowDots(DotArgs{qf[x].data(), &p.q[static_cast<size_t>(b0) * dd], kd[x], kk, dots[x].data(),
+                        abs_dots[x].data(), b1 - b0, p.s_k, p.d, p.causal ? std::min(p.s_k, b1) : p.s_k,
+                        transpose ? 0 : 1, transpose ? 1 : p.d});
+      }
+      for (size_t x = 0; x < nm; ++x) {
+        const AttentionModelRows& mr = models[x];
+        const size_t g = group[x];
+        for (int64_t i = b0; i < b1; ++i) {
+          const size_t at = static_cast<size_t>(i - r0) * dv, rb = static_cast<size_t>(i - b0) * sk;
+          LseOut lo_row;
+          if (mr.lse != nullptr) {
+            const size_t r = static_cast<size_t>(i - r0);
+            lo_row = LseOut{&mr.lse->exact[r], &mr.lse->bits[r], &mr.lse->lo[r], &mr.lse->hi[r]};
+          }
+          Row(*mr.m, p, i, &dots[g][rb], &abs_dots[g][rb], vf.empty() ? nullptr : vf.data(), key_facts,
+              pv.subspan(at, dv), exact.subspan(at, dv), mr.bits.subspan(at, dv), mr.lo.subspan(at, dv),
+              mr.hi.subspan(at, dv), lo_row);
+        }
       }
     }
   };

@@ -283,6 +283,19 @@ absl::Status EmulateAttentionRows(const AttentionModel& m, const AttentionProble
                                   std::span<uint64_t> bits, std::span<double> lo, std::span<double> hi,
                                   int threads = 1, const AttentionLseRows* lse = nullptr);
 
+// Several models' rows at once, each model's outputs (bits, lo, hi, lse as above) exactly as
+// EmulateAttentionRows gives them: the work no model changes (K's transposition, the key facts, V
+// as float32, the dots of Q and K where models scale them alike, |Q| |K|) is done once for all.
+struct AttentionModelRows {
+  const AttentionModel* m = nullptr;
+  std::span<uint64_t> bits;
+  std::span<double> lo, hi;
+  const AttentionLseRows* lse = nullptr;
+};
+absl::Status EmulateAttentionRowsMulti(std::span<const AttentionModelRows> models, const AttentionProblem& p,
+                                       int64_t r0, int64_t r1, std::span<const ExactEnclosure> pv,
+                                       std::span<const ExactEnclosure> exact, int threads = 1);
+
 }  // namespace fpconform::composite
 
 #endif  // FPCONFORM_COMPOSITE_ATTENTION_MODEL_H_

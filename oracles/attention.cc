@@ -24,6 +24,7 @@ namespace {
 namespace cd = certified;
 using attention_internal::Dots;
 using attention_internal::DotsRowMajor;
+using attention_internal::ExpEvs;
 using attention_internal::HotArgs;
 using attention_internal::kDotBlock;
 using attention_internal::kKeyTile;
@@ -542,6 +543,8 @@ void FastBlock(const Shared& sh, int64_t r0, int64_t r1, int64_t row_begin,
   // Scores, exponentials, the sum L.
   // The dots' sums: blocked (DotsBody), depth kDotBlock + ceil(d / kDotBlock).
   const double gd = static_cast<double>(kDotBlock + (p.d + kDotBlock - 1) / kDotBlock) * cd::kU * kGammaMargin;
+  std::vector<double> exp_in(static_cast<size_t>(kend)), exp_ie(exp_in.size()), exp_y(exp_in.size()),
+      exp_e(exp_in.size());
   for (int64_t r = 0; r < nr; ++r) {
     if (!s.ok[static_cast<size_t>(r)]) continue;
     const int64_t i = r0 + r;
@@ -566,6 +569,20 @@ void FastBlock(const Shared& sh, int64_t r0, int64_t r1, int64_t row_begin,
     }
     double lsum = 0, lerr = 0, rho = 0, n0 = 0;
     bool good = std::isfinite(m);
+    // The row's exponentials at once (ExpEvs: ExpEv's values and bounds, vectorized; 0 in the
+    // lanes whose value is not used), then taken in key order as before.
+    if (good) {
+      for (int64_t j = 0; j < kend; ++j) {
+        const size_t x = static_cast<size_t>(j);
+        exp_in[x] = exp_ie[x] = 0;
+        if (std::isnan(a[j])) continue;
+        const cd::Ev t = cd::Sub(cd::Ev{a[j], er[j]}, cd::Exact(m));
+        if (t.y + t.e < -700.0) continue;
+        exp_in[x] = t.y;
+        exp_ie[x] = t.e;
+      }
+      ExpEvs(exp_in.data(), exp_ie.data(), exp_y.data(), exp_e.data(), kend);
+    }
     for (int64_t j = 0; j < kend && good; ++j) {
       if (std::isnan(a[j])) {
         a[j] = 0;
@@ -577,7 +594,7 @@ void FastBlock(const Shared& sh, int64_t r0, int64_t r1, int64_t row_begin,
       if (t.y + t.e < -700.0) {
         e = cd::Ev{0, 0x1p-1000};  // e^t < e^-700 < 2^-1009.
       } else {
-        e = cd::ExpEv(t);
+        e = cd::Ev{exp_y[static_cast<size_t>(j)], exp_e[static_cast<size_t>(j)]};  // cd::ExpEv(t).
       }
       if (!cd::Ok(e)) {
         good = false;

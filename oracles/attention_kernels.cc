@@ -4,8 +4,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 
 #include "base/isa.h"
+#include "oracles/certified_double.h"
 
 namespace fpconform::attention_internal {
 namespace {
@@ -230,6 +232,109 @@ __attribute__((target(FPCONFORM_ATTENTION_AVX512))) void PvAvx512(const HotArgs&
 }
 #endif
 
+// ExpEvs' vector step over kLanes lanes (V: doubles, L: int64): ExpEv's operations lane for lane;
+// false (nothing written) where a lane could be refused.
+template <typename V, typename L>
+[[gnu::always_inline]] inline bool ExpEvStep(const certified::ExpConstants& c, const double* yi, const double* ei,
+                                             double* oy, double* oe) {
+  constexpr int kLanes = static_cast<int>(sizeof(V) / sizeof(double));
+  constexpr double kU = certified::kU;
+  V ay, ae;
+  std::memcpy(&ay, yi, sizeof ay);
+  std::memcpy(&ae, ei, sizeof ae);
+  bool in = true;
+  for (int l = 0; l < kLanes; ++l) in = in && std::fabs(ay[l]) <= 700.0 && ae[l] <= 0x1p-20;
+  if (!in) return false;
+  L mag;
+  for (int l = 0; l < kLanes; ++l) mag[l] = INT64_MAX;
+// |x| of a vector by its sign bit (a lambda returning a vector would be a call with a vector ABI).
+#define FPCONFORM_ABS(x) reinterpret_cast<V>(reinterpret_cast<L>(x) & mag)
+  const V kd = (ay * c.inv + 0x1.8p52) - 0x1.8p52;  // nearbyint: |y inv| <= 700 * 92.4 < 2^51.
+  // r = Sub(a, Exact(kd c1)); r = Sub(r, {kd c2, |kd| c2err + kU |kd c2|}).
+  V ry = ay - kd * c.c1;
+  V re = (ae + 0.0) + kU * FPCONFORM_ABS(ry);
+  const V kc2 = kd * c.c2;
+  const V r2y = ry - kc2;
+  const V r2e = (re + (FPCONFORM_ABS(kd) * c.c2err + kU * FPCONFORM_ABS(kc2))) + kU * FPCONFORM_ABS(r2y);
+  const V rmax = FPCONFORM_ABS(r2y) + r2e;
+  for (int l = 0; l < kLanes; ++l) in = in && rmax[l] <= 0.006;
+  if (!in) return false;
+  // p = Coef(c7); p = Add(Mul(p, r), Coef(c_i)), i = 6..0.
+  V py, pe;
+  for (int l = 0; l < kLanes; ++l) {
+    py[l] = c.coef[7];
+    pe[l] = kU * std::fabs(c.coef[7]);
+  }
+  for (int i = 6; i >= 0; --i) {
+    const V my = py * r2y;
+    const V me = FPCONFORM_ABS(py) * r2e + FPCONFORM_ABS(r2y) * pe + pe * r2e + kU * FPCONFORM_ABS(my);
+    const double ci = c.coef[i], cie = kU * std::fabs(ci);
+    py = my + ci;
+    pe = (me + cie) + kU * FPCONFORM_ABS(py);
+  }
+  const V sq = rmax * rmax, r4 = sq * sq;
+  pe = pe + r4 * r4 * (1.01 / 40320.0);
+  const L k = __builtin_convertvector(kd, L);
+  const L j = k & 63;
+  const L m = (k - j) >> 6;  // (k - j) / 64, exact.
+  V ty;
+  for (int l = 0; l < kLanes; ++l) ty[l] = c.table[j[l]];
+  // s = Mul(Coef(t_j), p).
+  const V te = kU * FPCONFORM_ABS(ty);
+  const V sy = ty * py;
+  const V se = FPCONFORM_ABS(ty) * pe + FPCONFORM_ABS(py) * te + te * pe + kU * FPCONFORM_ABS(sy);
+  const L eb = (m + 1023) << 52;  // Pow2(m), m >= -1011: a normal double.
+  const V scale = reinterpret_cast<V>(eb);
+  const V outy = sy * scale, oute = se * scale;
+  std::memcpy(oy, &outy, sizeof outy);
+  std::memcpy(oe, &oute, sizeof oute);
+  return true;
+}
+#undef FPCONFORM_ABS
+
+template <typename V, typename L>
+[[gnu::always_inline]] inline void ExpEvsBody(const double* y, const double* e, double* oy, double* oe, int64_t n) {
+  constexpr int64_t kLanes = static_cast<int64_t>(sizeof(V) / sizeof(double));
+  const certified::ExpConstants c = certified::ExpReduction();
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    if (ExpEvStep<V, L>(c, y + i, e + i, oy + i, oe + i)) continue;
+    for (int64_t l = i; l < i + kLanes; ++l) {
+      const certified::Ev r = certified::ExpEv(certified::Ev{y[l], e[l]});
+      oy[l] = r.y;
+      oe[l] = r.e;
+    }
+  }
+  for (; i < n; ++i) {
+    const certified::Ev r = certified::ExpEv(certified::Ev{y[i], e[i]});
+    oy[i] = r.y;
+    oe[i] = r.e;
+  }
+}
+
+typedef int64_t L4 __attribute__((vector_size(32)));
+
+void ExpEvsPortable(const double* y, const double* e, double* oy, double* oe, int64_t n) {
+  ExpEvsBody<V4, L4>(y, e, oy, oe, n);
+}
+#if defined(__x86_64__)
+__attribute__((target("avx2"))) void ExpEvsAvx2(const double* y, const double* e, double* oy, double* oe, int64_t n) {
+  ExpEvsBody<V4, L4>(y, e, oy, oe, n);
+}
+#if defined(__clang__)
+__attribute__((target("avx512f,avx512dq"))) void ExpEvsAvx512(const double* y, const double* e, double* oy,
+                                                               double* oe, int64_t n) {
+  ExpEvsBody<V8, L8>(y, e, oy, oe, n);
+}
+#else
+__attribute__((target("avx512f,avx512dq,prefer-vector-width=512"))) void ExpEvsAvx512(const double* y,
+                                                                                     const double* e, double* oy,
+                                                                                     double* oe, int64_t n) {
+  ExpEvsBody<V8, L8>(y, e, oy, oe, n);
+}
+#endif
+#endif
+
 }  // namespace
 
 void Dots(const HotArgs& a) {
@@ -251,6 +356,14 @@ void Pv(const HotArgs& a) {
 // DotsBody's sums per element (each block of kDotBlock columns from +0 in column order, then
 // added to acc) from K as it is (s_k x d), for keys [0, kend): for a block of rows, where
 // transposing K would cost more than the dots. Four keys at a time (independent sums).
+void ExpEvs(const double* y, const double* e, double* oy, double* oe, int64_t n) {
+#if defined(__x86_64__)
+  if (ActiveIsa() == Isa::kAvx512) return ExpEvsAvx512(y, e, oy, oe, n);
+  if (ActiveIsa() != Isa::kPortable) return ExpEvsAvx2(y, e, oy, oe, n);
+#endif
+  ExpEvsPortable(y, e, oy, oe, n);
+}
+
 void DotsRowMajor(const HotArgs& a, const double* k) {
   for (int64_t r = 0; r < a.nr; ++r) {
     if (!a.ok[r]) continue;

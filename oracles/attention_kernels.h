@@ -47,6 +47,15 @@ void Pv(const HotArgs& a);
 // Dots' sums per element from K as it is (s_k x d, `k`), for keys [0, kend).
 void DotsRowMajor(const HotArgs& a, const double* k);
 
+// (oy[x], oe[x]) = certified::ExpEv({y[x], e[x]}) for x < n, value and bound bit for bit (refusals
+// included: {0, Inf}). Vector lanes repeat ExpEv's operations (certified_double.cc; its
+// nearbyint as + 1.5 2^52 - 1.5 2^52, exact and equal for |y inv| < 2^51; a -0 k for +0 changes
+// only the sign of a zero r, which the Horner step's addition of 1/6! removes from the value, and
+// the bounds take |r|); a vector with a lane ExpEv could refuse (|y| > 700, NaN, e > 2^-20, the
+// reduced argument's bound over 0.006) takes the scalar ExpEv for all its lanes.
+// attention_kernels_test checks it against ExpEv on every ISA level this CPU has.
+void ExpEvs(const double* y, const double* e, double* oy, double* oe, int64_t n);
+
 }  // namespace fpconform::attention_internal
 
 #endif  // FPCONFORM_ORACLES_ATTENTION_KERNELS_H_

@@ -138,6 +138,10 @@ Ev TwoAtanh(Ev t) {
 }  // namespace
 
 Ev Ln2() { return Coef(C().ln2); }
+ExpConstants ExpReduction() {
+  const Consts& c = C();
+  return {c.c1, c.c2, c.c2err, c.inv, c.table.data(), c.exp_c.data()};
+}
 Ev TwoOverSqrtPi() { return Coef(C().two_over_sqrt_pi); }
 Ev InvSqrt2() { return Coef(C().inv_sqrt2); }
 Ev GeluTanhK() { return Coef(C().gelu_k); }

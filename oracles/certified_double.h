@@ -79,6 +79,15 @@ inline bool Ok(Ev a) { return std::isfinite(a.y) && a.e < kInf; }
 
 // e^a. Refuses (e = Inf) |a.y| > 700 or a.e > 2^-20.
 Ev ExpEv(Ev a);
+// ExpEv's reduction constants and table, for forms of its value path that repeat its operations
+// on y alone (composite/attention_model_kernels.h ExpWeights, tested equal to ExpEv(Exact(x)).y):
+// k = nearbyint(x inv), r = (x - k c1) - k c2, p = Horner(coef[7..0], r), y = table[k & 63] p 2^((k - (k & 63)) / 64).
+struct ExpConstants {
+  double c1 = 0, c2 = 0, c2err = 0, inv = 0;
+  const double* table = nullptr;  // 64 entries: 2^(j / 64), nearest.
+  const double* coef = nullptr;   // 8 entries: 1 / i!, nearest.
+};
+ExpConstants ExpReduction();
 // 2^x for a double x, |x| <= 1000 (else e = Inf).
 Ev Exp2Of(double x);
 // log(a) for a.y > 0, a.e <= a.y 2^-20 (else e = Inf).

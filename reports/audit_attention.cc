@@ -34,7 +34,9 @@ namespace audit_internal {
 namespace {
 
 constexpr char kCorrectlyRounded[] = "correctly-rounded";
-constexpr int64_t kBlockRows = 256;
+// Rows per block of the pass: the oracle's and the models' set-up per call (K transposed, V as
+// float32, the key facts) is paid once per block; 1,024 rows of 128 columns hold 2^17 elements.
+constexpr int64_t kBlockRows = 1024;
 
 // (B, H, S, D) view of a rank 2, 3 or 4 tensor.
 struct View4 {
@@ -518,6 +520,16 @@ absl::Status AttentionAuditOp::RowsAll(const Head& h, int64_t r0, int64_t r1, st
   if (count_stats) const_cast<AttentionAuditOp*>(this)->stats_ += st;  // EmulateBlock only.
   if (emu == nullptr) return absl::OkStatus();
   emu->resize(platforms_.size());
+  // The models among the wanted platforms, emulated together (EmulateAttentionRowsMulti: the
+  // work no model changes done once for all of them).
+  struct ModelOut {
+    size_t p;
+    std::vector<uint64_t> bits;
+    std::vector<double> lo, hi;
+    std::optional<composite::AttentionLseRows> lse;
+  };
+  std::vector<ModelOut> outs;
+  outs.reserve(wanted.size());
   for (size_t p : wanted) {
     std::vector<Emulated>& out = (*emu)[p];
     out.assign(n, Emulated{});
@@ -530,21 +542,26 @@ absl::Status AttentionAuditOp::RowsAll(const Head& h, int64_t r0, int64_t r1, st
       continue;
     }
     // A model: its emulated values and enclosures (composite/attention_model.h).
-    std::vector<uint64_t> mb(n);
-    std::vector<double> lo(n), hi(n);
-    std::optional<composite::AttentionLseRows> lse_rows;
+    ModelOut& mo = outs.emplace_back(ModelOut{p, std::vector<uint64_t>(n), std::vector<double>(n),
+                                              std::vector<double>(n), std::nullopt});
     if (lse != nullptr && m->lse_format != nullptr) {
-      lse_rows = composite::AttentionLseRows{o.lse_enclosure, std::span<uint64_t>(lse->bits[p]).subspan(lse_at, lse_n),
-                                             std::span<double>(lse->lo[p]).subspan(lse_at, lse_n),
-                                             std::span<double>(lse->hi[p]).subspan(lse_at, lse_n)};
+      mo.lse = composite::AttentionLseRows{o.lse_enclosure, std::span<uint64_t>(lse->bits[p]).subspan(lse_at, lse_n),
+                                           std::span<double>(lse->lo[p]).subspan(lse_at, lse_n),
+                                           std::span<double>(lse->hi[p]).subspan(lse_at, lse_n)};
     }
-    if (absl::Status s = composite::EmulateAttentionRows(*m, h.p, r0, r1, pv, exact, mb, lo, hi, threads,
-                                                         lse_rows ? &*lse_rows : nullptr);
-        !s.ok()) {
-      return s;
-    }
+  }
+  if (outs.empty()) return absl::OkStatus();
+  std::vector<composite::AttentionModelRows> rows;
+  for (ModelOut& mo : outs) {
+    rows.push_back(composite::AttentionModelRows{platforms_[mo.p], mo.bits, mo.lo, mo.hi, mo.lse ? &*mo.lse : nullptr});
+  }
+  if (absl::Status s = composite::EmulateAttentionRowsMulti(rows, h.p, r0, r1, pv, exact, threads); !s.ok()) return s;
+  for (const ModelOut& mo : outs) {
+    std::vector<Emulated>& out = (*emu)[mo.p];
+    const composite::AttentionModel* m = platforms_[mo.p];
     for (size_t e = 0; e < n; ++e) {
-      out[e] = EmulatedFromEnclosure(mb[e], lo[e], hi[e], *m->output, O, in_.out_rounding, exact[e].lo, exact[e].hi);
+      out[e] = EmulatedFromEnclosure(mo.bits[e], mo.lo[e], mo.hi[e], *m->output, O, in_.out_rounding, exact[e].lo,
+                                     exact[e].hi);
     }
   }
   return absl::OkStatus();
