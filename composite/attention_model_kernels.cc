@@ -139,7 +139,7 @@ void RowNumsPortable(const NumArgs& a) {
 // exact, vmulpd and vaddpd separate, vcvtpd2ps rounds to nearest even under the default MXCSR):
 // no load and store of the sums per key. Then the rest of the columns by the scalar loop.
 template <int kC>
-__attribute__((target("avx512f,avx512dq"))) [[gnu::always_inline]] inline size_t RowNumsChunks512(const NumArgs& a,
+[[gnu::always_inline]] __attribute__((target("avx512f,avx512dq"))) inline size_t RowNumsChunks512(const NumArgs& a,
                                                                                                  size_t c0) {
   constexpr size_t kWide = 8 * kC;
   for (; c0 + kWide <= a.dv; c0 += kWide) {
@@ -164,7 +164,7 @@ __attribute__((target("avx512f,avx512dq"))) [[gnu::always_inline]] inline size_t
 }
 
 template <int kC>
-__attribute__((target("avx2"))) [[gnu::always_inline]] inline size_t RowNumsChunks256(const NumArgs& a, size_t c0) {
+[[gnu::always_inline]] __attribute__((target("avx2"))) inline size_t RowNumsChunks256(const NumArgs& a, size_t c0) {
   constexpr size_t kWide = 4 * kC;
   for (; c0 + kWide <= a.dv; c0 += kWide) {
     __m128 acc[kC];
@@ -193,7 +193,7 @@ __attribute__((target("avx2"))) void RowNumsAvx2(const NumArgs& a) {
 
 // bf16_products (NumArgs): 16 columns per float32 FMA, kC vectors held in registers across the keys.
 template <int kC>
-__attribute__((target("avx512f,avx512dq"))) [[gnu::always_inline]] inline size_t RowNumsFma512(const NumArgs& a,
+[[gnu::always_inline]] __attribute__((target("avx512f,avx512dq"))) inline size_t RowNumsFma512(const NumArgs& a,
                                                                                               size_t c0) {
   constexpr size_t kWide = 16 * kC;
   for (; c0 + kWide <= a.dv; c0 += kWide) {
