@@ -6,6 +6,7 @@
 
 #include "base/str_cat.h"
 #include "formats/ops.h"
+#include "formats/ulp.h"
 
 namespace fpconform {
 namespace {
@@ -15,19 +16,6 @@ constexpr double kEta32 = 0x1p-149;  // >= the absolute error of an underflowing
 
 // fl32(v) as a double (RNE).
 double Round32(double v) { return ToDouble(Float32(), DoubleToBits(Float32(), v)); }
-
-// Half an ulp of `f` at magnitude v (v >= 0; the smallest normal binade for v below it, 0.5 for
-// integers): 2^(max(floor(log2 v), emin) - p).
-double HalfUlpAt(const FormatSpec& f, double v) {
-  if (f.kind == FormatKind::kInteger) return 0.5;
-  int e = f.d.emin;
-  if (v > 0 && std::isfinite(v)) {
-    int ex;
-    std::frexp(v, &ex);  // v = m 2^ex, m in [0.5, 1): floor(log2 v) = ex - 1.
-    e = std::max(ex - 1, f.d.emin);
-  }
-  return std::ldexp(1.0, e - f.d.precision);
-}
 
 // True when |v| is 0 or in float32's normal range (so fl32 errs by at most u |v|).
 bool Float32Normal(double v) {

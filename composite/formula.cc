@@ -12,6 +12,7 @@
 
 #include "base/str_cat.h"
 #include "formats/ops.h"
+#include "formats/ulp.h"
 #include "oracles/certified_double.h"
 #include "oracles/mpfr_oracle.h"
 
@@ -376,16 +377,8 @@ double FnDirected(Fn f, double v, mpfr_rnd_t rnd) {
   return d;
 }
 
-// ulp of F at magnitude m (>= 0): 2^(max(floor(log2 m), emin) - p + 1).
-double UlpAt(const FormatSpec& F, double m) {
-  int e = F.d.emin;
-  if (m > 0 && std::isfinite(m)) {
-    int ex;
-    std::frexp(m, &ex);
-    e = std::max(ex - 1, F.d.emin);
-  }
-  return std::ldexp(1.0, e - F.d.precision + 1);
-}
+// ulp of F at magnitude m (>= 0): 2^(max(floor(log2 m), emin) - p + 1) (F a float format).
+double UlpAt(const FormatSpec& F, double m) { return 2 * HalfUlpAt(F, m); }
 
 Enclosure Nan() { return {NAN, NAN}; }
 

@@ -755,7 +755,7 @@ std::string AttentionAuditOp::Diagnose(int64_t e, size_t, OpScratch&, const Exac
       // Softmax over the wrong axis: normalized over the queries (per key) instead of the keys.
       // Its column statistics scan the whole head (S_q S_k D products), so only for a gross
       // error (beyond 4 bounds and 4 half-ulps): a near miss of a rounding is not this bug.
-      const double gross = 4 * std::max(std::isfinite(bound) ? bound : 0.0, HalfUlp(out, std::fabs(ex)));
+      const double gross = 4 * std::max(std::isfinite(bound) ? bound : 0.0, HalfUlpAt(out, std::fabs(ex)));
       if (std::isfinite(ex) && std::fabs(yd - ex) > gross && ColumnStats(head)) {
         double y2 = 0;
         for (size_t j = 0; j < sc.size(); ++j) {
@@ -926,7 +926,7 @@ absl::Status AttentionAuditOp::AuditLse(const std::string& name, AuditResult::Ls
       e.exact_value = ex.nearest;
       e.emulated_bits = em.bits;
       e.emulated = ed;
-      e.error_ulp = std::isfinite(ex.nearest) && std::isfinite(yd) ? (yd - ex.nearest) / (2 * HalfUlp(Lf, std::fabs(ex.nearest))) : NAN;
+      e.error_ulp = std::isfinite(ex.nearest) && std::isfinite(yd) ? (yd - ex.nearest) / (2 * HalfUlpAt(Lf, std::fabs(ex.nearest))) : NAN;
       e.error_over_bound = ratio;
       e.bound = em.bound;
       if (cls == AuditClass::kUnexplained) {
@@ -937,9 +937,9 @@ absl::Status AttentionAuditOp::AuditLse(const std::string& name, AuditResult::Ls
           e.diagnosis = "-inf on a fully masked row: the exact log 0 (this platform writes another value)";
         } else if (std::isnan(yd) && std::isfinite(ex.nearest)) {
           e.diagnosis = "NaN where none is expected: uninitialized memory?";
-        } else if (std::isfinite(em.bound) && std::fabs(yd - ex.nearest / ln2) <= em.bound / ln2 + 2 * HalfUlp(Lf, std::fabs(yd))) {
+        } else if (std::isfinite(em.bound) && std::fabs(yd - ex.nearest / ln2) <= em.bound / ln2 + 2 * HalfUlpAt(Lf, std::fabs(yd))) {
           e.diagnosis = "the LSE in base 2 (log2 of the sum of 2^(s log2 e): lse / ln 2)";
-        } else if (std::isfinite(em.bound) && std::fabs(yd + ex.nearest) <= em.bound + 2 * HalfUlp(Lf, std::fabs(yd)) &&
+        } else if (std::isfinite(em.bound) && std::fabs(yd + ex.nearest) <= em.bound + 2 * HalfUlpAt(Lf, std::fabs(yd)) &&
                    std::fabs(ex.nearest) > em.bound) {
           e.diagnosis = "sign flipped (lse = -exact)";
         } else {

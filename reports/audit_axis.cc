@@ -350,7 +350,7 @@ std::string AxisAuditOp::Diagnose(int64_t e, size_t p, OpScratch&, const ExactFa
     }
     std::vector<Enclosure> enc(x.size());
     if (!fn.EncloseRow(ModelRow(x, eps), enc).ok()) return false;
-    const double h = HalfUlp(out, std::fabs(yd));
+    const double h = HalfUlpAt(out, std::fabs(yd));
     return std::isfinite(yd) && yd >= enc[i].lo - h && yd <= enc[i].hi + h;
   };
   std::span<const Variant> variants;

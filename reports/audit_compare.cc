@@ -2,6 +2,8 @@
 // through the pipeline, their difference checked against both platforms' bounds (audit.h); one
 // comparison for every op (matmul and the composite ops).
 #include <cmath>
+#include <cstdint>
+#include <span>
 
 #include "base/str_cat.h"
 #include "reports/audit.h"
@@ -15,6 +17,33 @@ using audit_internal::ToDouble;
 using audit_internal::Unflatten;
 
 namespace {
+
+// Element by element (or LSE row by row), `ref` against `port`: consistent when the values are
+// equal, both the same non-finite value, or |ref - port| is at most the sum of the two bounds;
+// an inconsistent one is at fault on the side whose own audit left it unexplained. Tally is
+// CompareResult (the outputs) or CompareResult::LseCompare: the same counters and list.
+template <class Tally>
+void TallyPairs(const Tensor& ref, const Tensor& port, std::span<const double> bound_ref,
+                std::span<const double> bound_port, std::span<const uint8_t> class_ref,
+                std::span<const uint8_t> class_port, int64_t max_listed, Tally& t) {
+  const auto unexplained = static_cast<uint8_t>(AuditClass::kUnexplained);
+  for (int64_t e = 0; e < ref.size(); ++e) {
+    const auto i = static_cast<size_t>(e);
+    const double yr = ToDouble(*ref.format, ref.Bits(e)), yp = ToDouble(*port.format, port.Bits(e));
+    const double allowed = (bound_ref[i] + bound_port[i]) * kUp;
+    const bool same_nonfinite = !std::isfinite(yr) && !std::isfinite(yp) &&
+                                (std::isnan(yr) == std::isnan(yp)) && (std::isnan(yr) || yr == yp);
+    if (same_nonfinite || yr == yp || std::fabs(yr - yp) * (1 + 0x1p-52) <= allowed) {
+      ++t.consistent;
+      continue;
+    }
+    ++t.inconsistent;
+    const bool fr_bad = class_ref[i] == unexplained, fp_bad = class_port[i] == unexplained;
+    const char* side = fr_bad && fp_bad ? "both" : fr_bad ? "ref" : fp_bad ? "port" : "neither";
+    ++(fr_bad && fp_bad ? t.fault_both : fr_bad ? t.fault_ref : fp_bad ? t.fault_port : t.fault_neither);
+    if (static_cast<int64_t>(t.listed.size()) < max_listed) t.listed.emplace_back(Unflatten(e, ref.shape), side);
+  }
+}
 
 // Audits both sides with `audit` (each against its one platform, bounds kept) and checks each
 // element's difference against the sum of the two bounds.
@@ -41,29 +70,8 @@ absl::StatusOr<CompareResult> CompareOutputs(absl::StatusOr<AuditResult> (*audit
   if (!b.ok()) return b.status();
   c.ref = *std::move(a);
   c.port = *std::move(b);
-  const FormatSpec& fr = *ref.out->format;
-  const FormatSpec& fp = *port.out->format;
-  const int64_t n = ref.out->size();
-  const auto unexplained = static_cast<uint8_t>(AuditClass::kUnexplained);
-  for (int64_t e = 0; e < n; ++e) {
-    const double yr = ToDouble(fr, ref.out->Bits(e)), yp = ToDouble(fp, port.out->Bits(e));
-    const double allowed = (c.ref.bounds[static_cast<size_t>(e)] + c.port.bounds[static_cast<size_t>(e)]) * kUp;
-    const bool same_nonfinite = !std::isfinite(yr) && !std::isfinite(yp) &&
-                                (std::isnan(yr) == std::isnan(yp)) && (std::isnan(yr) || yr == yp);
-    const bool ok = same_nonfinite || std::fabs(yr - yp) * (1 + 0x1p-52) <= allowed;
-    if (ok) {
-      ++c.consistent;
-      continue;
-    }
-    ++c.inconsistent;
-    const bool fr_bad = c.ref.best_classes[static_cast<size_t>(e)] == unexplained;
-    const bool fp_bad = c.port.best_classes[static_cast<size_t>(e)] == unexplained;
-    const char* side = fr_bad && fp_bad ? "both" : fr_bad ? "ref" : fp_bad ? "port" : "neither";
-    ++(fr_bad && fp_bad ? c.fault_both : fr_bad ? c.fault_ref : fp_bad ? c.fault_port : c.fault_neither);
-    if (static_cast<int64_t>(c.listed.size()) < options.max_listed) {
-      c.listed.emplace_back(Unflatten(e, ref.out->shape), side);
-    }
-  }
+  TallyPairs(*ref.out, *port.out, c.ref.bounds, c.port.bounds, c.ref.best_classes, c.port.best_classes,
+             options.max_listed, c);
   c.verdict = c.inconsistent == 0 ? AuditVerdict::kPass : AuditVerdict::kFail;
   c.ref.bounds.clear();
   c.port.bounds.clear();
@@ -75,25 +83,8 @@ absl::StatusOr<CompareResult> CompareOutputs(absl::StatusOr<AuditResult> (*audit
 void CompareLse(const Tensor& ref, const Tensor& port, const AuditOptions& options, CompareResult& c) {
   CompareResult::LseCompare& l = c.lse;
   l.run = true;
-  const AuditResult::LseAudit &ar = c.ref.lse, &ap = c.port.lse;
-  const auto unexplained = static_cast<uint8_t>(AuditClass::kUnexplained);
-  const int64_t n = ref.size();
-  for (int64_t e = 0; e < n; ++e) {
-    const auto i = static_cast<size_t>(e);
-    const double yr = ToDouble(*ref.format, ref.Bits(e)), yp = ToDouble(*port.format, port.Bits(e));
-    const double allowed = (ar.bounds[i] + ap.bounds[i]) * kUp;
-    const bool same_nonfinite = !std::isfinite(yr) && !std::isfinite(yp) &&
-                                (std::isnan(yr) == std::isnan(yp)) && (std::isnan(yr) || yr == yp);
-    if (same_nonfinite || yr == yp || std::fabs(yr - yp) * (1 + 0x1p-52) <= allowed) {
-      ++l.consistent;
-      continue;
-    }
-    ++l.inconsistent;
-    const bool fr_bad = ar.classes[i] == unexplained, fp_bad = ap.classes[i] == unexplained;
-    const char* side = fr_bad && fp_bad ? "both" : fr_bad ? "ref" : fp_bad ? "port" : "neither";
-    ++(fr_bad && fp_bad ? l.fault_both : fr_bad ? l.fault_ref : fp_bad ? l.fault_port : l.fault_neither);
-    if (static_cast<int64_t>(l.listed.size()) < options.max_listed) l.listed.emplace_back(Unflatten(e, ref.shape), side);
-  }
+  TallyPairs(ref, port, c.ref.lse.bounds, c.port.lse.bounds, c.ref.lse.classes, c.port.lse.classes,
+             options.max_listed, l);
   if (l.inconsistent > 0) c.verdict = AuditVerdict::kFail;
 }
 

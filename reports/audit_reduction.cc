@@ -287,7 +287,7 @@ std::string ReductionOp::Diagnose(int64_t e, size_t p, OpScratch& scratch,
     if (r.ok() && fits_bf16) {
       const double cv = c_format_ != nullptr ? ToDouble(*c_format_, sc.c) : 0;
       const double v = ToDouble(BFloat16(), r->bits) * s + cv;
-      const double spread = std::max(std::fabs(v - x), 16 * HalfUlp(BFloat16(), std::fabs(v)));
+      const double spread = std::max(std::fabs(v - x), 16 * HalfUlpAt(BFloat16(), std::fabs(v)));
       if (std::isfinite(v) && std::fabs(yd - v) <= spread && std::fabs(yd - x) <= 2 * spread) {
         return "accumulated in bfloat16 (a bfloat16 accumulation explains this value)";
       }

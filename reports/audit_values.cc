@@ -20,17 +20,6 @@ bool IsNonFinite(const FormatSpec& f, uint64_t bits) {
          c == FloatClass::kNegativeInfinity || c == FloatClass::kPositiveInfinity;
 }
 
-double HalfUlp(const FormatSpec& f, double v) {
-  if (f.kind == FormatKind::kInteger) return 0.5;
-  int e = f.d.emin;
-  if (v > 0 && std::isfinite(v)) {
-    int ex;
-    std::frexp(v, &ex);  // v = m 2^ex, m in [0.5, 1): floor(log2 v) = ex - 1.
-    e = std::max(ex - 1, f.d.emin);
-  }
-  return std::ldexp(1.0, e - f.d.precision);
-}
-
 std::string MpfrHex(mpfr_srcptr x) {
   if (mpfr_nan_p(x)) return "nan";
   if (mpfr_inf_p(x)) return mpfr_sgn(x) > 0 ? "inf" : "-inf";
@@ -65,7 +54,7 @@ std::vector<int64_t> Unflatten(int64_t e, const std::vector<int64_t>& shape) {
 }
 
 bool Relation::Holds(double r) const {
-  return std::isfinite(r) && std::fabs(y_ - r) <= (slack_ + HalfUlp(out_, std::fabs(r))) * (1 + 0x1p-40);
+  return std::isfinite(r) && std::fabs(y_ - r) <= (slack_ + HalfUlpAt(out_, std::fabs(r))) * (1 + 0x1p-40);
 }
 
 std::string Relation::PowerOfTwo(double x) const {

@@ -14,6 +14,7 @@
 #include "formats/format_spec.h"
 #include "formats/op_env.h"
 #include "formats/ops.h"
+#include "formats/ulp.h"
 #include "oracles/mpfr_plumbing.h"
 
 namespace fpconform::reports::audit_internal {
@@ -26,9 +27,6 @@ using ::fpconform::DoubleToBits;
 using ::fpconform::ToDouble;
 // NaN or infinity (never for integer formats).
 bool IsNonFinite(const FormatSpec& f, uint64_t bits);
-// Half an ulp of float format f at magnitude v (>= 0): 2^(max(floor(log2 v), emin) - p); 0.5 for
-// integer formats.
-double HalfUlp(const FormatSpec& f, double v);
 
 // An MPFR value that clears itself: oracles/mpfr_plumbing.h's.
 using Mpfr = ::fpconform::MpfrValue;
