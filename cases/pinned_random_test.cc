@@ -9,15 +9,19 @@
 namespace fpconform {
 namespace {
 
-// PinnedLog against the C library's log: both are within ~1 ulp of the true value, so they
-// agree to a few ulp everywhere in the double range.
+// PinnedLog against the C library's log, to the header's promise (relative error < 1e-15; glibc's
+// log is within 1 ulp, PinnedLog within 3: the worst of 2e7 draws was 6.5e-16 relative).
+// The two draws are separate statements: as arguments of one call their order is unspecified
+// (GCC draws the exponent first, clang the significand), and the inputs must not depend on the
+// compiler. This order is the one GCC used when the test was written.
 TEST(PinnedRandomTest, PinnedLogMatchesLibmClosely) {
   PinnedRng rng(DeriveSeed(1, {}));
   for (int i = 0; i < 200000; ++i) {
-    const double x = std::ldexp(1 + rng.Uniform01(), static_cast<int>(rng.Below(2090)) - 1070);
+    const int exponent = static_cast<int>(rng.Below(2090)) - 1070;
+    const double x = std::ldexp(1 + rng.Uniform01(), exponent);
     const double want = std::log(x);
     const double got = PinnedLog(x);
-    ASSERT_LE(std::fabs(got - want), 4e-16 * std::fabs(want) + 1e-300)
+    ASSERT_LE(std::fabs(got - want), 1e-15 * std::fabs(want) + 1e-300)
         << std::hexfloat << "x=" << x << " got=" << got << " libm=" << want;
   }
   EXPECT_EQ(PinnedLog(1.0), 0.0);
