@@ -17,8 +17,10 @@
 //
 // Cases derive from (seed, index) with a SplitMix64 counter generator; FPCONFORM_SEED overrides
 // the seed, and a failure prints seed, index and operands. This file is compiled with
-// -frounding-math; MXCSR is set and read directly (_mm_setcsr/_mm_getcsr; the flags are its bits
-// 0..5) and restored after every test.
+// -frounding-math; MXCSR is set and read directly (ldmxcsr/stmxcsr; the flags are its bits 0..5)
+// and restored after every test. Each native operation is pinned between its MXCSR write and read
+// (SetCsr, Pin, GetCsr below): clang treats SSE arithmetic as free of side effects and moved the
+// FMA and VCVTPS2PH past the read, GCC happened not to.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -51,10 +53,24 @@ uint64_t Seed() {
 constexpr uint32_t kMxcsrDaz = 1u << 6;
 constexpr uint32_t kMxcsrFz = 1u << 15;
 
+// Volatile asm statements keep their order. SetCsr ... Pin(operands) ... op ... Pin(result) ...
+// GetCsr: the operation consumes the pinned operands and produces the pinned result, so it runs
+// after the write and before the read, whatever the compiler's model of the floating-point state.
+inline void SetCsr(uint32_t csr) { asm volatile("ldmxcsr %0" : : "m"(csr)); }
+inline uint32_t GetCsr() {
+  uint32_t csr;
+  asm volatile("stmxcsr %0" : "=m"(csr));
+  return csr;
+}
+template <typename V>
+inline void Pin(V& v) {
+  asm volatile("" : "+x"(v));
+}
+
 class MxcsrGuard {
  public:
-  MxcsrGuard() : saved_(_mm_getcsr()) {}
-  ~MxcsrGuard() { _mm_setcsr(saved_); }
+  MxcsrGuard() : saved_(GetCsr()) {}
+  ~MxcsrGuard() { SetCsr(saved_); }
   MxcsrGuard(const MxcsrGuard&) = delete;
   MxcsrGuard& operator=(const MxcsrGuard&) = delete;
 
@@ -110,8 +126,10 @@ const char* OpName(Op op) {
 // Runs `op` once under `csr`; returns the result bits and the flags it raised.
 __attribute__((noinline)) OpResult NativeSse(Op op, uint32_t a, uint32_t b, uint32_t csr) {
   volatile float va = FromBits(a), vb = FromBits(b);
-  const __m128 x = _mm_set_ss(va), y = _mm_set_ss(vb);
-  _mm_setcsr(csr);
+  __m128 x = _mm_set_ss(va), y = _mm_set_ss(vb);
+  SetCsr(csr);
+  Pin(x);
+  Pin(y);
   __m128 r;
   switch (op) {
     case Op::kAdd: r = _mm_add_ss(x, y); break;
@@ -120,7 +138,8 @@ __attribute__((noinline)) OpResult NativeSse(Op op, uint32_t a, uint32_t b, uint
     case Op::kDiv: r = _mm_div_ss(x, y); break;
     default: r = _mm_sqrt_ss(x); break;
   }
-  const uint32_t after = _mm_getcsr();
+  Pin(r);
+  const uint32_t after = GetCsr();
   volatile float out = _mm_cvtss_f32(r);
   return {ToBits(out), FlagsFromMxcsr(after)};
 }
@@ -128,10 +147,14 @@ __attribute__((noinline)) OpResult NativeSse(Op op, uint32_t a, uint32_t b, uint
 __attribute__((target("fma"), noinline)) OpResult NativeFma(uint32_t a, uint32_t b, uint32_t c,
                                                             uint32_t csr) {
   volatile float va = FromBits(a), vb = FromBits(b), vc = FromBits(c);
-  const __m128 x = _mm_set_ss(va), y = _mm_set_ss(vb), z = _mm_set_ss(vc);
-  _mm_setcsr(csr);
-  const __m128 r = _mm_fmadd_ss(x, y, z);
-  const uint32_t after = _mm_getcsr();
+  __m128 x = _mm_set_ss(va), y = _mm_set_ss(vb), z = _mm_set_ss(vc);
+  SetCsr(csr);
+  Pin(x);
+  Pin(y);
+  Pin(z);
+  __m128 r = _mm_fmadd_ss(x, y, z);
+  Pin(r);
+  const uint32_t after = GetCsr();
   volatile float out = _mm_cvtss_f32(r);
   return {ToBits(out), FlagsFromMxcsr(after)};
 }
@@ -253,7 +276,7 @@ void CompareOp(Op op, bool fz, bool daz, uint64_t cases) {
       uint32_t a, b, c;
       Operands(op, seed, i, a, b, c);
       const OpResult hw = op == Op::kFma ? NativeFma(a, b, c, csr) : NativeSse(op, a, b, csr);
-      _mm_setcsr(MakeCsr(0, false, false));
+      SetCsr(MakeCsr(0, false, false));
       const OpResult soft = Soft(op, a, b, c, env);
       bool same = hw == soft;
       if (op == Op::kFma && IsNanBits(Float32(), hw.bits) && IsNanBits(Float32(), soft.bits)) {
@@ -328,18 +351,22 @@ template <int kImm>
 __attribute__((target("avx,f16c"), noinline)) OpResult NativeCvtps2ph(uint32_t a,
                                                                       uint32_t csr) {
   volatile float va = FromBits(a);
-  const __m128 x = _mm_set_ss(va);
-  _mm_setcsr(csr);
-  const __m128i r = _mm_cvtps_ph(x, kImm);
-  const uint32_t after = _mm_getcsr();
+  __m128 x = _mm_set_ss(va);
+  SetCsr(csr);
+  Pin(x);
+  __m128i r = _mm_cvtps_ph(x, kImm);
+  Pin(r);
+  const uint32_t after = GetCsr();
   return {static_cast<uint16_t>(_mm_extract_epi16(r, 0)), FlagsFromMxcsr(after)};
 }
 
 __attribute__((target("avx,f16c"), noinline)) OpResult NativeCvtph2ps(uint16_t h, uint32_t csr) {
-  const __m128i x = _mm_cvtsi32_si128(h);
-  _mm_setcsr(csr);
-  const __m128 r = _mm_cvtph_ps(x);
-  const uint32_t after = _mm_getcsr();
+  __m128i x = _mm_cvtsi32_si128(h);
+  SetCsr(csr);
+  Pin(x);
+  __m128 r = _mm_cvtph_ps(x);
+  Pin(r);
+  const uint32_t after = GetCsr();
   return {ToBits(_mm_cvtss_f32(r)), FlagsFromMxcsr(after)};
 }
 
