@@ -2,7 +2,7 @@
 # The README's test command: installs what is missing, builds, and runs
 #   1. the default ctest (labels quick and oracle) on the Release tree build/;
 #   2. the Python package's pytest suite (ci/python_test.sh: the module built in that Release tree,
-#      then `pip wheel .` and the suite against the installed wheel);
+#      then `pip wheel .` and the suite against the installed wheel), beside step 3's build;
 #   3. the quick tests again under AddressSanitizer and UndefinedBehaviorSanitizer (build-asan/,
 #      the default compiler: the quick tests and the CLI only);
 #   4. the libFuzzer harnesses (ci/fuzz.sh: clang, ASan + UBSan, in build-fuzz/; their checked-in
@@ -88,10 +88,21 @@ seed_costs build
 ctest --test-dir build -L "$labels" --output-on-failure -j "$jobs"
 step_done "ctest -L '$labels'"
 
+# The Python step is mostly one process (pytest), so it runs beside the sanitizer build, which
+# uses the other core; its output is kept in a file and printed when both are done, and its
+# failure fails the run. (Its CPU time is counted in the step after which it is waited for.)
+python_pid=
 if [ ${#python_flag[@]} -gt 0 ]; then
-  echo "== Python package: pytest suite, doctests, examples/pytest, pip wheel ."
-  bash ci/python_test.sh build "$venv_python"
-  step_done "Python package"
+  echo "== Python package: pytest suite, doctests, examples/pytest, pip wheel . (beside the next" \
+       "step; its output follows that step's)"
+  (
+    start=$(date +%s)
+    rc=0
+    bash ci/python_test.sh build "$venv_python" >"$run_tmp/python.log" 2>&1 || rc=$?
+    echo "$rc $(($(date +%s) - start))" >"$run_tmp/python.status"
+  ) &
+  python_pid=$!
+  trap 'kill "$python_pid" 2>/dev/null; rm -rf "$run_tmp"' EXIT
 else
   echo "== SKIPPED: the Python package's tests (no venv: ci/venv.sh needs PyPI)" >&2
 fi
@@ -105,6 +116,18 @@ BUILD_DIR=build-asan TARGETS='fpconform_tests_quick fpconform' bash ci/build.sh 
   "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" \
   "${venv_flag[@]}"
 step_done "ASan+UBSan build"
+if [ -n "$python_pid" ]; then
+  wait "$python_pid" || true
+  trap 'rm -rf "$run_tmp"' EXIT
+  cat "$run_tmp/python.log"
+  read -r python_rc python_wall <"$run_tmp/python.status"
+  echo "== Python package: $python_wall s wall (beside the ASan+UBSan build)"
+  if [ "$python_rc" != 0 ]; then
+    echo "== FAILED: the Python package's tests (exit $python_rc; output above)" >&2
+    exit 1
+  fi
+  step_done "waiting for the Python package"
+fi
 seed_costs build-asan
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build-asan -L quick --output-on-failure -j "$jobs"
