@@ -130,13 +130,16 @@ __attribute__((noinline)) OpResult NativeSse(Op op, uint32_t a, uint32_t b, uint
   SetCsr(csr);
   Pin(x);
   Pin(y);
-  __m128 r;
+  // The instructions themselves are written out: with two NaN operands SSE returns the first
+  // source's (x's) quieted, and clang, for which a NaN's payload is unspecified, commuted
+  // _mm_add_ss(x, y) and _mm_mul_ss(x, y) into addss/mulss with y first.
+  __m128 r = x;
   switch (op) {
-    case Op::kAdd: r = _mm_add_ss(x, y); break;
-    case Op::kSub: r = _mm_sub_ss(x, y); break;
-    case Op::kMul: r = _mm_mul_ss(x, y); break;
-    case Op::kDiv: r = _mm_div_ss(x, y); break;
-    default: r = _mm_sqrt_ss(x); break;
+    case Op::kAdd: asm volatile("addss %1, %0" : "+x"(r) : "x"(y)); break;
+    case Op::kSub: asm volatile("subss %1, %0" : "+x"(r) : "x"(y)); break;
+    case Op::kMul: asm volatile("mulss %1, %0" : "+x"(r) : "x"(y)); break;
+    case Op::kDiv: asm volatile("divss %1, %0" : "+x"(r) : "x"(y)); break;
+    default: asm volatile("sqrtss %1, %0" : "+x"(r) : "x"(x)); break;
   }
   Pin(r);
   const uint32_t after = GetCsr();
