@@ -27,27 +27,6 @@ function(fpconform_library)
   endif()
 endfunction()
 
-# GoogleTest's header is most of a small test's compile time (measured with GCC 12 at -O3: a
-# one-test file takes 2.0 s of CPU with gtest.h parsed, 0.6 s with it precompiled), so every test
-# reuses one precompiled gtest.h, that of fpconform_gtest_pch: a program like the tests (so that
-# its compile flags are theirs, -fPIE included) that runs no test. GCC only: where a precompiled header does not fit a file's options GCC reads the
-# header's text instead, while clang stops with an error. FPCONFORM_PCH=OFF turns it off.
-function(_fpconform_gtest_pch target)
-  if(NOT FPCONFORM_PCH OR NOT CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
-    return()
-  endif()
-  if(NOT TARGET fpconform_gtest_pch)
-    add_executable(fpconform_gtest_pch ${PROJECT_SOURCE_DIR}/cmake/gtest_pch.cc)
-    target_link_libraries(fpconform_gtest_pch PRIVATE GTest::gtest GTest::gtest_main)
-    _fpconform_common(fpconform_gtest_pch)
-    target_precompile_headers(fpconform_gtest_pch PRIVATE <gtest/gtest.h>)
-    if(NOT FPCONFORM_BUILD_TESTS)
-      set_target_properties(fpconform_gtest_pch PROPERTIES EXCLUDE_FROM_ALL ON)
-    endif()
-  endif()
-  target_precompile_headers(${target} REUSE_FROM fpconform_gtest_pch)
-endfunction()
-
 # LABELS: quick (no MPFR, minutes), oracle (needs MPFR), exhaustive (long sweeps).
 function(fpconform_test)
   cmake_parse_arguments(ARG "" "NAME;TIMEOUT" "SRCS;DEPS;LABELS;ARGS" ${ARGN})
@@ -58,7 +37,6 @@ function(fpconform_test)
   endif()
   target_link_libraries(${ARG_NAME} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gtest_main)
   _fpconform_common(${ARG_NAME})
-  _fpconform_gtest_pch(${ARG_NAME})
   add_test(NAME ${ARG_NAME} COMMAND ${ARG_NAME} ${ARG_ARGS})
   if(NOT ARG_LABELS)
     message(FATAL_ERROR "fpconform_test(${ARG_NAME}) needs LABELS")
