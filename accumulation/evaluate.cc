@@ -11,6 +11,7 @@
 
 #include "accumulation/bound_step.h"
 #include "accumulation/chain_walk.h"
+#include "accumulation/eval_checks.h"
 #include "accumulation/fast_plan.h"
 #include "accumulation/strings_internal.h"
 #include "cases/pinned_random.h"
@@ -22,6 +23,9 @@ namespace {
 
 using accumulation_internal::BoundStep;
 using accumulation_internal::Cat;
+using accumulation_internal::CheckDotArgs;
+using accumulation_internal::CheckMatmulArgs;
+using accumulation_internal::CheckSumArgs;
 using accumulation_internal::Eta;
 using accumulation_internal::Reduced;
 using accumulation_internal::UnitRoundoff;
@@ -635,11 +639,7 @@ absl::StatusOr<EvalResult> IntegerEvaluate(const Model& model, std::span<const u
 absl::StatusOr<EvalResult> GenericEvaluateDot(const Model& model, std::span<const uint64_t> a,
                                               std::span<const uint64_t> b, uint64_t c_bits,
                                               const EvalOptions& options) {
-  if (a.size() != b.size()) {
-    return absl::InvalidArgumentError(
-        Cat("dot: a has ", a.size(), " elements, b has ", b.size()));
-  }
-  if (a.size() > (size_t{1} << 30)) return absl::InvalidArgumentError("dot: too long");
+  if (absl::Status st = CheckDotArgs(a.size(), b.size()); !st.ok()) return st;
   if (model.adder.kind == AdderKind::kInteger) return IntegerEvaluate(model, a, b, false, c_bits, options);
   Evaluator ev(model, options);
   ev.Leaves(a, b, false);
@@ -648,7 +648,7 @@ absl::StatusOr<EvalResult> GenericEvaluateDot(const Model& model, std::span<cons
 
 absl::StatusOr<EvalResult> GenericEvaluateSum(const Model& model, std::span<const uint64_t> x,
                                               uint64_t c_bits, const EvalOptions& options) {
-  if (x.size() > (size_t{1} << 30)) return absl::InvalidArgumentError("sum: too long");
+  if (absl::Status st = CheckSumArgs(x.size()); !st.ok()) return st;
   if (model.adder.kind == AdderKind::kInteger) return IntegerEvaluate(model, x, {}, true, c_bits, options);
   Evaluator ev(model, options);
   ev.Leaves(x, {}, true);
@@ -660,12 +660,10 @@ absl::Status GenericEvaluateMatmul(const Model& model, int m, int n, int k,
                                    std::span<const uint64_t> b, Layout b_layout,
                                    std::span<const uint64_t> c, std::span<uint64_t> d,
                                    std::span<double> bounds, const EvalOptions& options) {
-  if (m < 0 || n < 0 || k < 0) return absl::InvalidArgumentError("matmul: negative size");
-  const size_t mk = size_t(m) * k, kn = size_t(k) * n, mn = size_t(m) * n;
-  if (a.size() != mk || b.size() != kn || (!c.empty() && c.size() != mn) || d.size() != mn ||
-      (!bounds.empty() && bounds.size() != mn)) {
-    return absl::InvalidArgumentError(Cat("matmul: sizes do not match m=", m, " n=", n,
-                                                   " k=", k));
+  if (absl::Status st = CheckMatmulArgs(m, n, k, a.size(), b.size(), c.size(), d.size(),
+                                        bounds.size());
+      !st.ok()) {
+    return st;
   }
   std::vector<uint64_t> row(k), col(k);
   EvalOptions opt = options;

@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "accumulation/eval_checks.h"
 #include "accumulation/fast_decode.h"
 #include "accumulation/fast_kernels.h"
 #include "accumulation/fast_plan.h"
@@ -23,6 +24,9 @@ namespace fpconform {
 namespace {
 
 using accumulation_internal::Cat;
+using accumulation_internal::CheckDotArgs;
+using accumulation_internal::CheckMatmulArgs;
+using accumulation_internal::CheckSumArgs;
 using fast_internal::ApplyInputDaz;
 using fast_internal::DecodeAll;
 using fast_internal::DecodeF64;
@@ -153,18 +157,14 @@ absl::StatusOr<EvalResult> fast_internal::FastDot(const Model& model, const Plan
                                                   std::span<const uint64_t> a,
                                                   std::span<const uint64_t> b, uint64_t c_bits,
                                                   const EvalOptions& options) {
-  if (a.size() != b.size()) {
-    return absl::InvalidArgumentError(
-        Cat("dot: a has ", a.size(), " elements, b has ", b.size()));
-  }
-  if (a.size() > (size_t{1} << 30)) return absl::InvalidArgumentError("dot: too long");
+  if (absl::Status st = CheckDotArgs(a.size(), b.size()); !st.ok()) return st;
   return DotImpl(model, plan, a, b, false, c_bits, options);
 }
 
 absl::StatusOr<EvalResult> fast_internal::FastSum(const Model& model, const Plan& plan,
                                                   std::span<const uint64_t> x, uint64_t c_bits,
                                                   const EvalOptions& options) {
-  if (x.size() > (size_t{1} << 30)) return absl::InvalidArgumentError("sum: too long");
+  if (absl::Status st = CheckSumArgs(x.size()); !st.ok()) return st;
   return DotImpl(model, plan, x, {}, true, c_bits, options);
 }
 
@@ -174,14 +174,12 @@ absl::Status fast_internal::FastMatmul(const Model& model, const Plan& plan, int
                                        std::span<const uint64_t> c, std::span<uint64_t> d,
                                        std::span<double> bounds, const EvalOptions& options,
                                        int threads) {
-  if (m < 0 || n < 0 || k < 0) return absl::InvalidArgumentError("matmul: negative size");
-  if (threads < 1) return absl::InvalidArgumentError("matmul: threads must be >= 1");
-  const size_t mk = size_t(m) * k, kn = size_t(k) * n, mn = size_t(m) * n;
-  if (a.size() != mk || b.size() != kn || (!c.empty() && c.size() != mn) || d.size() != mn ||
-      (!bounds.empty() && bounds.size() != mn)) {
-    return absl::InvalidArgumentError(Cat("matmul: sizes do not match m=", m, " n=", n,
-                                          " k=", k));
+  if (absl::Status st = CheckMatmulArgs(m, n, k, a.size(), b.size(), c.size(), d.size(),
+                                        bounds.size(), threads);
+      !st.ok()) {
+    return st;
   }
+  const size_t mk = size_t(m) * k, kn = size_t(k) * n, mn = size_t(m) * n;
   if (!HostReady()) {
     g_fallbacks.fetch_add(uint64_t(m) * uint64_t(n), std::memory_order_relaxed);
     return GenericEvaluateMatmul(model, m, n, k, a, a_layout, b, b_layout, c, d, bounds,
@@ -217,24 +215,21 @@ absl::Status fast_internal::FastMatmul(const Model& model, const Plan& plan, int
     // for the tiles), RunMatmulRows64 (c any float64 bits, non-finite ones redone).
     sc.a64.resize(mk);
     sc.bt64.resize(kn);
-    for (int i = 0; i < m; ++i) {
-      for (int p = 0; p < k; ++p) {
-        double& v = sc.a64[size_t(i) * k + p];
-        if (!DecodeF64(a_at(i, p), v)) {
-          bad_row[i] = 1;
-          v = 0;
+    // `count` vectors of k values, at(i, p) (A's rows, B's columns), decoded to out[i * k + p];
+    // bad[i] set, and the value read as 0, where one is not finite.
+    auto decode = [&](int count, auto at, std::vector<double>& out, std::vector<uint8_t>& bad) {
+      for (int i = 0; i < count; ++i) {
+        for (int p = 0; p < k; ++p) {
+          double& v = out[size_t(i) * k + p];
+          if (!DecodeF64(at(i, p), v)) {
+            bad[i] = 1;
+            v = 0;
+          }
         }
       }
-    }
-    for (int j = 0; j < n; ++j) {
-      for (int p = 0; p < k; ++p) {
-        double& v = sc.bt64[size_t(j) * k + p];
-        if (!DecodeF64(b_at(p, j), v)) {
-          bad_col[j] = 1;
-          v = 0;
-        }
-      }
-    }
+    };
+    decode(m, a_at, sc.a64, bad_row);
+    decode(n, [&](int j, int p) { return b_at(p, j); }, sc.bt64, bad_col);
     sc.bpack.resize(size_t(n / 8) * k * 8);
     for (int t = 0; t < n / 8; ++t) {
       for (int p = 0; p < k; ++p) {
@@ -270,25 +265,32 @@ absl::Status fast_internal::FastMatmul(const Model& model, const Plan& plan, int
     {
       double pw;
       float orig;
+      // One input (A's or B's kind and table) decoded into used[idx] (orig[idx], pow[idx] where
+      // kept); false, with the values read as 0, when the generic path must decide it.
+      auto decode = [&](InputKind kind, const fast_internal::Table* table, uint64_t bits,
+                        std::vector<float>& used, std::vector<float>& origs,
+                        std::vector<double>& pows, size_t idx) {
+        if (DecodeOne(kind, table, bits, used[idx], need_orig ? origs[idx] : orig,
+                      fused ? pows[idx] : pw)) {
+          return true;
+        }
+        used[idx] = 0;  // Keeps the kernels' arithmetic finite; redone below.
+        if (need_orig) origs[idx] = 0;
+        return false;
+      };
       for (int i = 0; i < m; ++i) {
         for (int p = 0; p < k; ++p) {
-          const size_t idx = size_t(i) * k + p;
-          if (!DecodeOne(plan.in_a, plan.table_a, a_at(i, p), sc.av[idx],
-                         need_orig ? sc.ao[idx] : orig, fused ? sc.apow[idx] : pw)) {
+          if (!decode(plan.in_a, plan.table_a, a_at(i, p), sc.av, sc.ao, sc.apow,
+                      size_t(i) * k + p)) {
             bad_row[i] = 1;
-            sc.av[idx] = 0;  // Keeps the kernels' arithmetic finite; redone below.
-            if (need_orig) sc.ao[idx] = 0;
           }
         }
       }
       for (int p = 0; p < k; ++p) {
         for (int j = 0; j < n; ++j) {
-          const size_t idx = size_t(p) * n + j;
-          if (!DecodeOne(plan.in_b, plan.table_b, b_at(p, j), sc.bv[idx],
-                         need_orig ? sc.bo[idx] : orig, fused ? sc.bpow[idx] : pw)) {
+          if (!decode(plan.in_b, plan.table_b, b_at(p, j), sc.bv, sc.bo, sc.bpow,
+                      size_t(p) * n + j)) {
             bad_col[j] = 1;
-            sc.bv[idx] = 0;
-            if (need_orig) sc.bo[idx] = 0;
           }
         }
       }

@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <utility>
 
 #include "accumulation/bound_step.h"
 #include "base/isa.h"
@@ -103,24 +104,24 @@ bool EnvSupported(const OpEnv& e, bool allow_rtz) {
   return true;
 }
 
+// The combine orders of strided and split_k chains that WalkChain runs.
+bool WalkedCombine(CombineOrder combine) {
+  return combine == CombineOrder::kSequential || combine == CombineOrder::kPairwise;
+}
+
 bool InputKindFor(const FormatSpec* f, InputKind& kind, const Table*& table) {
   if (f == nullptr) return false;
-  if (f == &Float32()) {
-    kind = InputKind::kFloat32;
-    return true;
-  }
-  if (f == &Float64()) {
-    kind = InputKind::kFloat64;
-    return true;
-  }
-  // bfloat16 and float16 by bit operations (their 64K-entry tables miss the caches).
-  if (f == &BFloat16()) {
-    kind = InputKind::kBFloat16;
-    return true;
-  }
-  if (f == &Float16()) {
-    kind = InputKind::kFloat16;
-    return true;
+  // Decoded by bit operations: float32, float64, and bfloat16 and float16 too (their 64K-entry
+  // tables miss the caches); every other format through its table.
+  const std::pair<const FormatSpec*, InputKind> direct[] = {{&Float32(), InputKind::kFloat32},
+                                                            {&Float64(), InputKind::kFloat64},
+                                                            {&BFloat16(), InputKind::kBFloat16},
+                                                            {&Float16(), InputKind::kFloat16}};
+  for (const auto& [format, direct_kind] : direct) {
+    if (f == format) {
+      kind = direct_kind;
+      return true;
+    }
   }
   table = GetTable(*f);
   kind = InputKind::kTable;
@@ -283,10 +284,7 @@ const char* MakePlan(const Model& m, Plan& plan) {
     // nodes, element by element in matmuls. Values the walk does not list are refused.
     case ChainKind::kStrided:
       if (m.chain.ways < 1) return "chain.ways";
-      if (m.chain.combine != CombineOrder::kSequential &&
-          m.chain.combine != CombineOrder::kPairwise) {
-        return "chain.combine";
-      }
+      if (!WalkedCombine(m.chain.combine)) return "chain.combine";
       break;
     case ChainKind::kSplitK:
       if (m.chain.slices < 1) return "chain.slices";
@@ -295,10 +293,7 @@ const char* MakePlan(const Model& m, Plan& plan) {
         return "chain.order";
       }
       if (m.chain.slice_multiple < 1) return "chain.slice_multiple";
-      if (m.chain.combine != CombineOrder::kSequential &&
-          m.chain.combine != CombineOrder::kPairwise) {
-        return "chain.combine";
-      }
+      if (!WalkedCombine(m.chain.combine)) return "chain.combine";
       break;
     case ChainKind::kSimd:
     case ChainKind::kCascade:

@@ -63,21 +63,32 @@ inline uint32_t Bf16RneBits(uint32_t bits) {
   return (bits + 0x7FFFu + ((bits >> 16) & 1u)) >> 16;
 }
 
+// The odd neighbour of `bits` (the encoding of v, a float or a double) on the side of a nonzero
+// difference `err` (exact value - v) when bits is even: the rounding to odd once v is the nearest.
+template <class Bits, class V, class E>
+inline Bits OddTowards(Bits bits, V v, E err) {
+  if (err == 0 || (bits & 1u) != 0) return bits;
+  return std::signbit(err) == std::signbit(v) ? bits + 1 : bits - 1;
+}
+
+// x + y rounded to odd in T (float or double): the rounded sum, its last bit decided by TwoSum's
+// exact error (an even sum with an error becomes its odd neighbour on the side of the exact sum).
+template <class T>
+inline T AddToOdd(T x, T y) {
+  using Bits = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
+  const T s = x + y;
+  const T bb = s - x;
+  const T err = (x - (s - bb)) + (y - bb);
+  return std::bit_cast<T>(OddTowards(std::bit_cast<Bits>(s), s, err));
+}
+
 // x + y rounded once to bfloat16 (rne), as a float32 value: the float32 sum rounded to odd
-// (TwoSum's exact error decides the last bit) carries 24 >= 8 + 2 bits, so rounding it to
-// bfloat16 gives the correctly rounded sum (Boldo & Melquiond, "Emulation of FMA and correctly
-// rounded sums: proved algorithms using rounding to odd", IEEE TC 57(4), 2008). A float32
-// overflow gives a non-finite value (the caller hands the dot to the generic path).
+// (AddToOdd) carries 24 >= 8 + 2 bits, so rounding it to bfloat16 gives the correctly rounded
+// sum (Boldo & Melquiond, "Emulation of FMA and correctly rounded sums: proved algorithms using
+// rounding to odd", IEEE TC 57(4), 2008). A float32 overflow gives a non-finite value (the
+// caller hands the dot to the generic path).
 inline float AddRoundBf16(float x, float y) {
-  const float s = x + y;
-  const float bb = s - x;
-  const float err = (x - (s - bb)) + (y - bb);
-  uint32_t bits = std::bit_cast<uint32_t>(s);
-  if (err != 0 && (bits & 1u) == 0) {
-    // The odd neighbour on the side of the exact sum.
-    bits = std::signbit(err) == std::signbit(s) ? bits + 1 : bits - 1;
-  }
-  return std::bit_cast<float>(Bf16RneBits(bits) << 16);
+  return std::bit_cast<float>(Bf16RneBits(std::bit_cast<uint32_t>(AddToOdd(x, y))) << 16);
 }
 
 // The leaf bound data of a float64 product a*b (finite a and b; InputKind::kFloat64):
@@ -118,13 +129,6 @@ inline void LeafBound64(double a, double b, bool round_product, double& m, doubl
   e = d_up > 0 ? d_up : -std::bit_cast<double>(Fma(Float64(), ua, ub, neg_p, down).bits);
 }
 
-// The odd neighbour of float32 bits `bits` on the side of a nonzero difference `err` (exact
-// value - value of bits) when bits is even: the float32 rounding to odd once bits is the nearest.
-inline uint32_t OddTowards(uint32_t bits, float v, double err) {
-  if (err == 0 || (bits & 1u) != 0) return bits;
-  return std::signbit(err) == std::signbit(v) ? bits + 1 : bits - 1;
-}
-
 // x + p (x a bfloat16 value as a float, p exact in double: a product of two bfloat16 values,
 // which float32 may not hold below its subnormals) rounded once to bfloat16 (rne), as a float32
 // value: TwoSum in double gives the exact sum s + err (no overflow: |x| < 2^128, |p| < 2^256);
@@ -135,15 +139,7 @@ inline uint32_t OddTowards(uint32_t bits, float v, double err) {
 // AddRoundBf16). A float32 overflow gives a non-finite value (the caller hands the dot to the
 // generic path).
 inline float AddRoundBf16Exact(float x, double p) {
-  const double xd = static_cast<double>(x);
-  const double s = xd + p;
-  const double bb = s - xd;
-  const double err = (xd - (s - bb)) + (p - bb);
-  uint64_t sbits = std::bit_cast<uint64_t>(s);
-  if (err != 0 && (sbits & 1u) == 0) {
-    sbits = std::signbit(err) == std::signbit(s) ? sbits + 1 : sbits - 1;
-  }
-  const double s_odd = std::bit_cast<double>(sbits);
+  const double s_odd = AddToOdd(static_cast<double>(x), p);
   const float f = static_cast<float>(s_odd);
   if (!std::isfinite(f)) return f;
   const uint32_t bits = OddTowards(std::bit_cast<uint32_t>(f), f, s_odd - static_cast<double>(f));

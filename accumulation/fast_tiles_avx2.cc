@@ -62,11 +62,7 @@ void MatmulRows(const MatIn& in, int i_lo, int i_hi) {
 namespace fpconform::fast_internal {
 
 void RunMatmulRows(const MatIn& in, int i_lo, int i_hi, bool bound) {
-  if (bound) {
-    MatmulRows<true>(in, i_lo, i_hi);
-  } else {
-    MatmulRows<false>(in, i_lo, i_hi);
-  }
+  WithConstant(bound, [&](auto b) { MatmulRows<decltype(b)::value>(in, i_lo, i_hi); });
 }
 
 }  // namespace fpconform::fast_internal

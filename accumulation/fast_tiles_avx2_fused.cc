@@ -27,8 +27,7 @@ void FusedTile(const MatIn& in, int i, int j0) {
   double tot[W], tm[W], te[W];
   bool bad[W];
   for (int w = 0; w < W; ++w) {
-    const uint64_t cb = in.c ? in.c[size_t(i) * n + j0 + w] : 0;
-    tot[w] = std::bit_cast<float>(static_cast<uint32_t>(cb));
+    tot[w] = CValue<float>(in, i, j0 + w);
     tm[w] = std::fabs(tot[w]);
     te[w] = 0;
     bad[w] = false;
@@ -150,15 +149,14 @@ void FusedTileRows(const MatIn& in, int i_lo, int i_hi, bool tiled) {
   if (tiled) {
     // AVX2: 2-row tiles (with 4 rows the 16 registers spill the group's data; 1.1-1.3x
     // slower); with bounds 1 (the bound data take the registers of the other row).
-    auto sweep = [&](auto floor_tag) {
+    WithConstant(p.round_down, [&](auto floor_tag) {
       constexpr bool kFloor = decltype(floor_tag)::value;
       constexpr int kRows = kBound ? 1 : 2;
       SweepColumns<kBound>(
           in, i_lo, i_hi, kRows, W,
           [&](int i, int j) { FusedTileLanes<Avx2Lanes, kRows, kFloor, kBound>(in, i, j); },
           [&](int i, int j) { FusedTileLanes<Avx2Lanes, 1, kFloor, kBound>(in, i, j); });
-    };
-    p.round_down ? sweep(std::true_type()) : sweep(std::false_type());
+    });
     return;
   }
 #endif
@@ -174,11 +172,7 @@ void FusedTileRows(const MatIn& in, int i_lo, int i_hi, bool tiled) {
 }  // namespace
 
 void FusedRows(const MatIn& in, int i_lo, int i_hi, bool tiled, bool bound) {
-  if (bound) {
-    FusedTileRows<true>(in, i_lo, i_hi, tiled);
-  } else {
-    FusedTileRows<false>(in, i_lo, i_hi, tiled);
-  }
+  WithConstant(bound, [&](auto b) { FusedTileRows<decltype(b)::value>(in, i_lo, i_hi, tiled); });
 }
 
 }  // namespace fpconform::fast_internal

@@ -19,13 +19,7 @@ void HostTile(const MatIn& in, int i0, int j0) {
   double tm[R][W], te[R][W];
   for (int r = 0; r < R; ++r) {
     for (int w = 0; w < W; ++w) {
-      const uint64_t cb = in.c ? in.c[size_t(i0 + r) * n + j0 + w] : 0;
-      Acc cv;
-      if constexpr (std::is_same_v<Acc, float>) {
-        cv = std::bit_cast<float>(static_cast<uint32_t>(cb));
-      } else {
-        cv = std::bit_cast<double>(cb);
-      }
+      const Acc cv = CValue<Acc>(in, i0 + r, j0 + w);
       tot[r][w] = cv;
       tm[r][w] = std::fabs(static_cast<double>(cv));
       te[r][w] = 0;
@@ -95,31 +89,7 @@ void HostTile(const MatIn& in, int i0, int j0) {
   }
   for (int r = 0; r < R; ++r) {
     for (int w = 0; w < W; ++w) {
-      const size_t idx = size_t(i0 + r) * n + j0 + w;
-      const Acc v = tot[r][w];
-      if (!std::isfinite(v)) {
-        (*in.redo)[idx] = 1;
-        continue;
-      }
-      if constexpr (std::is_same_v<Acc, float>) {
-        in.d[idx] = std::bit_cast<uint32_t>(v);
-        if (kBound) in.bounds[idx] = te[r][w];
-      } else {
-        if (p.f64_to_f32_output) {
-          const float f = static_cast<float>(v);
-          if (!std::isfinite(f)) {
-            (*in.redo)[idx] = 1;
-            continue;
-          }
-          in.d[idx] = std::bit_cast<uint32_t>(f);
-          if (kBound) {
-            in.bounds[idx] = BoundStep(p.u_out, p.eta_out, te[r][w], tm[r][w]);
-          }
-        } else {
-          in.d[idx] = std::bit_cast<uint64_t>(v);
-          if (kBound) in.bounds[idx] = te[r][w];
-        }
-      }
+      StoreElement<kBound>(in, size_t(i0 + r) * n + j0 + w, tot[r][w], te[r][w], tm[r][w]);
     }
   }
 }
@@ -176,14 +146,11 @@ inline void HostChains(const Plan& p, int k, const E* a, const E* bp, Vec (&tot)
 // (Out of line: inlined into MatmulRows, the 512^3 benchmark ran a few percent slower.)
 template <bool kRound, int R>
 [[gnu::noinline]] void HostTileF32(const MatIn& in, int i0, int j0) {
-  const int n = in.n, k = in.k;
+  const int k = in.k;
   __m256 tot[R][2];
   for (int r = 0; r < R; ++r) {
     float cv[16];
-    for (int w = 0; w < 16; ++w) {
-      const uint64_t cb = in.c ? in.c[size_t(i0 + r) * n + j0 + w] : 0;
-      cv[w] = std::bit_cast<float>(static_cast<uint32_t>(cb));
-    }
+    for (int w = 0; w < 16; ++w) cv[w] = CValue<float>(in, i0 + r, j0 + w);
     tot[r][0] = _mm256_loadu_ps(cv);
     tot[r][1] = _mm256_loadu_ps(cv + 8);
   }
@@ -218,13 +185,12 @@ void HostTileRows(const MatIn& in, int i_lo, int i_hi, bool tiled) {
   }
   else if (!kBound && tiled) {
     // Column tiles outside, 6-row blocks inside (the packed B tile stays in cache).
-    auto sweep = [&](auto round_tag) {
+    WithConstant(p.round_product, [&](auto round_tag) {
       constexpr bool kRound = decltype(round_tag)::value;
       SweepColumns<kBound>(
           in, i_lo, i_hi, 6, 16, [&](int i, int j) { HostTileF32<kRound, 6>(in, i, j); },
           [&](int i, int j) { HostTileF32<kRound, 1>(in, i, j); });
-    };
-    p.round_product ? sweep(std::true_type()) : sweep(std::false_type());
+    });
   }
   else if (kBound && tiled) {
     // AVX2: column tiles of 8 outside, 2-row blocks inside.
@@ -235,14 +201,10 @@ void HostTileRows(const MatIn& in, int i_lo, int i_hi, bool tiled) {
           [&](int i, int j) { HostBoundTileLanes<Avx2Lanes, kRound, kSame, 2>(in, i, j); },
           [&](int i, int j) { HostBoundTileLanes<Avx2Lanes, kRound, kSame, 1>(in, i, j); });
     };
-    using T = std::true_type;
-    using F = std::false_type;
     const bool same = in.ao == in.a && in.bo == in.b;
-    if (p.round_product) {
-      same ? sweep(T(), T()) : sweep(T(), F());
-    } else {
-      same ? sweep(F(), T()) : sweep(F(), F());
-    }
+    WithConstant(p.round_product, [&](auto round_tag) {
+      WithConstant(same, [&](auto same_tag) { sweep(round_tag, same_tag); });
+    });
   }
 #endif
   else {
@@ -273,19 +235,7 @@ void Host64Tile(const MatIn64& in, int i0, int j0) {
     _mm256_store_pd(v, tot[r][0]);
     _mm256_store_pd(v + 4, tot[r][1]);
     for (int w = 0; w < 8; ++w) {
-      const size_t idx = size_t(i0 + r) * n + j0 + w;
-      if (!std::isfinite(v[w])) {
-        (*in.redo)[idx] = 1;
-      } else if (p.f64_to_f32_output) {
-        const float f = static_cast<float>(v[w]);
-        if (std::isfinite(f)) {
-          in.d[idx] = std::bit_cast<uint32_t>(f);
-        } else {
-          (*in.redo)[idx] = 1;
-        }
-      } else {
-        in.d[idx] = std::bit_cast<uint64_t>(v[w]);
-      }
+      StoreElement<false>(in, size_t(i0 + r) * n + j0 + w, v[w], 0.0, 0.0);
     }
   }
 }
@@ -397,21 +347,7 @@ void Host64BoundTile(const MatIn64& in, int i0, int j0) {
       _mm256_store_pd(e + 4 * h, tot[r][h].e);
     }
     for (int w = 0; w < 8; ++w) {
-      const size_t idx = size_t(i0 + r) * n + j0 + w;
-      if (!std::isfinite(v[w])) {
-        (*in.redo)[idx] = 1;
-      } else if (p.f64_to_f32_output) {
-        const float f = static_cast<float>(v[w]);
-        if (std::isfinite(f)) {
-          in.d[idx] = std::bit_cast<uint32_t>(f);
-          in.bounds[idx] = BoundStep(p.u_out, p.eta_out, e[w], m[w]);
-        } else {
-          (*in.redo)[idx] = 1;
-        }
-      } else {
-        in.d[idx] = std::bit_cast<uint64_t>(v[w]);
-        in.bounds[idx] = e[w];
-      }
+      StoreElement<true>(in, size_t(i0 + r) * n + j0 + w, v[w], e[w], m[w]);
     }
   }
 }
@@ -434,11 +370,7 @@ void ScalarElement64(const MatIn64& in, bool bound, int i, int j) {
 }  // namespace
 
 void HostRows(const MatIn& in, int i_lo, int i_hi, bool tiled, bool bound) {
-  if (bound) {
-    HostTileRows<true>(in, i_lo, i_hi, tiled);
-  } else {
-    HostTileRows<false>(in, i_lo, i_hi, tiled);
-  }
+  WithConstant(bound, [&](auto b) { HostTileRows<decltype(b)::value>(in, i_lo, i_hi, tiled); });
 }
 
 }  // namespace fpconform::fast_internal

@@ -20,13 +20,7 @@ void KahanTile(const MatIn& in, int i0, int j0) {
   double err[kBound ? L : 1], mag[kBound ? L : 1];
   for (int r = 0; r < R; ++r) {
     for (int w = 0; w < W; ++w) {
-      const uint64_t cb = in.c ? in.c[size_t(i0 + r) * n + j0 + w] : 0;
-      Acc cv;
-      if constexpr (std::is_same_v<Acc, float>) {
-        cv = std::bit_cast<float>(static_cast<uint32_t>(cb));
-      } else {
-        cv = std::bit_cast<double>(cb);
-      }
+      const Acc cv = CValue<Acc>(in, i0 + r, j0 + w);
       acc[r * W + w] = cv;
       comp[r * W + w] = 0;
       if constexpr (kBound) {
@@ -85,30 +79,13 @@ void KahanTile(const MatIn& in, int i0, int j0) {
     for (int w = 0; w < W; ++w) {
       const int l = r * W + w;
       const size_t idx = size_t(i0 + r) * n + j0 + w;
-      const Acc v = acc[l];
-      if (!std::isfinite(v) || !std::isfinite(comp[l])) {
+      if (!std::isfinite(comp[l])) {
         (*in.redo)[idx] = 1;
         continue;
       }
       double e = 0;
       if constexpr (kBound) e = Up(err[l] + std::fabs(static_cast<double>(comp[l])));
-      if constexpr (std::is_same_v<Acc, float>) {
-        in.d[idx] = std::bit_cast<uint32_t>(v);
-        if constexpr (kBound) in.bounds[idx] = e;
-      } else if (p.f64_to_f32_output) {
-        const float f = static_cast<float>(v);
-        if (!std::isfinite(f)) {
-          (*in.redo)[idx] = 1;
-          continue;
-        }
-        in.d[idx] = std::bit_cast<uint32_t>(f);
-        if constexpr (kBound) {
-          in.bounds[idx] = BoundStep(p.u_out, p.eta_out, e, mag[l]);
-        }
-      } else {
-        in.d[idx] = std::bit_cast<uint64_t>(v);
-        if constexpr (kBound) in.bounds[idx] = e;
-      }
+      StoreElement<kBound>(in, idx, acc[l], e, kBound ? mag[l] : 0.0);
     }
   }
 }
@@ -123,10 +100,7 @@ void KahanTileF32(const MatIn& in, int i0, int j0) {
   __m256 acc[R][2], comp[R][2];
   for (int r = 0; r < R; ++r) {
     float cv[16];
-    for (int w = 0; w < 16; ++w) {
-      const uint64_t cb = in.c ? in.c[size_t(i0 + r) * n + j0 + w] : 0;
-      cv[w] = std::bit_cast<float>(static_cast<uint32_t>(cb));
-    }
+    for (int w = 0; w < 16; ++w) cv[w] = CValue<float>(in, i0 + r, j0 + w);
     acc[r][0] = _mm256_loadu_ps(cv);
     acc[r][1] = _mm256_loadu_ps(cv + 8);
     comp[r][0] = comp[r][1] = _mm256_setzero_ps();
@@ -175,13 +149,12 @@ void KahanTileRows(const MatIn& in, int i_lo, int i_hi, bool tiled) {
 #if defined(__x86_64__)
   if (!kBound && p.arith == Plan::Arith::kHostF32) {
     // Column tiles outside, 2-row blocks inside (the packed B tile stays in cache).
-    auto sweep = [&](auto round_tag) {
+    WithConstant(p.round_product, [&](auto round_tag) {
       constexpr bool kRound = decltype(round_tag)::value;
       SweepColumns<kBound>(
           in, i_lo, i_hi, 2, 16, [&](int i, int j) { KahanTileF32<kRound, 2>(in, i, j); },
           [&](int i, int j) { KahanTileF32<kRound, 1>(in, i, j); });
-    };
-    p.round_product ? sweep(std::true_type()) : sweep(std::false_type());
+    });
     return;
   }
 #endif
@@ -195,11 +168,7 @@ void KahanTileRows(const MatIn& in, int i_lo, int i_hi, bool tiled) {
 }  // namespace
 
 void KahanRows(const MatIn& in, int i_lo, int i_hi, bool tiled, bool bound) {
-  if (bound) {
-    KahanTileRows<true>(in, i_lo, i_hi, tiled);
-  } else {
-    KahanTileRows<false>(in, i_lo, i_hi, tiled);
-  }
+  WithConstant(bound, [&](auto b) { KahanTileRows<decltype(b)::value>(in, i_lo, i_hi, tiled); });
 }
 
 }  // namespace fpconform::fast_internal

@@ -12,7 +12,7 @@ namespace {
 // tree's shape depends only on k, so all lanes walk it together (one recursion per tile, not per
 // element), with the same operations per lane and the same bound arithmetic.
 template <class Acc, bool kRound, bool kBound, int R, int W>
-class PairwiseTile {
+class PairwiseTile : TileAt {
  public:
   static constexpr int L = R * W;
   using N = LaneNode<Acc, kBound, L>;
@@ -23,20 +23,14 @@ class PairwiseTile {
   static constexpr bool kAvx = false;
 #endif
 
-  PairwiseTile(const MatIn& in, int i0, int j0) : in_(in), p_(*in.p), i0_(i0), j0_(j0) {}
+  using TileAt::TileAt;
 
   void Run() {
     const int n = in_.n, k = in_.k;
     N total;
     for (int r = 0; r < R; ++r) {
       for (int w = 0; w < W; ++w) {
-        const uint64_t cb = in_.c ? in_.c[size_t(i0_ + r) * n + j0_ + w] : 0;
-        Acc cv;
-        if constexpr (std::is_same_v<Acc, float>) {
-          cv = std::bit_cast<float>(static_cast<uint32_t>(cb));
-        } else {
-          cv = std::bit_cast<double>(cb);
-        }
+        const Acc cv = CValue<Acc>(in_, i0_ + r, j0_ + w);
         total.v[r * W + w] = cv;
         if constexpr (kBound) {
           total.m[r * W + w] = std::fabs(static_cast<double>(cv));
@@ -60,30 +54,8 @@ class PairwiseTile {
     for (int r = 0; r < R; ++r) {
       for (int w = 0; w < W; ++w) {
         const int l = r * W + w;
-        const size_t idx = size_t(i0_ + r) * n + j0_ + w;
-        const Acc v = total.v[l];
-        if (!std::isfinite(v)) {
-          (*in_.redo)[idx] = 1;
-          continue;
-        }
-        if constexpr (std::is_same_v<Acc, float>) {
-          in_.d[idx] = std::bit_cast<uint32_t>(v);
-          if constexpr (kBound) in_.bounds[idx] = total.e[l];
-        } else if (p_.f64_to_f32_output) {
-          const float f = static_cast<float>(v);
-          if (!std::isfinite(f)) {
-            (*in_.redo)[idx] = 1;
-            continue;
-          }
-          in_.d[idx] = std::bit_cast<uint32_t>(f);
-          if constexpr (kBound) {
-            in_.bounds[idx] =
-                BoundStep(p_.u_out, p_.eta_out, total.e[l], total.m[l]);
-          }
-        } else {
-          in_.d[idx] = std::bit_cast<uint64_t>(v);
-          if constexpr (kBound) in_.bounds[idx] = total.e[l];
-        }
+        StoreElement<kBound>(in_, size_t(i0_ + r) * n + j0_ + w, total.v[l],
+                             kBound ? total.e[l] : 0.0, kBound ? total.m[l] : 0.0);
       }
     }
   }
@@ -253,11 +225,6 @@ class PairwiseTile {
     Step<true>(out, lo);
     for (int i = lo + 1; i < hi; ++i) Step(out, i);
   }
-
-  const MatIn& in_;
-  const Plan& p_;
-  const int i0_, j0_;
-  const bool avx512_ = ActiveIsa() == Isa::kAvx512;  // Bound steps in AVX-512.
 };
 
 template <bool kBound>
@@ -272,11 +239,7 @@ void PairwiseTileRows(const MatIn& in, int i_lo, int i_hi, bool tiled) {
 }  // namespace
 
 void PairwiseRows(const MatIn& in, int i_lo, int i_hi, bool tiled, bool bound) {
-  if (bound) {
-    PairwiseTileRows<true>(in, i_lo, i_hi, tiled);
-  } else {
-    PairwiseTileRows<false>(in, i_lo, i_hi, tiled);
-  }
+  WithConstant(bound, [&](auto b) { PairwiseTileRows<decltype(b)::value>(in, i_lo, i_hi, tiled); });
 }
 
 }  // namespace fpconform::fast_internal

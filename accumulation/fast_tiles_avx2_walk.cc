@@ -13,7 +13,7 @@ namespace {
 // of R*W lanes (the walk's order depends only on k and the seed, not on the values), each lane
 // computed with ScalarDot's operations and bound arithmetic, so each element equals its dot.
 template <class Acc, bool kRound, bool kBound, int R, int W>
-class WalkTile {
+class WalkTile : TileAt {
  public:
   static constexpr int L = R * W;
   using Node = LaneNode<Acc, kBound, L>;
@@ -23,7 +23,7 @@ class WalkTile {
   static constexpr bool kAvx = std::is_same_v<Acc, float> && W == 16;
 #endif
 
-  WalkTile(const MatIn& in, int i0, int j0) : in_(in), p_(*in.p), i0_(i0), j0_(j0) {}
+  using TileAt::TileAt;
 
   void Run() {
     const int n = in_.n;
@@ -279,10 +279,6 @@ class WalkTile {
     if constexpr (kBound) CombineBound<L>(avx512_, out.m, out.e, x.m, x.e, y.m, y.e, u, eta);
   }
 
-  const MatIn& in_;
-  const Plan& p_;
-  const int i0_, j0_;
-  const bool avx512_ = ActiveIsa() == Isa::kAvx512;  // Bound steps in AVX-512.
   bool bad_[L] = {};  // A lane that FlushTiny sent to the generic path.
 };
 
@@ -303,11 +299,7 @@ void WalkTileRows(const MatIn& in, int i_lo, int i_hi) {
 }  // namespace
 
 void WalkRows(const MatIn& in, int i_lo, int i_hi, bool bound) {
-  if (bound) {
-    WalkTileRows<true>(in, i_lo, i_hi);
-  } else {
-    WalkTileRows<false>(in, i_lo, i_hi);
-  }
+  WithConstant(bound, [&](auto b) { WalkTileRows<decltype(b)::value>(in, i_lo, i_hi); });
 }
 
 }  // namespace fpconform::fast_internal

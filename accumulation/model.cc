@@ -416,6 +416,21 @@ void ReadChainParameters(TomlReader& r, const toml::table& t, Model& m) {
     }
   };
   constexpr int64_t kBig = int64_t{1} << 30;
+  // chain.<key>, an integer in 1..kBig, into `field` (kept when absent); with a fused adder a
+  // multiple of its group.
+  auto group_multiple = [&](std::string_view key, int& field, TomlKey need) {
+    if (auto v = r.Int(t, "chain", key, 1, kBig, need)) {
+      field = int(*v);
+      multiple_of_g(key, *v);
+    }
+  };
+  // chain.combine (strided and split_k chains): how the partial sums are added.
+  auto read_combine = [&] {
+    m.chain.combine = r.Choice<CombineOrder>(t, "chain", "combine",
+                                             {{"sequential", CombineOrder::kSequential},
+                                              {"pairwise", CombineOrder::kPairwise}})
+                          .value_or(CombineOrder::kSequential);
+  };
   switch (m.chain.kind) {
     case ChainKind::kSequential:
       break;
@@ -435,10 +450,7 @@ void ReadChainParameters(TomlReader& r, const toml::table& t, Model& m) {
       }
       break;
     case ChainKind::kBlocked:
-      if (auto v = r.Int(t, "chain", "block", 1, kBig, TomlKey::kRequired)) {
-        m.chain.block = int(*v);
-        multiple_of_g("block", *v);
-      }
+      group_multiple("block", m.chain.block, TomlKey::kRequired);
       m.chain.tail = r.Choice<BlockTail>(t, "chain", "tail",
                                          {{"fixed", BlockTail::kFixed},
                                           {"halve_down", BlockTail::kHalveDown},
@@ -460,35 +472,23 @@ void ReadChainParameters(TomlReader& r, const toml::table& t, Model& m) {
       break;
     case ChainKind::kStrided:
       if (auto v = r.Int(t, "chain", "ways", 2, 4096, TomlKey::kRequired)) m.chain.ways = int(*v);
-      m.chain.combine = r.Choice<CombineOrder>(t, "chain", "combine",
-                                               {{"sequential", CombineOrder::kSequential},
-                                                {"pairwise", CombineOrder::kPairwise}})
-                            .value_or(CombineOrder::kSequential);
+      read_combine();
       break;
     case ChainKind::kSplitK:
       if (auto v = r.Int(t, "chain", "slices", 1, 4096, TomlKey::kRequired)) {
         m.chain.slices = int(*v);
       }
       m.chain.slice_multiple = g;
-      if (auto v = r.Int(t, "chain", "slice_multiple", 1, kBig)) {
-        m.chain.slice_multiple = int(*v);
-        multiple_of_g("slice_multiple", *v);
-      }
+      group_multiple("slice_multiple", m.chain.slice_multiple, TomlKey::kOptional);
       m.chain.order = r.Choice<SplitOrder>(t, "chain", "order",
                                            {{"fixed", SplitOrder::kFixed},
                                             {"reverse", SplitOrder::kReverse},
                                             {"random", SplitOrder::kRandom}})
                           .value_or(SplitOrder::kFixed);
-      m.chain.combine = r.Choice<CombineOrder>(t, "chain", "combine",
-                                               {{"sequential", CombineOrder::kSequential},
-                                                {"pairwise", CombineOrder::kPairwise}})
-                            .value_or(CombineOrder::kSequential);
+      read_combine();
       break;
     case ChainKind::kPromote:
-      if (auto v = r.Int(t, "chain", "every", 1, kBig, TomlKey::kRequired)) {
-        m.chain.every = int(*v);
-        multiple_of_g("every", *v);
-      }
+      group_multiple("every", m.chain.every, TomlKey::kRequired);
       m.chain.promote_format = Format(r, t, "chain", "format");
       if (m.chain.promote_format == nullptr) m.chain.promote_format = &Float32();
       if (r.ok() && m.chain.promote_format->nonfinite != NonFinite::kIeee) {

@@ -113,27 +113,29 @@ std::vector<FitVariant> SplitKFamily(const Model& base, int k, bool has_c, int m
 
 std::vector<FitVariant> DatapathFamily(const Model& base, bool has_c) {
   std::vector<FitVariant> out;
+  // The variant of base with one key set: `key` = `value` (the label shows `shown`), made on the
+  // model by edit(model).
+  auto add = [&](const std::string& key, const std::string& shown, const std::string& value,
+                 auto edit) {
+    FitVariant v;
+    v.label = absl::StrCat(key, " ", shown);
+    v.set = {{key, value}};
+    v.model = base;
+    edit(v.model);
+    out.push_back(std::move(v));
+  };
   if (base.adder.kind == AdderKind::kFused) {
     for (int g : {4, 8, 16, 32}) {
       if (g == base.adder.group || !ChainFitsGroup(base.chain, g)) continue;
-      FitVariant v;
-      v.label = absl::StrCat("adder.group ", g);
-      v.set = {{"adder.group", absl::StrCat(g)}};
-      v.model = base;
-      v.model.adder.group = g;
-      out.push_back(std::move(v));
+      add("adder.group", absl::StrCat(g), absl::StrCat(g), [g](Model& m) { m.adder.group = g; });
     }
   }
   if (base.adder.kind == AdderKind::kFused) {
     // The bits kept below the group's largest exponent (24 on Ampere, 25 on Hopper: SOURCES.md).
     for (int f : {23, 24, 25, 26, 27}) {
       if (f == base.adder.fraction_bits) continue;
-      FitVariant v;
-      v.label = absl::StrCat("adder.fraction_bits ", f);
-      v.set = {{"adder.fraction_bits", absl::StrCat(f)}};
-      v.model = base;
-      v.model.adder.fraction_bits = f;
-      out.push_back(std::move(v));
+      add("adder.fraction_bits", absl::StrCat(f), absl::StrCat(f),
+          [f](Model& m) { m.adder.fraction_bits = f; });
     }
   }
   if (has_c) {
@@ -152,23 +154,15 @@ std::vector<FitVariant> DatapathFamily(const Model& base, bool has_c) {
                                      {"rne", Rounding::kNearestEven},
                                      {"rna", Rounding::kNearestAway}}) {
       if (base.inputs.convert_env.rounding == mode) continue;
-      FitVariant v;
-      v.model = base;
-      v.model.inputs.convert_env.rounding = mode;
-      v.label = absl::StrCat("inputs.convert_rounding ", name);
-      v.set = {{"inputs.convert_rounding", Quoted(name)}};
-      out.push_back(std::move(v));
+      add("inputs.convert_rounding", name, Quoted(name),
+          [r = mode](Model& m) { m.inputs.convert_env.rounding = r; });
     }
   }
   if (base.chain.kind == ChainKind::kPromote) {
     for (int every : {32, 64, 128, 256, 512, 1024}) {
       if (every == base.chain.every || every % Group(base) != 0) continue;
-      FitVariant v;
-      v.model = base;
-      v.model.chain.every = every;
-      v.label = absl::StrCat("chain.every ", every);
-      v.set = {{"chain.every", absl::StrCat(every)}};
-      out.push_back(std::move(v));
+      add("chain.every", absl::StrCat(every), absl::StrCat(every),
+          [every](Model& m) { m.chain.every = every; });
     }
   }
   return out;

@@ -159,26 +159,17 @@ uint64_t OverflowNan(const FormatSpec& f, bool neg) {
 
 enum class Mode { kRne, kRtz, kRup, kRdn, kRna };
 constexpr std::array<std::string_view, 5> kModeNames = {"rne", "rtz", "rup", "rdn", "rna"};
+// MPFR's rounding of each mode but kRna (MPFR has no ties-away rounding; mpfr_round rounds an
+// integer so).
+constexpr std::array<mpfr_rnd_t, 4> kMpfrRounding = {MPFR_RNDN, MPFR_RNDZ, MPFR_RNDU, MPFR_RNDD};
 
 // R = round(E / 2^q) * 2^q, into `out` (precision kExactBits).
 void RoundAtQuantum(mpfr_srcptr e, long q, Mode mode, mpfr_ptr out) {
   mpfr_mul_2si(out, e, -q, MPFR_RNDN);  // Exact.
-  switch (mode) {
-    case Mode::kRne:
-      mpfr_rint(out, out, MPFR_RNDN);
-      break;
-    case Mode::kRtz:
-      mpfr_rint(out, out, MPFR_RNDZ);
-      break;
-    case Mode::kRup:
-      mpfr_rint(out, out, MPFR_RNDU);
-      break;
-    case Mode::kRdn:
-      mpfr_rint(out, out, MPFR_RNDD);
-      break;
-    case Mode::kRna:
-      mpfr_round(out, out);
-      break;
+  if (mode == Mode::kRna) {
+    mpfr_round(out, out);
+  } else {
+    mpfr_rint(out, out, kMpfrRounding[static_cast<size_t>(mode)]);
   }
   mpfr_mul_2si(out, out, q, MPFR_RNDN);
 }
@@ -243,10 +234,7 @@ bool RoundByRecipe(const FormatSpec& f, mpfr_srcptr e, Mode mode, bool sat, Expe
   if (f.nonfinite != NonFinite::kIeee || !f.has_subnormals || sat || mode == Mode::kRna) {
     return false;
   }
-  const mpfr_rnd_t rnd = mode == Mode::kRne   ? MPFR_RNDN
-                         : mode == Mode::kRtz ? MPFR_RNDZ
-                         : mode == Mode::kRup ? MPFR_RNDU
-                                              : MPFR_RNDD;
+  const mpfr_rnd_t rnd = kMpfrRounding[static_cast<size_t>(mode)];
   Mpfr y(Precision(f));
   const mpfr_exp_t old_emin = mpfr_get_emin(), old_emax = mpfr_get_emax();
   int t = mpfr_set(y.v, e, rnd);

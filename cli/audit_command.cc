@@ -73,6 +73,30 @@ bool ParseDouble(const std::string& s, double& v) {
   return !s.empty() && ec == std::errc() && end == s.data() + s.size();
 }
 
+// An optional tensor option (--c, --weight, --bias, --mask, --lse, --lse-ref): when given, loaded
+// into `t` with *dest pointed at it; else *dest is left as it is (nullptr).
+absl::Status LoadOptional(const TensorArg& arg, std::optional<Tensor>& t, const Tensor*& dest) {
+  if (arg.file.empty()) return absl::OkStatus();
+  absl::StatusOr<Tensor> loaded = LoadTensor(arg);
+  if (!loaded.ok()) return loaded.status();
+  t = *std::move(loaded);
+  dest = &*t;
+  return absl::OkStatus();
+}
+
+// An optional number option (--eps, --scale) into `dest` when given: "<option> '<text>': not a
+// number" when it is not one.
+absl::Status ParseOptional(const std::string& text, const char* option,
+                           std::optional<double>& dest) {
+  if (text.empty()) return absl::OkStatus();
+  double v = 0;
+  if (!ParseDouble(text, v)) {
+    return absl::InvalidArgumentError(Cat(option, " '", text, "': not a number"));
+  }
+  dest = v;
+  return absl::OkStatus();
+}
+
 // --scale-a S: a number, or a tensor file (scalar, per-row or per-column vector).
 absl::StatusOr<std::optional<Tensor>> LoadScale(const TensorArg& t) {
   if (t.file.empty()) return std::optional<Tensor>();
@@ -549,12 +573,8 @@ static int RunAudit(const AuditCommandState& s) {
       in.out = &*out;
       return RunCompare(s, in, *options, reports::CompareMatmul);
     }
-    absl::StatusOr<Tensor> ct;
-    if (!s.c.file.empty()) {
-      ct = LoadTensor(s.c);
-      if (!ct.ok()) return Fail(cmd, ct.status());
-      in.c = &*ct;
-    }
+    std::optional<Tensor> ct;
+    if (absl::Status st = LoadOptional(s.c, ct, in.c); !st.ok()) return Fail(cmd, st);
     absl::StatusOr<std::optional<Tensor>> sa = LoadScale(s.scale_a);
     if (!sa.ok()) return Fail(cmd, sa.status());
     absl::StatusOr<std::optional<Tensor>> sb = LoadScale(s.scale_b);
@@ -582,24 +602,10 @@ static int RunAudit(const AuditCommandState& s) {
     in.axis = s.axis;
     in.out = &*out;
     in.out_rounding = *out_rounding;
-    absl::StatusOr<Tensor> weight, bias;
-    if (!s.weight.file.empty()) {
-      weight = LoadTensor(s.weight);
-      if (!weight.ok()) return Fail(cmd, weight.status());
-      in.weight = &*weight;
-    }
-    if (!s.bias.file.empty()) {
-      bias = LoadTensor(s.bias);
-      if (!bias.ok()) return Fail(cmd, bias.status());
-      in.bias = &*bias;
-    }
-    if (!s.eps.empty()) {
-      double eps = 0;
-      if (!ParseDouble(s.eps, eps)) {
-        return Fail(cmd, absl::InvalidArgumentError(Cat("--eps '", s.eps, "': not a number")));
-      }
-      in.eps = eps;
-    }
+    std::optional<Tensor> weight, bias;
+    if (absl::Status st = LoadOptional(s.weight, weight, in.weight); !st.ok()) return Fail(cmd, st);
+    if (absl::Status st = LoadOptional(s.bias, bias, in.bias); !st.ok()) return Fail(cmd, st);
+    if (absl::Status st = ParseOptional(s.eps, "--eps", in.eps); !st.ok()) return Fail(cmd, st);
     options->composite_models_dir = c.models_dir.empty() ? DefaultCompositeModelsDir() : c.models_dir;
     if (compare) return RunCompare(s, in, *options, reports::CompareAxis);
     r = reports::AuditAxis(in, *options);
@@ -621,33 +627,20 @@ static int RunAudit(const AuditCommandState& s) {
     in.out = &*out;
     in.causal = s.causal;
     in.out_rounding = *out_rounding;
-    absl::StatusOr<Tensor> mask;
-    if (!s.mask.file.empty()) {
-      mask = LoadTensor(s.mask);
-      if (!mask.ok()) return Fail(cmd, mask.status());
-      in.mask = &*mask;
-    }
-    if (!s.attention_scale.empty()) {
-      double sc = 0;
-      if (!ParseDouble(s.attention_scale, sc)) {
-        return Fail(cmd, absl::InvalidArgumentError(Cat("--scale '", s.attention_scale, "': not a number")));
-      }
-      in.scale = sc;
+    std::optional<Tensor> mask;
+    if (absl::Status st = LoadOptional(s.mask, mask, in.mask); !st.ok()) return Fail(cmd, st);
+    if (absl::Status st = ParseOptional(s.attention_scale, "--scale", in.scale); !st.ok()) {
+      return Fail(cmd, st);
     }
     options->attention_models_dir = c.models_dir.empty() ? DefaultAttentionModelsDir() : c.models_dir;
-    absl::StatusOr<Tensor> lse, lse_ref;
-    if (!s.lse.file.empty()) {
-      lse = LoadTensor(s.lse);
-      if (!lse.ok()) return Fail(cmd, lse.status());
-      in.lse = &*lse;
-    }
+    std::optional<Tensor> lse, lse_ref;
+    if (absl::Status st = LoadOptional(s.lse, lse, in.lse); !st.ok()) return Fail(cmd, st);
     if (compare) {
-      if (!s.lse_ref.file.empty()) {
-        lse_ref = LoadTensor(s.lse_ref);
-        if (!lse_ref.ok()) return Fail(cmd, lse_ref.status());
-      }
       // The reference side is the port's inputs with --out-ref and --lse-ref.
-      const Tensor* ref_lse = lse_ref.ok() && !s.lse_ref.file.empty() ? &*lse_ref : nullptr;
+      const Tensor* ref_lse = nullptr;
+      if (absl::Status st = LoadOptional(s.lse_ref, lse_ref, ref_lse); !st.ok()) {
+        return Fail(cmd, st);
+      }
       return RunCompare(s, in, *options,
                         [ref_lse](const reports::AttentionAuditInput& ref, const std::string& platform_ref,
                                   const reports::AttentionAuditInput& port, const std::string& platform,

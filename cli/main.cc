@@ -2,7 +2,10 @@
 // commands.h.
 #include <cstdio>
 #include <exception>
+#include <functional>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "CLI/CLI.hpp"
 #include "base/isa.h"
@@ -12,6 +15,24 @@
 #ifndef FPCONFORM_VERSION
 #define FPCONFORM_VERSION "unknown"
 #endif
+
+namespace {
+
+// A subcommand of commands.h: the apps its Add*Command functions registered on the root (audit
+// and compare share one state), and its Run*Command on that state.
+struct Subcommand {
+  std::vector<CLI::App*> apps;
+  std::function<int()> run;
+};
+
+// Registers the subcommand(s) add... with one Options state (kept alive by `run`).
+template <class Options, class... Add>
+Subcommand Register(CLI::App& root, int (*run)(const Options&), Add... add) {
+  auto options = std::make_shared<Options>();
+  return {{add(root, *options)...}, [run, options] { return run(*options); }};
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   using namespace fpconform::cli;
@@ -41,21 +62,16 @@ int main(int argc, char** argv) {
       "\n"
       "Run 'fpconform <command> --help' for a command's options.");
 
-  CalcOptions calc;
-  CLI::App* calc_app = AddCalcCommand(app, calc);
-  FormatsOptions formats;
-  CLI::App* formats_app = AddFormatsCommand(app, formats);
-  ModelsOptions models;
-  CLI::App* models_app = AddModelsCommand(app, models);
-  RevealOptions reveal;
-  CLI::App* reveal_app = AddRevealCommand(app, reveal);
-  ToleranceOptions tolerance;
-  CLI::App* tolerance_app = AddToleranceCommand(app, tolerance);
-  MergeOptions merge;
-  CLI::App* merge_app = AddMergeCommand(app, merge);
-  AuditCommandState audit;
-  CLI::App* audit_app = AddAuditCommand(app, audit);
-  CLI::App* compare_app = AddCompareCommand(app, audit);
+  // In this order in --help.
+  const Subcommand subcommands[] = {
+      Register(app, RunCalcCommand, AddCalcCommand),
+      Register(app, RunFormatsCommand, AddFormatsCommand),
+      Register(app, RunModelsCommand, AddModelsCommand),
+      Register(app, RunRevealCommand, AddRevealCommand),
+      Register(app, RunToleranceCommand, AddToleranceCommand),
+      Register(app, RunMergeCommand, AddMergeCommand),
+      Register(app, RunAuditCommand, AddAuditCommand, AddCompareCommand),
+  };
 
   // FPCONFORM_ISA (base/isa.h) is read once, here, before any fast path runs.
   if (absl::Status isa = fpconform::SetIsaFromEnvironment(); !isa.ok()) {
@@ -72,13 +88,11 @@ int main(int argc, char** argv) {
   // A last resort only: every command reports bad input as a status value; an exception that
   // still escapes is a bug, reported as one (exit 2) rather than an abort (exit 134).
   try {
-    if (calc_app->parsed()) return RunCalcCommand(calc);
-    if (formats_app->parsed()) return RunFormatsCommand(formats);
-    if (models_app->parsed()) return RunModelsCommand(models);
-    if (reveal_app->parsed()) return RunRevealCommand(reveal);
-    if (tolerance_app->parsed()) return RunToleranceCommand(tolerance);
-    if (merge_app->parsed()) return RunMergeCommand(merge);
-    if (audit_app->parsed() || compare_app->parsed()) return RunAuditCommand(audit);
+    for (const Subcommand& s : subcommands) {
+      for (const CLI::App* sub : s.apps) {
+        if (sub->parsed()) return s.run();
+      }
+    }
   } catch (const std::exception& e) {
     std::fflush(stdout);
     std::fprintf(stderr, "fpconform: internal error: %s\n",

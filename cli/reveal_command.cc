@@ -17,6 +17,7 @@
 #include "base/str_cat.h"
 #include "cases/fprev.h"
 #include "cli/commands.h"
+#include "cli/strict_number.h"
 
 namespace fpconform::cli {
 namespace {
@@ -35,16 +36,7 @@ CLI::App* AddRevealCommand(CLI::App& root, RevealOptions& options) {
   app->add_option("model", options.model, "Model name (see 'fpconform models')")
       ->type_name("MODEL");
   app->add_option_function<std::string>(
-         "--n",
-         [&options](const std::string& text) {
-           const std::optional<int> v = ParseDecimal<int>(text, 0, kMaxN);
-           if (!v) {
-             throw CLI::ValidationError(
-                 "--n", Cat("'", EscapeText(text, 100), "' is not an integer in 0..", kMaxN,
-                            " (decimal digits only)"));
-           }
-           options.n = *v;
-         },
+         "--n", StrictNumber<int>("--n", 0, kMaxN, options.n),
          "Number of terms (products of the dot product), 0..65536 (required with a MODEL)")
       ->type_name("N");
   app->add_option("--format", options.format,
@@ -79,18 +71,9 @@ CLI::App* AddRevealCommand(CLI::App& root, RevealOptions& options) {
       ->type_name("DTYPE");
   app->add_option("--models-dir", options.models_dir, kModelsDirHelp)
       ->type_name("DIR");
+  // Strict: -1 or 2^64 is an error, never a wrapped or saturated seed.
   app->add_option_function<std::string>(
-         "--seed",
-         [&options](const std::string& text) {
-           // Strict: -1 or 2^64 is an error, never a wrapped or saturated seed.
-           const std::optional<uint64_t> v = ParseDecimal<uint64_t>(text, 0, UINT64_MAX);
-           if (!v) {
-             throw CLI::ValidationError(
-                 "--seed", Cat("'", EscapeText(text, 100), "' is not an integer in 0..",
-                               UINT64_MAX, " (decimal digits only)"));
-           }
-           options.seed = *v;
-         },
+         "--seed", StrictNumber<uint64_t>("--seed", 0, UINT64_MAX, options.seed),
          "Seed of a random split-K order (as EvalOptions::seed), 0..18446744073709551615; "
          "default 0")
       ->type_name("SEED");

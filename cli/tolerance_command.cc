@@ -20,6 +20,7 @@
 #include "cli/commands.h"
 #include "cli/data_dir.h"
 #include "cli/shard_auto.h"
+#include "cli/strict_number.h"
 #include "reports/process.h"
 #include "reports/report.h"
 #include "reports/sweep.h"
@@ -29,20 +30,6 @@ namespace {
 
 constexpr int kMaxThreads = 1024;
 constexpr int kMaxShards = 1000000;
-
-// A CLI11 callback that parses a number strictly (ParseDecimal: the whole token, decimal, in
-// lo..hi) into `dest`; otherwise a usage error (exit 2) that names the option and the range.
-template <typename T, typename Dest>
-std::function<void(const std::string&)> StrictNumber(std::string name, T lo, T hi, Dest& dest) {
-  return [name = std::move(name), lo, hi, &dest](const std::string& text) {
-    const std::optional<T> v = ParseDecimal<T>(text, lo, hi);
-    if (!v) {
-      throw CLI::ValidationError(name, Cat("'", EscapeText(text, 100), "' is not an integer in ",
-                                           lo, "..", hi, " (decimal digits only)"));
-    }
-    dest = *v;
-  };
-}
 
 std::string JoinNames(const std::vector<std::string>& v) {
   std::string out;

@@ -2,14 +2,33 @@
 #
 #   fpconform_library(NAME formats SRCS a.cc HDRS a.h DEPS absl::status)
 #   fpconform_test(NAME formats_test SRCS formats_test.cc DEPS formats LABELS quick)
+#   fpconform_test_run(NAME formats_slow_test COMMAND formats_test --slow LABELS exhaustive)
 #   fpconform_benchmark(NAME formats_benchmark SRCS formats_benchmark.cc DEPS formats)
 #
-# Every target gets the project's warning flags and -ffp-contract=off.
+# Every target gets the project's warning flags and -ffp-contract=off. Tests, benchmarks and
+# fuzzers take DEFINES (compile definitions, e.g. FPCONFORM_REPORTS_SOURCE_DIR="${dir}" for the
+# data they read) and MODELS (the preset models' directory as FPCONFORM_MODELS_SOURCE_DIR).
 
 function(_fpconform_common target)
   target_compile_options(${target} PRIVATE ${FPCONFORM_CXX_FLAGS} ${FPCONFORM_SANITIZER_FLAGS})
   if(FPCONFORM_SANITIZER_FLAGS)
     target_link_options(${target} PRIVATE ${FPCONFORM_SANITIZER_FLAGS})
+  endif()
+endfunction()
+
+# The program of a test, benchmark or fuzzer: SRCS linked with DEPS, the common flags, DEFINES;
+# MODELS TRUE adds FPCONFORM_MODELS_SOURCE_DIR (accumulation/models).
+function(_fpconform_executable name)
+  cmake_parse_arguments(ARG "" "MODELS" "SRCS;DEPS;DEFINES" ${ARGN})
+  add_executable(${name} ${ARG_SRCS})
+  target_link_libraries(${name} PRIVATE ${ARG_DEPS})
+  _fpconform_common(${name})
+  if(ARG_MODELS)
+    list(PREPEND ARG_DEFINES
+         FPCONFORM_MODELS_SOURCE_DIR="${PROJECT_SOURCE_DIR}/accumulation/models")
+  endif()
+  if(ARG_DEFINES)
+    target_compile_definitions(${name} PRIVATE ${ARG_DEFINES})
   endif()
 endfunction()
 
@@ -27,26 +46,28 @@ function(fpconform_library)
   endif()
 endfunction()
 
+# A GoogleTest program and its ctest (ARGS: the command's arguments; TIMEOUT: 600 s unless
+# given; ENVIRONMENT: NAME=value settings of the run).
 # LABELS: quick (no MPFR, minutes), oracle (needs MPFR), exhaustive (long sweeps).
 function(fpconform_test)
-  cmake_parse_arguments(ARG "" "NAME;TIMEOUT" "SRCS;DEPS;LABELS;ARGS" ${ARGN})
-  add_executable(${ARG_NAME} ${ARG_SRCS})
+  cmake_parse_arguments(ARG "MODELS" "NAME;TIMEOUT" "SRCS;DEPS;LABELS;ARGS;DEFINES;ENVIRONMENT"
+                        ${ARGN})
+  _fpconform_executable(${ARG_NAME} MODELS ${ARG_MODELS} SRCS ${ARG_SRCS}
+                        DEPS ${ARG_DEPS} GTest::gtest GTest::gtest_main DEFINES ${ARG_DEFINES})
   if(NOT FPCONFORM_BUILD_TESTS)
     # Still defined (directories set properties on their tests), built only when asked for.
     set_target_properties(${ARG_NAME} PROPERTIES EXCLUDE_FROM_ALL ON)
   endif()
-  target_link_libraries(${ARG_NAME} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gtest_main)
-  _fpconform_common(${ARG_NAME})
-  add_test(NAME ${ARG_NAME} COMMAND ${ARG_NAME} ${ARG_ARGS})
   if(NOT ARG_LABELS)
     message(FATAL_ERROR "fpconform_test(${ARG_NAME}) needs LABELS")
   endif()
   if(NOT ARG_TIMEOUT)
     set(ARG_TIMEOUT 600)
   endif()
-  set_tests_properties(${ARG_NAME} PROPERTIES LABELS "${ARG_LABELS}" TIMEOUT ${ARG_TIMEOUT})
+  fpconform_test_run(NAME ${ARG_NAME} COMMAND ${ARG_NAME} ${ARG_ARGS} LABELS ${ARG_LABELS}
+                     TIMEOUT ${ARG_TIMEOUT} ENVIRONMENT ${ARG_ENVIRONMENT})
   # fpconform_tests_<label> builds every test program of that label (ci/test.sh's sanitizer tree
-  # builds fpconform_tests_quick only); tests added with add_test directly name their programs.
+  # builds fpconform_tests_quick only); the runs of fpconform_test_run name their programs.
   foreach(label IN LISTS ARG_LABELS)
     if(NOT TARGET fpconform_tests_${label})
       add_custom_target(fpconform_tests_${label})
@@ -55,14 +76,28 @@ function(fpconform_test)
   endforeach()
 endfunction()
 
+# Another ctest: COMMAND (a test's program with other arguments, or a script), LABELS, and
+# TIMEOUT, ENVIRONMENT and SKIP_RETURN_CODE where given.
+function(fpconform_test_run)
+  cmake_parse_arguments(ARG "" "NAME;TIMEOUT;SKIP_RETURN_CODE" "COMMAND;LABELS;ENVIRONMENT"
+                        ${ARGN})
+  add_test(NAME ${ARG_NAME} COMMAND ${ARG_COMMAND})
+  set_tests_properties(${ARG_NAME} PROPERTIES LABELS "${ARG_LABELS}")
+  foreach(property TIMEOUT ENVIRONMENT SKIP_RETURN_CODE)
+    if(DEFINED ARG_${property})
+      set_tests_properties(${ARG_NAME} PROPERTIES ${property} "${ARG_${property}}")
+    endif()
+  endforeach()
+endfunction()
+
 function(fpconform_benchmark)
-  cmake_parse_arguments(ARG "" "NAME" "SRCS;DEPS" ${ARGN})
+  cmake_parse_arguments(ARG "MODELS" "NAME" "SRCS;DEPS;DEFINES" ${ARGN})
   if(NOT FPCONFORM_BENCHMARKS)
     return()
   endif()
-  add_executable(${ARG_NAME} ${ARG_SRCS})
-  target_link_libraries(${ARG_NAME} PRIVATE ${ARG_DEPS} benchmark::benchmark benchmark::benchmark_main)
-  _fpconform_common(${ARG_NAME})
+  _fpconform_executable(${ARG_NAME} MODELS ${ARG_MODELS} SRCS ${ARG_SRCS}
+                        DEPS ${ARG_DEPS} benchmark::benchmark benchmark::benchmark_main
+                        DEFINES ${ARG_DEFINES})
 endfunction()
 
 # libFuzzer harnesses (FPCONFORM_FUZZ=ON, clang only; ci/fuzz.sh builds and runs them):
@@ -78,7 +113,7 @@ endfunction()
 # With FPCONFORM_FUZZ every fpconform target is compiled with -fsanitize=fuzzer-no-link, so the
 # coverage libFuzzer steers by includes the libraries' parsers, not only the harness.
 function(fpconform_fuzzer)
-  cmake_parse_arguments(ARG "" "NAME;CORPUS;DICT" "SRCS;DEPS" ${ARGN})
+  cmake_parse_arguments(ARG "MODELS" "NAME;CORPUS;DICT" "SRCS;DEPS;DEFINES" ${ARGN})
   if(NOT FPCONFORM_FUZZ)
     return()
   endif()
@@ -88,17 +123,16 @@ function(fpconform_fuzzer)
   if(ARG_DICT AND NOT EXISTS "${ARG_DICT}")
     message(FATAL_ERROR "fpconform_fuzzer(${ARG_NAME}): DICT '${ARG_DICT}' does not exist")
   endif()
-  add_executable(${ARG_NAME} ${ARG_SRCS})
-  target_link_libraries(${ARG_NAME} PRIVATE ${ARG_DEPS})
-  _fpconform_common(${ARG_NAME})
+  _fpconform_executable(${ARG_NAME} MODELS ${ARG_MODELS} SRCS ${ARG_SRCS} DEPS ${ARG_DEPS}
+                        DEFINES ${ARG_DEFINES})
   target_compile_options(${ARG_NAME} PRIVATE -fsanitize=fuzzer)
   target_link_options(${ARG_NAME} PRIVATE -fsanitize=fuzzer)
   if(NOT TARGET fuzzers)
     add_custom_target(fuzzers)
   endif()
   add_dependencies(fuzzers ${ARG_NAME})
-  add_test(NAME ${ARG_NAME}_replay COMMAND ${ARG_NAME} -runs=0 ${ARG_CORPUS})
-  set_tests_properties(${ARG_NAME}_replay PROPERTIES LABELS fuzz TIMEOUT 300)
+  fpconform_test_run(NAME ${ARG_NAME}_replay COMMAND ${ARG_NAME} -runs=0 ${ARG_CORPUS}
+                     LABELS fuzz TIMEOUT 300)
   set_property(GLOBAL APPEND PROPERTY FPCONFORM_FUZZERS
                "${ARG_NAME}\t$<TARGET_FILE:${ARG_NAME}>\t${ARG_CORPUS}\t${ARG_DICT}")
 endfunction()

@@ -111,9 +111,9 @@ include(fpconformAudit)
 
 # ---- The test of all the above: install this build into a temporary prefix, then build and run
 # examples/cmake_consumer against it (examples/cmake_consumer_test.sh; nothing is rebuilt).
-add_test(NAME cmake_consumer_test
-         COMMAND bash "${PROJECT_SOURCE_DIR}/examples/cmake_consumer_test.sh"
-                 "${PROJECT_BINARY_DIR}" "${PROJECT_SOURCE_DIR}" "${CMAKE_COMMAND}"
-                 "${CMAKE_CTEST_COMMAND}"
-                 "${CMAKE_GENERATOR}")
-set_tests_properties(cmake_consumer_test PROPERTIES LABELS oracle TIMEOUT 300)
+fpconform_test_run(NAME cmake_consumer_test
+  COMMAND bash "${PROJECT_SOURCE_DIR}/examples/cmake_consumer_test.sh"
+          "${PROJECT_BINARY_DIR}" "${PROJECT_SOURCE_DIR}" "${CMAKE_COMMAND}"
+          "${CMAKE_CTEST_COMMAND}"
+          "${CMAKE_GENERATOR}"
+  LABELS oracle TIMEOUT 300)

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstddef>
+#include <optional>
 
 #include "formats/round_pack.h"
 
@@ -32,6 +33,23 @@ OpResult PropagateNan(const FormatSpec& f, const OpEnv& env, const Unpacked* con
 
 OpResult InvalidNan(const FormatSpec& f, const OpEnv& env) {
   return {NanResultBits(f, env, nullptr, nullptr), kInvalid};
+}
+
+// The operands of a two-operand arithmetic op (Add, Mul, Div) unpacked under env (subnormals read
+// as zeros with denormals_are_zero), and its result when either is a NaN (else nullopt).
+struct Operands {
+  Unpacked x, y;
+  std::optional<OpResult> nan;
+};
+
+Operands UnpackOperands(const FormatSpec& f, uint64_t a, uint64_t b, const OpEnv& env) {
+  Operands o{UnpackBits(f, a, env.denormals_are_zero), UnpackBits(f, b, env.denormals_are_zero),
+             std::nullopt};
+  if (o.x.kind == Kind::kNaN || o.y.kind == Kind::kNaN) {
+    const Unpacked* ops[] = {&o.x, &o.y};
+    o.nan = PropagateNan(f, env, ops, 2);
+  }
+  return o;
 }
 
 // The sign of an exact zero sum x + y with x = -y or both zero (IEEE 754-2019 §6.3).
@@ -302,12 +320,8 @@ template <int kE, int kM>
 // in the exported functions stay free of its register and stack set-up.
 [[gnu::noinline]] OpResult AddGeneral(const FormatSpec& f, uint64_t a, uint64_t b, bool negate_b,
                                       const OpEnv& env) {
-  Unpacked x = UnpackBits(f, a, env.denormals_are_zero);
-  Unpacked y = UnpackBits(f, b, env.denormals_are_zero);
-  if (x.kind == Kind::kNaN || y.kind == Kind::kNaN) {
-    const Unpacked* ops[] = {&x, &y};
-    return PropagateNan(f, env, ops, 2);
-  }
+  auto [x, y, nan] = UnpackOperands(f, a, b, env);
+  if (nan) return *nan;
   if (negate_b) y.sign = !y.sign;
   if (x.kind == Kind::kInf || y.kind == Kind::kInf) {
     if (x.kind == Kind::kInf && y.kind == Kind::kInf && x.sign != y.sign) {
@@ -347,12 +361,8 @@ namespace {
 
 [[gnu::noinline]] OpResult MulGeneral(const FormatSpec& f, uint64_t a, uint64_t b,
                                       const OpEnv& env) {
-  Unpacked x = UnpackBits(f, a, env.denormals_are_zero);
-  Unpacked y = UnpackBits(f, b, env.denormals_are_zero);
-  if (x.kind == Kind::kNaN || y.kind == Kind::kNaN) {
-    const Unpacked* ops[] = {&x, &y};
-    return PropagateNan(f, env, ops, 2);
-  }
+  auto [x, y, nan] = UnpackOperands(f, a, b, env);
+  if (nan) return *nan;
   bool sign = x.sign != y.sign;
   if (x.kind == Kind::kInf || y.kind == Kind::kInf) {
     if (x.kind == Kind::kZero || y.kind == Kind::kZero) return InvalidNan(f, env);
@@ -405,12 +415,8 @@ OpResult Mul(const FormatSpec& f, uint64_t a, uint64_t b, const OpEnv& env) {
 }
 
 OpResult Div(const FormatSpec& f, uint64_t a, uint64_t b, const OpEnv& env) {
-  Unpacked x = UnpackBits(f, a, env.denormals_are_zero);
-  Unpacked y = UnpackBits(f, b, env.denormals_are_zero);
-  if (x.kind == Kind::kNaN || y.kind == Kind::kNaN) {
-    const Unpacked* ops[] = {&x, &y};
-    return PropagateNan(f, env, ops, 2);
-  }
+  auto [x, y, nan] = UnpackOperands(f, a, b, env);
+  if (nan) return *nan;
   bool sign = x.sign != y.sign;
   if (x.kind == Kind::kInf) {
     if (y.kind == Kind::kInf) return InvalidNan(f, env);

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <bit>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "formats/ops.h"
@@ -66,6 +68,33 @@ int64_t IntegerValue(const FormatSpec& f, uint64_t bits) {
   return static_cast<int64_t>(bits);
 }
 
+// The text of a NaN, an infinity or a zero, `sign` then `nan`, "inf" or `zero`; nullopt for a
+// finite nonzero value.
+std::optional<std::string> SpecialText(const Unpacked& u, const std::string& sign, const char* nan,
+                                       const char* zero) {
+  switch (u.kind) {
+    case Unpacked::Kind::kNaN:
+      return sign + nan;
+    case Unpacked::Kind::kInf:
+      return sign + "inf";
+    case Unpacked::Kind::kZero:
+      return sign + zero;
+    case Unpacked::Kind::kFinite:
+      break;
+  }
+  return std::nullopt;
+}
+
+void DropTrailingZeros(std::string& digits) {
+  while (!digits.empty() && digits.back() == '0') digits.pop_back();
+}
+
+// An exponent as printed after 'p' or 'e': its sign, then its magnitude in decimal.
+std::string SignedExponent(int64_t e) {
+  std::string s(1, e >= 0 ? '+' : '-');
+  return s + std::to_string(e >= 0 ? e : -e);
+}
+
 }  // namespace
 
 int HexDigits(const FormatSpec& f, uint64_t bits, char* out) {
@@ -110,16 +139,8 @@ std::string ExactHexFloat(const FormatSpec& f, uint64_t bits) {
   if (!IsFloat(f)) return std::to_string(IntegerValue(f, bits));
   Unpacked u = UnpackBits(f, bits);
   std::string sign = u.sign ? "-" : "";
-  switch (u.kind) {
-    case Unpacked::Kind::kNaN:
-      return sign + (u.signaling ? "snan" : "nan");
-    case Unpacked::Kind::kInf:
-      return sign + "inf";
-    case Unpacked::Kind::kZero:
-      return sign + "0x0p+0";
-    case Unpacked::Kind::kFinite:
-      break;
-  }
+  const char* nan = u.signaling ? "snan" : "nan";
+  if (std::optional<std::string> t = SpecialText(u, sign, nan, "0x0p+0")) return *t;
   int len = 64 - std::countl_zero(u.significand);
   int64_t exponent = int64_t{u.exponent} + len - 1;
   uint64_t fraction = u.significand & ((uint64_t{1} << (len - 1)) - 1);
@@ -129,29 +150,17 @@ std::string ExactHexFloat(const FormatSpec& f, uint64_t bits) {
   int digits = (fraction_bits + pad) / 4;
   std::string hex;
   for (int i = digits - 1; i >= 0; --i) hex += kHex[(fraction >> (4 * i)) & 15];
-  while (!hex.empty() && hex.back() == '0') hex.pop_back();
+  DropTrailingZeros(hex);
   std::string s = sign + "0x1";
   if (!hex.empty()) s += "." + hex;
-  s += "p";
-  s += exponent >= 0 ? "+" : "-";
-  s += std::to_string(exponent >= 0 ? exponent : -exponent);
-  return s;
+  return s + "p" + SignedExponent(exponent);
 }
 
 std::string ExactDecimal(const FormatSpec& f, uint64_t bits) {
   if (!IsFloat(f)) return std::to_string(IntegerValue(f, bits));
   Unpacked u = UnpackBits(f, bits);
   std::string sign = u.sign ? "-" : "";
-  switch (u.kind) {
-    case Unpacked::Kind::kNaN:
-      return sign + "nan";
-    case Unpacked::Kind::kInf:
-      return sign + "inf";
-    case Unpacked::Kind::kZero:
-      return sign + "0";
-    case Unpacked::Kind::kFinite:
-      break;
-  }
+  if (std::optional<std::string> t = SpecialText(u, sign, "nan", "0")) return *t;
   // value = N / 10^m with N = sig * 2^exp (exp >= 0, m = 0) or sig * 5^-exp (m = -exp).
   Decimal n(u.significand);
   int m = 0;
@@ -166,10 +175,10 @@ std::string ExactDecimal(const FormatSpec& f, uint64_t bits) {
   int e10 = len - 1 - m;
   if (e10 < -6 || e10 >= 21) {
     std::string tail = d.substr(1);
-    while (!tail.empty() && tail.back() == '0') tail.pop_back();
+    DropTrailingZeros(tail);
     std::string s = sign + d.substr(0, 1);
     if (!tail.empty()) s += "." + tail;
-    return s + "e" + (e10 >= 0 ? "+" : "-") + std::to_string(e10 >= 0 ? e10 : -e10);
+    return s + "e" + SignedExponent(e10);
   }
   std::string int_part, frac_part;
   if (len > m) {
@@ -179,7 +188,7 @@ std::string ExactDecimal(const FormatSpec& f, uint64_t bits) {
     int_part = "0";
     frac_part = std::string(static_cast<size_t>(m - len), '0') + d;
   }
-  while (!frac_part.empty() && frac_part.back() == '0') frac_part.pop_back();
+  DropTrailingZeros(frac_part);
   return sign + int_part + (frac_part.empty() ? "" : "." + frac_part);
 }
 
