@@ -3,6 +3,7 @@
 #include <string>
 
 #include "cases/calc_case.h"
+#include "cases/calc_test_util.h"
 #include "gtest/gtest.h"
 
 namespace fpconform {
@@ -22,39 +23,48 @@ class CalcModelOpsTest : public ::testing::Test {
 };
 
 TEST_F(CalcModelOpsTest, CpuSequentialDot) {
-  // ((0 + 1*1) + 2^-24*1): 1 + 2^-24 is a tie, to even: 1. Flags are never reported.
-  EXPECT_EQ(Run("mdot cpu-f32-seq 2 0x3f800000 0x33800000 0x3f800000 0x3f800000 0x0\n"),
-            "0x3f800000 -\n");
-  // c = 1, then fma(2, 3, 1) = 7.
-  EXPECT_EQ(Run("mdot cpu-f32-seq 1 0x40000000 0x40400000 0x3f800000\n"), "0x40e00000 -\n");
-  // n = 0: c itself.
-  EXPECT_EQ(Run("mdot cpu-f32-seq 0 0x40490fdb\n"), "0x40490fdb -\n");
-  EXPECT_EQ(err_, "");
+  CheckCalcRows(
+      {
+          // ((0 + 1*1) + 2^-24*1): 1 + 2^-24 is a tie, to even: 1. Flags are never reported.
+          {"mdot cpu-f32-seq 2 0x3f800000 0x33800000 0x3f800000 0x3f800000 0x0", "0x3f800000 -"},
+          // c = 1, then fma(2, 3, 1) = 7.
+          {"mdot cpu-f32-seq 1 0x40000000 0x40400000 0x3f800000", "0x40e00000 -"},
+          // n = 0: c itself.
+          {"mdot cpu-f32-seq 0 0x40490fdb", "0x40490fdb -"},
+      },
+      ops_.ops());
 }
 
 TEST_F(CalcModelOpsTest, H100Bf16FusedGroupTruncatesAndRoundsTowardZero) {
   // bf16 1.0 = 0x3f80, -2^-25 = 0xb300, -2^-26 = 0xb280. One group of 16 (padded with zeros),
   // aligned to emax = 0 with F = 25 fraction bits, i.e. a quantum of 2^-25.
-  // 1 - 2^-25: exact on the grid; normalized with RZ to float32 (spacing 2^-24 below 1):
-  // 1 - 2^-24 = 0x3f7fffff. Round-to-nearest would give the even 1.0 (a tie).
-  EXPECT_EQ(Run("mdot nvidia-h100-bf16 2 0x3f80 0xb300 0x3f80 0x3f80 0x0\n"), "0x3f7fffff -\n");
-  // 1 - 2^-26: the small term is truncated toward zero to 0 before the sum: 1.0 exactly,
-  // where a correctly rounded RZ dot would give 0x3f7fffff.
-  EXPECT_EQ(Run("mdot nvidia-h100-bf16 2 0x3f80 0xb280 0x3f80 0x3f80 0x0\n"), "0x3f800000 -\n");
-  EXPECT_EQ(err_, "");
+  CheckCalcRows(
+      {
+          // 1 - 2^-25: exact on the grid; normalized with RZ to float32 (spacing 2^-24 below 1):
+          // 1 - 2^-24 = 0x3f7fffff. Round-to-nearest would give the even 1.0 (a tie).
+          {"mdot nvidia-h100-bf16 2 0x3f80 0xb300 0x3f80 0x3f80 0x0", "0x3f7fffff -"},
+          // 1 - 2^-26: the small term is truncated toward zero to 0 before the sum: 1.0
+          // exactly, where a correctly rounded RZ dot would give 0x3f7fffff.
+          {"mdot nvidia-h100-bf16 2 0x3f80 0xb280 0x3f80 0x3f80 0x0", "0x3f800000 -"},
+      },
+      ops_.ops());
 }
 
 TEST_F(CalcModelOpsTest, Tf32ModelTakesFloat32PatternsAndTruncates) {
   // 0x3f801fff = 1 + (2^13 - 1) 2^-23: RZ to tfloat32 (10 fraction bits) is 1.0.
-  EXPECT_EQ(Run("mdot nvidia-h100-tf32 1 0x3f801fff 0x3f800000 0x0\n"), "0x3f800000 -\n");
-  EXPECT_EQ(err_, "");
+  CheckCalcRows({{"mdot nvidia-h100-tf32 1 0x3f801fff 0x3f800000 0x0", "0x3f800000 -"}},
+                ops_.ops());
 }
 
 TEST_F(CalcModelOpsTest, SequentialSum) {
-  // ((0 + 1) + 2^-24) + 2^-24: each step a tie to even, 1.0; the exact sum would round up.
-  EXPECT_EQ(Run("msum cpu-f32-seq 3 0x3f800000 0x33800000 0x33800000\n"), "0x3f800000 -\n");
-  EXPECT_EQ(Run("msum numpy-sum-f32 2 0x3f800000 0x40000000\n"), "0x40400000 -\n");
-  EXPECT_EQ(err_, "");
+  CheckCalcRows(
+      {
+          // ((0 + 1) + 2^-24) + 2^-24: each step a tie to even, 1.0; the exact sum would round
+          // up.
+          {"msum cpu-f32-seq 3 0x3f800000 0x33800000 0x33800000", "0x3f800000 -"},
+          {"msum numpy-sum-f32 2 0x3f800000 0x40000000", "0x40400000 -"},
+      },
+      ops_.ops());
 }
 
 TEST_F(CalcModelOpsTest, Errors) {

@@ -643,21 +643,16 @@ float HostKahan(float c, const std::vector<float>& p) {
   return s;
 }
 
-constexpr const char* kKahanBody = R"([inputs]
-a = "float32"
-[product]
-policy = "round"
-format = "float32"
-[adder]
-kind = "kahan"
-[accumulator]
-format = "float32"
-[chain]
-kind = "sequential"
-)";
+// kIeeeBase with a Kahan adder, and the sequential chain Kahan needs.
+std::string KahanModelText() {
+  std::string text = kIeeeBase;
+  const std::string ieee = "kind = \"ieee\"";
+  text.replace(text.find(ieee), ieee.size(), "kind = \"kahan\"");
+  return text + "[chain]\nkind = \"sequential\"\n";
+}
 
 TEST(EvaluateTest, KahanMatchesHostFloatLoop) {
-  const Model m = MakeModel(kKahanBody);
+  const Model m = MakeModel(KahanModelText());
   for (int t = 0; t < 400; ++t) {
     PinnedRng rng(DeriveSeed(4001, {static_cast<uint64_t>(t)}));
     const int n = 1 + static_cast<int>(rng.Below(600));
@@ -685,7 +680,7 @@ TEST(EvaluateTest, KahanIsMoreAccurateThanPlainSum) {
   // 1 + 10000 * 2^-25: a plain float32 loop loses every small term (1 + 2^-25 rounds to 1);
   // Kahan carries them: the exact sum 1 + 10000 * 2^-25 = 1.000298..., so the result is within
   // one ulp of it.
-  const Model kahan = MakeModel(kKahanBody);
+  const Model kahan = MakeModel(KahanModelText());
   const Model plain = MakeModel(std::string(kIeeeBase) + "[chain]\nkind = \"sequential\"\n");
   std::vector<uint64_t> x(10000, F32(0x1p-25f));
   const float exact = 1.0f + 10000 * 0x1p-25f;  // 10000 * 2^-25 is exact; one rounding.
@@ -696,10 +691,10 @@ TEST(EvaluateTest, KahanIsMoreAccurateThanPlainSum) {
 
 TEST(EvaluateTest, WithinBoundNewChains) {
   // Kahan: the a posteriori bound of evaluate.cc (Kahan()) against the exact oracle.
-  CheckBounds(MakeModel(kKahanBody), Float32(), 3000, 300, 31);
-  CheckBounds(MakeModel(std::string(kKahanBody) + "[output]\nformat = \"bfloat16\"\n"), Float32(),
+  CheckBounds(MakeModel(KahanModelText()), Float32(), 3000, 300, 31);
+  CheckBounds(MakeModel(KahanModelText() + "[output]\nformat = \"bfloat16\"\n"), Float32(),
               1000, 100, 32);
-  const Model kahan = MakeModel(kKahanBody);
+  const Model kahan = MakeModel(KahanModelText());
   // The Kahan bound is far below the plain recursive-summation one (n u sum |x|) for long
   // positive sums: below 3u sum |x| (Higham §4.3: 2u + O(n u^2)).
   std::vector<uint64_t> x(5000);
@@ -934,18 +929,31 @@ Model ExactFmaModel(const std::string& chain) {
 // Random bfloat16 bits (the top half of a pinned float32; exponent 2^[-e, e]).
 uint64_t PinnedBf16(PinnedRng& rng, int e) { return PinnedF32(rng, e) >> 16; }
 
+// The operands of a k-term dot: a_i, then b_i, for each i from draw(rng, e), then c, a pinned
+// float32 (exponent 2^[-e, e]).
+struct DotOperands {
+  std::vector<uint64_t> a, b;
+  uint64_t c = 0;
+};
+template <typename Draw>
+DotOperands DrawDot(PinnedRng& rng, int k, int e, Draw draw) {
+  DotOperands d{std::vector<uint64_t>(static_cast<size_t>(k)),
+                std::vector<uint64_t>(static_cast<size_t>(k))};
+  for (size_t i = 0; i < d.a.size(); ++i) {
+    d.a[i] = draw(rng, e);
+    d.b[i] = draw(rng, e);
+  }
+  d.c = PinnedF32(rng, e);
+  return d;
+}
+
 // Tree chains take the fast path (fast_eval.h: chain_walk.h's walk on host values), with the
 // generic engine's bits and bound.
 TEST(EvaluateTest, TreeTakesTheFastPathWithGenericResults) {
   const Model m = ExactFmaModel("kind = \"tree\"\nshape = \"((0 1) (2 3))\"\n");
   EXPECT_TRUE(FastPathEligible(m)) << FastPathIneligibleReason(m);
   PinnedRng rng(DeriveSeed(4101, {}));
-  std::vector<uint64_t> a(37), b(37);
-  for (size_t i = 0; i < a.size(); ++i) {
-    a[i] = PinnedBf16(rng, 8);
-    b[i] = PinnedBf16(rng, 8);
-  }
-  const uint64_t c = PinnedF32(rng, 8);
+  const auto [a, b, c] = DrawDot(rng, 37, 8, PinnedBf16);
   const EvalResult r = *EvaluateDot(m, a, b, c), g = *GenericEvaluateDot(m, a, b, c);
   EXPECT_EQ(r.bits, g.bits);
   EXPECT_EQ(r.bound, g.bound);
@@ -968,12 +976,7 @@ TEST(EvaluateTest, TreeMatchesEquivalentPairwise) {
     const int k = t < 100   ? 4
                   : t < 200 ? 8
                             : 1 + static_cast<int>(4 * rng.Below(10) + rng.Below(3));
-    std::vector<uint64_t> a(k), b(k);
-    for (int i = 0; i < k; ++i) {
-      a[i] = PinnedBf16(rng, 10);
-      b[i] = PinnedBf16(rng, 10);
-    }
-    const uint64_t c = PinnedF32(rng, 10);
+    const auto [a, b, c] = DrawDot(rng, k, 10, PinnedBf16);
     SCOPED_TRACE(testing::Message() << "case " << t << " k " << k);
     if (k == 4) {
       EXPECT_EQ(EvaluateDot(tree4, a, b, c)->bits, EvaluateDot(pw, a, b, c)->bits);
@@ -998,12 +1001,7 @@ TEST(EvaluateTest, FlatTreeMatchesBlocked) {
   for (uint64_t t = 0; t < 200; ++t) {
     PinnedRng rng(DeriveSeed(4103, {t}));
     const int k = static_cast<int>(rng.Below(40));
-    std::vector<uint64_t> a(k), b(k);
-    for (int i = 0; i < k; ++i) {
-      a[i] = PinnedF32(rng, 12);
-      b[i] = PinnedF32(rng, 12);
-    }
-    const uint64_t c = PinnedF32(rng, 12);
+    const auto [a, b, c] = DrawDot(rng, k, 12, PinnedF32);
     SCOPED_TRACE(testing::Message() << "case " << t << " k " << k);
     EXPECT_EQ(EvaluateDot(tree, a, b, c)->bits, EvaluateDot(blocked, a, b, c)->bits);
     EXPECT_EQ(EvaluateSum(tree, a, c)->bits, EvaluateSum(blocked, a, c)->bits);
@@ -1148,13 +1146,9 @@ TEST(EvaluateTest, FusedTreeLeafIsOneGroupFromZero) {
   for (uint64_t t = 0; t < 100; ++t) {
     PinnedRng rng(DeriveSeed(4108, {t}));
     const int k = 1 + static_cast<int>(rng.Below(12));  // One block, 1..3 units.
-    std::vector<uint64_t> a(k), b(k);
-    OpEnv env;
-    for (int i = 0; i < k; ++i) {
-      a[i] = Convert(Float32(), Float16(), PinnedF32(rng, 6), env).bits;
-      b[i] = Convert(Float32(), Float16(), PinnedF32(rng, 6), env).bits;
-    }
-    const uint64_t c = PinnedF32(rng, 6);
+    const auto [a, b, c] = DrawDot(rng, k, 6, [](PinnedRng& r, int e) {
+      return Convert(Float32(), Float16(), PinnedF32(r, e), OpEnv{}).bits;
+    });
     // Group values: one fused step of each unit's (up to) 4 products from +0.
     std::vector<uint64_t> g;
     for (int lo = 0; lo < k; lo += 4) {

@@ -23,34 +23,22 @@
 #include "absl/status/statusor.h"
 #include "accumulation/evaluate.h"
 #include "accumulation/model.h"
+#include "base/testing/fuzz_checks.h"
 #include "cases/pinned_random.h"
 #include "formats/format_spec.h"
 
 namespace fpconform {
 namespace {
 
-// absl::Status::message() is absl::string_view, not std::string_view, in Debian's Abseil.
-bool MessageStartsWith(const absl::Status& s, std::string_view prefix) {
-  return std::string_view(s.message().data(), s.message().size()).starts_with(prefix);
-}
-
 constexpr std::string_view kModelFile = "fuzz_model";
 constexpr std::string_view kEnvelopeFile = "fuzz_envelope";
 
 [[noreturn]] void Fail(const std::string& what, std::string_view input) {
-  std::fprintf(stderr, "model_fuzzer: %s\ninput (%zu bytes):\n%.*s\n", what.c_str(), input.size(),
-               static_cast<int>(input.size()), input.data());
-  std::abort();
+  fuzz::FailOnInput("model_fuzzer", what, input);
 }
 
 void CheckError(const absl::Status& s, std::string_view file, std::string_view input) {
-  if (s.ok()) return;
-  if (s.code() != absl::StatusCode::kInvalidArgument) {
-    Fail("error is not InvalidArgument: " + s.ToString(), input);
-  }
-  if (!MessageStartsWith(s, file)) {
-    Fail("error message does not name the file: " + s.ToString(), input);
-  }
+  fuzz::CheckFileError("model_fuzzer", s, file, input);
 }
 
 // Operands from a PinnedRng (SplitMix64) seeded with the input's hash, so a mutation of the model

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -141,6 +142,20 @@ std::string Replace(std::string s, const std::string& from, const std::string& t
   EXPECT_NE(at, std::string::npos) << from;
   if (at != std::string::npos) s.replace(at, from.size(), to);
   return s;
+}
+
+// Applies each row's replacement to `text`, parses the result with `parse` (ParseModel or
+// ParseEnvelope) as "dir/<file>", and checks that the message starts with "dir/" + the row's.
+template <typename Parse>
+void ExpectBadCases(Parse parse, const char* text, const std::string& file,
+                    std::span<const BadCase> cases) {
+  for (const BadCase& c : cases) {
+    SCOPED_TRACE(c.comment);
+    const auto parsed = parse(Replace(text, c.from, c.to), "dir/" + file);
+    ASSERT_FALSE(parsed.ok());
+    const std::string msg(parsed.status().message());
+    EXPECT_EQ(msg.rfind(std::string("dir/") + c.expected, 0), 0u) << msg;
+  }
 }
 
 TEST(ModelTest, BadFilesNameFileLineAndField) {
@@ -524,13 +539,7 @@ TEST(ModelTest, NewKeysErrorsNameFileLineAndField) {
       {"envelope read as model", "name = \"s\"", "envelope = [\"a\", \"b\"]\nname = \"s\"",
        "s.toml:1: envelope: this file is an envelope, not a model"},
   };
-  for (const BadCase& c : cases) {
-    SCOPED_TRACE(c.comment);
-    absl::StatusOr<Model> m = ParseModel(Replace(kSimd, c.from, c.to), "dir/s.toml");
-    ASSERT_FALSE(m.ok());
-    const std::string msg(m.status().message());
-    EXPECT_EQ(msg.rfind(std::string("dir/") + c.expected, 0), 0u) << msg;
-  }
+  ExpectBadCases(ParseModel, kSimd, "s.toml", cases);
 }
 
 // ---- chain.kind = "blocked" with chain.tail (the OpenBLAS K partition). ----
@@ -635,13 +644,7 @@ TEST(ModelTest, BlockedTailErrorsNameFileLineAndField) {
       {"tail on sequential", "kind = \"blocked\"\nblock = 448", "kind = \"sequential\"",
        "b.toml:13: chain.tail: does not apply to this chain.kind"},
   };
-  for (const BadCase& c : cases) {
-    SCOPED_TRACE(c.comment);
-    absl::StatusOr<Model> m = ParseModel(Replace(kBlockedTail, c.from, c.to), "dir/b.toml");
-    ASSERT_FALSE(m.ok());
-    const std::string msg(m.status().message());
-    EXPECT_EQ(msg.rfind(std::string("dir/") + c.expected, 0), 0u) << msg;
-  }
+  ExpectBadCases(ParseModel, kBlockedTail, "b.toml", cases);
 }
 
 // ---- chain.kind = "tree" (MODEL_FORMAT.md): chain.shape. ----
@@ -856,13 +859,7 @@ TEST(ModelTest, ParsesEnvelope) {
       {"unconfirmed other", "[\"envelope\"]", "[\"chain.kind\"]",
        "e.toml:7: provenance.unconfirmed: the only entry"},
   };
-  for (const BadCase& c : cases) {
-    SCOPED_TRACE(c.comment);
-    absl::StatusOr<Envelope> bad = ParseEnvelope(Replace(kEnvelope, c.from, c.to), "dir/e.toml");
-    ASSERT_FALSE(bad.ok());
-    const std::string msg(bad.status().message());
-    EXPECT_EQ(msg.rfind(std::string("dir/") + c.expected, 0), 0u) << msg;
-  }
+  ExpectBadCases(ParseEnvelope, kEnvelope, "e.toml", cases);
 }
 
 // Envelopes through the catalog: Expand, FindEnvelope, and the errors for bad members.

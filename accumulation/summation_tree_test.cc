@@ -114,31 +114,39 @@ TEST(SummationTree, PairwiseUnroll) {
 }
 
 TEST(SummationTree, StridedSplitKBlockedPromote) {
-  const Model strided = MakeModel(R"(kind = "ieee")", "kind = \"strided\"\nways = 2",
-                                  "\"chain.ways\" = \"t\"\n");
-  EXPECT_EQ(Text(strided, 4), "(((c + x0) + x2) +c ((0 + x1) + x3))");
-  const Model split = MakeModel(R"(kind = "ieee")", "kind = \"split_k\"\nslices = 3",
-                                "\"chain.slices\" = \"t\"\n");
-  // ceil(4/3) = 2 per slice: [0,2) [2,4) [4,4) (empty: +0).
-  EXPECT_EQ(Text(split, 4), "(((c +c ((0 + x0) + x1)) +c ((0 + x2) + x3)) +c 0)");
-  // slice_multiple = 2 over K = 5, 3 slices: ceil(5/3) = 2 -> [0,2) [2,4) [4,5); = 4: ceil(5/3)
-  // rounded up to 4 -> [0,4) [4,5) [5,5) (cuBLAS split-K slices are whole threadblock K tiles).
-  const Model split4 = MakeModel(R"(kind = "ieee")",
-                                 "kind = \"split_k\"\nslices = 3\nslice_multiple = 4",
-                                 "\"chain.slices\" = \"t\"\n\"chain.slice_multiple\" = \"t\"\n");
-  EXPECT_EQ(Text(split4, 5), "(((c +c ((((0 + x0) + x1) + x2) + x3)) +c (0 + x4)) +c 0)");
-  // order = "reverse": the last slice first; combine = "pairwise": a balanced tree of the slices.
-  const Model reverse = MakeModel(R"(kind = "ieee")",
-                                  "kind = \"split_k\"\nslices = 3\norder = \"reverse\"",
-                                  "\"chain.slices\" = \"t\"\n\"chain.order\" = \"t\"\n");
-  EXPECT_EQ(Text(reverse, 3), "(((c +c (0 + x2)) +c (0 + x1)) +c (0 + x0))");
-  const Model pairwise = MakeModel(R"(kind = "ieee")",
-                                   "kind = \"split_k\"\nslices = 3\ncombine = \"pairwise\"",
-                                   "\"chain.slices\" = \"t\"\n\"chain.combine\" = \"t\"\n");
-  EXPECT_EQ(Text(pairwise, 3), "(c +c (((0 + x0) +c (0 + x1)) +c (0 + x2)))");
-  const Model blocked = MakeModel(R"(kind = "ieee")", "kind = \"blocked\"\nblock = 2",
-                                  "\"chain.block\" = \"t\"\n");
-  EXPECT_EQ(Text(blocked, 3), "((c +c ((0 + x0) + x1)) +c (0 + x2))");
+  // Each row: an ieee adder's [chain] keys and their provenance lines, K, and the tree.
+  const struct {
+    const char* chain;
+    const char* provenance;
+    int n;
+    const char* tree;
+  } rows[] = {
+      {"kind = \"strided\"\nways = 2", "\"chain.ways\" = \"t\"\n", 4,
+       "(((c + x0) + x2) +c ((0 + x1) + x3))"},
+      // ceil(4/3) = 2 per slice: [0,2) [2,4) [4,4) (empty: +0).
+      {"kind = \"split_k\"\nslices = 3", "\"chain.slices\" = \"t\"\n", 4,
+       "(((c +c ((0 + x0) + x1)) +c ((0 + x2) + x3)) +c 0)"},
+      // slice_multiple = 2 over K = 5, 3 slices: ceil(5/3) = 2 -> [0,2) [2,4) [4,5); = 4:
+      // ceil(5/3) rounded up to 4 -> [0,4) [4,5) [5,5) (cuBLAS split-K slices are whole
+      // threadblock K tiles).
+      {"kind = \"split_k\"\nslices = 3\nslice_multiple = 4",
+       "\"chain.slices\" = \"t\"\n\"chain.slice_multiple\" = \"t\"\n", 5,
+       "(((c +c ((((0 + x0) + x1) + x2) + x3)) +c (0 + x4)) +c 0)"},
+      // order = "reverse": the last slice first; combine = "pairwise": a balanced tree of the
+      // slices.
+      {"kind = \"split_k\"\nslices = 3\norder = \"reverse\"",
+       "\"chain.slices\" = \"t\"\n\"chain.order\" = \"t\"\n", 3,
+       "(((c +c (0 + x2)) +c (0 + x1)) +c (0 + x0))"},
+      {"kind = \"split_k\"\nslices = 3\ncombine = \"pairwise\"",
+       "\"chain.slices\" = \"t\"\n\"chain.combine\" = \"t\"\n", 3,
+       "(c +c (((0 + x0) +c (0 + x1)) +c (0 + x2)))"},
+      {"kind = \"blocked\"\nblock = 2", "\"chain.block\" = \"t\"\n", 3,
+       "((c +c ((0 + x0) + x1)) +c (0 + x2))"},
+  };
+  for (const auto& r : rows) {
+    SCOPED_TRACE(r.chain);
+    EXPECT_EQ(Text(MakeModel(R"(kind = "ieee")", r.chain, r.provenance), r.n), r.tree);
+  }
 }
 
 TEST(SummationTree, ExplicitTree) {

@@ -4,7 +4,9 @@
 //
 //   build-cli/cases/calc_benchmark --benchmark_filter=BM_RunCalc
 #include <cstdint>
+#include <iterator>
 #include <string>
+#include <string_view>
 
 #include "absl/strings/str_cat.h"
 #include "benchmark/benchmark.h"
@@ -24,43 +26,40 @@ std::string F8(PinnedRng& s) {
   return absl::StrCat("0x", absl::Hex(s.Next() & 0xff, absl::kZeroPad2));
 }
 
+// The mix, one line of each in turn: the op and its formats, then one operand per letter of
+// `operands` (f: a float32 pattern, 8: an 8-bit pattern, r: the 16 random bits of a stochastic
+// rounding), then `end`.
+struct MixLine {
+  const char* op;
+  const char* operands;
+  const char* end;
+};
+constexpr MixLine kMix[] = {
+    {"add float32 rne", "ff", "\n"},
+    {"mul float32 rne", "ff", "\n"},
+    {"fma float32 rne", "fff", "\n"},
+    {"add float8_e4m3fn rne", "88", "\n"},
+    {"mul float8_e4m3fn:sat rne", "88", "\n"},
+    {"mul float8_e5m2 rtz", "88", "\n"},
+    {"cvt float32 float8_e4m3fn:sat rne", "f", "\n"},
+    {"cvt float32 bfloat16 rne", "f", "\n"},
+    {"add float32 sr16", "ffr", "  # stochastic\n"},
+    {"cvt float32 int8 rne", "f", "\r\n"},
+};
+
 std::string MakeMix(int lines) {
   PinnedRng s(42);
   std::string text = "# fpconform calc benchmark mix\n";
   for (int i = 0; i < lines; ++i) {
-    switch (i % 10) {
-      case 0:
-        absl::StrAppend(&text, "add float32 rne ", F32(s), " ", F32(s), "\n");
-        break;
-      case 1:
-        absl::StrAppend(&text, "mul float32 rne ", F32(s), " ", F32(s), "\n");
-        break;
-      case 2:
-        absl::StrAppend(&text, "fma float32 rne ", F32(s), " ", F32(s), " ", F32(s), "\n");
-        break;
-      case 3:
-        absl::StrAppend(&text, "add float8_e4m3fn rne ", F8(s), " ", F8(s), "\n");
-        break;
-      case 4:
-        absl::StrAppend(&text, "mul float8_e4m3fn:sat rne ", F8(s), " ", F8(s), "\n");
-        break;
-      case 5:
-        absl::StrAppend(&text, "mul float8_e5m2 rtz ", F8(s), " ", F8(s), "\n");
-        break;
-      case 6:
-        absl::StrAppend(&text, "cvt float32 float8_e4m3fn:sat rne ", F32(s), "\n");
-        break;
-      case 7:
-        absl::StrAppend(&text, "cvt float32 bfloat16 rne ", F32(s), "\n");
-        break;
-      case 8:
-        absl::StrAppend(&text, "add float32 sr16 ", F32(s), " ", F32(s), " 0x",
-                        absl::Hex(s.Next() & 0xffff), "  # stochastic\n");
-        break;
-      case 9:
-        absl::StrAppend(&text, "cvt float32 int8 rne ", F32(s), "\r\n");
-        break;
+    const MixLine& line = kMix[i % std::size(kMix)];
+    text += line.op;
+    for (const char operand : std::string_view(line.operands)) {
+      text += ' ';
+      text += operand == 'f'   ? F32(s)
+              : operand == '8' ? F8(s)
+                               : absl::StrCat("0x", absl::Hex(s.Next() & 0xffff));
     }
+    text += line.end;
   }
   return text;
 }

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "cases/calc_test_util.h"
 #include "cases/pinned_random.h"
 #include "cases/test_seed.h"
 #include "gtest/gtest.h"
@@ -22,46 +23,30 @@ namespace {
 //            min normal 2^-126 = 0x00800000, min subnormal 2^-149 = 0x00000001.
 //   float8_e4m3fn (bias 7, S.EEEE.MMM): 1 = 0.0111.000 = 0x38, 2 = 0x40, 0.5 = 0x30,
 //            max 448 = 0.1111.110 = 0x7e, NaN = 0x7f/0xff, min subnormal 2^-9 = 0x01.
-struct Row {
-  std::string_view line;
-  std::string_view expected;  // Output line without '\n'.
-};
-
-std::string RunOne(std::string_view line, std::string* err = nullptr) {
-  std::string out, e;
-  RunCalc(line, out, e);
-  if (err != nullptr) *err = e;
-  if (!out.empty() && out.back() == '\n') out.pop_back();
-  return out;
-}
-
-void CheckRows(const std::vector<Row>& rows) {
-  for (const Row& row : rows) {
-    SCOPED_TRACE(row.line);
-    std::string err;
-    EXPECT_EQ(RunOne(row.line, &err), row.expected);
-    if (row.expected != "error") {
-      EXPECT_EQ(err, "");
-    }
-  }
+// RunCalc on `input`: its whole output, its messages, and its counts of lines, cases and errors.
+void ExpectCalc(std::string_view input, std::string_view out, std::string_view err, int64_t lines,
+                int64_t cases, int64_t errors) {
+  std::string got_out, got_err;
+  const CalcStats s = RunCalc(input, got_out, got_err);
+  EXPECT_EQ(got_out, out);
+  EXPECT_EQ(got_err, err);
+  EXPECT_EQ(s.lines, lines);
+  EXPECT_EQ(s.cases, cases);
+  EXPECT_EQ(s.errors, errors);
 }
 
 TEST(CalcTest, HeaderExample) {
-  std::string out, err;
-  CalcStats s = RunCalc(
+  ExpectCalc(
       "mul float8_e4m3fn rne 0x7e 0x40\n"
       "mul float8_e4m3fn:sat rne 0x7e 0x40\n"
       "cvt float32 int8 rne 0x43000000\n",
-      out, err);
-  EXPECT_EQ(out, "0x7f ox\n0x7e ox\n0x80 v\n");
-  EXPECT_EQ(err, "");
-  EXPECT_EQ(s.lines, 3);
-  EXPECT_EQ(s.cases, 3);
-  EXPECT_EQ(s.errors, 0);
+      "0x7f ox\n0x7e ox\n0x80 v\n",
+      "",
+      /*lines=*/3, /*cases=*/3, /*errors=*/0);
 }
 
 TEST(CalcTest, Float32Ops) {
-  CheckRows({
+  CheckCalcRows({
       // 1 + 2 = 3 exactly.
       {"add float32 rne 0x3f800000 0x40000000", "0x40400000 -"},
       // 3 - 1 = 2 exactly.
@@ -98,7 +83,7 @@ TEST(CalcTest, Float32Ops) {
 
 TEST(CalcTest, RoundingModes) {
   // 1 + 2^-24 lies exactly halfway between 1 (0x3f800000, even) and 1 + 2^-23 (0x3f800001).
-  CheckRows({
+  CheckCalcRows({
       {"add float32 rne 0x3f800000 0x33800000", "0x3f800000 x"},  // Tie to even: 1.
       {"add float32 rna 0x3f800000 0x33800000", "0x3f800001 x"},  // Tie away: 1 + 2^-23.
       {"add float32 rtz 0x3f800000 0x33800000", "0x3f800000 x"},  // Truncate.
@@ -117,7 +102,7 @@ TEST(CalcTest, RoundingModes) {
 TEST(CalcTest, StochasticRounding) {
   // 1 + 2^-24: the discarded fraction is .1000...b, so its top k bits are 2^(k-1). It rounds
   // away iff 2^(k-1) + r >= 2^k, that is iff r >= 2^(k-1) (op_env.h).
-  CheckRows({
+  CheckCalcRows({
       {"add float32 sr8 0x3f800000 0x33800000 0x80", "0x3f800001 x"},  // 128 + 128 >= 256.
       {"add float32 sr8 0x3f800000 0x33800000 0x7f", "0x3f800000 x"},  // 128 + 127 < 256.
       {"add float32 sr8 0x3f800000 0x33800000 0x00", "0x3f800000 x"},
@@ -137,7 +122,7 @@ TEST(CalcTest, StochasticRounding) {
 }
 
 TEST(CalcTest, OverflowUnderflowAndOptions) {
-  CheckRows({
+  CheckCalcRows({
       // max * 2 overflows: rne -> +Inf, rtz -> max, sat -> max. Flags o x.
       {"mul float32 rne 0x7f7fffff 0x40000000", "0x7f800000 ox"},
       {"mul float32 rtz 0x7f7fffff 0x40000000", "0x7f7fffff ox"},
@@ -165,7 +150,7 @@ TEST(CalcTest, OverflowUnderflowAndOptions) {
 }
 
 TEST(CalcTest, NanProfiles) {
-  CheckRows({
+  CheckCalcRows({
       // 0/0 under each profile (op_env.h table).
       {"div float32:nan=ieee rne 0x00000000 0x00000000", "0x7fc00000 v"},
       {"div float32:nan=canonical rne 0x00000000 0x00000000", "0x7fc00000 v"},
@@ -181,7 +166,7 @@ TEST(CalcTest, NanProfiles) {
 }
 
 TEST(CalcTest, SmallFormats) {
-  CheckRows({
+  CheckCalcRows({
       // e4m3fn: 1 + 1 = 2 = 0.1000.000.
       {"add float8_e4m3fn rne 0x38 0x38", "0x40 -"},
       // Leading zeros are fine as long as the value fits.
@@ -227,7 +212,7 @@ TEST(CalcTest, SmallFormats) {
 }
 
 TEST(CalcTest, Conversions) {
-  CheckRows({
+  CheckCalcRows({
       // 128.0 (0x43000000) is out of int8 range: v and the integer indefinite 0x80; under
       // sat it clamps to 127 (ops.h).
       {"cvt float32 int8 rne 0x43000000", "0x80 v"},
@@ -285,8 +270,7 @@ TEST(CalcTest, Conversions) {
 }
 
 TEST(CalcTest, CommentsBlankLinesAndLineEndings) {
-  std::string out, err;
-  CalcStats s = RunCalc(
+  ExpectCalc(
       "# a comment line\n"
       "\n"
       "   \t  \n"
@@ -297,21 +281,16 @@ TEST(CalcTest, CommentsBlankLinesAndLineEndings) {
       "\r\n"                                              // A blank CRLF line.
       "add float32 rne 0x3f800000 0x3f800000#glued\n"     // '#' inside a token: not a comment.
       "add float32 rne 0x3f800000 0x3f800000",            // No trailing newline.
-      out, err);
-  EXPECT_EQ(out, "0x40000000 -\n0x40000000 -\n0x40000000 -\nerror\n0x40000000 -\n");
-  EXPECT_EQ(err,
-            "line 9: operand 2 '0x3f800000#glued' is not hex (want 0x followed by hex "
-            "digits)\n");
-  EXPECT_EQ(s.lines, 10);
-  EXPECT_EQ(s.cases, 5);
-  EXPECT_EQ(s.errors, 1);
+      "0x40000000 -\n0x40000000 -\n0x40000000 -\nerror\n0x40000000 -\n",
+      "line 9: operand 2 '0x3f800000#glued' is not hex (want 0x followed by hex "
+      "digits)\n",
+      /*lines=*/10, /*cases=*/5, /*errors=*/1);
 }
 
 // CALC.md, "Layout": spaces and tabs separate tokens; CR (except right before the newline), VT
 // and FF are errors that say which character and where, not separators or blanks.
 TEST(CalcTest, OnlySpacesAndTabsSeparateTokens) {
-  std::string out, err;
-  CalcStats s = RunCalc(
+  ExpectCalc(
       "add\vfloat32 rne 0x3f800000 0x3f800000\n"      // 1: VT between tokens.
       "add float32 rne 0x3f800000\f0x3f800000\n"      // 2: FF.
       "add float32 rne 0x3f800000\r0x3f800000\n"      // 3: CR inside the line.
@@ -319,20 +298,18 @@ TEST(CalcTest, OnlySpacesAndTabsSeparateTokens) {
       "add float32 rne 0x3f800000 0x3f800000\r\r\n"  // 5: only the last CR is the CRLF's.
       "add float32 rne 0x3f800000 0x3f800000 # \v\f\r ok in a comment\r\n"  // 6.
       "add float32 rne 0x3f800000 0x3f800000\r\n",   // 7: CRLF.
-      out, err);
-  EXPECT_EQ(out, "error\nerror\nerror\nerror\nerror\n0x40000000 -\n0x40000000 -\n");
-  EXPECT_EQ(err,
-            "line 1: control character '\\x0b' (VT) at column 4: only spaces and tabs separate "
-            "tokens, and a CR is allowed only right before the newline\n"
-            "line 2: control character '\\x0c' (FF) at column 27: only spaces and tabs separate "
-            "tokens, and a CR is allowed only right before the newline\n"
-            "line 3: control character '\\x0d' (CR) at column 27: only spaces and tabs separate "
-            "tokens, and a CR is allowed only right before the newline\n"
-            "line 4: control character '\\x0c' (FF) at column 1: only spaces and tabs separate "
-            "tokens, and a CR is allowed only right before the newline\n"
-            "line 5: control character '\\x0d' (CR) at column 38: only spaces and tabs separate "
-            "tokens, and a CR is allowed only right before the newline\n");
-  EXPECT_EQ(s.errors, 5);
+      "error\nerror\nerror\nerror\nerror\n0x40000000 -\n0x40000000 -\n",
+      "line 1: control character '\\x0b' (VT) at column 4: only spaces and tabs separate "
+      "tokens, and a CR is allowed only right before the newline\n"
+      "line 2: control character '\\x0c' (FF) at column 27: only spaces and tabs separate "
+      "tokens, and a CR is allowed only right before the newline\n"
+      "line 3: control character '\\x0d' (CR) at column 27: only spaces and tabs separate "
+      "tokens, and a CR is allowed only right before the newline\n"
+      "line 4: control character '\\x0c' (FF) at column 1: only spaces and tabs separate "
+      "tokens, and a CR is allowed only right before the newline\n"
+      "line 5: control character '\\x0d' (CR) at column 38: only spaces and tabs separate "
+      "tokens, and a CR is allowed only right before the newline\n",
+      /*lines=*/7, /*cases=*/7, /*errors=*/5);
   EXPECT_EQ(EvalCalcLine("\v").kind, CalcLineResult::Kind::kError);
   EXPECT_EQ(EvalCalcLine("\r").kind, CalcLineResult::Kind::kSkip);  // An empty CRLF line.
 }
@@ -435,22 +412,17 @@ TEST(CalcTest, Errors) {
 }
 
 TEST(CalcTest, ErrorsNameTheLineAndKeepGoing) {
-  std::string out, err;
-  CalcStats s = RunCalc(
+  ExpectCalc(
       "add float32 rne 0x3f800000 0x3f800000\n"
       "# comment\n"
       "bogus\n"
       "\n"
       "add float32 rne 0x3f800000\n"
       "add float32 rne 0x3f800000 0x3f800000\n",
-      out, err);
-  EXPECT_EQ(out, "0x40000000 -\nerror\nerror\n0x40000000 -\n");
-  EXPECT_EQ(err,
-            "line 3: unknown op 'bogus' (valid: add sub mul div fma sqrt cvt)\n"
-            "line 5: 'add' takes 2 operands, got 1\n");
-  EXPECT_EQ(s.lines, 6);
-  EXPECT_EQ(s.cases, 4);
-  EXPECT_EQ(s.errors, 2);
+      "0x40000000 -\nerror\nerror\n0x40000000 -\n",
+      "line 3: unknown op 'bogus' (valid: add sub mul div fma sqrt cvt)\n"
+      "line 5: 'add' takes 2 operands, got 1\n",
+      /*lines=*/6, /*cases=*/4, /*errors=*/2);
 }
 
 TEST(CalcTest, LongTokensAreCutInMessages) {

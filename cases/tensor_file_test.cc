@@ -29,6 +29,21 @@ std::string GoldenDir() {
 }
 std::string BrokenDir() { return std::string(FPCONFORM_TENSOR_TESTDATA) + "/broken"; }
 
+// A test file and a piece of the message reading it must give.
+struct FileCase {
+  const char* file;
+  const char* fragment;
+};
+
+// `t` is an InvalidArgument error whose message starts with `prefix` and holds `fragment`.
+void ExpectInvalid(const absl::StatusOr<Tensor>& t, const std::string& prefix,
+                   const char* fragment) {
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.status().code(), absl::StatusCode::kInvalidArgument) << t.status();
+  EXPECT_TRUE(std::string(t.status().message()).starts_with(prefix)) << t.status();
+  EXPECT_NE(t.status().message().find(fragment), std::string::npos) << t.status();
+}
+
 std::string ReadBytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::ostringstream ss;
@@ -199,10 +214,7 @@ TEST(GoldenFiles, MultiTensorFileRewritesIdentically) {
 }
 
 TEST(GoldenFiles, VoidAndOneByteFloatDescrsNeedTheDtype) {
-  struct Case {
-    const char* file;
-    const char* fragment;
-  } cases[] = {
+  const FileCase cases[] = {
       {"npy_ml_bfloat16.npy", "descr '<V2' does not say which format the data holds: "},
       {"npy_ml_bfloat16.npy", "give the dtype (--a-dtype bfloat16, "},
       {"npy_ml_bfloat16_pipeV2.npy", "descr '|V2' does not say which format"},
@@ -211,14 +223,10 @@ TEST(GoldenFiles, VoidAndOneByteFloatDescrsNeedTheDtype) {
       {"npy_ml_float8_e4m3fn_pipeV1.npy", "descr '|V1' does not say which format"},
       {"npy_ml_float8_e5m2.npy", "'<f1' is what numpy writes for ml_dtypes float8_e5m2"},
   };
-  for (const Case& c : cases) {
+  for (const FileCase& c : cases) {
     SCOPED_TRACE(c.file);
     const std::string path = GoldenDir() + "/" + c.file;
-    absl::StatusOr<Tensor> t = ReadTensor(path, {.option_name = "--a-dtype"});
-    ASSERT_FALSE(t.ok());
-    EXPECT_EQ(t.status().code(), absl::StatusCode::kInvalidArgument);
-    EXPECT_TRUE(std::string(t.status().message()).starts_with(path + ": header: ")) << t.status();
-    EXPECT_NE(t.status().message().find(c.fragment), std::string::npos) << t.status();
+    ExpectInvalid(ReadTensor(path, {.option_name = "--a-dtype"}), path + ": header: ", c.fragment);
   }
 }
 
@@ -321,10 +329,7 @@ TEST(GoldenFiles, PathWithColon) {
 // ---- Hand-made broken files (make_broken.py): each gives its message, never a crash. ----
 
 TEST(BrokenFiles, EachNamesWhatIsWrong) {
-  struct Case {
-    const char* file;
-    const char* fragment;
-  } cases[] = {
+  const FileCase cases[] = {
       {"npy_bad_magic.npy", "byte 0: expected the .npy magic"},
       {"npy_bad_version.npy", "byte 6: .npy format version 4.0, expected 1.0, 2.0 or 3.0"},
       {"npy_truncated_header.npy", "byte 8: header length 118 runs past the end of the file"},
@@ -375,16 +380,13 @@ TEST(BrokenFiles, EachNamesWhatIsWrong) {
       {"st_nul_padding.safetensors", "header: invalid JSON"},
       {"st_bad_utf8.safetensors", "header: invalid JSON"},
   };
-  for (const Case& c : cases) {
+  for (const FileCase& c : cases) {
     SCOPED_TRACE(c.file);
     const std::string path = BrokenDir() + "/" + c.file;
     const std::string bytes = ReadBytes(path);
     const bool npy = std::string_view(c.file).starts_with("npy_");
-    absl::StatusOr<Tensor> t = npy ? ParseNpy(bytes, path) : ParseSafetensors(bytes, path, "");
-    ASSERT_FALSE(t.ok());
-    EXPECT_EQ(t.status().code(), absl::StatusCode::kInvalidArgument) << t.status();
-    EXPECT_TRUE(std::string(t.status().message()).starts_with(path)) << t.status();
-    EXPECT_NE(t.status().message().find(c.fragment), std::string::npos) << t.status();
+    ExpectInvalid(npy ? ParseNpy(bytes, path) : ParseSafetensors(bytes, path, ""), path,
+                  c.fragment);
     // The file reader refuses it too (with this message, or as neither format).
     absl::StatusOr<Tensor> f = ReadTensor(path);
     EXPECT_FALSE(f.ok());

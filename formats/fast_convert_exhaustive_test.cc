@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "formats/fast_convert.h"
+#include "formats/fast_convert_test_util.h"
 #include "formats/ops.h"
 #include "formats/text.h"
 #include "gtest/gtest.h"
@@ -26,21 +27,12 @@ constexpr uint64_t kChunk = 1 << 16;
 constexpr uint64_t kChunks = (uint64_t{1} << 32) / kChunk;
 constexpr int kThreads = 2;
 
-std::vector<std::string> Isas() {
-  std::vector<std::string> isas;
-  for (const char* isa : {"portable", "avx2", "avx512"}) {
-    if (SetFastConvertIsaForTesting(isa)) isas.push_back(isa);
-  }
-  SetFastConvertIsaForTesting("");
-  return isas;
-}
-
 // fast(in, out) converts a chunk; OutT is the destination container.
 template <typename OutT>
 void Exhaustive(const FormatSpec& to, bool saturate,
                 const std::function<void(std::span<const uint32_t>, std::span<OutT>)>& fast) {
   const auto start = std::chrono::steady_clock::now();
-  const std::vector<std::string> isas = Isas();
+  const std::vector<std::string> isas = FastConvertIsas();
   OpEnv env;
   env.saturate = saturate;
   std::atomic<uint64_t> mismatches{0};

@@ -12,6 +12,7 @@
 #include "base/isa.h"
 #include "cases/pinned_random.h"
 #include "cases/test_seed.h"
+#include "formats/fast_convert_test_util.h"
 #include "formats/fp8_tables.h"
 #include "formats/ops.h"
 #include "formats/text.h"
@@ -54,15 +55,6 @@ const std::vector<uint32_t>& Inputs() {
   return *inputs;
 }
 
-std::vector<std::string> Isas() {
-  std::vector<std::string> isas;
-  for (const char* isa : {"portable", "avx2", "avx512"}) {
-    if (SetFastConvertIsaForTesting(isa)) isas.push_back(isa);
-  }
-  SetFastConvertIsaForTesting("");
-  return isas;
-}
-
 template <typename OutT, typename Fast>
 void CheckAgainstGeneral(const FormatSpec& to, bool saturate, Fast fast) {
   const std::vector<uint32_t>& in = Inputs();
@@ -72,7 +64,7 @@ void CheckAgainstGeneral(const FormatSpec& to, bool saturate, Fast fast) {
   for (size_t i = 0; i < in.size(); ++i) {
     expected[i] = static_cast<OutT>(Convert(Float32(), to, in[i], env).bits);
   }
-  for (const std::string& isa : Isas()) {
+  for (const std::string& isa : FastConvertIsas()) {
     SCOPED_TRACE("isa " + isa + (saturate ? ", sat" : ", no sat"));
     ASSERT_TRUE(SetFastConvertIsaForTesting(isa));
     std::vector<OutT> out(in.size());

@@ -38,38 +38,41 @@ std::vector<uint8_t> RandomBytes(uint64_t seed) {
 
 const char* IsaArg(int64_t isa) { return isa == 0 ? "" : isa == 1 ? "portable" : "avx2"; }
 
-// Arg: 0 = run-time dispatch, 1 = portable, 2 = AVX2.
-void BM_F32ToBF16_Fast(benchmark::State& state) {
-  if (!SetFastConvertIsaForTesting(IsaArg(state.range(0)))) {
-    state.SkipWithError("path not available on this CPU");
-    return;
-  }
-  const std::vector<uint32_t> in = RandomF32(1);
-  std::vector<uint16_t> out(kN);
+// Selects the fast-conversion path of `isa` (IsaArg) for the benchmark; false, with the
+// benchmark skipped, where this CPU cannot run it.
+bool SelectIsa(benchmark::State& state, int64_t isa) {
+  if (SetFastConvertIsaForTesting(IsaArg(isa))) return true;
+  state.SkipWithError("path not available on this CPU");
+  return false;
+}
+
+// Times `pass` (one pass over the kN values, writing to `out`); counts the values as items.
+template <typename Pass>
+void TimePasses(benchmark::State& state, const void* out, Pass pass) {
   for (auto _ : state) {
-    ConvertF32ToBF16(in, out);
-    benchmark::DoNotOptimize(out.data());
+    pass();
+    benchmark::DoNotOptimize(out);
     benchmark::ClobberMemory();
   }
   state.SetItemsProcessed(state.iterations() * kN);
+}
+
+// Arg: 0 = run-time dispatch, 1 = portable, 2 = AVX2.
+void BM_F32ToBF16_Fast(benchmark::State& state) {
+  if (!SelectIsa(state, state.range(0))) return;
+  const std::vector<uint32_t> in = RandomF32(1);
+  std::vector<uint16_t> out(kN);
+  TimePasses(state, out.data(), [&] { ConvertF32ToBF16(in, out); });
   state.SetLabel(std::string(FastConvertIsa()));
   SetFastConvertIsaForTesting("");
 }
 BENCHMARK(BM_F32ToBF16_Fast)->Arg(0)->Arg(1)->Arg(2);
 
 void BM_F32ToF16_Fast(benchmark::State& state) {
-  if (!SetFastConvertIsaForTesting(IsaArg(state.range(0)))) {
-    state.SkipWithError("path not available on this CPU");
-    return;
-  }
+  if (!SelectIsa(state, state.range(0))) return;
   const std::vector<uint32_t> in = RandomF32(1);
   std::vector<uint16_t> out(kN);
-  for (auto _ : state) {
-    ConvertF32ToF16(in, out);
-    benchmark::DoNotOptimize(out.data());
-    benchmark::ClobberMemory();
-  }
-  state.SetItemsProcessed(state.iterations() * kN);
+  TimePasses(state, out.data(), [&] { ConvertF32ToF16(in, out); });
   state.SetLabel(FastF16UsesF16c() ? "f16c" : std::string(FastConvertIsa()));
   SetFastConvertIsaForTesting("");
 }
@@ -79,17 +82,11 @@ BENCHMARK(BM_F32ToF16_Fast)->Arg(0)->Arg(1)->Arg(2);
 void BM_F32ToFp8_Fast(benchmark::State& state) {
   const FormatSpec& to = state.range(0) == 0 ? Float8E4M3FN() : Float8E5M2();
   const bool sat = state.range(1) != 0;
-  if (!SetFastConvertIsaForTesting(IsaArg(state.range(2)))) {
-    state.SkipWithError("path not available on this CPU");
-    return;
-  }
+  if (!SelectIsa(state, state.range(2))) return;
   const std::vector<uint32_t> in = RandomF32(2);
   std::vector<uint8_t> out(kN);
-  for (auto _ : state) {
-    benchmark::DoNotOptimize(ConvertF32ToFp8(to, sat, in, out).ok());
-    benchmark::ClobberMemory();
-  }
-  state.SetItemsProcessed(state.iterations() * kN);
+  TimePasses(state, out.data(),
+             [&] { benchmark::DoNotOptimize(ConvertF32ToFp8(to, sat, in, out).ok()); });
   state.SetLabel(std::string(to.name) + (sat ? " sat " : " ") + std::string(FastConvertIsa()));
   SetFastConvertIsaForTesting("");
 }
@@ -107,14 +104,11 @@ void BM_F32Convert_General(benchmark::State& state) {
   env.saturate = which == 3 || which == 5;
   const std::vector<uint32_t> in = RandomF32(2);
   std::vector<uint16_t> out(kN);
-  for (auto _ : state) {
+  TimePasses(state, out.data(), [&] {
     for (size_t i = 0; i < kN; ++i) {
       out[i] = static_cast<uint16_t>(Convert(Float32(), to, in[i], env).bits);
     }
-    benchmark::DoNotOptimize(out.data());
-    benchmark::ClobberMemory();
-  }
-  state.SetItemsProcessed(state.iterations() * kN);
+  });
   state.SetLabel(std::string(to.name) + (env.saturate ? " sat" : ""));
 }
 BENCHMARK(BM_F32Convert_General)->DenseRange(0, 5);
@@ -126,16 +120,13 @@ void BM_Fp8Table(benchmark::State& state) {
   const Fp8OpTable* table = *GetFp8OpTable(Float8E4M3FN(), op, OpEnv{});
   const std::vector<uint8_t> a = RandomBytes(3), b = RandomBytes(4);
   std::vector<uint8_t> out(kN);
-  for (auto _ : state) {
+  TimePasses(state, out.data(), [&] {
     if (flags) {
       benchmark::DoNotOptimize(ApplyBinaryOp8(*table, a, b, out));
     } else {
       ApplyBinaryOp8NoFlags(*table, a, b, out);
     }
-    benchmark::DoNotOptimize(out.data());
-    benchmark::ClobberMemory();
-  }
-  state.SetItemsProcessed(state.iterations() * kN);
+  });
   state.SetLabel(flags ? "e4m3fn with flags" : "e4m3fn");
 }
 BENCHMARK(BM_Fp8Table)->ArgsProduct({{0, 2}, {0, 1}});
@@ -146,16 +137,13 @@ void BM_Fp8_General(benchmark::State& state) {
   const std::vector<uint8_t> a = RandomBytes(3), b = RandomBytes(4);
   std::vector<uint8_t> out(kN);
   const OpEnv env;
-  for (auto _ : state) {
+  TimePasses(state, out.data(), [&] {
     for (size_t i = 0; i < kN; ++i) {
       out[i] = static_cast<uint8_t>(
           (mul ? Mul(Float8E4M3FN(), a[i], b[i], env) : Add(Float8E4M3FN(), a[i], b[i], env))
               .bits);
     }
-    benchmark::DoNotOptimize(out.data());
-    benchmark::ClobberMemory();
-  }
-  state.SetItemsProcessed(state.iterations() * kN);
+  });
   state.SetLabel(mul ? "e4m3fn mul" : "e4m3fn add");
 }
 BENCHMARK(BM_Fp8_General)->Arg(0)->Arg(1);
@@ -167,7 +155,7 @@ void BM_F32Op_General(benchmark::State& state) {
   std::vector<uint32_t> out(kN);
   const OpEnv env;
   const FormatSpec& f = Float32();
-  for (auto _ : state) {
+  TimePasses(state, out.data(), [&] {
     for (size_t i = 0; i < kN; ++i) {
       OpResult r = op == 0   ? Add(f, a[i], b[i], env)
                    : op == 1 ? Mul(f, a[i], b[i], env)
@@ -176,10 +164,7 @@ void BM_F32Op_General(benchmark::State& state) {
                              : Fma(f, a[i], b[i], c[i], env);
       out[i] = static_cast<uint32_t>(r.bits) ^ r.flags;
     }
-    benchmark::DoNotOptimize(out.data());
-    benchmark::ClobberMemory();
-  }
-  state.SetItemsProcessed(state.iterations() * kN);
+  });
   static const char* const kNames[] = {"add", "mul", "sub", "div", "fma"};
   state.SetLabel(kNames[op]);
 }

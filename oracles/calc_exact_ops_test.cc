@@ -13,35 +13,18 @@
 
 #include "absl/strings/str_cat.h"
 #include "cases/calc_case.h"
+#include "cases/calc_test_util.h"
 #include "cases/pinned_random.h"
 #include "gtest/gtest.h"
 
 namespace fpconform {
 namespace {
 
-struct Row {
-  std::string_view line;
-  std::string_view expected;  // Output line without '\n'.
-};
-
 std::string RunOne(std::string_view line, std::string* err = nullptr) {
-  std::string out, e;
-  RunCalc(line, out, e, ExactCalcOps());
-  if (err != nullptr) *err = e;
-  if (!out.empty() && out.back() == '\n') out.pop_back();
-  return out;
+  return RunCalcLine(line, ExactCalcOps(), err);
 }
 
-void CheckRows(const std::vector<Row>& rows) {
-  for (const Row& row : rows) {
-    SCOPED_TRACE(row.line);
-    std::string err;
-    EXPECT_EQ(RunOne(row.line, &err), row.expected);
-    if (row.expected != "error") {
-      EXPECT_EQ(err, "");
-    }
-  }
-}
+void CheckRows(const std::vector<CalcRow>& rows) { CheckCalcRows(rows, ExactCalcOps()); }
 
 TEST(CalcExactOpsTest, HeaderExample) {
   std::string out, err;

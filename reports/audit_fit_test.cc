@@ -16,6 +16,7 @@
 #include "formats/ops.h"
 #include "gtest/gtest.h"
 #include "reports/audit.h"
+#include "reports/audit_test_util.h"
 
 namespace fpconform::reports {
 namespace {
@@ -33,19 +34,13 @@ Tensor RandomBf16(std::vector<int64_t> shape, PinnedRng& rng, bool integers) {
   return t;
 }
 
-Tensor Emulate(const Model& model, const Tensor& a, const Tensor& b) {
-  const int m = static_cast<int>(a.shape[0]), k = static_cast<int>(a.shape[1]);
-  const int n = static_cast<int>(b.shape[1]);
-  std::vector<uint64_t> av(static_cast<size_t>(a.size())), bv(static_cast<size_t>(b.size()));
-  a.CopyBits(0, av);
-  b.CopyBits(0, bv);
-  std::vector<uint64_t> d(static_cast<size_t>(m) * n);
-  EXPECT_TRUE(EvaluateMatmul(model, m, n, k, av, Layout::kRowMajor, bv, Layout::kRowMajor, {}, d)
-                  .ok());
-  Tensor out = *MakeTensor(model.OutputFormat().name, {m, n});
-  for (size_t i = 0; i < d.size(); ++i) out.SetBits(static_cast<int64_t>(i), d[i]);
-  out.source = "emulated";
-  return out;
+// The audit input of out = a @ b.
+MatmulAuditInput Input(const Tensor& a, const Tensor& b, const Tensor& out) {
+  MatmulAuditInput in;
+  in.a = &a;
+  in.b = &b;
+  in.out = &out;
+  return in;
 }
 
 AuditOptions Options() {
@@ -58,21 +53,24 @@ AuditOptions Options() {
   return o;
 }
 
-// A split the presets do not have (5 slices of whole 32-deep tiles, added last slice first) on
-// the s1688 datapath: the fit finds a model that reproduces every element, where no preset does,
+// A split the presets do not have: 5 slices of whole 32-deep tiles, added last slice first, on
+// the s1688 datapath.
+Model UnknownSplitK() {
+  Model m = *LoadModelFile(kModels + "/nvidia-h100-bf16-cublas-s1688-splitk3.toml");
+  m.chain.slices = 5;
+  m.chain.slice_multiple = 32;
+  m.chain.order = SplitOrder::kReverse;
+  return m;
+}
+
+// The unknown split: the fit finds a model that reproduces every element, where no preset does,
 // and its model file reproduces them too.
 TEST(AuditFit, FitsAnUnknownSplitK) {
   PinnedRng rng(TestSeed(29, "audit_fit_test"));
-  Model hidden = *LoadModelFile(kModels + "/nvidia-h100-bf16-cublas-s1688-splitk3.toml");
-  hidden.chain.slices = 5;
-  hidden.chain.slice_multiple = 32;
-  hidden.chain.order = SplitOrder::kReverse;
+  const Model hidden = UnknownSplitK();
   const Tensor a = RandomBf16({12, 1000}, rng, false), b = RandomBf16({1000, 10}, rng, false);
-  const Tensor out = Emulate(hidden, a, b);
-  MatmulAuditInput in;
-  in.a = &a;
-  in.b = &b;
-  in.out = &out;
+  const Tensor out = EmulateMatmul(hidden, a, b);
+  const MatmulAuditInput in = Input(a, b, out);
   absl::StatusOr<AuditResult> r = AuditMatmul(in, Options());
   ASSERT_TRUE(r.ok()) << r.status();
   const AuditResult::FitResult& f = r->fit;
@@ -108,19 +106,13 @@ TEST(AuditFit, FitsAnUnknownSplitK) {
 // kernel for the edge tiles); the fit reports both groups with their rows and columns.
 TEST(AuditFit, GroupsOutputPositionsByModel) {
   PinnedRng rng(TestSeed(32, "audit_fit_test"));
-  Model hidden = *LoadModelFile(kModels + "/nvidia-h100-bf16-cublas-s1688-splitk3.toml");
-  hidden.chain.slices = 5;
-  hidden.chain.slice_multiple = 32;
-  hidden.chain.order = SplitOrder::kReverse;
+  const Model hidden = UnknownSplitK();
   const Model edge = *LoadModelFile(kModels + "/nvidia-h100-bf16.toml");
   const Tensor a = RandomBf16({12, 1000}, rng, false), b = RandomBf16({1000, 10}, rng, false);
-  const Tensor top = Emulate(hidden, a, b), bottom = Emulate(edge, a, b);
+  const Tensor top = EmulateMatmul(hidden, a, b), bottom = EmulateMatmul(edge, a, b);
   Tensor out = top;
   for (int64_t e = 80; e < 120; ++e) out.SetBits(e, bottom.Bits(e));
-  MatmulAuditInput in;
-  in.a = &a;
-  in.b = &b;
-  in.out = &out;
+  const MatmulAuditInput in = Input(a, b, out);
   absl::StatusOr<AuditResult> r = AuditMatmul(in, Options());
   ASSERT_TRUE(r.ok()) << r.status();
   const AuditResult::FitResult& f = r->fit;
@@ -196,10 +188,7 @@ TEST(AuditFit, FitsTheRecordedH200SplitK) {
     if (name.find("s1688-splitk") != std::string::npos) continue;
     std::filesystem::copy_file(e.path(), dir + "/" + name);
   }
-  MatmulAuditInput in;
-  in.a = &p->a;
-  in.b = &p->b;
-  in.out = &*out;
+  const MatmulAuditInput in = Input(p->a, p->b, *out);
   AuditOptions o = Options();
   o.models_dir = dir;
   absl::StatusOr<AuditResult> r = AuditMatmul(in, o);
@@ -224,11 +213,8 @@ TEST(AuditFit, ExactSumsTieAndAutoSkipsTheFit) {
   PinnedRng rng(TestSeed(30, "audit_fit_test"));
   const Tensor a = RandomBf16({4, 256}, rng, true), b = RandomBf16({256, 4}, rng, true);
   const Model h100 = *LoadModelFile(kModels + "/nvidia-h100-bf16.toml");
-  const Tensor out = Emulate(h100, a, b);
-  MatmulAuditInput in;
-  in.a = &a;
-  in.b = &b;
-  in.out = &out;
+  const Tensor out = EmulateMatmul(h100, a, b);
+  const MatmulAuditInput in = Input(a, b, out);
   absl::StatusOr<AuditResult> r = AuditMatmul(in, Options());
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_FALSE(r->fit.run);

@@ -12,6 +12,7 @@
 #include "formats/ops.h"
 #include "gtest/gtest.h"
 #include "oracles/exact_sum.h"
+#include "reports/audit_test_util.h"
 
 namespace fpconform::reports {
 namespace {
@@ -25,21 +26,6 @@ Tensor Random(const FormatSpec& f, std::vector<int64_t> shape, uint64_t seed) {
   for (int64_t i = 0; i < t.size(); ++i) t.SetBits(i, DoubleToBits(f, rng.Normal()));
   t.source = "random";
   return t;
-}
-
-// out = A @ B under `model` (the engine), as a tensor of the model's output format.
-Tensor Emulate(const Model& model, const Tensor& a, const Tensor& b) {
-  const int m = static_cast<int>(a.shape[0]), k = static_cast<int>(a.shape[1]);
-  const int n = static_cast<int>(b.shape[1]);
-  std::vector<uint64_t> av(static_cast<size_t>(a.size())), bv(static_cast<size_t>(b.size()));
-  a.CopyBits(0, av);
-  b.CopyBits(0, bv);
-  std::vector<uint64_t> d(static_cast<size_t>(m) * n);
-  EXPECT_TRUE(EvaluateMatmul(model, m, n, k, av, Layout::kRowMajor, bv, Layout::kRowMajor, {}, d).ok());
-  Tensor out = *MakeTensor(model.OutputFormat().name, {m, n});
-  for (size_t i = 0; i < d.size(); ++i) out.SetBits(static_cast<int64_t>(i), d[i]);
-  out.source = "emulated";
-  return out;
 }
 
 AuditOptions Options(std::vector<std::string> platforms, bool recommend = false) {
@@ -69,7 +55,7 @@ TEST_F(AuditTest, ModelsOwnOutputsAreIdentical) {
     SCOPED_TRACE(name);
     const Model& m = M(name);
     const Tensor a = Random(*m.inputs.a, {9, 130}, 1), b = Random(*m.inputs.a, {130, 7}, 2);
-    const Tensor out = Emulate(m, a, b);
+    const Tensor out = EmulateMatmul(m, a, b);
     MatmulAuditInput in; in.a = &a; in.b = &b; in.out = &out;
     absl::StatusOr<AuditResult> r = AuditMatmul(in, Options({name}));
     ASSERT_TRUE(r.ok()) << r.status();
@@ -113,7 +99,7 @@ TEST_F(AuditTest, HostFloatLoopsAreIdenticalToTheirPresets) {
 TEST_F(AuditTest, AnotherOrderIsWithinBoundNotIdentical) {
   const Model& pairwise = M("trainium2-bf16-pairwise");
   const Tensor a = Random(BFloat16(), {16, 1024}, 5), b = Random(BFloat16(), {1024, 16}, 6);
-  const Tensor out = Emulate(pairwise, a, b);
+  const Tensor out = EmulateMatmul(pairwise, a, b);
   MatmulAuditInput in; in.a = &a; in.b = &b; in.out = &out;
   absl::StatusOr<AuditResult> r = AuditMatmul(in, Options({"trainium2-bf16-sequential"}));
   ASSERT_TRUE(r.ok()) << r.status();
@@ -126,7 +112,7 @@ TEST_F(AuditTest, AnotherOrderIsWithinBoundNotIdentical) {
 TEST_F(AuditTest, SeveralPlatformsNameTheBestMatch) {
   const Model& m = M("trainium2-bf16");
   const Tensor a = Random(BFloat16(), {8, 512}, 7), b = Random(BFloat16(), {512, 8}, 8);
-  const Tensor out = Emulate(m, a, b);
+  const Tensor out = EmulateMatmul(m, a, b);
   MatmulAuditInput in; in.a = &a; in.b = &b; in.out = &out;
   absl::StatusOr<AuditResult> r = AuditMatmul(in, Options({"nvidia-h100-bf16", "trainium2-bf16"}));
   ASSERT_TRUE(r.ok()) << r.status();
@@ -178,7 +164,7 @@ kind = "sequential"
 )", "tf32-rn-inputs.toml");
   ASSERT_TRUE(rn.ok()) << rn.status();
   const Tensor a = Random(Float32(), {16, 256}, 21), b = Random(Float32(), {256, 16}, 22);
-  const Tensor out = Emulate(*rn, a, b);
+  const Tensor out = EmulateMatmul(*rn, a, b);
   MatmulAuditInput in; in.a = &a; in.b = &b; in.out = &out;
   absl::StatusOr<AuditResult> first = AuditMatmul(in, Options({"cpu-f32-seq"}));
   ASSERT_TRUE(first.ok()) << first.status();
@@ -203,7 +189,7 @@ TEST_F(AuditTest, MutationsAreUnexplainedWithTheirDiagnosis) {
   const Model& m = M("trainium2-bf16");
   const int64_t n = 128, k = 128;  // Square B and A: the transposed diagnoses apply.
   const Tensor a = Random(BFloat16(), {n, k}, 9), b = Random(BFloat16(), {k, n}, 10);
-  Tensor out = Emulate(m, a, b);
+  Tensor out = EmulateMatmul(m, a, b);
   std::vector<uint64_t> av(static_cast<size_t>(a.size())), bv(static_cast<size_t>(b.size()));
   a.CopyBits(0, av);
   b.CopyBits(0, bv);
@@ -297,7 +283,7 @@ TEST_F(AuditTest, MutationsAreUnexplainedWithTheirDiagnosis) {
 TEST_F(AuditTest, ScaledFp8AndScaleMissing) {
   const Model& m = M("nvidia-h100-fp8e4m3");
   const Tensor a = Random(*m.inputs.a, {8, 64}, 11), b = Random(m.InputB(), {64, 8}, 12);
-  const Tensor raw = Emulate(m, a, b);
+  const Tensor raw = EmulateMatmul(m, a, b);
   Tensor sa = *MakeTensor("float32", {}), sb = *MakeTensor("float32", {8});
   sa.SetBits(0, DoubleToBits(Float32(), 0.125));
   for (int j = 0; j < 8; ++j) sb.SetBits(j, DoubleToBits(Float32(), 0.5 + j));
@@ -323,7 +309,7 @@ TEST_F(AuditTest, ScaledFp8AndScaleMissing) {
 
 TEST_F(AuditTest, ResultDoesNotDependOnThreads) {
   const Tensor a = Random(BFloat16(), {33, 200}, 13), b = Random(BFloat16(), {200, 17}, 14);
-  Tensor out = Emulate(M("trainium2-bf16"), a, b);
+  Tensor out = EmulateMatmul(M("trainium2-bf16"), a, b);
   out.SetBits(5, out.Bits(5) ^ 0x80000000u);
   MatmulAuditInput in; in.a = &a; in.b = &b; in.out = &out;
   AuditOptions o1 = Options({"nvidia-h100-bf16", "trainium2-bf16"}, /*recommend=*/true);

@@ -11,6 +11,7 @@
 #include "accumulation/model_catalog.h"
 #include "formats/ops.h"
 #include "gtest/gtest.h"
+#include "reports/audit_test_util.h"
 
 namespace fpconform::gtest {
 namespace {
@@ -35,18 +36,7 @@ class GtestAuditTest : public ::testing::Test {
   Tensor Emulate(const Tensor& a, const Tensor& b) {
     const absl::StatusOr<Model>& model = catalog_.Find(kPlatform);
     EXPECT_TRUE(model.ok()) << model.status();
-    const int m = static_cast<int>(a.shape[0]), k = static_cast<int>(a.shape[1]);
-    const int n = static_cast<int>(b.shape[1]);
-    std::vector<uint64_t> av(static_cast<size_t>(a.size())), bv(static_cast<size_t>(b.size()));
-    a.CopyBits(0, av);
-    b.CopyBits(0, bv);
-    std::vector<uint64_t> d(static_cast<size_t>(m) * n);
-    EXPECT_TRUE(
-        EvaluateMatmul(*model, m, n, k, av, Layout::kRowMajor, bv, Layout::kRowMajor, {}, d).ok());
-    Tensor out = *MakeTensor(model->OutputFormat().name, {m, n});
-    for (size_t i = 0; i < d.size(); ++i) out.SetBits(static_cast<int64_t>(i), d[i]);
-    out.source = "kernel";
-    return out;
+    return EmulateMatmul(*model, a, b, "kernel");
   }
 
   static constexpr const char* kPlatform = "trainium2-bf16";

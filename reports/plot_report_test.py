@@ -183,6 +183,14 @@ class PlotReportTest(unittest.TestCase):
   def tearDownClass(cls):
     cls.tmp.cleanup()
 
+  def render(self, json_path, out_name, *flags, preamble=None):
+    """Runs the script on json_path (after flags) into out_name: exit 0; returns the page."""
+    out = os.path.join(self.tmp.name, out_name)
+    r = run(list(flags) + [json_path, out], preamble=preamble)
+    self.assertEqual(r.returncode, 0, r.stderr)
+    with open(out, encoding="utf-8") as f:
+      return f.read()
+
   def test_runs_and_is_deterministic(self):
     self.assertEqual(self.r1.returncode, 0, self.r1.stderr)
     self.assertEqual(self.r2.returncode, 0, self.r2.stderr)
@@ -252,11 +260,7 @@ class PlotReportTest(unittest.TestCase):
     self.assertIn("<th>K=16</th><th>K=256</th><th>K=4096</th>", section)
 
   def test_no_plots_mode_needs_no_matplotlib(self):
-    out = os.path.join(self.tmp.name, "np.html")
-    r = run(["--no-plots", self.json_path, out], preamble=BLOCK_MATPLOTLIB)
-    self.assertEqual(r.returncode, 0, r.stderr)
-    with open(out, encoding="utf-8") as f:
-      page = f.read()
+    page = self.render(self.json_path, "np.html", "--no-plots", preamble=BLOCK_MATPLOTLIB)
     self.assertNotIn("<svg", page)
     self.assertIn("Tolerance by operation and format", page)
     self.assertIn("Rejection power", page)
@@ -277,11 +281,7 @@ class PlotReportTest(unittest.TestCase):
     path = os.path.join(self.tmp.name, "min.json")
     with open(path, "w", encoding="utf-8") as f:
       f.write('{"fpconform_report": 1}')
-    out = os.path.join(self.tmp.name, "min.html")
-    r = run([path, out])
-    self.assertEqual(r.returncode, 0, r.stderr)
-    with open(out, encoding="utf-8") as f:
-      page = f.read()
+    page = self.render(path, "min.html")
     self.assertIn("<h2 id=\"provenance\">Provenance</h2>", page)
     self.assertNotIn("<svg", page)
     self.assertNotIn("<h3", page)
@@ -294,10 +294,7 @@ class PlotReportTest(unittest.TestCase):
       del row[drop]
     with open(path, "w", encoding="utf-8") as f:
       json.dump(doc, f)
-    r = run([path, out])
-    self.assertEqual(r.returncode, 0, r.stderr)
-    with open(out, encoding="utf-8") as f:
-      page = f.read()
+    page = self.render(path, "min.html")
     self.assertIn("lacks column(s) <code>rec_rtol</code>", page)
     self.assertIn("Cross-platform differences", page)
 

@@ -22,23 +22,17 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "base/testing/fuzz_checks.h"
 #include "reports/report.h"
 #include "reports/sweep.h"
 
 namespace fpconform::reports {
 namespace {
 
-// absl::Status::message() is absl::string_view, not std::string_view, in Debian's Abseil.
-bool MessageStartsWith(const absl::Status& s, std::string_view prefix) {
-  return std::string_view(s.message().data(), s.message().size()).starts_with(prefix);
-}
-
 constexpr std::string_view kFile = "fuzz_report.json";
 
 [[noreturn]] void Fail(const std::string& what, std::string_view input) {
-  std::fprintf(stderr, "report_json_fuzzer: %s\ninput (%zu bytes):\n%.*s\n", what.c_str(),
-               input.size(), static_cast<int>(input.size()), input.data());
-  std::abort();
+  fuzz::FailOnInput("report_json_fuzzer", what, input);
 }
 
 // The files `fpconform merge` writes for `merged`; their bytes joined (for comparisons).
@@ -77,13 +71,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view input(reinterpret_cast<const char*>(data), size);
 
   const absl::StatusOr<Report> report = FromJson(input, kFile);
-  if (!report.ok()) {
-    if (report.status().code() != absl::StatusCode::kInvalidArgument ||
-        !MessageStartsWith(report.status(), kFile)) {
-      Fail("error is not InvalidArgument naming the file: " + report.status().ToString(), input);
-    }
-    return 0;
-  }
+  fpconform::fuzz::CheckFileError("report_json_fuzzer", report.status(), kFile, input);
+  if (!report.ok()) return 0;
   if (absl::Status v = Validate(*report); !v.ok()) {
     Fail("FromJson accepted a report that fails Validate: " + v.ToString(), input);
   }

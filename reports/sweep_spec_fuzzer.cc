@@ -15,22 +15,16 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "base/testing/fuzz_checks.h"
 #include "reports/sweep.h"
 
 namespace fpconform::reports {
 namespace {
 
-// absl::Status::message() is absl::string_view, not std::string_view, in Debian's Abseil.
-bool MessageStartsWith(const absl::Status& s, std::string_view prefix) {
-  return std::string_view(s.message().data(), s.message().size()).starts_with(prefix);
-}
-
 constexpr std::string_view kFile = "fuzz_sweep.toml";
 
 [[noreturn]] void Fail(const std::string& what, std::string_view input) {
-  std::fprintf(stderr, "sweep_spec_fuzzer: %s\ninput (%zu bytes):\n%.*s\n", what.c_str(),
-               input.size(), static_cast<int>(input.size()), input.data());
-  std::abort();
+  fuzz::FailOnInput("sweep_spec_fuzzer", what, input);
 }
 
 }  // namespace
@@ -41,13 +35,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view input(reinterpret_cast<const char*>(data), size);
 
   const absl::StatusOr<SweepSpec> spec = ParseSweepSpec(input, kFile);
-  if (!spec.ok()) {
-    if (spec.status().code() != absl::StatusCode::kInvalidArgument ||
-        !MessageStartsWith(spec.status(), kFile)) {
-      Fail("error is not InvalidArgument naming the file: " + spec.status().ToString(), input);
-    }
-    return 0;
-  }
+  fpconform::fuzz::CheckFileError("sweep_spec_fuzzer", spec.status(), kFile, input);
+  if (!spec.ok()) return 0;
 
   const absl::StatusOr<SweepSpec> all = ApplyFilter(*spec, SweepFilter{});
   if (!all.ok()) Fail("ApplyFilter with no filter failed: " + all.status().ToString(), input);

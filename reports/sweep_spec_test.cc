@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -67,6 +68,20 @@ std::string ParseError(const std::string& text) {
   return std::string(s.status().message());
 }
 
+// A replacement applied to kSpec, and the whole error it must give.
+struct Row {
+  const char* from;
+  const char* to;
+  const char* error;
+};
+
+void ExpectErrors(std::span<const Row> rows) {
+  for (const Row& r : rows) {
+    SCOPED_TRACE(r.to);
+    EXPECT_EQ(ParseError(Replace(kSpec, r.from, r.to)), r.error);
+  }
+}
+
 TEST(SweepSpecTest, TheBaseSpecParses) {
   absl::StatusOr<SweepSpec> s = ParseSweepSpec(kSpec, "s.toml");
   ASSERT_TRUE(s.ok()) << s.status();
@@ -78,24 +93,22 @@ TEST(SweepSpecTest, TheBaseSpecParses) {
 // An integer dtype computes int8 x int8 -> int32 exactly: a platform list is an error (a sum
 // list used to abort the sweep in the exact accumulator: "AddDot: a.size() 16 != b.size() 0").
 TEST(SweepSpecTest, IntegerDtypeTakesNoPlatformList) {
-  EXPECT_EQ(ParseError(Replace(kSpec, "integer = true", "integer = true\nsum = [\"cpu-f32-seq\"]")),
-            "s.toml:22: dtype[2].sum: an integer dtype (integer = true) takes no platform list: "
-            "its matmul is int8 x int8 -> int32, exact, and it has no sum");
-  EXPECT_EQ(ParseError(Replace(kSpec, "integer = true", "integer = true\nmatmul = [\"x\"]")),
-            "s.toml:22: dtype[2].matmul: an integer dtype (integer = true) takes no platform "
-            "list: its matmul is int8 x int8 -> int32, exact");
-  EXPECT_EQ(ParseError(Replace(kSpec, "dtype = \"bfloat16\"", "dtype = \"int8\"")),
-            "s.toml:25: cross[0].dtype: 'int8' is an integer dtype (exact, no platforms): there "
-            "is nothing to compare");
+  const Row rows[] = {
+      {"integer = true", "integer = true\nsum = [\"cpu-f32-seq\"]",
+       "s.toml:22: dtype[2].sum: an integer dtype (integer = true) takes no platform list: "
+       "its matmul is int8 x int8 -> int32, exact, and it has no sum"},
+      {"integer = true", "integer = true\nmatmul = [\"x\"]",
+       "s.toml:22: dtype[2].matmul: an integer dtype (integer = true) takes no platform "
+       "list: its matmul is int8 x int8 -> int32, exact"},
+      {"dtype = \"bfloat16\"", "dtype = \"int8\"",
+       "s.toml:25: cross[0].dtype: 'int8' is an integer dtype (exact, no platforms): there "
+       "is nothing to compare"},
+  };
+  ExpectErrors(rows);
 }
 
 // Types are as strict as in model files: no true or 7.0 for an integer, no true for a number.
 TEST(SweepSpecTest, TypesAreStrict) {
-  struct Row {
-    const char* from;
-    const char* to;
-    const char* error;
-  };
   const Row rows[] = {
       {"seed = 7", "seed = true",
        "s.toml:1: seed: must be an integer in 0..9223372036854775807, got a boolean"},
@@ -120,21 +133,13 @@ TEST(SweepSpecTest, TypesAreStrict) {
       {"ops = [\"matmul\", \"sum\", \"quantize\"]", "ops = [\"matmul\", 1]",
        "s.toml:5: ops: must be an array of strings, got an integer"},
   };
-  for (const Row& r : rows) {
-    SCOPED_TRACE(r.to);
-    EXPECT_EQ(ParseError(Replace(kSpec, r.from, r.to)), r.error);
-  }
+  ExpectErrors(rows);
   // An integer is a number.
   EXPECT_EQ(ParseError(Replace(kSpec, "factor = 2.0", "factor = 3")), "(parsed)");
 }
 
 // A repeated entry would make repeated rows (or be silently ignored): every list is a set.
 TEST(SweepSpecTest, DuplicateEntriesAreErrors) {
-  struct Row {
-    const char* from;
-    const char* to;
-    const char* error;
-  };
   const Row rows[] = {
       {"ops = [\"matmul\", \"sum\", \"quantize\"]", "ops = [\"matmul\", \"sum\", \"matmul\"]",
        "s.toml:5: ops: 'matmul' listed twice"},
@@ -157,22 +162,22 @@ TEST(SweepSpecTest, DuplicateEntriesAreErrors) {
       {"name = \"fp8 formats\"", "name = \"pair\"", "s.toml:30: cross[1].name: duplicate 'pair'"},
       {"name = \"int8\"", "name = \"float32\"", "s.toml:20: dtype[2].name: duplicate 'float32'"},
   };
-  for (const Row& r : rows) {
-    SCOPED_TRACE(r.to);
-    EXPECT_EQ(ParseError(Replace(kSpec, r.from, r.to)), r.error);
-  }
+  ExpectErrors(rows);
 }
 
 TEST(SweepSpecTest, QuantizePairsCompareTwoListedFormats) {
-  EXPECT_EQ(ParseError(Replace(kSpec, "b = [\"float8_e4m3\"]", "b = [\"float8_e4m3\", \"bogus\"]")),
-            "s.toml:33: cross[1].b: a quantize pair compares one format with one other: b must "
-            "have exactly 1 entry, got 2");
-  EXPECT_EQ(ParseError(Replace(kSpec, "b = [\"float8_e4m3\"]", "b = [\"float8_e5m2\"]")),
-            "s.toml:33: cross[1].b: 'float8_e5m2' is not in quantize_formats (valid: "
-            "float8_e4m3fn, float8_e4m3, int8)");
-  EXPECT_EQ(ParseError(Replace(kSpec, "a = \"float8_e4m3fn\"", "a = \"x\"")),
-            "s.toml:32: cross[1].a: 'x' is not in quantize_formats (valid: float8_e4m3fn, "
-            "float8_e4m3, int8)");
+  const Row rows[] = {
+      {"b = [\"float8_e4m3\"]", "b = [\"float8_e4m3\", \"bogus\"]",
+       "s.toml:33: cross[1].b: a quantize pair compares one format with one other: b must "
+       "have exactly 1 entry, got 2"},
+      {"b = [\"float8_e4m3\"]", "b = [\"float8_e5m2\"]",
+       "s.toml:33: cross[1].b: 'float8_e5m2' is not in quantize_formats (valid: "
+       "float8_e4m3fn, float8_e4m3, int8)"},
+      {"a = \"float8_e4m3fn\"", "a = \"x\"",
+       "s.toml:32: cross[1].a: 'x' is not in quantize_formats (valid: float8_e4m3fn, "
+       "float8_e4m3, int8)"},
+  };
+  ExpectErrors(rows);
 }
 
 TEST(SweepSpecTest, CrossPairOfADtypeWithoutMatmulPlatformsIsAnError) {

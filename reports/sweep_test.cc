@@ -592,15 +592,24 @@ platforms = ["correctly-rounded-f32", "torch-cuda-f32", "torch-cpu-f32", "correc
 cross = [["torch-cuda-f32", "torch-cpu-f32"], ["hf-llama-rmsnorm-cuda-bf16", "nki-rmsnorm-tkg-bf16"]]
 )";
 
-absl::StatusOr<Report> RunComposite(const std::string& text, int shard_index = 0, int shard_count = 1) {
-  absl::StatusOr<SweepSpec> spec = ParseSweepSpec(text, "c.toml");
+// Parses `text` as the sweep file `file` and runs shard `shard_index` of `shard_count` on
+// `threads` threads, with the source tree's model directories (matmul/sum, composite, attention).
+absl::StatusOr<Report> RunSweepText(const std::string& text, const char* file, int shard_index,
+                                    int shard_count, int threads) {
+  absl::StatusOr<SweepSpec> spec = ParseSweepSpec(text, file);
   if (!spec.ok()) return spec.status();
   SweepOptions o;
   o.models_dir = FPCONFORM_MODELS_SOURCE_DIR;
   o.composite_models_dir = FPCONFORM_COMPOSITE_MODELS_DIR;
+  o.attention_models_dir = FPCONFORM_ATTENTION_MODELS_DIR;
   o.shard_index = shard_index;
   o.shard_count = shard_count;
+  o.threads = threads;
   return RunSweep(*spec, o);
+}
+
+absl::StatusOr<Report> RunComposite(const std::string& text, int shard_index = 0, int shard_count = 1) {
+  return RunSweepText(text, "c.toml", shard_index, shard_count, /*threads=*/1);
 }
 
 TEST(CompositeSweepTest, RowsCoverTheModelsBoundsAndCatchTheMutants) {
@@ -722,15 +731,7 @@ cross = [["flash-attention2-cuda-bf16", "nki-flash-fwd-bf16"], ["torch-math-sdpa
 
 absl::StatusOr<Report> RunAttention(const std::string& text, int shard_index = 0, int shard_count = 1,
                                     int threads = 1) {
-  absl::StatusOr<SweepSpec> spec = ParseSweepSpec(text, "a.toml");
-  if (!spec.ok()) return spec.status();
-  SweepOptions o;
-  o.models_dir = FPCONFORM_MODELS_SOURCE_DIR;
-  o.attention_models_dir = FPCONFORM_ATTENTION_MODELS_DIR;
-  o.shard_index = shard_index;
-  o.shard_count = shard_count;
-  o.threads = threads;
-  return RunSweep(*spec, o);
+  return RunSweepText(text, "a.toml", shard_index, shard_count, threads);
 }
 
 class AttentionSweepTest : public ::testing::Test {
