@@ -1,5 +1,6 @@
 // Sweep files (TOML) and command-line filters: see sweep.h and reports/standard_sweep.toml.
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -97,6 +98,28 @@ const toml::node* Element(const toml::node* n, std::string_view value) {
   return n;
 }
 
+// The elements of array a (key `field`): distinct integers in lo..hi, appended to `out`, each
+// also passed to `each` with its node (when set). False after an error (r failed).
+bool ReadDistinctInts(TomlReader& r, const toml::array& a, const std::string& field, int64_t lo, int64_t hi,
+                      std::vector<int64_t>& out,
+                      const std::function<void(int64_t, const toml::node&)>& each = nullptr) {
+  std::set<int64_t> seen;
+  for (const toml::node& e : a) {
+    const auto* k = e.as_integer();
+    if (k == nullptr || k->get() < lo || k->get() > hi) {
+      r.Fail(&e, field, Cat("must be integers in ", lo, "..", hi));
+      return false;
+    }
+    if (!seen.insert(k->get()).second) {
+      r.Fail(&e, field, Cat(k->get(), " listed twice"));
+      return false;
+    }
+    out.push_back(k->get());
+    if (each) each(k->get(), e);
+  }
+  return true;
+}
+
 // ks: distinct K values, each position remembered ("ks/<K>").
 void ReadKs(TomlReader& r, const toml::table& root, SweepSpec& spec) {
   if (!r.ok()) return;
@@ -106,16 +129,8 @@ void ReadKs(TomlReader& r, const toml::table& root, SweepSpec& spec) {
   if (ks == nullptr || ks->empty()) {
     return r.Fail(ks_node, "ks", "must be a non-empty array of integers K >= 1");
   }
-  std::set<int64_t> seen_ks;
-  for (const toml::node& e : *ks) {
-    const auto* k = e.as_integer();
-    if (k == nullptr || k->get() < 1 || k->get() > kMaxSweepK) {
-      return r.Fail(&e, "ks", Cat("must be integers in 1..", kMaxSweepK));
-    }
-    if (!seen_ks.insert(k->get()).second) return r.Fail(&e, "ks", Cat(k->get(), " listed twice"));
-    spec.ks.push_back(k->get());
-    Remember(spec, Cat("ks/", k->get()), e, "ks");
-  }
+  ReadDistinctInts(r, *ks, "ks", 1, kMaxSweepK, spec.ks,
+                   [&spec](int64_t k, const toml::node& e) { Remember(spec, Cat("ks/", k), e, "ks"); });
 }
 
 // A list of names from `valid` that must name at least one (ops, distributions).
@@ -212,6 +227,32 @@ void ReadDtypes(TomlReader& r, const toml::table& root, SweepSpec& spec) {
   }
 }
 
+// The optional key `cross` of [composite] or [attention] (`section`, table t) into `cross`:
+// [reference, port] pairs of two different models, each among `platforms`.
+void ReadModelPairs(TomlReader& r, const toml::table& t, std::string_view section,
+                    const std::vector<std::string>& platforms, std::vector<std::pair<std::string, std::string>>& cross) {
+  const toml::node* cn = t.get("cross");
+  if (cn == nullptr) return;
+  const std::string key = Cat(section, ".cross");
+  const toml::array* a = cn->as_array();
+  if (a == nullptr) return r.Fail(cn, key, "must be an array of [reference, port] pairs");
+  for (const toml::node& e : *a) {
+    const toml::array* pair = e.as_array();
+    const auto* ra = pair != nullptr && pair->size() == 2 ? (*pair)[0].as_string() : nullptr;
+    const auto* rb = pair != nullptr && pair->size() == 2 ? (*pair)[1].as_string() : nullptr;
+    if (ra == nullptr || rb == nullptr) {
+      return r.Fail(&e, key, "each entry must be a pair of model names [reference, port]");
+    }
+    for (const std::string& m : {ra->get(), rb->get()}) {
+      if (std::find(platforms.begin(), platforms.end(), m) == platforms.end()) {
+        return r.Fail(&e, key, Cat("'", m, "' is not in ", section, ".platforms"));
+      }
+    }
+    if (ra->get() == rb->get()) return r.Fail(&e, key, "a pair compares two different models");
+    cross.emplace_back(ra->get(), rb->get());
+  }
+}
+
 // [composite] (sweep.h): the composite kernels' functions, distributions, row lengths, elements
 // per unit, models and cross pairs (the models themselves are checked when the sweep runs).
 void ReadComposite(TomlReader& r, const toml::table& root, SweepSpec& spec) {
@@ -243,15 +284,7 @@ void ReadComposite(TomlReader& r, const toml::table& root, SweepSpec& spec) {
     if (a == nullptr || a->empty()) {
       return r.Fail(ln, "composite.lengths", "must be a non-empty array of row lengths");
     }
-    std::set<int64_t> seen;
-    for (const toml::node& e : *a) {
-      const auto* k = e.as_integer();
-      if (k == nullptr || k->get() < 1 || k->get() > kMaxSweepK) {
-        return r.Fail(&e, "composite.lengths", Cat("must be integers in 1..", kMaxSweepK));
-      }
-      if (!seen.insert(k->get()).second) return r.Fail(&e, "composite.lengths", Cat(k->get(), " listed twice"));
-      c.lengths.push_back(k->get());
-    }
+    if (!ReadDistinctInts(r, *a, "composite.lengths", 1, kMaxSweepK, c.lengths)) return;
   }
   const auto& axis = composite::AxisFunctionNames();
   for (const std::string& f : c.functions) {
@@ -263,25 +296,7 @@ void ReadComposite(TomlReader& r, const toml::table& root, SweepSpec& spec) {
   c.platforms = r.Strings(*t, "composite", "platforms", TomlKey::kRequired).value_or(std::vector<std::string>{});
   if (!r.ok()) return;
   if (c.platforms.empty()) return r.Fail(t->get("platforms"), "composite.platforms", "must name a model");
-  if (const toml::node* cn = t->get("cross")) {
-    const toml::array* a = cn->as_array();
-    if (a == nullptr) return r.Fail(cn, "composite.cross", "must be an array of [reference, port] pairs");
-    for (const toml::node& e : *a) {
-      const toml::array* pair = e.as_array();
-      const auto* ra = pair != nullptr && pair->size() == 2 ? (*pair)[0].as_string() : nullptr;
-      const auto* rb = pair != nullptr && pair->size() == 2 ? (*pair)[1].as_string() : nullptr;
-      if (ra == nullptr || rb == nullptr) {
-        return r.Fail(&e, "composite.cross", "each entry must be a pair of model names [reference, port]");
-      }
-      for (const std::string& m : {ra->get(), rb->get()}) {
-        if (std::find(c.platforms.begin(), c.platforms.end(), m) == c.platforms.end()) {
-          return r.Fail(&e, "composite.cross", Cat("'", m, "' is not in composite.platforms"));
-        }
-      }
-      if (ra->get() == rb->get()) return r.Fail(&e, "composite.cross", "a pair compares two different models");
-      c.cross.emplace_back(ra->get(), rb->get());
-    }
-  }
+  ReadModelPairs(r, *t, "composite", c.platforms, c.cross);
 }
 
 // A non-empty array of distinct integers in lo..hi (key of `prefix`); empty on an error.
@@ -299,19 +314,7 @@ std::vector<int64_t> DistinctInts(TomlReader& r, const toml::table& t, std::stri
     r.Fail(n, field, "must be a non-empty array of integers");
     return out;
   }
-  std::set<int64_t> seen;
-  for (const toml::node& e : *a) {
-    const auto* k = e.as_integer();
-    if (k == nullptr || k->get() < lo || k->get() > hi) {
-      r.Fail(&e, field, Cat("must be integers in ", lo, "..", hi));
-      return {};
-    }
-    if (!seen.insert(k->get()).second) {
-      r.Fail(&e, field, Cat(k->get(), " listed twice"));
-      return {};
-    }
-    out.push_back(k->get());
-  }
+  if (!ReadDistinctInts(r, *a, field, lo, hi, out)) return {};
   return out;
 }
 
@@ -354,25 +357,7 @@ void ReadAttention(TomlReader& r, const toml::table& root, SweepSpec& spec) {
   a.platforms = r.Strings(*t, "attention", "platforms", TomlKey::kRequired).value_or(std::vector<std::string>{});
   if (!r.ok()) return;
   if (a.platforms.empty()) return r.Fail(t->get("platforms"), "attention.platforms", "must name a model");
-  if (const toml::node* cn = t->get("cross")) {
-    const toml::array* arr = cn->as_array();
-    if (arr == nullptr) return r.Fail(cn, "attention.cross", "must be an array of [reference, port] pairs");
-    for (const toml::node& e : *arr) {
-      const toml::array* pair = e.as_array();
-      const auto* ra = pair != nullptr && pair->size() == 2 ? (*pair)[0].as_string() : nullptr;
-      const auto* rb = pair != nullptr && pair->size() == 2 ? (*pair)[1].as_string() : nullptr;
-      if (ra == nullptr || rb == nullptr) {
-        return r.Fail(&e, "attention.cross", "each entry must be a pair of model names [reference, port]");
-      }
-      for (const std::string& m : {ra->get(), rb->get()}) {
-        if (std::find(a.platforms.begin(), a.platforms.end(), m) == a.platforms.end()) {
-          return r.Fail(&e, "attention.cross", Cat("'", m, "' is not in attention.platforms"));
-        }
-      }
-      if (ra->get() == rb->get()) return r.Fail(&e, "attention.cross", "a pair compares two different models");
-      a.cross.emplace_back(ra->get(), rb->get());
-    }
-  }
+  ReadModelPairs(r, *t, "attention", a.platforms, a.cross);
 }
 
 // Every op of `ops` must be produced by some table (else it would silently add nothing).
