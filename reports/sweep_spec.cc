@@ -176,6 +176,31 @@ void ReadTopLevel(TomlReader& r, const toml::table& root, SweepSpec& spec) {
   spec.quantize_elements = r.Int(root, "", "quantize_elements", 1, kMaxSweepK).value_or(4096);
 }
 
+// Entry i of an array of tables ([[dtype]], [[cross]]: key `what`): the table, its keys checked
+// against `keys`, and its name, which must be new to `names` (where it is added).
+struct NamedEntry {
+  const toml::table* t = nullptr;
+  std::string where;  // "<what>[i]", the prefix of its fields in messages.
+  std::string name;
+};
+std::optional<NamedEntry> ReadNamedEntry(TomlReader& r, const toml::array& arr, size_t i, std::string_view what,
+                                         std::initializer_list<std::string_view> keys, std::set<std::string>& names) {
+  NamedEntry e{arr[i].as_table(), Cat(what, "[", i, "]"), ""};
+  if (e.t == nullptr) {
+    r.Fail(&arr[i], e.where, "must be a table");
+    return std::nullopt;
+  }
+  r.CheckKeys(*e.t, e.where, keys);
+  const std::optional<std::string> name = Name(r, *e.t, e.where, "name");
+  if (!name) return std::nullopt;
+  e.name = *name;
+  if (!names.insert(e.name).second) {
+    r.Fail(e.t->get("name"), e.where + ".name", Cat("duplicate '", e.name, "'"));
+    return std::nullopt;
+  }
+  return e;
+}
+
 // [[dtype]] tables.
 void ReadDtypes(TomlReader& r, const toml::table& root, SweepSpec& spec) {
   const toml::node* dn = root.get("dtype");
@@ -184,17 +209,13 @@ void ReadDtypes(TomlReader& r, const toml::table& root, SweepSpec& spec) {
   if (arr == nullptr) return r.Fail(dn, "dtype", "must be an array of tables ([[dtype]])");
   std::set<std::string> dtype_names;
   for (size_t i = 0; i < arr->size() && r.ok(); ++i) {
-    const toml::table* t = (*arr)[i].as_table();
-    const std::string where = Cat("dtype[", i, "]");
-    if (t == nullptr) return r.Fail(&(*arr)[i], where, "must be a table");
-    r.CheckKeys(*t, where, {"name", "matmul", "sum", "integer"});
+    const std::optional<NamedEntry> entry =
+        ReadNamedEntry(r, *arr, i, "dtype", {"name", "matmul", "sum", "integer"}, dtype_names);
+    if (!entry) return;
+    const toml::table* t = entry->t;
+    const std::string& where = entry->where;
     DtypeSpec d;
-    const std::optional<std::string> name = Name(r, *t, where, "name");
-    if (!name) return;
-    d.name = *name;
-    if (!dtype_names.insert(d.name).second) {
-      return r.Fail(t->get("name"), where + ".name", Cat("duplicate '", d.name, "'"));
-    }
+    d.name = entry->name;
     if (d.name == "quantize") {
       return r.Fail(t->get("name"), where + ".name",
                     "'quantize' is reserved (the dtype of quantize cross pairs)");
@@ -398,17 +419,13 @@ void ReadCrossPairs(TomlReader& r, const toml::table& root, SweepSpec& spec) {
   for (size_t i = 0; i < spec.dtypes.size(); ++i) dtype_index[spec.dtypes[i].name] = i;
   std::set<std::string> cross_names;
   for (size_t i = 0; i < arr->size() && r.ok(); ++i) {
-    const toml::table* t = (*arr)[i].as_table();
-    const std::string where = Cat("cross[", i, "]");
-    if (t == nullptr) return r.Fail(&(*arr)[i], where, "must be a table");
-    r.CheckKeys(*t, where, {"name", "dtype", "op", "a", "b"});
+    const std::optional<NamedEntry> entry =
+        ReadNamedEntry(r, *arr, i, "cross", {"name", "dtype", "op", "a", "b"}, cross_names);
+    if (!entry) return;
+    const toml::table* t = entry->t;
+    const std::string& where = entry->where;
     CrossSpec c;
-    const std::optional<std::string> name = Name(r, *t, where, "name");
-    if (!name) return;
-    c.name = *name;
-    if (!cross_names.insert(c.name).second) {
-      return r.Fail(t->get("name"), where + ".name", Cat("duplicate '", c.name, "'"));
-    }
+    c.name = entry->name;
     c.dtype = Name(r, *t, where, "dtype").value_or("");
     c.a = Name(r, *t, where, "a").value_or("");
     if (!r.ok()) return;
