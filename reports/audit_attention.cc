@@ -53,7 +53,7 @@ View4 ViewOf(const std::vector<int64_t>& shape) {
   return v;
 }
 
-class AttentionAuditOp : public AuditOp {
+class AttentionAuditOp : public EnclosureOp {
  public:
   AttentionAuditOp(const AttentionAuditInput& in, const AuditOptions& options) : in_(in), options_(options) {}
 
@@ -67,8 +67,6 @@ class AttentionAuditOp : public AuditOp {
     return std::min(head_end, e0 + kBlockRows * dv_);
   }
   absl::Status EmulateBlock(int64_t e0, int64_t e1, std::vector<std::vector<Emulated>>& emu) override;
-  std::unique_ptr<OpScratch> NewScratch() const override { return std::make_unique<Scratch>(); }
-  void Exact(int64_t e, bool in_block, OpScratch& s, ExactFacts& x) const override;
   Emulated EmulateOne(int64_t e, size_t p, OpScratch& s) const override;
   double AbsSum(int64_t e, OpScratch& s) const override;
   std::string Diagnose(int64_t e, size_t p, OpScratch& s, const ExactFacts& x, uint64_t y,
@@ -83,10 +81,7 @@ class AttentionAuditOp : public AuditOp {
   absl::Status EmulateAll(std::vector<uint64_t>& bits, std::vector<double>& lo, std::vector<double>& hi) const;
 
  private:
-  struct Scratch : OpScratch {
-    Mpfr x{64};
-    ExactEnclosure exact;
-  };
+  ExactEnclosure ExactOutsideBlock(int64_t e) const override;
   // A head's problem (its mask materialized into `mask` / `keep`).
   struct Head {
     AttentionProblem p;
@@ -129,11 +124,10 @@ class AttentionAuditOp : public AuditOp {
   bool bool_mask_ = false;
   std::vector<composite::AttentionModel> catalog_;
   std::vector<const composite::AttentionModel*> platforms_;  // nullptr: correctly rounded.
-  // The current block, and its head's problem (its spans point into it: never copied).
-  int64_t block_e0_ = 0;
+  // The current block's head and its problem (its spans point into it: never copied); its
+  // enclosures are EnclosureOp's.
   int64_t block_head_index_ = -1;
   Head block_head_;
-  std::vector<ExactEnclosure> block_exact_;
   // Under auto the pipeline runs the pass a second time when the best-explaining platform is not
   // the first (audit_op.h RunAudit); the first pass's blocks (exact enclosures and every
   // platform's values) are kept for it when they fit kCacheBytes, so that the oracle and every
@@ -599,20 +593,14 @@ absl::Status AttentionAuditOp::EmulateBlock(int64_t e0, int64_t e1, std::vector<
   return absl::OkStatus();
 }
 
-void AttentionAuditOp::Exact(int64_t e, bool in_block, OpScratch& scratch, ExactFacts& facts) const {
-  Scratch& s = static_cast<Scratch&>(scratch);
-  if (in_block) {
-    s.exact = block_exact_[static_cast<size_t>(e - block_e0_)];
-  } else {
-    const int64_t head_elems = q_.s * dv_;
-    const int64_t row = (e % head_elems) / dv_;
-    Head h;
-    RowHead(e / head_elems, row, in_.causal, h);
-    std::vector<ExactEnclosure> exact;
-    s.exact = Rows(h, 0, 1, exact, platforms_.size(), nullptr).ok() ? exact[static_cast<size_t>(e % dv_)]
-                                                                     : ExactEnclosure{NAN, NAN, NAN, false};
-  }
-  FactsFromEnclosure(s.exact, s.x, facts);
+ExactEnclosure AttentionAuditOp::ExactOutsideBlock(int64_t e) const {
+  const int64_t head_elems = q_.s * dv_;
+  const int64_t row = (e % head_elems) / dv_;
+  Head h;
+  RowHead(e / head_elems, row, in_.causal, h);
+  std::vector<ExactEnclosure> exact;
+  return Rows(h, 0, 1, exact, platforms_.size(), nullptr).ok() ? exact[static_cast<size_t>(e % dv_)]
+                                                                : ExactEnclosure{NAN, NAN, NAN, false};
 }
 
 Emulated AttentionAuditOp::EmulateOne(int64_t e, size_t p, OpScratch&) const {
@@ -642,9 +630,7 @@ std::string AttentionAuditOp::Diagnose(int64_t e, size_t, OpScratch&, const Exac
   const FormatSpec& out = *setup_.out_format;
   const double yd = ToDouble(out, y), ex = facts.x;
   const Relation rel(out, yd, bound);
-  const bool nonzero = std::fabs(ex) > rel.slack();
-  if (nonzero && yd == 0) return "zero where the exact value is not: element not written?";
-  if (nonzero && rel.Holds(-ex)) return "sign flipped (out = -exact)";
+  if (std::string d = rel.ZeroOrSignFlip(ex, "exact"); !d.empty()) return d;
   const int64_t head_elems = q_.s * dv_;
   const int64_t head = e / head_elems, row = (e % head_elems) / dv_, col = e % dv_;
   // A variant of the problem: does its exact value (rounded to the output, give or take the
@@ -767,10 +753,7 @@ std::string AttentionAuditOp::Diagnose(int64_t e, size_t, OpScratch&, const Exac
       }
     }
   }
-  if (nonzero) {
-    if (std::string p2 = rel.PowerOfTwo(ex); !p2.empty()) return p2;
-  }
-  return "no simple relation found";
+  return rel.PowerOfTwoOrNone(ex);
 }
 
 void AttentionAuditOp::RowScores(const Head& h, int64_t row, std::vector<double>& s) const {

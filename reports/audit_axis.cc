@@ -60,7 +60,7 @@ constexpr Variant kLayerNormVariants[] = {
 };
 constexpr double kOtherEps[] = {1e-5, 1e-6, 1e-8, 1e-12, 1e-3};
 
-class AxisAuditOp : public AuditOp {
+class AxisAuditOp : public EnclosureOp {
  public:
   AxisAuditOp(const AxisAuditInput& in, const AuditOptions& options) : in_(in), options_(options) {}
 
@@ -72,18 +72,13 @@ class AxisAuditOp : public AuditOp {
     return e0 + std::max<int64_t>(1, (int64_t{1} << 18) / slice) * slice;
   }
   absl::Status EmulateBlock(int64_t e0, int64_t e1, std::vector<std::vector<Emulated>>& emu) override;
-  std::unique_ptr<OpScratch> NewScratch() const override { return std::make_unique<Scratch>(); }
-  void Exact(int64_t e, bool in_block, OpScratch& s, ExactFacts& x) const override;
   Emulated EmulateOne(int64_t e, size_t p, OpScratch& s) const override;
   double AbsSum(int64_t e, OpScratch& s) const override;
   std::string Diagnose(int64_t e, size_t p, OpScratch& s, const ExactFacts& x, uint64_t y,
                        double bound) const override;
 
  private:
-  struct Scratch : OpScratch {
-    Mpfr x{64};
-    ExactEnclosure exact;
-  };
+  ExactEnclosure ExactOutsideBlock(int64_t e) const override;
   // The row of element e: its first element's flat index and its entry index i.
   int64_t RowStart(int64_t e) const { return (e / (n_ * inner_)) * n_ * inner_ + e % inner_; }
   int64_t EntryOf(int64_t e) const { return (e / inner_) % n_; }
@@ -92,6 +87,18 @@ class AxisAuditOp : public AuditOp {
     for (int64_t i = 0; i < n_; ++i) row[static_cast<size_t>(i)] = t.Bits(start + i * inner_);
   }
   AxisParams Params() const;
+  // The weight and bias, where given, into p (AxisParams or CompositeFunction::Row).
+  template <class P>
+  void SetWeightAndBias(P& p) const {
+    if (!weight_.empty()) {
+      p.weight_format = in_.weight->format;
+      p.weight = weight_;
+    }
+    if (!bias_.empty()) {
+      p.bias_format = in_.bias->format;
+      p.bias = bias_;
+    }
+  }
   CompositeFunction::Row ModelRow(std::span<const uint64_t> x, double eps) const;
   // Exact enclosures, and platform p's emulated values, of the row starting at `start`.
   absl::Status ExactRow(const std::vector<uint64_t>& x, std::vector<ExactEnclosure>& out) const;
@@ -106,9 +113,6 @@ class AxisAuditOp : public AuditOp {
   int64_t n_ = 1, inner_ = 1;
   std::vector<uint64_t> weight_, bias_;
   double eps_ = 0;
-  // The current block's exact enclosures (index e - block_e0_).
-  int64_t block_e0_ = 0;
-  std::vector<ExactEnclosure> block_exact_;
 };
 
 absl::Status AxisAuditOp::Init() {
@@ -192,28 +196,14 @@ absl::Status AxisAuditOp::Init() {
 AxisParams AxisAuditOp::Params() const {
   AxisParams p;
   p.eps = eps_ > 0 ? eps_ : 1e-5;
-  if (!weight_.empty()) {
-    p.weight_format = in_.weight->format;
-    p.weight = weight_;
-  }
-  if (!bias_.empty()) {
-    p.bias_format = in_.bias->format;
-    p.bias = bias_;
-  }
+  SetWeightAndBias(p);
   return p;
 }
 
 CompositeFunction::Row AxisAuditOp::ModelRow(std::span<const uint64_t> x, double eps) const {
   CompositeFunction::Row row;
   row.x = x;
-  if (!weight_.empty()) {
-    row.weight_format = in_.weight->format;
-    row.weight = weight_;
-  }
-  if (!bias_.empty()) {
-    row.bias_format = in_.bias->format;
-    row.bias = bias_;
-  }
+  SetWeightAndBias(row);
   row.eps = eps;
   return row;
 }
@@ -292,17 +282,11 @@ absl::Status AxisAuditOp::EmulateBlock(int64_t e0, int64_t e1, std::vector<std::
   return absl::OkStatus();
 }
 
-void AxisAuditOp::Exact(int64_t e, bool in_block, OpScratch& scratch, ExactFacts& facts) const {
-  Scratch& s = static_cast<Scratch&>(scratch);
-  if (in_block) {
-    s.exact = block_exact_[static_cast<size_t>(e - block_e0_)];
-  } else {
-    std::vector<uint64_t> x;
-    std::vector<ExactEnclosure> exact;
-    ReadRow(*in_.x, RowStart(e), x);
-    s.exact = ExactRow(x, exact).ok() ? exact[static_cast<size_t>(EntryOf(e))] : ExactEnclosure{NAN, NAN, NAN, false};
-  }
-  FactsFromEnclosure(s.exact, s.x, facts);
+ExactEnclosure AxisAuditOp::ExactOutsideBlock(int64_t e) const {
+  std::vector<uint64_t> x;
+  std::vector<ExactEnclosure> exact;
+  ReadRow(*in_.x, RowStart(e), x);
+  return ExactRow(x, exact).ok() ? exact[static_cast<size_t>(EntryOf(e))] : ExactEnclosure{NAN, NAN, NAN, false};
 }
 
 Emulated AxisAuditOp::EmulateOne(int64_t e, size_t p, OpScratch&) const {
@@ -324,9 +308,7 @@ std::string AxisAuditOp::Diagnose(int64_t e, size_t p, OpScratch&, const ExactFa
   const double yd = ToDouble(out, y), ex = facts.x;
   const Relation rel(out, yd, bound);
   const auto holds = [&](double r) { return rel.Holds(r); };
-  const bool nonzero = std::fabs(ex) > rel.slack();
-  if (nonzero && yd == 0) return "zero where the exact value is not: element not written?";
-  if (nonzero && holds(-ex)) return Cat("sign flipped (out = -", in_.op, "(x))");
+  if (std::string d = rel.ZeroOrSignFlip(ex, Cat(in_.op, "(x)")); !d.empty()) return d;
   std::vector<uint64_t> x;
   ReadRow(*in_.x, RowStart(e), x);
   const size_t i = static_cast<size_t>(EntryOf(e));
@@ -395,10 +377,7 @@ std::string AxisAuditOp::Diagnose(int64_t e, size_t p, OpScratch&, const ExactFa
       return Cat(in_.op, " along axis ", d, ", not ", axis_, ": the wrong axis?");
     }
   }
-  if (nonzero) {
-    if (std::string p2 = rel.PowerOfTwo(ex); !p2.empty()) return p2;
-  }
-  return "no simple relation found";
+  return rel.PowerOfTwoOrNone(ex);
 }
 
 }  // namespace

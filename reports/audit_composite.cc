@@ -94,6 +94,12 @@ absl::Status CompositePlatforms::Resolve(composite::CompositeKind kind, const st
   return absl::OkStatus();
 }
 
+void EnclosureOp::Exact(int64_t e, bool in_block, OpScratch& scratch, ExactFacts& facts) const {
+  Scratch& s = static_cast<Scratch&>(scratch);
+  s.exact = in_block ? block_exact_[static_cast<size_t>(e - block_e0_)] : ExactOutsideBlock(e);
+  FactsFromEnclosure(s.exact, s.x, facts);
+}
+
 void FactsFromEnclosure(const ExactEnclosure& x, Mpfr& value, ExactFacts& facts) {
   facts = ExactFacts{};
   facts.nan = std::isnan(x.nearest);

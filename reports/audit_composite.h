@@ -1,11 +1,13 @@
 // What the composite ops of the audit pipeline share (internal): the elementwise and axis audits
 // (audit_elementwise.cc, audit_axis.cc) resolve their platforms among composite models
 // (composite/model.h) and turn a model's value and enclosure into the pipeline's emulated bits
-// and bound.
+// and bound; they and the attention audit (audit_attention.cc) know exact values by binary64
+// enclosures (EnclosureOp).
 #ifndef FPCONFORM_REPORTS_AUDIT_COMPOSITE_H_
 #define FPCONFORM_REPORTS_AUDIT_COMPOSITE_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -49,6 +51,30 @@ Emulated EmulatedFromEnclosure(uint64_t bits, double lo, double hi, const Format
 // such; an enclosure beyond binary64's range counts as the infinity of its sign (no finite error
 // measure holds there).
 void FactsFromEnclosure(const ExactEnclosure& x, Mpfr& value, ExactFacts& facts);
+
+// The base of the ops whose exact values are binary64 enclosures (the elementwise, axis and
+// attention audits): the current block's enclosures, which EmulateBlock fills, a scratch holding
+// one element's enclosure, and Exact from them.
+class EnclosureOp : public AuditOp {
+ public:
+  std::unique_ptr<OpScratch> NewScratch() const override { return std::make_unique<Scratch>(); }
+  // Element e's enclosure, the block's (in_block) or ExactOutsideBlock(e), into the scratch and,
+  // by FactsFromEnclosure, into x.
+  void Exact(int64_t e, bool in_block, OpScratch& s, ExactFacts& x) const override;
+
+ protected:
+  struct Scratch : OpScratch {
+    Mpfr x{64};
+    ExactEnclosure exact;
+  };
+  // Element e's enclosure when it is not in the current block (a listed element's evidence);
+  // {NaN, NaN, NaN, false} when it cannot be computed.
+  virtual ExactEnclosure ExactOutsideBlock(int64_t e) const = 0;
+
+  // The current block's exact enclosures (index e - block_e0_).
+  int64_t block_e0_ = 0;
+  std::vector<ExactEnclosure> block_exact_;
+};
 
 }  // namespace fpconform::reports::audit_internal
 

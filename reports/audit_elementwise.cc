@@ -23,7 +23,7 @@ using composite::CompositeFunction;
 using composite::CompositeModel;
 using composite::Enclosure;
 
-class ElementwiseOp : public AuditOp {
+class ElementwiseOp : public EnclosureOp {
  public:
   ElementwiseOp(const ElementwiseAuditInput& in, const AuditOptions& options)
       : in_(in), options_(options) {}
@@ -33,18 +33,15 @@ class ElementwiseOp : public AuditOp {
   const char* Name() const override { return "elementwise"; }
   int64_t BlockEnd(int64_t e0) const override { return e0 + (1 << 16); }
   absl::Status EmulateBlock(int64_t e0, int64_t e1, std::vector<std::vector<Emulated>>& emu) override;
-  std::unique_ptr<OpScratch> NewScratch() const override { return std::make_unique<Scratch>(); }
-  void Exact(int64_t e, bool in_block, OpScratch& s, ExactFacts& x) const override;
   Emulated EmulateOne(int64_t e, size_t p, OpScratch& s) const override;
   double AbsSum(int64_t e, OpScratch& s) const override;
   std::string Diagnose(int64_t e, size_t p, OpScratch& s, const ExactFacts& x, uint64_t y,
                        double bound) const override;
 
  private:
-  struct Scratch : OpScratch {
-    Mpfr x{64};
-    ExactEnclosure exact;
-  };
+  // A listed element's enclosure: the tightest (ElementaryEnclose, for its evidence); the hot
+  // pass takes the block's fast ones.
+  ExactEnclosure ExactOutsideBlock(int64_t e) const override;
   // The exact value of fn(x): the certified binary64 enclosure where it applies (a few ulps of
   // binary64 wide), ElementaryEnclose (MPFR) elsewhere.
   ExactEnclosure FastExact(uint64_t x) const;
@@ -57,9 +54,6 @@ class ElementwiseOp : public AuditOp {
   const AuditOptions& options_;
   ElementaryFn fn_ = ElementaryFn::kExp;
   CompositePlatforms platforms_;
-  // The current block's exact enclosures (index e - block_e0_).
-  int64_t block_e0_ = 0;
-  std::vector<ExactEnclosure> block_exact_;
   const FormatSpec* in_format_ = nullptr;
 };
 
@@ -165,12 +159,8 @@ absl::Status ElementwiseOp::EmulateBlock(int64_t e0, int64_t e1,
   return absl::OkStatus();
 }
 
-void ElementwiseOp::Exact(int64_t e, bool in_block, OpScratch& scratch, ExactFacts& facts) const {
-  Scratch& s = static_cast<Scratch&>(scratch);
-  // The hot pass: the block's fast enclosures; a listed element: the tightest (for its evidence).
-  s.exact = in_block ? block_exact_[static_cast<size_t>(e - block_e0_)]
-                     : ElementaryEnclose(fn_, *in_format_, in_.x->Bits(e), OpEnv{});
-  FactsFromEnclosure(s.exact, s.x, facts);
+ExactEnclosure ElementwiseOp::ExactOutsideBlock(int64_t e) const {
+  return ElementaryEnclose(fn_, *in_format_, in_.x->Bits(e), OpEnv{});
 }
 
 Emulated ElementwiseOp::EmulateOne(int64_t e, size_t p, OpScratch& scratch) const {
@@ -188,9 +178,7 @@ std::string ElementwiseOp::Diagnose(int64_t e, size_t p, OpScratch&, const Exact
   const double yd = ToDouble(out, y), ex = facts.x;
   const Relation rel(out, yd, bound);
   const auto holds = [&](double r) { return rel.Holds(r); };
-  const bool nonzero = std::fabs(ex) > rel.slack();
-  if (nonzero && yd == 0) return "zero where the exact value is not: element not written?";
-  if (nonzero && holds(-ex)) return Cat("sign flipped (out = -", in_.fn, "(x))");
+  if (std::string d = rel.ZeroOrSignFlip(ex, Cat(in_.fn, "(x)")); !d.empty()) return d;
   // Another function of the list, correctly rounded: the other GELU form first.
   std::vector<ElementaryFn> others;
   if (fn_ == ElementaryFn::kGelu) others.push_back(ElementaryFn::kGeluTanh);
@@ -222,14 +210,11 @@ std::string ElementwiseOp::Diagnose(int64_t e, size_t p, OpScratch&, const Exact
   if (in_format_ != &BFloat16()) {
     const uint64_t xb = Convert(*in_format_, BFloat16(), x, OpEnv{}).bits;
     const uint64_t v = ElementaryRound(fn_, BFloat16(), xb, out, OpEnv{}).bits;
-    if (v == y || (nonzero && holds(ToDouble(out, v)) && v != Rounded(fn_, x))) {
+    if (v == y || (rel.Nonzero(ex) && holds(ToDouble(out, v)) && v != Rounded(fn_, x))) {
       return Cat("the input rounded to bfloat16 first (out = ", in_.fn, "(bfloat16(x)))");
     }
   }
-  if (nonzero) {
-    if (std::string p2 = rel.PowerOfTwo(ex); !p2.empty()) return p2;
-  }
-  return "no simple relation found";
+  return rel.PowerOfTwoOrNone(ex);
 }
 
 }  // namespace

@@ -474,6 +474,30 @@ std::string CsvField(const std::string& v) {
   return o + "\"";
 }
 
+// The document of r (an AuditResult or a CompareResult): each of `keys` that has(r, key) says it
+// has, in that order, with its section.
+template <class R, size_t N>
+ojson JsonTree(const R& r, const std::array<const char*, N>& keys, bool (*has)(const R&, std::string_view),
+               ojson (*section)(const R&, std::string_view, JsonForm), JsonForm form) {
+  ojson j;
+  for (const char* key : keys) {
+    if (has(r, key)) j[key] = section(r, key, form);
+  }
+  return j;
+}
+
+// A compare's side-at-fault counts and listed elements (CompareResult, and its LseCompare).
+template <class C>
+ojson AtFaultJson(const C& c) {
+  return {{"ref", c.fault_ref}, {"port", c.fault_port}, {"both", c.fault_both}, {"neither", c.fault_neither}};
+}
+template <class C>
+ojson ListedJson(const C& c) {
+  ojson listed = ojson::array();
+  for (const auto& [index, side] : c.listed) listed.push_back({{"index", index}, {"at_fault", side}});
+  return listed;
+}
+
 }  // namespace
 
 bool AuditJsonHas(const AuditResult& r, std::string_view key) {
@@ -524,11 +548,7 @@ ojson AuditJsonSection(const AuditResult& r, std::string_view key, JsonForm form
 }
 
 ojson AuditJsonTree(const AuditResult& r, JsonForm form) {
-  ojson j;
-  for (const char* key : kAuditJsonKeys) {
-    if (AuditJsonHas(r, key)) j[key] = AuditJsonSection(r, key, form);
-  }
-  return j;
+  return JsonTree(r, kAuditJsonKeys, AuditJsonHas, AuditJsonSection, form);
 }
 
 std::string AuditToJson(const AuditResult& r) { return AuditJsonTree(r, JsonForm::kFile).dump(1) + "\n"; }
@@ -545,22 +565,14 @@ ojson CompareJsonSection(const CompareResult& c, std::string_view key, JsonForm 
   if (key == "verdict") return AuditVerdictName(c.verdict);
   if (key == "consistent") return c.consistent;
   if (key == "inconsistent") return c.inconsistent;
-  if (key == "at_fault") {
-    return {{"ref", c.fault_ref}, {"port", c.fault_port}, {"both", c.fault_both}, {"neither", c.fault_neither}};
-  }
-  if (key == "listed") {
-    ojson listed = ojson::array();
-    for (const auto& [index, side] : c.listed) listed.push_back({{"index", index}, {"at_fault", side}});
-    return listed;
-  }
+  if (key == "at_fault") return AtFaultJson(c);
+  if (key == "listed") return ListedJson(c);
   if (key == "lse") {  // AUDIT.md "compare attention --lse".
     const CompareResult::LseCompare& l = c.lse;
-    ojson listed = ojson::array();
-    for (const auto& [index, side] : l.listed) listed.push_back({{"index", index}, {"at_fault", side}});
     return {{"consistent", l.consistent},
             {"inconsistent", l.inconsistent},
-            {"at_fault", {{"ref", l.fault_ref}, {"port", l.fault_port}, {"both", l.fault_both}, {"neither", l.fault_neither}}},
-            {"listed", listed}};
+            {"at_fault", AtFaultJson(l)},
+            {"listed", ListedJson(l)}};
   }
   if (key == "notes") return c.notes;
   if (key == "ref") return AuditJsonTree(c.ref, form);
@@ -569,11 +581,7 @@ ojson CompareJsonSection(const CompareResult& c, std::string_view key, JsonForm 
 }
 
 ojson CompareJsonTree(const CompareResult& c, JsonForm form) {
-  ojson j;
-  for (const char* key : kCompareJsonKeys) {
-    if (CompareJsonHas(c, key)) j[key] = CompareJsonSection(c, key, form);
-  }
-  return j;
+  return JsonTree(c, kCompareJsonKeys, CompareJsonHas, CompareJsonSection, form);
 }
 
 std::string CompareToJson(const CompareResult& c) { return CompareJsonTree(c, JsonForm::kFile).dump(1) + "\n"; }

@@ -10,6 +10,7 @@
 #include "base/str_cat.h"
 #include "formats/ops.h"
 #include "oracles/error_measures.h"
+#include "reports/report.h"
 
 namespace fpconform::reports::audit_internal {
 
@@ -30,13 +31,7 @@ std::string MpfrHex(mpfr_srcptr x) {
   return r;
 }
 
-std::string Num(double v) {
-  if (std::isnan(v)) return "nan";
-  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%.6g", v);
-  return buf;
-}
+std::string Num(double v) { return FormatSignificant(v, 6); }
 
 std::string ShapeText(const std::vector<int64_t>& shape) {
   std::string s = "[";
@@ -63,6 +58,20 @@ std::string Relation::PowerOfTwo(double x) const {
     if (Holds(std::ldexp(x, -k))) return Cat("off by a factor of 2^-", k, k == 1 ? " (halved)" : "");
   }
   return "";
+}
+
+std::string Relation::ZeroOrSignFlip(double ex, std::string_view negated) const {
+  if (!Nonzero(ex)) return "";
+  if (y_ == 0) return "zero where the exact value is not: element not written?";
+  if (Holds(-ex)) return Cat("sign flipped (out = -", negated, ")");
+  return "";
+}
+
+std::string Relation::PowerOfTwoOrNone(double ex) const {
+  if (Nonzero(ex)) {
+    if (std::string p2 = PowerOfTwo(ex); !p2.empty()) return p2;
+  }
+  return "no simple relation found";
 }
 
 void ParallelFor(int64_t n, int threads, const std::function<void(int64_t, int64_t)>& body) {

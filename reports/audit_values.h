@@ -6,9 +6,11 @@
 
 #include <mpfr.h>
 
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "formats/format_spec.h"
@@ -51,6 +53,16 @@ class Relation {
   // y = 2^+-k x; "" when none holds.
   std::string PowerOfTwo(double x) const;
   double slack() const { return slack_; }
+  // Whether the exact value ex (rounded to double) lies farther from 0 than the slack: only then
+  // do a zero y, a sign flip or a power-of-two factor tell anything.
+  bool Nonzero(double ex) const { return std::fabs(ex) > slack_; }
+
+  // The relations an op's diagnosis tries first, for exact value ex: "zero where the exact value
+  // is not: element not written?", "sign flipped (out = -<negated>)"; "" when neither holds.
+  std::string ZeroOrSignFlip(double ex, std::string_view negated) const;
+  // The one it tries last: PowerOfTwo(ex) when Nonzero(ex), else (or when that is "") "no simple
+  // relation found".
+  std::string PowerOfTwoOrNone(double ex) const;
 
  private:
   const FormatSpec& out_;

@@ -87,6 +87,13 @@ def _cell(value, col_type, path):
   raise ReportError("%s: expected string, got %s" % (path, _type_name(value)))
 
 
+def _expect(value, kind, path):
+  """Returns value; raises ReportError unless it is a JSON `kind` ("object" or "array")."""
+  if not isinstance(value, dict if kind == "object" else list):
+    raise ReportError("%s: expected %s, got %s" % (path, kind, _type_name(value)))
+  return value
+
+
 def _string_field(obj, key, path, required):
   value = obj.get(key)
   if value is None and not required:
@@ -131,8 +138,7 @@ def load_report(path):
     raise ReportError("not UTF-8: %s" % e)
   except ValueError as e:
     raise ReportError("invalid JSON: %s" % e)
-  if not isinstance(doc, dict):
-    raise ReportError("top level: expected object, got %s" % _type_name(doc))
+  _expect(doc, "object", "top level")
   if "fpconform_report" not in doc:
     raise ReportError('not an fpconform report (no "fpconform_report" key)')
   version = doc["fpconform_report"]
@@ -140,33 +146,25 @@ def load_report(path):
     raise ReportError("fpconform_report: unsupported version %s (this script reads %d)" %
                       (json.dumps(version), SUPPORTED_VERSION))
   provenance = []
-  prov = doc.get("provenance", [])
-  if not isinstance(prov, list):
-    raise ReportError("provenance: expected array, got %s" % _type_name(prov))
+  prov = _expect(doc.get("provenance", []), "array", "provenance")
   for i, entry in enumerate(prov):
     if (not isinstance(entry, list) or len(entry) != 2 or
         not all(isinstance(x, str) for x in entry)):
       raise ReportError("provenance[%d]: expected [\"key\", \"value\"]" % i)
     provenance.append((entry[0], entry[1]))
-  raw_tables = doc.get("tables", [])
-  if not isinstance(raw_tables, list):
-    raise ReportError("tables: expected array, got %s" % _type_name(raw_tables))
+  raw_tables = _expect(doc.get("tables", []), "array", "tables")
   tables = []
   for t, raw in enumerate(raw_tables):
     tpath = "tables[%d]" % t
-    if not isinstance(raw, dict):
-      raise ReportError("%s: expected object, got %s" % (tpath, _type_name(raw)))
+    _expect(raw, "object", tpath)
     name = _string_field(raw, "name", tpath, True)
     title = _string_field(raw, "title", tpath, False)
     description = _string_field(raw, "description", tpath, False)
-    raw_cols = raw.get("columns")
-    if not isinstance(raw_cols, list):
-      raise ReportError("%s.columns: expected array, got %s" % (tpath, _type_name(raw_cols)))
+    raw_cols = _expect(raw.get("columns"), "array", tpath + ".columns")
     columns = []
     for c, col in enumerate(raw_cols):
       cpath = "%s.columns[%d]" % (tpath, c)
-      if not isinstance(col, dict):
-        raise ReportError("%s: expected object, got %s" % (cpath, _type_name(col)))
+      _expect(col, "object", cpath)
       col_type = _string_field(col, "type", cpath, True)
       if col_type not in CELL_TYPES:
         raise ReportError('%s.type: expected "int", "float" or "string", got "%s"' %
@@ -177,14 +175,11 @@ def load_report(path):
           "unit": _string_field(col, "unit", cpath, False),
           "description": _string_field(col, "description", cpath, False),
       })
-    raw_rows = raw.get("rows", [])
-    if not isinstance(raw_rows, list):
-      raise ReportError("%s.rows: expected array, got %s" % (tpath, _type_name(raw_rows)))
+    raw_rows = _expect(raw.get("rows", []), "array", tpath + ".rows")
     rows = []
     for r, row in enumerate(raw_rows):
       rpath = "%s.rows[%d]" % (tpath, r)
-      if not isinstance(row, list):
-        raise ReportError("%s: expected array, got %s" % (rpath, _type_name(row)))
+      _expect(row, "array", rpath)
       if len(row) != len(columns):
         raise ReportError("%s: %d cells for %d columns" % (rpath, len(row), len(columns)))
       rows.append([
@@ -467,34 +462,42 @@ class Plotter:
                  bbox_to_anchor=(0.5, 0.0), ncol=ncol, frameon=False, fontsize="small")
     return fig, axes
 
-  def _series_legend(self, names, styles):
-    return [(self.Line2D([], [], color=styles[n][0], marker=styles[n][1]), self.label(n))
-            for n in names]
+  def _series_legend(self, names, styles, solid_label, dashed_label):
+    """One entry per series, then what the solid and the dashed lines show."""
+    legend = [(self.Line2D([], [], color=styles[n][0], marker=styles[n][1]), self.label(n))
+              for n in names]
+    legend.append((self.Line2D([], [], color="black", linestyle="-"), solid_label))
+    legend.append((self.Line2D([], [], color="black", linestyle="--"), dashed_label))
+    return legend
+
+  @staticmethod
+  def _plot_solid_dashed(ax, names, styles, solid, dashed):
+    """Per series: solid[name] (with markers) and dashed[name], each an (xs, ys) pair where the
+    series has one. Returns whether anything was drawn."""
+    any_pts = False
+    for name in names:
+      colour, marker = styles[name]
+      xs, ys = solid.get(name, ([], []))
+      if xs:
+        ax.plot(xs, ys, color=colour, marker=marker, linestyle="-")
+        any_pts = True
+      xs, ys = dashed.get(name, ([], []))
+      if xs:
+        ax.plot(xs, ys, color=colour, linestyle="--")
+        any_pts = True
+    return any_pts
 
   def tolerance_figure(self, title, bn_obs, bn_rec, rtol, torch_rtols):
     """Left: bn_max (solid) and rec_bn (dashed); right: rec_rtol and torch's default rtol."""
     names = sorted(set(bn_obs) | set(bn_rec) | set(rtol))
     styles = {n: self.style(n) for n in names}
     any_right = any(rtol.get(n, ([], []))[0] for n in names)
-    legend = self._series_legend(names, styles)
-    legend.append((self.Line2D([], [], color="black", linestyle="-"), "observed bn_max"))
-    legend.append((self.Line2D([], [], color="black", linestyle="--"), "recommended rec_bn"))
+    legend = self._series_legend(names, styles, "observed bn_max", "recommended rec_bn")
     if any_right and torch_rtols:
       legend.append((self.Line2D([], [], color="grey"),
                      "torch default rtol (%s)" % ", ".join(fmt_short(v) for v in torch_rtols)))
     fig, (left, right) = self.new_figure(2, 10.5, legend)
-    any_left = False
-    for name in names:
-      colour, marker = styles[name]
-      xs, ys = bn_obs.get(name, ([], []))
-      if xs:
-        left.plot(xs, ys, color=colour, marker=marker, linestyle="-")
-        any_left = True
-      xs, ys = bn_rec.get(name, ([], []))
-      if xs:
-        left.plot(xs, ys, color=colour, linestyle="--")
-        any_left = True
-    self._log_axes(left, any_left)
+    self._log_axes(left, self._plot_solid_dashed(left, names, styles, bn_obs, bn_rec))
     left.set_xlabel("K (reduction length)")
     left.set_ylabel("bound-normalized error (u·Σ|a·b| units)")
     left.set_title("observed max (solid) and recommended (dashed)", fontsize="medium")
@@ -519,22 +522,9 @@ class Plotter:
     styles = {}
     for i, name in enumerate(names):
       styles[name] = (palette(i % palette.N), MARKERS[(i // palette.N) % len(MARKERS)])
-    legend = self._series_legend(names, styles)
-    legend.append((self.Line2D([], [], color="black", linestyle="-"), "diff_bn_max"))
-    legend.append((self.Line2D([], [], color="black", linestyle="--"), "rec_bn"))
+    legend = self._series_legend(names, styles, "diff_bn_max", "rec_bn")
     fig, ax = self.new_figure(1, 7.5, legend)
-    any_pts = False
-    for name in names:
-      colour, marker = styles[name]
-      xs, ys = diff.get(name, ([], []))
-      if xs:
-        ax.plot(xs, ys, color=colour, marker=marker, linestyle="-")
-        any_pts = True
-      xs, ys = rec.get(name, ([], []))
-      if xs:
-        ax.plot(xs, ys, color=colour, linestyle="--")
-        any_pts = True
-    self._log_axes(ax, any_pts)
+    self._log_axes(ax, self._plot_solid_dashed(ax, names, styles, diff, rec))
     ax.set_xlabel("K (reduction length)")
     ax.set_ylabel("bound-normalized difference")
     ax.set_title("max difference between platforms (solid) and recommended rec_bn (dashed)",
@@ -584,13 +574,23 @@ def table_intro(table):
   return "\n".join(parts)
 
 
-def tolerance_section(table, plotter):
-  need = ("op", "dtype", "platform", "k", "bn_max", "rec_bn", "rec_rtol")
+def section_start(table, heading, need, verb):
+  """A section's heading and table intro, and whether the table has every column in `need`;
+  when it lacks some, a line saying that the section cannot `verb` ("plot", "show") without them
+  ends the parts. Returns (parts, complete)."""
   missing = [c for c in need if c not in table.index]
-  out = ['<h2 id="tolerance">Tolerance by operation and format</h2>', table_intro(table)]
+  out = [heading, table_intro(table)]
   if missing:
-    out.append("<p>Cannot plot: the table lacks column(s) %s.</p>" %
-               ", ".join("<code>%s</code>" % esc(c) for c in missing))
+    out.append("<p>Cannot %s: the table lacks column(s) %s.</p>" %
+               (verb, ", ".join("<code>%s</code>" % esc(c) for c in missing)))
+  return out, not missing
+
+
+def tolerance_section(table, plotter):
+  out, complete = section_start(
+      table, '<h2 id="tolerance">Tolerance by operation and format</h2>',
+      ("op", "dtype", "platform", "k", "bn_max", "rec_bn", "rec_rtol"), "plot")
+  if not complete:
     return "\n".join(out)
   groups = {}
   for row in table.rows:
@@ -635,12 +635,10 @@ def tolerance_section(table, plotter):
 
 
 def cross_section(table, plotter):
-  need = ("name", "k", "diff_bn_max", "rec_bn")
-  missing = [c for c in need if c not in table.index]
-  out = ['<h2 id="cross-platform">Cross-platform differences</h2>', table_intro(table)]
-  if missing:
-    out.append("<p>Cannot plot: the table lacks column(s) %s.</p>" %
-               ", ".join("<code>%s</code>" % esc(c) for c in missing))
+  out, complete = section_start(
+      table, '<h2 id="cross-platform">Cross-platform differences</h2>',
+      ("name", "k", "diff_bn_max", "rec_bn"), "plot")
+  if not complete:
     return "\n".join(out)
   # A pair name seen with several (op, dtype) combinations gets them in its label.
   combos = {}
@@ -687,12 +685,10 @@ def fmt_percent(v):
 
 
 def power_section(table):
-  need = ("dtype", "platform", "mutation", "k", "rejected_assert_close")
-  missing = [c for c in need if c not in table.index]
-  out = ['<h2 id="power">Rejection power</h2>', table_intro(table)]
-  if missing:
-    out.append("<p>Cannot show: the table lacks column(s) %s.</p>" %
-               ", ".join("<code>%s</code>" % esc(c) for c in missing))
+  out, complete = section_start(
+      table, '<h2 id="power">Rejection power</h2>',
+      ("dtype", "platform", "mutation", "k", "rejected_assert_close"), "show")
+  if not complete:
     return "\n".join(out)
   rows = [r for r in table.rows if table.get(r, "distribution") == "normal"] \
       if "distribution" in table.index else list(table.rows)

@@ -91,6 +91,14 @@ std::string FormatDouble(double v) {
   return std::string(buf, r.ptr);
 }
 
+std::string FormatSignificant(double v, int digits) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*g", digits, v);
+  return buf;
+}
+
 const char* ColumnTypeName(ColumnType t) {
   switch (t) {
     case ColumnType::kInt:
@@ -193,34 +201,30 @@ absl::Status Validate(const Report& report) {
 
 std::string ToJson(const Report& report) {
   std::string out = "{\n  \"fpconform_report\": 1,\n  \"provenance\": [";
+  // Appends `before` (punctuation and a key) and `value` as a JSON string.
+  const auto field = [&out](const char* before, std::string_view value) {
+    out += before;
+    AppendJsonString(out, value);
+  };
   for (size_t i = 0; i < report.provenance.size(); ++i) {
-    out += i == 0 ? "\n    [" : ",\n    [";
-    AppendJsonString(out, report.provenance[i].first);
-    out += ", ";
-    AppendJsonString(out, report.provenance[i].second);
+    field(i == 0 ? "\n    [" : ",\n    [", report.provenance[i].first);
+    field(", ", report.provenance[i].second);
     out += "]";
   }
   out += "\n  ],\n  \"tables\": [";
   for (size_t ti = 0; ti < report.tables.size(); ++ti) {
     const Table& t = report.tables[ti];
     out += ti == 0 ? "\n    {" : ",\n    {";
-    out += "\"name\": ";
-    AppendJsonString(out, t.name);
-    out += ", \"title\": ";
-    AppendJsonString(out, t.title);
-    out += ",\n     \"description\": ";
-    AppendJsonString(out, t.description);
+    field("\"name\": ", t.name);
+    field(", \"title\": ", t.title);
+    field(",\n     \"description\": ", t.description);
     out += ",\n     \"columns\": [";
     for (size_t c = 0; c < t.columns.size(); ++c) {
       out += c == 0 ? "\n      {" : ",\n      {";
-      out += "\"name\": ";
-      AppendJsonString(out, t.columns[c].name);
-      out += ", \"type\": ";
-      AppendJsonString(out, ColumnTypeName(t.columns[c].type));
-      out += ", \"unit\": ";
-      AppendJsonString(out, t.columns[c].unit);
-      out += ", \"description\": ";
-      AppendJsonString(out, t.columns[c].description);
+      field("\"name\": ", t.columns[c].name);
+      field(", \"type\": ", ColumnTypeName(t.columns[c].type));
+      field(", \"unit\": ", t.columns[c].unit);
+      field(", \"description\": ", t.columns[c].description);
       out += "}";
     }
     out += "\n     ],\n     \"rows\": [";

@@ -122,6 +122,8 @@ const char* ColumnTypeName(ColumnType t);
 
 // Shortest decimal that reads back to the same double; "inf", "-inf", "nan" otherwise.
 std::string FormatDouble(double v);
+// v with `digits` significant digits (printf's "%.*g"); "inf", "-inf", "nan" otherwise.
+std::string FormatSignificant(double v, int digits);
 
 // Checks that every row has one cell per column and every cell matches its column's type.
 absl::Status Validate(const Report& report);

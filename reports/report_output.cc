@@ -2,9 +2,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <initializer_list>
 #include <map>
 #include <set>
+#include <string_view>
 #include <tuple>
+#include <utility>
+#include <vector>
 
 #include "base/isa.h"
 #include "base/str_cat.h"
@@ -39,13 +43,7 @@ struct RowView {
   bool Has(std::string_view c) const { return !std::holds_alternative<std::monostate>(At(c)); }
 };
 
-std::string G3(double v) {
-  if (std::isnan(v)) return "n/a";
-  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3g", v);
-  return buf;
-}
+std::string G3(double v) { return std::isnan(v) ? "n/a" : FormatSignificant(v, 3); }
 
 std::string Pct(double v) {
   if (std::isnan(v)) return "n/a";
@@ -60,15 +58,73 @@ double MaxNan(double a, double b) {
   return std::max(a, b);
 }
 
-// The rubric's assert_close tolerances pooled over a row's distributions (the tolerance and the
-// cross-platform summaries): rtol and atol are scale-dependent, so the normal rows' when the
-// sweep has them (the first normal row replaces what other distributions gave), else the largest.
-void PoolAssertClose(const RowView& v, double& rtol, double& atol, bool& have_normal) {
-  const bool normal = v.Str("distribution") == "normal";
-  if (!normal && have_normal) return;
-  rtol = normal && !have_normal ? v.Num("rec_rtol") : MaxNan(rtol, v.Num("rec_rtol"));
-  atol = normal && !have_normal ? v.Num("rec_atol") : MaxNan(atol, v.Num("rec_atol"));
-  have_normal = have_normal || normal;
+// Rows of one table that share a key (GroupRows), in table order.
+struct RowGroup {
+  std::vector<RowView> rows;
+
+  const RowView& Last() const { return rows.back(); }
+  // The rows `keep` accepts.
+  template <class Pred>
+  RowGroup Where(Pred keep) const {
+    RowGroup g;
+    for (const RowView& v : rows) {
+      if (keep(v)) g.rows.push_back(v);
+    }
+    return g;
+  }
+  // The largest (smallest) value of column c, from `start`; std::max (std::min) keeps the value
+  // so far over a NaN cell.
+  double Max(std::string_view c, double start = 0) const {
+    for (const RowView& v : rows) start = std::max(start, v.Num(c));
+    return start;
+  }
+  double Min(std::string_view c, double start = INFINITY) const {
+    for (const RowView& v : rows) start = std::min(start, v.Num(c));
+    return start;
+  }
+  // The largest value of column c that is not NaN; NaN when there is none (numpy's nanmax).
+  double NanMax(std::string_view c) const {
+    double m = NAN;
+    for (const RowView& v : rows) m = MaxNan(m, v.Num(c));
+    return m;
+  }
+  // The rubric's assert_close tolerances {rtol, atol} pooled over the group's distributions (the
+  // tolerance and the cross-platform summaries): rtol and atol are scale-dependent, so the
+  // normal rows' when the sweep has them (the first normal row replaces what other distributions
+  // gave), else the largest.
+  std::pair<double, double> PooledAssertClose() const {
+    double rtol = NAN, atol = NAN;
+    bool have_normal = false;
+    for (const RowView& v : rows) {
+      const bool normal = v.Str("distribution") == "normal";
+      if (!normal && have_normal) continue;
+      rtol = normal && !have_normal ? v.Num("rec_rtol") : MaxNan(rtol, v.Num("rec_rtol"));
+      atol = normal && !have_normal ? v.Num("rec_atol") : MaxNan(atol, v.Num("rec_atol"));
+      have_normal = have_normal || normal;
+    }
+    return {rtol, atol};
+  }
+};
+
+// `t`'s rows grouped by key_of(RowView), the groups in the order their keys first appear.
+template <class KeyOf>
+auto GroupRows(const Table& t, KeyOf key_of) {
+  using Key = decltype(key_of(std::declval<const RowView&>()));
+  std::vector<std::pair<Key, RowGroup>> groups;
+  std::map<Key, size_t> index;
+  for (const auto& row : t.rows) {
+    const RowView v{t, row};
+    const auto [it, fresh] = index.try_emplace(key_of(v), groups.size());
+    if (fresh) groups.emplace_back(it->first, RowGroup{});
+    groups[it->second].second.rows.push_back(v);
+  }
+  return groups;
+}
+
+// Appends G3 of the group's Max of each of `columns` (from 0) to `cells`.
+void AppendMaxima(std::vector<std::string>& cells, const RowGroup& g,
+                  std::initializer_list<std::string_view> columns) {
+  for (std::string_view c : columns) cells.push_back(G3(g.Max(c)));
 }
 
 constexpr auto I = IntColumn;
@@ -148,42 +204,11 @@ void AddSummaries(Report& report) {
                     F("rec_bn", "u*sum|ab|", "recommended bound-normalized tolerance"),
                     S("weakest_mutation", "mutation (distribution) least often rejected"),
                     F("weakest_rejected", "", "its rejected fraction under rec_rtol/rec_atol")};
-  struct Agg {
-    int64_t n = 0;
-    double bn = NAN, bound = NAN, rtol = NAN, atol = NAN, ulp = NAN, rbn = NAN;
-    bool have_normal = false;
-  };
-  std::vector<std::tuple<std::string, std::string, std::string, int64_t>> order;
-  std::map<std::tuple<std::string, std::string, std::string, int64_t>, Agg> agg;
-  struct Def {
-    double trtol = NAN, tatol = NAN, jtol = NAN;
-    int64_t torch_fail_k = -1, jax_fail_k = -1;
-  };
-  std::vector<std::tuple<std::string, std::string, std::string>> dorder;
-  std::map<std::tuple<std::string, std::string, std::string>, Def> defs;
-  for (const auto& row : tol->rows) {
-    const RowView v{*tol, row};
-    const auto key = std::make_tuple(v.Str("op"), v.Str("dtype"), v.Str("platform"), v.Int("k"));
-    if (agg.count(key) == 0) order.push_back(key);
-    Agg& a = agg[key];
-    ++a.n;
-    a.bn = MaxNan(a.bn, v.Num("bn_max"));
-    a.bound = MaxNan(a.bound, v.Num("bound_bn"));
-    PoolAssertClose(v, a.rtol, a.atol, a.have_normal);
-    a.ulp = MaxNan(a.ulp, v.Num("rec_ulp"));
-    a.rbn = MaxNan(a.rbn, v.Num("rec_bn"));
-    const auto dkey = std::make_tuple(v.Str("op"), v.Str("dtype"), v.Str("platform"));
-    if (defs.count(dkey) == 0) dorder.push_back(dkey);
-    Def& d = defs[dkey];
-    d.trtol = v.Num("torch_rtol");
-    d.tatol = v.Num("torch_atol");
-    d.jtol = v.Num("jax_tol");
-    const int64_t k = v.Int("k");
-    if (v.Num("torch_rejects") > 0 && (d.torch_fail_k < 0 || k < d.torch_fail_k)) d.torch_fail_k = k;
-    if (v.Num("jax_rejects") > 0 && (d.jax_fail_k < 0 || k < d.jax_fail_k)) d.jax_fail_k = k;
-  }
-  for (const auto& key : order) {
-    const Agg& a = agg[key];
+  const auto by_k = GroupRows(*tol, [](const RowView& v) {
+    return std::make_tuple(v.Str("op"), v.Str("dtype"), v.Str("platform"), v.Int("k"));
+  });
+  for (const auto& [key, g] : by_k) {
+    const auto [rtol, atol] = g.PooledAssertClose();
     const auto w = weakest.find(key);
     const bool weak = w != weakest.end();
     rubric.rows.push_back(RowBuilder(rubric)
@@ -191,13 +216,13 @@ void AddSummaries(Report& report) {
                               .Set("dtype", std::get<1>(key))
                               .Set("platform", std::get<2>(key))
                               .Set("k", std::get<3>(key))
-                              .Set("distributions", a.n)
-                              .Set("bn_max", a.bn)
-                              .Set("bound_bn", a.bound)
-                              .Set("rec_rtol", a.rtol)
-                              .Set("rec_atol", a.atol)
-                              .Set("rec_ulp", a.ulp)
-                              .Set("rec_bn", a.rbn)
+                              .Set("distributions", static_cast<int64_t>(g.rows.size()))
+                              .Set("bn_max", g.NanMax("bn_max"))
+                              .Set("bound_bn", g.NanMax("bound_bn"))
+                              .Set("rec_rtol", rtol)
+                              .Set("rec_atol", atol)
+                              .Set("rec_ulp", g.NanMax("rec_ulp"))
+                              .Set("rec_bn", g.NanMax("rec_bn"))
                               .Set("weakest_mutation", weak ? Cell{w->second.mutation} : Cell{})
                               .Set("weakest_rejected", weak ? Cell{w->second.rejected} : Cell{})
                               .Build());
@@ -221,8 +246,19 @@ void AddSummaries(Report& report) {
                       I("jax_fails_correct_from_k", "first K with a false rejection"),
                       I("jax_passes_bug_from_k", "first K passing a mutation"),
                       S("jax_passed_mutation", "that mutation")};
-  for (const auto& key : dorder) {
-    const Def& d = defs[key];
+  const auto by_platform = GroupRows(*tol, [](const RowView& v) {
+    return std::make_tuple(v.Str("op"), v.Str("dtype"), v.Str("platform"));
+  });
+  for (const auto& [key, g] : by_platform) {
+    // The smallest K at which `rejects` (a share of correct outputs) is above 0; -1: none.
+    auto first_failing_k = [&g](std::string_view rejects) {
+      int64_t first = -1;
+      for (const RowView& v : g.rows) {
+        const int64_t k = v.Int("k");
+        if (v.Num(rejects) > 0 && (first < 0 || k < first)) first = k;
+      }
+      return first;
+    };
     const auto p = passes.find(key);
     const FirstPass tp = p == passes.end() ? FirstPass{} : p->second.first;
     const FirstPass jp = p == passes.end() ? FirstPass{} : p->second.second;
@@ -232,13 +268,13 @@ void AddSummaries(Report& report) {
             .Set("op", std::get<0>(key))
             .Set("dtype", std::get<1>(key))
             .Set("platform", std::get<2>(key))
-            .Set("torch_rtol", d.trtol)
-            .Set("torch_atol", d.tatol)
-            .Set("torch_fails_correct_from_k", k_or_empty(d.torch_fail_k))
+            .Set("torch_rtol", g.Last().Num("torch_rtol"))
+            .Set("torch_atol", g.Last().Num("torch_atol"))
+            .Set("torch_fails_correct_from_k", k_or_empty(first_failing_k("torch_rejects")))
             .Set("torch_passes_bug_from_k", k_or_empty(tp.k))
             .Set("torch_passed_mutation", tp.k < 0 ? Cell{} : Cell{tp.mutation})
-            .Set("jax_tol", d.jtol)
-            .Set("jax_fails_correct_from_k", k_or_empty(d.jax_fail_k))
+            .Set("jax_tol", g.Last().Num("jax_tol"))
+            .Set("jax_fails_correct_from_k", k_or_empty(first_failing_k("jax_rejects")))
             .Set("jax_passes_bug_from_k", k_or_empty(jp.k))
             .Set("jax_passed_mutation", jp.k < 0 ? Cell{} : Cell{jp.mutation})
             .Build());
@@ -256,29 +292,13 @@ void CompositeSection(const Report& report, std::string& out) {
   const Table* c = report.Find("composite");
   if (c == nullptr || c->rows.empty()) return;
   out += "## " + c->title + "\n\n" + c->description + "\n\n";
-  struct Worst {
-    std::string exact;
-    double ulp = 0, bound = 0, rec = 0, rtol = 0, atol = 0;
-  };
-  std::map<std::pair<std::string, std::string>, Worst> worst;
-  std::vector<std::pair<std::string, std::string>> order;
-  for (const auto& row : c->rows) {
-    const RowView v{*c, row};
-    const std::pair<std::string, std::string> key{v.Str("function"), v.Str("platform")};
-    auto [it, fresh] = worst.try_emplace(key);
-    if (fresh) order.push_back(key);
-    Worst& w = it->second;
-    w.exact = v.Str("exact_model");
-    w.ulp = std::max(w.ulp, v.Num("ulp_max"));
-    w.bound = std::max(w.bound, v.Num("bound_ulp"));
-    w.rec = std::max(w.rec, v.Num("rec_ulp"));
-    w.rtol = std::max(w.rtol, v.Num("rec_rtol"));
-    w.atol = std::max(w.atol, v.Num("rec_atol"));
-  }
   std::vector<std::vector<std::string>> rows;
-  for (const auto& key : order) {
-    const Worst& w = worst[key];
-    rows.push_back({key.first, key.second, w.exact, G3(w.ulp), G3(w.bound), G3(w.rec), G3(w.rtol), G3(w.atol)});
+  const auto by_model = GroupRows(*c, [](const RowView& v) {
+    return std::make_pair(v.Str("function"), v.Str("platform"));
+  });
+  for (const auto& [key, g] : by_model) {
+    rows.push_back({key.first, key.second, g.Last().Str("exact_model")});
+    AppendMaxima(rows.back(), g, {"ulp_max", "bound_ulp", "rec_ulp", "rec_rtol", "rec_atol"});
   }
   MdTable(out, {"function", "model", "bit-exact model", "max ULP (model)", "bound (ULP)", "max ULP (rec.)",
                 "rtol", "atol"},
@@ -332,78 +352,40 @@ void AttentionSection(const Report& report, std::string& out) {
          "np.allclose with the same numbers; fa = FlashAttention's test (max error <= 2 x that of a "
          "same-dtype PyTorch reference + 1e-5). Per (model, distribution, S), the worst over head "
          "dimensions and masks:\n\n";
-  struct Worst {
-    std::string dtype;
-    double ess = INFINITY, ulp = 0, bound = 0, rec = 0, rtol = 0, atol = 0, prtol = 0, patol = 0, nki = 0, allclose = 0,
-           fa = 0;
-  };
-  using Key = std::tuple<std::string, std::string, int64_t>;
-  std::map<Key, Worst> worst;
-  std::vector<Key> order;
-  for (const auto& row : a->rows) {
-    const RowView v{*a, row};
-    const Key key{v.Str("platform"), v.Str("distribution"), v.Int("s")};
-    auto [it, fresh] = worst.try_emplace(key);
-    if (fresh) order.push_back(key);
-    Worst& w = it->second;
-    w.dtype = v.Str("dtype");
-    w.ess = std::min(w.ess, v.Num("ess_median"));
-    w.ulp = std::max(w.ulp, v.Num("ulp_max"));
-    w.bound = std::max(w.bound, v.Num("bound_ulp"));
-    w.rec = std::max(w.rec, v.Num("rec_ulp"));
-    w.rtol = std::max(w.rtol, v.Num("rec_rtol"));
-    w.atol = std::max(w.atol, v.Num("rec_atol"));
-    w.prtol = std::max(w.prtol, v.Num("prob_rtol"));
-    w.patol = std::max(w.patol, v.Num("prob_atol"));
-    w.nki = std::max(w.nki, v.Num("nki_rejects"));
-    w.allclose = std::max(w.allclose, v.Num("allclose_rejects"));
-    w.fa = std::max(w.fa, v.Num("fa_rejects"));
-  }
   std::vector<std::vector<std::string>> rows;
-  for (const Key& key : order) {
-    const Worst& w = worst[key];
-    rows.push_back({std::get<0>(key), w.dtype, std::get<1>(key), std::to_string(std::get<2>(key)), G3(w.ess),
-                    G3(w.ulp), G3(w.bound), G3(w.rec), G3(w.rtol), G3(w.atol), G3(w.prtol), G3(w.patol), G3(w.nki),
-                    G3(w.allclose), G3(w.fa)});
+  const auto by_length = GroupRows(*a, [](const RowView& v) {
+    return std::make_tuple(v.Str("platform"), v.Str("distribution"), v.Int("s"));
+  });
+  for (const auto& [key, g] : by_length) {
+    rows.push_back({std::get<0>(key), g.Last().Str("dtype"), std::get<1>(key), std::to_string(std::get<2>(key)),
+                    G3(g.Min("ess_median"))});
+    AppendMaxima(rows.back(), g,
+                 {"ulp_max", "bound_ulp", "rec_ulp", "rec_rtol", "rec_atol", "prob_rtol", "prob_atol", "nki_rejects",
+                  "allclose_rejects", "fa_rejects"});
   }
   MdTable(out, {"model", "dtype", "distribution", "S", "ESS (median)", "max ULP (model)", "bound (ULP)",
                 "max ULP (rec.)", "rtol", "atol", "prob. rtol", "prob. atol", "nki rejects", "allclose rejects",
                 "fa rejects"},
           rows);
   if (const Table* p = report.Find("attention_power"); p != nullptr && !p->rows.empty()) {
-    struct Most {
-      double rec = -1, prob = -1, nki = -1, allclose = -1, fa = -1;
-    };
     std::set<int64_t> lengths;
-    using PKey = std::tuple<std::string, std::string, std::string>;
-    std::map<PKey, std::map<int64_t, Most>> most;
-    std::vector<PKey> keys;
-    for (const auto& row : p->rows) {
-      const RowView v{*p, row};
-      const PKey key{v.Str("platform"), v.Str("mutation"), v.Str("distribution")};
-      auto [it, fresh] = most.try_emplace(key);
-      if (fresh) keys.push_back(key);
-      lengths.insert(v.Int("s"));
-      Most& m = it->second[v.Int("s")];
-      if (!v.Has("rec_accepts")) continue;
-      m.rec = std::max(m.rec, v.Num("rec_accepts"));
-      m.prob = std::max(m.prob, v.Num("prob_accepts"));
-      m.nki = std::max(m.nki, v.Num("nki_accepts"));
-      m.allclose = std::max(m.allclose, v.Num("allclose_accepts"));
-      m.fa = std::max(m.fa, v.Num("fa_accepts"));
-    }
+    for (const auto& row : p->rows) lengths.insert(RowView{*p, row}.Int("s"));
     std::vector<std::string> s_list;
     for (int64_t n : lengths) s_list.push_back(std::to_string(n));
     out += "\n" + p->description + " Per S = " + Join(s_list, " / ") +
            ", the largest share over head dimensions and masks (n/a: no case changed):\n\n";
     rows.clear();
-    for (const auto& key : keys) {
+    const auto by_mutation = GroupRows(*p, [](const RowView& v) {
+      return std::make_tuple(v.Str("platform"), v.Str("mutation"), v.Str("distribution"));
+    });
+    for (const auto& [key, g] : by_mutation) {
       std::vector<std::string> row = {std::get<0>(key), std::get<1>(key), std::get<2>(key)};
-      for (double Most::*field : {&Most::rec, &Most::prob, &Most::nki, &Most::allclose, &Most::fa}) {
+      for (const char* column : {"rec_accepts", "prob_accepts", "nki_accepts", "allclose_accepts", "fa_accepts"}) {
         std::vector<std::string> cells;
         for (int64_t n : lengths) {
-          auto it = most[key].find(n);
-          const double x = it == most[key].end() ? -1 : it->second.*field;
+          // -1: no row of this S, or none where a case changed (rec_accepts empty).
+          const double x =
+              g.Where([n](const RowView& v) { return v.Int("s") == n && v.Has("rec_accepts"); }).Max(column, -1);
           cells.push_back(x < 0 ? std::string("n/a") : G3(x));
         }
         row.push_back(Join(cells, " / "));
@@ -417,31 +399,15 @@ void AttentionSection(const Report& report, std::string& out) {
   if (const Table* x = report.Find("attention_cross"); x != nullptr && !x->rows.empty()) {
     out += "\n" + x->description + " Per pair, distribution and S, the largest over head dimensions and "
            "masks:\n\n";
-    struct Far {
-      double diff = 0, diff_ulp = 0, allowed = 0, rtol = 0, atol = 0, prtol = 0, patol = 0;
-    };
-    using XKey = std::tuple<std::string, std::string, std::string, int64_t>;
-    std::map<XKey, Far> far;
-    std::vector<XKey> keys;
-    for (const auto& row : x->rows) {
-      const RowView v{*x, row};
-      const XKey key{v.Str("platform_a"), v.Str("platform_b"), v.Str("distribution"), v.Int("s")};
-      auto [it, fresh] = far.try_emplace(key);
-      if (fresh) keys.push_back(key);
-      Far& f = it->second;
-      f.diff = std::max(f.diff, v.Num("diff_abs_max"));
-      f.diff_ulp = std::max(f.diff_ulp, v.Num("diff_ulp_max"));
-      f.allowed = std::max(f.allowed, v.Num("allowed_ulp_max"));
-      f.rtol = std::max(f.rtol, v.Num("rec_rtol"));
-      f.atol = std::max(f.atol, v.Num("rec_atol"));
-      f.prtol = std::max(f.prtol, v.Num("prob_rtol"));
-      f.patol = std::max(f.patol, v.Num("prob_atol"));
-    }
     rows.clear();
-    for (const XKey& key : keys) {
-      const Far& f = far[key];
-      rows.push_back({std::get<0>(key), std::get<1>(key), std::get<2>(key), std::to_string(std::get<3>(key)),
-                      G3(f.diff), G3(f.diff_ulp), G3(f.allowed), G3(f.rtol), G3(f.atol), G3(f.prtol), G3(f.patol)});
+    const auto by_pair = GroupRows(*x, [](const RowView& v) {
+      return std::make_tuple(v.Str("platform_a"), v.Str("platform_b"), v.Str("distribution"), v.Int("s"));
+    });
+    for (const auto& [key, g] : by_pair) {
+      rows.push_back({std::get<0>(key), std::get<1>(key), std::get<2>(key), std::to_string(std::get<3>(key))});
+      AppendMaxima(rows.back(), g,
+                   {"diff_abs_max", "diff_ulp_max", "allowed_ulp_max", "rec_rtol", "rec_atol", "prob_rtol",
+                    "prob_atol"});
     }
     MdTable(out, {"reference", "port", "distribution", "S", "max diff", "max diff (ULP)", "allowed (ULP)", "rtol",
                   "atol", "prob. rtol", "prob. atol"},
@@ -498,30 +464,17 @@ std::string ToMarkdown(const Report& report) {
            " Below: the ULP, bound-normalized and relative columns are the worst over the input "
            "distributions; rtol/atol are those of N(0,1) inputs (atol is absolute: scale it with "
            "the data; every distribution is in cross_platform.csv).\n\n";
-    std::vector<std::tuple<std::string, std::string, int64_t>> order;
-    struct A {
-      double du = NAN, db = NAN, rtol = NAN, atol = NAN, worst = NAN, rel = NAN;
-      bool have_normal = false;
-    };
-    std::map<std::tuple<std::string, std::string, int64_t>, A> agg;
-    for (const auto& row : cross->rows) {
-      const RowView v{*cross, row};
-      const auto key = std::make_tuple(v.Str("name"), v.Str("op"), v.Int("k"));
-      if (agg.count(key) == 0) order.push_back(key);
-      A& a = agg[key];
-      a.du = MaxNan(a.du, v.Num("diff_ulp_max"));
-      a.db = MaxNan(a.db, v.Num("diff_bn_max"));
-      a.rel = MaxNan(a.rel, v.Num("diff_rel_max"));
+    std::vector<std::vector<std::string>> rows;
+    const auto by_pair = GroupRows(*cross, [](const RowView& v) {
+      return std::make_tuple(v.Str("name"), v.Str("op"), v.Int("k"));
+    });
+    for (const auto& [key, g] : by_pair) {
       // rtol/atol (absolute: scale-dependent) as in the rubric; the scale-free columns are the
       // worst over all distributions.
-      PoolAssertClose(v, a.rtol, a.atol, a.have_normal);
-      a.worst = MaxNan(a.worst, v.Num("worst_bn"));
-    }
-    std::vector<std::vector<std::string>> rows;
-    for (const auto& key : order) {
-      const A& a = agg[key];
-      rows.push_back({std::get<0>(key), std::to_string(std::get<2>(key)), G3(a.du), G3(a.db),
-                      G3(a.rel), G3(a.worst), G3(a.rtol), G3(a.atol)});
+      const auto [rtol, atol] = g.PooledAssertClose();
+      rows.push_back({std::get<0>(key), std::to_string(std::get<2>(key)), G3(g.NanMax("diff_ulp_max")),
+                      G3(g.NanMax("diff_bn_max")), G3(g.NanMax("diff_rel_max")), G3(g.NanMax("worst_bn")),
+                      G3(rtol), G3(atol)});
     }
     MdTable(out,
             {"pair", "K (quantize: elements)", "max ULP distance", "max diff (u*sum\\|ab\\|)",

@@ -40,7 +40,6 @@ namespace {
 
 using sweep_internal::AttentionUnit;
 using sweep_internal::CompositeUnit;
-using sweep_internal::DescribeTables;
 using sweep_internal::SweepTables;
 using sweep_internal::DoubleToFormat;
 using sweep_internal::DrawVector;
@@ -567,43 +566,35 @@ absl::Status LoadSweepModels(const ModelCatalog& catalog, const std::string& mod
 // units by (dtype, distribution, K).
 std::vector<Unit> MakeUnits(const SweepSpec& spec) {
   std::vector<Unit> units;
+  // Appends a unit and returns it, for the fields of its op (valid until the next one).
+  auto add = [&units](const std::string& op, const std::string& dist, int64_t k, int64_t samples) -> Unit& {
+    Unit& u = units.emplace_back();
+    u.op = op;
+    u.dist = dist;
+    u.k = k;
+    u.samples = static_cast<int>(samples);
+    return u;
+  };
   for (const std::string& op : spec.ops) {
     if (op == "attention") {
       for (const AttentionUnit& au : sweep_internal::MakeAttentionUnits(spec.attention)) {
-        Unit u;
-        u.op = op;
-        u.dist = au.dist;
-        u.k = au.s;
-        u.samples = static_cast<int>(au.rows);
-        u.attention = au;
-        units.push_back(std::move(u));
+        add(op, au.dist, au.s, au.rows).attention = au;
       }
       continue;
     }
     if (op == "composite") {
       for (const CompositeUnit& cu : sweep_internal::MakeCompositeUnits(spec.composite)) {
-        Unit u;
-        u.op = op;
-        u.dist = cu.dist;
-        u.k = cu.n;
-        u.samples = static_cast<int>(cu.axis ? cu.rows : cu.n);
-        u.composite = cu;
-        units.push_back(std::move(u));
+        add(op, cu.dist, cu.n, cu.axis ? cu.rows : cu.n).composite = cu;
       }
       continue;
     }
     if (op == "quantize") {
       if (spec.quantize_formats.empty()) continue;
       for (const std::string& dist : spec.distributions) {
-        Unit u;
-        u.op = op;
-        u.dist = dist;
-        u.k = spec.quantize_elements;
-        u.samples = spec.samples;
+        Unit& u = add(op, dist, spec.quantize_elements, spec.samples);
         for (const CrossSpec& c : spec.cross) {
           if (c.dtype == "quantize") u.cross.push_back(&c);
         }
-        units.push_back(std::move(u));
       }
       continue;
     }
@@ -613,19 +604,13 @@ std::vector<Unit> MakeUnits(const SweepSpec& spec) {
       if (plats.empty() && !(d.integer && !sum)) continue;
       for (const std::string& dist : spec.distributions) {
         for (int64_t k : spec.ks) {
-          Unit u;
-          u.op = op;
-          u.dtype = &d;
-          u.dist = dist;
-          u.k = k;
           const int64_t by_budget = spec.max_terms_per_row / k;
-          u.samples =
-              static_cast<int>(std::clamp<int64_t>(by_budget, spec.min_samples, spec.samples));
+          Unit& u = add(op, dist, k, std::clamp<int64_t>(by_budget, spec.min_samples, spec.samples));
+          u.dtype = &d;
           u.platforms = d.integer ? std::vector<std::string>{"int32-exact"} : plats;
           for (const CrossSpec& c : spec.cross) {
             if (c.dtype == d.name && c.op == op) u.cross.push_back(&c);
           }
-          units.push_back(std::move(u));
         }
       }
     }
@@ -758,6 +743,24 @@ std::vector<Cell> QuantizeRow(const Unit& u, int64_t unit_index, int64_t item,
       .Build();
 }
 
+// A cross_platform row's cells that say which pair it compares (pair c of unit u, as item
+// `item`; `b_label` names its b side), shared by the quantize and the reduction pairs.
+RowBuilder CrossRowStart(const Table& cross, const Unit& u, int64_t unit_index, int64_t item, const CrossSpec& c,
+                         std::string op, std::string dtype, std::string b_label) {
+  RowBuilder row(cross);
+  row.Set("unit", unit_index)
+      .Set("item", item)
+      .Set("op", std::move(op))
+      .Set("dtype", std::move(dtype))
+      .Set("name", c.name)
+      .Set("platform_a", c.a)
+      .Set("platform_b", std::move(b_label))
+      .Set("distribution", u.dist)
+      .Set("k", u.k)
+      .Set("samples", int64_t{u.samples});
+  return row;
+}
+
 // A quantize cross pair: the two formats' dequantized values of the same tensors.
 std::vector<Cell> QuantizeCrossRow(const Unit& u, int64_t unit_index, int64_t item,
                                    const CrossSpec& c, const std::string& fa_name,
@@ -780,17 +783,7 @@ std::vector<Cell> QuantizeCrossRow(const Unit& u, int64_t unit_index, int64_t it
                    qb.xabs[i] >= NormalMin(fb) * qb.scale[i];
   }
   const ElementwiseTolerance et = ElementwiseRule(diff, ref, in_normal, factor);
-  return RowBuilder(cross)
-      .Set("unit", unit_index)
-      .Set("item", item)
-      .Set("op", std::string("quantize"))
-      .Set("dtype", c.a + " vs " + c.b[0])
-      .Set("name", c.name)
-      .Set("platform_a", c.a)
-      .Set("platform_b", c.b[0])
-      .Set("distribution", u.dist)
-      .Set("k", u.k)
-      .Set("samples", int64_t{u.samples})
+  return CrossRowStart(cross, u, unit_index, item, c, "quantize", c.a + " vs " + c.b[0], c.b[0])
       .Empty("diff_ulp_max")
       .Empty("diff_ulp_p99")
       .Empty("diff_bn_max")
@@ -1008,17 +1001,7 @@ std::vector<Cell> CrossRow(const Unit& u, int64_t unit_index, int64_t item, cons
     const double cap = worst[i] * a.us;
     atol = std::max(atol, std::min(factor * dabs[i], cap) - rtol * aref[i]);
   }
-  return RowBuilder(cross)
-      .Set("unit", unit_index)
-      .Set("item", item)
-      .Set("op", u.op)
-      .Set("dtype", u.dtype->name)
-      .Set("name", c.name)
-      .Set("platform_a", c.a)
-      .Set("platform_b", b_label)
-      .Set("distribution", u.dist)
-      .Set("k", u.k)
-      .Set("samples", int64_t{u.samples})
+  return CrossRowStart(cross, u, unit_index, item, c, u.op, u.dtype->name, b_label)
       .Set("diff_ulp_max", su.max)
       .Set("diff_ulp_p99", su.p99)
       .Set("diff_bn_max", sb.max)
@@ -1129,7 +1112,6 @@ absl::StatusOr<Report> RunSweep(const SweepSpec& input_spec, const SweepOptions&
     ++done;
     if (options.progress) options.progress(done, shard_units, u.Label());
   }
-  DescribeTables(tables);
   report.tables = {std::move(tables.tol),       std::move(tables.cross),
                    std::move(tables.power),     std::move(tables.quant),
                    std::move(tables.composite), std::move(tables.composite_power),

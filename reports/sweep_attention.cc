@@ -505,11 +505,10 @@ std::vector<AttentionUnit> MakeAttentionUnits(const AttentionSweepSpec& spec) {
 }
 
 absl::StatusOr<std::vector<AttentionModel>> LoadAttentionSweepModels(const SweepSpec& spec, const std::string& dir) {
-  std::vector<AttentionModel> out;
-  if (spec.attention.platforms.empty()) return out;
+  if (spec.attention.platforms.empty()) return std::vector<AttentionModel>{};
   absl::StatusOr<std::vector<AttentionModel>> all = composite::LoadAttentionModels(dir);
   if (!all.ok()) return all.status();
-  absl::StatusOr<std::vector<size_t>> picked =
+  absl::StatusOr<std::vector<AttentionModel>> picked =
       PickSweepModels(*all, spec.attention.platforms, spec.attention.input_formats, spec.source, "attention",
                       "attention model", dir);
   if (!picked.ok()) return picked.status();
@@ -524,8 +523,7 @@ absl::StatusOr<std::vector<AttentionModel>> LoadAttentionSweepModels(const Sweep
                                             ": a pair compares two models on the same inputs"));
     }
   }
-  for (size_t i : *picked) out.push_back((*all)[i]);
-  return out;
+  return picked;
 }
 
 absl::Status RunAttentionUnit(const AttentionUnit& u, int64_t unit_index, const SweepSpec& spec,

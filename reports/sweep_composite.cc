@@ -358,16 +358,11 @@ std::vector<CompositeUnit> MakeCompositeUnits(const CompositeSweepSpec& spec) {
 }
 
 absl::StatusOr<std::vector<CompositeModel>> LoadCompositeSweepModels(const SweepSpec& spec, const std::string& dir) {
-  std::vector<CompositeModel> out;
-  if (spec.composite.platforms.empty()) return out;
+  if (spec.composite.platforms.empty()) return std::vector<CompositeModel>{};
   absl::StatusOr<std::vector<CompositeModel>> all = composite::LoadCompositeModels(dir);
   if (!all.ok()) return all.status();
-  absl::StatusOr<std::vector<size_t>> picked =
-      PickSweepModels(*all, spec.composite.platforms, spec.composite.input_formats, spec.source, "composite",
-                      "composite model", dir);
-  if (!picked.ok()) return picked.status();
-  for (size_t i : *picked) out.push_back((*all)[i]);
-  return out;
+  return PickSweepModels(*all, spec.composite.platforms, spec.composite.input_formats, spec.source, "composite",
+                         "composite model", dir);
 }
 
 absl::Status RunCompositeUnit(const CompositeUnit& u, int64_t unit_index, const SweepSpec& spec,

@@ -28,21 +28,20 @@ namespace fpconform::reports::sweep_internal {
 std::pair<double, double> CoveringRtolAtol(const std::vector<double>& e, const std::vector<double>& ref);
 
 // The models a sweep section names (`platforms`, each a model of `all`), in that order, less those
-// whose input format is not among `formats` (empty: every one), as indices into `all`. Errors:
+// whose input format is not among `formats` (empty: every one), copied from `all`. Errors:
 // "<source>: <table>.platforms: unknown <what> '<name>' in <dir> (valid: ...)". M has the members
 // `name` and `input` (a FormatSpec pointer), as the composite and attention models.
 template <class M>
-absl::StatusOr<std::vector<size_t>> PickSweepModels(const std::vector<M>& all, const std::vector<std::string>& platforms,
-                                                    const std::vector<std::string>& formats, std::string_view source,
-                                                    std::string_view table, std::string_view what,
-                                                    std::string_view dir) {
+absl::StatusOr<std::vector<M>> PickSweepModels(const std::vector<M>& all, const std::vector<std::string>& platforms,
+                                               const std::vector<std::string>& formats, std::string_view source,
+                                               std::string_view table, std::string_view what, std::string_view dir) {
   std::map<std::string, size_t, std::less<>> by_name;
   std::vector<std::string> names;
   for (size_t i = 0; i < all.size(); ++i) {
     by_name[all[i].name] = i;
     names.push_back(all[i].name);
   }
-  std::vector<size_t> picked;
+  std::vector<M> picked;
   for (const std::string& p : platforms) {
     const auto it = by_name.find(p);
     if (it == by_name.end()) {
@@ -51,7 +50,7 @@ absl::StatusOr<std::vector<size_t>> PickSweepModels(const std::vector<M>& all, c
     }
     const M& m = all[it->second];
     if (!formats.empty() && std::find(formats.begin(), formats.end(), m.input->name) == formats.end()) continue;
-    picked.push_back(it->second);
+    picked.push_back(m);
   }
   return picked;
 }

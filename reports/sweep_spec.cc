@@ -1,5 +1,6 @@
 // Sweep files (TOML) and command-line filters: see sweep.h and reports/standard_sweep.toml.
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -97,6 +98,28 @@ const toml::node* Element(const toml::node* n, std::string_view value) {
   return n;
 }
 
+// The elements of array a (key `field`): distinct integers in lo..hi, appended to `out`, each
+// also passed to `each` with its node (when set). False after an error (r failed).
+bool ReadDistinctInts(TomlReader& r, const toml::array& a, const std::string& field, int64_t lo, int64_t hi,
+                      std::vector<int64_t>& out,
+                      const std::function<void(int64_t, const toml::node&)>& each = nullptr) {
+  std::set<int64_t> seen;
+  for (const toml::node& e : a) {
+    const auto* k = e.as_integer();
+    if (k == nullptr || k->get() < lo || k->get() > hi) {
+      r.Fail(&e, field, Cat("must be integers in ", lo, "..", hi));
+      return false;
+    }
+    if (!seen.insert(k->get()).second) {
+      r.Fail(&e, field, Cat(k->get(), " listed twice"));
+      return false;
+    }
+    out.push_back(k->get());
+    if (each) each(k->get(), e);
+  }
+  return true;
+}
+
 // ks: distinct K values, each position remembered ("ks/<K>").
 void ReadKs(TomlReader& r, const toml::table& root, SweepSpec& spec) {
   if (!r.ok()) return;
@@ -106,16 +129,8 @@ void ReadKs(TomlReader& r, const toml::table& root, SweepSpec& spec) {
   if (ks == nullptr || ks->empty()) {
     return r.Fail(ks_node, "ks", "must be a non-empty array of integers K >= 1");
   }
-  std::set<int64_t> seen_ks;
-  for (const toml::node& e : *ks) {
-    const auto* k = e.as_integer();
-    if (k == nullptr || k->get() < 1 || k->get() > kMaxSweepK) {
-      return r.Fail(&e, "ks", Cat("must be integers in 1..", kMaxSweepK));
-    }
-    if (!seen_ks.insert(k->get()).second) return r.Fail(&e, "ks", Cat(k->get(), " listed twice"));
-    spec.ks.push_back(k->get());
-    Remember(spec, Cat("ks/", k->get()), e, "ks");
-  }
+  ReadDistinctInts(r, *ks, "ks", 1, kMaxSweepK, spec.ks,
+                   [&spec](int64_t k, const toml::node& e) { Remember(spec, Cat("ks/", k), e, "ks"); });
 }
 
 // A list of names from `valid` that must name at least one (ops, distributions).
@@ -161,6 +176,31 @@ void ReadTopLevel(TomlReader& r, const toml::table& root, SweepSpec& spec) {
   spec.quantize_elements = r.Int(root, "", "quantize_elements", 1, kMaxSweepK).value_or(4096);
 }
 
+// Entry i of an array of tables ([[dtype]], [[cross]]: key `what`): the table, its keys checked
+// against `keys`, and its name, which must be new to `names` (where it is added).
+struct NamedEntry {
+  const toml::table* t = nullptr;
+  std::string where;  // "<what>[i]", the prefix of its fields in messages.
+  std::string name;
+};
+std::optional<NamedEntry> ReadNamedEntry(TomlReader& r, const toml::array& arr, size_t i, std::string_view what,
+                                         std::initializer_list<std::string_view> keys, std::set<std::string>& names) {
+  NamedEntry e{arr[i].as_table(), Cat(what, "[", i, "]"), ""};
+  if (e.t == nullptr) {
+    r.Fail(&arr[i], e.where, "must be a table");
+    return std::nullopt;
+  }
+  r.CheckKeys(*e.t, e.where, keys);
+  const std::optional<std::string> name = Name(r, *e.t, e.where, "name");
+  if (!name) return std::nullopt;
+  e.name = *name;
+  if (!names.insert(e.name).second) {
+    r.Fail(e.t->get("name"), e.where + ".name", Cat("duplicate '", e.name, "'"));
+    return std::nullopt;
+  }
+  return e;
+}
+
 // [[dtype]] tables.
 void ReadDtypes(TomlReader& r, const toml::table& root, SweepSpec& spec) {
   const toml::node* dn = root.get("dtype");
@@ -169,17 +209,13 @@ void ReadDtypes(TomlReader& r, const toml::table& root, SweepSpec& spec) {
   if (arr == nullptr) return r.Fail(dn, "dtype", "must be an array of tables ([[dtype]])");
   std::set<std::string> dtype_names;
   for (size_t i = 0; i < arr->size() && r.ok(); ++i) {
-    const toml::table* t = (*arr)[i].as_table();
-    const std::string where = Cat("dtype[", i, "]");
-    if (t == nullptr) return r.Fail(&(*arr)[i], where, "must be a table");
-    r.CheckKeys(*t, where, {"name", "matmul", "sum", "integer"});
+    const std::optional<NamedEntry> entry =
+        ReadNamedEntry(r, *arr, i, "dtype", {"name", "matmul", "sum", "integer"}, dtype_names);
+    if (!entry) return;
+    const toml::table* t = entry->t;
+    const std::string& where = entry->where;
     DtypeSpec d;
-    const std::optional<std::string> name = Name(r, *t, where, "name");
-    if (!name) return;
-    d.name = *name;
-    if (!dtype_names.insert(d.name).second) {
-      return r.Fail(t->get("name"), where + ".name", Cat("duplicate '", d.name, "'"));
-    }
+    d.name = entry->name;
     if (d.name == "quantize") {
       return r.Fail(t->get("name"), where + ".name",
                     "'quantize' is reserved (the dtype of quantize cross pairs)");
@@ -209,6 +245,32 @@ void ReadDtypes(TomlReader& r, const toml::table& root, SweepSpec& spec) {
                         "integer = true): it would add no rows"));
     }
     spec.dtypes.push_back(std::move(d));
+  }
+}
+
+// The optional key `cross` of [composite] or [attention] (`section`, table t) into `cross`:
+// [reference, port] pairs of two different models, each among `platforms`.
+void ReadModelPairs(TomlReader& r, const toml::table& t, std::string_view section,
+                    const std::vector<std::string>& platforms, std::vector<std::pair<std::string, std::string>>& cross) {
+  const toml::node* cn = t.get("cross");
+  if (cn == nullptr) return;
+  const std::string key = Cat(section, ".cross");
+  const toml::array* a = cn->as_array();
+  if (a == nullptr) return r.Fail(cn, key, "must be an array of [reference, port] pairs");
+  for (const toml::node& e : *a) {
+    const toml::array* pair = e.as_array();
+    const auto* ra = pair != nullptr && pair->size() == 2 ? (*pair)[0].as_string() : nullptr;
+    const auto* rb = pair != nullptr && pair->size() == 2 ? (*pair)[1].as_string() : nullptr;
+    if (ra == nullptr || rb == nullptr) {
+      return r.Fail(&e, key, "each entry must be a pair of model names [reference, port]");
+    }
+    for (const std::string& m : {ra->get(), rb->get()}) {
+      if (std::find(platforms.begin(), platforms.end(), m) == platforms.end()) {
+        return r.Fail(&e, key, Cat("'", m, "' is not in ", section, ".platforms"));
+      }
+    }
+    if (ra->get() == rb->get()) return r.Fail(&e, key, "a pair compares two different models");
+    cross.emplace_back(ra->get(), rb->get());
   }
 }
 
@@ -243,15 +305,7 @@ void ReadComposite(TomlReader& r, const toml::table& root, SweepSpec& spec) {
     if (a == nullptr || a->empty()) {
       return r.Fail(ln, "composite.lengths", "must be a non-empty array of row lengths");
     }
-    std::set<int64_t> seen;
-    for (const toml::node& e : *a) {
-      const auto* k = e.as_integer();
-      if (k == nullptr || k->get() < 1 || k->get() > kMaxSweepK) {
-        return r.Fail(&e, "composite.lengths", Cat("must be integers in 1..", kMaxSweepK));
-      }
-      if (!seen.insert(k->get()).second) return r.Fail(&e, "composite.lengths", Cat(k->get(), " listed twice"));
-      c.lengths.push_back(k->get());
-    }
+    if (!ReadDistinctInts(r, *a, "composite.lengths", 1, kMaxSweepK, c.lengths)) return;
   }
   const auto& axis = composite::AxisFunctionNames();
   for (const std::string& f : c.functions) {
@@ -263,25 +317,7 @@ void ReadComposite(TomlReader& r, const toml::table& root, SweepSpec& spec) {
   c.platforms = r.Strings(*t, "composite", "platforms", TomlKey::kRequired).value_or(std::vector<std::string>{});
   if (!r.ok()) return;
   if (c.platforms.empty()) return r.Fail(t->get("platforms"), "composite.platforms", "must name a model");
-  if (const toml::node* cn = t->get("cross")) {
-    const toml::array* a = cn->as_array();
-    if (a == nullptr) return r.Fail(cn, "composite.cross", "must be an array of [reference, port] pairs");
-    for (const toml::node& e : *a) {
-      const toml::array* pair = e.as_array();
-      const auto* ra = pair != nullptr && pair->size() == 2 ? (*pair)[0].as_string() : nullptr;
-      const auto* rb = pair != nullptr && pair->size() == 2 ? (*pair)[1].as_string() : nullptr;
-      if (ra == nullptr || rb == nullptr) {
-        return r.Fail(&e, "composite.cross", "each entry must be a pair of model names [reference, port]");
-      }
-      for (const std::string& m : {ra->get(), rb->get()}) {
-        if (std::find(c.platforms.begin(), c.platforms.end(), m) == c.platforms.end()) {
-          return r.Fail(&e, "composite.cross", Cat("'", m, "' is not in composite.platforms"));
-        }
-      }
-      if (ra->get() == rb->get()) return r.Fail(&e, "composite.cross", "a pair compares two different models");
-      c.cross.emplace_back(ra->get(), rb->get());
-    }
-  }
+  ReadModelPairs(r, *t, "composite", c.platforms, c.cross);
 }
 
 // A non-empty array of distinct integers in lo..hi (key of `prefix`); empty on an error.
@@ -299,19 +335,7 @@ std::vector<int64_t> DistinctInts(TomlReader& r, const toml::table& t, std::stri
     r.Fail(n, field, "must be a non-empty array of integers");
     return out;
   }
-  std::set<int64_t> seen;
-  for (const toml::node& e : *a) {
-    const auto* k = e.as_integer();
-    if (k == nullptr || k->get() < lo || k->get() > hi) {
-      r.Fail(&e, field, Cat("must be integers in ", lo, "..", hi));
-      return {};
-    }
-    if (!seen.insert(k->get()).second) {
-      r.Fail(&e, field, Cat(k->get(), " listed twice"));
-      return {};
-    }
-    out.push_back(k->get());
-  }
+  if (!ReadDistinctInts(r, *a, field, lo, hi, out)) return {};
   return out;
 }
 
@@ -354,25 +378,7 @@ void ReadAttention(TomlReader& r, const toml::table& root, SweepSpec& spec) {
   a.platforms = r.Strings(*t, "attention", "platforms", TomlKey::kRequired).value_or(std::vector<std::string>{});
   if (!r.ok()) return;
   if (a.platforms.empty()) return r.Fail(t->get("platforms"), "attention.platforms", "must name a model");
-  if (const toml::node* cn = t->get("cross")) {
-    const toml::array* arr = cn->as_array();
-    if (arr == nullptr) return r.Fail(cn, "attention.cross", "must be an array of [reference, port] pairs");
-    for (const toml::node& e : *arr) {
-      const toml::array* pair = e.as_array();
-      const auto* ra = pair != nullptr && pair->size() == 2 ? (*pair)[0].as_string() : nullptr;
-      const auto* rb = pair != nullptr && pair->size() == 2 ? (*pair)[1].as_string() : nullptr;
-      if (ra == nullptr || rb == nullptr) {
-        return r.Fail(&e, "attention.cross", "each entry must be a pair of model names [reference, port]");
-      }
-      for (const std::string& m : {ra->get(), rb->get()}) {
-        if (std::find(a.platforms.begin(), a.platforms.end(), m) == a.platforms.end()) {
-          return r.Fail(&e, "attention.cross", Cat("'", m, "' is not in attention.platforms"));
-        }
-      }
-      if (ra->get() == rb->get()) return r.Fail(&e, "attention.cross", "a pair compares two different models");
-      a.cross.emplace_back(ra->get(), rb->get());
-    }
-  }
+  ReadModelPairs(r, *t, "attention", a.platforms, a.cross);
 }
 
 // Every op of `ops` must be produced by some table (else it would silently add nothing).
@@ -413,17 +419,13 @@ void ReadCrossPairs(TomlReader& r, const toml::table& root, SweepSpec& spec) {
   for (size_t i = 0; i < spec.dtypes.size(); ++i) dtype_index[spec.dtypes[i].name] = i;
   std::set<std::string> cross_names;
   for (size_t i = 0; i < arr->size() && r.ok(); ++i) {
-    const toml::table* t = (*arr)[i].as_table();
-    const std::string where = Cat("cross[", i, "]");
-    if (t == nullptr) return r.Fail(&(*arr)[i], where, "must be a table");
-    r.CheckKeys(*t, where, {"name", "dtype", "op", "a", "b"});
+    const std::optional<NamedEntry> entry =
+        ReadNamedEntry(r, *arr, i, "cross", {"name", "dtype", "op", "a", "b"}, cross_names);
+    if (!entry) return;
+    const toml::table* t = entry->t;
+    const std::string& where = entry->where;
     CrossSpec c;
-    const std::optional<std::string> name = Name(r, *t, where, "name");
-    if (!name) return;
-    c.name = *name;
-    if (!cross_names.insert(c.name).second) {
-      return r.Fail(t->get("name"), where + ".name", Cat("duplicate '", c.name, "'"));
-    }
+    c.name = entry->name;
     c.dtype = Name(r, *t, where, "dtype").value_or("");
     c.a = Name(r, *t, where, "a").value_or("");
     if (!r.ok()) return;

@@ -1,7 +1,7 @@
 // Internal to the tolerance sweep (reports/sweep.h): the layouts of its row tables, split from
-// sweep.cc, which fills them. One place says which columns, units and descriptions a table has,
-// so that RunSweep's tables and SweepTableSchemas() (what `merge` checks report.json files
-// against) cannot drift apart.
+// sweep.cc, which fills them. One place says which title, description, columns and units a
+// table has, so that RunSweep's tables and SweepTableSchemas() (what `merge` checks report.json
+// files against) cannot drift apart.
 #ifndef FPCONFORM_REPORTS_SWEEP_TABLES_H_
 #define FPCONFORM_REPORTS_SWEEP_TABLES_H_
 
@@ -9,7 +9,7 @@
 
 namespace fpconform::reports::sweep_internal {
 
-// The row tables' layouts, without descriptions (DescribeTables adds them).
+// The row tables' layouts (title, description, columns), without rows.
 Table ToleranceTable();
 Table CrossTable();
 Table PowerTable();
@@ -28,9 +28,6 @@ struct SweepTables {
         composite_cross = CompositeCrossTable(), attention = AttentionTable(),
         attention_power = AttentionPowerTable(), attention_cross = AttentionCrossTable();
 };
-
-// Sets each row table's description (report.json "description", report.md's text).
-void DescribeTables(SweepTables& tables);
 
 }  // namespace fpconform::reports::sweep_internal
 
