@@ -452,11 +452,49 @@ std::vector<uint64_t> AdversaryRow(const Formula& f, const AccuracyTable& acc, b
   return y;
 }
 
+// What the row tests check against the enclosure: the enclosure of every element, the row
+// evaluated step by step (FormulaRowValue) and `adversaries` rows of implementations drawn from
+// rng (AdversaryRow).
+struct RowResults {
+  std::vector<Enclosure> enclosure;
+  std::vector<uint64_t> sequential;
+  std::vector<std::vector<uint64_t>> adversaries;
+};
+
+RowResults EvaluateRow(const Formula& f, const AccuracyTable& acc, bool contract, const RowInputs& in,
+                       int adversaries, PinnedRng& rng) {
+  const size_t n = in.x.size();
+  RowResults r{std::vector<Enclosure>(n), std::vector<uint64_t>(n), {}};
+  FormulaRowEnclosure(f, acc, contract, in, r.enclosure);
+  FormulaRowValue(f, in, r.sequential);
+  for (int t = 0; t < adversaries; ++t) r.adversaries.push_back(AdversaryRow(f, acc, contract, in, rng));
+  return r;
+}
+
+// A normalization row: x, weights w, biases b, eps = float32 1e-5.
+RowInputs NormRow(std::span<const uint64_t> x, std::span<const uint64_t> w, std::span<const uint64_t> b) {
+  RowInputs in;
+  in.x = x;
+  in.w = w;
+  in.b = b;
+  in.eps = Bits(1e-5f);
+  return in;
+}
+
 uint64_t Adversary(const Formula& f, const AccuracyTable& acc, bool contract, uint64_t x,
                    PinnedRng& rng) {
   RowInputs in;
   in.x = std::span<const uint64_t>(&x, 1);
   return AdversaryRow(f, acc, contract, in, rng)[0];
+}
+
+// Every function within `ulps` (0.5: correctly rounded), but IEEE division (the approximate one
+// is tested apart).
+AccuracyTable AccuracyWithin(double ulps) {
+  AccuracyTable acc;
+  for (FnAccuracy& a : acc) a = ulps == 0.5 ? FnAccuracy{} : FnAccuracy{false, ulps};
+  acc[static_cast<size_t>(Fn::kDiv)] = FnAccuracy{};
+  return acc;
 }
 
 struct EnclosureCase {
@@ -477,9 +515,7 @@ TEST(FormulaTest, EnclosureHoldsEveryConformingImplementation) {
   PinnedRng rng(DeriveSeed(TestSeed(2026, "EnclosureHoldsEveryConformingImplementation"), {3}));
   for (const bool contract : {false, true}) {
     for (const double ulps : {0.5, 1.0, 2.0, 4.0}) {
-      AccuracyTable acc;
-      for (FnAccuracy& a : acc) a = ulps == 0.5 ? FnAccuracy{} : FnAccuracy{false, ulps};
-      acc[static_cast<size_t>(Fn::kDiv)] = FnAccuracy{};  // IEEE division (approximate: below).
+      const AccuracyTable acc = AccuracyWithin(ulps);
       for (const EnclosureCase& c : cases) {
         const Formula f = Parse(c.formula);
         for (int i = 0; i < 400; ++i) {
@@ -531,9 +567,7 @@ TEST(FormulaTest, RowEnclosureHoldsEveryConformingImplementation) {
   PinnedRng rng(DeriveSeed(TestSeed(2026, "RowEnclosureHoldsEveryConformingImplementation"), {5}));
   for (const bool contract : {false, true}) {
     for (const double ulps : {0.5, 2.0}) {
-      AccuracyTable acc;
-      for (FnAccuracy& a : acc) a = ulps == 0.5 ? FnAccuracy{} : FnAccuracy{false, ulps};
-      acc[static_cast<size_t>(Fn::kDiv)] = FnAccuracy{};  // IEEE division (approximate: below).
+      const AccuracyTable acc = AccuracyWithin(ulps);
       for (const RowCase& c : cases) {
         const Formula f = Parse(c.formula);
         for (int trial = 0; trial < 12; ++trial) {
@@ -544,17 +578,7 @@ TEST(FormulaTest, RowEnclosureHoldsEveryConformingImplementation) {
             w[i] = Bits(static_cast<float>(1 + 0.1 * rng.Normal()));
             b[i] = Bits(static_cast<float>(0.1 * rng.Normal()));
           }
-          RowInputs in;
-          in.x = x;
-          in.w = w;
-          in.b = b;
-          in.eps = Bits(1e-5f);
-          std::vector<Enclosure> e(n);
-          FormulaRowEnclosure(f, acc, contract, in, e);
-          std::vector<uint64_t> cr(n);
-          FormulaRowValue(f, in, cr);
-          std::vector<std::vector<uint64_t>> adversaries;
-          for (int t = 0; t < 6; ++t) adversaries.push_back(AdversaryRow(f, acc, contract, in, rng));
+          const auto [e, cr, adversaries] = EvaluateRow(f, acc, contract, NormRow(x, w, b), 6, rng);
           for (size_t i = 0; i < n; ++i) {
             SCOPED_TRACE(::testing::Message() << c.formula << " n=" << n << " i=" << i << " ulps=" << ulps
                                               << " contract=" << contract << " [" << e[i].lo << ", "
@@ -663,17 +687,7 @@ TEST(FormulaTest, WelfordEnclosureHoldsEveryTree) {
               w[i] = Bits(static_cast<float>(1 + 0.1 * rng.Normal()));
               b[i] = Bits(static_cast<float>(0.1 * rng.Normal()));
             }
-            RowInputs in;
-            in.x = x;
-            in.w = w;
-            in.b = b;
-            in.eps = Bits(1e-5f);
-            std::vector<Enclosure> e(n);
-            FormulaRowEnclosure(f, acc, contract, in, e);
-            std::vector<uint64_t> seq(n);
-            FormulaRowValue(f, in, seq);
-            std::vector<std::vector<uint64_t>> adversaries;
-            for (int t = 0; t < 8; ++t) adversaries.push_back(AdversaryRow(f, acc, contract, in, rng));
+            const auto [e, seq, adversaries] = EvaluateRow(f, acc, contract, NormRow(x, w, b), 8, rng);
             // The exact moments (binary64 two-pass is exact enough here: n <= 400 float32 values).
             double mu = 0, m2 = 0;
             for (double v : xd) mu += v;
@@ -741,12 +755,7 @@ TEST(FormulaTest, OnlineSumExpEnclosureHoldsEveryTree) {
             }
             RowInputs in;
             in.x = x;
-            std::vector<Enclosure> e(n);
-            FormulaRowEnclosure(f, acc, contract, in, e);
-            std::vector<uint64_t> seq(n);
-            FormulaRowValue(f, in, seq);
-            std::vector<std::vector<uint64_t>> adversaries;
-            for (int t = 0; t < 8; ++t) adversaries.push_back(AdversaryRow(f, acc, contract, in, rng));
+            const auto [e, seq, adversaries] = EvaluateRow(f, acc, contract, in, 8, rng);
             for (size_t i = 0; i < n; ++i) {
               SCOPED_TRACE(::testing::Message() << text << " spread=" << spread << " n=" << n << " i=" << i
                                                 << " approx=" << approx << " contract=" << contract << " ["
