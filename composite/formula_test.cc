@@ -457,8 +457,21 @@ std::vector<uint64_t> AdversaryRow(const Formula& f, const AccuracyTable& acc, b
 // rng (AdversaryRow).
 struct RowResults {
   std::vector<Enclosure> enclosure;
-  std::vector<uint64_t> sequential;
+  std::vector<uint64_t> sequential;  // float32 bits, as the adversaries'.
   std::vector<std::vector<uint64_t>> adversaries;
+
+  // Element i has an enclosure, and the sequential row's and every adversary's element i lie in it.
+  testing::AssertionResult Holds(size_t i) const {
+    const Enclosure& e = enclosure[i];
+    if (std::isnan(e.lo)) return testing::AssertionFailure() << "no enclosure";
+    const double y = Float(sequential[i]);
+    if (!(y >= e.lo && y <= e.hi)) return testing::AssertionFailure() << "sequential " << y;
+    for (const std::vector<uint64_t>& a : adversaries) {
+      const double ya = Float(a[i]);
+      if (!(ya >= e.lo && ya <= e.hi)) return testing::AssertionFailure() << "adversary " << ya;
+    }
+    return testing::AssertionSuccess();
+  }
 };
 
 RowResults EvaluateRow(const Formula& f, const AccuracyTable& acc, bool contract, const RowInputs& in,
@@ -578,18 +591,12 @@ TEST(FormulaTest, RowEnclosureHoldsEveryConformingImplementation) {
             w[i] = Bits(static_cast<float>(1 + 0.1 * rng.Normal()));
             b[i] = Bits(static_cast<float>(0.1 * rng.Normal()));
           }
-          const auto [e, cr, adversaries] = EvaluateRow(f, acc, contract, NormRow(x, w, b), 6, rng);
+          const RowResults row = EvaluateRow(f, acc, contract, NormRow(x, w, b), 6, rng);
           for (size_t i = 0; i < n; ++i) {
             SCOPED_TRACE(::testing::Message() << c.formula << " n=" << n << " i=" << i << " ulps=" << ulps
-                                              << " contract=" << contract << " [" << e[i].lo << ", "
-                                              << e[i].hi << "]");
-            ASSERT_FALSE(std::isnan(e[i].lo)) << "no enclosure";
-            const double y = ToDouble(Float32(), cr[i]);
-            ASSERT_TRUE(y >= e[i].lo && y <= e[i].hi) << "sequential " << y;
-            for (const std::vector<uint64_t>& a : adversaries) {
-              const double ya = ToDouble(Float32(), a[i]);
-              ASSERT_TRUE(ya >= e[i].lo && ya <= e[i].hi) << "adversary " << ya;
-            }
+                                              << " contract=" << contract << " [" << row.enclosure[i].lo << ", "
+                                              << row.enclosure[i].hi << "]");
+            ASSERT_TRUE(row.Holds(i));
           }
         }
       }
@@ -687,7 +694,8 @@ TEST(FormulaTest, WelfordEnclosureHoldsEveryTree) {
               w[i] = Bits(static_cast<float>(1 + 0.1 * rng.Normal()));
               b[i] = Bits(static_cast<float>(0.1 * rng.Normal()));
             }
-            const auto [e, seq, adversaries] = EvaluateRow(f, acc, contract, NormRow(x, w, b), 8, rng);
+            const RowResults row = EvaluateRow(f, acc, contract, NormRow(x, w, b), 8, rng);
+            const std::vector<Enclosure>& e = row.enclosure;
             // The exact moments (binary64 two-pass is exact enough here: n <= 400 float32 values).
             double mu = 0, m2 = 0;
             for (double v : xd) mu += v;
@@ -697,13 +705,7 @@ TEST(FormulaTest, WelfordEnclosureHoldsEveryTree) {
               SCOPED_TRACE(::testing::Message() << text << " mean=" << c.mean << " spread=" << c.spread << " n=" << n
                                                 << " i=" << i << " approx=" << approx << " contract=" << contract
                                                 << " [" << e[i].lo << ", " << e[i].hi << "]");
-              ASSERT_FALSE(std::isnan(e[i].lo)) << "no enclosure";
-              const double y = Float(seq[i]);
-              ASSERT_TRUE(y >= e[i].lo && y <= e[i].hi) << "sequential " << y;
-              for (const std::vector<uint64_t>& a : adversaries) {
-                const double ya = Float(a[i]);
-                ASSERT_TRUE(ya >= e[i].lo && ya <= e[i].hi) << "adversary " << ya;
-              }
+              ASSERT_TRUE(row.Holds(i));
               const std::string t = text;
               if (t == "welford_mean(x)") {
                 // Theorem: a width of about n u (k1 R + k2 W), k1 <= 5 and k2 <= 4 with an IEEE
@@ -755,18 +757,13 @@ TEST(FormulaTest, OnlineSumExpEnclosureHoldsEveryTree) {
             }
             RowInputs in;
             in.x = x;
-            const auto [e, seq, adversaries] = EvaluateRow(f, acc, contract, in, 8, rng);
+            const RowResults row = EvaluateRow(f, acc, contract, in, 8, rng);
+            const std::vector<Enclosure>& e = row.enclosure;
             for (size_t i = 0; i < n; ++i) {
               SCOPED_TRACE(::testing::Message() << text << " spread=" << spread << " n=" << n << " i=" << i
                                                 << " approx=" << approx << " contract=" << contract << " ["
                                                 << e[i].lo << ", " << e[i].hi << "]");
-              ASSERT_FALSE(std::isnan(e[i].lo)) << "no enclosure";
-              const double y = Float(seq[i]);
-              ASSERT_TRUE(y >= e[i].lo && y <= e[i].hi) << "sequential " << y;
-              for (const std::vector<uint64_t>& a : adversaries) {
-                const double ya = Float(a[i]);
-                ASSERT_TRUE(ya >= e[i].lo && ya <= e[i].hi) << "adversary " << ya;
-              }
+              ASSERT_TRUE(row.Holds(i));
               if (std::string(text) == "online_sumexp(x)") {
                 // At most K <= n rescales of a few ulps each, and the sum's gamma_(n-1).
                 EXPECT_LE(e[i].hi - e[i].lo, e[i].hi * static_cast<double>(n) * 0x1p-18 + 0x1p-20);
