@@ -18,19 +18,13 @@
 #include "cases/pinned_random.h"
 #include "cases/test_seed.h"
 #include "composite/attention_model.h"
+#include "composite/attention_test_support.h"
 #include "formats/ops.h"
 #include "oracles/certified_double.h"
 
 namespace fpconform::composite {
 namespace {
 
-double Round(const FormatSpec& f, double x) {
-  uint64_t b;
-  std::memcpy(&b, &x, 8);
-  double v;
-  certified::DecodeToDouble(f, Convert(Float64(), f, b, OpEnv{}).bits, false, &v);
-  return v;
-}
 uint64_t Bits(const FormatSpec& f, double x) {
   return Convert(Float64(), f, std::bit_cast<uint64_t>(x), OpEnv{}).bits;
 }
@@ -140,15 +134,7 @@ TEST(AttentionMatmulTest, EnclosureHoldsTheMatmulModels) {
       }
       const size_t n = static_cast<size_t>(s_q * dv);
       std::vector<ExactEnclosure> exact(n), pvx(n);
-      AttentionOutputs o;
-      o.enclosure = exact;
-      ASSERT_TRUE(AttentionRows(p, 0, s_q, o, nullptr).ok());
-      std::vector<double> vabs;
-      for (double x : v) vabs.push_back(std::fabs(x));
-      AttentionProblem pa = p;
-      pa.v = vabs;
-      o.enclosure = pvx;
-      ASSERT_TRUE(AttentionRows(pa, 0, s_q, o, nullptr).ok());
+      ASSERT_TRUE(OracleEnclosures(p, exact, pvx).ok());
       std::vector<uint64_t> bits(n);
       std::vector<double> lo(n), hi(n);
       ASSERT_TRUE(EmulateAttentionRows(m, p, 0, s_q, pvx, exact, bits, lo, hi).ok());

@@ -269,14 +269,6 @@ double UnderflowUnit(const FormatSpec& f) { return std::ldexp(1.0, Emin(f)); }
 // attention_model.h, tau).
 double SubnormalSpacing(const FormatSpec& f) { return std::ldexp(1.0, Emin(f) - f.fraction_bits); }
 
-bool Attended(const AttentionProblem& p, int64_t i, int64_t j) {
-  if (p.causal && j > i) return false;
-  const size_t at = static_cast<size_t>(i * p.s_k + j);
-  if (!p.keep_mask.empty() && p.keep_mask[at] == 0) return false;
-  if (!p.additive_mask.empty() && p.additive_mask[at] == -INFINITY) return false;
-  return true;
-}
-
 // One row: emulated values and enclosures for its d_v elements.
 // kscaled: K times sqrt(scale) rounded to the input format (fold_qk_sqrt), else empty.
 // The row's LSE outputs (exact == nullptr: none wanted).

@@ -16,6 +16,7 @@
 #include <gtest/gtest.h>
 
 #include "base/isa.h"
+#include "cases/pinned_random.h"
 #include "formats/format_spec.h"
 #include "formats/op_env.h"
 #include "formats/ops.h"
@@ -26,12 +27,8 @@ namespace {
 
 uint64_t Bits(double x) { return std::bit_cast<uint64_t>(x); }
 
-uint64_t SplitMix(uint64_t& s) {
-  uint64_t z = (s += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
+// The next output of the SplitMix64 stream whose state is s (PinnedRng's step, cases/pinned_random.h).
+uint64_t SplitMix(uint64_t& s) { return SplitMix64Mix(s += kSplitMix64Gamma); }
 
 // A float32 value in [lo, hi] as a double (the emulation's arguments are float32 values).
 double Uniform32(uint64_t& s, double lo, double hi) {

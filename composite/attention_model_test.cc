@@ -8,6 +8,7 @@
 // own error can reach half a weight); the enclosure is not vacuous (a wrong output, the scale applied twice,
 // falls outside); bad model files fail with file:line: key. FPCONFORM_SEED overrides the seed.
 #include "composite/attention_model.h"
+#include "composite/attention_test_support.h"
 
 #include <cmath>
 #include <cstring>
@@ -24,13 +25,6 @@
 namespace fpconform::composite {
 namespace {
 
-double Round(const FormatSpec& f, double x) {
-  uint64_t b;
-  std::memcpy(&b, &x, 8);
-  double v;
-  certified::DecodeToDouble(f, Convert(Float64(), f, b, OpEnv{}).bits, false, &v);
-  return v;
-}
 
 // A blocked online-softmax evaluation of model m for row i over keys [j0, j1) (float32 host
 // arithmetic, formats.p rounding by formats' Convert), the exponential by libm's expf; returns
@@ -180,15 +174,7 @@ TEST(AttentionModelTest, EnclosureHoldsImplementations) {
       }
       const size_t n = static_cast<size_t>(s_q * dv);
       std::vector<ExactEnclosure> exact(n), pv(n);
-      AttentionOutputs o;
-      o.enclosure = exact;
-      ASSERT_TRUE(AttentionRows(p, 0, s_q, o, nullptr).ok());
-      std::vector<double> vabs;
-      for (double x : v) vabs.push_back(std::fabs(x));
-      AttentionProblem pa = p;
-      pa.v = vabs;
-      o.enclosure = pv;
-      ASSERT_TRUE(AttentionRows(pa, 0, s_q, o, nullptr).ok());
+      ASSERT_TRUE(OracleEnclosures(p, exact, pv).ok());
       std::vector<uint64_t> bits(n);
       std::vector<double> lo(n), hi(n);
       // The LSE (models with formats.lse): the oracle's enclosures, then the model's.
@@ -227,14 +213,11 @@ TEST(AttentionModelTest, EnclosureHoldsImplementations) {
         // Not vacuous: the LSE with the scale applied twice lies outside where it differs by
         // more than 10^-3, and the bound is below 10^-3 relative here.
         EXPECT_LT(lse_hi[r] - lse_lo[r], 1e-3 * std::max(1.0, std::fabs(lse_exact[r].nearest)));
-        AttentionProblem p2 = p;
-        const double sc = 1.0 / std::sqrt(static_cast<double>(d));
-        p2.scale = sc * sc;
         std::vector<ExactEnclosure> l2(1);
         AttentionOutputs o2;
         o2.lse_format = m.lse_format;
         o2.lse_enclosure = l2;
-        ASSERT_TRUE(AttentionRows(p2, i, i + 1, o2, nullptr).ok());
+        ASSERT_TRUE(AttentionRows(ScaledTwice(p), i, i + 1, o2, nullptr).ok());
         if (std::fabs(l2[0].nearest - lse_exact[r].nearest) > 1e-3) {
           EXPECT_TRUE(l2[0].nearest < lse_lo[r] || l2[0].nearest > lse_hi[r]) << "scale twice " << l2[0].nearest;
           ++lse_excluded;
@@ -263,13 +246,10 @@ TEST(AttentionModelTest, EnclosureHoldsImplementations) {
           // differs by more than 5% of P|V| from the exact value (15% for a scale folded into a
           // bfloat16 or float16 input).
           if (variant == 0 && i == 0) {
-            AttentionProblem p2 = p;
-            const double sc = 1.0 / std::sqrt(static_cast<double>(d));
-            p2.scale = sc * sc;
             std::vector<ExactEnclosure> e2(static_cast<size_t>(dv));
             AttentionOutputs o2;
             o2.enclosure = e2;
-            ASSERT_TRUE(AttentionRows(p2, 0, 1, o2, nullptr).ok());
+            ASSERT_TRUE(AttentionRows(ScaledTwice(p), 0, 1, o2, nullptr).ok());
             const double wrong = e2[static_cast<size_t>(c)].nearest;
             // Where the model rounds the scaled Q (and K) into the input format, its own error
             // reaches a few percent of P|V| (bfloat16: 2^-8 relative per score): 15% there.

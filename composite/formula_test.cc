@@ -452,11 +452,62 @@ std::vector<uint64_t> AdversaryRow(const Formula& f, const AccuracyTable& acc, b
   return y;
 }
 
+// What the row tests check against the enclosure: the enclosure of every element, the row
+// evaluated step by step (FormulaRowValue) and `adversaries` rows of implementations drawn from
+// rng (AdversaryRow).
+struct RowResults {
+  std::vector<Enclosure> enclosure;
+  std::vector<uint64_t> sequential;  // float32 bits, as the adversaries'.
+  std::vector<std::vector<uint64_t>> adversaries;
+
+  // Element i has an enclosure, and the sequential row's and every adversary's element i lie in it.
+  testing::AssertionResult Holds(size_t i) const {
+    const Enclosure& e = enclosure[i];
+    if (std::isnan(e.lo)) return testing::AssertionFailure() << "no enclosure";
+    const double y = Float(sequential[i]);
+    if (!(y >= e.lo && y <= e.hi)) return testing::AssertionFailure() << "sequential " << y;
+    for (const std::vector<uint64_t>& a : adversaries) {
+      const double ya = Float(a[i]);
+      if (!(ya >= e.lo && ya <= e.hi)) return testing::AssertionFailure() << "adversary " << ya;
+    }
+    return testing::AssertionSuccess();
+  }
+};
+
+RowResults EvaluateRow(const Formula& f, const AccuracyTable& acc, bool contract, const RowInputs& in,
+                       int adversaries, PinnedRng& rng) {
+  const size_t n = in.x.size();
+  RowResults r{std::vector<Enclosure>(n), std::vector<uint64_t>(n), {}};
+  FormulaRowEnclosure(f, acc, contract, in, r.enclosure);
+  FormulaRowValue(f, in, r.sequential);
+  for (int t = 0; t < adversaries; ++t) r.adversaries.push_back(AdversaryRow(f, acc, contract, in, rng));
+  return r;
+}
+
+// A normalization row: x, weights w, biases b, eps = float32 1e-5.
+RowInputs NormRow(std::span<const uint64_t> x, std::span<const uint64_t> w, std::span<const uint64_t> b) {
+  RowInputs in;
+  in.x = x;
+  in.w = w;
+  in.b = b;
+  in.eps = Bits(1e-5f);
+  return in;
+}
+
 uint64_t Adversary(const Formula& f, const AccuracyTable& acc, bool contract, uint64_t x,
                    PinnedRng& rng) {
   RowInputs in;
   in.x = std::span<const uint64_t>(&x, 1);
   return AdversaryRow(f, acc, contract, in, rng)[0];
+}
+
+// Every function within `ulps` (0.5: correctly rounded), but IEEE division (the approximate one
+// is tested apart).
+AccuracyTable AccuracyWithin(double ulps) {
+  AccuracyTable acc;
+  for (FnAccuracy& a : acc) a = ulps == 0.5 ? FnAccuracy{} : FnAccuracy{false, ulps};
+  acc[static_cast<size_t>(Fn::kDiv)] = FnAccuracy{};
+  return acc;
 }
 
 struct EnclosureCase {
@@ -477,9 +528,7 @@ TEST(FormulaTest, EnclosureHoldsEveryConformingImplementation) {
   PinnedRng rng(DeriveSeed(TestSeed(2026, "EnclosureHoldsEveryConformingImplementation"), {3}));
   for (const bool contract : {false, true}) {
     for (const double ulps : {0.5, 1.0, 2.0, 4.0}) {
-      AccuracyTable acc;
-      for (FnAccuracy& a : acc) a = ulps == 0.5 ? FnAccuracy{} : FnAccuracy{false, ulps};
-      acc[static_cast<size_t>(Fn::kDiv)] = FnAccuracy{};  // IEEE division (approximate: below).
+      const AccuracyTable acc = AccuracyWithin(ulps);
       for (const EnclosureCase& c : cases) {
         const Formula f = Parse(c.formula);
         for (int i = 0; i < 400; ++i) {
@@ -531,9 +580,7 @@ TEST(FormulaTest, RowEnclosureHoldsEveryConformingImplementation) {
   PinnedRng rng(DeriveSeed(TestSeed(2026, "RowEnclosureHoldsEveryConformingImplementation"), {5}));
   for (const bool contract : {false, true}) {
     for (const double ulps : {0.5, 2.0}) {
-      AccuracyTable acc;
-      for (FnAccuracy& a : acc) a = ulps == 0.5 ? FnAccuracy{} : FnAccuracy{false, ulps};
-      acc[static_cast<size_t>(Fn::kDiv)] = FnAccuracy{};  // IEEE division (approximate: below).
+      const AccuracyTable acc = AccuracyWithin(ulps);
       for (const RowCase& c : cases) {
         const Formula f = Parse(c.formula);
         for (int trial = 0; trial < 12; ++trial) {
@@ -544,28 +591,12 @@ TEST(FormulaTest, RowEnclosureHoldsEveryConformingImplementation) {
             w[i] = Bits(static_cast<float>(1 + 0.1 * rng.Normal()));
             b[i] = Bits(static_cast<float>(0.1 * rng.Normal()));
           }
-          RowInputs in;
-          in.x = x;
-          in.w = w;
-          in.b = b;
-          in.eps = Bits(1e-5f);
-          std::vector<Enclosure> e(n);
-          FormulaRowEnclosure(f, acc, contract, in, e);
-          std::vector<uint64_t> cr(n);
-          FormulaRowValue(f, in, cr);
-          std::vector<std::vector<uint64_t>> adversaries;
-          for (int t = 0; t < 6; ++t) adversaries.push_back(AdversaryRow(f, acc, contract, in, rng));
+          const RowResults row = EvaluateRow(f, acc, contract, NormRow(x, w, b), 6, rng);
           for (size_t i = 0; i < n; ++i) {
             SCOPED_TRACE(::testing::Message() << c.formula << " n=" << n << " i=" << i << " ulps=" << ulps
-                                              << " contract=" << contract << " [" << e[i].lo << ", "
-                                              << e[i].hi << "]");
-            ASSERT_FALSE(std::isnan(e[i].lo)) << "no enclosure";
-            const double y = ToDouble(Float32(), cr[i]);
-            ASSERT_TRUE(y >= e[i].lo && y <= e[i].hi) << "sequential " << y;
-            for (const std::vector<uint64_t>& a : adversaries) {
-              const double ya = ToDouble(Float32(), a[i]);
-              ASSERT_TRUE(ya >= e[i].lo && ya <= e[i].hi) << "adversary " << ya;
-            }
+                                              << " contract=" << contract << " [" << row.enclosure[i].lo << ", "
+                                              << row.enclosure[i].hi << "]");
+            ASSERT_TRUE(row.Holds(i));
           }
         }
       }
@@ -663,17 +694,8 @@ TEST(FormulaTest, WelfordEnclosureHoldsEveryTree) {
               w[i] = Bits(static_cast<float>(1 + 0.1 * rng.Normal()));
               b[i] = Bits(static_cast<float>(0.1 * rng.Normal()));
             }
-            RowInputs in;
-            in.x = x;
-            in.w = w;
-            in.b = b;
-            in.eps = Bits(1e-5f);
-            std::vector<Enclosure> e(n);
-            FormulaRowEnclosure(f, acc, contract, in, e);
-            std::vector<uint64_t> seq(n);
-            FormulaRowValue(f, in, seq);
-            std::vector<std::vector<uint64_t>> adversaries;
-            for (int t = 0; t < 8; ++t) adversaries.push_back(AdversaryRow(f, acc, contract, in, rng));
+            const RowResults row = EvaluateRow(f, acc, contract, NormRow(x, w, b), 8, rng);
+            const std::vector<Enclosure>& e = row.enclosure;
             // The exact moments (binary64 two-pass is exact enough here: n <= 400 float32 values).
             double mu = 0, m2 = 0;
             for (double v : xd) mu += v;
@@ -683,13 +705,7 @@ TEST(FormulaTest, WelfordEnclosureHoldsEveryTree) {
               SCOPED_TRACE(::testing::Message() << text << " mean=" << c.mean << " spread=" << c.spread << " n=" << n
                                                 << " i=" << i << " approx=" << approx << " contract=" << contract
                                                 << " [" << e[i].lo << ", " << e[i].hi << "]");
-              ASSERT_FALSE(std::isnan(e[i].lo)) << "no enclosure";
-              const double y = Float(seq[i]);
-              ASSERT_TRUE(y >= e[i].lo && y <= e[i].hi) << "sequential " << y;
-              for (const std::vector<uint64_t>& a : adversaries) {
-                const double ya = Float(a[i]);
-                ASSERT_TRUE(ya >= e[i].lo && ya <= e[i].hi) << "adversary " << ya;
-              }
+              ASSERT_TRUE(row.Holds(i));
               const std::string t = text;
               if (t == "welford_mean(x)") {
                 // Theorem: a width of about n u (k1 R + k2 W), k1 <= 5 and k2 <= 4 with an IEEE
@@ -741,23 +757,13 @@ TEST(FormulaTest, OnlineSumExpEnclosureHoldsEveryTree) {
             }
             RowInputs in;
             in.x = x;
-            std::vector<Enclosure> e(n);
-            FormulaRowEnclosure(f, acc, contract, in, e);
-            std::vector<uint64_t> seq(n);
-            FormulaRowValue(f, in, seq);
-            std::vector<std::vector<uint64_t>> adversaries;
-            for (int t = 0; t < 8; ++t) adversaries.push_back(AdversaryRow(f, acc, contract, in, rng));
+            const RowResults row = EvaluateRow(f, acc, contract, in, 8, rng);
+            const std::vector<Enclosure>& e = row.enclosure;
             for (size_t i = 0; i < n; ++i) {
               SCOPED_TRACE(::testing::Message() << text << " spread=" << spread << " n=" << n << " i=" << i
                                                 << " approx=" << approx << " contract=" << contract << " ["
                                                 << e[i].lo << ", " << e[i].hi << "]");
-              ASSERT_FALSE(std::isnan(e[i].lo)) << "no enclosure";
-              const double y = Float(seq[i]);
-              ASSERT_TRUE(y >= e[i].lo && y <= e[i].hi) << "sequential " << y;
-              for (const std::vector<uint64_t>& a : adversaries) {
-                const double ya = Float(a[i]);
-                ASSERT_TRUE(ya >= e[i].lo && ya <= e[i].hi) << "adversary " << ya;
-              }
+              ASSERT_TRUE(row.Holds(i));
               if (std::string(text) == "online_sumexp(x)") {
                 // At most K <= n rescales of a few ulps each, and the sum's gamma_(n-1).
                 EXPECT_LE(e[i].hi - e[i].lo, e[i].hi * static_cast<double>(n) * 0x1p-18 + 0x1p-20);

@@ -37,8 +37,7 @@ TEST_P(Fp16, SqrtAllValues) {
         int64_t count = 0;
         for (Rounding r : kDeterministicModes) {
           for (int variant = 0; variant < 3; ++variant) {
-            k.env = OpEnv{};
-            k.env.rounding = r;
+            k.env = ModeEnv(r);
             k.env.flush_to_zero = variant == 1;
             k.env.denormals_are_zero = variant == 2;
             if (variant == 1) k.env.tininess = Tininess::kBeforeRounding;
@@ -48,10 +47,7 @@ TEST_P(Fp16, SqrtAllValues) {
         }
         CaseRng rng(seed ^ SweepTag(f, Op::kSqrt, 4), a);
         for (int j = 0; j < 2; ++j) {
-          k.env = RandomEnv(rng);
-          k.env.rounding = Rounding::kStochastic;
-          k.env.sr_bits = 1 + static_cast<int>(rng.Below(32));
-          k.env.sr_random = rng.Next();
+          k.env = RandomStochasticEnv(rng);
           CheckCase(k, seed, a, l);
           ++count;
         }
@@ -89,10 +85,7 @@ TEST_P(Fp16, Mul) { BoundaryAndRandom(F(), Op::kMul, kRandomPerOp); }
 TEST_P(Fp16, Div) { BoundaryAndRandom(F(), Op::kDiv, kRandomPerOp); }
 TEST_P(Fp16, Fma) { BoundaryAndRandom(F(), Op::kFma, kRandomPerOp); }
 
-INSTANTIATE_TEST_SUITE_P(Fp16Formats, Fp16, testing::Values(&BFloat16(), &Float16()),
-                         [](const testing::TestParamInfo<const FormatSpec*>& p) {
-                           return std::string(p.param->name);
-                         });
+INSTANTIATE_TEST_SUITE_P(Fp16Formats, Fp16, testing::Values(&BFloat16(), &Float16()), FormatParamName);
 
 }  // namespace
 }  // namespace fpconform::conformance

@@ -4,6 +4,7 @@
 // pairs with a spec-derived addend set, and every value converted to every other format.
 #include <algorithm>
 #include <cstdint>
+#include <initializer_list>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -29,6 +30,44 @@ std::vector<const FormatSpec*> Fp8Formats() {
 
 constexpr Op kBinaryOps[] = {Op::kAdd, Op::kSub, Op::kMul, Op::kDiv};
 
+// The case of op on `pair` in f: a = its high byte, b = its low byte.
+Case PairCase(const FormatSpec& f, Op op, uint64_t pair) {
+  Case k;
+  k.f = &f;
+  k.op = op;
+  k.a = pair >> 8;
+  k.b = pair & 0xFF;
+  return k;
+}
+
+// Checks the one-operand case k of value a (sqrt, convert) in the six modes x {none, sat, ftz,
+// daz}, then in sr<b> for each b of sr_bits with `draws` values of r each (SplitMix64At(a *
+// stride + j, 0), j < draws); returns the number of cases.
+int64_t CheckOneOperandModes(Case& k, uint64_t a, std::initializer_list<int> sr_bits, uint64_t draws,
+                             uint64_t stride, FailureLog& log) {
+  int64_t n = 0;
+  for (Rounding r : kDeterministicModes) {
+    for (int variant = 0; variant < 4; ++variant) {
+      k.env = ModeEnv(r);
+      k.env.saturate = variant == 1;
+      k.env.flush_to_zero = variant == 2;
+      k.env.denormals_are_zero = variant == 3;
+      CheckCase(k, 0, a, log);
+      ++n;
+    }
+  }
+  for (int bits : sr_bits) {
+    for (uint64_t j = 0; j < draws; ++j) {
+      k.env = ModeEnv(Rounding::kStochastic);
+      k.env.sr_bits = bits;
+      k.env.sr_random = SplitMix64At(a * stride + j, 0);
+      CheckCase(k, 0, a, log);
+      ++n;
+    }
+  }
+  return n;
+}
+
 // All pairs x {add, sub, mul, div} x six modes x {no sat, sat}.
 TEST_P(Fp8Exhaustive, BinaryOpsAllPairsAllModes) {
   const FormatSpec& f = F();
@@ -37,16 +76,11 @@ TEST_P(Fp8Exhaustive, BinaryOpsAllPairsAllModes) {
       65536,
       [&](uint64_t pair, FailureLog& l) {
         int64_t count = 0;
-        Case k;
-        k.f = &f;
-        k.a = pair >> 8;
-        k.b = pair & 0xFF;
         for (Op op : kBinaryOps) {
-          k.op = op;
+          Case k = PairCase(f, op, pair);
           for (Rounding r : kDeterministicModes) {
             for (bool sat : {false, true}) {
-              k.env = OpEnv{};
-              k.env.rounding = r;
+              k.env = ModeEnv(r);
               k.env.saturate = sat;
               CheckCase(k, 0, pair, l);
               ++count;
@@ -70,17 +104,12 @@ TEST_P(Fp8Exhaustive, BinaryOpsAllPairsEnvVariants) {
       65536,
       [&](uint64_t pair, FailureLog& l) {
         int64_t count = 0;
-        Case k;
-        k.f = &f;
-        k.a = pair >> 8;
-        k.b = pair & 0xFF;
         CaseRng rng(seed, pair);
         for (Op op : kBinaryOps) {
-          k.op = op;
+          Case k = PairCase(f, op, pair);
           for (Rounding r : {Rounding::kNearestEven, Rounding::kUpward}) {
             for (int variant = 0; variant < 4; ++variant) {
-              k.env = OpEnv{};
-              k.env.rounding = r;
+              k.env = ModeEnv(r);
               k.env.flush_to_zero = variant == 0 || variant == 3;
               k.env.denormals_are_zero = variant == 1;
               if (variant >= 2) k.env.tininess = Tininess::kBeforeRounding;
@@ -88,8 +117,7 @@ TEST_P(Fp8Exhaustive, BinaryOpsAllPairsEnvVariants) {
               ++count;
             }
           }
-          k.env = OpEnv{};
-          k.env.rounding = Rounding::kStochastic;
+          k.env = ModeEnv(Rounding::kStochastic);
           k.env.sr_bits = 1 + static_cast<int>(rng.Below(8));
           k.env.sr_random = rng.Next();
           k.env.saturate = rng.OneIn(2);
@@ -114,27 +142,7 @@ TEST_P(Fp8Exhaustive, SqrtAllValuesAllModes) {
     k.f = &f;
     k.op = Op::kSqrt;
     k.a = a;
-    for (Rounding r : kDeterministicModes) {
-      for (int variant = 0; variant < 4; ++variant) {
-        k.env = OpEnv{};
-        k.env.rounding = r;
-        k.env.saturate = variant == 1;
-        k.env.flush_to_zero = variant == 2;
-        k.env.denormals_are_zero = variant == 3;
-        CheckCase(k, 0, a, log);
-        ++n;
-      }
-    }
-    for (int bits : {1, 2, 3, 4, 8, 32}) {
-      for (uint64_t j = 0; j < 16; ++j) {
-        k.env = OpEnv{};
-        k.env.rounding = Rounding::kStochastic;
-        k.env.sr_bits = bits;
-        k.env.sr_random = SplitMix64At(a * 64 + j, 0);
-        CheckCase(k, 0, a, log);
-        ++n;
-      }
-    }
+    n += CheckOneOperandModes(k, a, {1, 2, 3, 4, 8, 32}, 16, 64, log);
   }
   log.Report("fp8 sqrt");
   PrintCount(std::string(f.name) + " sqrt all values x all modes", n, log);
@@ -178,16 +186,11 @@ TEST_P(Fp8Exhaustive, FmaAllPairsSpecAddends) {
       65536,
       [&](uint64_t pair, FailureLog& l) {
         int64_t count = 0;
-        Case k;
-        k.f = &f;
-        k.op = Op::kFma;
-        k.a = pair >> 8;
-        k.b = pair & 0xFF;
+        Case k = PairCase(f, Op::kFma, pair);
         for (uint64_t c : addends) {
           k.c = c;
           for (Rounding r : kDeterministicModes) {
-            k.env = OpEnv{};
-            k.env.rounding = r;
+            k.env = ModeEnv(r);
             k.env.saturate = ((pair ^ c) & 1) != 0;  // Half the cases with sat.
             CheckCase(k, 0, pair, l);
             ++count;
@@ -218,37 +221,14 @@ TEST_P(Fp8Exhaustive, ConvertEveryValueToEveryFormat) {
       k.from = &f;
       k.f = to;
       k.a = a;
-      for (Rounding r : kDeterministicModes) {
-        for (int variant = 0; variant < 4; ++variant) {
-          k.env = OpEnv{};
-          k.env.rounding = r;
-          k.env.saturate = variant == 1;
-          k.env.flush_to_zero = variant == 2;
-          k.env.denormals_are_zero = variant == 3;
-          CheckCase(k, 0, a, log);
-          ++n;
-        }
-      }
-      for (int bits : {1, 3, 8}) {
-        for (uint64_t j = 0; j < 4; ++j) {
-          k.env = OpEnv{};
-          k.env.rounding = Rounding::kStochastic;
-          k.env.sr_bits = bits;
-          k.env.sr_random = SplitMix64At(a * 16 + j, 0);
-          CheckCase(k, 0, a, log);
-          ++n;
-        }
-      }
+      n += CheckOneOperandModes(k, a, {1, 3, 8}, 4, 16, log);
     }
   }
   log.Report("fp8 convert");
   PrintCount(std::string(f.name) + " convert to every format", n, log);
 }
 
-INSTANTIATE_TEST_SUITE_P(AllFp8, Fp8Exhaustive, testing::ValuesIn(Fp8Formats()),
-                         [](const testing::TestParamInfo<const FormatSpec*>& p) {
-                           return std::string(p.param->name);
-                         });
+INSTANTIATE_TEST_SUITE_P(AllFp8, Fp8Exhaustive, testing::ValuesIn(Fp8Formats()), FormatParamName);
 
 }  // namespace
 }  // namespace fpconform::conformance

@@ -56,6 +56,11 @@ inline const char* OpName(Op op) {
   return "?";
 }
 
+// The name of a test parameterized by format: the format's name (INSTANTIATE_TEST_SUITE_P).
+inline std::string FormatParamName(const testing::TestParamInfo<const FormatSpec*>& p) {
+  return std::string(p.param->name);
+}
+
 inline constexpr uint64_t kDefaultSeed = 0x5EED'F9C0'2026'0001ull;
 
 // The suite's seed: FPCONFORM_SEED (decimal or 0x-hex) or kDefaultSeed, printed once
@@ -87,32 +92,27 @@ struct Case {
   OpEnv env;
 };
 
-inline OpResult RunFormats(const Case& k) {
+// Runs k's operation with one implementation's functions: formats/ops.h's (RunFormats) or the MPFR
+// oracle's (RunOracle), which take the same arguments.
+template <auto add, auto sub, auto mul, auto div, auto fma, auto sqrt, auto convert>
+OpResult RunCase(const Case& k) {
   const FormatSpec& f = *k.f;
   switch (k.op) {
-    case Op::kAdd: return Add(f, k.a, k.b, k.env);
-    case Op::kSub: return Sub(f, k.a, k.b, k.env);
-    case Op::kMul: return Mul(f, k.a, k.b, k.env);
-    case Op::kDiv: return Div(f, k.a, k.b, k.env);
-    case Op::kFma: return Fma(f, k.a, k.b, k.c, k.env);
-    case Op::kSqrt: return Sqrt(f, k.a, k.env);
-    case Op::kConvert: return Convert(*k.from, f, k.a, k.env);
+    case Op::kAdd: return add(f, k.a, k.b, k.env);
+    case Op::kSub: return sub(f, k.a, k.b, k.env);
+    case Op::kMul: return mul(f, k.a, k.b, k.env);
+    case Op::kDiv: return div(f, k.a, k.b, k.env);
+    case Op::kFma: return fma(f, k.a, k.b, k.c, k.env);
+    case Op::kSqrt: return sqrt(f, k.a, k.env);
+    case Op::kConvert: return convert(*k.from, f, k.a, k.env);
   }
   return {};
 }
 
+inline OpResult RunFormats(const Case& k) { return RunCase<Add, Sub, Mul, Div, Fma, Sqrt, Convert>(k); }
+
 inline OpResult RunOracle(const Case& k) {
-  const FormatSpec& f = *k.f;
-  switch (k.op) {
-    case Op::kAdd: return MpfrAdd(f, k.a, k.b, k.env);
-    case Op::kSub: return MpfrSub(f, k.a, k.b, k.env);
-    case Op::kMul: return MpfrMul(f, k.a, k.b, k.env);
-    case Op::kDiv: return MpfrDiv(f, k.a, k.b, k.env);
-    case Op::kFma: return MpfrFma(f, k.a, k.b, k.c, k.env);
-    case Op::kSqrt: return MpfrSqrt(f, k.a, k.env);
-    case Op::kConvert: return MpfrConvert(*k.from, f, k.a, k.env);
-  }
-  return {};
+  return RunCase<MpfrAdd, MpfrSub, MpfrMul, MpfrDiv, MpfrFma, MpfrSqrt, MpfrConvert>(k);
 }
 
 // Bits equal and flags equal; a NaN expected result only needs a NaN (IsNanBits) with the
@@ -266,6 +266,13 @@ inline constexpr Rounding kDeterministicModes[] = {
     Rounding::kNearestEven, Rounding::kNearestAway, Rounding::kTowardZero,
     Rounding::kUpward,      Rounding::kDownward,    Rounding::kToOdd};
 
+// The default environment but for rounding r.
+inline OpEnv ModeEnv(Rounding r) {
+  OpEnv env;
+  env.rounding = r;
+  return env;
+}
+
 // A random environment: every rounding mode (sr<k> with random k and r), sat, ftz, daz,
 // tininess and NaN profile.
 inline OpEnv RandomEnv(CaseRng& rng) {
@@ -281,6 +288,15 @@ inline OpEnv RandomEnv(CaseRng& rng) {
   env.denormals_are_zero = rng.OneIn(6);
   env.tininess = rng.OneIn(3) ? Tininess::kBeforeRounding : Tininess::kAfterRounding;
   env.nan = static_cast<NanProfile>(rng.Below(4));
+  return env;
+}
+
+// RandomEnv(rng) in stochastic rounding: then 1 to 32 random bits and r drawn from rng.
+inline OpEnv RandomStochasticEnv(CaseRng& rng) {
+  OpEnv env = RandomEnv(rng);
+  env.rounding = Rounding::kStochastic;
+  env.sr_bits = 1 + static_cast<int>(rng.Below(32));
+  env.sr_random = rng.Next();
   return env;
 }
 
@@ -312,8 +328,7 @@ inline int64_t BoundarySweep(const FormatSpec& f, Op op, uint64_t seed, FailureL
           CaseRng rng(seed ^ tag, i);
           for (Rounding r : kDeterministicModes) {
             for (int variant = 0; variant < 5; ++variant) {
-              k.env = OpEnv{};
-              k.env.rounding = r;
+              k.env = ModeEnv(r);
               k.env.saturate = variant == 1;
               k.env.flush_to_zero = variant == 2 || variant == 4;
               k.env.denormals_are_zero = variant == 3;
@@ -342,8 +357,7 @@ inline int64_t BoundarySweep(const FormatSpec& f, Op op, uint64_t seed, FailureL
           k.b = b[i % n];
           int64_t count = 0;
           for (Rounding r : kDeterministicModes) {
-            k.env = OpEnv{};
-            k.env.rounding = r;
+            k.env = ModeEnv(r);
             CheckCase(k, seed, i, l);
             ++count;
           }
@@ -447,8 +461,7 @@ inline int64_t ConvertAllValues(const FormatSpec& from, uint64_t seed, FailureLo
           k.f = targets[t];
           CaseRng rng(seed ^ tag, v * 64 + t);
           for (Rounding r : kDeterministicModes) {
-            k.env = OpEnv{};
-            k.env.rounding = r;
+            k.env = ModeEnv(r);
             k.env.saturate = rng.OneIn(2);
             k.env.flush_to_zero = rng.OneIn(4);
             k.env.denormals_are_zero = rng.OneIn(4);
@@ -456,10 +469,7 @@ inline int64_t ConvertAllValues(const FormatSpec& from, uint64_t seed, FailureLo
             CheckCase(k, seed, v, l);
             ++count;
           }
-          k.env = RandomEnv(rng);
-          k.env.rounding = Rounding::kStochastic;
-          k.env.sr_bits = 1 + static_cast<int>(rng.Below(32));
-          k.env.sr_random = rng.Next();
+          k.env = RandomStochasticEnv(rng);
           CheckCase(k, seed, v, l);
           ++count;
         }

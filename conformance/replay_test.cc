@@ -26,6 +26,7 @@
 #include <string>
 #include <string_view>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -212,6 +213,16 @@ TEST(ReplayTest, RecordedHardwareData) {
 
 // --- Parser and checker on synthetic samples (conformance/testdata/). -------------------------
 
+// The sample `name` (conformance/testdata/) loaded and replayed against the catalog with no known
+// disagreements (either step's error); the loaded file in *file where given.
+absl::StatusOr<ReplayReport> ReplaySample(const std::string& name, ReplayFile* file = nullptr) {
+  absl::StatusOr<ReplayFile> f = LoadReplay(TestData(name));
+  if (!f.ok()) return f.status();
+  absl::StatusOr<ReplayReport> r = Replay(*f, Catalog(), {});
+  if (file != nullptr) *file = *std::move(f);
+  return r;
+}
+
 TEST(ReplayParserTest, ParsesSample) {
   absl::StatusOr<ReplayFile> f = LoadReplay(TestData("sample_a100_fp16.txt"));
   ASSERT_TRUE(f.ok()) << f.status();
@@ -230,9 +241,7 @@ TEST(ReplayParserTest, ParsesSample) {
 }
 
 TEST(ReplayParserTest, SampleAgreesWithItsPreset) {
-  absl::StatusOr<ReplayFile> f = LoadReplay(TestData("sample_a100_fp16.txt"));
-  ASSERT_TRUE(f.ok()) << f.status();
-  absl::StatusOr<ReplayReport> r = Replay(*f, Catalog(), {});
+  absl::StatusOr<ReplayReport> r = ReplaySample("sample_a100_fp16.txt");
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->lines, 3);
   EXPECT_EQ(r->agree, 3);
@@ -240,9 +249,8 @@ TEST(ReplayParserTest, SampleAgreesWithItsPreset) {
 }
 
 TEST(ReplayParserTest, DetectsDisagreementAndHonoursKnownList) {
-  absl::StatusOr<ReplayFile> f = LoadReplay(TestData("sample_disagree.txt"));
-  ASSERT_TRUE(f.ok()) << f.status();
-  absl::StatusOr<ReplayReport> r = Replay(*f, Catalog(), {});
+  ReplayFile f;
+  absl::StatusOr<ReplayReport> r = ReplaySample("sample_disagree.txt", &f);
   ASSERT_TRUE(r.ok()) << r.status();
   ASSERT_EQ(r->disagreements.size(), 1u);
   EXPECT_NE(r->disagreements[0].find("sample_disagree.txt:12: d: recorded 0x34000000, preset "
@@ -250,23 +258,21 @@ TEST(ReplayParserTest, DetectsDisagreementAndHonoursKnownList) {
             std::string::npos)
       << r->disagreements[0];
   const KnownDisagreement listed[] = {{"sample_disagree.txt", 12, "test"}};
-  r = Replay(*f, Catalog(), listed);
+  r = Replay(f, Catalog(), listed);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_TRUE(r->disagreements.empty());
   EXPECT_EQ(r->known.size(), 1u);
   EXPECT_TRUE(r->stale.empty());
   const KnownDisagreement stale[] = {{"sample_disagree.txt", 12, "test"},
                                      {"sample_disagree.txt", 14, "agrees"}};
-  r = Replay(*f, Catalog(), stale);
+  r = Replay(f, Catalog(), stale);
   ASSERT_TRUE(r.ok()) << r.status();
   ASSERT_EQ(r->stale.size(), 1u);
   EXPECT_NE(r->stale[0].find("sample_disagree.txt:14:"), std::string::npos) << r->stale[0];
 }
 
 TEST(ReplayParserTest, RecordOnlyCountsCandidates) {
-  absl::StatusOr<ReplayFile> f = LoadReplay(TestData("sample_record_only.txt"));
-  ASSERT_TRUE(f.ok()) << f.status();
-  absl::StatusOr<ReplayReport> r = Replay(*f, Catalog(), {});
+  absl::StatusOr<ReplayReport> r = ReplaySample("sample_record_only.txt");
   ASSERT_TRUE(r.ok()) << r.status();
   ASSERT_EQ(r->candidate_agree.size(), 2u);
   // D1 with d = 2^-23: V100 (F = 23) gives it, A100 (F = 24) gives 2^-24 (SOURCES.md table).

@@ -111,10 +111,7 @@ TEST_P(RoundPackOracle, AgreesWithMpfrRounding) {
   PrintCount(std::string(f.name) + " RoundPack", n, log);
 }
 
-INSTANTIATE_TEST_SUITE_P(AllFloatFormats, RoundPackOracle, testing::ValuesIn(FloatFormats()),
-                         [](const testing::TestParamInfo<const FormatSpec*>& p) {
-                           return std::string(p.param->name);
-                         });
+INSTANTIATE_TEST_SUITE_P(AllFloatFormats, RoundPackOracle, testing::ValuesIn(FloatFormats()), FormatParamName);
 
 }  // namespace
 }  // namespace fpconform::conformance

@@ -54,14 +54,6 @@ void ExactMul(mpfr_srcptr a, mpfr_srcptr b, mpfr_ptr out) {
   mpfr_mul(out, a, b, MPFR_RNDN);
 }
 
-bool Attended(const AttentionProblem& p, int64_t i, int64_t j) {
-  if (p.causal && j > i) return false;
-  const size_t at = static_cast<size_t>(i * p.s_k + j);
-  if (!p.keep_mask.empty() && p.keep_mask[at] == 0) return false;
-  if (!p.additive_mask.empty() && p.additive_mask[at] == -INFINITY) return false;
-  return true;
-}
-
 enum class RowKind : uint8_t { kNormal, kNaN, kFullyMasked };
 
 bool FiniteRow(std::span<const double> x, int64_t row, int64_t n) {

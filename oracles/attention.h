@@ -92,6 +92,8 @@
 #ifndef FPCONFORM_ORACLES_ATTENTION_H_
 #define FPCONFORM_ORACLES_ATTENTION_H_
 
+#include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -117,6 +119,16 @@ struct AttentionProblem {
   std::span<const uint8_t> keep_mask = {};     // Empty or s_q x s_k; 0 masks the key.
   FullyMaskedRows fully_masked = FullyMaskedRows::kNaN;
 };
+
+// Whether query i attends key j in p: not above the diagonal when causal, not masked by a 0 in
+// keep_mask nor by -inf in additive_mask (the oracle and composite/attention_model.h alike).
+inline bool Attended(const AttentionProblem& p, int64_t i, int64_t j) {
+  if (p.causal && j > i) return false;
+  const size_t at = static_cast<size_t>(i * p.s_k + j);
+  if (!p.keep_mask.empty() && p.keep_mask[at] == 0) return false;
+  if (!p.additive_mask.empty() && p.additive_mask[at] == -INFINITY) return false;
+  return true;
+}
 
 // What to produce for rows [row_begin, row_end): any span may be empty (not produced); a
 // non-empty one holds (row_end - row_begin) x d_v elements (O) or row_end - row_begin (LSE).

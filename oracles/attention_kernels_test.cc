@@ -13,17 +13,14 @@
 #include <gtest/gtest.h>
 
 #include "base/isa.h"
+#include "cases/pinned_random.h"
 #include "oracles/certified_double.h"
 
 namespace fpconform::attention_internal {
 namespace {
 
-uint64_t SplitMix(uint64_t& s) {
-  uint64_t z = (s += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
+// The next output of the SplitMix64 stream whose state is s (PinnedRng's step, cases/pinned_random.h).
+uint64_t SplitMix(uint64_t& s) { return SplitMix64Mix(s += kSplitMix64Gamma); }
 
 double Uniform(uint64_t& s, double lo, double hi) {
   return lo + (hi - lo) * (static_cast<double>(SplitMix(s) >> 11) * 0x1p-53);

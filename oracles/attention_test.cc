@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -55,6 +56,16 @@ std::string Hex(uint64_t b) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "0x%llX", static_cast<unsigned long long>(b));
   return buf;
+}
+
+// O and LSE both in float32 (round to nearest even), into `bits` and `lse`.
+AttentionOutputs Float32Outputs(std::span<uint64_t> bits, std::span<uint64_t> lse) {
+  AttentionOutputs o;
+  o.out = &Float32();
+  o.bits = bits;
+  o.lse_format = &Float32();
+  o.lse_bits = lse;
+  return o;
 }
 
 struct Case {
@@ -300,12 +311,7 @@ TEST(AttentionTest, RationalValuesAreExact) {
   AttentionProblem p = c.Problem();
   p.causal = true;  // Row 0 attends key 0 only: O = V[0] exactly, LSE = s_00.
   std::vector<uint64_t> o32(12), lse(4);
-  AttentionOutputs o;
-  o.out = &Float32();
-  o.bits = o32;
-  o.lse_format = &Float32();
-  o.lse_bits = lse;
-  ASSERT_TRUE(AttentionRows(p, 0, 4, o, nullptr).ok());
+  ASSERT_TRUE(AttentionRows(p, 0, 4, Float32Outputs(o32, lse), nullptr).ok());
   for (int64_t c0 = 0; c0 < 3; ++c0) {
     EXPECT_EQ(o32[static_cast<size_t>(c0)], F32Bits(c.v[static_cast<size_t>(c0)])) << "row 0 col " << c0;
   }
@@ -340,12 +346,7 @@ TEST(AttentionTest, FullyMaskedAndNaNRows) {
     AttentionProblem p = c.Problem();
     p.fully_masked = f;
     std::vector<uint64_t> out(6), lse(3);
-    AttentionOutputs o;
-    o.out = &Float32();
-    o.bits = out;
-    o.lse_format = &Float32();
-    o.lse_bits = lse;
-    ASSERT_TRUE(AttentionRows(p, 0, 3, o, nullptr).ok());
+    ASSERT_TRUE(AttentionRows(p, 0, 3, Float32Outputs(out, lse), nullptr).ok());
     for (int cc = 0; cc < 2; ++cc) {
       EXPECT_TRUE(std::isfinite(F32Value(out[static_cast<size_t>(cc)]))) << "row 0";
       if (f == FullyMaskedRows::kNaN) {

@@ -16,6 +16,7 @@
 #include "oracles/exact_elements.h"
 #include "oracles/mpfr_oracle.h"
 #include "oracles/mpfr_plumbing.h"
+#include "oracles/named_values.h"
 
 namespace fpconform {
 namespace {
@@ -30,14 +31,10 @@ using oracle_internal::RoundElem;
 constexpr mpfr_prec_t kZivStart = 192;
 constexpr mpfr_prec_t kZivCap = mpfr_prec_t{1} << 20;
 
-struct OpName {
-  AxisOp op;
-  std::string_view name;
-};
-constexpr std::array<OpName, 4> kOpNames = {{{AxisOp::kSoftmax, "softmax"},
-                                             {AxisOp::kLogSoftmax, "log_softmax"},
-                                             {AxisOp::kRmsNorm, "rmsnorm"},
-                                             {AxisOp::kLayerNorm, "layernorm"}}};
+constexpr std::array<NamedValue<AxisOp>, 4> kOpNames = {{{AxisOp::kSoftmax, "softmax"},
+                                                         {AxisOp::kLogSoftmax, "log_softmax"},
+                                                         {AxisOp::kRmsNorm, "rmsnorm"},
+                                                         {AxisOp::kLayerNorm, "layernorm"}}};
 
 [[noreturn]] void Die(const char* what) {
   std::fprintf(stderr, "axis_ops: %s\n", what);
@@ -95,6 +92,18 @@ void WeightedX(const RowData& rd, size_t i, mpfr_ptr r) {
     mpfr_set(r, rd.x[i].v, MPFR_RNDN);
   } else {
     mpfr_mul(r, rd.x[i].v, rd.w[i].v, MPFR_RNDN);
+  }
+}
+
+// [lo, hi] encloses x * r for an exact non-zero x and r in [r_lo, r_hi], 0 < r_lo: lo rounded
+// down, hi up.
+void EncloseScaled(mpfr_ptr lo, mpfr_ptr hi, mpfr_srcptr x, mpfr_srcptr r_lo, mpfr_srcptr r_hi) {
+  if (mpfr_sgn(x) > 0) {
+    mpfr_mul(lo, x, r_lo, MPFR_RNDD);
+    mpfr_mul(hi, x, r_hi, MPFR_RNDU);
+  } else {
+    mpfr_mul(lo, x, r_hi, MPFR_RNDD);
+    mpfr_mul(hi, x, r_lo, MPFR_RNDU);
   }
 }
 
@@ -264,13 +273,7 @@ void RowExact(AxisOp op, const FormatSpec& in, std::span<const uint64_t> xb,
           res[i].neg = rd.x[i].d.sign != (!rd.w.empty() && rd.w[i].d.sign);
           continue;
         }
-        if (mpfr_sgn(xw) > 0) {
-          mpfr_mul(a, xw, w2, MPFR_RNDD);
-          mpfr_mul(b, xw, w1, MPFR_RNDU);
-        } else {
-          mpfr_mul(a, xw, w1, MPFR_RNDD);
-          mpfr_mul(b, xw, w2, MPFR_RNDU);
-        }
+        EncloseScaled(a, b, xw, w2, w1);  // w2 = r.lo, w1 = r.hi.
         if (!DecideElem(a, b, mpfr_sgn(xw) < 0, mpfr_sgn(xw) < 0, res[i])) all = false;
       }
       if (all) return;
@@ -325,13 +328,7 @@ void RowExact(AxisOp op, const FormatSpec& in, std::span<const uint64_t> xb,
         }
         continue;
       }
-      if (mpfr_sgn(ti) > 0) {
-        mpfr_mul(a, ti, w2, MPFR_RNDD);
-        mpfr_mul(b, ti, w1, MPFR_RNDU);
-      } else {
-        mpfr_mul(a, ti, w1, MPFR_RNDD);
-        mpfr_mul(b, ti, w2, MPFR_RNDU);
-      }
+      EncloseScaled(a, b, ti, w2, w1);  // w2 = r.lo, w1 = r.hi.
       if (has_b && rd.b[i].d.kind == MpfrKind::kFinite) {
         mpfr_add(a, a, rd.b[i].v, MPFR_RNDD);
         mpfr_add(b, b, rd.b[i].v, MPFR_RNDU);
@@ -526,22 +523,10 @@ absl::Status RowMpfr(AxisOp op, const FormatSpec& in, std::span<const uint64_t> 
 
 }  // namespace
 
-std::string_view AxisOpName(AxisOp op) {
-  for (const OpName& o : kOpNames) {
-    if (o.op == op) return o.name;
-  }
-  return "?";
-}
+std::string_view AxisOpName(AxisOp op) { return NameIn(kOpNames, op); }
 
 absl::StatusOr<AxisOp> ParseAxisOp(std::string_view name) {
-  std::string valid;
-  for (const OpName& o : kOpNames) {
-    if (o.name == name) return o.op;
-    if (!valid.empty()) valid += ", ";
-    valid += o.name;
-  }
-  return absl::InvalidArgumentError("unknown axis op '" + std::string(name) + "'; valid: " +
-                                    valid);
+  return ParseNameIn(kOpNames, name, "axis op");
 }
 
 absl::Status AxisRoundRowMpfr(AxisOp op, const FormatSpec& in, std::span<const uint64_t> x,

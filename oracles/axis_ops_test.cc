@@ -18,6 +18,7 @@
 #include <mpfr.h>
 
 #include "cases/pinned_random.h"
+#include "cases/test_seed.h"
 #include "formats/format_spec.h"
 #include "oracles/mpfr_oracle.h"
 #include "oracles/mpfr_plumbing.h"
@@ -25,11 +26,8 @@
 namespace fpconform {
 namespace {
 
-uint64_t Seed() {
-  uint64_t s = 20261204;
-  if (const char* e = std::getenv("FPCONFORM_SEED")) s = std::strtoull(e, nullptr, 0);
-  return s;
-}
+// FPCONFORM_SEED or the default, printed (cases/test_seed.h).
+uint64_t Seed() { return TestSeed(20261204, "axis_ops_test"); }
 
 uint64_t F32(float f) {
   uint32_t u;

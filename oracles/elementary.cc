@@ -9,12 +9,14 @@
 #include <limits>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "oracles/certified_double.h"
 #include "oracles/mpfr_oracle.h"
 #include "oracles/mpfr_plumbing.h"
+#include "oracles/named_values.h"
 
 namespace fpconform {
 namespace {
@@ -24,11 +26,7 @@ constexpr mpfr_prec_t kTruncBits = 123;
 constexpr mpfr_prec_t kZivStart = 192;
 constexpr mpfr_prec_t kZivCap = mpfr_prec_t{1} << 20;
 
-struct FnName {
-  ElementaryFn fn;
-  std::string_view name;
-};
-constexpr std::array<FnName, 10> kNames = {{
+constexpr std::array<NamedValue<ElementaryFn>, 10> kNames = {{
     {ElementaryFn::kExp, "exp"},
     {ElementaryFn::kExp2, "exp2"},
     {ElementaryFn::kLog, "log"},
@@ -104,26 +102,18 @@ void IvOnePlus(Iv& r, const Iv& a) {
   mpfr_add_ui(r.lo, a.lo, 1, MPFR_RNDD);
   mpfr_add_ui(r.hi, a.hi, 1, MPFR_RNDU);
 }
+// r = op(n, y) for an exact n and y between two ends: for n >= 0, op(n, y) is least at y = low_at
+// and greatest at y = high_at; for n < 0 the two ends swap (op is mpfr_mul or mpfr_div).
+void IvExactOp(Iv& r, int (*op)(mpfr_ptr, mpfr_srcptr, mpfr_srcptr, mpfr_rnd_t), mpfr_srcptr n,
+               mpfr_srcptr low_at, mpfr_srcptr high_at) {
+  if (mpfr_sgn(n) < 0) std::swap(low_at, high_at);
+  op(r.lo, n, low_at, MPFR_RNDD);
+  op(r.hi, n, high_at, MPFR_RNDU);
+}
 // r = n / d for an exact n and 0 < d.lo <= d.hi.
-void IvExactDiv(Iv& r, mpfr_srcptr n, const Iv& d) {
-  if (mpfr_sgn(n) >= 0) {
-    mpfr_div(r.lo, n, d.hi, MPFR_RNDD);
-    mpfr_div(r.hi, n, d.lo, MPFR_RNDU);
-  } else {
-    mpfr_div(r.lo, n, d.lo, MPFR_RNDD);
-    mpfr_div(r.hi, n, d.hi, MPFR_RNDU);
-  }
-}
+void IvExactDiv(Iv& r, mpfr_srcptr n, const Iv& d) { IvExactOp(r, mpfr_div, n, d.hi, d.lo); }
 // r = n * a for an exact n and 0 <= a.lo <= a.hi.
-void IvExactMul(Iv& r, mpfr_srcptr n, const Iv& a) {
-  if (mpfr_sgn(n) >= 0) {
-    mpfr_mul(r.lo, n, a.lo, MPFR_RNDD);
-    mpfr_mul(r.hi, n, a.hi, MPFR_RNDU);
-  } else {
-    mpfr_mul(r.lo, n, a.hi, MPFR_RNDD);
-    mpfr_mul(r.hi, n, a.lo, MPFR_RNDU);
-  }
-}
+void IvExactMul(Iv& r, mpfr_srcptr n, const Iv& a) { IvExactOp(r, mpfr_mul, n, a.lo, a.hi); }
 
 // The value X - c, X > 0 exact with at most 64 bits, c in [c.lo, c.hi], 0 < c <= X / 2: its
 // truncation when decidable. c < 2^(E(X) - P - 2) (E = MPFR's exponent, X < 2^E) is below the
@@ -281,22 +271,10 @@ void SetPow2(mpfr_ptr t, bool neg, long e) {
 
 std::span<const ElementaryFn> AllElementaryFns() { return kAll; }
 
-std::string_view ElementaryFnName(ElementaryFn fn) {
-  for (const FnName& n : kNames) {
-    if (n.fn == fn) return n.name;
-  }
-  return "?";
-}
+std::string_view ElementaryFnName(ElementaryFn fn) { return NameIn(kNames, fn); }
 
 absl::StatusOr<ElementaryFn> ParseElementaryFn(std::string_view name) {
-  std::string valid;
-  for (const FnName& n : kNames) {
-    if (n.name == name) return n.fn;
-    if (!valid.empty()) valid += ", ";
-    valid += n.name;
-  }
-  return absl::InvalidArgumentError("unknown elementwise function '" + std::string(name) +
-                                    "'; valid: " + valid);
+  return ParseNameIn(kNames, name, "elementwise function");
 }
 
 namespace {

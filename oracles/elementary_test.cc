@@ -27,6 +27,7 @@
 #include <mpfr.h>
 
 #include "cases/pinned_random.h"
+#include "cases/test_seed.h"
 #include "formats/format_spec.h"
 #include "oracles/certified_double.h"
 #include "oracles/mpfr_oracle.h"
@@ -35,11 +36,8 @@
 namespace fpconform {
 namespace {
 
-uint64_t Seed() {
-  uint64_t s = 20261204;
-  if (const char* e = std::getenv("FPCONFORM_SEED")) s = std::strtoull(e, nullptr, 0);
-  return s;
-}
+// FPCONFORM_SEED or the default, printed (cases/test_seed.h).
+uint64_t Seed() { return TestSeed(20261204, "elementary_test"); }
 
 std::string Hex(uint64_t b) {
   char buf[32];

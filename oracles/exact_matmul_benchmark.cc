@@ -91,6 +91,15 @@ void ExactMatmul(std::vector<uint32_t>& d, int threads) {
   for (std::thread& th : pool) th.join();
 }
 
+// The checksum_lo32 counter of the results d (float32 bits, in uint32_t or uint64_t): equal for
+// every benchmark of the same product.
+template <class T>
+void Checksum(benchmark::State& state, const std::vector<T>& d) {
+  uint64_t checksum = 0;
+  for (uint64_t v : d) checksum = checksum * 31 + v;
+  state.counters["checksum_lo32"] = static_cast<double>(checksum & 0xFFFFFFFF);
+}
+
 void BM_ExactMatmul512Float32(benchmark::State& state) {
   const int threads = static_cast<int>(state.range(0));
   std::vector<uint32_t> d(kN * kN);
@@ -99,11 +108,9 @@ void BM_ExactMatmul512Float32(benchmark::State& state) {
     ExactMatmul(d, threads);
     benchmark::DoNotOptimize(d.data());
   }
-  uint64_t checksum = 0;
-  for (uint32_t v : d) checksum = checksum * 31 + v;
   const double terms = double{kN} * kN * kN;
   state.counters["threads"] = threads;
-  state.counters["checksum_lo32"] = static_cast<double>(checksum & 0xFFFFFFFF);
+  Checksum(state, d);
   state.counters["terms_per_s"] =
       benchmark::Counter(terms, benchmark::Counter::kIsIterationInvariantRate);
   state.counters["dots_per_s"] =
@@ -130,9 +137,7 @@ void BM_CertifiedMatmul512Float32(benchmark::State& state) {
                              threads, &st);
     benchmark::DoNotOptimize(d.data());
   }
-  uint64_t checksum = 0;
-  for (uint64_t v : d) checksum = checksum * 31 + static_cast<uint32_t>(v);
-  state.counters["checksum_lo32"] = static_cast<double>(checksum & 0xFFFFFFFF);
+  Checksum(state, d);  // The results are float32 bits: below 2^32.
   state.counters["threads"] = threads;
   state.counters["exact"] = static_cast<double>(st.exact);
   state.counters["enclosed"] = static_cast<double>(st.enclosed);
@@ -195,12 +200,6 @@ const Bf16Matrices& Bf16Inputs(int64_t n) {
   }
   cache.emplace_back(n, new Bf16Matrices(n));
   return *cache.back().second;
-}
-
-void Checksum(benchmark::State& state, const std::vector<uint64_t>& d) {
-  uint64_t checksum = 0;
-  for (uint64_t v : d) checksum = checksum * 31 + v;
-  state.counters["checksum_lo32"] = static_cast<double>(checksum & 0xFFFFFFFF);
 }
 
 // Args: N, threads.

@@ -418,6 +418,31 @@ size_t BucketLoop(int64_t* __restrict buckets, const DA da, const DB db, int bas
   return i;
 }
 
+// Adds terms [start, end): fast(i, end) adds terms from i on and returns where it stopped (end, or
+// a term it does not take), which slow(i) adds.
+template <class Fast, class Slow>
+void AddRun(size_t start, size_t end, Fast fast, Slow slow) {
+  for (size_t i = start; i < end;) {
+    i = fast(i, end);
+    if (i < end) {
+      slow(i);
+      ++i;
+    }
+  }
+}
+
+// Adds terms [0, n) by AddRun in blocks of kBlock: before a block, normalize() when its additions
+// (two limb additions per term at most) could take `pending` past kPendingLimit.
+template <class Normalize, class Fast, class Slow>
+void AddInBlocks(size_t n, uint64_t& pending, Normalize normalize, Fast fast, Slow slow) {
+  for (size_t start = 0; start < n; start += kBlock) {
+    const size_t end = std::min(n, start + kBlock);
+    if (pending + 2 * (end - start) > kPendingLimit) normalize();
+    pending += 2 * (end - start);
+    AddRun(start, end, fast, slow);
+  }
+}
+
 }  // namespace
 
 template <class DA, class DB>
@@ -441,44 +466,34 @@ void DotKernel(ExactAccumulator& acc, const DA& da, std::span<const uint64_t> a,
   const int product_bits = Precision(fa) + Precision(fb);
   const int base = MinLsb(fa) + MinLsb(fb);
   const int buckets = MaxLsb(fa) + MaxLsb(fb) - base + 1;
+  const auto slow = [&](size_t i) { acc.AddProductUncounted(fa, a[i], fb, b[i]); };
   if (product_bits <= kMaxBucketBits && buckets <= kMaxBuckets) {
     std::array<int64_t, kMaxBuckets> bucket;
     std::fill_n(bucket.begin(), buckets, 0);
     const size_t fold_every = size_t{1} << std::min(30, 62 - product_bits);
     for (size_t start = 0; start < n; start += fold_every) {
       const size_t end = std::min(n, start + fold_every);
-      for (size_t i = start; i < end;) {
-        i = BucketLoop(bucket.data(), da, db, base, a.data(), b.data(), i, end, signs, nonzero);
-        if (i < end) {
-          acc.AddProductUncounted(fa, a[i], fb, b[i]);
-          ++i;
-        }
-      }
+      AddRun(
+          start, end,
+          [&](size_t i, size_t stop) {
+            return BucketLoop(bucket.data(), da, db, base, a.data(), b.data(), i, stop, signs,
+                              nonzero);
+          },
+          slow);
       acc.FoldBuckets(bucket.data(), buckets, base);
     }
-    acc.terms_ += n;
-    acc.term_signs_ |= static_cast<uint8_t>(signs);
-    acc.nonzero_term_ = acc.nonzero_term_ || nonzero != 0;
-    return;
-  }
-  for (size_t start = 0; start < n; start += kBlock) {
-    const size_t end = std::min(n, start + kBlock);
-    if (acc.pending_ + 2 * (end - start) > kPendingLimit) acc.Normalize();
-    acc.pending_ += 2 * (end - start);
-    for (size_t i = start; i < end;) {
-      int64_t* limbs = acc.limbs_.data();
-      if (mode == kTwo) {
-        i = DotLoop<kTwo>(limbs, da, db, a.data(), b.data(), i, end, signs, nonzero);
-      } else if (mode == kThree) {
-        i = DotLoop<kThree>(limbs, da, db, a.data(), b.data(), i, end, signs, nonzero);
-      } else {
-        i = DotLoop<kWide>(limbs, da, db, a.data(), b.data(), i, end, signs, nonzero);
-      }
-      if (i < end) {
-        acc.AddProductUncounted(fa, a[i], fb, b[i]);
-        ++i;
-      }
-    }
+  } else {
+    AddInBlocks(
+        n, acc.pending_, [&] { acc.Normalize(); },
+        [&](size_t i, size_t end) {
+          int64_t* limbs = acc.limbs_.data();
+          const uint64_t* pa = a.data();
+          const uint64_t* pb = b.data();
+          if (mode == kTwo) return DotLoop<kTwo>(limbs, da, db, pa, pb, i, end, signs, nonzero);
+          if (mode == kThree) return DotLoop<kThree>(limbs, da, db, pa, pb, i, end, signs, nonzero);
+          return DotLoop<kWide>(limbs, da, db, pa, pb, i, end, signs, nonzero);
+        },
+        slow);
   }
   acc.terms_ += n;
   acc.term_signs_ |= static_cast<uint8_t>(signs);
@@ -498,23 +513,14 @@ void SumKernel(ExactAccumulator& acc, const D& d, std::span<const uint64_t> x) {
   uint32_t signs = 0;
   uint64_t nonzero = 0;
   const size_t n = x.size();
-  for (size_t start = 0; start < n; start += kBlock) {
-    const size_t end = std::min(n, start + kBlock);
-    if (acc.pending_ + 2 * (end - start) > kPendingLimit) acc.Normalize();
-    acc.pending_ += 2 * (end - start);
-    for (size_t i = start; i < end;) {
-      int64_t* limbs = acc.limbs_.data();
-      if (mode == kTwo) {
-        i = SumLoop<kTwo>(limbs, d, x.data(), i, end, signs, nonzero);
-      } else {
-        i = SumLoop<kThree>(limbs, d, x.data(), i, end, signs, nonzero);
-      }
-      if (i < end) {
-        acc.AddUncounted(f, x[i]);
-        ++i;
-      }
-    }
-  }
+  AddInBlocks(
+      n, acc.pending_, [&] { acc.Normalize(); },
+      [&](size_t i, size_t end) {
+        int64_t* limbs = acc.limbs_.data();
+        if (mode == kTwo) return SumLoop<kTwo>(limbs, d, x.data(), i, end, signs, nonzero);
+        return SumLoop<kThree>(limbs, d, x.data(), i, end, signs, nonzero);
+      },
+      [&](size_t i) { acc.AddUncounted(f, x[i]); });
   acc.terms_ += n;
   acc.term_signs_ |= static_cast<uint8_t>(signs);
   acc.nonzero_term_ = acc.nonzero_term_ || nonzero != 0;

@@ -1,6 +1,7 @@
 #include "oracles/mpfr_oracle.h"
 
 #include <cstdint>
+#include <optional>
 
 namespace fpconform {
 namespace {
@@ -231,13 +232,20 @@ bool IsZeroTimesInf(const MpfrDecoded& x, const MpfrDecoded& y) {
          (x.kind == MpfrKind::kInf && y.kind == MpfrKind::kZero);
 }
 
+// Decodes a binary operation's operands a and b into da, s.a and db, s.b; the result when either
+// is a NaN (Propagate), nullopt otherwise.
+std::optional<OpResult> DecodeOperands(const FormatSpec& f, uint64_t a, uint64_t b, const OpEnv& env,
+                                       Scratch& s, MpfrDecoded& da, MpfrDecoded& db) {
+  da = MpfrDecodeBits(f, a, env.denormals_are_zero, s.a);
+  db = MpfrDecodeBits(f, b, env.denormals_are_zero, s.b);
+  if (da.kind == MpfrKind::kNaN || db.kind == MpfrKind::kNaN) return Propagate(f, env, &da, &db);
+  return std::nullopt;
+}
+
 OpResult AddImpl(const FormatSpec& f, uint64_t a, uint64_t b, bool negate_b, const OpEnv& env) {
   Scratch& s = S();
-  const MpfrDecoded da = MpfrDecodeBits(f, a, env.denormals_are_zero, s.a);
-  MpfrDecoded db = MpfrDecodeBits(f, b, env.denormals_are_zero, s.b);
-  if (da.kind == MpfrKind::kNaN || db.kind == MpfrKind::kNaN) {
-    return Propagate(f, env, &da, &db);
-  }
+  MpfrDecoded da, db;
+  if (const std::optional<OpResult> nan = DecodeOperands(f, a, b, env, s, da, db)) return *nan;
   if (negate_b) {
     db.sign = !db.sign;
     mpfr_neg(s.b, s.b, MPFR_RNDN);
@@ -434,11 +442,8 @@ OpResult MpfrSub(const FormatSpec& f, uint64_t a, uint64_t b, const OpEnv& env) 
 
 OpResult MpfrMul(const FormatSpec& f, uint64_t a, uint64_t b, const OpEnv& env) {
   Scratch& s = S();
-  const MpfrDecoded da = MpfrDecodeBits(f, a, env.denormals_are_zero, s.a);
-  const MpfrDecoded db = MpfrDecodeBits(f, b, env.denormals_are_zero, s.b);
-  if (da.kind == MpfrKind::kNaN || db.kind == MpfrKind::kNaN) {
-    return Propagate(f, env, &da, &db);
-  }
+  MpfrDecoded da, db;
+  if (const std::optional<OpResult> nan = DecodeOperands(f, a, b, env, s, da, db)) return *nan;
   const bool sign = da.sign != db.sign;
   if (IsZeroTimesInf(da, db)) return InvalidResult(f, env);
   if (da.kind == MpfrKind::kInf || db.kind == MpfrKind::kInf) return {InfOf(f, sign), 0};
@@ -450,11 +455,8 @@ OpResult MpfrMul(const FormatSpec& f, uint64_t a, uint64_t b, const OpEnv& env) 
 
 OpResult MpfrDiv(const FormatSpec& f, uint64_t a, uint64_t b, const OpEnv& env) {
   Scratch& s = S();
-  const MpfrDecoded da = MpfrDecodeBits(f, a, env.denormals_are_zero, s.a);
-  const MpfrDecoded db = MpfrDecodeBits(f, b, env.denormals_are_zero, s.b);
-  if (da.kind == MpfrKind::kNaN || db.kind == MpfrKind::kNaN) {
-    return Propagate(f, env, &da, &db);
-  }
+  MpfrDecoded da, db;
+  if (const std::optional<OpResult> nan = DecodeOperands(f, a, b, env, s, da, db)) return *nan;
   const bool sign = da.sign != db.sign;
   if (da.kind == MpfrKind::kInf) {
     if (db.kind == MpfrKind::kInf) return InvalidResult(f, env);  // Inf / Inf.

@@ -286,33 +286,30 @@ const Row kRows[] = {
      Int32},
 };
 
-OpResult RunRow(const Row& r, const OpEnv& env) {
+// The row through one implementation's functions (they take the same arguments): the MPFR
+// oracle's (RunRow) or formats/ops.h's (RunFormatsRow); the hand-computed value is the reference
+// for both.
+template <auto add, auto sub, auto mul, auto div, auto fma, auto sqrt, auto convert>
+OpResult RunRowWith(const Row& r, const OpEnv& env) {
   const FormatSpec& f = r.format();
   switch (r.op) {
-    case Op::kAdd: return MpfrAdd(f, r.a, r.b, env);
-    case Op::kSub: return MpfrSub(f, r.a, r.b, env);
-    case Op::kMul: return MpfrMul(f, r.a, r.b, env);
-    case Op::kDiv: return MpfrDiv(f, r.a, r.b, env);
-    case Op::kFma: return MpfrFma(f, r.a, r.b, r.c, env);
-    case Op::kSqrt: return MpfrSqrt(f, r.a, env);
-    case Op::kConvert: return MpfrConvert(r.from(), f, r.a, env);
+    case Op::kAdd: return add(f, r.a, r.b, env);
+    case Op::kSub: return sub(f, r.a, r.b, env);
+    case Op::kMul: return mul(f, r.a, r.b, env);
+    case Op::kDiv: return div(f, r.a, r.b, env);
+    case Op::kFma: return fma(f, r.a, r.b, r.c, env);
+    case Op::kSqrt: return sqrt(f, r.a, env);
+    case Op::kConvert: return convert(r.from(), f, r.a, env);
   }
   return {};
 }
 
-// The same row through formats/ops.h: the hand-computed value is the reference for both.
+OpResult RunRow(const Row& r, const OpEnv& env) {
+  return RunRowWith<MpfrAdd, MpfrSub, MpfrMul, MpfrDiv, MpfrFma, MpfrSqrt, MpfrConvert>(r, env);
+}
+
 OpResult RunFormatsRow(const Row& r, const OpEnv& env) {
-  const FormatSpec& f = r.format();
-  switch (r.op) {
-    case Op::kAdd: return Add(f, r.a, r.b, env);
-    case Op::kSub: return Sub(f, r.a, r.b, env);
-    case Op::kMul: return Mul(f, r.a, r.b, env);
-    case Op::kDiv: return Div(f, r.a, r.b, env);
-    case Op::kFma: return Fma(f, r.a, r.b, r.c, env);
-    case Op::kSqrt: return Sqrt(f, r.a, env);
-    case Op::kConvert: return Convert(r.from(), f, r.a, env);
-  }
-  return {};
+  return RunRowWith<Add, Sub, Mul, Div, Fma, Sqrt, Convert>(r, env);
 }
 
 TEST(MpfrOracleTest, MpfrIsThreadSafe) { EXPECT_TRUE(mpfr_buildopt_tls_p()); }

@@ -87,20 +87,34 @@ def _bits_of(a: Any) -> tuple:
     return _bits(a, "recording")
 
 
-class Writer:
+class _RecordingWriter:
+    """What both writers share: the directory (new, or empty: a recording never overwrites files),
+    the manifest (`header`'s keys, then "cases"), the case names taken, and ``close``."""
+
+    def __init__(self, directory: str, header: dict) -> None:
+        self.dir = Path(directory)
+        if self.dir.exists() and any(self.dir.iterdir()):
+            raise ValueError(f"{directory}: exists and is not empty (a recording never overwrites files)")
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.manifest = {**header, "cases": []}
+        self._names: set = set()
+
+    def close(self) -> None:
+        """Writes manifest.json (through a temporary file, replaced in one step)."""
+        tmp = self.dir / "manifest.json.tmp"
+        tmp.write_text(json.dumps(self.manifest, indent=1) + "\n")
+        os.replace(tmp, self.dir / "manifest.json")
+
+
+class Writer(_RecordingWriter):
     """Writes a recording directory: ``add`` each case, then ``close`` (writes manifest.json).
 
     The directory must not exist or be empty: a recording never overwrites files.
     """
 
     def __init__(self, directory: str, device: str, library: str, **info: Any) -> None:
-        self.dir = Path(directory)
-        if self.dir.exists() and any(self.dir.iterdir()):
-            raise ValueError(f"{directory}: exists and is not empty (a recording never overwrites files)")
-        self.dir.mkdir(parents=True, exist_ok=True)
-        self.manifest = {"fpconform_composite_recording": FORMAT_VERSION, "device": device,
-                         "library": library, **info, "cases": []}
-        self._names: set = set()
+        super().__init__(directory, {"fpconform_composite_recording": FORMAT_VERSION, "device": device,
+                                     "library": library, **info})
 
     def _save(self, name: str, what: str, a: Any) -> tuple:
         fmt, bits = _bits_of(a)
@@ -128,11 +142,6 @@ class Writer:
         if bias is not None:
             case["bias_dtype"], case["bias"] = self._save(name, "bias", bias)
         self.manifest["cases"].append(case)
-
-    def close(self) -> None:
-        tmp = self.dir / "manifest.json.tmp"
-        tmp.write_text(json.dumps(self.manifest, indent=1) + "\n")
-        os.replace(tmp, self.dir / "manifest.json")
 
 
 @dataclass
@@ -190,7 +199,7 @@ ATTENTION_FORMAT_VERSION = 1
 ATTENTION_STATUSES = ("recorded", "unsupported")
 
 
-class AttentionWriter:
+class AttentionWriter(_RecordingWriter):
     """Writes an attention recording directory (``add`` / ``unsupported`` per case, then ``close``).
 
     The directory must not exist or be empty. Arrays are saved as raw bits (numpy, ml_dtypes or
@@ -201,13 +210,8 @@ class AttentionWriter:
     """
 
     def __init__(self, directory: str, device: str, library: str, **info: Any) -> None:
-        self.dir = Path(directory)
-        if self.dir.exists() and any(self.dir.iterdir()):
-            raise ValueError(f"{directory}: exists and is not empty (a recording never overwrites files)")
-        self.dir.mkdir(parents=True, exist_ok=True)
-        self.manifest = {"fpconform_attention_recording": ATTENTION_FORMAT_VERSION, "device": device,
-                         "library": library, **info, "cases": []}
-        self._names: set = set()
+        super().__init__(directory, {"fpconform_attention_recording": ATTENTION_FORMAT_VERSION,
+                                     "device": device, "library": library, **info})
         self._files: dict = {}
 
     def _name(self, name: str) -> None:
@@ -269,11 +273,6 @@ class AttentionWriter:
         self._name(name)
         self.manifest["cases"].append({"name": name, "status": "unsupported", "backend": backend,
                                        "reason": reason, **extra})
-
-    def close(self) -> None:
-        tmp = self.dir / "manifest.json.tmp"
-        tmp.write_text(json.dumps(self.manifest, indent=1) + "\n")
-        os.replace(tmp, self.dir / "manifest.json")
 
 
 @dataclass

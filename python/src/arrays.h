@@ -13,8 +13,10 @@
 
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -47,6 +49,24 @@ using InArray = nb::ndarray<nb::c_contig, nb::device::cpu, nb::ro>;
       throw std::invalid_argument(m);
     default:
       throw std::runtime_error(m);
+  }
+}
+
+// call() (a library function, which takes no Python object and throws nothing) run with the GIL
+// released; then, with the GIL back, its value (an absl::StatusOr) or nothing (an absl::Status),
+// or ThrowStatus of its error.
+template <class F>
+auto WithoutGil(F&& call) {
+  std::optional<decltype(call())> r;
+  {
+    nb::gil_scoped_release release;
+    r.emplace(call());
+  }
+  if constexpr (std::is_same_v<decltype(call()), absl::Status>) {
+    if (!r->ok()) ThrowStatus(*r);
+  } else {
+    if (!r->ok()) ThrowStatus(r->status());
+    return **std::move(r);
   }
 }
 

@@ -181,11 +181,6 @@ std::string Repr(const AuditResult& r) {
          (r.platforms.empty() ? std::string("-") : r.platforms[0].name) + ">";
 }
 
-AuditResult Run(absl::StatusOr<AuditResult> r) {
-  if (!r.ok()) ThrowStatus(r.status());
-  return *std::move(r);
-}
-
 AuditResult AuditMatmulPy(const TensorPair& a, const TensorPair& b, const TensorPair& out, const TensorPair& c,
                           const TensorPair& scale_a, const TensorPair& scale_b, bool transpose_a,
                           bool transpose_b, std::optional<std::string> cast_inputs,
@@ -204,12 +199,7 @@ AuditResult AuditMatmulPy(const TensorPair& a, const TensorPair& b, const Tensor
   if (cast_inputs.has_value()) in.cast_inputs = ParseMode(*cast_inputs, "cast_inputs");
   in.out_rounding = ParseMode(out_rounding, "out_rounding");
   const reports::AuditOptions opts = MakeOptions(o);
-  absl::StatusOr<AuditResult> r;
-  {
-    nb::gil_scoped_release release;
-    r = reports::AuditMatmul(in, opts);
-  }
-  return Run(std::move(r));
+  return WithoutGil([&] { return reports::AuditMatmul(in, opts); });
 }
 
 AuditResult AuditSumPy(const TensorPair& x, int axis, const TensorPair& out, std::optional<std::string> cast_inputs,
@@ -222,12 +212,7 @@ AuditResult AuditSumPy(const TensorPair& x, int axis, const TensorPair& out, std
   if (cast_inputs.has_value()) in.cast_inputs = ParseMode(*cast_inputs, "cast_inputs");
   in.out_rounding = ParseMode(out_rounding, "out_rounding");
   const reports::AuditOptions opts = MakeOptions(o);
-  absl::StatusOr<AuditResult> r;
-  {
-    nb::gil_scoped_release release;
-    r = reports::AuditSum(in, opts);
-  }
-  return Run(std::move(r));
+  return WithoutGil([&] { return reports::AuditSum(in, opts); });
 }
 
 AuditResult AuditCastPy(const TensorPair& x, const TensorPair& out, const std::string& to, const std::string& rounding,
@@ -243,12 +228,7 @@ AuditResult AuditCastPy(const TensorPair& x, const TensorPair& out, const std::s
   in.env = env;
   in.scale = scale;
   const reports::AuditOptions opts = MakeOptions(o);
-  absl::StatusOr<AuditResult> r;
-  {
-    nb::gil_scoped_release release;
-    r = reports::AuditCast(in, opts);
-  }
-  return Run(std::move(r));
+  return WithoutGil([&] { return reports::AuditCast(in, opts); });
 }
 
 AuditResult AuditElementwisePy(const TensorPair& x, const TensorPair& out, const std::string& fn,
@@ -260,12 +240,7 @@ AuditResult AuditElementwisePy(const TensorPair& x, const TensorPair& out, const
   in.fn = fn;
   in.out_rounding = ParseMode(out_rounding, "out_rounding");
   const reports::AuditOptions opts = MakeOptions(o);
-  absl::StatusOr<AuditResult> r;
-  {
-    nb::gil_scoped_release release;
-    r = reports::AuditElementwise(in, opts);
-  }
-  return Run(std::move(r));
+  return WithoutGil([&] { return reports::AuditElementwise(in, opts); });
 }
 
 AuditResult AuditAxisPy(const std::string& op, const TensorPair& x, int axis, const TensorPair& weight,
@@ -283,12 +258,7 @@ AuditResult AuditAxisPy(const std::string& op, const TensorPair& x, int axis, co
   in.out = &tout;
   in.out_rounding = ParseMode(out_rounding, "out_rounding");
   const reports::AuditOptions opts = MakeOptions(o);
-  absl::StatusOr<AuditResult> r;
-  {
-    nb::gil_scoped_release release;
-    r = reports::AuditAxis(in, opts);
-  }
-  return Run(std::move(r));
+  return WithoutGil([&] { return reports::AuditAxis(in, opts); });
 }
 
 // audit attention (issue 27).
@@ -318,12 +288,7 @@ AuditResult AuditAttentionPy(const TensorPair& q, const TensorPair& k, const Ten
   in.out_rounding = ParseMode(out_rounding, "out_rounding");
   reports::AuditOptions opts = MakeOptions(o);
   opts.attention_models_dir = attention_models_dir;
-  absl::StatusOr<AuditResult> r;
-  {
-    nb::gil_scoped_release release;
-    r = reports::AuditAttention(in, opts);
-  }
-  return Run(std::move(r));
+  return WithoutGil([&] { return reports::AuditAttention(in, opts); });
 }
 
 CompareResult CompareAttentionPy(const TensorPair& q, const TensorPair& k, const TensorPair& v,
@@ -345,13 +310,7 @@ CompareResult CompareAttentionPy(const TensorPair& q, const TensorPair& k, const
   if (tl.has_value()) port.lse = &*tl;
   reports::AuditOptions opts = MakeOptions(o);
   opts.attention_models_dir = attention_models_dir;
-  absl::StatusOr<CompareResult> r;
-  {
-    nb::gil_scoped_release release;
-    r = reports::CompareAttention(ref, platform_ref, port, platform, opts);
-  }
-  if (!r.ok()) ThrowStatus(r.status());
-  return *std::move(r);
+  return WithoutGil([&] { return reports::CompareAttention(ref, platform_ref, port, platform, opts); });
 }
 
 nb::object ExactAttentionPy(const TensorPair& q, const TensorPair& k, const TensorPair& v, const TensorPair& mask,
@@ -360,15 +319,22 @@ nb::object ExactAttentionPy(const TensorPair& q, const TensorPair& k, const Tens
   const std::optional<Tensor> tm = Load(mask, "mask");
   const FormatSpec& f = NeedFormat(out_dtype, "out_dtype");
   const reports::AttentionAuditInput in = AttentionInput(tq, tk, tv, tm, causal, scale);
-  absl::StatusOr<std::vector<uint64_t>> bits;
-  {
-    nb::gil_scoped_release release;
-    bits = reports::ExactAttention(in, f, threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
-  }
-  if (!bits.ok()) ThrowStatus(bits.status());
+  const int workers = threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const std::vector<uint64_t> bits = WithoutGil([&] { return reports::ExactAttention(in, f, workers); });
   std::vector<int64_t> shape = tq.shape;
   if (!shape.empty() && !tv.shape.empty()) shape.back() = tv.shape.back();
-  return BitsArray(*bits, f.width / 8, shape);
+  return BitsArray(bits, f.width / 8, shape);
+}
+
+// compare(ref, platform_ref, port, platform, opts) with the GIL released, where ref and port are
+// `in` with out = out_ref and out: two outputs of the same inputs.
+template <class Input, class Compare>
+CompareResult CompareOutputs(Compare compare, Input in, const Tensor& out_ref, const std::string& platform_ref,
+                             const Tensor& out, const std::string& platform, const reports::AuditOptions& opts) {
+  Input ref = in;
+  ref.out = &out_ref;
+  in.out = &out;
+  return WithoutGil([&] { return compare(ref, platform_ref, in, platform, opts); });
 }
 
 CompareResult CompareMatmulPy(const TensorPair& a, const TensorPair& b, const TensorPair& out_ref,
@@ -383,17 +349,7 @@ CompareResult CompareMatmulPy(const TensorPair& a, const TensorPair& b, const Te
   port.transpose_b = transpose_b;
   if (cast_inputs.has_value()) port.cast_inputs = ParseMode(*cast_inputs, "cast_inputs");
   port.out_rounding = ParseMode(out_rounding, "out_rounding");
-  reports::MatmulAuditInput ref = port;
-  ref.out = &tref;
-  port.out = &tout;
-  const reports::AuditOptions opts = MakeOptions(o);
-  absl::StatusOr<CompareResult> r;
-  {
-    nb::gil_scoped_release release;
-    r = reports::CompareMatmul(ref, platform_ref, port, platform, opts);
-  }
-  if (!r.ok()) ThrowStatus(r.status());
-  return *std::move(r);
+  return CompareOutputs(reports::CompareMatmul, port, tref, platform_ref, tout, platform, MakeOptions(o));
 }
 
 CompareResult CompareComposite(const std::string& op, const TensorPair& x, int axis, const TensorPair& weight,
@@ -403,17 +359,12 @@ CompareResult CompareComposite(const std::string& op, const TensorPair& x, int a
   const Tensor tx = Need(x, "x"), tref = Need(out_ref, "out_ref"), tout = Need(out, "out");
   const std::optional<Tensor> tw = Load(weight, "weight"), tb = Load(bias, "bias");
   const reports::AuditOptions opts = MakeOptions(o);
-  absl::StatusOr<CompareResult> r;
   if (op == "elementwise") {
     reports::ElementwiseAuditInput port;
     port.x = &tx;
     port.fn = fn;
     port.out_rounding = ParseMode(out_rounding, "out_rounding");
-    reports::ElementwiseAuditInput ref = port;
-    ref.out = &tref;
-    port.out = &tout;
-    nb::gil_scoped_release release;
-    r = reports::CompareElementwise(ref, platform_ref, port, platform, opts);
+    return CompareOutputs(reports::CompareElementwise, port, tref, platform_ref, tout, platform, opts);
   } else {
     reports::AxisAuditInput port;
     port.op = op;
@@ -423,14 +374,8 @@ CompareResult CompareComposite(const std::string& op, const TensorPair& x, int a
     if (tb.has_value()) port.bias = &*tb;
     port.eps = eps;
     port.out_rounding = ParseMode(out_rounding, "out_rounding");
-    reports::AxisAuditInput ref = port;
-    ref.out = &tref;
-    port.out = &tout;
-    nb::gil_scoped_release release;
-    r = reports::CompareAxis(ref, platform_ref, port, platform, opts);
+    return CompareOutputs(reports::CompareAxis, port, tref, platform_ref, tout, platform, opts);
   }
-  if (!r.ok()) ThrowStatus(r.status());
-  return *std::move(r);
 }
 
 }  // namespace

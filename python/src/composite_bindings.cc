@@ -116,12 +116,7 @@ nb::object ExactElementwise(const std::string& fn_name, const std::string& x_dty
   CheckWidth(x, fx.width / 8, "exact_elementwise: x");
   const std::vector<uint64_t> xb = AllBits(x);
   std::vector<uint64_t> out(xb.size());
-  absl::Status s;
-  {
-    nb::gil_scoped_release release;
-    s = ElementaryRoundBatch(*fn, fx, xb, fo, env, out, {}, nullptr, Threads(threads));
-  }
-  if (!s.ok()) ThrowStatus(s);
+  WithoutGil([&] { return ElementaryRoundBatch(*fn, fx, xb, fo, env, out, {}, nullptr, Threads(threads)); });
   return BitsArray(out, fo.width / 8, ShapeOf(x));
 }
 
@@ -139,12 +134,9 @@ nb::object ExactAxis(const std::string& op_name, const std::string& x_dtype, con
   const AxisOperand w = Operand(weight, n, what + ": weight"), b = Operand(bias, n, what + ": bias");
   const std::vector<uint64_t> xb = AllBits(x);
   std::vector<uint64_t> out(xb.size());
-  absl::Status s;
-  {
-    nb::gil_scoped_release release;
-    s = AxisRound(*op, fx, xb, rows, n, Params(w, b, eps), fo, env, out, nullptr, Threads(threads));
-  }
-  if (!s.ok()) ThrowStatus(s);
+  WithoutGil([&, rows = rows, n = n] {
+    return AxisRound(*op, fx, xb, rows, n, Params(w, b, eps), fo, env, out, nullptr, Threads(threads));
+  });
   return BitsArray(out, fo.width / 8, {rows, n});
 }
 
@@ -178,8 +170,20 @@ void NeedInput(const CompositeFunction& f, const std::string& x_dtype, const std
 
 using Emulation = std::tuple<std::string, nb::object, nb::object, nb::object>;
 
-Emulation Emulated(const CompositeFunction& f, const std::vector<uint64_t>& out, std::vector<double>&& lo,
-                   std::vector<double>&& hi, const std::vector<int64_t>& shape) {
+// f's emulation of the inputs xb with the GIL released: for a correctly rounded f, oracle(out)
+// (the oracle's results: lo = hi = each value), else model(out, lo, hi) (the model's values and
+// enclosures); ThrowStatus of an error.
+template <class Oracle, class Model>
+Emulation EmulateBits(const CompositeFunction& f, const std::vector<uint64_t>& xb, const std::vector<int64_t>& shape,
+                      Oracle oracle, Model model) {
+  std::vector<uint64_t> out(xb.size());
+  std::vector<double> lo(xb.size()), hi(xb.size());
+  WithoutGil([&]() -> absl::Status {
+    if (!f.correctly_rounded) return model(out, lo, hi);
+    const absl::Status s = oracle(out);
+    for (size_t i = 0; s.ok() && i < out.size(); ++i) lo[i] = hi[i] = ToDouble(*f.output, out[i]);
+    return s;
+  });
   return {std::string(f.output->name), BitsArray(out, f.output->width / 8, shape),
           VectorArray<double>(std::move(lo), shape), VectorArray<double>(std::move(hi), shape)};
 }
@@ -191,26 +195,22 @@ Emulation EmulateElementwise(const std::string& dir, const std::string& platform
   NeedInput(*f, x_dtype, platform, what);
   CheckWidth(x, f->input->width / 8, what + ": x");
   const std::vector<uint64_t> xb = AllBits(x);
-  std::vector<uint64_t> out(xb.size());
-  std::vector<double> lo(xb.size()), hi(xb.size());
-  absl::Status s;
-  {
-    nb::gil_scoped_release release;
-    if (f->correctly_rounded) {
-      const absl::StatusOr<ElementaryFn> fn = ParseElementaryFn(fn_name);
-      s = fn.ok() ? ElementaryRoundBatch(*fn, *f->input, xb, *f->output, OpEnv{}, out, {}, nullptr, 1) : fn.status();
-      for (size_t i = 0; s.ok() && i < xb.size(); ++i) lo[i] = hi[i] = ToDouble(*f->output, out[i]);
-    } else {
-      for (size_t i = 0; i < xb.size(); ++i) {
-        out[i] = f->Emulate(xb[i]);
-        const Enclosure e = f->Enclose(xb[i]);
-        lo[i] = e.lo;
-        hi[i] = e.hi;
-      }
-    }
-  }
-  if (!s.ok()) ThrowStatus(s);
-  return Emulated(*f, out, std::move(lo), std::move(hi), ShapeOf(x));
+  return EmulateBits(
+      *f, xb, ShapeOf(x),
+      [&, f = f](std::vector<uint64_t>& out) {
+        const absl::StatusOr<ElementaryFn> fn = ParseElementaryFn(fn_name);
+        return fn.ok() ? ElementaryRoundBatch(*fn, *f->input, xb, *f->output, OpEnv{}, out, {}, nullptr, 1)
+                       : fn.status();
+      },
+      [&, f = f](std::vector<uint64_t>& out, std::vector<double>& lo, std::vector<double>& hi) {
+        for (size_t i = 0; i < xb.size(); ++i) {
+          out[i] = f->Emulate(xb[i]);
+          const Enclosure e = f->Enclose(xb[i]);
+          lo[i] = e.lo;
+          hi[i] = e.hi;
+        }
+        return absl::OkStatus();
+      });
 }
 
 Emulation EmulateAxis(const std::string& dir, const std::string& platform, const std::string& op_name,
@@ -223,38 +223,34 @@ Emulation EmulateAxis(const std::string& dir, const std::string& platform, const
   const auto [rows, n] = Rows(x, what);
   const AxisOperand w = Operand(weight, n, what + ": weight"), b = Operand(bias, n, what + ": bias");
   const std::vector<uint64_t> xb = AllBits(x);
-  std::vector<uint64_t> out(xb.size());
-  std::vector<double> lo(xb.size()), hi(xb.size());
-  absl::Status s;
-  {
-    nb::gil_scoped_release release;
-    if (f->correctly_rounded) {
-      const absl::StatusOr<AxisOp> op = ParseAxisOp(op_name);
-      s = op.ok() ? AxisRound(*op, *f->input, xb, rows, n, Params(w, b, eps), *f->output, OpEnv{}, out, nullptr, 1)
-                  : op.status();
-      for (size_t i = 0; s.ok() && i < xb.size(); ++i) lo[i] = hi[i] = ToDouble(*f->output, out[i]);
-    } else {
-      std::vector<Enclosure> enc(static_cast<size_t>(n));
-      for (int64_t r = 0; s.ok() && r < rows; ++r) {
-        const size_t at = static_cast<size_t>(r * n);
-        CompositeFunction::Row row;
-        row.x = std::span<const uint64_t>(xb.data() + at, static_cast<size_t>(n));
-        row.weight_format = w.format;
-        row.weight = w.bits;
-        row.bias_format = b.format;
-        row.bias = b.bits;
-        row.eps = eps;
-        s = f->EmulateRow(row, std::span<uint64_t>(out.data() + at, static_cast<size_t>(n)));
-        if (s.ok()) s = f->EncloseRow(row, enc);
-        for (int64_t i = 0; s.ok() && i < n; ++i) {
-          lo[at + static_cast<size_t>(i)] = enc[static_cast<size_t>(i)].lo;
-          hi[at + static_cast<size_t>(i)] = enc[static_cast<size_t>(i)].hi;
+  return EmulateBits(
+      *f, xb, {rows, n},
+      [&, f = f, rows = rows, n = n](std::vector<uint64_t>& out) {
+        const absl::StatusOr<AxisOp> op = ParseAxisOp(op_name);
+        return op.ok() ? AxisRound(*op, *f->input, xb, rows, n, Params(w, b, eps), *f->output, OpEnv{}, out, nullptr, 1)
+                       : op.status();
+      },
+      [&, f = f, rows = rows, n = n](std::vector<uint64_t>& out, std::vector<double>& lo, std::vector<double>& hi) {
+        std::vector<Enclosure> enc(static_cast<size_t>(n));
+        absl::Status s;
+        for (int64_t r = 0; s.ok() && r < rows; ++r) {
+          const size_t at = static_cast<size_t>(r * n);
+          CompositeFunction::Row row;
+          row.x = std::span<const uint64_t>(xb.data() + at, static_cast<size_t>(n));
+          row.weight_format = w.format;
+          row.weight = w.bits;
+          row.bias_format = b.format;
+          row.bias = b.bits;
+          row.eps = eps;
+          s = f->EmulateRow(row, std::span<uint64_t>(out.data() + at, static_cast<size_t>(n)));
+          if (s.ok()) s = f->EncloseRow(row, enc);
+          for (int64_t i = 0; s.ok() && i < n; ++i) {
+            lo[at + static_cast<size_t>(i)] = enc[static_cast<size_t>(i)].lo;
+            hi[at + static_cast<size_t>(i)] = enc[static_cast<size_t>(i)].hi;
+          }
         }
-      }
-    }
-  }
-  if (!s.ok()) ThrowStatus(s);
-  return Emulated(*f, out, std::move(lo), std::move(hi), {rows, n});
+        return s;
+      });
 }
 
 // (q, k, v: (dtype, bits) each; mask optional: a float array, or uint8/int8 for a boolean one).
@@ -273,14 +269,10 @@ Emulation EmulateAttentionPy(const std::string& dir, const std::string& platform
   in.mask = tm.has_value() ? &*tm : nullptr;
   in.causal = causal;
   in.scale = scale;
-  absl::StatusOr<reports::AttentionEmulation> e;
-  {
-    nb::gil_scoped_release release;
-    e = reports::EmulateAttention(in, platform, dir, Threads(threads));
-  }
-  if (!e.ok()) ThrowStatus(e.status());
-  return {std::string(e->format->name), BitsArray(e->bits, e->format->width / 8, e->shape),
-          VectorArray<double>(std::move(e->lo), e->shape), VectorArray<double>(std::move(e->hi), e->shape)};
+  reports::AttentionEmulation e =
+      WithoutGil([&] { return reports::EmulateAttention(in, platform, dir, Threads(threads)); });
+  return {std::string(e.format->name), BitsArray(e.bits, e.format->width / 8, e.shape),
+          VectorArray<double>(std::move(e.lo), e.shape), VectorArray<double>(std::move(e.hi), e.shape)};
 }
 
 }  // namespace

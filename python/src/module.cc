@@ -454,21 +454,16 @@ nb::dict Tolerance(const std::string& dir, const std::string& sweep_file, const 
   o.sweep_file = sweep_file;
   o.tolerance_samples = samples;
   o.threads = Threads(threads);
-  absl::StatusOr<reports::PlatformAudit> r;
-  {
-    nb::gil_scoped_release release;
-    r = reports::RecommendTolerance(op, platform, k, o);
-  }
-  if (!r.ok()) ThrowStatus(r.status());
+  const reports::PlatformAudit r = WithoutGil([&] { return reports::RecommendTolerance(op, platform, k, o); });
   nb::dict d;
   d["op"] = op;
   d["dtype"] = dtype;
   d["k"] = k;
   d["platform"] = platform;
-  d["rtol"] = r->rec_rtol;
-  d["atol"] = r->rec_atol;
-  d["ulp"] = r->rec_ulp;
-  d["bound_normalized"] = r->rec_bn;
+  d["rtol"] = r.rec_rtol;
+  d["atol"] = r.rec_atol;
+  d["ulp"] = r.rec_ulp;
+  d["bound_normalized"] = r.rec_bn;
   d["samples"] = samples;
   return d;
 }
@@ -492,12 +487,8 @@ nb::dict AttentionTolerance(const std::string& dir, const std::string& sweep_fil
   }
   absl::StatusOr<reports::SweepSpec> spec = reports::LoadSweepSpec(sweep_file);
   if (!spec.ok()) ThrowStatus(spec.status());
-  absl::StatusOr<reports::AttentionToleranceRule> r;
-  {
-    nb::gil_scoped_release release;
-    r = reports::AttentionPlatformTolerance(*spec, *m, {s, d, causal, distribution}, Threads(threads));
-  }
-  if (!r.ok()) ThrowStatus(r.status());
+  const reports::AttentionToleranceRule r = WithoutGil(
+      [&] { return reports::AttentionPlatformTolerance(*spec, *m, {s, d, causal, distribution}, Threads(threads)); });
   nb::dict out;
   out["op"] = "attention";
   out["dtype"] = dtype;
@@ -506,14 +497,14 @@ nb::dict AttentionTolerance(const std::string& dir, const std::string& sweep_fil
   out["causal"] = causal;
   out["distribution"] = distribution;
   out["platform"] = platform;
-  out["rtol"] = r->rtol;
-  out["atol"] = r->atol;
-  out["prob_rtol"] = r->prob_rtol;
-  out["prob_atol"] = r->prob_atol;
-  out["ulp"] = r->ulp;
-  out["bound_abs"] = r->bound_abs;
-  out["ess_median"] = r->ess_median;
-  out["rows"] = r->rows;
+  out["rtol"] = r.rtol;
+  out["atol"] = r.atol;
+  out["prob_rtol"] = r.prob_rtol;
+  out["prob_atol"] = r.prob_atol;
+  out["ulp"] = r.ulp;
+  out["bound_abs"] = r.bound_abs;
+  out["ess_median"] = r.ess_median;
+  out["rows"] = r.rows;
   return out;
 }
 

@@ -1,12 +1,14 @@
 """Shared fixtures of the fpconform pytest suite: the CLI whose results the package must match
 bit for bit ($FPCONFORM_CLI, else <build>/cli/fpconform next to a build tree's python/), and a
-helper that runs it."""
+helper that runs it; rng, and the bfloat16 inputs several files share (bf16, bf16_matmul, heads);
+save (an array into a .npy file) and sdpa64 (a float64 NumPy attention reference)."""
 
 import json
 import os
 import subprocess
 from pathlib import Path
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -69,8 +71,45 @@ def rng():
     return np.random.default_rng(20261201)
 
 
+def bf16(x):
+    """x (array-like) cast to bfloat16 by fpconform (round to nearest even)."""
+    return fpconform.cast(np.asarray(x, np.float32), "bfloat16")
+
+
+def bf16_matmul(rng, k):
+    """a (8 x k) and b (k x 6) of bfloat16 normal values from rng, and trainium2-bf16's a @ b."""
+    a = bf16(rng.standard_normal((8, k)))
+    b = bf16(rng.standard_normal((k, 6)))
+    out, _ = fpconform.emulate_matmul(a, b, "trainium2-bf16")
+    return a, b, out
+
+
+@pytest.fixture
+def heads(rng):
+    """q, k, v: 2 heads x 48 x 32 bfloat16 normal values."""
+    q = rng.standard_normal((2, 48, 32)).astype(ml_dtypes.bfloat16)
+    k = rng.standard_normal((2, 48, 32)).astype(ml_dtypes.bfloat16)
+    v = rng.standard_normal((2, 48, 32)).astype(ml_dtypes.bfloat16)
+    return q, k, v
+
+
 def save(tmp_path, name, arr):
     """np.save of arr (ml_dtypes arrays too) into tmp_path; returns the path."""
     path = tmp_path / f"{name}.npy"
     np.save(path, arr)
     return path
+
+
+def sdpa64(q, k, v, causal=False, keep=None, scale=None):
+    """float64 NumPy SDPA (..., S, D), GQA (3 or more axes) by repeating k and v's heads."""
+    qd, kd, vd = (np.asarray(x, np.float64) for x in (q, k, v))
+    if qd.ndim >= 3 and kd.shape[-3] != qd.shape[-3]:
+        g = qd.shape[-3] // kd.shape[-3]
+        kd, vd = np.repeat(kd, g, axis=-3), np.repeat(vd, g, axis=-3)
+    s = (1 / np.sqrt(qd.shape[-1]) if scale is None else scale) * qd @ np.swapaxes(kd, -1, -2)
+    if causal:
+        s = np.where(np.tril(np.ones(s.shape[-2:], bool)), s, -np.inf)
+    if keep is not None:
+        s = np.where(keep, s, -np.inf)
+    e = np.exp(s - s.max(-1, keepdims=True))
+    return (e / e.sum(-1, keepdims=True)) @ vd

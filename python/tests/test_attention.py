@@ -6,22 +6,8 @@ import numpy as np
 import pytest
 
 import fpconform
-from conftest import save
+from conftest import save, sdpa64
 from test_audit import same
-
-
-def sdpa64(q, k, v, causal=False, keep=None, scale=None):
-    qd, kd, vd = (np.asarray(x, np.float64) for x in (q, k, v))
-    if qd.ndim == 4 and kd.shape[1] != qd.shape[1]:
-        g = qd.shape[1] // kd.shape[1]
-        kd, vd = np.repeat(kd, g, axis=1), np.repeat(vd, g, axis=1)
-    s = (1 / np.sqrt(qd.shape[-1]) if scale is None else scale) * qd @ np.swapaxes(kd, -1, -2)
-    if causal:
-        s = np.where(np.tril(np.ones(s.shape[-2:], bool)), s, -np.inf)
-    if keep is not None:
-        s = np.where(keep, s, -np.inf)
-    e = np.exp(s - s.max(-1, keepdims=True))
-    return (e / e.sum(-1, keepdims=True)) @ vd
 
 
 @pytest.fixture

@@ -33,14 +33,6 @@ def fa2_lse(q, k, causal=False, keep=None):
     return np.where(np.isfinite(lse), lse, np.float32(np.inf)).astype(np.float32)
 
 
-@pytest.fixture
-def heads(rng):
-    q = rng.standard_normal((2, 48, 32)).astype(BF16)
-    k = rng.standard_normal((2, 48, 32)).astype(BF16)
-    v = rng.standard_normal((2, 48, 32)).astype(BF16)
-    return q, k, v
-
-
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("logit_scale", [1.0, 8.0])
 def test_fa2_lse_within_the_preset_bound(heads, causal, logit_scale):

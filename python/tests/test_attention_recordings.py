@@ -17,26 +17,12 @@ import numpy as np
 import pytest
 
 import fpconform
+from conftest import sdpa64
 from fpconform import recordings
 
 ROOT = Path(__file__).resolve().parents[2]
 RECORDINGS = sorted((ROOT / "conformance" / "data" / "attention").glob("*/manifest.json"))
 SCRIPT = ROOT / "conformance" / "attention_probe" / "record_sdpa.py"
-
-
-def sdpa64(q, k, v, causal=False, keep=None, scale=None):
-    """float64 NumPy SDPA (B, H, S, D), GQA by repeating k and v's heads."""
-    qd, kd, vd = (np.asarray(x, np.float64) for x in (q, k, v))
-    if kd.shape[-3] != qd.shape[-3]:
-        g = qd.shape[-3] // kd.shape[-3]
-        kd, vd = np.repeat(kd, g, axis=-3), np.repeat(vd, g, axis=-3)
-    s = (1 / np.sqrt(qd.shape[-1]) if scale is None else scale) * qd @ np.swapaxes(kd, -1, -2)
-    if causal:
-        s = np.where(np.tril(np.ones(s.shape[-2:], bool)), s, -np.inf)
-    if keep is not None:
-        s = np.where(keep, s, -np.inf)
-    e = np.exp(s - s.max(-1, keepdims=True))
-    return (e / e.sum(-1, keepdims=True)) @ vd
 
 
 @pytest.mark.parametrize("manifest", RECORDINGS, ids=[m.parent.name for m in RECORDINGS])

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import fpconform
-from conftest import save
+from conftest import bf16, bf16_matmul, save
 
 
 def cli_dtype_args(name, arr):
@@ -42,16 +42,9 @@ def same(audit, cli_json, cli_proc):
     assert str(audit) == text
 
 
-def bf16(x):
-    return fpconform.cast(np.asarray(x, np.float32), "bfloat16")
-
-
 @pytest.fixture
 def bf16_case(rng):
-    a = bf16(rng.standard_normal((8, 128)))
-    b = bf16(rng.standard_normal((128, 6)))
-    out, _ = fpconform.emulate_matmul(a, b, "trainium2-bf16")
-    return a, b, out
+    return bf16_matmul(rng, 128)
 
 
 def test_audit_matmul_identical_and_broken(fpc, tmp_path, bf16_case):

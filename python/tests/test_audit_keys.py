@@ -16,14 +16,12 @@ Every other difference fails. The older names are checked as aliases of the JSON
 import json
 import math
 
-import ml_dtypes
 import numpy as np
 import pytest
 
 import fpconform
-from conftest import save
+from conftest import bf16, bf16_matmul, save
 
-BF16 = ml_dtypes.bfloat16
 TUPLE_KEYS = {"index", "shape", "max_abs_index", "max_rel_index"}
 NON_FINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
 # The extra keys of a platform dict (older names, AUDIT.md), as (alias, JSON key or None).
@@ -114,15 +112,9 @@ def check_compare(c):
     return doc
 
 
-def bf16(x):
-    return fpconform.cast(np.asarray(x, np.float32), "bfloat16")
-
-
 @pytest.fixture
 def mm(rng):
-    a = bf16(rng.standard_normal((8, 96)))
-    b = bf16(rng.standard_normal((96, 6)))
-    out, _ = fpconform.emulate_matmul(a, b, "trainium2-bf16")
+    a, b, out = bf16_matmul(rng, 96)
     bad = out.copy()
     bad[2, 3] = -bad[2, 3]
     bad[5, 0] = np.float32(np.nan)
@@ -200,14 +192,6 @@ def test_matmul_compare_keys(mm):
     doc = check_compare(fpconform.compare_matmul(a, b, out, "trainium2-bf16", bad, "trainium1-bf16",
                                                  tolerance=False))
     assert doc["listed"] and doc["inconsistent"] > 0
-
-
-@pytest.fixture
-def heads(rng):
-    q = rng.standard_normal((2, 48, 32)).astype(BF16)
-    k = rng.standard_normal((2, 48, 32)).astype(BF16)
-    v = rng.standard_normal((2, 48, 32)).astype(BF16)
-    return q, k, v
 
 
 def test_attention_keys(fpc, tmp_path, heads):

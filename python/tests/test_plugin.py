@@ -17,6 +17,14 @@ def plugin_args():
     return [] if any(ep.name == "fpconform" for ep in group) else ["-p", "fpconform.pytest_plugin"]
 
 
+def run_with_junit(pytester, ini, **files):
+    """pytest with the plugin, verbose, on the test files `files` (name=source) under the [pytest]
+    options `ini`, writing junit.xml; returns the run's result."""
+    pytester.makeini("[pytest]\n" + ini)
+    pytester.makepyfile(**files)
+    return pytester.runpytest(*plugin_args(), "--junitxml=junit.xml", "-p", "no:cacheprovider", "-v")
+
+
 KERNEL_TESTS = '''
 import numpy as np
 import fpconform
@@ -39,9 +47,8 @@ def test_fixture(conformance):
 
 
 def test_plugin_summary_verdicts_and_junit(pytester):
-    pytester.makeini("[pytest]\nfpconform_platform = cpu-f32-seq\nfpconform_strict = true\n")
-    pytester.makepyfile(test_kernel=KERNEL_TESTS)
-    result = pytester.runpytest(*plugin_args(), "--junitxml=junit.xml", "-p", "no:cacheprovider", "-v")
+    result = run_with_junit(pytester, "fpconform_platform = cpu-f32-seq\nfpconform_strict = true\n",
+                            test_kernel=KERNEL_TESTS)
     result.assert_outcomes(passed=2, failed=1)
     result.stdout.fnmatch_lines([
         "*= fpconform audits =*",
@@ -116,9 +123,7 @@ def test_rows_swapped(conformance):
 
 
 def test_plugin_attention_fixture_and_aggregate_property(pytester):
-    pytester.makeini("[pytest]\nfpconform_attention_platform = correctly-rounded\n")
-    pytester.makepyfile(test_attn=ATTENTION_TESTS)
-    result = pytester.runpytest(*plugin_args(), "--junitxml=junit.xml", "-p", "no:cacheprovider", "-v")
+    result = run_with_junit(pytester, "fpconform_attention_platform = correctly-rounded\n", test_attn=ATTENTION_TESTS)
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines([
         "*Tensor-likes are not close!*",

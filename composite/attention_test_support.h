@@ -1,0 +1,59 @@
+// What the attention model's tests share (attention_model_test.cc, attention_matmul_test.cc): a
+// double rounded into a format, the oracle's enclosures that EmulateAttentionRows takes, and the
+// problem with the scale applied twice (the known-wrong result a bound must exclude).
+//
+// Example:
+//   std::vector<ExactEnclosure> exact(n), pv(n);
+//   ASSERT_TRUE(OracleEnclosures(p, exact, pv).ok());
+//   ASSERT_TRUE(EmulateAttentionRows(m, p, 0, p.s_q, pv, exact, bits, lo, hi).ok());
+#ifndef FPCONFORM_COMPOSITE_ATTENTION_TEST_SUPPORT_H_
+#define FPCONFORM_COMPOSITE_ATTENTION_TEST_SUPPORT_H_
+
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "formats/format_spec.h"
+#include "formats/op_env.h"
+#include "formats/ops.h"
+#include "oracles/attention.h"
+#include "oracles/certified_double.h"
+
+namespace fpconform::composite {
+
+// x rounded to nearest even into f, as a double.
+inline double Round(const FormatSpec& f, double x) {
+  double v;
+  certified::DecodeToDouble(f, Convert(Float64(), f, std::bit_cast<uint64_t>(x), OpEnv{}).bits, false, &v);
+  return v;
+}
+
+// The oracle's enclosures of every row of p: of P V into `exact`, of P |V| into `abs` (the two
+// enclosure spans EmulateAttentionRows takes), each s_q x d_v.
+inline absl::Status OracleEnclosures(const AttentionProblem& p, std::span<ExactEnclosure> exact,
+                                     std::span<ExactEnclosure> abs) {
+  AttentionOutputs o;
+  o.enclosure = exact;
+  if (absl::Status s = AttentionRows(p, 0, p.s_q, o, nullptr); !s.ok()) return s;
+  std::vector<double> vabs;
+  for (double x : p.v) vabs.push_back(std::fabs(x));
+  AttentionProblem pa = p;
+  pa.v = vabs;
+  o.enclosure = abs;
+  return AttentionRows(pa, 0, p.s_q, o, nullptr);
+}
+
+// p with its scale 1/sqrt(d) applied twice.
+inline AttentionProblem ScaledTwice(const AttentionProblem& p) {
+  AttentionProblem p2 = p;
+  const double sc = 1.0 / std::sqrt(static_cast<double>(p.d));
+  p2.scale = sc * sc;
+  return p2;
+}
+
+}  // namespace fpconform::composite
+
+#endif  // FPCONFORM_COMPOSITE_ATTENTION_TEST_SUPPORT_H_
