@@ -251,9 +251,11 @@ void AddSummaries(Report& report) {
   });
   for (const auto& [key, g] : by_platform) {
     // The smallest K at which `rejects` (a share of correct outputs) is above 0; -1: none.
-    auto first_failing_k = [&g](std::string_view rejects) {
+    // (`rows`, not the binding g: clang before 16 cannot capture a structured binding.)
+    const std::vector<RowView>& rows = g.rows;
+    auto first_failing_k = [&rows](std::string_view rejects) {
       int64_t first = -1;
-      for (const RowView& v : g.rows) {
+      for (const RowView& v : rows) {
         const int64_t k = v.Int("k");
         if (v.Num(rejects) > 0 && (first < 0 || k < first)) first = k;
       }
