@@ -126,13 +126,12 @@ const char* OpName(Op op) {
 // Runs `op` once under `csr`; returns the result bits and the flags it raised.
 __attribute__((noinline)) OpResult NativeSse(Op op, uint32_t a, uint32_t b, uint32_t csr) {
   volatile float va = FromBits(a), vb = FromBits(b);
-  __m128 x = _mm_set_ss(va), y = _mm_set_ss(vb);
+  const __m128 x = _mm_set_ss(va), y = _mm_set_ss(vb);
   SetCsr(csr);
-  Pin(x);
-  Pin(y);
   // The instructions themselves are written out: with two NaN operands SSE returns the first
   // source's (x's) quieted, and clang, for which a NaN's payload is unspecified, commuted
-  // _mm_add_ss(x, y) and _mm_mul_ss(x, y) into addss/mulss with y first.
+  // _mm_add_ss(x, y) and _mm_mul_ss(x, y) into addss/mulss with y first. Being volatile asm,
+  // they also stay between SetCsr and GetCsr without Pin.
   __m128 r = x;
   switch (op) {
     case Op::kAdd: asm volatile("addss %1, %0" : "+x"(r) : "x"(y)); break;
@@ -141,7 +140,6 @@ __attribute__((noinline)) OpResult NativeSse(Op op, uint32_t a, uint32_t b, uint
     case Op::kDiv: asm volatile("divss %1, %0" : "+x"(r) : "x"(y)); break;
     default: asm volatile("sqrtss %1, %0" : "+x"(r) : "x"(x)); break;
   }
-  Pin(r);
   const uint32_t after = GetCsr();
   volatile float out = _mm_cvtss_f32(r);
   return {ToBits(out), FlagsFromMxcsr(after)};
