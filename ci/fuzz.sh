@@ -4,8 +4,8 @@
 # regression), then fuzzing for a bounded time from that corpus. New inputs go to a temporary
 # directory, never into the checked-in corpus. Harnesses register themselves with
 # fpconform_fuzzer(...) in CMake (listed in build-fuzz/fuzzers.txt): nothing to add here.
-# --build configures and builds the tree only, with TARGETS besides the harnesses (a tree for the
-# quick tests' sanitizer run as well: see ci/test.sh for why it does not use one yet).
+# --build configures and builds the tree only, with TARGETS besides the harnesses (ci/test.sh
+# builds the quick tests and the CLI there too, and runs their sanitizer run in this tree).
 #
 #   bash ci/fuzz.sh            # FPCONFORM_FUZZ_SECONDS per harness (default 20)
 #   bash ci/fuzz.sh 600        # ten minutes per harness

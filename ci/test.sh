@@ -3,22 +3,25 @@
 #   1. the default ctest (labels quick and oracle) on the Release tree build/;
 #   2. the Python package's pytest suite (ci/python_test.sh: the module built in that Release tree,
 #      then `pip wheel .` and the suite against the installed wheel), beside step 3's build;
-#   3. the quick tests again under AddressSanitizer and UndefinedBehaviorSanitizer (build-asan/,
-#      the default compiler: the quick tests and the CLI only);
-#   4. the libFuzzer harnesses (ci/fuzz.sh: clang, ASan + UBSan, in build-fuzz/; their checked-in
-#      corpora and regression cases, then FPCONFORM_FUZZ_SECONDS of fuzzing each, here 10, two
-#      at a time on 2 cores; skipped, saying so, where clang cannot link libFuzzer).
+#   3. the quick tests again under AddressSanitizer and UndefinedBehaviorSanitizer, in the clang
+#      tree that also holds the libFuzzer harnesses (build-fuzz/, built by ci/fuzz.sh --build:
+#      the quick tests, the CLI and the harnesses); where clang cannot link libFuzzer, in
+#      build-asan/ with the default compiler instead;
+#   4. the libFuzzer harnesses (ci/fuzz.sh, in that same tree: their checked-in corpora and
+#      regression cases, then FPCONFORM_FUZZ_SECONDS of fuzzing each, here 10, two at a time on
+#      2 cores; skipped, saying so, where clang cannot link libFuzzer).
 # FPCONFORM_EXHAUSTIVE=1 adds the exhaustive label to step 1; FPCONFORM_WHEEL=0 skips the wheel.
 #
 # Each build makes only what its steps run: the Release tree everything (tests, benchmarks, the
 # CLI, the module); the wheel's build reuses the Release tree's objects through a compiler cache
 # private to this run (ccache in a temporary directory, removed at the end: nothing is kept between
-# runs, nothing read from the machine's caches); build-asan/ the quick tests and the CLI; the fuzz
-# tree the harnesses. (One clang tree for steps 3 and 4 would save a library build, about 5 min of
-# CPU; the two quick tests that failed when built with clang, pinned_random_test and
-# hardware_test, now pass with it, but the quick tests' time under libFuzzer's coverage
-# instrumentation is not measured yet; ci/fuzz.sh --build can build such a tree.) The README
-# ("The two commands") has the measured figures; each step prints its wall-clock and CPU time.
+# runs, nothing read from the machine's caches); the clang tree the quick tests, the CLI and the
+# harnesses, once for steps 3 and 4: one sanitizer build instead of two saves about 480 s of CPU
+# (measured in a fresh clone on a 2-core AMD EPYC: 988 s of CPU for the one tree, against about
+# 1110 s for the GCC sanitizer tree and 360 s for the separate fuzz tree); the quick tests take
+# longer under libFuzzer's coverage instrumentation, fast_eval_test most (see its DotCases).
+# The README ("The two commands") has the measured figures; each step prints its wall-clock and
+# CPU time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 run_tmp=$(mktemp -d)  # This run's scratch: the times file, the compiler cache.
@@ -107,14 +110,26 @@ else
   echo "== SKIPPED: the Python package's tests (no venv: ci/venv.sh needs PyPI)" >&2
 fi
 
-echo "== ASan+UBSan build (build-asan/): the quick tests and the CLI (cli_test), ctest -L quick"
-# -O1 -g1 (line tables: symbolized sanitizer reports) instead of RelWithDebInfo's -O2 -g: half
-# the compile CPU (measured per file: fast_eval.cc 5.3 -> 2.8 s, sweep.cc 25.6 -> 12.4 s,
-# audit_command.cc 30.5 -> 15.7 s); the AddressSanitizer documentation asks for -O1 or higher.
-BUILD_DIR=build-asan TARGETS='fpconform_tests_quick fpconform' bash ci/build.sh \
-  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFPCONFORM_SANITIZE=ON -DFPCONFORM_BENCHMARKS=OFF \
-  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" \
-  "${venv_flag[@]}"
+# clang with libFuzzer: one tree for the sanitizer run and the fuzzers. Without it, the default
+# compiler's sanitizer tree, at -O1 -g1 (line tables: symbolized sanitizer reports) instead of
+# RelWithDebInfo's -O2 -g: half the compile CPU (measured per file: fast_eval.cc 5.3 -> 2.8 s,
+# sweep.cc 25.6 -> 12.4 s, audit_command.cc 30.5 -> 15.7 s); the AddressSanitizer documentation
+# asks for -O1 or higher. ci/fuzz.sh --build uses OSS-Fuzz's -O1 and line tables likewise.
+if bash ci/fuzz.sh --check >/dev/null 2>&1; then
+  sanitize_dir=build-fuzz
+  echo "== ASan+UBSan build with libFuzzer's coverage (clang, $sanitize_dir/): the quick tests," \
+       "the CLI (cli_test) and the fuzz harnesses; ctest -L quick"
+  BUILD_DIR=$sanitize_dir TARGETS='fpconform_tests_quick fpconform' bash ci/fuzz.sh --build \
+    "${venv_flag[@]}"
+else
+  sanitize_dir=build-asan
+  echo "== ASan+UBSan build ($sanitize_dir/, the default compiler: clang cannot link libFuzzer" \
+       "here, bash ci/fuzz.sh --check says why): the quick tests and the CLI; ctest -L quick"
+  BUILD_DIR=$sanitize_dir TARGETS='fpconform_tests_quick fpconform' bash ci/build.sh \
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFPCONFORM_SANITIZE=ON -DFPCONFORM_BENCHMARKS=OFF \
+    "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" \
+    "${venv_flag[@]}"
+fi
 step_done "ASan+UBSan build"
 if [ -n "$python_pid" ]; then
   wait "$python_pid" || true
@@ -128,16 +143,16 @@ if [ -n "$python_pid" ]; then
   fi
   step_done "waiting for the Python package"
 fi
-seed_costs build-asan
+seed_costs "$sanitize_dir"
 # Not plot_report_test: it runs Debian's python3 on report.html's renderer and no program of this
 # tree, so the sanitizers have nothing to check there (about 30 s; step 1 ran it).
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-  ctest --test-dir build-asan -L quick -E '^plot_report_test$' --output-on-failure -j "$jobs"
+  ctest --test-dir "$sanitize_dir" -L quick -E '^plot_report_test$' --output-on-failure -j "$jobs"
 step_done "ASan+UBSan ctest -L quick"
 
 # 10 s each here (ci/fuzz.sh alone: 20): the corpora and regression inputs are replayed in full
 # either way, and fuzzing for long is a separate run (bash ci/fuzz.sh 600).
 fuzz_seconds=${FPCONFORM_FUZZ_SECONDS:-10}
-echo "== libFuzzer harnesses (clang, ASan+UBSan), $fuzz_seconds s each"
+echo "== libFuzzer harnesses (clang, ASan+UBSan, build-fuzz/ built above), $fuzz_seconds s each"
 bash ci/fuzz.sh "$fuzz_seconds"
 step_done "fuzz build and fuzzing"
