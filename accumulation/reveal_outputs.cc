@@ -19,6 +19,7 @@
 #include "accumulation/evaluate.h"
 #include "accumulation/model.h"
 #include "accumulation/summation_tree.h"
+#include "base/output_file.h"
 #include "formats/format_spec.h"
 #include "formats/ops.h"
 #include "nlohmann/json.hpp"
@@ -275,14 +276,10 @@ absl::Status WriteProbes(const ProbeSet& p, const std::string& dir) {
   if (mm) {
     if (absl::Status s = WriteNpy(p.b, dir + "/B.npy"); !s.ok()) return fail(s);
   }
-  const std::string tmp = dir + "/.manifest.json.tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary);
-    out << p.manifest;
-    if (!out) return fail(absl::InternalError(absl::StrCat(tmp, ": write failed")));
+  // The manifest last, whole or not at all: RevealFromOutputs reads a directory by it.
+  if (absl::Status s = WriteFileAtomically(dir + "/manifest.json", {p.manifest}); !s.ok()) {
+    return fail(s);
   }
-  std::filesystem::rename(tmp, dir + "/manifest.json", ec);
-  if (ec) return fail(absl::InternalError(absl::StrCat(dir, "/manifest.json: ", ec.message())));
   return absl::OkStatus();
 }
 
