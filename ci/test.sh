@@ -18,8 +18,9 @@
 # runs, nothing read from the machine's caches); the clang tree the quick tests, the CLI and the
 # harnesses, once for steps 3 and 4: one sanitizer build instead of two saves about 480 s of CPU
 # (measured in a fresh clone on a 2-core AMD EPYC: 988 s of CPU for the one tree, against about
-# 1110 s for the GCC sanitizer tree and 360 s for the separate fuzz tree); the quick tests take
-# longer under libFuzzer's coverage instrumentation, fast_eval_test most (see its DotCases).
+# 1110 s for the GCC sanitizer tree and 360 s for the separate fuzz tree); the quick tests run
+# slower under clang's sanitizers than under GCC's (with or without the coverage
+# instrumentation), fast_eval_test most: see its DotCases.
 # The README ("The two commands") has the measured figures; each step prints its wall-clock and
 # CPU time.
 set -euo pipefail
