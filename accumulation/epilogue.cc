@@ -110,6 +110,11 @@ absl::Status CheckEpilogueScales(const Model& model, int64_t a_count, int64_t b_
     return absl::InvalidArgumentError(
         Cat("model '", model.name, "' has no scale stage (epilogue.scale = \"none\") but scales were given"));
   }
+  if (model.epilogue.scale == EpilogueScale::kBlock) {
+    return absl::InvalidArgumentError(
+        Cat("model '", model.name, "' takes per-block scales (epilogue.scale = \"block\", one per ",
+            model.epilogue.scale_block, " products along K), not one per tensor, row or column"));
+  }
   if (model.epilogue.scale == EpilogueScale::kTensor && (a_count > 1 || b_count > 1)) {
     return absl::InvalidArgumentError(
         Cat("model '", model.name, "' takes one scale per tensor (epilogue.scale = \"tensor\") but ",

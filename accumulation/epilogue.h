@@ -16,8 +16,8 @@
 // every fl32 RNE. The exact value of the scaled computation is S x. The stage sits after the
 // model's own output conversion (output.format): it multiplies what the model writes. Where
 // c enters (epilogue.c) is the model's; the scaled value is S (chain + c) for both. Per-block
-// scales (one per K block of 32 or 128, MX / DeepSeek style) are not modelled: they scale partial
-// sums inside the chain, which no key describes.
+// scales (epilogue.scale = "block": one per K block of 32 or 128, MX / DeepSeek style) scale
+// partial sums or products inside the chain: evaluate.h EvaluateBlockScaledDot, not this stage.
 //
 // Arithmetic: every product above is formed exactly in binary64 (two float32 values: <= 48
 // significand bits, exponents within binary64's normal range) and rounded once by formats'
@@ -104,8 +104,8 @@ EpilogueValue ApplyEpilogue(const Model& model, uint64_t y_bits, double y_bound,
                             const OpEnv& out_env);
 
 // Whether `model` takes scales of this shape: InvalidArgument (naming the model and the key)
-// when a scale is given to a model with epilogue.scale = "none", or a vector of scales (a_count
-// or b_count > 1) to one with "tensor". Counts of 0 mean no scale for that operand.
+// when a scale is given to a model with epilogue.scale = "none" or "block" (whose scales go to
+// EvaluateBlockScaledDot), or a vector of scales (a_count or b_count > 1) to one with "tensor". Counts of 0 mean no scale for that operand.
 absl::Status CheckEpilogueScales(const Model& model, int64_t a_count, int64_t b_count);
 
 }  // namespace fpconform

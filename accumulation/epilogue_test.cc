@@ -176,6 +176,12 @@ TEST(EpilogueTest, CheckScalesFollowsTheModel) {
   EXPECT_TRUE(CheckEpilogueScales(m, 0, 0).ok());
   EXPECT_EQ(CheckEpilogueScales(m, 1, 0).message(),
             "model 'p' has no scale stage (epilogue.scale = \"none\") but scales were given");
+  m.epilogue.scale = EpilogueScale::kBlock;
+  m.epilogue.scale_block = 128;
+  EXPECT_TRUE(CheckEpilogueScales(m, 0, 0).ok());
+  EXPECT_EQ(CheckEpilogueScales(m, 64, 1).message(),
+            "model 'p' takes per-block scales (epilogue.scale = \"block\", one per 128 products "
+            "along K), not one per tensor, row or column");
 }
 
 }  // namespace

@@ -198,6 +198,8 @@ class Evaluator {
     const FormatSpec& fb = *m_.inputs.b;
     const FormatSpec* conv = m_.inputs.convert_to;
     const bool daz = m_.inputs.daz;
+    const bool products_scaled =
+        block_ != nullptr && !is_sum && m_.epilogue.block_apply == BlockApply::kProducts;
     for (size_t i = 0; i < a.size(); ++i) {
       Node& n = leaves_[i];
       Term ta_orig = Decode(fa, a[i], false);
@@ -220,6 +222,7 @@ class Evaluator {
         n.m = MagUp(exact);
         n.e = DiffUp(used, exact);
       }
+      if (products_scaled) ScaleLeaf(n, static_cast<int>(i) / m_.epilogue.scale_block);
     }
     // chain.permutation: pad with +0 products to a multiple of its length, reorder each block.
     const std::vector<int>& perm = m_.chain.permutation;
@@ -443,10 +446,76 @@ class Evaluator {
     return Add2(acc, leaves_[lo], acc_, m_.adder.env);
   }
 
-  // outer + inner rounded into chain.format (chain.kind = "promote").
+  // outer + inner rounded into chain.format (chain.kind = "promote"); with block scales
+  // (epilogue.block_apply = "fma" or "mul_add") inner is block j's partial sum, scaled.
   Node Promote(const Node& outer, const Node& inner) {
+    if (block_ != nullptr && m_.epilogue.block_apply != BlockApply::kProducts) {
+      return ScaledPromote(outer, inner, promote_index_++);
+    }
     return Add2(outer, inner, promote_, m_.chain.promote_env);
   }
+
+  // Block j's partial sum p (inner) into the float32 accumulator (evaluate.h, "Block scales"):
+  // fma: fl(outer + S32 p), mul_add: fl(outer + fl(S32 p)), S32 = fl32(s_a s_b) (RNE), every
+  // rounding into chain.format with chain.rounding. Bound, with S = s_a s_b exactly and x the
+  // block's exact sum (|x| <= inner.m): S32 p - S x = S32 (p - x) + (S32 - S) x, so the scaled
+  // child has M = |S| inner.m and E = |S32| inner.e + |S32 - S| inner.m; mul_add's product is a
+  // rounding node on it (|S32 p| <= |S32| (inner.m + inner.e), and |S32| inner.e <= E), and the
+  // add is the usual rounding node with outer.
+  Node ScaledPromote(const Node& outer, const Node& inner, size_t j) {
+    const double s = block_->a[j] * block_->b[j];  // Exact: two float32 values.
+    const uint64_t s32_bits = Convert(Float64(), Float32(), std::bit_cast<uint64_t>(s), OpEnv{}).bits;
+    const double s32 = static_cast<double>(std::bit_cast<float>(static_cast<uint32_t>(s32_bits)));
+    const Term p = Product(Decode(Float32(), s32_bits, false), inner.t);
+    const OpEnv& env = m_.chain.promote_env;
+    Node scaled;
+    if (m_.epilogue.block_apply == BlockApply::kMulAdd) {
+      Term zero;  // fl(p + 0) with the zero of p's sign: fl(p), the sign of a zero product kept.
+      zero.sign = p.sign;
+      scaled = RawAdd(p, zero, promote_, env);
+    } else {
+      scaled.t = p;
+    }
+    if (opt_.want_bound) {
+      const double s32a = std::fabs(s32);
+      scaled.m = Up(std::fabs(s) * inner.m);
+      const double e = Up(s32a * inner.e + std::fabs(s32 - s) * inner.m);  // s32 - s: exact.
+      scaled.e = m_.epilogue.block_apply == BlockApply::kMulAdd
+                     ? BoundStep(promote_.u, promote_.eta, e, Up(s32a * inner.m))
+                     : e;
+    }
+    Node out = RawAdd(outer.t, scaled.t, promote_, env);
+    if (opt_.want_bound) {
+      out.m = Up(outer.m + scaled.m);
+      out.e = BoundStep(promote_.u, promote_.eta, outer.e + scaled.e, out.m);
+    }
+    return out;
+  }
+
+  // epilogue.block_apply = "products": the leaf times 2^(log2 s_a + log2 s_b) of its block j,
+  // exactly (the scales are powers of two, checked by EvaluateBlockScaledDot); M and E scale by
+  // the same power of two (exact in double: |shift| <= 298).
+  void ScaleLeaf(Node& n, int j) {
+    const int shift = std::ilogb(block_->a[static_cast<size_t>(j)]) +
+                      std::ilogb(block_->b[static_cast<size_t>(j)]);
+    if (n.t.kind == Unpacked::Kind::kFinite) {
+      n.t.exp += shift;
+      n.t.nominal += shift;
+    }
+    if (opt_.want_bound) {
+      n.m = std::ldexp(n.m, shift);
+      n.e = std::ldexp(n.e, shift);
+    }
+  }
+
+ public:
+  // Per-block scales for the next Leaves and Run (EvaluateBlockScaledDot); null: none.
+  void SetBlockScales(const BlockScales* scales) {
+    block_ = scales;
+    promote_index_ = 0;
+  }
+
+ private:
 
   Node RoundTerm(int i) { return RoundOne(leaves_[i]); }
 
@@ -576,6 +645,8 @@ class Evaluator {
   Rounder acc_;
   Rounder combine_;
   Rounder promote_{};
+  const BlockScales* block_ = nullptr;  // EvaluateBlockScaledDot's scales, or none.
+  size_t promote_index_ = 0;            // The next Promote's block (scaled promotes).
   int group_ = 1;
   std::vector<Node> leaves_;
 };
@@ -642,6 +713,48 @@ absl::StatusOr<EvalResult> GenericEvaluateDot(const Model& model, std::span<cons
   if (absl::Status st = CheckDotArgs(a.size(), b.size()); !st.ok()) return st;
   if (model.adder.kind == AdderKind::kInteger) return IntegerEvaluate(model, a, b, false, c_bits, options);
   Evaluator ev(model, options);
+  ev.Leaves(a, b, false);
+  return ev.Run(c_bits);
+}
+
+absl::StatusOr<EvalResult> EvaluateBlockScaledDot(const Model& model, std::span<const uint64_t> a,
+                                                  std::span<const uint64_t> b,
+                                                  const BlockScales& scales, uint64_t c_bits,
+                                                  const EvalOptions& options) {
+  if (model.epilogue.scale != EpilogueScale::kBlock) {
+    return absl::InvalidArgumentError(
+        Cat("model '", model.name, "' takes no per-block scales (epilogue.scale is not \"block\")"));
+  }
+  if (model.adder.kind == AdderKind::kInteger) {
+    return absl::InvalidArgumentError(
+        Cat("model '", model.name, "': per-block scales are not modelled for adder.kind = \"integer\""));
+  }
+  if (absl::Status st = CheckDotArgs(a.size(), b.size()); !st.ok()) return st;
+  const size_t block = static_cast<size_t>(model.epilogue.scale_block);
+  const size_t blocks = (a.size() + block - 1) / block;
+  if (scales.a.size() != blocks || scales.b.size() != blocks) {
+    return absl::InvalidArgumentError(
+        Cat("block scales: ", scales.a.size(), " for a and ", scales.b.size(), " for b, expected ",
+            blocks, " each (K = ", a.size(), " in blocks of ", block, ")"));
+  }
+  const bool pow2 = model.epilogue.block_apply == BlockApply::kProducts;
+  for (const auto& [v, name] : {std::pair{scales.a, "a"}, {scales.b, "b"}}) {
+    for (size_t j = 0; j < v.size(); ++j) {
+      const double x = v[j];
+      const bool f32 = std::isfinite(x) && static_cast<double>(static_cast<float>(x)) == x;
+      int e = 0;
+      const bool ok = pow2 ? f32 && x > 0 && std::frexp(x, &e) == 0.5 : f32;
+      if (!ok) {
+        return absl::InvalidArgumentError(
+            Cat("block scale ", name, "[", j, "] = ", x, " is not ",
+                pow2 ? "a positive power of two in float32's range (block_apply = \"products\": MX "
+                       "E8M0 scales)"
+                     : "a finite float32 value"));
+      }
+    }
+  }
+  Evaluator ev(model, options);
+  ev.SetBlockScales(&scales);
   ev.Leaves(a, b, false);
   return ev.Run(c_bits);
 }

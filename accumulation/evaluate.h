@@ -100,6 +100,32 @@ absl::StatusOr<EvalResult> EvaluateDot(const Model& model, std::span<const uint6
 absl::StatusOr<EvalResult> EvaluateSum(const Model& model, std::span<const uint64_t> x,
                                        uint64_t c_bits, const EvalOptions& options = {});
 
+// Per-block scales (epilogue.scale = "block", MODEL_FORMAT.md): block j covers products
+// [j B, min(K, (j + 1) B)), B = epilogue.scale_block; a[j] is the scale of the dot's row of A in
+// block j, b[j] that of its column of B (float32 values as doubles), ceil(K / B) of each.
+struct BlockScales {
+  std::span<const double> a, b;
+};
+
+// d = c + sum_j S_j sum_{i in block j} a_i b_i under a model with epilogue.scale = "block", on the
+// generic engine (the fast paths take no scales). How the scales enter (epilogue.block_apply):
+//  * "fma" / "mul_add" (chain.kind = "promote", chain.every = B): the chain's inner partial sum
+//    p_j of block j enters the float32 accumulator as fl(acc + S32_j p_j) (one rounding; DeepGEMM's
+//    `final_accum += scale * accum`, contracted to FFMA by nvcc's default -fmad=true) or
+//    fl(acc + fl(S32_j p_j)), with S32_j = fl32(a[j] b[j]) (RNE) and every rounding chain.rounding;
+//    c starts the accumulator, unscaled. The exact value is c + sum_j a[j] b[j] x_j.
+//  * "products" (powers of two, MX E8M0): every product of block j is multiplied by a[j] b[j]
+//    exactly before the chain (its exponent moves; in a fused group the nominal exponent too), so
+//    alignment and rounding see the scaled products.
+// The bound covers both (evaluate.cc ScaledPromote has the derivation). Errors (InvalidArgument):
+// a model without block scales or with an integer adder, the sizes of a and b, the counts of
+// scales, a scale that is not a finite float32 value (not a positive power of two for
+// "products"). With every scale 1 the result is EvaluateDot's.
+absl::StatusOr<EvalResult> EvaluateBlockScaledDot(const Model& model, std::span<const uint64_t> a,
+                                                  std::span<const uint64_t> b,
+                                                  const BlockScales& scales, uint64_t c_bits,
+                                                  const EvalOptions& options = {});
+
 enum class Layout : uint8_t { kRowMajor, kColumnMajor };
 
 // D (m x n, row-major) = C + A (m x k) * B (k x n); each D[i][j] is EvaluateDot of row i of A

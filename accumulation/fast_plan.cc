@@ -34,8 +34,10 @@ static_assert(sizeof(Model::Accumulator) == 40, "Model::Accumulator changed: ext
 static_assert(sizeof(Model::Chain) == 160, "Model::Chain changed: extend MakePlan");
 static_assert(sizeof(Model::Output) == 32, "Model::Output changed: extend MakePlan");
 // Model::Epilogue's scale and scale_order are not read by any evaluator: the scale stage runs
-// after EvaluateDot / EvaluateMatmul (accumulation/epilogue.h).
-static_assert(sizeof(Model::Epilogue) == 32, "Model::Epilogue changed: extend MakePlan");
+// after EvaluateDot / EvaluateMatmul (accumulation/epilogue.h). Its scale_block and block_apply
+// are read only by EvaluateBlockScaledDot (generic engine); a fast path evaluates such a model
+// without scales, which is the generic engine's value with every block scale 1.
+static_assert(sizeof(Model::Epilogue) == 40, "Model::Epilogue changed: extend MakePlan");
 
 // Formats whose every finite value is a float32 (so the float table is exact).
 bool FitsFloat32(const FormatSpec& f) {

@@ -580,7 +580,7 @@ void ReadChain(TomlReader& r, const toml::table& root, Model& m) {
 void ReadEpilogue(TomlReader& r, const toml::table& root, Model& m) {
   const toml::table* t = r.Table(root, "", "epilogue", TomlKey::kOptional);
   if (t == nullptr) return;
-  r.CheckKeys(*t, "epilogue", {"c", "rounding", "scale", "scale_order"});
+  r.CheckKeys(*t, "epilogue", {"c", "rounding", "scale", "scale_order", "scale_block", "block_apply"});
   m.epilogue.c = r.Choice<EpilogueC>(*t, "epilogue", "c",
                                      {{"chain", EpilogueC::kChain}, {"after", EpilogueC::kAfter}},
                                      TomlKey::kRequired)
@@ -588,10 +588,11 @@ void ReadEpilogue(TomlReader& r, const toml::table& root, Model& m) {
   m.epilogue.scale = r.Choice<EpilogueScale>(*t, "epilogue", "scale",
                                              {{"none", EpilogueScale::kNone},
                                               {"tensor", EpilogueScale::kTensor},
-                                              {"row_col", EpilogueScale::kRowCol}},
+                                              {"row_col", EpilogueScale::kRowCol},
+                                              {"block", EpilogueScale::kBlock}},
                                              TomlKey::kOptional)
                          .value_or(EpilogueScale::kRowCol);
-  if (m.epilogue.scale != EpilogueScale::kNone) {
+  if (m.epilogue.scale == EpilogueScale::kTensor || m.epilogue.scale == EpilogueScale::kRowCol) {
     m.epilogue.scale_order = r.Choice<ScaleOrder>(*t, "epilogue", "scale_order",
                                                   {{"product", ScaleOrder::kProduct},
                                                    {"sequential", ScaleOrder::kSequential}},
@@ -599,6 +600,32 @@ void ReadEpilogue(TomlReader& r, const toml::table& root, Model& m) {
                                  .value_or(ScaleOrder::kProduct);
   } else {
     r.Reject(*t, "epilogue", "scale_order", "applies only with epilogue.scale = \"tensor\" or \"row_col\"");
+  }
+  if (m.epilogue.scale == EpilogueScale::kBlock) {
+    m.epilogue.scale_block =
+        static_cast<int>(r.Int(*t, "epilogue", "scale_block", 1, 1 << 20, TomlKey::kRequired).value_or(1));
+    const std::optional<BlockApply> apply =
+        r.Choice<BlockApply>(*t, "epilogue", "block_apply",
+                             {{"fma", BlockApply::kFma},
+                              {"mul_add", BlockApply::kMulAdd},
+                              {"products", BlockApply::kProducts}},
+                             TomlKey::kRequired);
+    m.epilogue.block_apply = apply.value_or(BlockApply::kFma);
+    if (apply.has_value() && *apply != BlockApply::kProducts) {
+      // The scaled partial sums are the promoted ones: one promotion per scale block.
+      if (m.chain.kind != ChainKind::kPromote) {
+        r.Fail(t->get("block_apply"), "epilogue.block_apply",
+               "\"fma\" and \"mul_add\" scale the partial sums of chain.kind = \"promote\"; use "
+               "\"products\" for power-of-two scales on the products");
+      } else if (m.chain.every != m.epilogue.scale_block) {
+        r.Fail(t->get("scale_block"), "epilogue.scale_block",
+               Cat("must equal chain.every (", m.chain.every, ") with block_apply = \"",
+                   *apply == BlockApply::kFma ? "fma" : "mul_add", "\""));
+      }
+    }
+  } else {
+    r.Reject(*t, "epilogue", "scale_block", "applies only with epilogue.scale = \"block\"");
+    r.Reject(*t, "epilogue", "block_apply", "applies only with epilogue.scale = \"block\"");
   }
   if (m.epilogue.c == EpilogueC::kAfter) {
     RoundingKey(r, *t, "epilogue", "rounding", m.epilogue.env,

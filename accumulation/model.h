@@ -57,10 +57,18 @@ enum class FusedOverflow : uint8_t { kIeee, kInf };
 // epilogue.c: where the initial value c enters a dot (kChain: as the chain's initial
 // accumulator; kAfter: the chain runs from +0 and c is added once after it, in the epilogue).
 enum class EpilogueC : uint8_t { kChain, kAfter };
-// epilogue.scale: the scale factors the platform multiplies its output by (accumulation/
-// epilogue.h): none, one per tensor (s_a, s_b scalars), or one per row of A and one per column
-// of B (a per-tensor scale is the constant vector). Per-block scales are not modelled.
-enum class EpilogueScale : uint8_t { kNone, kTensor, kRowCol };
+// epilogue.scale: the scale factors the platform multiplies by (accumulation/epilogue.h): none,
+// one per tensor (s_a, s_b scalars), one per row of A and one per column of B (a per-tensor scale
+// is the constant vector), or per block (kBlock): one s_a per (row of A, K block) and one s_b per
+// (K block, column of B), applied inside the chain as epilogue.block_apply says (evaluate.h
+// EvaluateBlockScaledDot).
+enum class EpilogueScale : uint8_t { kNone, kTensor, kRowCol, kBlock };
+// epilogue.block_apply (scale = kBlock): kFma: each K block's partial sum p (chain.kind =
+// "promote", chain.every = the scale block) enters the float32 accumulator as
+// fl32(acc + S p), S = fl32(s_a s_b), one rounding (DeepGEMM's FFMA); kMulAdd: as
+// fl32(acc + fl32(S p)); kProducts: power-of-two scales (MX, E8M0) multiply every product of the
+// block exactly, before the chain (any chain).
+enum class BlockApply : uint8_t { kFma, kMulAdd, kProducts };
 // epilogue.scale_order: kProduct: fl32(fl32(s_a * s_b) * y); kSequential: fl32(fl32(y * s_a) * s_b).
 enum class ScaleOrder : uint8_t { kProduct, kSequential };
 enum class ChainKind : uint8_t {
@@ -171,11 +179,14 @@ struct Model {
   // rounded with `env` (epilogue.rounding) at its full precision.
   // scale, scale_order: the scale stage applied to the model's output when a caller has scales
   // (accumulation/epilogue.h ApplyEpilogue); the defaults are what every model did before the
-  // keys existed.
+  // keys existed. scale = kBlock: scale_block and block_apply, evaluated inside the chain
+  // (evaluate.h EvaluateBlockScaledDot).
   struct Epilogue {
     EpilogueC c = EpilogueC::kChain;
     EpilogueScale scale = EpilogueScale::kRowCol;
-    ScaleOrder scale_order = ScaleOrder::kProduct;  // scale != kNone only.
+    ScaleOrder scale_order = ScaleOrder::kProduct;  // scale = kTensor or kRowCol only.
+    int scale_block = 0;                            // scale = kBlock: products per K block.
+    BlockApply block_apply = BlockApply::kFma;      // scale = kBlock only.
     OpEnv env;  // epilogue.rounding (c = kAfter only).
   } epilogue;
 

@@ -20,7 +20,8 @@
 // (4, 24; float32 inputs truncated to tf32 by the model); H100 fp16/bf16, B200 bf16 (16, 25);
 // H100 tf32 (8, 25); Ada fp8 (16, 13) and H100 fp8 (32, 13), 13-bit accumulator; B200 fp8
 // (32, 25); H100 fp8 promote128: the same 32-term groups from +0, then outer = RNE_f32(outer +
-// inner) with outer starting at c (so c is outside the group: different expected values).
+// inner) with outer starting at c (so c is outside the group: different expected values); its
+// rows hold for the DeepGEMM preset (promote128 with per-block scales) with every scale 1.
 //
 // Which rows apply to which inputs:
 //  * The fp32 D of C3 ("fp16 output RNE") has no preset (no fp16-output model): not run.
@@ -454,6 +455,10 @@ std::vector<Row> Rows() {
       if (std::string(p) == "nvidia-h100-fp8e4m3-promote128") {
         extra.push_back("nvidia-h100-fp8e4m3-cublaslt");
         extra.push_back("nvidia-h100-fp8e4m3-cublaslt-fastaccum");
+        // The DeepGEMM preset is promote128 with per-block scales: with every scale 1 (run below
+        // both without scales and through EvaluateBlockScaledDot) each promotion is
+        // RNE(outer + 1 * inner), the same add.
+        extra.push_back("nvidia-h100-fp8e4m3-deepgemm");
       }
       if (std::string(p) == "nvidia-h100-tf32" && tf32_exact) {
         extra.push_back("nvidia-h100-tf32-cutlass-s1688");
@@ -601,6 +606,14 @@ TEST(TensorCoreVectors, FasiEtAlPerArchitecture) {
       ASSERT_TRUE(r.ok()) << r.status();
       EXPECT_EQ(r->bits, row.expected)
           << std::hex << "got 0x" << r->bits << ", expected 0x" << row.expected;
+      if (m->epilogue.scale == EpilogueScale::kBlock) {
+        const size_t blocks = (row.a.size() + m->epilogue.scale_block - 1) / m->epilogue.scale_block;
+        const std::vector<double> ones(blocks, 1.0);
+        r = EvaluateBlockScaledDot(*m, row.a, row.b, BlockScales{ones, ones}, row.c);
+        ASSERT_TRUE(r.ok()) << r.status();
+        EXPECT_EQ(r->bits, row.expected)
+            << std::hex << "block-scaled: got 0x" << r->bits << ", expected 0x" << row.expected;
+      }
       ++run;
     }
   }
