@@ -373,6 +373,9 @@ CLI::App* AddAuditCommand(CLI::App& root, AuditCommandState& s) {
       "  fpconform audit matmul --a w.safetensors:a --b w.safetensors:b --out out.npy --platform auto\n"
       "  # auto also fits a model beyond the presets (split-K slices, ...) and can write it:\n"
       "  fpconform audit matmul --a a.npy --b b.npy --out c.npy --platform auto --fit-out fit.toml\n"
+      "  # DeepSeek-V3-style FP8 GEMM, one scale per (row, 128 K) of A and per (128 K, column) of B:\n"
+      "  fpconform audit matmul --a a.npy --b b.npy --out d.npy --scale-a sa.npy --scale-b sb.npy \\\n"
+      "      --platform nvidia-h100-fp8e4m3-deepgemm\n"
       "  fpconform audit sum --x x.npy --axis -1 --out y.npy --platform numpy-sum-f32 --json audit.json\n"
       "  fpconform audit cast --x x.npy --out q.npy --out-dtype float8_e4m3fn --to float8_e4m3fn:sat \\\n"
       "      --rounding rne --scale 0.25\n"
@@ -383,8 +386,12 @@ CLI::App* AddAuditCommand(CLI::App& root, AuditCommandState& s) {
   AddTensorOption(s.matmul, s.b, "B (k x n; n x k with --transpose-b)");
   AddTensorOption(s.matmul, s.out, "The kernel's output (m x n)");
   AddTensorOption(s.matmul, s.c, "C added to the product (m x n), optional");
-  AddTensorOption(s.matmul, s.scale_a, "FP8/INT8 scale of A: a number or a file (1 or m values)");
-  AddTensorOption(s.matmul, s.scale_b, "FP8/INT8 scale of B: a number or a file (1 or n values)");
+  AddTensorOption(s.matmul, s.scale_a,
+                  "FP8/INT8 scale of A: a number or a file (1 or m values; m x ceil(K/B) for a "
+                  "platform with per-block scales, B its epilogue.scale_block)");
+  AddTensorOption(s.matmul, s.scale_b,
+                  "FP8/INT8 scale of B: a number or a file (1 or n values; ceil(K/B) x n for a "
+                  "platform with per-block scales)");
   s.matmul->add_flag("--transpose-a", s.transpose_a, "The A file holds A^T (k x m)");
   s.matmul->add_flag("--transpose-b", s.transpose_b, "The B file holds B^T (n x k)");
   AddCommon(s.matmul, s.common, true);

@@ -101,7 +101,7 @@ absl::Status ReductionOp::Fit(AuditResult& r) const {
     }
     if (all_identical) return absl::OkStatus();
   }
-  if (scaled_) {
+  if (scaled_ || block_scaled_) {
     fit.skipped = "not with FP8 scales (the fit compares the unscaled model's bits)";
     return absl::OkStatus();
   }

@@ -9,6 +9,8 @@
 #include <mpfr.h>
 
 #include <algorithm>
+#include <atomic>
+#include <bit>
 #include <cmath>
 #include <optional>
 
@@ -21,6 +23,7 @@
 #include "reports/audit.h"
 #include "reports/audit_inputs.h"
 #include "reports/audit_reduction.h"
+#include "reports/audit_values.h"
 
 namespace fpconform::reports {
 namespace audit_internal {
@@ -52,8 +55,21 @@ class MatmulOp : public ReductionOp {
   }
   std::optional<double> TransposedB(int64_t e, std::span<const uint64_t> a) const override;
   std::optional<double> TransposedA(int64_t e, std::span<const uint64_t> b) const override;
+  BlockScales ElementBlockScales(int64_t e) const override {
+    const size_t i = static_cast<size_t>((e / n_) % m_), j = static_cast<size_t>(e % n_);
+    const size_t kb = static_cast<size_t>(k_blocks_);
+    return {std::span<const double>(block_sa_).subspan(i * kb, kb),
+            std::span<const double>(block_sb_t_).subspan(j * kb, kb)};
+  }
+  void ScaledOperands(int64_t e, std::span<const uint64_t> a, std::span<const uint64_t> b,
+                      std::vector<uint64_t>& x, std::vector<uint64_t>& y) const override;
 
  private:
+  // Per-block scales (block_scaled_): checks the scale tensors against the platforms' block and
+  // fills block_sa_ and block_sb_t_.
+  absl::Status InitBlockScales(const std::string& platform);
+  absl::Status EmulateBlockScaled(int64_t e0, int64_t e1, std::vector<std::vector<Emulated>>& emu);
+
   uint64_t AAt(int64_t bi, int64_t i, int64_t kk) const {
     const int64_t base = BatchOffset(batch_index_[static_cast<size_t>(bi)], a_batch_) * m_ * k_;
     return a_reader_.Get(base + (in_.transpose_a ? kk * m_ + i : i * k_ + kk));
@@ -75,6 +91,10 @@ class MatmulOp : public ReductionOp {
   std::vector<uint64_t> cbits_;  // C in the final accumulator format (exactly).
   bool c_full_ = false;          // C has the batch dimensions too.
   std::vector<double> sa_, sb_;
+  // Per-block scales: scale_a (m x k_blocks_, row-major) and scale_b transposed (n x k_blocks_),
+  // a scalar file expanded; scale_block_ products per block along K.
+  std::vector<double> block_sa_, block_sb_t_;
+  int64_t scale_block_ = 0, k_blocks_ = 0;
   int64_t block_rows_ = 1;
   // The current block.
   std::vector<uint64_t> a_block_, b_cm_, cblock_, d_;
@@ -190,14 +210,35 @@ absl::Status MatmulOp::Init() {
     }
     c_format_ = &cf;
   }
-  absl::StatusOr<std::vector<double>> sa = ScaleValues(in.scale_a, m, "scale_a");
+  const bool any_scale = in.scale_a != nullptr || in.scale_b != nullptr;
+  for (size_t p = 1; p < models_.size(); ++p) {
+    const Model::Epilogue& e0 = m0.epilogue;
+    const Model::Epilogue& ep = models_[p]->epilogue;
+    if (any_scale && (ep.scale == EpilogueScale::kBlock) != (e0.scale == EpilogueScale::kBlock)) {
+      return absl::InvalidArgumentError(
+          Cat("--platform: ", e0.scale == EpilogueScale::kBlock ? m0.name : setup_.platforms[p].name,
+              " takes per-block scales and ", e0.scale == EpilogueScale::kBlock ? setup_.platforms[p].name : m0.name,
+              " does not: audit them in separate runs"));
+    }
+    if (any_scale && ep.scale == EpilogueScale::kBlock && ep.scale_block != e0.scale_block) {
+      return absl::InvalidArgumentError(Cat("--platform: ", setup_.platforms[p].name, " scales blocks of ",
+                                            ep.scale_block, " products and ", m0.name, " blocks of ",
+                                            e0.scale_block, ": audit them in separate runs"));
+    }
+  }
+  if (any_scale && m0.epilogue.scale == EpilogueScale::kBlock) {
+    if (absl::Status s = InitBlockScales(setup_.platforms[0].name); !s.ok()) return s;
+  }
+  absl::StatusOr<std::vector<double>> sa =
+      ScaleValues(block_scaled_ ? nullptr : in.scale_a, m, "scale_a");
   if (!sa.ok()) return sa.status();
-  absl::StatusOr<std::vector<double>> sb = ScaleValues(in.scale_b, n, "scale_b");
+  absl::StatusOr<std::vector<double>> sb =
+      ScaleValues(block_scaled_ ? nullptr : in.scale_b, n, "scale_b");
   if (!sb.ok()) return sb.status();
   sa_ = *std::move(sa);
   sb_ = *std::move(sb);
-  scaled_ = in.scale_a != nullptr || in.scale_b != nullptr;
-  for (size_t p = 0; p < models_.size(); ++p) {
+  scaled_ = any_scale && !block_scaled_;
+  for (size_t p = 0; p < models_.size() && !block_scaled_; ++p) {
     if (absl::Status s = CheckEpilogueScales(*models_[p], in.scale_a != nullptr ? in.scale_a->size() : 0,
                                              in.scale_b != nullptr ? in.scale_b->size() : 0);
         !s.ok()) {
@@ -211,7 +252,18 @@ absl::Status MatmulOp::Init() {
   fb_ = &fb;
   setup_.input_format = std::string(fa.name) + (&fa == &fb ? "" : Cat(" x ", fb.name));
   setup_.formula =
-      scaled_ ? Cat("out = fl_", O.format->name,
+      block_scaled_
+          ? Cat("out = fl_", O.format->name, "(the platform's float32 accumulator), each K block b of ",
+                scale_block_, " products scaled inside the chain with S = scale_a[i,b] scale_b[b,j]: ",
+                m0.epilogue.block_apply == BlockApply::kProducts
+                    ? "every product of block b times S, exactly (power-of-two scales)"
+                    : Cat("the block's partial sum p enters as ",
+                          m0.epilogue.block_apply == BlockApply::kFma ? "fl32(acc + fl32(S) p)"
+                                                                       : "fl32(acc + fl32(fl32(S) p))"),
+                in.c != nullptr ? "; C[i,j] unscaled" : "",
+                "; exact = ", in.c != nullptr ? "C[i,j] + " : "",
+                "sum_b scale_a[i,b] scale_b[b,j] sum_{k in b} A[i,k] B[k,j]")
+      : scaled_ ? Cat("out = fl_", O.format->name,
                     m0.epilogue.scale_order == ScaleOrder::kProduct
                         ? "(fl32(fl32(scale_a[i] * scale_b[j]) * acc)), acc = "
                         : "(fl32(fl32(acc * scale_a[i]) * scale_b[j])), acc = ",
@@ -227,9 +279,110 @@ absl::Status MatmulOp::Init() {
   AddFileProvenance(setup_.provenance, "out", O);
   setup_.provenance.emplace_back("tool", ToolVersion());
   RecommendAll();
-  certify_ = ActiveIsa() != Isa::kPortable && CertifiedMatmul::Supports(fa) &&
+  certify_ = !block_scaled_ && ActiveIsa() != Isa::kPortable && CertifiedMatmul::Supports(fa) &&
              CertifiedMatmul::Supports(fb) && k <= (int64_t{1} << 31);
   block_rows_ = std::max<int64_t>(1, std::min<int64_t>(m, (1 << 18) / std::max<int64_t>(1, n)));
+  return absl::OkStatus();
+}
+
+absl::Status MatmulOp::InitBlockScales(const std::string& platform) {
+  const Model& m0 = *models_[0];
+  const int64_t block = m0.epilogue.scale_block;
+  const int64_t kb = (k_ + block - 1) / block;
+  const FormatSpec& fa = *m0.inputs.a;
+  const FormatSpec& fb = m0.InputB();
+  if (fa.fraction_bits > 23 || fb.fraction_bits > 23) {
+    return absl::InvalidArgumentError(Cat("--scale-a/--scale-b: per-block scales need inputs of at most 24 "
+                                          "significand bits; ", platform, " takes ", fa.name, " x ", fb.name));
+  }
+  const bool pow2 = m0.epilogue.block_apply == BlockApply::kProducts;
+  // One scale file: its values (1 element, or the expected 2-D shape), checked.
+  auto read = [&](const Tensor* t, const char* role, int64_t rows, int64_t cols,
+                  const char* what) -> absl::StatusOr<std::vector<double>> {
+    std::vector<double> v(static_cast<size_t>(rows * cols), 1.0);
+    if (t == nullptr) return v;
+    const std::vector<int64_t> want = {rows, cols};
+    if (t->size() != 1 && t->shape != want) {
+      return absl::InvalidArgumentError(
+          Cat(t->source, ": ", role, " has shape ", ShapeText(t->shape), " but ", platform,
+              " takes per-block scales (epilogue.scale = \"block\", ", block, " products per block along K): expected ",
+              ShapeText(want), ", ", what, " (K = ", k_, " in ", kb, " blocks), or 1 element"));
+    }
+    absl::StatusOr<std::vector<double>> vals = ScaleValues(t, t->size(), role);
+    if (!vals.ok()) return vals.status();
+    for (size_t i = 0; i < vals->size(); ++i) {
+      int exp = 0;
+      if (pow2 && !((*vals)[i] > 0 && std::frexp((*vals)[i], &exp) == 0.5)) {
+        return absl::InvalidArgumentError(
+            Cat(t->source, ": ", role, "[", i, "] = ", Num((*vals)[i]), ": ", platform,
+                " applies power-of-two block scales (epilogue.block_apply = \"products\", MX E8M0)"));
+      }
+    }
+    if (vals->size() == 1) std::fill(v.begin(), v.end(), (*vals)[0]);
+    else v = *std::move(vals);
+    return v;
+  };
+  absl::StatusOr<std::vector<double>> sa = read(in_.scale_a, "scale_a", m_, kb, "one per row of A and K block");
+  if (!sa.ok()) return sa.status();
+  absl::StatusOr<std::vector<double>> sb = read(in_.scale_b, "scale_b", kb, n_, "one per K block and column of B");
+  if (!sb.ok()) return sb.status();
+  block_sa_ = *std::move(sa);
+  block_sb_t_.resize(static_cast<size_t>(n_ * kb));
+  for (int64_t b = 0; b < kb; ++b) {
+    for (int64_t j = 0; j < n_; ++j) {
+      block_sb_t_[static_cast<size_t>(j * kb + b)] = (*sb)[static_cast<size_t>(b * n_ + j)];
+    }
+  }
+  scale_block_ = block;
+  k_blocks_ = kb;
+  block_scaled_ = true;
+  setup_.notes.push_back(Cat("per-block scales (", kb, " blocks of ", block,
+                             " along K) are evaluated on the generic engine, one dot per element; the "
+                             "tolerance recommendation is the unscaled model's (every block scale 1)"));
+  return absl::OkStatus();
+}
+
+void MatmulOp::ScaledOperands(int64_t e, std::span<const uint64_t> a, std::span<const uint64_t> b,
+                              std::vector<uint64_t>& x, std::vector<uint64_t>& y) const {
+  const BlockScales s = ElementBlockScales(e);
+  x.resize(a.size());
+  y.resize(b.size());
+  for (size_t kk = 0; kk < a.size(); ++kk) {
+    const size_t blk = kk / static_cast<size_t>(scale_block_);
+    // Exact: <= 24-bit inputs times float32 scales (<= 48 bits, exponents within binary64's).
+    x[kk] = std::bit_cast<uint64_t>(s.a[blk] * ToDouble(*fa_, a[kk]));
+    y[kk] = std::bit_cast<uint64_t>(s.b[blk] * ToDouble(*fb_, b[kk]));
+  }
+}
+
+// Block-scaled: EvaluateBlockScaledDot per element (generic engine), elements split over threads.
+absl::Status MatmulOp::EmulateBlockScaled(int64_t e0, int64_t e1,
+                                          std::vector<std::vector<Emulated>>& emu) {
+  const int64_t count = e1 - e0;
+  for (auto& v : emu) v.resize(static_cast<size_t>(count));
+  const int threads = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(options_.threads, count)));
+  std::vector<absl::Status> status(static_cast<size_t>(threads));
+  std::atomic<int> next_slot{0};
+  ParallelFor(count, threads, [&](int64_t t0, int64_t t1) {
+    absl::Status& st = status[static_cast<size_t>(next_slot.fetch_add(1))];
+    for (int64_t t = t0; t < t1 && st.ok(); ++t) {
+      const int64_t e = e0 + t;
+      std::span<const uint64_t> a, b;
+      uint64_t c = 0;
+      View(e, a, b, c);
+      for (size_t p = 0; p < models_.size(); ++p) {
+        absl::StatusOr<EvalResult> r = EvaluateBlockScaledDot(*models_[p], a, b, ElementBlockScales(e), c);
+        if (!r.ok()) {
+          st = r.status();
+          break;
+        }
+        emu[p][static_cast<size_t>(t)] = PostProcess(p, e, r->bits, r->bound);
+      }
+    }
+  });
+  for (const absl::Status& st : status) {
+    if (!st.ok()) return st;
+  }
   return absl::OkStatus();
 }
 
@@ -263,6 +416,7 @@ absl::Status MatmulOp::EmulateBlock(int64_t e0, int64_t e1, std::vector<std::vec
     cblock_.resize(static_cast<size_t>(mb * n_));
     for (int64_t t = 0; t < mb * n_; ++t) cblock_[static_cast<size_t>(t)] = CAt(e0 + t);
   }
+  if (block_scaled_) return EmulateBlockScaled(e0, e1, emu);
   d_.resize(static_cast<size_t>(mb * n_));
   bounds_.resize(static_cast<size_t>(mb * n_));
   for (size_t p = 0; p < models_.size(); ++p) {
@@ -325,7 +479,7 @@ double MatmulOp::ExactDotDouble(std::span<const uint64_t> x, std::span<const uin
 }
 
 std::optional<double> MatmulOp::TransposedB(int64_t e, std::span<const uint64_t> a) const {
-  if (k_ != n_ || fa_ != fb_) return std::nullopt;
+  if (k_ != n_ || fa_ != fb_ || block_scaled_) return std::nullopt;
   const int64_t bi = e / (m_ * n_), j = e % n_;
   std::vector<uint64_t> row(static_cast<size_t>(k_));
   for (int64_t kk = 0; kk < k_; ++kk) row[static_cast<size_t>(kk)] = BAt(bi, j, kk);
@@ -333,7 +487,7 @@ std::optional<double> MatmulOp::TransposedB(int64_t e, std::span<const uint64_t>
 }
 
 std::optional<double> MatmulOp::TransposedA(int64_t e, std::span<const uint64_t> b) const {
-  if (m_ != k_ || fa_ != fb_) return std::nullopt;
+  if (m_ != k_ || fa_ != fb_ || block_scaled_) return std::nullopt;
   const int64_t bi = e / (m_ * n_), i = (e / n_) % m_;
   std::vector<uint64_t> col(static_cast<size_t>(k_));
   for (int64_t kk = 0; kk < k_; ++kk) col[static_cast<size_t>(kk)] = AAt(bi, kk, i);

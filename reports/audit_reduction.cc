@@ -64,6 +64,7 @@ struct ReductionOp::Scratch : OpScratch {
   std::vector<uint64_t> a, b;  // Read's operands (when the view is not used).
   std::span<const uint64_t> as, bs;
   uint64_t c = 0;
+  std::vector<uint64_t> sx, sy;  // ScaledOperands (block-scaled matmul).
 };
 
 bool ReductionOp::View(int64_t, std::span<const uint64_t>&, std::span<const uint64_t>&,
@@ -72,6 +73,12 @@ bool ReductionOp::View(int64_t, std::span<const uint64_t>&, std::span<const uint
 }
 bool ReductionOp::CertifiedExact(int64_t, ExactAccumulator&) const { return false; }
 double ReductionOp::Scale(int64_t) const { return 1; }
+BlockScales ReductionOp::ElementBlockScales(int64_t) const { return {}; }
+void ReductionOp::ScaledOperands(int64_t, std::span<const uint64_t>, std::span<const uint64_t>,
+                                 std::vector<uint64_t>& x, std::vector<uint64_t>& y) const {
+  x.clear();
+  y.clear();
+}
 double ReductionOp::ScaleA(int64_t) const { return 1; }
 double ReductionOp::ScaleB(int64_t) const { return 1; }
 std::optional<double> ReductionOp::TransposedB(int64_t, std::span<const uint64_t>) const {
@@ -178,11 +185,14 @@ void ReductionOp::Exact(int64_t e, bool in_block, OpScratch& scratch, ExactFacts
     acc.Reset();
     if (sum_) {
       acc.AddSum(*fa_, s.as);
+    } else if (block_scaled_) {
+      ScaledOperands(e, s.as, s.bs, s.sx, s.sy);
+      acc.AddDot(Float64(), s.sx, Float64(), s.sy);
     } else {
       acc.AddDot(*fa_, s.as, *fb_, s.bs);
     }
   }
-  if (c_format_ != nullptr) acc.Add(*c_format_, s.c);
+  if (c_format_ != nullptr) acc.Add(*c_format_, s.c);  // c is never scaled by block scales.
   facts = ExactFacts{};
   facts.nan = acc.IsNan();
   facts.inf = acc.IsInf();
@@ -203,14 +213,19 @@ void ReductionOp::Exact(int64_t e, bool in_block, OpScratch& scratch, ExactFacts
 Emulated ReductionOp::EmulateOne(int64_t e, size_t p, OpScratch& scratch) const {
   const Scratch& s = static_cast<const Scratch&>(scratch);
   EvalOptions eo;
-  absl::StatusOr<EvalResult> r = sum_ ? EvaluateSum(*models_[p], s.as, s.c, eo)
-                                      : EvaluateDot(*models_[p], s.as, s.bs, s.c, eo);
+  absl::StatusOr<EvalResult> r =
+      sum_            ? EvaluateSum(*models_[p], s.as, s.c, eo)
+      : block_scaled_ ? EvaluateBlockScaledDot(*models_[p], s.as, s.bs, ElementBlockScales(e), s.c, eo)
+                      : EvaluateDot(*models_[p], s.as, s.bs, s.c, eo);
   return r.ok() ? PostProcess(p, e, r->bits, r->bound) : Emulated{};
 }
 
 double ReductionOp::AbsSum(int64_t e, OpScratch& scratch) const {
-  const Scratch& s = static_cast<const Scratch&>(scratch);
-  ExactAccumulator abs = sum_ ? ExactAbsSum(*fa_, s.as) : ExactAbsDot(*fa_, s.as, *fb_, s.bs);
+  Scratch& s = static_cast<Scratch&>(scratch);
+  if (block_scaled_) ScaledOperands(e, s.as, s.bs, s.sx, s.sy);
+  ExactAccumulator abs = sum_            ? ExactAbsSum(*fa_, s.as)
+                         : block_scaled_ ? ExactAbsDot(Float64(), s.sx, Float64(), s.sy)
+                                         : ExactAbsDot(*fa_, s.as, *fb_, s.bs);
   if (!abs.IsFinite()) return INFINITY;
   Mpfr v;
   abs.ToMpfr(v.v);
@@ -219,8 +234,11 @@ double ReductionOp::AbsSum(int64_t e, OpScratch& scratch) const {
 
 std::string ReductionOp::Diagnose(int64_t e, size_t p, OpScratch& scratch,
                                   const ExactFacts& facts, uint64_t y, double bound) const {
-  const Scratch& sc = static_cast<const Scratch&>(scratch);
-  const std::span<const uint64_t> a = sc.as, b = sc.bs;
+  Scratch& sc = static_cast<Scratch&>(scratch);
+  // Block-scaled: the relations below are tried on the scaled operands (float64, exact).
+  if (block_scaled_) ScaledOperands(e, sc.as, sc.bs, sc.sx, sc.sy);
+  const std::span<const uint64_t> a = block_scaled_ ? std::span<const uint64_t>(sc.sx) : sc.as;
+  const std::span<const uint64_t> b = block_scaled_ ? std::span<const uint64_t>(sc.sy) : sc.bs;
   const FormatSpec& out = *setup_.out_format;
   const double yd = ToDouble(out, y), x = facts.x;
   const double s = Scale(e);
@@ -237,12 +255,23 @@ std::string ReductionOp::Diagnose(int64_t e, size_t p, OpScratch& scratch,
     if (sb != 1 && holds(x / sb)) return "FP8 scale_b missing (out = exact / scale_b)";
     if (holds(x / s)) return "both scales missing (out = exact / (scale_a scale_b))";
   }
+  if (block_scaled_ && nonzero) {
+    ExactAccumulator unscaled;
+    unscaled.AddDot(*fa_, sc.as, *fb_, sc.bs);
+    if (c_format_ != nullptr) unscaled.Add(*c_format_, sc.c);
+    if (unscaled.IsFinite()) {
+      Mpfr v;
+      unscaled.ToMpfr(v.v);
+      const double u = mpfr_get_d(v.v, MPFR_RNDN);
+      if (holds(u)) return "block scales not applied (out = the unscaled sum_k A[i,k] B[k,j])";
+    }
+  }
   if (nonzero) {
     if (std::string p2 = rel.PowerOfTwo(x); !p2.empty()) return p2;
   }
   const int64_t k = setup_.k;
-  const FormatSpec& fa = *fa_;
-  const FormatSpec* fb = fb_;
+  const FormatSpec& fa = block_scaled_ ? Float64() : *fa_;
+  const FormatSpec* fb = block_scaled_ ? &Float64() : fb_;
   auto partial = [&](int64_t t0, int64_t t1) {
     const std::span<const uint64_t> ta = a.subspan(static_cast<size_t>(t0), static_cast<size_t>(t1 - t0));
     ExactAccumulator acc;
@@ -307,8 +336,9 @@ void ReductionOp::Mutations(const AuditPlatform& p,
   const int64_t samples = std::min<int64_t>(256, elements);
   std::array<int64_t, 4> accepted{};
   int64_t tested = 0;
-  const FormatSpec& fa = *fa_;
-  const FormatSpec* fb = fb_;
+  // Block-scaled: the mutations act on the scaled operands (float64, exact), as the exact value.
+  const FormatSpec& fa = block_scaled_ ? Float64() : *fa_;
+  const FormatSpec* fb = block_scaled_ ? &Float64() : fb_;
   const FormatSpec& out = *setup_.out_format;
   Scratch sc;
   for (int64_t sidx = 0; sidx < samples; ++sidx) {
@@ -317,8 +347,9 @@ void ReductionOp::Mutations(const AuditPlatform& p,
     Exact(e, false, sc, facts);
     if (facts.nan || facts.inf) continue;
     ++tested;
-    const std::vector<uint64_t>& a = sc.a;
-    const std::vector<uint64_t>& b = sc.b;
+    if (block_scaled_) ScaledOperands(e, sc.a, sc.b, sc.sx, sc.sy);
+    const std::vector<uint64_t>& a = block_scaled_ ? sc.sx : sc.a;
+    const std::vector<uint64_t>& b = block_scaled_ ? sc.sy : sc.b;
     const ExactAccumulator& acc = sc.acc;
     const double s = Scale(e);
     const double tol = p.rec_atol + p.rec_rtol * std::fabs(facts.x);

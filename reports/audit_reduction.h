@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "accumulation/evaluate.h"
 #include "accumulation/model.h"
 #include "accumulation/model_catalog.h"
 #include "oracles/exact_sum.h"
@@ -58,6 +59,14 @@ class ReductionOp : public AuditOp {
   virtual double Scale(int64_t e) const;
   virtual double ScaleA(int64_t e) const;
   virtual double ScaleB(int64_t e) const;
+  // Block-scaled matmul (block_scaled_: the platforms' epilogue.scale = "block" and scales per K
+  // block were given; MatmulOp): element e's block scales (spans into the op's state), and its
+  // operands with those scales multiplied in, as float64 bits (exact: inputs of <= 24
+  // significand bits times float32 scales). The exact value, |terms|, the diagnoses and the
+  // mutations run on the scaled operands; EmulateOne on EvaluateBlockScaledDot.
+  virtual BlockScales ElementBlockScales(int64_t e) const;
+  virtual void ScaledOperands(int64_t e, std::span<const uint64_t> a, std::span<const uint64_t> b,
+                              std::vector<uint64_t>& x, std::vector<uint64_t>& y) const;
   // (A B^T)[i, j] from the element's row of A, and (A^T B)[i, j] from its column of B, scaled
   // (square operands only; nullopt otherwise): the transposed-operand diagnosis.
   virtual std::optional<double> TransposedB(int64_t e, std::span<const uint64_t> a) const;
@@ -85,7 +94,8 @@ class ReductionOp : public AuditOp {
   const FormatSpec* fa_ = nullptr;
   const FormatSpec* fb_ = nullptr;    // nullptr for sum.
   const FormatSpec* c_format_ = nullptr;  // Set when C enters the sum.
-  bool scaled_ = false;
+  bool scaled_ = false;        // Per-tensor or per-row/column scales (the epilogue's stage).
+  bool block_scaled_ = false;  // Per-block scales (inside the chain).
   OpEnv out_rounding_;
 
  private:

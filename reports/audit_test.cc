@@ -2,6 +2,7 @@
 // another order, and with every known mutation at chosen indices.
 #include "reports/audit.h"
 
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <set>
@@ -305,6 +306,99 @@ TEST_F(AuditTest, ScaledFp8AndScaleMissing) {
   ASSERT_FALSE(r->elements.empty());
   EXPECT_NE(r->elements[0].diagnosis.find("scale_a missing"), std::string::npos) << r->elements[0].diagnosis;
   EXPECT_NE(r->formula.find("scale_a[i] * scale_b[j]"), std::string::npos);
+}
+
+// DeepSeek-V3-style block scales (nvidia-h100-fp8e4m3-deepgemm): an output made on the host
+// (each 128-K block's partial sum from the unscaled promote128 model on that block alone, then
+// std::fmaf(fl32(s_a s_b), p, acc)), audited bit-identical; an element whose block scales were
+// not applied, one with a K block missing, and the scale files' shape errors.
+TEST_F(AuditTest, BlockScaledFp8) {
+  const Model& unscaled = M("nvidia-h100-fp8e4m3-promote128");
+  const int m = 6, n = 5, k = 300, kb = 3;
+  const Tensor a = Random(*unscaled.inputs.a, {m, k}, 21), b = Random(unscaled.InputB(), {k, n}, 22);
+  Tensor sa = *MakeTensor("float32", {m, kb}), sb = *MakeTensor("float32", {kb, n});
+  PinnedRng rng(20261207);
+  for (int64_t i = 0; i < sa.size(); ++i) sa.SetBits(i, DoubleToBits(Float32(), std::ldexp(1 + rng.Uniform01(), -3)));
+  for (int64_t i = 0; i < sb.size(); ++i) sb.SetBits(i, DoubleToBits(Float32(), std::ldexp(1 + rng.Uniform01(), 2)));
+  Tensor out = *MakeTensor("float32", {m, n});
+  Tensor plain = *MakeTensor("float32", {m, n});  // The same dots without scales.
+  for (int i = 0; i < m; ++i) {
+    for (int j = 0; j < n; ++j) {
+      float acc = 0, acc_plain = 0;
+      for (int blk = 0; blk < kb; ++blk) {
+        const int lo = blk * 128, hi = std::min(k, lo + 128);
+        std::vector<uint64_t> x, y;
+        for (int t = lo; t < hi; ++t) {
+          x.push_back(a.Bits(i * k + t));
+          y.push_back(b.Bits(t * n + j));
+        }
+        const float p = std::bit_cast<float>(static_cast<uint32_t>(GenericEvaluateDot(unscaled, x, y, 0)->bits));
+        const float s = static_cast<float>(ToDouble(Float32(), sa.Bits(i * kb + blk)) *
+                                           ToDouble(Float32(), sb.Bits(blk * n + j)));
+        acc = std::fmaf(s, p, acc);
+        acc_plain += p;
+      }
+      out.SetBits(i * n + j, std::bit_cast<uint32_t>(acc));
+      plain.SetBits(i * n + j, std::bit_cast<uint32_t>(acc_plain));
+    }
+  }
+  MatmulAuditInput in; in.a = &a; in.b = &b; in.out = &out; in.scale_a = &sa; in.scale_b = &sb;
+  absl::StatusOr<AuditResult> r = AuditMatmul(in, Options({"nvidia-h100-fp8e4m3-deepgemm"}));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(Count(*r, AuditClass::kIdentical), m * n);
+  EXPECT_NE(r->formula.find("fl32(acc + fl32(S) p)"), std::string::npos) << r->formula;
+
+  // Element (1, 2) without its scales; element (4, 0) with K block 1 dropped.
+  Tensor bad = out;
+  bad.SetBits(1 * n + 2, plain.Bits(1 * n + 2));
+  {
+    float acc = 0;
+    for (int blk = 0; blk < kb; blk += 2) {
+      std::vector<uint64_t> x, y;
+      for (int t = blk * 128; t < std::min(k, blk * 128 + 128); ++t) {
+        x.push_back(a.Bits(4 * k + t));
+        y.push_back(b.Bits(t * n + 0));
+      }
+      const float p = std::bit_cast<float>(static_cast<uint32_t>(GenericEvaluateDot(unscaled, x, y, 0)->bits));
+      acc = std::fmaf(static_cast<float>(ToDouble(Float32(), sa.Bits(4 * kb + blk)) *
+                                         ToDouble(Float32(), sb.Bits(blk * n))),
+                      p, acc);
+    }
+    bad.SetBits(4 * n + 0, std::bit_cast<uint32_t>(acc));
+  }
+  in.out = &bad;
+  r = AuditMatmul(in, Options({"nvidia-h100-fp8e4m3-deepgemm"}));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(Count(*r, AuditClass::kIdentical), m * n - 2);
+  EXPECT_EQ(Count(*r, AuditClass::kUnexplained), 2);
+  EXPECT_EQ(r->verdict, AuditVerdict::kFail);
+  std::set<std::string> diagnoses;
+  for (const auto& el : r->elements) diagnoses.insert(el.diagnosis);
+  EXPECT_TRUE(diagnoses.count("block scales not applied (out = the unscaled sum_k A[i,k] B[k,j])")) << *diagnoses.begin();
+  EXPECT_TRUE(diagnoses.count("one K tile missing (k in [128, 256), tile 128)")) << *diagnoses.rbegin();
+
+  // Shapes: B's scales transposed, and per-row scales given to a block-scaled platform.
+  Tensor sbt = *MakeTensor("float32", {n, kb});
+  sbt.source = "sb_t.npy";
+  in.out = &out;
+  in.scale_b = &sbt;
+  r = AuditMatmul(in, Options({"nvidia-h100-fp8e4m3-deepgemm"}));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(),
+            "sb_t.npy: scale_b has shape [5, 3] but nvidia-h100-fp8e4m3-deepgemm takes per-block "
+            "scales (epilogue.scale = \"block\", 128 products per block along K): expected [3, 5], "
+            "one per K block and column of B (K = 300 in 3 blocks), or 1 element");
+  // The unscaled promote128 preset with these 2-D scales: its row/column stage refuses them.
+  in.scale_b = &sb;
+  r = AuditMatmul(in, Options({"nvidia-h100-fp8e4m3-promote128"}));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(std::string(r.status().message()).find("scale_a has 18 elements: expected 1 (per tensor) or 6"),
+            std::string::npos) << r.status();
+  // Mixed platforms.
+  r = AuditMatmul(in, Options({"nvidia-h100-fp8e4m3-deepgemm", "nvidia-h100-fp8e4m3-promote128"}));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(std::string(r.status().message()).find("takes per-block scales and nvidia-h100-fp8e4m3-promote128 does not"),
+            std::string::npos) << r.status();
 }
 
 TEST_F(AuditTest, ResultDoesNotDependOnThreads) {

@@ -112,6 +112,36 @@ def test_audit_matmul_fp8_scales(fpc, tmp_path, rng):
     same(r, js, p)
 
 
+def test_audit_matmul_block_scales(fpc, tmp_path, rng):
+    """Per-block scales (nvidia-h100-fp8e4m3-deepgemm: one per row of A and 128 K, one per 128 K
+    and column of B): with power-of-two scales equal in every block the output is the unscaled
+    promote128 output times s_a s_b exactly; the binding and the CLI give the same document."""
+    x = rng.standard_normal((4, 300)).astype(np.float32)
+    w = rng.standard_normal((300, 3)).astype(np.float32)
+    a = fpconform.cast(x * 8, "float8_e4m3fn", sat=True)
+    b = fpconform.cast(w * 16, "float8_e4m3fn", sat=True)
+    acc, _ = fpconform.emulate_matmul(a, b, "nvidia-h100-fp8e4m3-promote128")
+    same_unscaled, _ = fpconform.emulate_matmul(a, b, "nvidia-h100-fp8e4m3-deepgemm")
+    np.testing.assert_array_equal(acc.view(np.uint32), same_unscaled.view(np.uint32))
+    sa = np.full((4, 3), 0.125, np.float32)
+    sb = np.full((3, 3), 0.0625, np.float32)
+    out = (acc * np.float32(1 / 128)).astype(np.float32)
+    r = fpconform.audit_matmul(a, b, out, platform="nvidia-h100-fp8e4m3-deepgemm", scale_a=sa, scale_b=sb,
+                               tolerance=False)
+    assert r.verdict == "pass" and r.counts["identical"] == 12, r.verdict
+    js, p = fpc.audit_json("audit", "matmul", *tensor_args(tmp_path, a=a, b=b, out=out, scale_a=sa, scale_b=sb),
+                           "--platform", "nvidia-h100-fp8e4m3-deepgemm", "--no-tolerance")
+    same(r, js, p)
+    # The scales forgotten: every element unexplained, and said so.
+    r = fpconform.audit_matmul(a, b, acc, platform="nvidia-h100-fp8e4m3-deepgemm", scale_a=sa, scale_b=sb,
+                               tolerance=False)
+    assert r.verdict == "fail"
+    assert "block scales not applied" in r.elements[0]["diagnosis"], r.elements[0]
+    with pytest.raises(ValueError, match=r"expected \[3, 3\], one per K block and column of B"):
+        fpconform.audit_matmul(a, b, out, platform="nvidia-h100-fp8e4m3-deepgemm", scale_a=sa, scale_b=sb.T[:2],
+                               tolerance=False)
+
+
 def test_audit_sum(fpc, tmp_path, rng):
     x = rng.standard_normal((6, 300)).astype(np.float32)
     out = np.sum(x, axis=-1)
