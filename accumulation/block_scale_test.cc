@@ -338,6 +338,77 @@ TEST(BlockScaleTest, BoundHoldsAndIsNotVacuous) {
   EXPECT_GT(worst, 1e-3);
 }
 
+// EvaluateBlockScaledMatmul against EvaluateBlockScaledDot per element: the same bits; bounds
+// equal for "products" (the per-element path) and equal to rounding for "fma" / "mul_add" (the
+// fast path's partial sums, M of each block summed separately); both layouts, C, special values.
+TEST(BlockScaleTest, MatmulIsTheDotPerElement) {
+  PinnedRng rng(TestSeed(20261211, "BlockScaleTest.Matmul"));
+  const Model fma = *LoadModelFile(ModelPath(kDeepGemm));
+  Model mul_add = fma;
+  mul_add.name += " (mul_add)";
+  mul_add.epilogue.block_apply = BlockApply::kMulAdd;
+  const Model mx = Parse(WithEpilogue(
+      "nvidia-h100-fp8e4m3", "mx", "c = \"chain\"\nscale = \"block\"\nscale_block = 32\nblock_apply = \"products\"\n"));
+  int specials = 0;
+  for (const Model* model : std::initializer_list<const Model*>{&fma, &mul_add, &mx}) {
+    const bool pow2 = model->epilogue.block_apply == BlockApply::kProducts;
+    for (int trial = 0; trial < 12; ++trial) {
+      const int m = 1 + static_cast<int>(rng.Below(9)), n = 1 + static_cast<int>(rng.Below(9));
+      const int k = 1 + static_cast<int>(rng.Below(trial < 6 ? 300 : 1100));
+      const int kb = (k + model->epilogue.scale_block - 1) / model->epilogue.scale_block;
+      const Layout la = rng.Below(2) ? Layout::kRowMajor : Layout::kColumnMajor;
+      const Layout lb = rng.Below(2) ? Layout::kRowMajor : Layout::kColumnMajor;
+      std::vector<uint64_t> a(size_t(m) * k), b(size_t(k) * n), c, d(size_t(m) * n);
+      for (uint64_t& x : a) x = RandomE4m3(rng, false);
+      for (uint64_t& x : b) x = RandomE4m3(rng, false);
+      if (trial % 4 == 3) {  // A NaN and a product Inf * 0 (e4m3fn has no Inf: a NaN, and a zero).
+        a[rng.Below(a.size())] = 0x7F;
+        b[rng.Below(b.size())] = 0x00;
+        ++specials;
+      }
+      if (trial % 2 == 1) {
+        c.resize(size_t(m) * n);
+        for (uint64_t& x : c) x = DoubleToBits(Float32(), RandomScale(rng, -3, 5));
+      }
+      std::vector<double> sa(size_t(m) * kb), sbt(size_t(n) * kb), bounds(size_t(m) * n);
+      for (double& x : sa) x = pow2 ? std::ldexp(1.0, static_cast<int>(rng.Below(13)) - 6) : RandomScale(rng, -8, 4);
+      for (double& x : sbt) x = pow2 ? std::ldexp(1.0, static_cast<int>(rng.Below(13)) - 6) : RandomScale(rng, -8, 4);
+      EvalOptions options;
+      options.threads = 1 + static_cast<int>(rng.Below(3));
+      const absl::Status st = EvaluateBlockScaledMatmul(*model, m, n, k, a, la, b, lb, sa, sbt, c, d, bounds, options);
+      ASSERT_TRUE(st.ok()) << st;
+      for (int i = 0; i < m; ++i) {
+        for (int j = 0; j < n; ++j) {
+          std::vector<uint64_t> row(k), col(k);
+          for (int p = 0; p < k; ++p) {
+            row[p] = la == Layout::kRowMajor ? a[size_t(i) * k + p] : a[size_t(p) * m + i];
+            col[p] = lb == Layout::kRowMajor ? b[size_t(p) * n + j] : b[size_t(j) * k + p];
+          }
+          const BlockScales s{std::span<const double>(sa).subspan(size_t(i) * kb, kb),
+                              std::span<const double>(sbt).subspan(size_t(j) * kb, kb)};
+          const EvalResult r = *EvaluateBlockScaledDot(*model, row, col, s, c.empty() ? 0 : c[size_t(i) * n + j]);
+          const size_t e = size_t(i) * n + j;
+          ASSERT_EQ(d[e], r.bits) << model->name << " m=" << m << " n=" << n << " k=" << k << " (" << i << ", " << j << ")";
+          if (pow2) {
+            EXPECT_EQ(bounds[e], r.bound);
+          } else if (std::isfinite(r.bound)) {
+            EXPECT_NEAR(bounds[e], r.bound, r.bound * 1e-9) << model->name << " k=" << k;
+          } else {
+            EXPECT_EQ(bounds[e], r.bound);
+          }
+        }
+      }
+    }
+  }
+  EXPECT_EQ(specials, 9);
+  // Sizes of the scale arrays.
+  std::vector<uint64_t> a(2 * 200, 0x38), b(200 * 3, 0x38), d(6);
+  const std::vector<double> sa(2 * 2, 1.0), sbt(3 * 1, 1.0);
+  const absl::Status st = EvaluateBlockScaledMatmul(fma, 2, 3, 200, a, Layout::kRowMajor, b, Layout::kRowMajor,
+                                                    sa, sbt, {}, d);
+  EXPECT_EQ(st.message(), "block scales: 4 for A and 3 for B, expected 4 (2 x 2) and 6 (3 x 2): K = 200 in blocks of 128");
+}
+
 TEST(BlockScaleTest, ArgumentErrors) {
   const Model fma = *LoadModelFile(ModelPath(kDeepGemm));
   const Model plain = *LoadModelFile(ModelPath("nvidia-h100-fp8e4m3-promote128"));

@@ -1,6 +1,7 @@
 #include "accumulation/evaluate.h"
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -8,6 +9,7 @@
 #include <utility>
 #include <sstream>
 #include <string>
+#include <thread>
 
 #include "accumulation/bound_step.h"
 #include "accumulation/chain_walk.h"
@@ -249,21 +251,29 @@ class Evaluator {
   // Runs the chain over the leaves, starting from c (bits in FinalAccumulatorFormat()), and
   // converts to the output format.
   EvalResult Run(uint64_t c_bits) {
-    const FormatSpec& final_format = m_.FinalAccumulatorFormat();
-    const Node c = Leaf(final_format, c_bits);
-    // epilogue.c = "after": the chain starts from +0 and c is added once after it.
-    const bool c_after = m_.epilogue.c == EpilogueC::kAfter;
-    const Node start = c_after ? Leaf(final_format, ZeroBits(final_format, false)) : c;
     const int k = static_cast<int>(leaves_.size());
+    const Node start = Start(c_bits);
     // Kahan's compensated loop is not a tree of additions: it runs here, not in the chain walk.
-    Node total =
+    const Node total =
         m_.chain.kind == ChainKind::kSequential && m_.adder.kind == AdderKind::kKahan
             ? Kahan(start, 0, k)
             : accumulation_internal::WalkChain(m_, k, opt_.seed, start, *this);
-    if (c_after) {
+    return Finish(total, c_bits);
+  }
+
+  // The chain's starting node: c, or +0 with epilogue.c = "after".
+  Node Start(uint64_t c_bits) {
+    const FormatSpec& final_format = m_.FinalAccumulatorFormat();
+    return Leaf(final_format, m_.epilogue.c == EpilogueC::kAfter ? ZeroBits(final_format, false) : c_bits);
+  }
+
+  // After the chain: epilogue.c = "after"'s add of c, then the output conversion.
+  EvalResult Finish(Node total, uint64_t c_bits) {
+    const FormatSpec& final_format = m_.FinalAccumulatorFormat();
+    if (m_.epilogue.c == EpilogueC::kAfter) {
       const Rounder epilogue =
           MakeRounder(final_format, final_format.fraction_bits, m_.epilogue.env);
-      total = Add2(total, c, epilogue, m_.epilogue.env);
+      total = Add2(total, Leaf(final_format, c_bits), epilogue, m_.epilogue.env);
     }
     // Output conversion.
     EvalResult out;
@@ -284,6 +294,18 @@ class Evaluator {
       }
     }
     return out;
+  }
+
+  // EvaluateBlockScaledMatmul's outer loop: outer (from Start) with one block's partial sum
+  // (inner_bits in the accumulator format; M and E of its bound) promoted with scales sa, sb.
+  void PromoteScaledInner(Node& outer, uint64_t inner_bits, double inner_m, double inner_e,
+                          double sa, double sb) {
+    Node inner;
+    inner.t = Decode(*acc_.full, inner_bits, false);
+    inner.bits = inner_bits;
+    inner.m = inner_m;
+    inner.e = inner_e;
+    outer = ScaledPromote(outer, inner, sa, sb);
   }
 
  private:
@@ -450,7 +472,8 @@ class Evaluator {
   // (epilogue.block_apply = "fma" or "mul_add") inner is block j's partial sum, scaled.
   Node Promote(const Node& outer, const Node& inner) {
     if (block_ != nullptr && m_.epilogue.block_apply != BlockApply::kProducts) {
-      return ScaledPromote(outer, inner, promote_index_++);
+      const size_t j = promote_index_++;
+      return ScaledPromote(outer, inner, block_->a[j], block_->b[j]);
     }
     return Add2(outer, inner, promote_, m_.chain.promote_env);
   }
@@ -462,8 +485,8 @@ class Evaluator {
   // child has M = |S| inner.m and E = |S32| inner.e + |S32 - S| inner.m; mul_add's product is a
   // rounding node on it (|S32 p| <= |S32| (inner.m + inner.e), and |S32| inner.e <= E), and the
   // add is the usual rounding node with outer.
-  Node ScaledPromote(const Node& outer, const Node& inner, size_t j) {
-    const double s = block_->a[j] * block_->b[j];  // Exact: two float32 values.
+  Node ScaledPromote(const Node& outer, const Node& inner, double sa, double sb) {
+    const double s = sa * sb;  // Exact: two float32 values.
     const uint64_t s32_bits = Convert(Float64(), Float32(), std::bit_cast<uint64_t>(s), OpEnv{}).bits;
     const double s32 = static_cast<double>(std::bit_cast<float>(static_cast<uint32_t>(s32_bits)));
     const Term p = Product(Decode(Float32(), s32_bits, false), inner.t);
@@ -717,10 +740,10 @@ absl::StatusOr<EvalResult> GenericEvaluateDot(const Model& model, std::span<cons
   return ev.Run(c_bits);
 }
 
-absl::StatusOr<EvalResult> EvaluateBlockScaledDot(const Model& model, std::span<const uint64_t> a,
-                                                  std::span<const uint64_t> b,
-                                                  const BlockScales& scales, uint64_t c_bits,
-                                                  const EvalOptions& options) {
+namespace {
+
+// The model and the scale values of a block-scaled evaluation (EvaluateBlockScaledDot's errors).
+absl::Status CheckBlockScaleModel(const Model& model) {
   if (model.epilogue.scale != EpilogueScale::kBlock) {
     return absl::InvalidArgumentError(
         Cat("model '", model.name, "' takes no per-block scales (epilogue.scale is not \"block\")"));
@@ -729,6 +752,34 @@ absl::StatusOr<EvalResult> EvaluateBlockScaledDot(const Model& model, std::span<
     return absl::InvalidArgumentError(
         Cat("model '", model.name, "': per-block scales are not modelled for adder.kind = \"integer\""));
   }
+  return absl::OkStatus();
+}
+
+absl::Status CheckBlockScaleValues(const Model& model, std::span<const double> v, const char* name) {
+  const bool pow2 = model.epilogue.block_apply == BlockApply::kProducts;
+  for (size_t j = 0; j < v.size(); ++j) {
+    const double x = v[j];
+    const bool f32 = std::isfinite(x) && static_cast<double>(static_cast<float>(x)) == x;
+    int e = 0;
+    const bool ok = pow2 ? f32 && x > 0 && std::frexp(x, &e) == 0.5 : f32;
+    if (!ok) {
+      return absl::InvalidArgumentError(
+          Cat("block scale ", name, "[", j, "] = ", x, " is not ",
+              pow2 ? "a positive power of two in float32's range (block_apply = \"products\": MX "
+                     "E8M0 scales)"
+                   : "a finite float32 value"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<EvalResult> EvaluateBlockScaledDot(const Model& model, std::span<const uint64_t> a,
+                                                  std::span<const uint64_t> b,
+                                                  const BlockScales& scales, uint64_t c_bits,
+                                                  const EvalOptions& options) {
+  if (absl::Status st = CheckBlockScaleModel(model); !st.ok()) return st;
   if (absl::Status st = CheckDotArgs(a.size(), b.size()); !st.ok()) return st;
   const size_t block = static_cast<size_t>(model.epilogue.scale_block);
   const size_t blocks = (a.size() + block - 1) / block;
@@ -737,26 +788,167 @@ absl::StatusOr<EvalResult> EvaluateBlockScaledDot(const Model& model, std::span<
         Cat("block scales: ", scales.a.size(), " for a and ", scales.b.size(), " for b, expected ",
             blocks, " each (K = ", a.size(), " in blocks of ", block, ")"));
   }
-  const bool pow2 = model.epilogue.block_apply == BlockApply::kProducts;
-  for (const auto& [v, name] : {std::pair{scales.a, "a"}, {scales.b, "b"}}) {
-    for (size_t j = 0; j < v.size(); ++j) {
-      const double x = v[j];
-      const bool f32 = std::isfinite(x) && static_cast<double>(static_cast<float>(x)) == x;
-      int e = 0;
-      const bool ok = pow2 ? f32 && x > 0 && std::frexp(x, &e) == 0.5 : f32;
-      if (!ok) {
-        return absl::InvalidArgumentError(
-            Cat("block scale ", name, "[", j, "] = ", x, " is not ",
-                pow2 ? "a positive power of two in float32's range (block_apply = \"products\": MX "
-                       "E8M0 scales)"
-                     : "a finite float32 value"));
-      }
-    }
-  }
+  if (absl::Status st = CheckBlockScaleValues(model, scales.a, "a"); !st.ok()) return st;
+  if (absl::Status st = CheckBlockScaleValues(model, scales.b, "b"); !st.ok()) return st;
   Evaluator ev(model, options);
   ev.SetBlockScales(&scales);
   ev.Leaves(a, b, false);
   return ev.Run(c_bits);
+}
+
+absl::Status EvaluateBlockScaledMatmul(const Model& model, int m, int n, int k,
+                                       std::span<const uint64_t> a, Layout a_layout,
+                                       std::span<const uint64_t> b, Layout b_layout,
+                                       std::span<const double> scale_a,
+                                       std::span<const double> scale_b_t,
+                                       std::span<const uint64_t> c, std::span<uint64_t> d,
+                                       std::span<double> bounds, const EvalOptions& options) {
+  if (absl::Status st = CheckBlockScaleModel(model); !st.ok()) return st;
+  if (absl::Status st = CheckMatmulArgs(m, n, k, a.size(), b.size(), c.size(), d.size(), bounds.size());
+      !st.ok()) {
+    return st;
+  }
+  const int block = model.epilogue.scale_block;
+  const int kb = (k + block - 1) / block;
+  if (scale_a.size() != size_t(m) * kb || scale_b_t.size() != size_t(n) * kb) {
+    return absl::InvalidArgumentError(
+        Cat("block scales: ", scale_a.size(), " for A and ", scale_b_t.size(), " for B, expected ",
+            size_t(m) * kb, " (", m, " x ", kb, ") and ", size_t(n) * kb, " (", n, " x ", kb,
+            "): K = ", k, " in blocks of ", block));
+  }
+  if (absl::Status st = CheckBlockScaleValues(model, scale_a, "A"); !st.ok()) return st;
+  if (absl::Status st = CheckBlockScaleValues(model, scale_b_t, "B"); !st.ok()) return st;
+  const int threads = std::max(1, options.threads);
+  auto a_at = [&](int i, int p) {
+    return a_layout == Layout::kRowMajor ? a[size_t(i) * k + p] : a[size_t(p) * m + i];
+  };
+  auto b_at = [&](int p, int j) {
+    return b_layout == Layout::kRowMajor ? b[size_t(p) * n + j] : b[size_t(j) * k + p];
+  };
+  // Runs body(e0, e1) over the m x n elements on `threads` threads.
+  auto parallel = [&](const auto& body) {
+    const int64_t total = int64_t{m} * n;
+    const int t = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(threads, total)));
+    std::vector<std::thread> pool;
+    for (int w = 1; w < t; ++w) pool.emplace_back(body, total * w / t, total * (w + 1) / t);
+    body(int64_t{0}, total / t);
+    for (std::thread& th : pool) th.join();
+  };
+  // The inner chain of a promote model as a model of its own: block j's partial sum p_j is the
+  // sequential chain over the block from +0, in the accumulator format, which is what the fast
+  // paths compute for this model, bits and bound E alike (fast_eval_test).
+  Model inner = model;
+  inner.chain = Model::Chain{};
+  inner.chain.kind = ChainKind::kSequential;
+  inner.epilogue = Model::Epilogue{};
+  inner.output = Model::Output{};
+  inner.output.format = model.accumulator.format;
+  fast_internal::Plan plan;
+  const bool fast = model.epilogue.block_apply != BlockApply::kProducts &&
+                    model.chain.kind == ChainKind::kPromote && model.chain.permutation.empty() &&
+                    *fast_internal::MakePlan(inner, plan) == '\0';
+  std::vector<absl::Status> status(static_cast<size_t>(threads));
+  std::atomic<int> slot{0};
+  if (!fast) {
+    // One EvaluateBlockScaledDot per element.
+    parallel([&](int64_t e0, int64_t e1) {
+      absl::Status& st = status[static_cast<size_t>(slot.fetch_add(1))];
+      std::vector<uint64_t> row(static_cast<size_t>(k)), col(static_cast<size_t>(k));
+      for (int64_t e = e0; e < e1 && st.ok(); ++e) {
+        const int i = static_cast<int>(e / n), j = static_cast<int>(e % n);
+        for (int p = 0; p < k; ++p) {
+          row[size_t(p)] = a_at(i, p);
+          col[size_t(p)] = b_at(p, j);
+        }
+        const BlockScales s{scale_a.subspan(size_t(i) * kb, size_t(kb)),
+                            scale_b_t.subspan(size_t(j) * kb, size_t(kb))};
+        absl::StatusOr<EvalResult> r =
+            EvaluateBlockScaledDot(model, row, col, s, c.empty() ? 0 : c[size_t(e)], options);
+        if (!r.ok()) {
+          st = r.status();
+          break;
+        }
+        d[size_t(e)] = r->bits;
+        if (!bounds.empty()) bounds[size_t(e)] = r->bound;
+      }
+    });
+    for (const absl::Status& st : status) {
+      if (!st.ok()) return st;
+    }
+    return absl::OkStatus();
+  }
+  // Fast: per K block, the inner sums of every element by the fast matmul, M_j = sum |a b| over
+  // the block (each product exact in binary64, summed with a rounding-up factor per add, so
+  // M_j >= the exact sum: the bound's M may be any upper bound), then each element's outer step.
+  const size_t elements = size_t(m) * n;
+  const bool want_bound = options.want_bound && !bounds.empty();
+  std::vector<Evaluator> evs;
+  for (int t = 0; t < threads; ++t) evs.emplace_back(model, options);
+  std::vector<Node> outer(elements);
+  for (size_t e = 0; e < elements; ++e) outer[e] = evs[0].Start(c.empty() ? 0 : c[e]);
+  std::vector<uint64_t> ablk, bblk, inner_bits(elements);
+  std::vector<double> inner_e(want_bound ? elements : 0), am, bm;
+  EvalOptions inner_options = options;
+  inner_options.want_bound = want_bound;
+  const FormatSpec& fa = *model.inputs.a;
+  const FormatSpec& fb = model.InputB();
+  for (int j = 0; j < kb; ++j) {
+    const int lo = j * block, len = std::min(k, lo + block) - lo;
+    ablk.resize(size_t(m) * len);
+    bblk.resize(size_t(n) * len);
+    for (int i = 0; i < m; ++i) {
+      for (int p = 0; p < len; ++p) ablk[size_t(i) * len + p] = a_at(i, lo + p);
+    }
+    for (int jj = 0; jj < n; ++jj) {
+      for (int p = 0; p < len; ++p) bblk[size_t(jj) * len + p] = b_at(lo + p, jj);
+    }
+    if (absl::Status st = fast_internal::FastMatmul(inner, plan, m, n, len, ablk, Layout::kRowMajor, bblk,
+                                                    Layout::kColumnMajor, {}, inner_bits,
+                                                    want_bound ? std::span<double>(inner_e) : std::span<double>(),
+                                                    inner_options, threads);
+        !st.ok()) {
+      return st;
+    }
+    if (want_bound) {
+      am.resize(ablk.size());
+      bm.resize(bblk.size());
+      for (size_t t = 0; t < ablk.size(); ++t) am[t] = std::fabs(ToDouble(fa, ablk[t]));
+      for (size_t t = 0; t < bblk.size(); ++t) bm[t] = std::fabs(ToDouble(fb, bblk[t]));
+    }
+    slot = 0;
+    parallel([&](int64_t e0, int64_t e1) {
+      Evaluator& ev = evs[static_cast<size_t>(slot.fetch_add(1))];
+      for (int64_t e = e0; e < e1; ++e) {
+        const size_t i = size_t(e / n), jj = size_t(e % n);
+        double mj = 0;
+        if (want_bound) {
+          // Four running sums (each add rounded up by Up, so each stays >= its exact sum), then
+          // their sum the same way.
+          const double* x = am.data() + i * len;
+          const double* y = bm.data() + jj * len;
+          double part[4] = {0, 0, 0, 0};
+          for (int p = 0; p < len; ++p) {
+            const double t = x[p] * y[p];  // Exact (<= 48 bits); Inf * 0 (an invalid product) -> Inf.
+            part[p & 3] = Up(part[p & 3] + (t == t ? t : std::numeric_limits<double>::infinity()));
+          }
+          mj = Up(Up(part[0] + part[1]) + Up(part[2] + part[3]));
+        }
+        ev.PromoteScaledInner(outer[size_t(e)], inner_bits[size_t(e)], mj,
+                              want_bound ? inner_e[size_t(e)] : 0, scale_a[i * kb + j],
+                              scale_b_t[jj * kb + j]);
+      }
+    });
+  }
+  slot = 0;
+  parallel([&](int64_t e0, int64_t e1) {
+    Evaluator& ev = evs[static_cast<size_t>(slot.fetch_add(1))];
+    for (int64_t e = e0; e < e1; ++e) {
+      const EvalResult r = ev.Finish(outer[size_t(e)], c.empty() ? 0 : c[size_t(e)]);
+      d[size_t(e)] = r.bits;
+      if (!bounds.empty()) bounds[size_t(e)] = want_bound ? r.bound : 0;
+    }
+  });
+  return absl::OkStatus();
 }
 
 absl::StatusOr<EvalResult> GenericEvaluateSum(const Model& model, std::span<const uint64_t> x,

@@ -128,6 +128,24 @@ absl::StatusOr<EvalResult> EvaluateBlockScaledDot(const Model& model, std::span<
 
 enum class Layout : uint8_t { kRowMajor, kColumnMajor };
 
+// D (m x n, row-major) = C + A B with per-block scales: D[i][j] is EvaluateBlockScaledDot of row
+// i of A and column j of B with scales scale_a[i kb .. i kb + kb) and scale_b_t[j kb .. j kb +
+// kb), kb = ceil(k / epilogue.scale_block) (scale_a is m x kb row-major, scale_b_t is B's
+// scales transposed, n x kb), c = C[i][j] (C empty: +0), on options.threads threads. Same bits
+// as EvaluateBlockScaledDot; for block_apply "fma" / "mul_add" with a chain the fast paths take
+// (its inner chain, the fused groups from +0), each block's partial sums come from the fast
+// matmul and the bound's M of a block is sum |a_k b_k| over it summed separately, so bounds
+// agree with the per-element ones to rounding (block_scale_test), not bit for bit. Errors: as
+// EvaluateMatmul and EvaluateBlockScaledDot.
+absl::Status EvaluateBlockScaledMatmul(const Model& model, int m, int n, int k,
+                                       std::span<const uint64_t> a, Layout a_layout,
+                                       std::span<const uint64_t> b, Layout b_layout,
+                                       std::span<const double> scale_a,
+                                       std::span<const double> scale_b_t,
+                                       std::span<const uint64_t> c, std::span<uint64_t> d,
+                                       std::span<double> bounds = {},
+                                       const EvalOptions& options = {});
+
 // D (m x n, row-major) = C + A (m x k) * B (k x n); each D[i][j] is EvaluateDot of row i of A
 // and column j of B with c = C[i][j] (C empty: all +0). A and B in their layouts (leading
 // dimension = the matrix's own width or height). bounds (optional, m*n) receives each bound.

@@ -9,7 +9,6 @@
 #include <mpfr.h>
 
 #include <algorithm>
-#include <atomic>
 #include <bit>
 #include <cmath>
 #include <optional>
@@ -23,7 +22,6 @@
 #include "reports/audit.h"
 #include "reports/audit_inputs.h"
 #include "reports/audit_reduction.h"
-#include "reports/audit_values.h"
 
 namespace fpconform::reports {
 namespace audit_internal {
@@ -63,6 +61,13 @@ class MatmulOp : public ReductionOp {
   }
   void ScaledOperands(int64_t e, std::span<const uint64_t> a, std::span<const uint64_t> b,
                       std::vector<uint64_t>& x, std::vector<uint64_t>& y) const override;
+  bool ScaledView(int64_t e, std::span<const uint64_t>& x, std::span<const uint64_t>& y) const override {
+    const int64_t i = (e / n_) % m_ - block_i0_, j = e % n_;
+    if (i < 0 || static_cast<size_t>((i + 1) * k_) > a_scaled_.size()) return false;
+    x = std::span<const uint64_t>(a_scaled_).subspan(static_cast<size_t>(i * k_), static_cast<size_t>(k_));
+    y = std::span<const uint64_t>(b_scaled_).subspan(static_cast<size_t>(j * k_), static_cast<size_t>(k_));
+    return true;
+  }
 
  private:
   // Per-block scales (block_scaled_): checks the scale tensors against the platforms' block and
@@ -94,6 +99,9 @@ class MatmulOp : public ReductionOp {
   // Per-block scales: scale_a (m x k_blocks_, row-major) and scale_b transposed (n x k_blocks_),
   // a scalar file expanded; scale_block_ products per block along K.
   std::vector<double> block_sa_, block_sb_t_;
+  // The current block's operands with their block scales in, float64 bits: A's rows (mb x k)
+  // and B's columns (n x k) (ScaledView).
+  std::vector<uint64_t> a_scaled_, b_scaled_;
   int64_t scale_block_ = 0, k_blocks_ = 0;
   int64_t block_rows_ = 1;
   // The current block.
@@ -337,7 +345,7 @@ absl::Status MatmulOp::InitBlockScales(const std::string& platform) {
   k_blocks_ = kb;
   block_scaled_ = true;
   setup_.notes.push_back(Cat("per-block scales (", kb, " blocks of ", block,
-                             " along K) are evaluated on the generic engine, one dot per element; the "
+                             " along K) enter inside the chain (EvaluateBlockScaledMatmul); the "
                              "tolerance recommendation is the unscaled model's (every block scale 1)"));
   return absl::OkStatus();
 }
@@ -355,33 +363,40 @@ void MatmulOp::ScaledOperands(int64_t e, std::span<const uint64_t> a, std::span<
   }
 }
 
-// Block-scaled: EvaluateBlockScaledDot per element (generic engine), elements split over threads.
+// Block-scaled: EvaluateBlockScaledMatmul on the row block (A's rows, B column-major).
 absl::Status MatmulOp::EmulateBlockScaled(int64_t e0, int64_t e1,
                                           std::vector<std::vector<Emulated>>& emu) {
-  const int64_t count = e1 - e0;
-  for (auto& v : emu) v.resize(static_cast<size_t>(count));
-  const int threads = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(options_.threads, count)));
-  std::vector<absl::Status> status(static_cast<size_t>(threads));
-  std::atomic<int> next_slot{0};
-  ParallelFor(count, threads, [&](int64_t t0, int64_t t1) {
-    absl::Status& st = status[static_cast<size_t>(next_slot.fetch_add(1))];
-    for (int64_t t = t0; t < t1 && st.ok(); ++t) {
-      const int64_t e = e0 + t;
-      std::span<const uint64_t> a, b;
-      uint64_t c = 0;
-      View(e, a, b, c);
-      for (size_t p = 0; p < models_.size(); ++p) {
-        absl::StatusOr<EvalResult> r = EvaluateBlockScaledDot(*models_[p], a, b, ElementBlockScales(e), c);
-        if (!r.ok()) {
-          st = r.status();
-          break;
-        }
-        emu[p][static_cast<size_t>(t)] = PostProcess(p, e, r->bits, r->bound);
+  const int64_t i0 = (e0 % (m_ * n_)) / n_, mb = (e1 - e0) / n_;
+  const std::span<const double> sa =
+      std::span<const double>(block_sa_).subspan(static_cast<size_t>(i0 * k_blocks_),
+                                                 static_cast<size_t>(mb * k_blocks_));
+  // The scaled operands for the exact values (ScaledView): B's once per batch element.
+  auto scale_into = [&](std::span<const uint64_t> bits, const FormatSpec& f, std::span<const double> scales,
+                        int64_t rows, std::vector<uint64_t>& out) {
+    out.resize(static_cast<size_t>(rows * k_));
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t kk = 0; kk < k_; ++kk) {
+        const size_t t = static_cast<size_t>(r * k_ + kk);
+        out[t] = std::bit_cast<uint64_t>(scales[static_cast<size_t>(r * k_blocks_ + kk / scale_block_)] *
+                                         ToDouble(f, bits[t]));
       }
     }
-  });
-  for (const absl::Status& st : status) {
-    if (!st.ok()) return st;
+  };
+  if (i0 == 0) scale_into(b_cm_, *fb_, block_sb_t_, n_, b_scaled_);
+  scale_into(a_block_, *fa_, sa, mb, a_scaled_);
+  for (size_t p = 0; p < models_.size(); ++p) {
+    EvalOptions eo;
+    eo.threads = std::max(1, options_.threads);
+    if (absl::Status s = EvaluateBlockScaledMatmul(
+            *models_[p], static_cast<int>(mb), static_cast<int>(n_), static_cast<int>(k_), a_block_,
+            Layout::kRowMajor, b_cm_, Layout::kColumnMajor, sa, block_sb_t_, cblock_, d_, bounds_, eo);
+        !s.ok()) {
+      return s;
+    }
+    emu[p].resize(d_.size());
+    for (size_t t = 0; t < d_.size(); ++t) {
+      emu[p][t] = PostProcess(p, e0 + static_cast<int64_t>(t), d_[t], bounds_[t]);
+    }
   }
   return absl::OkStatus();
 }
@@ -416,9 +431,9 @@ absl::Status MatmulOp::EmulateBlock(int64_t e0, int64_t e1, std::vector<std::vec
     cblock_.resize(static_cast<size_t>(mb * n_));
     for (int64_t t = 0; t < mb * n_; ++t) cblock_[static_cast<size_t>(t)] = CAt(e0 + t);
   }
-  if (block_scaled_) return EmulateBlockScaled(e0, e1, emu);
   d_.resize(static_cast<size_t>(mb * n_));
   bounds_.resize(static_cast<size_t>(mb * n_));
+  if (block_scaled_) return EmulateBlockScaled(e0, e1, emu);
   for (size_t p = 0; p < models_.size(); ++p) {
     EvalOptions eo;
     eo.threads = std::max(1, options_.threads);

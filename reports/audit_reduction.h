@@ -67,6 +67,8 @@ class ReductionOp : public AuditOp {
   virtual BlockScales ElementBlockScales(int64_t e) const;
   virtual void ScaledOperands(int64_t e, std::span<const uint64_t> a, std::span<const uint64_t> b,
                               std::vector<uint64_t>& x, std::vector<uint64_t>& y) const;
+  // The hot pass's ScaledOperands: spans into the current block's scaled operands; false: none.
+  virtual bool ScaledView(int64_t e, std::span<const uint64_t>& x, std::span<const uint64_t>& y) const;
   // (A B^T)[i, j] from the element's row of A, and (A^T B)[i, j] from its column of B, scaled
   // (square operands only; nullopt otherwise): the transposed-operand diagnosis.
   virtual std::optional<double> TransposedB(int64_t e, std::span<const uint64_t> a) const;
