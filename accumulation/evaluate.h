@@ -120,7 +120,8 @@ struct BlockScales {
 // The bound covers both (evaluate.cc ScaledPromote has the derivation). Errors (InvalidArgument):
 // a model without block scales or with an integer adder, the sizes of a and b, the counts of
 // scales, a scale that is not a finite float32 value (not a positive power of two for
-// "products"). With every scale 1 the result is EvaluateDot's.
+// "products"). With every scale 1 the result is EvaluateDot's (for "mul_add", where the
+// accumulator's values are chain.format values, as float32 and narrower accumulators are).
 absl::StatusOr<EvalResult> EvaluateBlockScaledDot(const Model& model, std::span<const uint64_t> a,
                                                   std::span<const uint64_t> b,
                                                   const BlockScales& scales, uint64_t c_bits,

@@ -7,9 +7,13 @@
 // lengths that cross a fused group or block boundary) are evaluated under it, with operands drawn
 // from a hash of the input, and cross-checked: EvaluateDot (which may take the fast paths of
 // fast_eval.h) against GenericEvaluateDot, bits and bound identical; the same for sums; and a
-// 2 x 2 EvaluateMatmul against its four dots. The result must fit the output container.
+// 2 x 2 EvaluateMatmul against its four dots. The result must fit the output container. A model
+// with per-block scales (epilogue.scale = "block") also runs EvaluateBlockScaledDot with unit
+// scales (the unscaled dot's bits) and a 2 x 2 EvaluateBlockScaledMatmul with random scales
+// against its four block-scaled dots.
 //
 //   build-fuzz/accumulation/model_fuzzer accumulation/testdata/fuzz/model_fuzzer
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -129,6 +133,58 @@ void Evaluate(const Model& m, uint64_t seed, std::string_view input) {
             std::memcmp(&e->bound, &bounds[at], sizeof(double)) != 0) {
           Fail("EvaluateMatmul element (" + std::to_string(i) + ", " + std::to_string(j) +
                    ") != its dot " + Describe(e),
+               input);
+        }
+      }
+    }
+  }
+  if (m.epilogue.scale == EpilogueScale::kBlock && m.adder.kind != AdderKind::kInteger && n > 0 && n <= 300) {
+    // Per-block scales: with every scale 1 the unscaled dot's bits; random scales (powers of two
+    // for "products") give a result that fits its container; the 2 x 2 block-scaled matmul is
+    // its four block-scaled dots, bit for bit.
+    const size_t len = static_cast<size_t>(n);
+    const size_t kb = (len + static_cast<size_t>(m.epilogue.scale_block) - 1) /
+                      static_cast<size_t>(m.epilogue.scale_block);
+    const std::vector<double> ones(kb, 1.0);
+    const absl::StatusOr<EvalResult> unit = EvaluateBlockScaledDot(m, a0, b0, {ones, ones}, c, options);
+    const absl::StatusOr<EvalResult> plain = GenericEvaluateDot(m, a0, b0, c, options);
+    // mul_add rounds each partial sum into chain.format: exact only for accumulators that fit.
+    const FormatSpec& acc = *m.accumulator.format;
+    const FormatSpec* promote = m.chain.promote_format;
+    const bool unit_exact = m.epilogue.block_apply != BlockApply::kMulAdd ||
+                            (promote != nullptr && acc.fraction_bits <= promote->fraction_bits &&
+                             Emax(acc) <= Emax(*promote) &&
+                             MinSubnormalExponent(acc) >= MinSubnormalExponent(*promote));
+    if (!unit.ok() || !plain.ok() || (unit_exact && unit->bits != plain->bits)) {
+      Fail("EvaluateBlockScaledDot with unit scales " + Describe(unit) + " != GenericEvaluateDot " +
+               Describe(plain),
+           input);
+    }
+    const bool pow2 = m.epilogue.block_apply == BlockApply::kProducts;
+    auto scale = [&] {
+      const int e = static_cast<int>(rng.Next() % 41) - 20;
+      return pow2 ? std::ldexp(1.0, e)
+                  : static_cast<double>(static_cast<float>(std::ldexp(1 + static_cast<double>(rng.Next() >> 11) * 0x1p-53, e)));
+    };
+    std::vector<double> sa(2 * kb), sbt(2 * kb);
+    for (double& x : sa) x = scale();
+    for (double& x : sbt) x = scale();
+    std::vector<uint64_t> d(4);
+    std::vector<double> bounds(4);
+    const absl::Status s = EvaluateBlockScaledMatmul(m, 2, 2, static_cast<int>(n), a, Layout::kRowMajor, b,
+                                                     Layout::kColumnMajor, sa, sbt, {}, d, bounds, options);
+    if (!s.ok()) Fail("EvaluateBlockScaledMatmul: " + s.ToString(), input);
+    for (size_t i = 0; i < 2; ++i) {
+      for (size_t j = 0; j < 2; ++j) {
+        const BlockScales bs{std::span<const double>(sa).subspan(i * kb, kb),
+                             std::span<const double>(sbt).subspan(j * kb, kb)};
+        const absl::StatusOr<EvalResult> e =
+            EvaluateBlockScaledDot(m, std::span<const uint64_t>(a).subspan(i * len, len),
+                                   std::span<const uint64_t>(b).subspan(j * len, len), bs, 0, options);
+        CheckFits(m, e, input);
+        if (!e.ok() || e->bits != d[2 * i + j]) {
+          Fail("EvaluateBlockScaledMatmul element (" + std::to_string(i) + ", " + std::to_string(j) +
+                   ") != its block-scaled dot " + Describe(e),
                input);
         }
       }

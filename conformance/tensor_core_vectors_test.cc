@@ -460,6 +460,9 @@ std::vector<Row> Rows() {
         // RNE(outer + 1 * inner), the same add.
         extra.push_back("nvidia-h100-fp8e4m3-deepgemm");
       }
+      // The MXFP8 preset is the B200 e4m3 datapath with power-of-two block scales: with every
+      // scale 1 the products are unchanged.
+      if (std::string(p) == "nvidia-b200-fp8e4m3") extra.push_back("nvidia-b200-mxfp8e4m3");
       if (std::string(p) == "nvidia-h100-tf32" && tf32_exact) {
         extra.push_back("nvidia-h100-tf32-cutlass-s1688");
       }

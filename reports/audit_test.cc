@@ -401,6 +401,55 @@ TEST_F(AuditTest, BlockScaledFp8) {
             std::string::npos) << r.status();
 }
 
+// MXFP8 (nvidia-b200-mxfp8e4m3: power-of-two scales on the products of each 32-block): an
+// output made by the same datapath on float32 inputs that carry the scales (a s_a and b s_b are
+// exact), audited bit-identical; a scale that is not a power of two is refused.
+TEST_F(AuditTest, MxBlockScales) {
+  const Model& mx = M("nvidia-b200-mxfp8e4m3");
+  Model wide = M("nvidia-b200-fp8e4m3");
+  wide.inputs.a = wide.inputs.b = &Float32();
+  const int m = 5, n = 4, k = 100, kb = 4;
+  PinnedRng rng(20261212);
+  Tensor a = *MakeTensor("float8_e4m3fn", {m, k}), b = *MakeTensor("float8_e4m3fn", {k, n});
+  Tensor sa = *MakeTensor("float32", {m, kb}), sb = *MakeTensor("float32", {kb, n});
+  for (int64_t i = 0; i < sa.size(); ++i) sa.SetBits(i, DoubleToBits(Float32(), std::ldexp(1.0, int(rng.Below(11)) - 5)));
+  for (int64_t i = 0; i < sb.size(); ++i) sb.SetBits(i, DoubleToBits(Float32(), std::ldexp(1.0, int(rng.Below(11)) - 5)));
+  Tensor a32 = *MakeTensor("float32", {m, k}), b32 = *MakeTensor("float32", {k, n});
+  auto normal_e4m3 = [&] {  // Normal values keep their exponents' offsets when scaled.
+    for (;;) {
+      const uint64_t bits = rng.Below(256);
+      if ((bits & 0x78) != 0 && (bits & 0x7F) != 0x7F) return bits;
+    }
+  };
+  for (int i = 0; i < m; ++i) {
+    for (int t = 0; t < k; ++t) {
+      a.SetBits(i * k + t, normal_e4m3());
+      a32.SetBits(i * k + t, DoubleToBits(Float32(), ToDouble(Float8E4M3FN(), a.Bits(i * k + t)) *
+                                                         ToDouble(Float32(), sa.Bits(i * kb + t / 32))));
+    }
+  }
+  for (int t = 0; t < k; ++t) {
+    for (int j = 0; j < n; ++j) {
+      b.SetBits(t * n + j, normal_e4m3());
+      b32.SetBits(t * n + j, DoubleToBits(Float32(), ToDouble(Float8E4M3FN(), b.Bits(t * n + j)) *
+                                                         ToDouble(Float32(), sb.Bits((t / 32) * n + j))));
+    }
+  }
+  const Tensor out = EmulateMatmul(wide, a32, b32);
+  MatmulAuditInput in; in.a = &a; in.b = &b; in.out = &out; in.scale_a = &sa; in.scale_b = &sb;
+  absl::StatusOr<AuditResult> r = AuditMatmul(in, Options({mx.name}));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(Count(*r, AuditClass::kIdentical), m * n);
+  EXPECT_NE(r->formula.find("every product of block b times S, exactly"), std::string::npos) << r->formula;
+  sb.SetBits(5, DoubleToBits(Float32(), 0.75));
+  sb.source = "sb.npy";
+  r = AuditMatmul(in, Options({mx.name}));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(),
+            "sb.npy: scale_b[5] = 0.75: nvidia-b200-mxfp8e4m3 applies power-of-two block scales "
+            "(epilogue.block_apply = \"products\", MX E8M0)");
+}
+
 TEST_F(AuditTest, ResultDoesNotDependOnThreads) {
   const Tensor a = Random(BFloat16(), {33, 200}, 13), b = Random(BFloat16(), {200, 17}, 14);
   Tensor out = EmulateMatmul(M("trainium2-bf16"), a, b);
