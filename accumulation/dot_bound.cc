@@ -225,7 +225,7 @@ absl::StatusOr<DotBound> ComputeDotBound(const Model& m, int64_t n) {
   }
   BoundWalk ops(m, static_cast<int>(n));
   const FormatSpec& final_format = m.FinalAccumulatorFormat();
-  const bool c_after = m.epilogue.c == EpilogueC::kAfter;
+  const bool c_after = m.AddsCAfterChain();
   BNode total = accumulation_internal::WalkChain(m, ops.Terms(), /*seed=*/0,
                                                   c_after ? BNode{} : ops.C(), ops);
   if (c_after) {

@@ -59,6 +59,33 @@ EpilogueValue ApplyScale(ScaleOrder order, const FormatSpec& from, uint64_t y_bi
   return out;
 }
 
+EpilogueValue ApplyScaleAddC(const FormatSpec& from, uint64_t y_bits, double y_bound,
+                             const EpilogueScales& s, const FormatSpec& c_format, uint64_t c_bits,
+                             const OpEnv& env) {
+  const double y = ToDouble(from, y_bits);
+  const uint64_t y32_bits = DoubleToBits(Float32(), y);
+  const double y32 = ToDouble(Float32(), y32_bits);
+  const double S = s.a * s.b;  // Exact: two float32 values.
+  const uint64_t s32_bits = DoubleToBits(Float32(), S);
+  const double s32 = ToDouble(Float32(), s32_bits);
+  const uint64_t c32_bits = Convert(c_format, Float32(), c_bits, OpEnv{}).bits;
+  const double c = ToDouble(c_format, c_bits), c32 = ToDouble(Float32(), c32_bits);
+  OpEnv fma_env = env;
+  fma_env.sr_random = 0;
+  EpilogueValue out;
+  out.format = &Float32();
+  out.bits = Fma(Float32(), s32_bits, y32_bits, c32_bits, fma_env).bits;
+  out.bound = y_bound;
+  const double v = ToDouble(Float32(), out.bits);
+  if (std::isfinite(v) && std::isfinite(y) && std::isfinite(c)) {
+    // |v - (s32 y32 + c32)| < ulp(v) <= 2^-23 |v| (or 2^-149 below the normal range), every mode.
+    out.bound = (0x1p-23 * std::fabs(v) + kEta32 + std::fabs(s32 - S) * std::fabs(y32) +
+                 std::fabs(S) * (y_bound + std::fabs(y32 - y)) + std::fabs(c32 - c)) *
+                kEpilogueUp;
+  }
+  return out;
+}
+
 double ScaleAPriori(ScaleOrder order, const FormatSpec& from, uint64_t y_bits, double y_bound,
                     const EpilogueScales& s, double scaled_exact_abs) {
   const double y = ToDouble(from, y_bits);
@@ -96,9 +123,12 @@ EpilogueValue ConvertOutput(const EpilogueValue& v, const FormatSpec& to, const 
 
 EpilogueValue ApplyEpilogue(const Model& model, uint64_t y_bits, double y_bound,
                             const EpilogueScales* scales, const FormatSpec& out,
-                            const OpEnv& out_env) {
+                            const OpEnv& out_env, const uint64_t* c_bits) {
   EpilogueValue v{y_bits, &model.OutputFormat(), y_bound};
-  if (scales != nullptr) {
+  if (scales != nullptr && c_bits != nullptr && model.epilogue.c == EpilogueC::kAfterScale) {
+    v = ApplyScaleAddC(model.OutputFormat(), y_bits, y_bound, *scales, model.FinalAccumulatorFormat(),
+                       *c_bits, model.epilogue.env);
+  } else if (scales != nullptr) {
     v = ApplyScale(model.epilogue.scale_order, model.OutputFormat(), y_bits, y_bound, *scales);
   }
   return ConvertOutput(v, out, out_env);

@@ -96,12 +96,26 @@ double ScaleAPriori(ScaleOrder order, const FormatSpec& from, uint64_t y_bits, d
 // format is `to`).
 EpilogueValue ConvertOutput(const EpilogueValue& v, const FormatSpec& to, const OpEnv& env);
 
+// epilogue.c = "after_scale" with scales and a c: v = fl32(S32 y32 + c32) in one rounding under
+// env (formats' Fma; epilogue.rounding), S32 = fl32(s_a s_b), y32 = fl32(y), c32 = fl32(c) (c in
+// c_format: exact for float32 and narrower). The exact value is S x + c (c unscaled). Bound, a
+// posteriori: v - (S x + c) = (v - t) + (S32 - S) y32 + S (y32 - y) + S (y - x) + (c32 - c),
+// t = S32 y32 + c32, and |v - t| < ulp(v) <= 2^-23 |v| (2^-149 below float32's normal range) in
+// every rounding mode, so
+//   |v - (S x + c)| <= 2^-23 |v| + 2^-149 + |S32 - S| |y32| + |S| (b + |y32 - y|) + |c32 - c|,
+// times kEpilogueUp; b itself when v, y or c is not finite.
+EpilogueValue ApplyScaleAddC(const FormatSpec& from, uint64_t y_bits, double y_bound,
+                             const EpilogueScales& s, const FormatSpec& c_format, uint64_t c_bits,
+                             const OpEnv& env);
+
 // The whole epilogue after the model: model's output y (bits in model.OutputFormat(), bound
-// y_bound) -> scaled when `scales` is non-null (model.epilogue.scale_order; a posteriori bound)
-// -> converted into `out` under out_env.
+// y_bound) -> scaled when `scales` is non-null (model.epilogue.scale_order; a posteriori bound),
+// or, for epilogue.c = "after_scale" with scales and c_bits (the element's c, in the final
+// accumulator format; y then the chain's value without c), fl32(S32 y + c) by ApplyScaleAddC ->
+// converted into `out` under out_env.
 EpilogueValue ApplyEpilogue(const Model& model, uint64_t y_bits, double y_bound,
                             const EpilogueScales* scales, const FormatSpec& out,
-                            const OpEnv& out_env);
+                            const OpEnv& out_env, const uint64_t* c_bits = nullptr);
 
 // Whether `model` takes scales of this shape: InvalidArgument (naming the model and the key)
 // when a scale is given to a model with epilogue.scale = "none" or "block" (whose scales go to

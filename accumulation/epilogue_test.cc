@@ -4,6 +4,7 @@
 // float32's range (subnormal and overflowing products included).
 #include "accumulation/epilogue.h"
 
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -11,6 +12,7 @@
 #include "gtest/gtest.h"
 #include "accumulation/model.h"
 #include "cases/pinned_random.h"
+#include "cases/test_seed.h"
 #include "formats/ops.h"
 #include "oracles/exact_sum.h"
 
@@ -159,6 +161,42 @@ TEST(EpilogueTest, ApplyEpilogueIsScaleThenConversion) {
     EXPECT_EQ(v.bound, want.bound);
     EXPECT_GT(v.bound, scaled.bound);
   }
+}
+
+// epilogue.c = "after_scale": fl32(S32 y + c) against the host's fmaf (RNE) bit for bit, and its
+// bound against the exact |v - (S x + c)| in every rounding mode, x within y's bound.
+TEST(EpilogueTest, ScaleAddCIsOneFmaAndItsBoundHolds) {
+  PinnedRng rng(TestSeed(20261213, "EpilogueTest.ScaleAddC"));
+  int checked = 0;
+  for (int trial = 0; trial < 20000; ++trial) {
+    const double y = RandomFloat32(rng, -30, 30);
+    const double c = trial % 7 == 0 ? 0.0 : RandomFloat32(rng, -40, 40);
+    const EpilogueScales sc{RandomFloat32(rng, -20, 10), RandomFloat32(rng, -20, 10)};
+    const double b = trial % 3 == 0 ? 0.0 : std::fabs(y) * std::ldexp(1.0, -static_cast<int>(rng.Below(30)) - 5);
+    const double x = y + b * (2 * rng.Uniform01() - 1);  // Some exact value within the bound.
+    OpEnv env;
+    env.rounding = static_cast<Rounding>(rng.Below(5));  // rne, rna, rtz, rup, rdn.
+    if (trial % 2 == 0) env.rounding = Rounding::kNearestEven;
+    const uint64_t ybits = DoubleToBits(Float32(), y), cbits = DoubleToBits(Float32(), c);
+    const EpilogueValue v = ApplyScaleAddC(Float32(), ybits, b, sc, Float32(), cbits, env);
+    const double vd = ToDouble(Float32(), v.bits);
+    if (!std::isfinite(vd)) continue;
+    if (env.rounding == Rounding::kNearestEven) {
+      const float host = std::fmaf(static_cast<float>(sc.a * sc.b), static_cast<float>(y), static_cast<float>(c));
+      ASSERT_EQ(v.bits, std::bit_cast<uint32_t>(host)) << y << " " << c << " " << sc.a << " " << sc.b;
+    }
+    // |v - (S x + c)| exactly.
+    ExactAccumulator acc;
+    acc.AddProduct(Float64(), DoubleToBits(Float64(), sc.a * sc.b), Float64(), DoubleToBits(Float64(), x));
+    acc.Add(Float32(), cbits);
+    acc.Add(Float64(), DoubleToBits(Float64(), -vd));
+    OpEnv up;
+    up.rounding = acc.Sign() < 0 ? Rounding::kDownward : Rounding::kUpward;
+    const double err = std::fabs(ToDouble(Float64(), acc.Round(Float64(), up).bits));
+    ASSERT_LE(err, v.bound) << "trial " << trial;
+    ++checked;
+  }
+  EXPECT_GT(checked, 19000);
 }
 
 TEST(EpilogueTest, CheckScalesFollowsTheModel) {

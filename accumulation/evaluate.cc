@@ -264,13 +264,13 @@ class Evaluator {
   // The chain's starting node: c, or +0 with epilogue.c = "after".
   Node Start(uint64_t c_bits) {
     const FormatSpec& final_format = m_.FinalAccumulatorFormat();
-    return Leaf(final_format, m_.epilogue.c == EpilogueC::kAfter ? ZeroBits(final_format, false) : c_bits);
+    return Leaf(final_format, m_.AddsCAfterChain() ? ZeroBits(final_format, false) : c_bits);
   }
 
   // After the chain: epilogue.c = "after"'s add of c, then the output conversion.
   EvalResult Finish(Node total, uint64_t c_bits) {
     const FormatSpec& final_format = m_.FinalAccumulatorFormat();
-    if (m_.epilogue.c == EpilogueC::kAfter) {
+    if (m_.AddsCAfterChain()) {
       const Rounder epilogue =
           MakeRounder(final_format, final_format.fraction_bits, m_.epilogue.env);
       total = Add2(total, Leaf(final_format, c_bits), epilogue, m_.epilogue.env);

@@ -582,7 +582,9 @@ void ReadEpilogue(TomlReader& r, const toml::table& root, Model& m) {
   if (t == nullptr) return;
   r.CheckKeys(*t, "epilogue", {"c", "rounding", "scale", "scale_order", "scale_block", "block_apply"});
   m.epilogue.c = r.Choice<EpilogueC>(*t, "epilogue", "c",
-                                     {{"chain", EpilogueC::kChain}, {"after", EpilogueC::kAfter}},
+                                     {{"chain", EpilogueC::kChain},
+                                      {"after", EpilogueC::kAfter},
+                                      {"after_scale", EpilogueC::kAfterScale}},
                                      TomlKey::kRequired)
                      .value_or(EpilogueC::kChain);
   m.epilogue.scale = r.Choice<EpilogueScale>(*t, "epilogue", "scale",
@@ -627,11 +629,17 @@ void ReadEpilogue(TomlReader& r, const toml::table& root, Model& m) {
     r.Reject(*t, "epilogue", "scale_block", "applies only with epilogue.scale = \"block\"");
     r.Reject(*t, "epilogue", "block_apply", "applies only with epilogue.scale = \"block\"");
   }
-  if (m.epilogue.c == EpilogueC::kAfter) {
+  if (m.epilogue.c != EpilogueC::kChain) {
     RoundingKey(r, *t, "epilogue", "rounding", m.epilogue.env,
                 {"rne", "rna", "rtz", "rup", "rdn"});
   } else {
-    r.Reject(*t, "epilogue", "rounding", "applies only with epilogue.c = \"after\"");
+    r.Reject(*t, "epilogue", "rounding", "applies only with epilogue.c = \"after\" or \"after_scale\"");
+  }
+  if (m.epilogue.c == EpilogueC::kAfterScale &&
+      (m.epilogue.scale == EpilogueScale::kBlock || m.epilogue.scale_order != ScaleOrder::kProduct)) {
+    r.Fail(t->get("c"), "epilogue.c",
+           "\"after_scale\" adds c in one rounding with the combined scale: it needs epilogue.scale = "
+           "\"tensor\", \"row_col\" or \"none\" and scale_order = \"product\"");
   }
 }
 

@@ -55,8 +55,11 @@ enum class AlignmentExponent : uint8_t { kNominal, kActual };
 // +-Inf), or +-Inf whatever the rounding (kInf: NVIDIA tensor cores, measured on an H200).
 enum class FusedOverflow : uint8_t { kIeee, kInf };
 // epilogue.c: where the initial value c enters a dot (kChain: as the chain's initial
-// accumulator; kAfter: the chain runs from +0 and c is added once after it, in the epilogue).
-enum class EpilogueC : uint8_t { kChain, kAfter };
+// accumulator; kAfter: the chain runs from +0 and c is added once after it, in the epilogue;
+// kAfterScale: as kAfter, but when the caller has scales c is added after them, unscaled, in one
+// rounding with the scale: fl32(fl32(s_a s_b) acc + c), cuBLASLt's D = alpha' acc + beta C
+// (accumulation/epilogue.h ApplyScaleAddC)).
+enum class EpilogueC : uint8_t { kChain, kAfter, kAfterScale };
 // epilogue.scale: the scale factors the platform multiplies by (accumulation/epilogue.h): none,
 // one per tensor (s_a, s_b scalars), one per row of A and one per column of B (a per-tensor scale
 // is the constant vector), or per block (kBlock): one s_a per (row of A, K block) and one s_b per
@@ -175,8 +178,9 @@ struct Model {
   } chain;
 
   // [epilogue] (MODEL_FORMAT.md): what happens between the chain and the output conversion.
-  // c = kAfter: d = output(round(chain_from_+0 + c)), the one add in FinalAccumulatorFormat()
-  // rounded with `env` (epilogue.rounding) at its full precision.
+  // c = kAfter (and kAfterScale without scales): d = output(round(chain_from_+0 + c)), the one
+  // add in FinalAccumulatorFormat() rounded with `env` (epilogue.rounding) at its full precision.
+  // AddsCAfterChain() says whether c enters so.
   // scale, scale_order: the scale stage applied to the model's output when a caller has scales
   // (accumulation/epilogue.h ApplyEpilogue); the defaults are what every model did before the
   // keys existed. scale = kBlock: scale_block and block_apply, evaluated inside the chain
@@ -189,6 +193,10 @@ struct Model {
     BlockApply block_apply = BlockApply::kFma;      // scale = kBlock only.
     OpEnv env;  // epilogue.rounding (c = kAfter only).
   } epilogue;
+
+  // Whether the chain runs from +0 and c is added after it (epilogue.c = "after" or
+  // "after_scale"); what every evaluator asks.
+  bool AddsCAfterChain() const { return epilogue.c != EpilogueC::kChain; }
 
   struct Output {
     const FormatSpec* format = nullptr;  // Defaults: accumulator (promote: chain.format).

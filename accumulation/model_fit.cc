@@ -54,7 +54,7 @@ std::vector<FitVariant> SplitKFamily(const Model& base, int k, bool has_c, int m
   std::vector<FitVariant> out;
   if (base.adder.kind == AdderKind::kKahan || k < 2) return out;
   const int g = Group(base);
-  const bool c_commutes = !has_c || base.epilogue.c == EpilogueC::kAfter;
+  const bool c_commutes = !has_c || base.AddsCAfterChain();
   std::set<std::pair<std::vector<std::pair<int, int>>, int>> seen;
   // The base's own cut (when it is a split_k chain) is the base, not a variant.
   if (base.chain.kind == ChainKind::kSplitK) {
@@ -141,7 +141,7 @@ std::vector<FitVariant> DatapathFamily(const Model& base, bool has_c) {
   if (has_c) {
     FitVariant v;
     v.model = base;
-    const bool after = base.epilogue.c == EpilogueC::kAfter;
+    const bool after = base.AddsCAfterChain();
     v.model.epilogue.c = after ? EpilogueC::kChain : EpilogueC::kAfter;
     v.label = absl::StrCat("epilogue.c ", after ? "chain" : "after");
     // epilogue.rounding applies only with c = "after" ("" removes a key).

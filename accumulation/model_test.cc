@@ -298,13 +298,16 @@ TEST(ModelTest, OverflowAndEpilogueErrorsNameFileLineAndField) {
        "h.toml:27: epilogue.c: required key missing"},
       {"epilogue rounding with c in the chain",
        WithOverflowAndEpilogue("", "[epilogue]\nc = \"chain\"\nrounding = \"rne\"\n"),
-       "h.toml:29: epilogue.rounding: applies only with epilogue.c = \"after\""},
+       "h.toml:29: epilogue.rounding: applies only with epilogue.c = \"after\" or \"after_scale\""},
       {"epilogue stochastic rounding",
        WithOverflowAndEpilogue("", "[epilogue]\nc = \"after\"\nrounding = \"sr8\"\n"),
        "h.toml:29: epilogue.rounding: must be one of rne rna rtz rup rdn"},
       {"epilogue scale value",
        WithOverflowAndEpilogue("", "[epilogue]\nc = \"chain\"\nscale = \"tile\"\n"),
        "h.toml:29: epilogue.scale: must be one of none tensor row_col block, got \"tile\""},
+      {"epilogue after_scale with the sequential order",
+       WithOverflowAndEpilogue("", "[epilogue]\nc = \"after_scale\"\nscale_order = \"sequential\"\n"),
+       "h.toml:28: epilogue.c: \"after_scale\" adds c in one rounding with the combined scale"},
       {"epilogue block scale without its block",
        WithOverflowAndEpilogue("", "[epilogue]\nc = \"chain\"\nscale = \"block\"\n"),
        "h.toml:27: epilogue.scale_block: required key missing"},
@@ -941,7 +944,12 @@ TEST(ModelTest, NewPresets) {
                            "nvidia-h100-fp8e4m3-cublaslt-fastaccum"}) {
     absl::StatusOr<Model> lib = LoadModelFile(dir + "/" + name + ".toml");
     ASSERT_TRUE(lib.ok()) << lib.status();
-    EXPECT_EQ(lib->epilogue.c, EpilogueC::kAfter) << name;
+    // cuBLAS adds C after the chain; cuBLASLt's FP8 GEMM also after its A and B scales.
+    EXPECT_EQ(lib->epilogue.c, std::string_view(name).find("fp8") != std::string_view::npos
+                                   ? EpilogueC::kAfterScale
+                                   : EpilogueC::kAfter)
+        << name;
+    EXPECT_TRUE(lib->AddsCAfterChain()) << name;
     EXPECT_EQ(lib->adder.overflow, FusedOverflow::kInf) << name;
   }
   absl::StatusOr<Model> s1688 = LoadModelFile(dir + "/nvidia-h100-tf32-cutlass-s1688.toml");

@@ -96,7 +96,7 @@ class Builder {
     const int c = Leaf(Kind::kInit, -1);
     // epilogue.c = "after": the chain starts from +0 and c is added after it (drawn as a
     // combine add, c first, as the other adds of c to a finished partial sum).
-    const bool c_after = m_.epilogue.c == EpilogueC::kAfter;
+    const bool c_after = m_.AddsCAfterChain();
     int total = accumulation_internal::WalkChain(m_, k, seed_, c_after ? Zero() : c, *this);
     if (c_after) total = AddNode(c, total, Role::kCombine);
     const FormatSpec& final_format = m_.FinalAccumulatorFormat();

@@ -246,6 +246,33 @@ absl::Status MatmulOp::Init() {
   sa_ = *std::move(sa);
   sb_ = *std::move(sb);
   scaled_ = any_scale && !block_scaled_;
+  // epilogue.c = "after_scale" (cuBLASLt): with scales and a C, out = fl32(S32 acc + C), C
+  // unscaled. The exact value then differs from the other platforms' S (x + C): one run takes
+  // one of the two.
+  if (scaled_ && in.c != nullptr) {
+    for (size_t p = 0; p < models_.size(); ++p) {
+      const bool after_scale = models_[p]->epilogue.c == EpilogueC::kAfterScale;
+      if (p > 0 && after_scale != c_after_scale_) {
+        return absl::InvalidArgumentError(
+            Cat("--platform: ", c_after_scale_ ? m0.name : setup_.platforms[p].name,
+                " adds C after the scales (epilogue.c = \"after_scale\") and ",
+                c_after_scale_ ? setup_.platforms[p].name : m0.name,
+                " scales it with the product: audit them in separate runs"));
+      }
+      c_after_scale_ = after_scale;
+    }
+    if (c_after_scale_) {
+      if (fa.fraction_bits > 23 || fb.fraction_bits > 23) {
+        return absl::InvalidArgumentError(Cat("--c with scales: ", m0.name, " takes ", fa.name, " x ",
+                                              fb.name, " inputs; at most 24 significand bits are supported"));
+      }
+      for (const Model* mp : models_) {
+        chain_only_.push_back(*mp);
+        chain_only_.back().epilogue.c = EpilogueC::kChain;
+      }
+    }
+  }
+  operands_scaled_ = block_scaled_ || c_after_scale_;
   for (size_t p = 0; p < models_.size() && !block_scaled_; ++p) {
     if (absl::Status s = CheckEpilogueScales(*models_[p], in.scale_a != nullptr ? in.scale_a->size() : 0,
                                              in.scale_b != nullptr ? in.scale_b->size() : 0);
@@ -271,6 +298,11 @@ absl::Status MatmulOp::Init() {
                 in.c != nullptr ? "; C[i,j] unscaled" : "",
                 "; exact = ", in.c != nullptr ? "C[i,j] + " : "",
                 "sum_b scale_a[i,b] scale_b[b,j] sum_{k in b} A[i,k] B[k,j]")
+      : c_after_scale_
+          ? Cat("out = fl_", O.format->name, "(fl32(fl32(scale_a[i] * scale_b[j]) * acc + C[i,j])), one "
+                "rounding (FFMA), acc = the platform's ", m0.OutputFormat().name,
+                " output of sum_k A[i,k] B[k,j] from +0; exact = scale_a[i] * scale_b[j] * sum_k "
+                "A[i,k] B[k,j] + C[i,j]")
       : scaled_ ? Cat("out = fl_", O.format->name,
                     m0.epilogue.scale_order == ScaleOrder::kProduct
                         ? "(fl32(fl32(scale_a[i] * scale_b[j]) * acc)), acc = "
@@ -287,7 +319,7 @@ absl::Status MatmulOp::Init() {
   AddFileProvenance(setup_.provenance, "out", O);
   setup_.provenance.emplace_back("tool", ToolVersion());
   RecommendAll();
-  certify_ = !block_scaled_ && ActiveIsa() != Isa::kPortable && CertifiedMatmul::Supports(fa) &&
+  certify_ = !operands_scaled_ && ActiveIsa() != Isa::kPortable && CertifiedMatmul::Supports(fa) &&
              CertifiedMatmul::Supports(fb) && k <= (int64_t{1} << 31);
   block_rows_ = std::max<int64_t>(1, std::min<int64_t>(m, (1 << 18) / std::max<int64_t>(1, n)));
   return absl::OkStatus();
@@ -352,14 +384,15 @@ absl::Status MatmulOp::InitBlockScales(const std::string& platform) {
 
 void MatmulOp::ScaledOperands(int64_t e, std::span<const uint64_t> a, std::span<const uint64_t> b,
                               std::vector<uint64_t>& x, std::vector<uint64_t>& y) const {
-  const BlockScales s = ElementBlockScales(e);
+  const BlockScales s = block_scaled_ ? ElementBlockScales(e) : BlockScales{};
+  const double sa = ScaleA(e), sb = ScaleB(e);  // Without block scales.
   x.resize(a.size());
   y.resize(b.size());
   for (size_t kk = 0; kk < a.size(); ++kk) {
-    const size_t blk = kk / static_cast<size_t>(scale_block_);
+    const size_t blk = block_scaled_ ? kk / static_cast<size_t>(scale_block_) : 0;
     // Exact: <= 24-bit inputs times float32 scales (<= 48 bits, exponents within binary64's).
-    x[kk] = std::bit_cast<uint64_t>(s.a[blk] * ToDouble(*fa_, a[kk]));
-    y[kk] = std::bit_cast<uint64_t>(s.b[blk] * ToDouble(*fb_, b[kk]));
+    x[kk] = std::bit_cast<uint64_t>((block_scaled_ ? s.a[blk] : sa) * ToDouble(*fa_, a[kk]));
+    y[kk] = std::bit_cast<uint64_t>((block_scaled_ ? s.b[blk] : sb) * ToDouble(*fb_, b[kk]));
   }
 }
 
@@ -437,15 +470,19 @@ absl::Status MatmulOp::EmulateBlock(int64_t e0, int64_t e1, std::vector<std::vec
   for (size_t p = 0; p < models_.size(); ++p) {
     EvalOptions eo;
     eo.threads = std::max(1, options_.threads);
-    if (absl::Status s = EvaluateMatmul(*models_[p], static_cast<int>(mb), static_cast<int>(n_),
+    // c_after_scale_: the chain alone (from +0); C enters after the scale, in PostProcess.
+    if (absl::Status s = EvaluateMatmul(EvalModel(p), static_cast<int>(mb), static_cast<int>(n_),
                                         static_cast<int>(k_), ablock, Layout::kRowMajor, bspan,
-                                        Layout::kColumnMajor, cblock_, d_, bounds_, eo);
+                                        Layout::kColumnMajor,
+                                        c_after_scale_ ? std::span<const uint64_t>() : cblock_, d_,
+                                        bounds_, eo);
         !s.ok()) {
       return s;
     }
     emu[p].resize(d_.size());
     for (size_t t = 0; t < d_.size(); ++t) {
-      emu[p][t] = PostProcess(p, e0 + static_cast<int64_t>(t), d_[t], bounds_[t]);
+      emu[p][t] = PostProcess(p, e0 + static_cast<int64_t>(t), d_[t], bounds_[t],
+                              c_after_scale_ ? &cblock_[t] : nullptr);
     }
   }
   if (certify_) {
@@ -494,7 +531,7 @@ double MatmulOp::ExactDotDouble(std::span<const uint64_t> x, std::span<const uin
 }
 
 std::optional<double> MatmulOp::TransposedB(int64_t e, std::span<const uint64_t> a) const {
-  if (k_ != n_ || fa_ != fb_ || block_scaled_) return std::nullopt;
+  if (k_ != n_ || fa_ != fb_ || operands_scaled_) return std::nullopt;
   const int64_t bi = e / (m_ * n_), j = e % n_;
   std::vector<uint64_t> row(static_cast<size_t>(k_));
   for (int64_t kk = 0; kk < k_; ++kk) row[static_cast<size_t>(kk)] = BAt(bi, j, kk);
@@ -502,7 +539,7 @@ std::optional<double> MatmulOp::TransposedB(int64_t e, std::span<const uint64_t>
 }
 
 std::optional<double> MatmulOp::TransposedA(int64_t e, std::span<const uint64_t> b) const {
-  if (m_ != k_ || fa_ != fb_ || block_scaled_) return std::nullopt;
+  if (m_ != k_ || fa_ != fb_ || operands_scaled_) return std::nullopt;
   const int64_t bi = e / (m_ * n_), i = (e / n_) % m_;
   std::vector<uint64_t> col(static_cast<size_t>(k_));
   for (int64_t kk = 0; kk < k_; ++kk) col[static_cast<size_t>(kk)] = AAt(bi, kk, i);

@@ -166,11 +166,11 @@ void ReductionOp::NoteOutputConversion(const Model& m0, const std::string& model
                              " and bounds widened by that conversion"));
 }
 
-Emulated ReductionOp::PostProcess(size_t p, int64_t e, uint64_t model_bits,
-                                  double model_bound) const {
+Emulated ReductionOp::PostProcess(size_t p, int64_t e, uint64_t model_bits, double model_bound,
+                                  const uint64_t* c_bits) const {
   const EpilogueScales scales{ScaleA(e), ScaleB(e)};
   const EpilogueValue v = ApplyEpilogue(*models_[p], model_bits, model_bound, scaled_ ? &scales : nullptr,
-                                        *setup_.out_format, out_rounding_);
+                                        *setup_.out_format, out_rounding_, c_bits);
   return Emulated{v.bits, v.bound};
 }
 
@@ -188,7 +188,7 @@ void ReductionOp::Exact(int64_t e, bool in_block, OpScratch& scratch, ExactFacts
     acc.Reset();
     if (sum_) {
       acc.AddSum(*fa_, s.as);
-    } else if (block_scaled_) {
+    } else if (operands_scaled_) {
       std::span<const uint64_t> x, y;
       if (!in_block || !ScaledView(e, x, y)) {
         ScaledOperands(e, s.as, s.bs, s.sx, s.sy);
@@ -210,7 +210,7 @@ void ReductionOp::Exact(int64_t e, bool in_block, OpScratch& scratch, ExactFacts
     return;
   }
   acc.ToMpfr(s.x.v);
-  if (scaled_) {
+  if (scaled_ && !operands_scaled_) {
     mpfr_prec_round(s.x.v, mpfr_get_prec(s.x.v) + 60, MPFR_RNDN);  // Exact: widening.
     mpfr_mul_d(s.x.v, s.x.v, Scale(e), MPFR_RNDN);                 // Exact: 53 more bits fit.
   }
@@ -224,32 +224,33 @@ Emulated ReductionOp::EmulateOne(int64_t e, size_t p, OpScratch& scratch) const 
   absl::StatusOr<EvalResult> r =
       sum_            ? EvaluateSum(*models_[p], s.as, s.c, eo)
       : block_scaled_ ? EvaluateBlockScaledDot(*models_[p], s.as, s.bs, ElementBlockScales(e), s.c, eo)
-                      : EvaluateDot(*models_[p], s.as, s.bs, s.c, eo);
-  return r.ok() ? PostProcess(p, e, r->bits, r->bound) : Emulated{};
+      : c_after_scale_ ? EvaluateDot(EvalModel(p), s.as, s.bs, 0, eo)
+                       : EvaluateDot(*models_[p], s.as, s.bs, s.c, eo);
+  return r.ok() ? PostProcess(p, e, r->bits, r->bound, c_after_scale_ ? &s.c : nullptr) : Emulated{};
 }
 
 double ReductionOp::AbsSum(int64_t e, OpScratch& scratch) const {
   Scratch& s = static_cast<Scratch&>(scratch);
-  if (block_scaled_) ScaledOperands(e, s.as, s.bs, s.sx, s.sy);
-  ExactAccumulator abs = sum_            ? ExactAbsSum(*fa_, s.as)
-                         : block_scaled_ ? ExactAbsDot(Float64(), s.sx, Float64(), s.sy)
+  if (operands_scaled_) ScaledOperands(e, s.as, s.bs, s.sx, s.sy);
+  ExactAccumulator abs = sum_              ? ExactAbsSum(*fa_, s.as)
+                         : operands_scaled_ ? ExactAbsDot(Float64(), s.sx, Float64(), s.sy)
                                          : ExactAbsDot(*fa_, s.as, *fb_, s.bs);
   if (!abs.IsFinite()) return INFINITY;
   Mpfr v;
   abs.ToMpfr(v.v);
-  return mpfr_get_d(v.v, MPFR_RNDU) * std::fabs(Scale(e));
+  return mpfr_get_d(v.v, MPFR_RNDU) * (operands_scaled_ ? 1.0 : std::fabs(Scale(e)));
 }
 
 std::string ReductionOp::Diagnose(int64_t e, size_t p, OpScratch& scratch,
                                   const ExactFacts& facts, uint64_t y, double bound) const {
   Scratch& sc = static_cast<Scratch&>(scratch);
   // Block-scaled: the relations below are tried on the scaled operands (float64, exact).
-  if (block_scaled_) ScaledOperands(e, sc.as, sc.bs, sc.sx, sc.sy);
-  const std::span<const uint64_t> a = block_scaled_ ? std::span<const uint64_t>(sc.sx) : sc.as;
-  const std::span<const uint64_t> b = block_scaled_ ? std::span<const uint64_t>(sc.sy) : sc.bs;
+  if (operands_scaled_) ScaledOperands(e, sc.as, sc.bs, sc.sx, sc.sy);
+  const std::span<const uint64_t> a = operands_scaled_ ? std::span<const uint64_t>(sc.sx) : sc.as;
+  const std::span<const uint64_t> b = operands_scaled_ ? std::span<const uint64_t>(sc.sy) : sc.bs;
   const FormatSpec& out = *setup_.out_format;
   const double yd = ToDouble(out, y), x = facts.x;
-  const double s = Scale(e);
+  const double s = operands_scaled_ ? 1.0 : Scale(e);  // Scaled operands carry their scales.
   const Relation rel(out, yd, bound);
   const auto holds = [&](double r) { return rel.Holds(r); };
   const bool nonzero = std::fabs(x) > bound;
@@ -257,7 +258,7 @@ std::string ReductionOp::Diagnose(int64_t e, size_t p, OpScratch& scratch,
   if (nonzero && holds(-x)) return "sign flipped (out = -exact)";
   // Scales first: a power-of-two scale forgotten is also "off by a power of two", and the scale
   // is the better explanation.
-  if (scaled_ && nonzero) {
+  if (scaled_ && !operands_scaled_ && nonzero) {
     const double sa = ScaleA(e), sb = ScaleB(e);
     if (sa != 1 && holds(x / sa)) return "FP8 scale_a missing (out = exact / scale_a)";
     if (sb != 1 && holds(x / sb)) return "FP8 scale_b missing (out = exact / scale_b)";
@@ -278,8 +279,8 @@ std::string ReductionOp::Diagnose(int64_t e, size_t p, OpScratch& scratch,
     if (std::string p2 = rel.PowerOfTwo(x); !p2.empty()) return p2;
   }
   const int64_t k = setup_.k;
-  const FormatSpec& fa = block_scaled_ ? Float64() : *fa_;
-  const FormatSpec* fb = block_scaled_ ? &Float64() : fb_;
+  const FormatSpec& fa = operands_scaled_ ? Float64() : *fa_;
+  const FormatSpec* fb = operands_scaled_ ? &Float64() : fb_;
   auto partial = [&](int64_t t0, int64_t t1) {
     const std::span<const uint64_t> ta = a.subspan(static_cast<size_t>(t0), static_cast<size_t>(t1 - t0));
     ExactAccumulator acc;
@@ -345,8 +346,8 @@ void ReductionOp::Mutations(const AuditPlatform& p,
   std::array<int64_t, 4> accepted{};
   int64_t tested = 0;
   // Block-scaled: the mutations act on the scaled operands (float64, exact), as the exact value.
-  const FormatSpec& fa = block_scaled_ ? Float64() : *fa_;
-  const FormatSpec* fb = block_scaled_ ? &Float64() : fb_;
+  const FormatSpec& fa = operands_scaled_ ? Float64() : *fa_;
+  const FormatSpec* fb = operands_scaled_ ? &Float64() : fb_;
   const FormatSpec& out = *setup_.out_format;
   Scratch sc;
   for (int64_t sidx = 0; sidx < samples; ++sidx) {
@@ -355,11 +356,11 @@ void ReductionOp::Mutations(const AuditPlatform& p,
     Exact(e, false, sc, facts);
     if (facts.nan || facts.inf) continue;
     ++tested;
-    if (block_scaled_) ScaledOperands(e, sc.a, sc.b, sc.sx, sc.sy);
-    const std::vector<uint64_t>& a = block_scaled_ ? sc.sx : sc.a;
-    const std::vector<uint64_t>& b = block_scaled_ ? sc.sy : sc.b;
+    if (operands_scaled_) ScaledOperands(e, sc.a, sc.b, sc.sx, sc.sy);
+    const std::vector<uint64_t>& a = operands_scaled_ ? sc.sx : sc.a;
+    const std::vector<uint64_t>& b = operands_scaled_ ? sc.sy : sc.b;
     const ExactAccumulator& acc = sc.acc;
-    const double s = Scale(e);
+    const double s = operands_scaled_ ? 1.0 : Scale(e);
     const double tol = p.rec_atol + p.rec_rtol * std::fabs(facts.x);
     auto rounded = [&](ExactAccumulator& m) {
       Mpfr v;

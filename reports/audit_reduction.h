@@ -61,9 +61,10 @@ class ReductionOp : public AuditOp {
   virtual double ScaleB(int64_t e) const;
   // Block-scaled matmul (block_scaled_: the platforms' epilogue.scale = "block" and scales per K
   // block were given; MatmulOp): element e's block scales (spans into the op's state), and its
-  // operands with those scales multiplied in, as float64 bits (exact: inputs of <= 24
-  // significand bits times float32 scales). The exact value, |terms|, the diagnoses and the
-  // mutations run on the scaled operands; EmulateOne on EvaluateBlockScaledDot.
+  // operands with its scales (block scales, or with c_after_scale_ its row's and column's)
+  // multiplied in, as float64 bits (exact: inputs of <= 24 significand bits times float32
+  // scales). With operands_scaled_ the exact value, |terms|, the diagnoses and the mutations run
+  // on the scaled operands; with block_scaled_ EmulateOne runs EvaluateBlockScaledDot.
   virtual BlockScales ElementBlockScales(int64_t e) const;
   virtual void ScaledOperands(int64_t e, std::span<const uint64_t> a, std::span<const uint64_t> b,
                               std::vector<uint64_t>& x, std::vector<uint64_t>& y) const;
@@ -87,7 +88,13 @@ class ReductionOp : public AuditOp {
   // Platform p's value for element e in the output file's format: the model's epilogue
   // (accumulation/epilogue.h ApplyEpilogue: the scale, e.g. out = fl32(fl32(s_a s_b) * y), and
   // the conversion into out's format), the bound widened by both.
-  Emulated PostProcess(size_t p, int64_t e, uint64_t model_bits, double model_bound) const;
+  // c_bits: the element's c where the platform adds it after its scales (c_after_scale_).
+  Emulated PostProcess(size_t p, int64_t e, uint64_t model_bits, double model_bound,
+                       const uint64_t* c_bits = nullptr) const;
+  // The model whose evaluation PostProcess takes for platform p: models_[p], or with
+  // c_after_scale_ its copy with epilogue.c = "chain", evaluated from c = +0 (the chain alone;
+  // c enters in PostProcess, after the scale).
+  const Model& EvalModel(size_t p) const { return c_after_scale_ ? chain_only_[p] : *models_[p]; }
 
   const bool sum_;
   const AuditOptions& options_;
@@ -98,6 +105,13 @@ class ReductionOp : public AuditOp {
   const FormatSpec* c_format_ = nullptr;  // Set when C enters the sum.
   bool scaled_ = false;        // Per-tensor or per-row/column scales (the epilogue's stage).
   bool block_scaled_ = false;  // Per-block scales (inside the chain).
+  // C added after the scales (epilogue.c = "after_scale", with scales and a C): out =
+  // fl32(S32 acc + C), exact S x + C.
+  bool c_after_scale_ = false;
+  std::vector<Model> chain_only_;  // c_after_scale_: models_ with epilogue.c = "chain".
+  // The exact value, |terms|, diagnoses and mutations take ScaledOperands (float64 operands with
+  // their scales in) and add c unscaled: block_scaled_ or c_after_scale_.
+  bool operands_scaled_ = false;
   OpEnv out_rounding_;
 
  private:

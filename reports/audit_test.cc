@@ -450,6 +450,58 @@ TEST_F(AuditTest, MxBlockScales) {
             "(epilogue.block_apply = \"products\", MX E8M0)");
 }
 
+// cuBLASLt's scaled FP8 GEMM with C (nvidia-h100-fp8e4m3-cublaslt, epilogue.c = "after_scale"):
+// out = fl32(fl32(s_a s_b) acc + C) in one FFMA, made on the host with std::fmaf from the chain's
+// value, audited identical; the same output with C scaled too (S (acc + C)) is unexplained; a
+// platform that scales C cannot join the run.
+TEST_F(AuditTest, ScaledFp8WithCAddedAfterTheScale) {
+  const Model& lt = M("nvidia-h100-fp8e4m3-cublaslt");
+  Model chain = lt;
+  chain.epilogue.c = EpilogueC::kChain;
+  const int m = 4, n = 6, k = 200;
+  const Tensor a = Random(*lt.inputs.a, {m, k}, 31), b = Random(lt.InputB(), {k, n}, 32);
+  Tensor sa = *MakeTensor("float32", {m}), sb = *MakeTensor("float32", {n});
+  Tensor c = Random(Float32(), {m, n}, 33);
+  for (int i = 0; i < m; ++i) sa.SetBits(i, DoubleToBits(Float32(), 0.0371 * (i + 1)));
+  for (int j = 0; j < n; ++j) sb.SetBits(j, DoubleToBits(Float32(), 0.25 + 0.1 * j));  // S < 0.12: far from 1.
+  const Tensor acc = EmulateMatmul(chain, a, b);  // The chain from +0, C not added.
+  Tensor out = *MakeTensor("float32", {m, n}), scaled_c = *MakeTensor("float32", {m, n});
+  for (int i = 0; i < m; ++i) {
+    for (int j = 0; j < n; ++j) {
+      const float s = static_cast<float>(ToDouble(Float32(), sa.Bits(i)) * ToDouble(Float32(), sb.Bits(j)));
+      const float y = std::bit_cast<float>(static_cast<uint32_t>(acc.Bits(i * n + j)));
+      const float cv = std::bit_cast<float>(static_cast<uint32_t>(c.Bits(i * n + j)));
+      out.SetBits(i * n + j, std::bit_cast<uint32_t>(std::fmaf(s, y, cv)));
+      scaled_c.SetBits(i * n + j, std::bit_cast<uint32_t>(s * (y + cv)));
+    }
+  }
+  MatmulAuditInput in; in.a = &a; in.b = &b; in.c = &c; in.out = &out; in.scale_a = &sa; in.scale_b = &sb;
+  absl::StatusOr<AuditResult> r = AuditMatmul(in, Options({lt.name}));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(Count(*r, AuditClass::kIdentical), m * n);
+  EXPECT_NE(r->formula.find("* acc + C[i,j])), one rounding (FFMA)"), std::string::npos) << r->formula;
+  in.out = &scaled_c;
+  r = AuditMatmul(in, Options({lt.name}));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(Count(*r, AuditClass::kUnexplained), m * n);
+  r = AuditMatmul(in, Options({lt.name, "nvidia-h100-fp8e4m3-promote128"}));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(std::string(r.status().message()).find("adds C after the scales"), std::string::npos) << r.status();
+  // Without C the stage is the plain product order: out = fl32(S32 acc).
+  in.c = nullptr;
+  Tensor plain = *MakeTensor("float32", {m, n});
+  for (int i = 0; i < m; ++i) {
+    for (int j = 0; j < n; ++j) {
+      const float s = static_cast<float>(ToDouble(Float32(), sa.Bits(i)) * ToDouble(Float32(), sb.Bits(j)));
+      plain.SetBits(i * n + j, std::bit_cast<uint32_t>(s * std::bit_cast<float>(static_cast<uint32_t>(acc.Bits(i * n + j)))));
+    }
+  }
+  in.out = &plain;
+  r = AuditMatmul(in, Options({lt.name}));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(Count(*r, AuditClass::kIdentical), m * n);
+}
+
 TEST_F(AuditTest, ResultDoesNotDependOnThreads) {
   const Tensor a = Random(BFloat16(), {33, 200}, 13), b = Random(BFloat16(), {200, 17}, 14);
   Tensor out = EmulateMatmul(M("trainium2-bf16"), a, b);
