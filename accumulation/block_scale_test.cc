@@ -10,10 +10,10 @@
 //    three ways, and that it is not vacuous;
 //  * the argument errors.
 // Randomized with FPCONFORM_SEED (cases/test_seed.h).
+#include <array>
 #include <bit>
 #include <cmath>
 #include <cstdio>
-#include <initializer_list>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -124,6 +124,31 @@ double ErrorOf(double v, const ExactAccumulator& exact) {
 
 const char kDeepGemm[] = "nvidia-h100-fp8e4m3-deepgemm";
 
+// The three ways block scales enter: the DeepGEMM preset ("fma"), the same with "mul_add", and
+// MX-style "products" on the H100 e4m3 datapath with blocks of 32.
+struct Ways {
+  Model fma, mul_add, mx;
+  std::array<const Model*, 3> All() const { return {&fma, &mul_add, &mx}; }
+};
+
+Ways MakeWays() {
+  Ways w;
+  w.fma = *LoadModelFile(ModelPath(kDeepGemm));
+  w.mul_add = w.fma;
+  w.mul_add.name += " (mul_add)";
+  w.mul_add.epilogue.block_apply = BlockApply::kMulAdd;
+  w.mx = Parse(WithEpilogue("nvidia-h100-fp8e4m3", "mx",
+                            "c = \"chain\"\nscale = \"block\"\nscale_block = 32\nblock_apply = \"products\"\n"));
+  return w;
+}
+
+// n random float8_e4m3fn operands (RandomE4m3).
+std::vector<uint64_t> RandomE4m3s(PinnedRng& rng, size_t n, bool normal_only = false) {
+  std::vector<uint64_t> v(n);
+  for (uint64_t& x : v) x = RandomE4m3(rng, normal_only);
+  return v;
+}
+
 TEST(BlockScaleTest, CatalogModelParses) {
   absl::StatusOr<Model> m = LoadModelFile(ModelPath(kDeepGemm));
   ASSERT_TRUE(m.ok()) << m.status();
@@ -167,19 +192,10 @@ TEST(BlockScaleTest, KeyErrors) {
 
 TEST(BlockScaleTest, UnitScalesAreTheUnscaledDot) {
   PinnedRng rng(TestSeed(20261207, "BlockScaleTest.UnitScales"));
-  const Model fma = *LoadModelFile(ModelPath(kDeepGemm));
-  Model mul_add = fma;
-  mul_add.name += " (mul_add)";
-  mul_add.epilogue.block_apply = BlockApply::kMulAdd;
-  const Model products = Parse(WithEpilogue(
-      "nvidia-h100-fp8e4m3", "p", "c = \"chain\"\nscale = \"block\"\nscale_block = 32\nblock_apply = \"products\"\n"));
-  for (const Model* m : std::initializer_list<const Model*>{&fma, &mul_add, &products}) {
+  const Ways ways = MakeWays();
+  for (const Model* m : ways.All()) {
     for (int k : {1, 31, 32, 33, 127, 128, 129, 300, 1024}) {
-      std::vector<uint64_t> a(k), b(k);
-      for (int i = 0; i < k; ++i) {
-        a[i] = RandomE4m3(rng, false);
-        b[i] = RandomE4m3(rng, false);
-      }
+      const std::vector<uint64_t> a = RandomE4m3s(rng, k), b = RandomE4m3s(rng, k);
       const size_t nb = (k + m->epilogue.scale_block - 1) / m->epilogue.scale_block;
       const std::vector<double> ones(nb, 1.0);
       const uint64_t c = DoubleToBits(Float32(), rng.Below(2) ? 0 : 3.5);
@@ -204,19 +220,14 @@ TEST(BlockScaleTest, UnitScalesAreTheUnscaledDot) {
 // multiply-and-add.
 TEST(BlockScaleTest, PromotedScalesMatchTheHostsFloat32Arithmetic) {
   PinnedRng rng(TestSeed(20261208, "BlockScaleTest.Host"));
-  const Model fma = *LoadModelFile(ModelPath(kDeepGemm));
-  Model mul_add = fma;
-  mul_add.name += " (mul_add)";
-  mul_add.epilogue.block_apply = BlockApply::kMulAdd;
+  const Ways ways = MakeWays();
+  const Model& fma = ways.fma;
+  const Model& mul_add = ways.mul_add;
   int checked = 0, differ = 0;
   for (int trial = 0; trial < 400; ++trial) {
     const int k = 1 + static_cast<int>(rng.Below(trial < 200 ? 640 : 2048));
     const int nb = (k + 127) / 128;
-    std::vector<uint64_t> a(k), b(k);
-    for (int i = 0; i < k; ++i) {
-      a[i] = RandomE4m3(rng, false);
-      b[i] = RandomE4m3(rng, false);
-    }
+    const std::vector<uint64_t> a = RandomE4m3s(rng, k), b = RandomE4m3s(rng, k);
     std::vector<double> sa(nb), sb(nb);
     for (int j = 0; j < nb; ++j) {
       sa[j] = RandomScale(rng, -12, 8);
@@ -284,23 +295,14 @@ TEST(BlockScaleTest, PowerOfTwoScalesAreScaledInputs) {
 
 TEST(BlockScaleTest, BoundHoldsAndIsNotVacuous) {
   PinnedRng rng(TestSeed(20261210, "BlockScaleTest.Bound"));
-  const Model fma = *LoadModelFile(ModelPath(kDeepGemm));
-  Model mul_add = fma;
-  mul_add.name += " (mul_add)";
-  mul_add.epilogue.block_apply = BlockApply::kMulAdd;
-  const Model mx = Parse(WithEpilogue(
-      "nvidia-h100-fp8e4m3", "mx", "c = \"chain\"\nscale = \"block\"\nscale_block = 32\nblock_apply = \"products\"\n"));
+  const Ways ways = MakeWays();
   double worst = 0;  // Largest error / bound seen.
-  for (const Model* m : std::initializer_list<const Model*>{&fma, &mul_add, &mx}) {
+  for (const Model* m : ways.All()) {
     const int block = m->epilogue.scale_block;
     for (int trial = 0; trial < 300; ++trial) {
       const int k = 1 + static_cast<int>(rng.Below(1500));
       const int nb = (k + block - 1) / block;
-      std::vector<uint64_t> a(k), b(k);
-      for (int i = 0; i < k; ++i) {
-        a[i] = RandomE4m3(rng, false);
-        b[i] = RandomE4m3(rng, false);
-      }
+      const std::vector<uint64_t> a = RandomE4m3s(rng, k), b = RandomE4m3s(rng, k);
       std::vector<double> sa(nb), sb(nb);
       for (int j = 0; j < nb; ++j) {
         const bool pow2 = m->epilogue.block_apply == BlockApply::kProducts;
@@ -343,14 +345,9 @@ TEST(BlockScaleTest, BoundHoldsAndIsNotVacuous) {
 // fast path's partial sums, M of each block summed separately); both layouts, C, special values.
 TEST(BlockScaleTest, MatmulIsTheDotPerElement) {
   PinnedRng rng(TestSeed(20261211, "BlockScaleTest.Matmul"));
-  const Model fma = *LoadModelFile(ModelPath(kDeepGemm));
-  Model mul_add = fma;
-  mul_add.name += " (mul_add)";
-  mul_add.epilogue.block_apply = BlockApply::kMulAdd;
-  const Model mx = Parse(WithEpilogue(
-      "nvidia-h100-fp8e4m3", "mx", "c = \"chain\"\nscale = \"block\"\nscale_block = 32\nblock_apply = \"products\"\n"));
+  const Ways ways = MakeWays();
   int specials = 0;
-  for (const Model* model : std::initializer_list<const Model*>{&fma, &mul_add, &mx}) {
+  for (const Model* model : ways.All()) {
     const bool pow2 = model->epilogue.block_apply == BlockApply::kProducts;
     for (int trial = 0; trial < 12; ++trial) {
       const int m = 1 + static_cast<int>(rng.Below(9)), n = 1 + static_cast<int>(rng.Below(9));
@@ -358,9 +355,8 @@ TEST(BlockScaleTest, MatmulIsTheDotPerElement) {
       const int kb = (k + model->epilogue.scale_block - 1) / model->epilogue.scale_block;
       const Layout la = rng.Below(2) ? Layout::kRowMajor : Layout::kColumnMajor;
       const Layout lb = rng.Below(2) ? Layout::kRowMajor : Layout::kColumnMajor;
-      std::vector<uint64_t> a(size_t(m) * k), b(size_t(k) * n), c, d(size_t(m) * n);
-      for (uint64_t& x : a) x = RandomE4m3(rng, false);
-      for (uint64_t& x : b) x = RandomE4m3(rng, false);
+      std::vector<uint64_t> a = RandomE4m3s(rng, size_t(m) * k), b = RandomE4m3s(rng, size_t(k) * n);
+      std::vector<uint64_t> c, d(size_t(m) * n);
       if (trial % 4 == 3) {  // A NaN and a product Inf * 0 (e4m3fn has no Inf: a NaN, and a zero).
         a[rng.Below(a.size())] = 0x7F;
         b[rng.Below(b.size())] = 0x00;
@@ -404,16 +400,16 @@ TEST(BlockScaleTest, MatmulIsTheDotPerElement) {
   // Sizes of the scale arrays.
   std::vector<uint64_t> a(2 * 200, 0x38), b(200 * 3, 0x38), d(6);
   const std::vector<double> sa(2 * 2, 1.0), sbt(3 * 1, 1.0);
-  const absl::Status st = EvaluateBlockScaledMatmul(fma, 2, 3, 200, a, Layout::kRowMajor, b, Layout::kRowMajor,
+  const absl::Status st = EvaluateBlockScaledMatmul(ways.fma, 2, 3, 200, a, Layout::kRowMajor, b, Layout::kRowMajor,
                                                     sa, sbt, {}, d);
   EXPECT_EQ(st.message(), "block scales: 4 for A and 3 for B, expected 4 (2 x 2) and 6 (3 x 2): K = 200 in blocks of 128");
 }
 
 TEST(BlockScaleTest, ArgumentErrors) {
-  const Model fma = *LoadModelFile(ModelPath(kDeepGemm));
+  const Ways ways = MakeWays();
+  const Model& fma = ways.fma;
+  const Model& mx = ways.mx;
   const Model plain = *LoadModelFile(ModelPath("nvidia-h100-fp8e4m3-promote128"));
-  const Model mx = Parse(WithEpilogue(
-      "nvidia-h100-fp8e4m3", "mx", "c = \"chain\"\nscale = \"block\"\nscale_block = 32\nblock_apply = \"products\"\n"));
   const std::vector<uint64_t> a(200, 0x38), b(200, 0x38);  // 1.0 in e4m3.
   const std::vector<double> two = {1, 1}, one = {1}, seven(7, 1.0);
   auto error = [](const absl::StatusOr<EvalResult>& r) {
