@@ -297,10 +297,15 @@ def _threads(threads: Optional[int]) -> int:
     return 0 if threads is None else int(threads)
 
 
-def emulate_matmul(a: Any, b: Any, platform: str, c: Any = None, threads: Optional[int] = None):
+def emulate_matmul(a: Any, b: Any, platform: str, c: Any = None, threads: Optional[int] = None, *,
+                   scale_a: Any = None, scale_b: Any = None):
     """(out, bound): the platform model's output bits of C + A @ B (2-D) and each element's
     analytical error bound (|out - exact| <= bound). A and B must be in the platform's input
-    formats; C in its accumulator format.
+    formats; C in its accumulator format. FP8 scales (float32 values): for a platform with
+    per-block scales (epilogue.scale = "block", e.g. nvidia-h100-fp8e4m3-deepgemm) scale_a is
+    (m, ceil(K/B)) and scale_b (ceil(K/B), n), applied inside the accumulation; otherwise one
+    value or one per row of A / column of B, applied by the platform's scale stage, and out is
+    float32. A number is one value for the whole tensor.
 
     >>> import numpy as np, fpconform
     >>> a = np.float32([[1.0, 2**-24, 2**-24]]); b = np.float32([[1.0], [1.0], [1.0]])
@@ -313,7 +318,13 @@ def emulate_matmul(a: Any, b: Any, platform: str, c: Any = None, threads: Option
     nc = bc = None
     if c is not None:
         nc, bc = _bits(c, "emulate_matmul: c")
-    name, out, bound = _C.emulate_matmul(models_dir(), platform, na, ba, nb, bb, nc, bc, _threads(threads))
+    nsa = bsa = nsb = bsb = None
+    if scale_a is not None:
+        nsa, bsa = _scale(scale_a, "emulate_matmul: scale_a")
+    if scale_b is not None:
+        nsb, bsb = _scale(scale_b, "emulate_matmul: scale_b")
+    name, out, bound = _C.emulate_matmul(models_dir(), platform, na, ba, nb, bb, nc, bc, nsa, bsa, nsb, bsb,
+                                         _threads(threads))
     return _from_bits(name, out), bound
 
 

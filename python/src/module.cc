@@ -24,6 +24,7 @@
 
 #include "absl/status/statusor.h"
 #include "accumulation/blas_platform.h"
+#include "accumulation/epilogue.h"
 #include "accumulation/evaluate.h"
 #include "accumulation/model.h"
 #include "accumulation/model_catalog.h"
@@ -254,11 +255,34 @@ void CheckInput(const Model& m, const FormatSpec& want, const std::string& got, 
   }
 }
 
-// (output dtype, output bits (m, n), bounds (m, n)).
+// A scale array's values (any float dtype; every value must be a finite float32 value) and shape.
+std::pair<std::vector<double>, std::vector<int64_t>> ScaleArray(const std::optional<std::string>& dtype,
+                                                                const std::optional<InArray>& s,
+                                                                const std::string& what) {
+  if (!s.has_value()) return {};
+  const FormatSpec& f = NeedFormat(dtype.value_or("?"), what);
+  if (f.kind != FormatKind::kFloat) ThrowValue(what + ": scales must be a float array, got " + std::string(f.name));
+  CheckWidth(*s, f.width / 8, what);
+  std::vector<double> v;
+  for (uint64_t bits : AllBits(*s)) {
+    const double x = ToDouble(f, bits);
+    if (!std::isfinite(x) || static_cast<double>(static_cast<float>(x)) != x) {
+      ThrowValue(what + ": " + std::to_string(x) + " is not a finite float32 value (scales are float32)");
+    }
+    v.push_back(x);
+  }
+  return {std::move(v), ShapeOf(*s)};
+}
+
+// (output dtype, output bits (m, n), bounds (m, n)). With scales: per K block for a platform with
+// epilogue.scale = "block" (EvaluateBlockScaledMatmul; scale_a (m, ceil(K/B)), scale_b
+// (ceil(K/B), n), or one value), else the platform's scale stage on its output (ApplyEpilogue;
+// scale_a 1 or m values, scale_b 1 or n; the output is then float32).
 std::tuple<std::string, nb::object, nb::object> EmulateMatmul(
     const std::string& dir, const std::string& platform, const std::string& a_dtype, const InArray& a,
     const std::string& b_dtype, const InArray& b, std::optional<std::string> c_dtype,
-    std::optional<InArray> c, int threads) {
+    std::optional<InArray> c, std::optional<std::string> sa_dtype, std::optional<InArray> sa,
+    std::optional<std::string> sb_dtype, std::optional<InArray> sb, int threads) {
   const ModelCatalog catalog(dir);
   const Model& model = NeedModel(catalog, platform, "emulate_matmul");
   if (!model.Supports(ModelOp::kMatmul)) ThrowValue("emulate_matmul: model '" + platform + "' has no matmul operation");
@@ -292,16 +316,78 @@ std::tuple<std::string, nb::object, nb::object> EmulateMatmul(
   const std::vector<uint64_t> ab = AllBits(a), bb = AllBits(b);
   std::vector<uint64_t> d(static_cast<size_t>(m * n));
   std::vector<double> bounds(static_cast<size_t>(m * n));
+  auto [sav, sa_shape] = ScaleArray(sa_dtype, sa, "emulate_matmul: scale_a");
+  auto [sbv, sb_shape] = ScaleArray(sb_dtype, sb, "emulate_matmul: scale_b");
+  const bool scaled = sa.has_value() || sb.has_value();
+  const bool block = scaled && model.epilogue.scale == EpilogueScale::kBlock;
+  std::vector<double> block_sa, block_sbt;
+  if (block) {
+    const int64_t bl = model.epilogue.scale_block, kb = (k + bl - 1) / bl;
+    auto expand = [&](std::vector<double>& v, const std::vector<int64_t>& shape, bool given, int64_t rows,
+                      int64_t cols, const char* name) {
+      if (!given) v.assign(1, 1.0);
+      if (v.size() == 1) {
+        v.assign(static_cast<size_t>(rows * cols), v[0]);
+      } else if (shape != std::vector<int64_t>{rows, cols}) {
+        ThrowValue(std::string("emulate_matmul: ") + name + " must have shape (" + std::to_string(rows) + ", " +
+                   std::to_string(cols) + ") or one value: platform '" + platform + "' takes one scale per " +
+                   std::to_string(bl) + " products along K");
+      }
+    };
+    expand(sav, sa_shape, sa.has_value(), m, kb, "scale_a");
+    expand(sbv, sb_shape, sb.has_value(), kb, n, "scale_b");
+    block_sa = std::move(sav);
+    block_sbt.resize(static_cast<size_t>(n * kb));
+    for (int64_t j = 0; j < kb; ++j) {
+      for (int64_t col = 0; col < n; ++col) block_sbt[static_cast<size_t>(col * kb + j)] = sbv[static_cast<size_t>(j * n + col)];
+    }
+  } else if (scaled) {
+    if (sa.has_value() && sav.size() != 1 && sav.size() != static_cast<size_t>(m)) {
+      ThrowValue("emulate_matmul: scale_a must have 1 or m = " + std::to_string(m) + " values");
+    }
+    if (sb.has_value() && sbv.size() != 1 && sbv.size() != static_cast<size_t>(n)) {
+      ThrowValue("emulate_matmul: scale_b must have 1 or n = " + std::to_string(n) + " values");
+    }
+    if (absl::Status st = CheckEpilogueScales(model, static_cast<int64_t>(sav.size()), static_cast<int64_t>(sbv.size()));
+        !st.ok()) {
+      ThrowStatus(st);
+    }
+    if (sav.empty()) sav.assign(1, 1.0);
+    if (sbv.empty()) sbv.assign(1, 1.0);
+  }
+  // epilogue.c = "after_scale" with scales and C: the chain alone, C added by the scale stage.
+  const bool c_after_scale = scaled && !block && !cb.empty() && model.epilogue.c == EpilogueC::kAfterScale;
+  Model chain_only = model;
+  chain_only.epilogue.c = EpilogueC::kChain;
   absl::Status s;
   {
     nb::gil_scoped_release release;
     EvalOptions o;
     o.threads = Threads(threads);
-    s = EvaluateMatmul(model, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), ab, Layout::kRowMajor,
-                       bb, Layout::kRowMajor, cb, d, bounds, o);
+    if (block) {
+      s = EvaluateBlockScaledMatmul(model, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), ab,
+                                    Layout::kRowMajor, bb, Layout::kRowMajor, block_sa, block_sbt, cb, d, bounds, o);
+    } else {
+      s = EvaluateMatmul(c_after_scale ? chain_only : model, static_cast<int>(m), static_cast<int>(n),
+                         static_cast<int>(k), ab, Layout::kRowMajor, bb, Layout::kRowMajor,
+                         c_after_scale ? std::span<const uint64_t>() : std::span<const uint64_t>(cb), d, bounds, o);
+    }
+    if (s.ok() && scaled && !block) {
+      for (int64_t i = 0; i < m; ++i) {
+        for (int64_t j = 0; j < n; ++j) {
+          const size_t e = static_cast<size_t>(i * n + j);
+          const EpilogueScales sc{sav.size() == 1 ? sav[0] : sav[static_cast<size_t>(i)],
+                                  sbv.size() == 1 ? sbv[0] : sbv[static_cast<size_t>(j)]};
+          const EpilogueValue v = ApplyEpilogue(model, d[e], bounds[e], &sc, Float32(), OpEnv{},
+                                                c_after_scale ? &cb[e] : nullptr);
+          d[e] = v.bits;
+          bounds[e] = v.bound;
+        }
+      }
+    }
   }
   if (!s.ok()) ThrowStatus(s);
-  const FormatSpec& out = *model.output.format;
+  const FormatSpec& out = scaled && !block ? Float32() : *model.output.format;
   return {std::string(out.name), BitsArray(d, out.width / 8, {m, n}),
           VectorArray<double>(std::move(bounds), {m, n})};
 }
@@ -540,7 +626,8 @@ NB_MODULE(_fpconform, m) {
   m.def("model_info", &ModelInfo);
   m.def("emulate_matmul", &EmulateMatmul, nb::arg("models_dir"), nb::arg("platform"), nb::arg("a_dtype"),
         nb::arg("a"), nb::arg("b_dtype"), nb::arg("b"), nb::arg("c_dtype").none(), nb::arg("c").none(),
-        nb::arg("threads"));
+        nb::arg("scale_a_dtype").none(), nb::arg("scale_a").none(), nb::arg("scale_b_dtype").none(),
+        nb::arg("scale_b").none(), nb::arg("threads"));
   m.def("emulate_sum", &EmulateSum);
   m.def("exact_matmul", &ExactMatmul);
   m.def("exact_sum", &ExactSumBits);

@@ -142,6 +142,41 @@ def test_audit_matmul_block_scales(fpc, tmp_path, rng):
                                tolerance=False)
 
 
+def test_emulate_matmul_with_scales(rng):
+    """emulate_matmul's scales: per K block inside the chain (DeepGEMM preset: with power-of-two
+    scales equal in every block, the unscaled promote128 output times s_a s_b exactly; with
+    random ones, an output the audit finds identical), per row and column after the chain, and
+    cuBLASLt's C added after the scales."""
+    m, k, n = 5, 300, 4
+    a = fpconform.cast(rng.standard_normal((m, k)).astype(np.float32) * 8, "float8_e4m3fn", sat=True)
+    b = fpconform.cast(rng.standard_normal((k, n)).astype(np.float32) * 8, "float8_e4m3fn", sat=True)
+    acc, _ = fpconform.emulate_matmul(a, b, "nvidia-h100-fp8e4m3-promote128")
+    out, bound = fpconform.emulate_matmul(a, b, "nvidia-h100-fp8e4m3-deepgemm", scale_a=0.125,
+                                          scale_b=np.full((3, n), 0.5, np.float32))
+    np.testing.assert_array_equal(out, acc * np.float32(0.0625))
+    assert out.dtype == np.float32 and np.all(bound > 0)
+    sa = rng.uniform(0.01, 0.1, (m, 3)).astype(np.float32)
+    sb = rng.uniform(0.5, 2, (3, n)).astype(np.float32)
+    out, _ = fpconform.emulate_matmul(a, b, "nvidia-h100-fp8e4m3-deepgemm", scale_a=sa, scale_b=sb)
+    r = fpconform.audit_matmul(a, b, out, platform="nvidia-h100-fp8e4m3-deepgemm", scale_a=sa, scale_b=sb,
+                               tolerance=False)
+    assert r.counts["identical"] == m * n, r.counts
+    with pytest.raises(ValueError, match=r"scale_a must have shape \(5, 3\) or one value"):
+        fpconform.emulate_matmul(a, b, "nvidia-h100-fp8e4m3-deepgemm", scale_a=sa.T)
+    # Per row and column: the platform's float32 scale stage.
+    plain, _ = fpconform.emulate_matmul(a, b, "nvidia-h100-fp8e4m3")
+    out, _ = fpconform.emulate_matmul(a, b, "nvidia-h100-fp8e4m3", scale_a=0.125, scale_b=np.full(n, 0.25, np.float32))
+    np.testing.assert_array_equal(out, plain * np.float32(1 / 32))
+    # cuBLASLt: out = fl32(S acc + C), C unscaled; the audit agrees.
+    c = rng.standard_normal((m, n)).astype(np.float32)
+    sb_col = np.linspace(0.3, 0.9, n).astype(np.float32)
+    out, _ = fpconform.emulate_matmul(a, b, "nvidia-h100-fp8e4m3-cublaslt", c=c, scale_a=np.float32(0.03),
+                                      scale_b=sb_col)
+    r = fpconform.audit_matmul(a, b, out, platform="nvidia-h100-fp8e4m3-cublaslt", c=c, scale_a=np.float32(0.03),
+                               scale_b=sb_col, tolerance=False)
+    assert r.counts["identical"] == m * n, r.counts
+
+
 def test_audit_sum(fpc, tmp_path, rng):
     x = rng.standard_normal((6, 300)).astype(np.float32)
     out = np.sum(x, axis=-1)
