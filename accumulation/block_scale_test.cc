@@ -188,6 +188,15 @@ TEST(BlockScaleTest, KeyErrors) {
     EXPECT_NE(std::string(m.status().message()).find(c.error), std::string::npos)
         << m.status() << "\nexpected: " << c.error;
   }
+  // A permutation whose blocks straddle the scale blocks.
+  std::string text = WithEpilogue("nvidia-h100-fp8e4m3-promote128", "t",
+                                  "c = \"chain\"\nscale = \"block\"\nscale_block = 128\nblock_apply = \"fma\"\n");
+  text.replace(text.find("every = 128\n"), 12, "every = 128\npermutation = \"1 0 2\"\n");
+  text.replace(text.find("[provenance]\n"), 13, "[provenance]\n\"chain.permutation\" = \"test\"\n");
+  const absl::StatusOr<Model> m = ParseModel(text, "");
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(std::string(m.status().message()).find("epilogue.scale_block: must be a multiple of chain.permutation's length (3)"),
+            std::string::npos) << m.status();
 }
 
 TEST(BlockScaleTest, UnitScalesAreTheUnscaledDot) {

@@ -478,7 +478,7 @@ class Evaluator {
     return Add2(outer, inner, promote_, m_.chain.promote_env);
   }
 
-  // Block j's partial sum p (inner) into the float32 accumulator (evaluate.h, "Block scales"):
+  // Block j's partial sum p (inner) into the float32 accumulator (evaluate.h EvaluateBlockScaledDot):
   // fma: fl(outer + S32 p), mul_add: fl(outer + fl(S32 p)), S32 = fl32(s_a s_b) (RNE), every
   // rounding into chain.format with chain.rounding. Bound, with S = s_a s_b exactly and x the
   // block's exact sum (|x| <= inner.m): S32 p - S x = S32 (p - x) + (S32 - S) x, so the scaled

@@ -623,6 +623,12 @@ void ReadEpilogue(TomlReader& r, const toml::table& root, Model& m) {
         r.Fail(t->get("scale_block"), "epilogue.scale_block",
                Cat("must equal chain.every (", m.chain.every, ") with block_apply = \"",
                    *apply == BlockApply::kFma ? "fma" : "mul_add", "\""));
+      } else if (!m.chain.permutation.empty() &&
+                 m.chain.every % static_cast<int>(m.chain.permutation.size()) != 0) {
+        // Each promoted block must hold the products of one scale block.
+        r.Fail(t->get("scale_block"), "epilogue.scale_block",
+               Cat("must be a multiple of chain.permutation's length (", m.chain.permutation.size(),
+                   ") with block_apply = \"", *apply == BlockApply::kFma ? "fma" : "mul_add", "\""));
       }
     }
   } else {
