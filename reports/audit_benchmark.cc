@@ -70,5 +70,76 @@ BENCHMARK(BM_AuditMatmul)->Args({256, 0, 1})->Args({1024, 0, 2})->Args({1024, 1,
 BENCHMARK(BM_AuditMatmul)->Name("BM_AuditMatmul_4096")->Args({4096, 0, 2})
     ->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(1);
 
+// FP8 e4m3 N x N x N against the DeepGEMM preset with per-block scales (one per row and 128 K of
+// A, per 128 K and column of B) beside the same audit without scales (nvidia-h100-fp8e4m3-
+// promote128, the same chain): what the block scales cost a user (generic scaled promotions, and
+// exact values on the scaled products instead of the certified float64 GEMM).
+//   build/reports/audit_benchmark --benchmark_filter=Fp8
+void BM_AuditFp8Matmul(benchmark::State& state) {
+  const int64_t n = state.range(0);
+  const bool block_scaled = state.range(1) != 0;
+  const int threads = static_cast<int>(state.range(2));
+  ModelCatalog catalog(FPCONFORM_MODELS_SOURCE_DIR);
+  const Model& model = *catalog.Find(block_scaled ? "nvidia-h100-fp8e4m3-deepgemm" : "nvidia-h100-fp8e4m3-promote128");
+  Tensor a = *MakeTensor("float8_e4m3fn", {n, n}), b = *MakeTensor("float8_e4m3fn", {n, n});
+  PinnedRng rng(3);
+  for (Tensor* t : {&a, &b}) {
+    for (int64_t i = 0; i < t->size(); ++i) t->SetBits(i, DoubleToBits(Float8E4M3FN(), 8 * rng.Normal()));
+  }
+  const int64_t kb = (n + 127) / 128;
+  Tensor sa = *MakeTensor("float32", {n, kb}), sb = *MakeTensor("float32", {kb, n});
+  std::vector<double> sav(static_cast<size_t>(n * kb)), sbt(static_cast<size_t>(n * kb));
+  for (int64_t i = 0; i < sa.size(); ++i) {
+    sa.SetBits(i, DoubleToBits(Float32(), 0.01 + 0.1 * rng.Uniform01()));
+    sav[static_cast<size_t>(i)] = ToDouble(Float32(), sa.Bits(i));
+  }
+  for (int64_t blk = 0; blk < kb; ++blk) {
+    for (int64_t j = 0; j < n; ++j) {
+      sb.SetBits(blk * n + j, DoubleToBits(Float32(), 0.5 + rng.Uniform01()));
+      sbt[static_cast<size_t>(j * kb + blk)] = ToDouble(Float32(), sb.Bits(blk * n + j));
+    }
+  }
+  std::vector<uint64_t> av(static_cast<size_t>(a.size())), bv(static_cast<size_t>(b.size())),
+      d(static_cast<size_t>(n * n));
+  a.CopyBits(0, av);
+  b.CopyBits(0, bv);
+  EvalOptions eo;
+  eo.want_bound = false;
+  eo.threads = threads;
+  const int ni = static_cast<int>(n);
+  const absl::Status made =
+      block_scaled ? EvaluateBlockScaledMatmul(model, ni, ni, ni, av, Layout::kRowMajor, bv, Layout::kRowMajor, sav,
+                                               sbt, {}, d, {}, eo)
+                   : EvaluateMatmul(model, ni, ni, ni, av, Layout::kRowMajor, bv, Layout::kRowMajor, {}, d, {}, eo);
+  if (!made.ok()) {
+    state.SkipWithError("emulation failed");
+    return;
+  }
+  Tensor out = *MakeTensor("float32", {n, n});
+  for (int64_t i = 0; i < out.size(); ++i) out.SetBits(i, d[static_cast<size_t>(i)]);
+  MatmulAuditInput in;
+  in.a = &a;
+  in.b = &b;
+  in.out = &out;
+  if (block_scaled) {
+    in.scale_a = &sa;
+    in.scale_b = &sb;
+  }
+  AuditOptions o;
+  o.platforms = {model.name};
+  o.models_dir = FPCONFORM_MODELS_SOURCE_DIR;
+  o.threads = threads;
+  o.recommend = false;
+  for (auto _ : state) {
+    absl::StatusOr<AuditResult> r = AuditMatmul(in, o);
+    if (!r.ok() || r->counts[0] != n * n) state.SkipWithError("audit failed");
+    benchmark::DoNotOptimize(r);
+  }
+  state.counters["elements/s"] = benchmark::Counter(static_cast<double>(n * n), benchmark::Counter::kIsIterationInvariantRate);
+}
+// Args: N, block scales (0/1), threads.
+BENCHMARK(BM_AuditFp8Matmul)->Args({512, 0, 2})->Args({512, 1, 2})
+    ->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(1);
+
 }  // namespace
 }  // namespace fpconform::reports

@@ -462,7 +462,9 @@ def audit_matmul(a: Any, b: Any, out: Any, platform: Union[str, Sequence[str]] =
                  b_dtype: Any = None, out_dtype: Any = None) -> Audit:
     """Audit a kernel's out = [C +] A @ B (batched as numpy.matmul; scales for FP8/INT8) against
     platform model(s): every element identical, within_bound, within_tolerance or unexplained
-    (reports/AUDIT.md). platform: a model, an envelope, a list, or "auto".
+    (reports/AUDIT.md). platform: a model, an envelope, a list, or "auto". scale_a / scale_b: a
+    number, one value per row of A / column of B, or, for a platform with per-block scales
+    (nvidia-h100-fp8e4m3-deepgemm, nvidia-b200-mxfp8e4m3), (m, ceil(K/B)) and (ceil(K/B), n).
 
     >>> import numpy as np, fpconform
     >>> a = np.float32([[1.0, 2.0], [3.0, 4.0]]); b = np.float32([[1.0, 0.0], [0.0, 1.0]])
