@@ -61,13 +61,7 @@ class MatmulOp : public ReductionOp {
   }
   void ScaledOperands(int64_t e, std::span<const uint64_t> a, std::span<const uint64_t> b,
                       std::vector<uint64_t>& x, std::vector<uint64_t>& y) const override;
-  bool ScaledView(int64_t e, std::span<const uint64_t>& x, std::span<const uint64_t>& y) const override {
-    const int64_t i = (e / n_) % m_ - block_i0_, j = e % n_;
-    if (i < 0 || static_cast<size_t>((i + 1) * k_) > a_scaled_.size()) return false;
-    x = std::span<const uint64_t>(a_scaled_).subspan(static_cast<size_t>(i * k_), static_cast<size_t>(k_));
-    y = std::span<const uint64_t>(b_scaled_).subspan(static_cast<size_t>(j * k_), static_cast<size_t>(k_));
-    return true;
-  }
+  bool FastScaledExact(int64_t e, ExactAccumulator& acc) const override;
 
  private:
   // Per-block scales (block_scaled_): checks the scale tensors against the platforms' block and
@@ -99,9 +93,14 @@ class MatmulOp : public ReductionOp {
   // Per-block scales: scale_a (m x k_blocks_, row-major) and scale_b transposed (n x k_blocks_),
   // a scalar file expanded; scale_block_ products per block along K.
   std::vector<double> block_sa_, block_sb_t_;
-  // The current block's operands with their block scales in, float64 bits: A's rows (mb x k)
-  // and B's columns (n x k) (ScaledView).
-  std::vector<uint64_t> a_scaled_, b_scaled_;
+  // FastScaledExact's data for the current block: A's rows (mb x k) and B's columns (n x k) as
+  // doubles, unscaled where block_sums_exact_, else with their block scales in.
+  std::vector<double> a_dbl_, b_dbl_;
+  // Every block's sum of products is exact in binary64 (any order): the inputs are multiples of
+  // their smallest subnormal, so a block's products are integer multiples of q with
+  // |sum| < block 2^(Emax_a + Emax_b + 2) <= 2^53 q (float8_e4m3fn: q = 2^-18, products < 2^18,
+  // blocks up to 2^17). Then the exact value is sum_b S_b X_b, one exact product per block.
+  bool block_sums_exact_ = false;
   int64_t scale_block_ = 0, k_blocks_ = 0;
   int64_t block_rows_ = 1;
   // The current block.
@@ -376,6 +375,12 @@ absl::Status MatmulOp::InitBlockScales(const std::string& platform) {
   scale_block_ = block;
   k_blocks_ = kb;
   block_scaled_ = true;
+  {
+    const int log2_block = std::bit_width(static_cast<uint64_t>(block - 1));  // ceil(log2 block).
+    block_sums_exact_ = log2_block + (Emax(fa) + 1) + (Emax(fb) + 1) -
+                            (MinSubnormalExponent(fa) + MinSubnormalExponent(fb)) <=
+                        53;
+  }
   setup_.notes.push_back(Cat("per-block scales (", kb, " blocks of ", block,
                              " along K) enter inside the chain (EvaluateBlockScaledMatmul); the "
                              "tolerance recommendation is the unscaled model's (every block scale 1)"));
@@ -396,6 +401,37 @@ void MatmulOp::ScaledOperands(int64_t e, std::span<const uint64_t> a, std::span<
   }
 }
 
+bool MatmulOp::FastScaledExact(int64_t e, ExactAccumulator& acc) const {
+  const int64_t i = (e / n_) % m_ - block_i0_, j = e % n_;
+  if (!block_scaled_ || i < 0 || static_cast<size_t>((i + 1) * k_) > a_dbl_.size()) return false;
+  const double* x = a_dbl_.data() + i * k_;
+  const double* y = b_dbl_.data() + j * k_;
+  acc.Reset();
+  if (!block_sums_exact_) {
+    std::vector<uint64_t> xb(static_cast<size_t>(k_)), yb(static_cast<size_t>(k_));
+    for (int64_t kk = 0; kk < k_; ++kk) {
+      xb[static_cast<size_t>(kk)] = std::bit_cast<uint64_t>(x[kk]);
+      yb[static_cast<size_t>(kk)] = std::bit_cast<uint64_t>(y[kk]);
+    }
+    acc.AddDot(Float64(), xb, Float64(), yb);
+    return true;
+  }
+  const BlockScales s = ElementBlockScales(e);
+  bool nonzero = false;
+  for (int64_t blk = 0; blk < k_blocks_; ++blk) {
+    const int64_t lo = blk * scale_block_, hi = std::min(k_, lo + scale_block_);
+    double sum = 0;  // Exact (block_sums_exact_), in any order.
+    for (int64_t kk = lo; kk < hi; ++kk) sum += x[kk] * y[kk];
+    if (!std::isfinite(sum)) return false;  // A NaN or Inf operand: the general path.
+    if (sum == 0) continue;
+    nonzero = true;
+    const double scale = s.a[static_cast<size_t>(blk)] * s.b[static_cast<size_t>(blk)];  // Exact.
+    acc.AddProduct(Float64(), std::bit_cast<uint64_t>(scale), Float64(), std::bit_cast<uint64_t>(sum));
+  }
+  // An exact zero takes the sign of its terms (IEEE 754-2019 §6.3): the general path has them.
+  return nonzero;
+}
+
 // Block-scaled: EvaluateBlockScaledMatmul on the row block (A's rows, B column-major).
 absl::Status MatmulOp::EmulateBlockScaled(int64_t e0, int64_t e1,
                                           std::vector<std::vector<Emulated>>& emu) {
@@ -403,20 +439,21 @@ absl::Status MatmulOp::EmulateBlockScaled(int64_t e0, int64_t e1,
   const std::span<const double> sa =
       std::span<const double>(block_sa_).subspan(static_cast<size_t>(i0 * k_blocks_),
                                                  static_cast<size_t>(mb * k_blocks_));
-  // The scaled operands for the exact values (ScaledView): B's once per batch element.
-  auto scale_into = [&](std::span<const uint64_t> bits, const FormatSpec& f, std::span<const double> scales,
-                        int64_t rows, std::vector<uint64_t>& out) {
+  // FastScaledExact's operands as doubles (scaled unless block_sums_exact_): B's once per batch
+  // element. Exact: <= 24-bit inputs times float32 scales.
+  auto to_doubles = [&](std::span<const uint64_t> bits, const FormatSpec& f, std::span<const double> scales,
+                        int64_t rows, std::vector<double>& out) {
     out.resize(static_cast<size_t>(rows * k_));
     for (int64_t r = 0; r < rows; ++r) {
       for (int64_t kk = 0; kk < k_; ++kk) {
         const size_t t = static_cast<size_t>(r * k_ + kk);
-        out[t] = std::bit_cast<uint64_t>(scales[static_cast<size_t>(r * k_blocks_ + kk / scale_block_)] *
-                                         ToDouble(f, bits[t]));
+        out[t] = ToDouble(f, bits[t]) *
+                 (block_sums_exact_ ? 1.0 : scales[static_cast<size_t>(r * k_blocks_ + kk / scale_block_)]);
       }
     }
   };
-  if (i0 == 0) scale_into(b_cm_, *fb_, block_sb_t_, n_, b_scaled_);
-  scale_into(a_block_, *fa_, sa, mb, a_scaled_);
+  if (i0 == 0) to_doubles(b_cm_, *fb_, block_sb_t_, n_, b_dbl_);
+  to_doubles(a_block_, *fa_, sa, mb, a_dbl_);
   for (size_t p = 0; p < models_.size(); ++p) {
     EvalOptions eo;
     eo.threads = std::max(1, options_.threads);

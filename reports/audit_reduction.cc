@@ -74,9 +74,7 @@ bool ReductionOp::View(int64_t, std::span<const uint64_t>&, std::span<const uint
 bool ReductionOp::CertifiedExact(int64_t, ExactAccumulator&) const { return false; }
 double ReductionOp::Scale(int64_t) const { return 1; }
 BlockScales ReductionOp::ElementBlockScales(int64_t) const { return {}; }
-bool ReductionOp::ScaledView(int64_t, std::span<const uint64_t>&, std::span<const uint64_t>&) const {
-  return false;
-}
+bool ReductionOp::FastScaledExact(int64_t, ExactAccumulator&) const { return false; }
 void ReductionOp::ScaledOperands(int64_t, std::span<const uint64_t>, std::span<const uint64_t>,
                                  std::vector<uint64_t>& x, std::vector<uint64_t>& y) const {
   x.clear();
@@ -189,13 +187,11 @@ void ReductionOp::Exact(int64_t e, bool in_block, OpScratch& scratch, ExactFacts
     if (sum_) {
       acc.AddSum(*fa_, s.as);
     } else if (operands_scaled_) {
-      std::span<const uint64_t> x, y;
-      if (!in_block || !ScaledView(e, x, y)) {
+      if (!in_block || !FastScaledExact(e, acc)) {
+        acc.Reset();
         ScaledOperands(e, s.as, s.bs, s.sx, s.sy);
-        x = s.sx;
-        y = s.sy;
+        acc.AddDot(Float64(), s.sx, Float64(), s.sy);
       }
-      acc.AddDot(Float64(), x, Float64(), y);
     } else {
       acc.AddDot(*fa_, s.as, *fb_, s.bs);
     }

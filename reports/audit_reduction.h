@@ -68,8 +68,10 @@ class ReductionOp : public AuditOp {
   virtual BlockScales ElementBlockScales(int64_t e) const;
   virtual void ScaledOperands(int64_t e, std::span<const uint64_t> a, std::span<const uint64_t> b,
                               std::vector<uint64_t>& x, std::vector<uint64_t>& y) const;
-  // The hot pass's ScaledOperands: spans into the current block's scaled operands; false: none.
-  virtual bool ScaledView(int64_t e, std::span<const uint64_t>& x, std::span<const uint64_t>& y) const;
+  // The hot pass's exact value of element e with scaled operands (without c) into acc (reset),
+  // from the current block's precomputed data; false: not available (Exact then adds the
+  // ScaledOperands' products).
+  virtual bool FastScaledExact(int64_t e, ExactAccumulator& acc) const;
   // (A B^T)[i, j] from the element's row of A, and (A^T B)[i, j] from its column of B, scaled
   // (square operands only; nullopt otherwise): the transposed-operand diagnosis.
   virtual std::optional<double> TransposedB(int64_t e, std::span<const uint64_t> a) const;

@@ -376,6 +376,13 @@ TEST_F(AuditTest, BlockScaledFp8) {
   for (const auto& el : r->elements) diagnoses.insert(el.diagnosis);
   EXPECT_TRUE(diagnoses.count("block scales not applied (out = the unscaled sum_k A[i,k] B[k,j])")) << *diagnoses.begin();
   EXPECT_TRUE(diagnoses.count("one K tile missing (k in [128, 256), tile 128)")) << *diagnoses.rbegin();
+  // The hot pass's exact values (one exact product per block: float8_e4m3fn block sums are exact
+  // in binary64) against the listed elements' (every scaled product added exactly): the
+  // greatest absolute difference (at one of the two broken elements, both listed) is the same.
+  ASSERT_EQ(r->elements.size(), 2u);
+  double listed_max = 0;
+  for (const auto& el : r->elements) listed_max = std::max(listed_max, std::fabs(el.actual - el.exact_value));
+  EXPECT_NEAR(r->max_abs_diff, listed_max, listed_max * 1e-12);
 
   // Shapes: B's scales transposed, and per-row scales given to a block-scaled platform.
   Tensor sbt = *MakeTensor("float32", {n, kb});
