@@ -64,7 +64,7 @@ struct ReductionOp::Scratch : OpScratch {
   std::vector<uint64_t> a, b;  // Read's operands (when the view is not used).
   std::span<const uint64_t> as, bs;
   uint64_t c = 0;
-  std::vector<uint64_t> sx, sy;  // ScaledOperands (block-scaled matmul).
+  std::vector<uint64_t> sx, sy;  // ScaledOperands (operands_scaled_).
 };
 
 bool ReductionOp::View(int64_t, std::span<const uint64_t>&, std::span<const uint64_t>&,
@@ -196,7 +196,8 @@ void ReductionOp::Exact(int64_t e, bool in_block, OpScratch& scratch, ExactFacts
       acc.AddDot(*fa_, s.as, *fb_, s.bs);
     }
   }
-  if (c_format_ != nullptr) acc.Add(*c_format_, s.c);  // c is never scaled by block scales.
+  // c: unscaled with operands_scaled_ (block scales, after_scale); else scaled with the sum below.
+  if (c_format_ != nullptr) acc.Add(*c_format_, s.c);
   facts = ExactFacts{};
   facts.nan = acc.IsNan();
   facts.inf = acc.IsInf();
@@ -228,9 +229,9 @@ Emulated ReductionOp::EmulateOne(int64_t e, size_t p, OpScratch& scratch) const 
 double ReductionOp::AbsSum(int64_t e, OpScratch& scratch) const {
   Scratch& s = static_cast<Scratch&>(scratch);
   if (operands_scaled_) ScaledOperands(e, s.as, s.bs, s.sx, s.sy);
-  ExactAccumulator abs = sum_              ? ExactAbsSum(*fa_, s.as)
+  ExactAccumulator abs = sum_               ? ExactAbsSum(*fa_, s.as)
                          : operands_scaled_ ? ExactAbsDot(Float64(), s.sx, Float64(), s.sy)
-                                         : ExactAbsDot(*fa_, s.as, *fb_, s.bs);
+                                            : ExactAbsDot(*fa_, s.as, *fb_, s.bs);
   if (!abs.IsFinite()) return INFINITY;
   Mpfr v;
   abs.ToMpfr(v.v);
@@ -240,7 +241,7 @@ double ReductionOp::AbsSum(int64_t e, OpScratch& scratch) const {
 std::string ReductionOp::Diagnose(int64_t e, size_t p, OpScratch& scratch,
                                   const ExactFacts& facts, uint64_t y, double bound) const {
   Scratch& sc = static_cast<Scratch&>(scratch);
-  // Block-scaled: the relations below are tried on the scaled operands (float64, exact).
+  // Scaled operands (operands_scaled_): the relations below are tried on them (float64, exact).
   if (operands_scaled_) ScaledOperands(e, sc.as, sc.bs, sc.sx, sc.sy);
   const std::span<const uint64_t> a = operands_scaled_ ? std::span<const uint64_t>(sc.sx) : sc.as;
   const std::span<const uint64_t> b = operands_scaled_ ? std::span<const uint64_t>(sc.sy) : sc.bs;
@@ -341,7 +342,7 @@ void ReductionOp::Mutations(const AuditPlatform& p,
   const int64_t samples = std::min<int64_t>(256, elements);
   std::array<int64_t, 4> accepted{};
   int64_t tested = 0;
-  // Block-scaled: the mutations act on the scaled operands (float64, exact), as the exact value.
+  // Scaled operands (operands_scaled_): the mutations act on them (float64, exact), as the exact value does.
   const FormatSpec& fa = operands_scaled_ ? Float64() : *fa_;
   const FormatSpec* fb = operands_scaled_ ? &Float64() : fb_;
   const FormatSpec& out = *setup_.out_format;
