@@ -4,6 +4,8 @@
 // 1024^3 within 5 s and 4096^3 within 3 minutes on a 2-core machine.
 //   build/reports/audit_benchmark --benchmark_filter=1024
 #include <cstring>
+#include <string>
+#include <vector>
 
 #include "accumulation/evaluate.h"
 #include "accumulation/model_catalog.h"
@@ -27,6 +29,32 @@ Tensor RandomBf16(int64_t rows, int64_t cols, uint64_t seed) {
   return t;
 }
 
+// The timed loop: A @ B audited against `platform` with out = d (float32, n x n) and the given
+// scales; every element must be explained (and identical when `identical`).
+void TimeAudit(benchmark::State& state, const Tensor& a, const Tensor& b, const std::vector<uint64_t>& d,
+               int64_t n, const std::string& platform, int threads, bool identical,
+               const Tensor* scale_a = nullptr, const Tensor* scale_b = nullptr) {
+  Tensor out = *MakeTensor("float32", {n, n});
+  for (int64_t i = 0; i < out.size(); ++i) out.SetBits(i, d[static_cast<size_t>(i)]);
+  MatmulAuditInput in;
+  in.a = &a;
+  in.b = &b;
+  in.out = &out;
+  in.scale_a = scale_a;
+  in.scale_b = scale_b;
+  AuditOptions o;
+  o.platforms = {platform};
+  o.models_dir = FPCONFORM_MODELS_SOURCE_DIR;
+  o.threads = threads;
+  o.recommend = false;
+  for (auto _ : state) {
+    absl::StatusOr<AuditResult> r = AuditMatmul(in, o);
+    if (!r.ok() || r->counts[3] != 0 || (identical && r->counts[0] != n * n)) state.SkipWithError("audit failed");
+    benchmark::DoNotOptimize(r);
+  }
+  state.counters["elements/s"] = benchmark::Counter(static_cast<double>(n * n), benchmark::Counter::kIsIterationInvariantRate);
+}
+
 void BM_AuditMatmul(benchmark::State& state) {
   const int64_t n = state.range(0);
   const bool other_order = state.range(1) != 0;
@@ -46,23 +74,7 @@ void BM_AuditMatmul(benchmark::State& state) {
     state.SkipWithError("emulation failed");
     return;
   }
-  Tensor out = *MakeTensor("float32", {n, n});
-  for (int64_t i = 0; i < out.size(); ++i) out.SetBits(i, d[static_cast<size_t>(i)]);
-  MatmulAuditInput in;
-  in.a = &a;
-  in.b = &b;
-  in.out = &out;
-  AuditOptions o;
-  o.platforms = {"trainium2-bf16"};
-  o.models_dir = FPCONFORM_MODELS_SOURCE_DIR;
-  o.threads = threads;
-  o.recommend = false;
-  for (auto _ : state) {
-    absl::StatusOr<AuditResult> r = AuditMatmul(in, o);
-    if (!r.ok() || r->counts[3] != 0) state.SkipWithError("audit failed");
-    benchmark::DoNotOptimize(r);
-  }
-  state.counters["elements/s"] = benchmark::Counter(static_cast<double>(n * n), benchmark::Counter::kIsIterationInvariantRate);
+  TimeAudit(state, a, b, d, n, "trainium2-bf16", threads, /*identical=*/false);
 }
 // Args: N, output made in another order (0/1), threads.
 BENCHMARK(BM_AuditMatmul)->Args({256, 0, 1})->Args({1024, 0, 2})->Args({1024, 1, 2})
@@ -115,27 +127,8 @@ void BM_AuditFp8Matmul(benchmark::State& state) {
     state.SkipWithError("emulation failed");
     return;
   }
-  Tensor out = *MakeTensor("float32", {n, n});
-  for (int64_t i = 0; i < out.size(); ++i) out.SetBits(i, d[static_cast<size_t>(i)]);
-  MatmulAuditInput in;
-  in.a = &a;
-  in.b = &b;
-  in.out = &out;
-  if (block_scaled) {
-    in.scale_a = &sa;
-    in.scale_b = &sb;
-  }
-  AuditOptions o;
-  o.platforms = {model.name};
-  o.models_dir = FPCONFORM_MODELS_SOURCE_DIR;
-  o.threads = threads;
-  o.recommend = false;
-  for (auto _ : state) {
-    absl::StatusOr<AuditResult> r = AuditMatmul(in, o);
-    if (!r.ok() || r->counts[0] != n * n) state.SkipWithError("audit failed");
-    benchmark::DoNotOptimize(r);
-  }
-  state.counters["elements/s"] = benchmark::Counter(static_cast<double>(n * n), benchmark::Counter::kIsIterationInvariantRate);
+  TimeAudit(state, a, b, d, n, model.name, threads, /*identical=*/true, block_scaled ? &sa : nullptr,
+            block_scaled ? &sb : nullptr);
 }
 // Args: N, block scales (0/1), threads.
 BENCHMARK(BM_AuditFp8Matmul)->Args({512, 0, 2})->Args({512, 1, 2})
