@@ -29,6 +29,21 @@ Tensor RandomBf16(int64_t rows, int64_t cols, uint64_t seed) {
   return t;
 }
 
+// A tensor's bits.
+std::vector<uint64_t> Bits(const Tensor& t) {
+  std::vector<uint64_t> v(static_cast<size_t>(t.size()));
+  t.CopyBits(0, v);
+  return v;
+}
+
+// The emulation that makes a benchmark's output: values only, on `threads` threads.
+EvalOptions MakingOptions(int threads) {
+  EvalOptions eo;
+  eo.want_bound = false;
+  eo.threads = threads;
+  return eo;
+}
+
 // The timed loop: A @ B audited against `platform` with out = d (float32, n x n) and the given
 // scales; every element must be explained (and identical when `identical`).
 void TimeAudit(benchmark::State& state, const Tensor& a, const Tensor& b, const std::vector<uint64_t>& d,
@@ -62,13 +77,9 @@ void BM_AuditMatmul(benchmark::State& state) {
   ModelCatalog catalog(FPCONFORM_MODELS_SOURCE_DIR);
   const Model& made_by = *catalog.Find(other_order ? "trainium2-bf16-pairwise" : "trainium2-bf16");
   const Tensor a = RandomBf16(n, n, 1), b = RandomBf16(n, n, 2);
-  std::vector<uint64_t> av(static_cast<size_t>(a.size())), bv(static_cast<size_t>(b.size())),
-      d(static_cast<size_t>(n * n));
-  a.CopyBits(0, av);
-  b.CopyBits(0, bv);
-  EvalOptions eo;
-  eo.want_bound = false;
-  eo.threads = threads;
+  const std::vector<uint64_t> av = Bits(a), bv = Bits(b);
+  std::vector<uint64_t> d(static_cast<size_t>(n * n));
+  const EvalOptions eo = MakingOptions(threads);
   if (!EvaluateMatmul(made_by, static_cast<int>(n), static_cast<int>(n), static_cast<int>(n), av,
                       Layout::kRowMajor, bv, Layout::kRowMajor, {}, d, {}, eo).ok()) {
     state.SkipWithError("emulation failed");
@@ -111,13 +122,9 @@ void BM_AuditFp8Matmul(benchmark::State& state) {
       sbt[static_cast<size_t>(j * kb + blk)] = ToDouble(Float32(), sb.Bits(blk * n + j));
     }
   }
-  std::vector<uint64_t> av(static_cast<size_t>(a.size())), bv(static_cast<size_t>(b.size())),
-      d(static_cast<size_t>(n * n));
-  a.CopyBits(0, av);
-  b.CopyBits(0, bv);
-  EvalOptions eo;
-  eo.want_bound = false;
-  eo.threads = threads;
+  const std::vector<uint64_t> av = Bits(a), bv = Bits(b);
+  std::vector<uint64_t> d(static_cast<size_t>(n * n));
+  const EvalOptions eo = MakingOptions(threads);
   const int ni = static_cast<int>(n);
   const absl::Status made =
       block_scaled ? EvaluateBlockScaledMatmul(model, ni, ni, ni, av, Layout::kRowMajor, bv, Layout::kRowMajor, sav,

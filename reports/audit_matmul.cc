@@ -67,7 +67,6 @@ class MatmulOp : public ReductionOp {
   // Per-block scales (block_scaled_): checks the scale tensors against the platforms' block and
   // fills block_sa_ and block_sb_t_.
   absl::Status InitBlockScales(const std::string& platform);
-  absl::Status EmulateBlockScaled(int64_t e0, int64_t e1, std::vector<std::vector<Emulated>>& emu);
 
   uint64_t AAt(int64_t bi, int64_t i, int64_t kk) const {
     const int64_t base = BatchOffset(batch_index_[static_cast<size_t>(bi)], a_batch_) * m_ * k_;
@@ -94,8 +93,8 @@ class MatmulOp : public ReductionOp {
   // a scalar file expanded; scale_block_ products per block along K.
   std::vector<double> block_sa_, block_sb_t_;
   // FastScaledExact's data for the current block: A's rows (mb x k) and B's columns (n x k) as
-  // doubles, unscaled where block_sums_exact_, else with their block scales in.
-  std::vector<double> a_dbl_, b_dbl_;
+  // float64 bits, unscaled where block_sums_exact_, else with their block scales in.
+  std::vector<uint64_t> a_ops_, b_ops_;  // Float64 bits.
   // Every block's sum of products is exact in binary64 (any order): the inputs are multiples of
   // their smallest subnormal, so a block's products are integer multiples of q with
   // |sum| < block 2^(Emax_a + Emax_b + 2) <= 2^53 q (float8_e4m3fn: q = 2^-18, products < 2^18,
@@ -403,17 +402,12 @@ void MatmulOp::ScaledOperands(int64_t e, std::span<const uint64_t> a, std::span<
 
 bool MatmulOp::FastScaledExact(int64_t e, ExactAccumulator& acc) const {
   const int64_t i = (e / n_) % m_ - block_i0_, j = e % n_;
-  if (!block_scaled_ || i < 0 || static_cast<size_t>((i + 1) * k_) > a_dbl_.size()) return false;
-  const double* x = a_dbl_.data() + i * k_;
-  const double* y = b_dbl_.data() + j * k_;
+  if (!block_scaled_ || i < 0 || static_cast<size_t>((i + 1) * k_) > a_ops_.size()) return false;
+  const std::span<const uint64_t> x = std::span<const uint64_t>(a_ops_).subspan(static_cast<size_t>(i * k_), static_cast<size_t>(k_));
+  const std::span<const uint64_t> y = std::span<const uint64_t>(b_ops_).subspan(static_cast<size_t>(j * k_), static_cast<size_t>(k_));
   acc.Reset();
   if (!block_sums_exact_) {
-    std::vector<uint64_t> xb(static_cast<size_t>(k_)), yb(static_cast<size_t>(k_));
-    for (int64_t kk = 0; kk < k_; ++kk) {
-      xb[static_cast<size_t>(kk)] = std::bit_cast<uint64_t>(x[kk]);
-      yb[static_cast<size_t>(kk)] = std::bit_cast<uint64_t>(y[kk]);
-    }
-    acc.AddDot(Float64(), xb, Float64(), yb);
+    acc.AddDot(Float64(), x, Float64(), y);
     return true;
   }
   const BlockScales s = ElementBlockScales(e);
@@ -421,7 +415,9 @@ bool MatmulOp::FastScaledExact(int64_t e, ExactAccumulator& acc) const {
   for (int64_t blk = 0; blk < k_blocks_; ++blk) {
     const int64_t lo = blk * scale_block_, hi = std::min(k_, lo + scale_block_);
     double sum = 0;  // Exact (block_sums_exact_), in any order.
-    for (int64_t kk = lo; kk < hi; ++kk) sum += x[kk] * y[kk];
+    for (int64_t kk = lo; kk < hi; ++kk) {
+      sum += std::bit_cast<double>(x[static_cast<size_t>(kk)]) * std::bit_cast<double>(y[static_cast<size_t>(kk)]);
+    }
     if (!std::isfinite(sum)) return false;  // A NaN or Inf operand: the general path.
     if (sum == 0) continue;
     nonzero = true;
@@ -430,45 +426,6 @@ bool MatmulOp::FastScaledExact(int64_t e, ExactAccumulator& acc) const {
   }
   // An exact zero takes the sign of its terms (IEEE 754-2019 §6.3): the general path has them.
   return nonzero;
-}
-
-// Block-scaled: EvaluateBlockScaledMatmul on the row block (A's rows, B column-major).
-absl::Status MatmulOp::EmulateBlockScaled(int64_t e0, int64_t e1,
-                                          std::vector<std::vector<Emulated>>& emu) {
-  const int64_t i0 = (e0 % (m_ * n_)) / n_, mb = (e1 - e0) / n_;
-  const std::span<const double> sa =
-      std::span<const double>(block_sa_).subspan(static_cast<size_t>(i0 * k_blocks_),
-                                                 static_cast<size_t>(mb * k_blocks_));
-  // FastScaledExact's operands as doubles (scaled unless block_sums_exact_): B's once per batch
-  // element. Exact: <= 24-bit inputs times float32 scales.
-  auto to_doubles = [&](std::span<const uint64_t> bits, const FormatSpec& f, std::span<const double> scales,
-                        int64_t rows, std::vector<double>& out) {
-    out.resize(static_cast<size_t>(rows * k_));
-    for (int64_t r = 0; r < rows; ++r) {
-      for (int64_t kk = 0; kk < k_; ++kk) {
-        const size_t t = static_cast<size_t>(r * k_ + kk);
-        out[t] = ToDouble(f, bits[t]) *
-                 (block_sums_exact_ ? 1.0 : scales[static_cast<size_t>(r * k_blocks_ + kk / scale_block_)]);
-      }
-    }
-  };
-  if (i0 == 0) to_doubles(b_cm_, *fb_, block_sb_t_, n_, b_dbl_);
-  to_doubles(a_block_, *fa_, sa, mb, a_dbl_);
-  for (size_t p = 0; p < models_.size(); ++p) {
-    EvalOptions eo;
-    eo.threads = std::max(1, options_.threads);
-    if (absl::Status s = EvaluateBlockScaledMatmul(
-            *models_[p], static_cast<int>(mb), static_cast<int>(n_), static_cast<int>(k_), a_block_,
-            Layout::kRowMajor, b_cm_, Layout::kColumnMajor, sa, block_sb_t_, cblock_, d_, bounds_, eo);
-        !s.ok()) {
-      return s;
-    }
-    emu[p].resize(d_.size());
-    for (size_t t = 0; t < d_.size(); ++t) {
-      emu[p][t] = PostProcess(p, e0 + static_cast<int64_t>(t), d_[t], bounds_[t]);
-    }
-  }
-  return absl::OkStatus();
 }
 
 int64_t MatmulOp::BlockEnd(int64_t e0) const {
@@ -503,19 +460,41 @@ absl::Status MatmulOp::EmulateBlock(int64_t e0, int64_t e1, std::vector<std::vec
   }
   d_.resize(static_cast<size_t>(mb * n_));
   bounds_.resize(static_cast<size_t>(mb * n_));
-  if (block_scaled_) return EmulateBlockScaled(e0, e1, emu);
+  const std::span<const double> block_sa =
+      block_scaled_ ? std::span<const double>(block_sa_).subspan(static_cast<size_t>(i0 * k_blocks_),
+                                                                 static_cast<size_t>(mb * k_blocks_))
+                    : std::span<const double>();
+  if (block_scaled_) {
+    // FastScaledExact's operands as float64 bits (scaled unless block_sums_exact_), B's once per
+    // batch element. Exact: <= 24-bit inputs times float32 scales.
+    auto to_float64 = [&](std::span<const uint64_t> bits, const FormatSpec& f, std::span<const double> scales,
+                          int64_t rows, std::vector<uint64_t>& out) {
+      out.resize(static_cast<size_t>(rows * k_));
+      for (int64_t r = 0; r < rows; ++r) {
+        for (int64_t kk = 0; kk < k_; ++kk) {
+          const size_t t = static_cast<size_t>(r * k_ + kk);
+          const double scale =
+              block_sums_exact_ ? 1.0 : scales[static_cast<size_t>(r * k_blocks_ + kk / scale_block_)];
+          out[t] = std::bit_cast<uint64_t>(ToDouble(f, bits[t]) * scale);
+        }
+      }
+    };
+    if (i0 == 0) to_float64(b_cm_, *fb_, block_sb_t_, n_, b_ops_);
+    to_float64(a_block_, *fa_, block_sa, mb, a_ops_);
+  }
   for (size_t p = 0; p < models_.size(); ++p) {
     EvalOptions eo;
     eo.threads = std::max(1, options_.threads);
-    // c_after_scale_: the chain alone (from +0); C enters after the scale, in PostProcess.
-    if (absl::Status s = EvaluateMatmul(EvalModel(p), static_cast<int>(mb), static_cast<int>(n_),
-                                        static_cast<int>(k_), ablock, Layout::kRowMajor, bspan,
-                                        Layout::kColumnMajor,
-                                        c_after_scale_ ? std::span<const uint64_t>() : cblock_, d_,
-                                        bounds_, eo);
-        !s.ok()) {
-      return s;
-    }
+    const int mi = static_cast<int>(mb), ni = static_cast<int>(n_), ki = static_cast<int>(k_);
+    // Block scales enter inside the chain; with c_after_scale_ the chain runs alone (from +0)
+    // and C enters after the scale, in PostProcess.
+    const absl::Status s =
+        block_scaled_
+            ? EvaluateBlockScaledMatmul(EvalModel(p), mi, ni, ki, ablock, Layout::kRowMajor, bspan,
+                                        Layout::kColumnMajor, block_sa, block_sb_t_, cblock_, d_, bounds_, eo)
+            : EvaluateMatmul(EvalModel(p), mi, ni, ki, ablock, Layout::kRowMajor, bspan, Layout::kColumnMajor,
+                             c_after_scale_ ? std::span<const uint64_t>() : cblock_, d_, bounds_, eo);
+    if (!s.ok()) return s;
     emu[p].resize(d_.size());
     for (size_t t = 0; t < d_.size(); ++t) {
       emu[p][t] = PostProcess(p, e0 + static_cast<int64_t>(t), d_[t], bounds_[t],
