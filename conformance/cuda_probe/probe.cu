@@ -4,9 +4,10 @@
 // CPU. Nothing else in the project needs this program or a GPU.
 //
 // Usage: cuda_probe OUT_DIR [SEED [PART]]  SEED defaults to 2026 (the same seed gives the same
-//        inputs on every machine: SplitMix64, host-only code); PART is all (default), mma, wgmma
-//        or cublas, so that a crash in one part (a sticky CUDA error) cannot lose the others;
-//        dry-run needs no GPU: it writes the instruction cases with d = 0 (format check only).
+//        inputs on every machine: SplitMix64, host-only code); PART is all (default), mma, wgmma,
+//        cublas or lt-scaled, so that a crash in one part (a sticky CUDA error) cannot lose the
+//        others; dry-run needs no GPU: it writes the instruction cases with d = 0 and the
+//        lt-scaled files with a D computed on the host (format and layout checks only).
 // Writes OUT_DIR/<device>-sm<cc>-<instruction>-<type>.txt for every (instruction, type) the
 // device supports, OUT_DIR/failed/... for an instruction whose layout self-check failed (such a
 // file has no data lines and must never be replayed), and prints a summary on stdout.
@@ -26,7 +27,10 @@
 //    for the K direction (PTX ISA, "Matrix Descriptor Format" and "Shared Memory Matrix Layout").
 //  * cuBLAS cublasGemmEx bf16 x bf16 -> f32, CUBLAS_COMPUTE_32F (16x16 output, diagonal kept);
 //  * cuBLASLt fp8 e4m3 x e4m3 -> f32 (TN, C = D = f32), with and without
-//    CUBLASLT_MATMUL_DESC_FAST_ACCUM (diagonal of a 16x16 output kept).
+//    CUBLASLT_MATMUL_DESC_FAST_ACCUM (diagonal of a 16x16 output kept);
+//  * lt-scaled: the same cuBLASLt call with FP8 scales (per tensor, and per row of A / column of
+//    B) and C, 64x64 outputs written as .npy files under OUT_DIR/lt_scaled/ for
+//    `fpconform audit matmul` (check_scaled.sh), since replay files carry no scales.
 // Fragment layouts: PTX ISA 8.x, "Matrix Fragments for mma.m16n8k16 / m16n8k8 / m16n8k32" and
 // "Register Fragments ... wgmma .m64nNk16/k8/k32" (each warp of the warpgroup holds rows
 // 16w..16w+15 in the mma.sync layout). Because a layout mistake cannot be seen without a GPU,
@@ -142,6 +146,17 @@ uint32_t RandomBits(Rng& rng, const TypeInfo& t, int lo, int hi) {
     const uint32_t sign = static_cast<uint32_t>(rng.Next() & 1);
     return (sign << (width - 1)) | (static_cast<uint32_t>(biased) << t.fraction_bits) | frac;
   }
+}
+
+// The value of finite container bits of type t (the inverse of EncodeExact).
+double DecodeBits(const TypeInfo& t, uint32_t bits) {
+  const int width = t.bytes * 8;
+  const uint32_t frac = bits & ((1u << t.fraction_bits) - 1);
+  const int biased = static_cast<int>((bits >> t.fraction_bits) & ((1u << t.exponent_bits) - 1));
+  const double m = biased == 0 ? std::ldexp(frac, 1 - t.bias - t.fraction_bits)
+                               : std::ldexp(frac + (1u << t.fraction_bits),
+                                            biased - t.bias - t.fraction_bits);
+  return (bits >> (width - 1)) & 1 ? -m : m;
 }
 
 uint32_t FloatBits(float f) {
@@ -846,6 +861,112 @@ bool CublasBf16(const std::string& out_dir, const Device& dev, uint64_t seed) {
   return WriteFile(out_dir, dev, spec, all, dall, seed, "not applicable (library call)");
 }
 
+// Scales of one cuBLASLt FP8 GEMM: none (both empty), one value each
+// (CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F), or one per row of op(A) and per column of B
+// (OUTER_VEC_32F: "each (i, j)-th element of product of A and B is multiplied by i-th element of
+// A scale and j-th element of B scale", cublasLt.h).
+struct LtScales {
+  std::vector<float> a, b;
+  bool outer = false;
+};
+
+// What one cuBLASLt call gave: ok, or the CUDA/cuBLAS failure (a cuBLAS status, or -1 for a CUDA
+// error), with unsupported = true where cuBLASLt found no algorithm or refused the scale mode (a
+// property of this cuBLAS and GPU, not a probe failure).
+struct LtResult {
+  bool ok = false;
+  bool unsupported = false;
+};
+
+// One cuBLASLt e4m3 x e4m3 -> f32 GEMM, CUBLAS_COMPUTE_32F, TN, alpha = beta = 1: A stored K x m
+// column-major (column i is row i of op(A)), B K x n column-major, C and D m x n column-major
+// float32. hd receives D.
+LtResult LtFp8Matmul(cublasLtHandle_t lt, void* workspace, size_t ws_size, int m, int n, int K,
+                     const std::vector<uint8_t>& ha, const std::vector<uint8_t>& hb,
+                     const std::vector<float>& hc, bool fast, const LtScales& scales,
+                     std::vector<float>* hd) {
+  LtResult r;
+  void *da = nullptr, *db = nullptr, *dc = nullptr, *dd = nullptr, *dsa = nullptr, *dsb = nullptr;
+  const bool scaled = !scales.a.empty();
+  bool ok = CUDA_OK(cudaMalloc(&da, ha.size())) && CUDA_OK(cudaMalloc(&db, hb.size())) &&
+            CUDA_OK(cudaMalloc(&dc, hc.size() * 4)) && CUDA_OK(cudaMalloc(&dd, hc.size() * 4)) &&
+            CUDA_OK(cudaMemcpy(da, ha.data(), ha.size(), cudaMemcpyHostToDevice)) &&
+            CUDA_OK(cudaMemcpy(db, hb.data(), hb.size(), cudaMemcpyHostToDevice)) &&
+            CUDA_OK(cudaMemcpy(dc, hc.data(), hc.size() * 4, cudaMemcpyHostToDevice));
+  if (ok && scaled) {
+    ok = CUDA_OK(cudaMalloc(&dsa, scales.a.size() * 4)) &&
+         CUDA_OK(cudaMalloc(&dsb, scales.b.size() * 4)) &&
+         CUDA_OK(cudaMemcpy(dsa, scales.a.data(), scales.a.size() * 4, cudaMemcpyHostToDevice)) &&
+         CUDA_OK(cudaMemcpy(dsb, scales.b.data(), scales.b.size() * 4, cudaMemcpyHostToDevice));
+  }
+  cublasLtMatmulDesc_t op = nullptr;
+  cublasLtMatrixLayout_t la = nullptr, lb = nullptr, lc = nullptr;
+  cublasStatus_t st = CUBLAS_STATUS_SUCCESS;
+  auto chk = [&](cublasStatus_t s, const char* what) {
+    if (st == CUBLAS_STATUS_SUCCESS && s != CUBLAS_STATUS_SUCCESS) {
+      std::fprintf(stderr, "%s: status %d\n", what, static_cast<int>(s));
+      st = s;
+    }
+  };
+  if (ok) {
+    const cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
+    const int8_t fast_accum = fast ? 1 : 0;
+    chk(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F), "MatmulDescCreate");
+    chk(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta), "TRANSA");
+    chk(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb), "TRANSB");
+    chk(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast_accum,
+                                       sizeof fast_accum), "FAST_ACCUM");
+    if (scaled) {
+      chk(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &dsa,
+                                         sizeof dsa), "A_SCALE_POINTER");
+      chk(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &dsb,
+                                         sizeof dsb), "B_SCALE_POINTER");
+      if (scales.outer) {
+        const int32_t mode = CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F;
+        chk(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &mode,
+                                           sizeof mode), "A_SCALE_MODE");
+        chk(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &mode,
+                                           sizeof mode), "B_SCALE_MODE");
+      }
+    }
+    chk(cublasLtMatrixLayoutCreate(&la, CUDA_R_8F_E4M3, K, m, K), "layout A");
+    chk(cublasLtMatrixLayoutCreate(&lb, CUDA_R_8F_E4M3, K, n, K), "layout B");
+    chk(cublasLtMatrixLayoutCreate(&lc, CUDA_R_32F, m, n, m), "layout C");
+    cublasLtMatmulPreference_t pref = nullptr;
+    chk(cublasLtMatmulPreferenceCreate(&pref), "PreferenceCreate");
+    chk(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                             &ws_size, sizeof ws_size), "pref workspace");
+    cublasLtMatmulHeuristicResult_t heur{};
+    int found = 0;
+    chk(cublasLtMatmulAlgoGetHeuristic(lt, op, la, lb, lc, lc, pref, 1, &heur, &found),
+        "AlgoGetHeuristic");
+    if (st != CUBLAS_STATUS_SUCCESS || found == 0) {
+      std::fprintf(stderr, "cublasLt: no fp8 algorithm found (status %d)\n", static_cast<int>(st));
+      r.unsupported = true;
+      if (st == CUBLAS_STATUS_SUCCESS) st = CUBLAS_STATUS_NOT_SUPPORTED;
+    }
+    const float alpha = 1, beta = 1;
+    if (st == CUBLAS_STATUS_SUCCESS) {
+      chk(cublasLtMatmul(lt, op, &alpha, da, la, db, lb, &beta, dc, lc, dd, lc, &heur.algo,
+                         workspace, ws_size, 0), "cublasLtMatmul");
+    }
+    if (pref) cublasLtMatmulPreferenceDestroy(pref);
+    ok = st == CUBLAS_STATUS_SUCCESS;
+  }
+  if (la) cublasLtMatrixLayoutDestroy(la);
+  if (lb) cublasLtMatrixLayoutDestroy(lb);
+  if (lc) cublasLtMatrixLayoutDestroy(lc);
+  if (op) cublasLtMatmulDescDestroy(op);
+  hd->assign(hc.size(), 0.0f);
+  ok = ok && CUDA_OK(cudaDeviceSynchronize()) &&
+       CUDA_OK(cudaMemcpy(hd->data(), dd, hd->size() * 4, cudaMemcpyDeviceToHost));
+  for (void* p : {da, db, dc, dd, dsa, dsb}) {
+    if (p) cudaFree(p);
+  }
+  r.ok = ok;
+  return r;
+}
+
 bool CublasLtFp8(const std::string& out_dir, const Device& dev, uint64_t seed, bool fast) {
   const TypeInfo& t = kTypes[kE4M3];
   const int n = 16;
@@ -861,67 +982,11 @@ bool CublasLtFp8(const std::string& out_dir, const Device& dev, uint64_t seed, b
       Rng rng(DeriveSeed(seed, {8, static_cast<uint64_t>(K), static_cast<uint64_t>(rep)}));
       // TN: A stored K x n column-major (op T gives n x K), B K x n column-major, C/D n x n f32.
       std::vector<uint8_t> ha(K * n), hb(K * n);
-      std::vector<float> hc(n * n);
+      std::vector<float> hc(n * n), hd;
       for (auto& x : ha) x = static_cast<uint8_t>(RandomBits(rng, t, -3, 3));
       for (auto& x : hb) x = static_cast<uint8_t>(RandomBits(rng, t, -3, 3));
       for (auto& x : hc) x = BitsFloat(RandomBits(rng, kTypes[kTF32], -2, 5));
-      void *da, *db, *dc, *dd;
-      ok = CUDA_OK(cudaMalloc(&da, ha.size())) && CUDA_OK(cudaMalloc(&db, hb.size())) &&
-           CUDA_OK(cudaMalloc(&dc, hc.size() * 4)) && CUDA_OK(cudaMalloc(&dd, hc.size() * 4)) &&
-           CUDA_OK(cudaMemcpy(da, ha.data(), ha.size(), cudaMemcpyHostToDevice)) &&
-           CUDA_OK(cudaMemcpy(db, hb.data(), hb.size(), cudaMemcpyHostToDevice)) &&
-           CUDA_OK(cudaMemcpy(dc, hc.data(), hc.size() * 4, cudaMemcpyHostToDevice));
-      cublasLtMatmulDesc_t op = nullptr;
-      cublasLtMatrixLayout_t la = nullptr, lb = nullptr, lc = nullptr;
-      cublasStatus_t st = CUBLAS_STATUS_SUCCESS;
-      auto chk = [&](cublasStatus_t s, const char* what) {
-        if (st == CUBLAS_STATUS_SUCCESS && s != CUBLAS_STATUS_SUCCESS) {
-          std::fprintf(stderr, "%s: status %d\n", what, static_cast<int>(s));
-          st = s;
-        }
-      };
-      if (ok) {
-        const cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
-        const int8_t fast_accum = fast ? 1 : 0;
-        chk(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F), "MatmulDescCreate");
-        chk(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta), "TRANSA");
-        chk(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb), "TRANSB");
-        chk(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast_accum,
-                                           sizeof fast_accum), "FAST_ACCUM");
-        chk(cublasLtMatrixLayoutCreate(&la, CUDA_R_8F_E4M3, K, n, K), "layout A");
-        chk(cublasLtMatrixLayoutCreate(&lb, CUDA_R_8F_E4M3, K, n, K), "layout B");
-        chk(cublasLtMatrixLayoutCreate(&lc, CUDA_R_32F, n, n, n), "layout C");
-        cublasLtMatmulPreference_t pref = nullptr;
-        chk(cublasLtMatmulPreferenceCreate(&pref), "PreferenceCreate");
-        chk(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                                 &ws_size, sizeof ws_size), "pref workspace");
-        cublasLtMatmulHeuristicResult_t heur{};
-        int found = 0;
-        chk(cublasLtMatmulAlgoGetHeuristic(lt, op, la, lb, lc, lc, pref, 1, &heur, &found),
-            "AlgoGetHeuristic");
-        if (st == CUBLAS_STATUS_SUCCESS && found == 0) {
-          std::fprintf(stderr, "cublasLt: no fp8 algorithm found\n");
-          st = CUBLAS_STATUS_NOT_SUPPORTED;
-        }
-        const float alpha = 1, beta = 1;
-        if (st == CUBLAS_STATUS_SUCCESS) {
-          chk(cublasLtMatmul(lt, op, &alpha, da, la, db, lb, &beta, dc, lc, dd, lc, &heur.algo,
-                             workspace, ws_size, 0), "cublasLtMatmul");
-        }
-        if (pref) cublasLtMatmulPreferenceDestroy(pref);
-        ok = st == CUBLAS_STATUS_SUCCESS;
-      }
-      if (la) cublasLtMatrixLayoutDestroy(la);
-      if (lb) cublasLtMatrixLayoutDestroy(lb);
-      if (lc) cublasLtMatrixLayoutDestroy(lc);
-      if (op) cublasLtMatmulDescDestroy(op);
-      std::vector<float> hd(n * n);
-      ok = ok && CUDA_OK(cudaDeviceSynchronize()) &&
-           CUDA_OK(cudaMemcpy(hd.data(), dd, hd.size() * 4, cudaMemcpyDeviceToHost));
-      cudaFree(da);
-      cudaFree(db);
-      cudaFree(dc);
-      cudaFree(dd);
+      ok = LtFp8Matmul(lt, workspace, ws_size, n, n, K, ha, hb, hc, fast, LtScales{}, &hd).ok;
       for (int i = 0; ok && i < n; ++i) {
         Dot dot;
         dot.tag = std::string("cublasLtMatmul e4m3 TN 16x16xK, diagonal, K = ") +
@@ -958,11 +1023,147 @@ bool CublasLtFp8(const std::string& out_dir, const Device& dev, uint64_t seed, b
   return WriteFile(out_dir, dev, spec, all, dall, seed, "not applicable (library call)");
 }
 
+// ---------------------------------------------------------------------------------------------
+// Scaled cuBLASLt FP8 GEMMs with C, written as tensor files for `fpconform audit matmul` (the
+// replay format has no scales): the recording that settles `epilogue.c = "after_scale"` of the
+// cuBLASLt presets (accumulation/models/SOURCES.md): is D = fl32(fl32(s_a s_b) acc + C) one
+// rounding, fl32(fl32(s_a s_b acc) + C) two, or something else. check_scaled.sh audits them.
+
+// A .npy file (format version 1.0): descr '<V1' (numpy's own descr for an ml_dtypes float8 array;
+// the audit takes the format from --a-dtype) or '<f4', in Fortran (column-major) order where the
+// data are column-major.
+bool WriteNpy(const std::string& path, const char* descr, bool fortran,
+              const std::vector<int>& shape, const void* data, size_t bytes) {
+  std::string dims;  // As numpy writes it: "(64,)", "(64, 256)".
+  for (size_t i = 0; i < shape.size(); ++i) dims += (i ? ", " : "") + std::to_string(shape[i]);
+  if (shape.size() == 1) dims += ",";
+  std::string header = std::string("{'descr': '") + descr + "', 'fortran_order': " +
+                       (fortran ? "True" : "False") + ", 'shape': (" + dims + "), }";
+  const size_t unpadded = 10 + header.size() + 1;  // Magic, version, length, header, '\n'.
+  header.append((64 - unpadded % 64) % 64, ' ');
+  header += '\n';
+  FILE* f = std::fopen(path.c_str(), "wb");
+  if (!f) {
+    std::fprintf(stderr, "cannot write %s\n", path.c_str());
+    return false;
+  }
+  const uint16_t len = static_cast<uint16_t>(header.size());
+  const unsigned char magic[8] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0};
+  bool ok = std::fwrite(magic, 1, 8, f) == 8 && std::fwrite(&len, 2, 1, f) == 1 &&
+            std::fwrite(header.data(), 1, header.size(), f) == header.size() &&
+            std::fwrite(data, 1, bytes, f) == bytes;
+  ok = std::fclose(f) == 0 && ok;
+  if (!ok) std::fprintf(stderr, "cannot write %s\n", path.c_str());
+  return ok;
+}
+
+// A float32 in [1, 4) with a full 24-bit significand: a scale whose products round.
+float RandomScale(Rng& rng) {
+  return BitsFloat(0x3f800000u + static_cast<uint32_t>(rng.Next() % (2u << 23)));
+}
+
+// Records, for scale modes tensor (one value each) and row/column (OUTER_VEC_32F), FAST_ACCUM 0
+// and 1, K = 256 and 1024, one 64 x 64 output: OUT_DIR/lt_scaled/<case>/{a,b,c,d,scale_a,
+// scale_b}.npy and a line per case in OUT_DIR/lt_scaled/cases.txt ("<case> <preset>"). A mode this
+// cuBLAS or GPU does not offer is said and skipped. With dry_run (no GPU), D is the scaled
+// product plus C computed in long double from the same column-major buffers the GPU would get,
+// rounded to float32 (no model of any GPU): auditing it against the preset must explain
+// every element (within bound), which checks the files' layout; it is no recording.
+bool CublasLtFp8Scaled(const std::string& out_dir, const Device& dev, uint64_t seed,
+                       bool dry_run) {
+  const TypeInfo& t = kTypes[kE4M3];
+  const int m = 64, n = 64;
+  const std::string dir = out_dir + "/lt_scaled";
+  mkdir(dir.c_str(), 0755);
+  cublasLtHandle_t lt = nullptr;
+  void* workspace = nullptr;
+  const size_t ws_size = 32 << 20;
+  if (!dry_run && (cublasLtCreate(&lt) != CUBLAS_STATUS_SUCCESS ||
+                   !CUDA_OK(cudaMalloc(&workspace, ws_size)))) {
+    return false;
+  }
+  std::string cases;
+  bool ok = true;
+  for (int outer = 0; outer <= 1 && ok; ++outer) {
+    for (int fast = 0; fast <= 1 && ok; ++fast) {
+      for (int K : {256, 1024}) {
+        Rng rng(DeriveSeed(seed, {9, static_cast<uint64_t>(outer), static_cast<uint64_t>(fast),
+                                  static_cast<uint64_t>(K)}));
+        std::vector<uint8_t> ha(static_cast<size_t>(K) * m), hb(static_cast<size_t>(K) * n);
+        std::vector<float> hc(m * n), hd;
+        for (auto& x : ha) x = static_cast<uint8_t>(RandomBits(rng, t, -3, 3));
+        for (auto& x : hb) x = static_cast<uint8_t>(RandomBits(rng, t, -3, 3));
+        for (auto& x : hc) x = BitsFloat(RandomBits(rng, kTypes[kTF32], -2, 5));
+        LtScales scales;
+        scales.outer = outer == 1;
+        scales.a.resize(outer ? m : 1);
+        scales.b.resize(outer ? n : 1);
+        for (auto& x : scales.a) x = RandomScale(rng);
+        for (auto& x : scales.b) x = RandomScale(rng);
+        const std::string name = std::string(outer ? "rowcol" : "tensor") +
+                                 (fast ? "-fastaccum" : "") + "-k" + std::to_string(K);
+        if (dry_run) {
+          hd.resize(hc.size());
+          for (int j = 0; j < n; ++j) {
+            for (int i = 0; i < m; ++i) {
+              double acc = 0;  // Exact: these products are multiples of 2^-12 below 2^8.
+              for (int k = 0; k < K; ++k) {
+                acc += DecodeBits(t, ha[k + static_cast<size_t>(i) * K]) *
+                       DecodeBits(t, hb[k + static_cast<size_t>(j) * K]);
+              }
+              const long double s = static_cast<long double>(scales.a[outer ? i : 0]) *
+                                    scales.b[outer ? j : 0];
+              hd[i + j * m] = static_cast<float>(s * acc + hc[i + j * m]);
+            }
+          }
+        } else {
+          const LtResult r =
+              LtFp8Matmul(lt, workspace, ws_size, m, n, K, ha, hb, hc, fast, scales, &hd);
+          if (r.unsupported) {
+            std::printf("cublasLt scaled %s: not offered by this cuBLAS/GPU (skipped)\n",
+                        name.c_str());
+            continue;
+          }
+          if (!r.ok) {
+            ok = false;
+            break;
+          }
+        }
+        const std::string c = dir + "/" + name;
+        mkdir(c.c_str(), 0755);
+        // op(A) row-major (m, K) is the stored A's bytes; B, C and D are column-major.
+        ok = WriteNpy(c + "/a.npy", "<V1", false, {m, K}, ha.data(), ha.size()) &&
+             WriteNpy(c + "/b.npy", "<V1", true, {K, n}, hb.data(), hb.size()) &&
+             WriteNpy(c + "/c.npy", "<f4", true, {m, n}, hc.data(), hc.size() * 4) &&
+             WriteNpy(c + "/d.npy", "<f4", true, {m, n}, hd.data(), hd.size() * 4) &&
+             WriteNpy(c + "/scale_a.npy", "<f4", false, {static_cast<int>(scales.a.size())},
+                      scales.a.data(), scales.a.size() * 4) &&
+             WriteNpy(c + "/scale_b.npy", "<f4", false, {static_cast<int>(scales.b.size())},
+                      scales.b.data(), scales.b.size() * 4);
+        cases += name + (fast ? " nvidia-h100-fp8e4m3-cublaslt-fastaccum\n"
+                              : " nvidia-h100-fp8e4m3-cublaslt\n");
+        std::printf("wrote %s (%dx%dx%d, %s)\n", c.c_str(), m, n, K,
+                    dry_run ? "dry run: D computed on the host, no GPU" : dev.name.c_str());
+      }
+    }
+  }
+  if (workspace) cudaFree(workspace);
+  if (lt) cublasLtDestroy(lt);
+  FILE* f = std::fopen((dir + "/cases.txt").c_str(), "w");
+  if (!f) return false;
+  std::fprintf(f, "# <case> <preset>: cuBLASLt e4m3 TN, alpha = beta = 1, %s, seed %llu\n",
+               dry_run ? "DRY RUN (D computed on the host, no GPU)" : dev.name.c_str(),
+               static_cast<unsigned long long>(seed));
+  std::fputs(cases.c_str(), f);
+  return std::fclose(f) == 0 && ok;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc < 2 || argc > 4) {
-    std::fprintf(stderr, "usage: %s OUT_DIR [SEED [all|mma|wgmma|cublas|dry-run]]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s OUT_DIR [SEED [all|mma|wgmma|cublas|lt-scaled|dry-run]]\n",
+                 argv[0]);
     return 2;
   }
   const std::string out_dir = argv[1];
@@ -971,6 +1172,7 @@ int main(int argc, char** argv) {
   const bool do_mma = part == "all" || part == "mma";
   const bool do_wgmma = part == "all" || part == "wgmma";
   const bool do_cublas = part == "all" || part == "cublas";
+  const bool do_scaled = part == "all" || part == "lt-scaled";
   mkdir(out_dir.c_str(), 0755);
   if (part == "dry-run") {
     Device dry;
@@ -981,6 +1183,7 @@ int main(int argc, char** argv) {
       failures += ProbeInstruction(out_dir, dry, false, static_cast<Type>(ty), nullptr, seed, true);
       failures += ProbeInstruction(out_dir, dry, true, static_cast<Type>(ty), nullptr, seed, true);
     }
+    if (!CublasLtFp8Scaled(out_dir, dry, seed, true)) ++failures;
     return failures == 0 ? 0 : 1;
   }
   Device dev;
@@ -1025,6 +1228,10 @@ int main(int argc, char** argv) {
         ++failures;
       }
     }
+  }
+  if (do_scaled && cc >= 89 && !CublasLtFp8Scaled(out_dir, dev, seed, false)) {
+    std::printf("cublasLt fp8 with scales and C: failed (see stderr)\n");
+    ++failures;
   }
   std::printf("%d instruction(s) or library call(s) failed\n", failures);
   return failures == 0 ? 0 : 1;

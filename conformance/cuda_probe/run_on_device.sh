@@ -9,6 +9,9 @@
 # build (the binary links cudart statically; it needs libcublas/libcublasLt and a driver at least
 # as new as the toolkit it was built with).
 # Afterwards copy $OUT/*.txt (never $OUT/failed/) into conformance/data/ and run replay_test.
+# The part lt-scaled writes $OUT/lt_scaled/ (tensor files: replay files have no scales): run
+# `bash conformance/cuda_probe/check_scaled.sh $OUT/lt_scaled` here and check the directory in
+# as conformance/data/<device>-lt_scaled/ with what it said.
 set -u
 here="$(cd "$(dirname "$0")" && pwd)"
 out="${OUT:-$PWD/cuda_probe_out}"
@@ -32,7 +35,7 @@ if ! timeout 240 "$nvcc_bin" -std=c++17 -O2 -I "$here/../.." \
 fi
 fi
 rc=0
-for part in mma wgmma cublas; do
+for part in mma wgmma cublas lt-scaled; do
   echo "== part $part" >> "$log"
   timeout 60 "$bin" "$out" "${SEED:-2026}" "$part" >> "$log" 2>&1 || rc=1
 done
