@@ -1,5 +1,6 @@
 // Shared machinery of the formats-vs-MPFR conformance suites (fp8_exhaustive_test,
-// fp16_test, fp32_test): one call runs an operation through formats/ops.h and through the MPFR
+// fp16_test, fp32_test; oracles/mpfr_oracle_test runs its hand-computed rows through Case,
+// RunOracle and RunFormats): one call runs an operation through formats/ops.h and through the MPFR
 // oracle and compares bits and flags (NaN by class), a counter-based generator gives every
 // random case from (seed, case index), and ParallelCheck spreads a case range over threads.
 //

@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include "cases/pinned_random.h"
+#include "conformance/oracle_check.h"
 #include "formats/format_spec.h"
 #include "formats/op_env.h"
 #include "formats/ops.h"
@@ -19,20 +20,10 @@
 namespace fpconform {
 namespace {
 
-enum class Op { kAdd, kSub, kMul, kDiv, kFma, kSqrt, kConvert };
-
-const char* OpName(Op op) {
-  switch (op) {
-    case Op::kAdd: return "add";
-    case Op::kSub: return "sub";
-    case Op::kMul: return "mul";
-    case Op::kDiv: return "div";
-    case Op::kFma: return "fma";
-    case Op::kSqrt: return "sqrt";
-    case Op::kConvert: return "convert";
-  }
-  return "?";
-}
+// The operations, their names and their dispatch to the oracle or to formats/ops.h are the
+// conformance suites' (conformance/oracle_check.h).
+using conformance::Op;
+using conformance::OpName;
 
 // "rne", "sr2:3" (k = 2, r = 3), with "+sat", "+ftz", "+daz", "+before" appended.
 OpEnv ParseEnv(std::string_view text) {
@@ -286,30 +277,18 @@ const Row kRows[] = {
      Int32},
 };
 
-// The row through one implementation's functions (they take the same arguments): the MPFR
-// oracle's (RunRow) or formats/ops.h's (RunFormatsRow); the hand-computed value is the reference
-// for both.
-template <auto add, auto sub, auto mul, auto div, auto fma, auto sqrt, auto convert>
-OpResult RunRowWith(const Row& r, const OpEnv& env) {
-  const FormatSpec& f = r.format();
-  switch (r.op) {
-    case Op::kAdd: return add(f, r.a, r.b, env);
-    case Op::kSub: return sub(f, r.a, r.b, env);
-    case Op::kMul: return mul(f, r.a, r.b, env);
-    case Op::kDiv: return div(f, r.a, r.b, env);
-    case Op::kFma: return fma(f, r.a, r.b, r.c, env);
-    case Op::kSqrt: return sqrt(f, r.a, env);
-    case Op::kConvert: return convert(r.from(), f, r.a, env);
-  }
-  return {};
-}
-
-OpResult RunRow(const Row& r, const OpEnv& env) {
-  return RunRowWith<MpfrAdd, MpfrSub, MpfrMul, MpfrDiv, MpfrFma, MpfrSqrt, MpfrConvert>(r, env);
-}
-
-OpResult RunFormatsRow(const Row& r, const OpEnv& env) {
-  return RunRowWith<Add, Sub, Mul, Div, Fma, Sqrt, Convert>(r, env);
+// The row as a case of the conformance suites, to run through the MPFR oracle (RunOracle) or
+// formats/ops.h (RunFormats); the hand-computed value is the reference for both.
+conformance::Case RowCase(const Row& r, const OpEnv& env) {
+  conformance::Case k;
+  k.op = r.op;
+  k.f = &r.format();
+  k.from = r.from != nullptr ? &r.from() : nullptr;
+  k.a = r.a;
+  k.b = r.b;
+  k.c = r.c;
+  k.env = env;
+  return k;
 }
 
 TEST(MpfrOracleTest, MpfrIsThreadSafe) { EXPECT_TRUE(mpfr_buildopt_tls_p()); }
@@ -320,10 +299,10 @@ TEST(MpfrOracleTest, HandComputedRows) {
     SCOPED_TRACE(testing::Message() << r.why << " [" << f.name << " " << OpName(r.op) << " "
                                     << r.env << std::hex << " a=0x" << r.a << " b=0x" << r.b
                                     << " c=0x" << r.c << "]");
-    const OpEnv env = ParseEnv(r.env);
+    const conformance::Case k = RowCase(r, ParseEnv(r.env));
     for (int formats = 0; formats < 2; ++formats) {
       SCOPED_TRACE(formats ? "formats/ops.h" : "MPFR oracle");
-      const OpResult got = formats ? RunFormatsRow(r, env) : RunRow(r, env);
+      const OpResult got = formats ? conformance::RunFormats(k) : conformance::RunOracle(k);
       if (IsFloat(f) && MpfrIsNanBits(f, r.bits)) {
         EXPECT_TRUE(MpfrIsNanBits(f, got.bits)) << std::hex << "got 0x" << got.bits;
       } else {
