@@ -132,12 +132,9 @@ TEST(AttentionMatmulTest, EnclosureHoldsTheMatmulModels) {
         add[0] = 0.0;
         p.additive_mask = add;
       }
-      const size_t n = static_cast<size_t>(s_q * dv);
-      std::vector<ExactEnclosure> exact(n), pvx(n);
-      ASSERT_TRUE(OracleEnclosures(p, exact, pvx).ok());
-      std::vector<uint64_t> bits(n);
-      std::vector<double> lo(n), hi(n);
-      ASSERT_TRUE(EmulateAttentionRows(m, p, 0, s_q, pvx, exact, bits, lo, hi).ok());
+      absl::StatusOr<EmulatedRows> emulated = EmulateWithOracle(m, p);
+      ASSERT_TRUE(emulated.ok()) << emulated.status();
+      const EmulatedRows& r = *emulated;
       for (const Model& qk : m.qk->members()) {
         for (const Model& pv : m.pv->members()) {
           for (const bool after : {false, true}) {
@@ -147,14 +144,14 @@ TEST(AttentionMatmulTest, EnclosureHoldsTheMatmulModels) {
                 const size_t e = static_cast<size_t>(i * dv + c);
                 SCOPED_TRACE(m.name + " qk " + qk.name + " pv " + pv.name + (after ? " after" : " chain") +
                              " variant " + std::to_string(variant) + " element " + std::to_string(e));
-                if (!std::isfinite(exact[e].nearest)) continue;  // A fully masked row: the convention.
-                if (std::isnan(lo[e])) {
+                if (!std::isfinite(r.exact[e].nearest)) continue;  // A fully masked row: the convention.
+                if (std::isnan(r.lo[e])) {
                   ADD_FAILURE() << "no bound";
                   ++unbounded;
                   continue;
                 }
-                EXPECT_LE(lo[e], y[static_cast<size_t>(c)]);
-                EXPECT_GE(hi[e], y[static_cast<size_t>(c)]);
+                EXPECT_LE(r.lo[e], y[static_cast<size_t>(c)]);
+                EXPECT_GE(r.hi[e], y[static_cast<size_t>(c)]);
                 ++checked;
               }
             }

@@ -172,11 +172,6 @@ TEST(AttentionModelTest, EnclosureHoldsImplementations) {
         for (int64_t j = 0; j < 200; ++j) add[static_cast<size_t>(s_k + j)] = -INFINITY;
         p.additive_mask = add;
       }
-      const size_t n = static_cast<size_t>(s_q * dv);
-      std::vector<ExactEnclosure> exact(n), pv(n);
-      ASSERT_TRUE(OracleEnclosures(p, exact, pv).ok());
-      std::vector<uint64_t> bits(n);
-      std::vector<double> lo(n), hi(n);
       // The LSE (models with formats.lse): the oracle's enclosures, then the model's.
       const size_t rows = static_cast<size_t>(s_q);
       std::vector<ExactEnclosure> lse_exact(rows);
@@ -189,26 +184,35 @@ TEST(AttentionModelTest, EnclosureHoldsImplementations) {
         ol.lse_enclosure = lse_exact;
         ASSERT_TRUE(AttentionRows(p, 0, s_q, ol, nullptr).ok());
       }
-      ASSERT_TRUE(EmulateAttentionRows(m, p, 0, s_q, pv, exact, bits, lo, hi, 2,
-                                       m.lse_format != nullptr ? &lse : nullptr).ok());
+      absl::StatusOr<EmulatedRows> emulated =
+          EmulateWithOracle(m, p, 2, m.lse_format != nullptr ? &lse : nullptr);
+      ASSERT_TRUE(emulated.ok()) << emulated.status();
+      const EmulatedRows& out = *emulated;
+      // Whether the bound [lo, hi] is there and holds the model's own result (`bits` in f) and
+      // FlashAttention-2's. No bound: only where the model's own error can reach half the
+      // weights (large logits through a bfloat16 scale folding: torch-math-sdpa-cpu-bf16).
+      auto bound_holds = [&](double lo, double hi, const FormatSpec& f, uint64_t bits, double flash) {
+        if (std::isnan(lo)) {
+          EXPECT_TRUE(variant == 1 || variant == 6) << "no bound on ordinary inputs";
+          ++unbounded;
+          return false;
+        }
+        double em;
+        certified::DecodeToDouble(f, bits, false, &em);
+        EXPECT_LE(lo, em);
+        EXPECT_GE(hi, em);
+        EXPECT_LE(lo, flash) << "flash " << flash;
+        EXPECT_GE(hi, flash) << "flash " << flash;
+        return true;
+      };
       for (int64_t i = 0; i < s_q && m.lse_format != nullptr; ++i) {
         SCOPED_TRACE(m.name + " LSE variant " + std::to_string(variant) + " row " + std::to_string(i));
         const size_t r = static_cast<size_t>(i);
         double fl_lse = 0;
         (void)Flash(m, p, i, &fl_lse);
-        if (std::isnan(lse_lo[r])) {
-          EXPECT_TRUE(variant == 1 || variant == 6) << "no LSE bound on ordinary inputs";
-          ++unbounded;
-          continue;
-        }
-        double em;
-        certified::DecodeToDouble(*m.lse_format, lse_bits[r], false, &em);
+        if (!bound_holds(lse_lo[r], lse_hi[r], *m.lse_format, lse_bits[r], fl_lse)) continue;
         EXPECT_LE(lse_lo[r], lse_exact[r].lo);
         EXPECT_GE(lse_hi[r], lse_exact[r].hi);
-        EXPECT_LE(lse_lo[r], em);
-        EXPECT_GE(lse_hi[r], em);
-        EXPECT_LE(lse_lo[r], fl_lse) << "flash " << fl_lse;
-        EXPECT_GE(lse_hi[r], fl_lse) << "flash " << fl_lse;
         ++lse_checked;
         // Not vacuous: the LSE with the scale applied twice lies outside where it differs by
         // more than 10^-3, and the bound is below 10^-3 relative here.
@@ -228,19 +232,7 @@ TEST(AttentionModelTest, EnclosureHoldsImplementations) {
         for (int64_t c = 0; c < dv; ++c) {
           const size_t e = static_cast<size_t>(i * dv + c);
           SCOPED_TRACE(m.name + " variant " + std::to_string(variant) + " element " + std::to_string(e));
-          if (std::isnan(lo[e])) {
-            // No bound: only where the model's own error can reach half the weights (large
-            // logits through a bfloat16 scale folding: torch-math-sdpa-cpu-bf16).
-            EXPECT_TRUE(variant == 1 || variant == 6) << "no bound on ordinary inputs";
-            ++unbounded;
-            continue;
-          }
-          double em;
-          certified::DecodeToDouble(*m.output, bits[e], false, &em);
-          EXPECT_LE(lo[e], em);
-          EXPECT_GE(hi[e], em);
-          EXPECT_LE(lo[e], fl[static_cast<size_t>(c)]) << "flash " << fl[static_cast<size_t>(c)];
-          EXPECT_GE(hi[e], fl[static_cast<size_t>(c)]) << "flash " << fl[static_cast<size_t>(c)];
+          if (!bound_holds(out.lo[e], out.hi[e], *m.output, out.bits[e], fl[static_cast<size_t>(c)])) continue;
           ++checked;
           // Not vacuous: the exact value with the scale applied twice lies outside where it
           // differs by more than 5% of P|V| from the exact value (15% for a scale folded into a
@@ -254,9 +246,9 @@ TEST(AttentionModelTest, EnclosureHoldsImplementations) {
             // Where the model rounds the scaled Q (and K) into the input format, its own error
             // reaches a few percent of P|V| (bfloat16: 2^-8 relative per score): 15% there.
             const bool folds = m.scale == ScalePlacement::kFoldQ || m.scale == ScalePlacement::kFoldQKSqrt;
-            const double margin = (folds && Precision(*m.scaled) < 24 ? 0.15 : 0.05) * pv[e].hi;
-            if (std::fabs(wrong - exact[e].nearest) > margin) {
-              EXPECT_TRUE(wrong < lo[e] || wrong > hi[e]) << "scale twice " << wrong;
+            const double margin = (folds && Precision(*m.scaled) < 24 ? 0.15 : 0.05) * out.pv[e].hi;
+            if (std::fabs(wrong - out.exact[e].nearest) > margin) {
+              EXPECT_TRUE(wrong < out.lo[e] || wrong > out.hi[e]) << "scale twice " << wrong;
               ++excluded;
             }
           }

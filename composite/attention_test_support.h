@@ -1,11 +1,12 @@
 // What the attention model's tests share (attention_model_test.cc, attention_matmul_test.cc): a
-// double rounded into a format, the oracle's enclosures that EmulateAttentionRows takes, and the
-// problem with the scale applied twice (the known-wrong result a bound must exclude).
+// double rounded into a format, the oracle's enclosures that EmulateAttentionRows takes, a model's
+// rows emulated from them, and the problem with the scale applied twice (the known-wrong result a
+// bound must exclude).
 //
 // Example:
-//   std::vector<ExactEnclosure> exact(n), pv(n);
-//   ASSERT_TRUE(OracleEnclosures(p, exact, pv).ok());
-//   ASSERT_TRUE(EmulateAttentionRows(m, p, 0, p.s_q, pv, exact, bits, lo, hi).ok());
+//   absl::StatusOr<EmulatedRows> r = EmulateWithOracle(m, p);
+//   ASSERT_TRUE(r.ok()) << r.status();
+//   EXPECT_LE(r->lo[e], r->exact[e].nearest);
 #ifndef FPCONFORM_COMPOSITE_ATTENTION_TEST_SUPPORT_H_
 #define FPCONFORM_COMPOSITE_ATTENTION_TEST_SUPPORT_H_
 
@@ -16,6 +17,8 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "composite/attention_model.h"
 #include "formats/format_spec.h"
 #include "formats/op_env.h"
 #include "formats/ops.h"
@@ -44,6 +47,28 @@ inline absl::Status OracleEnclosures(const AttentionProblem& p, std::span<ExactE
   pa.v = vabs;
   o.enclosure = abs;
   return AttentionRows(pa, 0, p.s_q, o, nullptr);
+}
+
+// The oracle's enclosures of every row of p (exact: P V, pv: P |V|) and m's rows of p from them
+// (bits and bounds [lo, hi]), each s_q x d_v.
+struct EmulatedRows {
+  std::vector<ExactEnclosure> exact, pv;
+  std::vector<uint64_t> bits;
+  std::vector<double> lo, hi;
+};
+
+// OracleEnclosures, then EmulateAttentionRows of m on every row of p (with `threads` and `lse`).
+inline absl::StatusOr<EmulatedRows> EmulateWithOracle(const AttentionModel& m, const AttentionProblem& p,
+                                                     int threads = 1, const AttentionLseRows* lse = nullptr) {
+  const size_t n = static_cast<size_t>(p.s_q * p.d_v);
+  EmulatedRows r{.exact = std::vector<ExactEnclosure>(n), .pv = std::vector<ExactEnclosure>(n),
+                 .bits = std::vector<uint64_t>(n), .lo = std::vector<double>(n), .hi = std::vector<double>(n)};
+  if (absl::Status s = OracleEnclosures(p, r.exact, r.pv); !s.ok()) return s;
+  if (absl::Status s = EmulateAttentionRows(m, p, 0, p.s_q, r.pv, r.exact, r.bits, r.lo, r.hi, threads, lse);
+      !s.ok()) {
+    return s;
+  }
+  return r;
 }
 
 // p with its scale 1/sqrt(d) applied twice.
