@@ -5,32 +5,23 @@
 // The target shape (B = 1, H = 8, S = 4096, D = 128) is 8 heads of BM_Attention/4096/128.
 #include <benchmark/benchmark.h>
 
-#include <cstring>
 #include <vector>
 
 #include "cases/pinned_random.h"
 #include "formats/format_spec.h"
 #include "oracles/attention.h"
+#include "oracles/attention_test_support.h"
 
 namespace fpconform {
 namespace {
-
-double Bf16(double x) {
-  float f = static_cast<float>(x);
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  u &= 0xFFFF0000u;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
 
 void Run(benchmark::State& state, const FormatSpec& out, bool causal) {
   const int64_t s = state.range(0), d = state.range(1);
   PinnedRng rng(2026);
   std::vector<double> q(static_cast<size_t>(s * d)), k(q.size()), v(q.size());
-  for (double& x : q) x = Bf16(rng.Normal());
-  for (double& x : k) x = Bf16(rng.Normal());
-  for (double& x : v) x = Bf16(rng.Normal());
+  for (double& x : q) x = ToBf16(rng.Normal());
+  for (double& x : k) x = ToBf16(rng.Normal());
+  for (double& x : v) x = ToBf16(rng.Normal());
   AttentionProblem p{.s_q = s, .s_k = s, .d = d, .d_v = d, .q = q, .k = k, .v = v};
   p.causal = causal;
   std::vector<uint64_t> bits(static_cast<size_t>(s * d)), lse(static_cast<size_t>(s));

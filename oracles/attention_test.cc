@@ -22,21 +22,13 @@
 #include "cases/pinned_random.h"
 #include "cases/test_seed.h"
 #include "formats/format_spec.h"
+#include "oracles/attention_test_support.h"
 #include "oracles/axis_ops.h"
 #include "oracles/mpfr_oracle.h"
 #include "oracles/mpfr_plumbing.h"
 
 namespace fpconform {
 namespace {
-
-double ToBf16(double x) {  // Truncation of a float32: an exact bfloat16 value.
-  float f = static_cast<float>(x);
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  u &= 0xFFFF0000u;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
 
 uint64_t F32Bits(double x) {
   const float f = static_cast<float>(x);
