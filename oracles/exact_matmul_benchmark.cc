@@ -27,6 +27,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <span>
 #include <thread>
 #include <vector>
 
@@ -65,36 +66,31 @@ const Matrices& Inputs() {
   return *m;
 }
 
-// Rows [row_begin, row_end) of D.
-void MatmulRows(const Matrices& m, int row_begin, int row_end, std::vector<uint32_t>& d) {
-  ExactAccumulator acc;
-  const OpEnv env;  // RNE.
-  for (int i = row_begin; i < row_end; ++i) {
-    std::span<const uint64_t> row(&m.a[static_cast<size_t>(i) * kN], kN);
-    for (int j = 0; j < kN; ++j) {
-      acc.Reset();
-      acc.AddDot(Float32(), row, Float32(),
-                 std::span<const uint64_t>(&m.bt[static_cast<size_t>(j) * kN], kN));
-      d[static_cast<size_t>(i) * kN + j] = static_cast<uint32_t>(acc.Round(Float32(), env).bits);
-    }
-  }
-}
-
-void ExactMatmul(std::vector<uint32_t>& d, int threads) {
-  const Matrices& m = Inputs();
+// D = A B^T exactly, each element rounded once to float32 (RNE): a and bt hold n x n values of
+// `in` (row-major; bt is B transposed); rows split over `threads` threads, one accumulator each.
+void ExactMatmul(const FormatSpec& in, std::span<const uint64_t> a, std::span<const uint64_t> bt,
+                 int64_t n, int threads, std::vector<uint64_t>& d) {
   std::vector<std::thread> pool;
   for (int t = 0; t < threads; ++t) {
-    const int begin = kN * t / threads;
-    const int end = kN * (t + 1) / threads;
-    pool.emplace_back([&m, begin, end, &d] { MatmulRows(m, begin, end, d); });
+    pool.emplace_back([&, t] {
+      ExactAccumulator acc;
+      const OpEnv env;  // RNE.
+      for (int64_t i = n * t / threads; i < n * (t + 1) / threads; ++i) {
+        const std::span<const uint64_t> row = a.subspan(static_cast<size_t>(i * n), static_cast<size_t>(n));
+        for (int64_t j = 0; j < n; ++j) {
+          acc.Reset();
+          acc.AddDot(in, row, in, bt.subspan(static_cast<size_t>(j * n), static_cast<size_t>(n)));
+          d[static_cast<size_t>(i * n + j)] = acc.Round(Float32(), env).bits;
+        }
+      }
+    });
   }
   for (std::thread& th : pool) th.join();
 }
 
-// The checksum_lo32 counter of the results d (float32 bits, in uint32_t or uint64_t): equal for
-// every benchmark of the same product.
-template <class T>
-void Checksum(benchmark::State& state, const std::vector<T>& d) {
+// The checksum_lo32 counter of the results d (float32 bits): equal for every benchmark of the
+// same product.
+void Checksum(benchmark::State& state, const std::vector<uint64_t>& d) {
   uint64_t checksum = 0;
   for (uint64_t v : d) checksum = checksum * 31 + v;
   state.counters["checksum_lo32"] = static_cast<double>(checksum & 0xFFFFFFFF);
@@ -102,10 +98,10 @@ void Checksum(benchmark::State& state, const std::vector<T>& d) {
 
 void BM_ExactMatmul512Float32(benchmark::State& state) {
   const int threads = static_cast<int>(state.range(0));
-  std::vector<uint32_t> d(kN * kN);
-  Inputs();  // Build the inputs outside the timed region.
+  std::vector<uint64_t> d(kN * kN);
+  const Matrices& m = Inputs();  // Built outside the timed region.
   for (auto _ : state) {
-    ExactMatmul(d, threads);
+    ExactMatmul(Float32(), m.a, m.bt, kN, threads, d);
     benchmark::DoNotOptimize(d.data());
   }
   const double terms = double{kN} * kN * kN;
@@ -123,26 +119,31 @@ BENCHMARK(BM_ExactMatmul512Float32)
     ->Unit(benchmark::kSecond)
     ->Iterations(2);
 
-// The same 512^3 float32 product by the certified oracle (two split levels: four error-free
-// GEMMs) and the float64 GEMM anchor on the same values. checksum_lo32 must equal
-// BM_ExactMatmul512Float32's.
-void BM_CertifiedMatmul512Float32(benchmark::State& state) {
-  const int threads = static_cast<int>(state.range(0));
-  const Matrices& m = Inputs();
+// Times CertifiedMatmulRound of A B^T (n x n values of `in`, bt is B transposed) to float32
+// (RNE); counters: the checksum, the threads and the oracle's statistics.
+void TimeCertifiedMatmul(benchmark::State& state, const FormatSpec& in, std::span<const uint64_t> a,
+                         std::span<const uint64_t> bt, int64_t n, int threads) {
   std::vector<uint64_t> d;
   CertifiedStats st;
   for (auto _ : state) {
     st = CertifiedStats{};
-    d = CertifiedMatmulRound(Float32(), m.a, Float32(), m.bt, kN, kN, kN, Float32(), OpEnv{},
-                             threads, &st);
+    d = CertifiedMatmulRound(in, a, in, bt, n, n, n, Float32(), OpEnv{}, threads, &st);
     benchmark::DoNotOptimize(d.data());
   }
-  Checksum(state, d);  // The results are float32 bits: below 2^32.
+  Checksum(state, d);
   state.counters["threads"] = threads;
   state.counters["exact"] = static_cast<double>(st.exact);
   state.counters["enclosed"] = static_cast<double>(st.enclosed);
   state.counters["corrected"] = static_cast<double>(st.corrected);
   state.counters["fallback"] = static_cast<double>(st.fallback);
+}
+
+// The same 512^3 float32 product by the certified oracle (two split levels: four error-free
+// GEMMs) and the float64 GEMM anchor on the same values. checksum_lo32 must equal
+// BM_ExactMatmul512Float32's.
+void BM_CertifiedMatmul512Float32(benchmark::State& state) {
+  const Matrices& m = Inputs();
+  TimeCertifiedMatmul(state, Float32(), m.a, m.bt, kN, static_cast<int>(state.range(0)));
 }
 BENCHMARK(BM_CertifiedMatmul512Float32)->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond)->Iterations(3);
 
@@ -219,22 +220,8 @@ void BM_Float64Gemm(benchmark::State& state) {
 
 void BM_CertifiedMatmul(benchmark::State& state) {
   const int64_t n = state.range(0);
-  const int threads = static_cast<int>(state.range(1));
   const Bf16Matrices& m = Bf16Inputs(n);
-  std::vector<uint64_t> d;
-  CertifiedStats st;
-  for (auto _ : state) {
-    st = CertifiedStats{};
-    d = CertifiedMatmulRound(BFloat16(), m.a, BFloat16(), m.bt, n, n, n, Float32(), OpEnv{},
-                             threads, &st);
-    benchmark::DoNotOptimize(d.data());
-  }
-  Checksum(state, d);
-  state.counters["threads"] = threads;
-  state.counters["exact"] = static_cast<double>(st.exact);
-  state.counters["corrected"] = static_cast<double>(st.corrected);
-  state.counters["enclosed"] = static_cast<double>(st.enclosed);
-  state.counters["fallback"] = static_cast<double>(st.fallback);
+  TimeCertifiedMatmul(state, BFloat16(), m.a, m.bt, n, static_cast<int>(state.range(1)));
 }
 
 void BM_ExactMatmulBf16(benchmark::State& state) {
@@ -243,22 +230,7 @@ void BM_ExactMatmulBf16(benchmark::State& state) {
   const Bf16Matrices& m = Bf16Inputs(n);
   std::vector<uint64_t> d(static_cast<size_t>(n * n));
   for (auto _ : state) {
-    std::vector<std::thread> pool;
-    for (int t = 0; t < threads; ++t) {
-      pool.emplace_back([&, t] {
-        ExactAccumulator acc;
-        for (int64_t i = n * t / threads; i < n * (t + 1) / threads; ++i) {
-          const std::span<const uint64_t> row(&m.a[static_cast<size_t>(i * n)], static_cast<size_t>(n));
-          for (int64_t j = 0; j < n; ++j) {
-            acc.Reset();
-            acc.AddDot(BFloat16(), row, BFloat16(),
-                       std::span<const uint64_t>(&m.bt[static_cast<size_t>(j * n)], static_cast<size_t>(n)));
-            d[static_cast<size_t>(i * n + j)] = acc.Round(Float32(), OpEnv{}).bits;
-          }
-        }
-      });
-    }
-    for (std::thread& th : pool) th.join();
+    ExactMatmul(BFloat16(), m.a, m.bt, n, threads, d);
     benchmark::DoNotOptimize(d.data());
   }
   Checksum(state, d);
