@@ -1,8 +1,8 @@
 // Elementwise models (model.h): the reader's errors, and every preset in
 // composite/models/ against the mathematical function it claims to implement (evaluated here by
-// MPFR at 200 bits, independently of the oracles): the enclosure of every function must hold the
-// exact value to within the formula's own approximation (a few ulps), on random and special
-// inputs, so a mistyped formula or constant fails.
+// textbook formulas in MPFR at 400 bits, independently of the oracles): the enclosure of every
+// function must hold the exact value to within the formula's own approximation (a few ulps), on
+// random and special inputs, so a mistyped formula or constant fails.
 #include "composite/model.h"
 
 #include <mpfr.h>
@@ -16,6 +16,7 @@
 #include "cases/test_seed.h"
 #include "formats/ops.h"
 #include "gtest/gtest.h"
+#include "oracles/elementary_test_support.h"
 
 namespace fpconform::composite {
 namespace {
@@ -132,56 +133,16 @@ TEST(CompositeModelTest, ParsesDivisionAccuracyAndArgumentPerturbation) {
   }
 }
 
-// fn(x) of the mathematical function, by MPFR at 200 bits, as a double (RNE).
+// fn(x) of the mathematical function, by its textbook formula in MPFR at 400 bits
+// (oracles/elementary_test_support.h), as a double (RNE).
 double Exact(const std::string& fn, double x) {
-  mpfr_t v, t, u;
-  mpfr_inits2(200, v, t, u, static_cast<mpfr_ptr>(nullptr));
-  mpfr_set_d(v, x, MPFR_RNDN);
-  if (fn == "exp") {
-    mpfr_exp(t, v, MPFR_RNDN);
-  } else if (fn == "exp2") {
-    mpfr_exp2(t, v, MPFR_RNDN);
-  } else if (fn == "log") {
-    mpfr_log(t, v, MPFR_RNDN);
-  } else if (fn == "tanh") {
-    mpfr_tanh(t, v, MPFR_RNDN);
-  } else if (fn == "rsqrt") {
-    mpfr_rec_sqrt(t, v, MPFR_RNDN);
-  } else if (fn == "reciprocal") {
-    mpfr_ui_div(t, 1, v, MPFR_RNDN);
-  } else if (fn == "sigmoid" || fn == "silu") {
-    mpfr_neg(t, v, MPFR_RNDN);
-    mpfr_exp(t, t, MPFR_RNDN);
-    mpfr_add_ui(t, t, 1, MPFR_RNDN);
-    mpfr_ui_div(t, 1, t, MPFR_RNDN);
-    if (fn == "silu") mpfr_mul(t, t, v, MPFR_RNDN);
-  } else if (fn == "gelu") {
-    mpfr_sqrt_ui(u, 2, MPFR_RNDN);
-    mpfr_div(t, v, u, MPFR_RNDN);
-    mpfr_erf(t, t, MPFR_RNDN);
-    mpfr_add_ui(t, t, 1, MPFR_RNDN);
-    mpfr_mul(t, t, v, MPFR_RNDN);
-    mpfr_div_2ui(t, t, 1, MPFR_RNDN);
-  } else {  // gelu_tanh
-    mpfr_const_pi(u, MPFR_RNDN);
-    mpfr_ui_div(u, 2, u, MPFR_RNDN);
-    mpfr_sqrt(u, u, MPFR_RNDN);                 // sqrt(2/pi)
-    mpfr_pow_ui(t, v, 3, MPFR_RNDN);
-    mpfr_t k;
-    mpfr_init2(k, 200);
-    mpfr_set_str(k, "0.044715", 10, MPFR_RNDN);
-    mpfr_mul(t, t, k, MPFR_RNDN);
-    mpfr_clear(k);
-    mpfr_add(t, t, v, MPFR_RNDN);
-    mpfr_mul(t, t, u, MPFR_RNDN);
-    mpfr_tanh(t, t, MPFR_RNDN);
-    mpfr_add_ui(t, t, 1, MPFR_RNDN);
-    mpfr_mul(t, t, v, MPFR_RNDN);
-    mpfr_div_2ui(t, t, 1, MPFR_RNDN);
-  }
-  const double d = mpfr_get_d(t, MPFR_RNDN);
-  mpfr_clears(v, t, u, static_cast<mpfr_ptr>(nullptr));
-  return d;
+  const absl::StatusOr<ElementaryFn> f = ParseElementaryFn(fn);
+  EXPECT_TRUE(f.ok()) << f.status();
+  if (!f.ok()) return NAN;
+  MpfrValue xv(64), v(400);
+  mpfr_set_d(xv, x, MPFR_RNDN);
+  TextbookElementary(*f, xv, v);
+  return mpfr_get_d(v, MPFR_RNDN);
 }
 
 TEST(CompositeModelTest, PresetsImplementTheirFunctions) {

@@ -30,6 +30,7 @@
 #include "cases/test_seed.h"
 #include "formats/format_spec.h"
 #include "oracles/certified_double.h"
+#include "oracles/elementary_test_support.h"
 #include "oracles/mpfr_oracle.h"
 #include "oracles/mpfr_plumbing.h"
 
@@ -168,57 +169,8 @@ TEST(ElementarySpecial, Table) {
   }
 }
 
-// ---- The independent path: textbook formulas in plain MPFR at 400 bits. ----
-
-void Independent(ElementaryFn fn, mpfr_srcptr x, mpfr_ptr v) {
-  MpfrValue a(400), b(400);
-  const mpfr_rnd_t n = MPFR_RNDN;
-  switch (fn) {
-    case ElementaryFn::kExp: mpfr_exp(v, x, n); break;
-    case ElementaryFn::kExp2: mpfr_exp2(v, x, n); break;
-    case ElementaryFn::kLog: mpfr_log(v, x, n); break;
-    case ElementaryFn::kTanh: mpfr_tanh(v, x, n); break;
-    case ElementaryFn::kSigmoid:
-    case ElementaryFn::kSilu:
-      mpfr_neg(a, x, n);
-      mpfr_exp(a, a, n);
-      mpfr_add_ui(a, a, 1, n);
-      if (fn == ElementaryFn::kSigmoid) {
-        mpfr_ui_div(v, 1, a, n);
-      } else {
-        mpfr_div(v, x, a, n);
-      }
-      break;
-    case ElementaryFn::kGelu:
-      mpfr_sqrt_ui(a, 2, n);
-      mpfr_div(a, x, a, n);
-      mpfr_erf(a, a, n);
-      mpfr_add_ui(a, a, 1, n);
-      mpfr_mul(v, a, x, n);
-      mpfr_div_2ui(v, v, 1, n);
-      break;
-    case ElementaryFn::kGeluTanh:
-      mpfr_mul(a, x, x, n);
-      mpfr_mul(a, a, x, n);
-      mpfr_set_str(b, "0.044715", 10, n);
-      mpfr_mul(a, a, b, n);
-      mpfr_add(a, a, x, n);
-      mpfr_const_pi(b, n);
-      mpfr_ui_div(b, 2, b, n);
-      mpfr_sqrt(b, b, n);
-      mpfr_mul(a, a, b, n);
-      mpfr_tanh(a, a, n);
-      mpfr_add_ui(a, a, 1, n);
-      mpfr_mul(v, a, x, n);
-      mpfr_div_2ui(v, v, 1, n);
-      break;
-    case ElementaryFn::kRsqrt:
-      mpfr_sqrt(a, x, n);
-      mpfr_ui_div(v, 1, a, n);
-      break;
-    case ElementaryFn::kReciprocal: mpfr_ui_div(v, 1, x, n); break;
-  }
-}
+// ---- The independent path: textbook formulas in plain MPFR at 400 bits
+// (elementary_test_support.h). ----
 
 // MPFR's IEEE recipe (rne) of a 400-bit value into an IEEE format with subnormals and Inf.
 uint64_t RecipeRne(const FormatSpec& f, mpfr_srcptr v) {
@@ -267,7 +219,7 @@ ElementaryStats CheckInputs(ElementaryFn fn, const FormatSpec& f, const FormatSp
         if (d.kind != MpfrKind::kFinite) continue;
         if (fn == ElementaryFn::kLog && d.sign) continue;
         if (fn == ElementaryFn::kRsqrt && d.sign) continue;
-        Independent(fn, x, v);
+        TextbookElementary(fn, x, v);
         uint64_t want;
         if (mpfr_zero_p(v)) {
           want = MpfrEncodeValue(out, v);
@@ -372,7 +324,7 @@ TEST(ElementaryThresholds, GeluUnderflowFloat32) {
   auto tiny = [](float x) {
     MpfrValue xv(64), v(400);
     mpfr_set_flt(xv, x, MPFR_RNDN);
-    Independent(ElementaryFn::kGelu, xv, v);
+    TextbookElementary(ElementaryFn::kGelu, xv, v);
     return mpfr_cmpabs_ui(v, 0) == 0 ||
            mpfr_cmp_si_2exp(v, -1, -150) >= 0;  // v >= -2^-150: |v| <= 2^-150.
   };
