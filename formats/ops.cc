@@ -210,6 +210,20 @@ inline OpResult FullResult(uint64_t bits, Flags flags) {
   return std::bit_cast<OpResult>(Words{bits, flags});
 }
 
+// The choice of entry, the same for Add/Sub, Mul and Fma: `fast.template operator()<kE, kM>()`
+// (AddFor, ...) for the IEEE binary layouts, `general()` (AddGeneral, ...) with its flags widened
+// by FullResult for every other format.
+template <class Fast, class General>
+[[gnu::always_inline]] inline OpResult ByFastLayout(const FormatSpec& f, Fast fast,
+                                                    General general) {
+  const FastLayout layout = f.d.fast_layout;
+  if (layout == FastLayout::kBinary32) [[likely]] return fast.template operator()<8, 23>();
+  if (layout == FastLayout::kBFloat16) return fast.template operator()<8, 7>();
+  if (layout == FastLayout::kBinary16) return fast.template operator()<5, 10>();
+  const OpResult g = general();
+  return FullResult(g.bits, g.flags);
+}
+
 // The alignment of the smaller operand in AddFor and FmaFor. Both operands sit in a 64-bit
 // window with their leading bits at 61; hi >= 2^61, and lo < 2^62 is shifted right by d, the
 // exponent difference. Whenever bits are shifted out (d > 1 there), lo < 2^60 after the shift,
@@ -339,12 +353,9 @@ template <int kE, int kM>
 
 [[gnu::always_inline]] inline OpResult AddImpl(const FormatSpec& f, uint64_t a, uint64_t b,
                                                bool negate_b, const OpEnv& env) {
-  const FastLayout layout = f.d.fast_layout;
-  if (layout == FastLayout::kBinary32) [[likely]] return AddFor<8, 23>(f, a, b, negate_b, env);
-  if (layout == FastLayout::kBFloat16) return AddFor<8, 7>(f, a, b, negate_b, env);
-  if (layout == FastLayout::kBinary16) return AddFor<5, 10>(f, a, b, negate_b, env);
-  const OpResult g = AddGeneral(f, a, b, negate_b, env);
-  return FullResult(g.bits, g.flags);
+  return ByFastLayout(
+      f, [&]<int kE, int kM>() { return AddFor<kE, kM>(f, a, b, negate_b, env); },
+      [&] { return AddGeneral(f, a, b, negate_b, env); });
 }
 
 }  // namespace
@@ -406,12 +417,9 @@ template <int kE, int kM>
 }  // namespace
 
 OpResult Mul(const FormatSpec& f, uint64_t a, uint64_t b, const OpEnv& env) {
-  const FastLayout layout = f.d.fast_layout;
-  if (layout == FastLayout::kBinary32) [[likely]] return MulFor<8, 23>(f, a, b, env);
-  if (layout == FastLayout::kBFloat16) return MulFor<8, 7>(f, a, b, env);
-  if (layout == FastLayout::kBinary16) return MulFor<5, 10>(f, a, b, env);
-  const OpResult g = MulGeneral(f, a, b, env);
-  return FullResult(g.bits, g.flags);
+  return ByFastLayout(
+      f, [&]<int kE, int kM>() { return MulFor<kE, kM>(f, a, b, env); },
+      [&] { return MulGeneral(f, a, b, env); });
 }
 
 OpResult Div(const FormatSpec& f, uint64_t a, uint64_t b, const OpEnv& env) {
@@ -553,12 +561,9 @@ template <int kE, int kM>
 }  // namespace
 
 OpResult Fma(const FormatSpec& f, uint64_t a, uint64_t b, uint64_t c, const OpEnv& env) {
-  const FastLayout layout = f.d.fast_layout;
-  if (layout == FastLayout::kBinary32) [[likely]] return FmaFor<8, 23>(f, a, b, c, env);
-  if (layout == FastLayout::kBFloat16) return FmaFor<8, 7>(f, a, b, c, env);
-  if (layout == FastLayout::kBinary16) return FmaFor<5, 10>(f, a, b, c, env);
-  const OpResult g = FmaGeneral(f, a, b, c, env);
-  return FullResult(g.bits, g.flags);
+  return ByFastLayout(
+      f, [&]<int kE, int kM>() { return FmaFor<kE, kM>(f, a, b, c, env); },
+      [&] { return FmaGeneral(f, a, b, c, env); });
 }
 
 OpResult Sqrt(const FormatSpec& f, uint64_t a, const OpEnv& env) {
