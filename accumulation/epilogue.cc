@@ -23,6 +23,11 @@ bool Float32Normal(double v) {
   return a >= 0x1p-126 && a <= 0x1.fffffep127;
 }
 
+// Whether c enters after the scale stage (ApplyScaleAddC) rather than in the model's evaluation.
+bool AddsCAfterScale(const Model& model, bool scaled, bool has_c) {
+  return scaled && has_c && model.epilogue.c == EpilogueC::kAfterScale;
+}
+
 }  // namespace
 
 EpilogueValue ApplyScale(ScaleOrder order, const FormatSpec& from, uint64_t y_bits,
@@ -121,11 +126,18 @@ EpilogueValue ConvertOutput(const EpilogueValue& v, const FormatSpec& to, const 
   return out;
 }
 
+std::optional<Model> ChainAloneModel(const Model& model, bool scaled, bool has_c) {
+  if (!AddsCAfterScale(model, scaled, has_c)) return std::nullopt;
+  Model chain = model;
+  chain.epilogue.c = EpilogueC::kChain;
+  return chain;
+}
+
 EpilogueValue ApplyEpilogue(const Model& model, uint64_t y_bits, double y_bound,
                             const EpilogueScales* scales, const FormatSpec& out,
                             const OpEnv& out_env, const uint64_t* c_bits) {
   EpilogueValue v{y_bits, &model.OutputFormat(), y_bound};
-  if (scales != nullptr && c_bits != nullptr && model.epilogue.c == EpilogueC::kAfterScale) {
+  if (AddsCAfterScale(model, scales != nullptr, c_bits != nullptr)) {
     v = ApplyScaleAddC(model.OutputFormat(), y_bits, y_bound, *scales, model.FinalAccumulatorFormat(),
                        *c_bits, model.epilogue.env);
   } else if (scales != nullptr) {

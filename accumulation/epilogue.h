@@ -58,6 +58,7 @@
 #define FPCONFORM_ACCUMULATION_EPILOGUE_H_
 
 #include <cstdint>
+#include <optional>
 
 #include "absl/status/status.h"
 #include "accumulation/model.h"
@@ -116,6 +117,12 @@ EpilogueValue ApplyScaleAddC(const FormatSpec& from, uint64_t y_bits, double y_b
 EpilogueValue ApplyEpilogue(const Model& model, uint64_t y_bits, double y_bound,
                             const EpilogueScales* scales, const FormatSpec& out,
                             const OpEnv& out_env, const uint64_t* c_bits = nullptr);
+
+// epilogue.c = "after_scale" with scales (`scaled`: the epilogue's scale stage runs) and a c
+// (`has_c`): the model to evaluate instead of `model`, its copy with epilogue.c = "chain" run from
+// c = +0 (the chain alone); its output then goes to ApplyEpilogue(model, ..., c_bits), which adds
+// c after the scales. nullopt otherwise: evaluate `model` itself, with its c.
+std::optional<Model> ChainAloneModel(const Model& model, bool scaled, bool has_c);
 
 // Whether `model` takes scales of this shape: InvalidArgument (naming the model and the key)
 // when a scale is given to a model with epilogue.scale = "none" or "block" (whose scales go to

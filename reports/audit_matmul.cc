@@ -247,28 +247,21 @@ absl::Status MatmulOp::Init() {
   // epilogue.c = "after_scale" (cuBLASLt): with scales and a C, out = fl32(S32 acc + C), C
   // unscaled. The exact value then differs from the other platforms' S (x + C): one run takes
   // one of the two.
-  if (scaled_ && in.c != nullptr) {
-    for (size_t p = 0; p < models_.size(); ++p) {
-      const bool after_scale = models_[p]->epilogue.c == EpilogueC::kAfterScale;
-      if (p > 0 && after_scale != c_after_scale_) {
-        return absl::InvalidArgumentError(
-            Cat("--platform: ", c_after_scale_ ? m0.name : setup_.platforms[p].name,
-                " adds C after the scales (epilogue.c = \"after_scale\") and ",
-                c_after_scale_ ? setup_.platforms[p].name : m0.name,
-                " scales it with the product: audit them in separate runs"));
-      }
-      c_after_scale_ = after_scale;
+  for (size_t p = 0; p < models_.size(); ++p) {
+    std::optional<Model> chain = ChainAloneModel(*models_[p], scaled_, in.c != nullptr);
+    if (p > 0 && chain.has_value() != c_after_scale_) {
+      return absl::InvalidArgumentError(
+          Cat("--platform: ", c_after_scale_ ? m0.name : setup_.platforms[p].name,
+              " adds C after the scales (epilogue.c = \"after_scale\") and ",
+              c_after_scale_ ? setup_.platforms[p].name : m0.name,
+              " scales it with the product: audit them in separate runs"));
     }
-    if (c_after_scale_) {
-      if (fa.fraction_bits > 23 || fb.fraction_bits > 23) {
-        return absl::InvalidArgumentError(Cat("--c with scales: ", m0.name, " takes ", fa.name, " x ",
-                                              fb.name, " inputs; at most 24 significand bits are supported"));
-      }
-      for (const Model* mp : models_) {
-        chain_only_.push_back(*mp);
-        chain_only_.back().epilogue.c = EpilogueC::kChain;
-      }
-    }
+    c_after_scale_ = chain.has_value();
+    if (chain.has_value()) chain_only_.push_back(*std::move(chain));
+  }
+  if (c_after_scale_ && (fa.fraction_bits > 23 || fb.fraction_bits > 23)) {
+    return absl::InvalidArgumentError(Cat("--c with scales: ", m0.name, " takes ", fa.name, " x ", fb.name,
+                                          " inputs; at most 24 significand bits are supported"));
   }
   operands_scaled_ = block_scaled_ || c_after_scale_;
   for (size_t p = 0; p < models_.size() && !block_scaled_; ++p) {

@@ -110,7 +110,7 @@ class ReductionOp : public AuditOp {
   // C added after the scales (epilogue.c = "after_scale", with scales and a C): out =
   // fl32(S32 acc + C), exact S x + C.
   bool c_after_scale_ = false;
-  std::vector<Model> chain_only_;  // c_after_scale_: models_ with epilogue.c = "chain".
+  std::vector<Model> chain_only_;  // c_after_scale_: ChainAloneModel of each of models_.
   // The exact value, |terms|, diagnoses and mutations take ScaledOperands (float64 operands with
   // their scales in) and add c unscaled: block_scaled_ or c_after_scale_.
   bool operands_scaled_ = false;

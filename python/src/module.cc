@@ -356,9 +356,8 @@ std::tuple<std::string, nb::object, nb::object> EmulateMatmul(
     if (sbv.empty()) sbv.assign(1, 1.0);
   }
   // epilogue.c = "after_scale" with scales and C: the chain alone, C added by the scale stage.
-  const bool c_after_scale = scaled && !block && !cb.empty() && model.epilogue.c == EpilogueC::kAfterScale;
-  Model chain_only = model;
-  chain_only.epilogue.c = EpilogueC::kChain;
+  const std::optional<Model> chain_only = ChainAloneModel(model, scaled && !block, !cb.empty());
+  const bool c_after_scale = chain_only.has_value();
   absl::Status s;
   {
     nb::gil_scoped_release release;
@@ -368,7 +367,7 @@ std::tuple<std::string, nb::object, nb::object> EmulateMatmul(
       s = EvaluateBlockScaledMatmul(model, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), ab,
                                     Layout::kRowMajor, bb, Layout::kRowMajor, block_sa, block_sbt, cb, d, bounds, o);
     } else {
-      s = EvaluateMatmul(c_after_scale ? chain_only : model, static_cast<int>(m), static_cast<int>(n),
+      s = EvaluateMatmul(c_after_scale ? *chain_only : model, static_cast<int>(m), static_cast<int>(n),
                          static_cast<int>(k), ab, Layout::kRowMajor, bb, Layout::kRowMajor,
                          c_after_scale ? std::span<const uint64_t>() : std::span<const uint64_t>(cb), d, bounds, o);
     }
