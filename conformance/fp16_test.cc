@@ -26,9 +26,8 @@ class Fp16 : public testing::TestWithParam<const FormatSpec*> {
 TEST_P(Fp16, SqrtAllValues) {
   const FormatSpec& f = F();
   const uint64_t seed = SuiteSeed("fp16 sqrt");
-  FailureLog log;
-  const int64_t n = ParallelCheck(
-      65536,
+  CheckAll(
+      "fp16 sqrt", std::string(f.name) + " sqrt all values", 65536,
       [&](uint64_t a, FailureLog& l) {
         Case k;
         k.f = &f;
@@ -52,10 +51,7 @@ TEST_P(Fp16, SqrtAllValues) {
           ++count;
         }
         return count;
-      },
-      log);
-  log.Report("fp16 sqrt");
-  PrintCount(std::string(f.name) + " sqrt all values", n, log);
+      });
 }
 
 TEST_P(Fp16, ConvertAllValuesToEveryFormat) {
@@ -68,15 +64,7 @@ TEST_P(Fp16, ConvertAllValuesToEveryFormat) {
 }
 
 void BoundaryAndRandom(const FormatSpec& f, Op op, uint64_t random_cases) {
-  const uint64_t seed = SuiteSeed("fp16 ops");
-  FailureLog boundary_log;
-  const int64_t nb = BoundarySweep(f, op, seed, boundary_log, 1'000'000);
-  boundary_log.Report("boundary phase");
-  FailureLog random_log;
-  const int64_t nr = RandomSweep(f, op, Scaled(random_cases), seed, random_log);
-  random_log.Report("random phase");
-  PrintCount(std::string(f.name) + " " + OpName(op) + " boundary", nb, boundary_log);
-  PrintCount(std::string(f.name) + " " + OpName(op) + " random", nr, random_log);
+  CheckBoundaryAndRandom(f, op, SuiteSeed("fp16 ops"), random_cases, 1'000'000);
 }
 
 TEST_P(Fp16, Add) { BoundaryAndRandom(F(), Op::kAdd, kRandomPerOp); }

@@ -30,15 +30,7 @@ class BoundaryAndRandom : public testing::TestWithParam<Param> {};
 
 TEST_P(BoundaryAndRandom, AgreesWithMpfr) {
   const Param& p = GetParam();
-  const uint64_t seed = SuiteSeed("fp32 ops");
-  FailureLog boundary_log;
-  const int64_t nb = BoundarySweep(*p.f, p.op, seed, boundary_log, 2'000'000);
-  boundary_log.Report("boundary phase");
-  FailureLog random_log;
-  const int64_t nr = RandomSweep(*p.f, p.op, Scaled(p.random_cases), seed, random_log);
-  random_log.Report("random phase");
-  PrintCount(std::string(p.f->name) + " " + OpName(p.op) + " boundary", nb, boundary_log);
-  PrintCount(std::string(p.f->name) + " " + OpName(p.op) + " random", nr, random_log);
+  CheckBoundaryAndRandom(*p.f, p.op, SuiteSeed("fp32 ops"), p.random_cases, 2'000'000);
 }
 
 std::vector<Param> Params() {

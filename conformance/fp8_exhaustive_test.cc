@@ -71,9 +71,8 @@ int64_t CheckOneOperandModes(Case& k, uint64_t a, std::initializer_list<int> sr_
 // All pairs x {add, sub, mul, div} x six modes x {no sat, sat}.
 TEST_P(Fp8Exhaustive, BinaryOpsAllPairsAllModes) {
   const FormatSpec& f = F();
-  FailureLog log;
-  const int64_t n = ParallelCheck(
-      65536,
+  CheckAll(
+      "fp8 binary ops", std::string(f.name) + " add/sub/mul/div all pairs x 6 modes x sat", 65536,
       [&](uint64_t pair, FailureLog& l) {
         int64_t count = 0;
         for (Op op : kBinaryOps) {
@@ -88,10 +87,7 @@ TEST_P(Fp8Exhaustive, BinaryOpsAllPairsAllModes) {
           }
         }
         return count;
-      },
-      log);
-  log.Report("fp8 binary ops");
-  PrintCount(std::string(f.name) + " add/sub/mul/div all pairs x 6 modes x sat", n, log);
+      });
 }
 
 // All pairs x {add, sub, mul, div} under ftz, daz, tininess before rounding (rne and rup), and
@@ -99,9 +95,9 @@ TEST_P(Fp8Exhaustive, BinaryOpsAllPairsAllModes) {
 TEST_P(Fp8Exhaustive, BinaryOpsAllPairsEnvVariants) {
   const FormatSpec& f = F();
   const uint64_t seed = SuiteSeed("fp8 env variants");
-  FailureLog log;
-  const int64_t n = ParallelCheck(
-      65536,
+  CheckAll(
+      "fp8 env variants",
+      std::string(f.name) + " add/sub/mul/div all pairs x ftz/daz/before/sr", 65536,
       [&](uint64_t pair, FailureLog& l) {
         int64_t count = 0;
         CaseRng rng(seed, pair);
@@ -125,10 +121,7 @@ TEST_P(Fp8Exhaustive, BinaryOpsAllPairsEnvVariants) {
           ++count;
         }
         return count;
-      },
-      log);
-  log.Report("fp8 env variants");
-  PrintCount(std::string(f.name) + " add/sub/mul/div all pairs x ftz/daz/before/sr", n, log);
+      });
 }
 
 // sqrt of all 256 values: six modes x sat, sr<k> for k in {1, 2, 3, 4, 8, 32} with 16 values of
@@ -181,8 +174,10 @@ std::vector<uint64_t> AddendSet(const FormatSpec& f) {
 TEST_P(Fp8Exhaustive, FmaAllPairsSpecAddends) {
   const FormatSpec& f = F();
   const std::vector<uint64_t> addends = AddendSet(f);
-  FailureLog log;
-  const int64_t n = ParallelCheck(
+  CheckAll(
+      "fp8 fma",
+      std::string(f.name) + " fma all pairs x " + std::to_string(addends.size()) +
+          " addends x 6 modes",
       65536,
       [&](uint64_t pair, FailureLog& l) {
         int64_t count = 0;
@@ -197,12 +192,7 @@ TEST_P(Fp8Exhaustive, FmaAllPairsSpecAddends) {
           }
         }
         return count;
-      },
-      log);
-  log.Report("fp8 fma");
-  PrintCount(std::string(f.name) + " fma all pairs x " + std::to_string(addends.size()) +
-                 " addends x 6 modes",
-             n, log);
+      });
 }
 
 // Every value to every other float format and to the integer formats: six modes plus sr, with

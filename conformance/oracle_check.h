@@ -237,6 +237,16 @@ inline void PrintCount(const std::string& what, int64_t cases, FailureLog& log) 
             << log.TallyString() << ")\n";
 }
 
+// One sweep with a log of its own: body over [0, n) (ParallelCheck), its failures reported under
+// `what` (FailureLog::Report), then its count printed under `label` (PrintCount).
+inline void CheckAll(const char* what, const std::string& label, uint64_t n,
+                     const std::function<int64_t(uint64_t, FailureLog&)>& body) {
+  FailureLog log;
+  const int64_t count = ParallelCheck(n, body, log);
+  log.Report(what);
+  PrintCount(label, count, log);
+}
+
 // FPCONFORM_SCALE (default 1) multiplies the random case counts; the `exhaustive` ctest
 // entries run the same suites scaled up.
 inline uint64_t Scaled(uint64_t n) {
@@ -439,6 +449,20 @@ inline int64_t RandomSweep(const FormatSpec& f, Op op, uint64_t n, uint64_t seed
         return int64_t{1};
       },
       log);
+}
+
+// Both phases on (f, op), each with its own log, reported in turn: BoundarySweep (at most
+// max_triples fma triples), then RandomSweep of Scaled(random_cases) cases; then both counts.
+inline void CheckBoundaryAndRandom(const FormatSpec& f, Op op, uint64_t seed, uint64_t random_cases,
+                                   uint64_t max_triples) {
+  FailureLog boundary_log;
+  const int64_t nb = BoundarySweep(f, op, seed, boundary_log, max_triples);
+  boundary_log.Report("boundary phase");
+  FailureLog random_log;
+  const int64_t nr = RandomSweep(f, op, Scaled(random_cases), seed, random_log);
+  random_log.Report("random phase");
+  PrintCount(std::string(f.name) + " " + OpName(op) + " boundary", nb, boundary_log);
+  PrintCount(std::string(f.name) + " " + OpName(op) + " random", nr, random_log);
 }
 
 // Converts every encoding of `from` (2^EncodingBits values) to every other float format and

@@ -45,9 +45,8 @@ TEST_P(RoundPackOracle, AgreesWithMpfrRounding) {
   const FormatSpec& f = *GetParam();
   const uint64_t seed = SuiteSeed("round_pack oracle");
   const int p = Precision(f);
-  FailureLog log;
-  const int64_t n = ParallelCheck(
-      Scaled(kCasesPerFormat),
+  CheckAll(
+      "RoundPack", std::string(f.name) + " RoundPack", Scaled(kCasesPerFormat),
       [&](uint64_t i, FailureLog& l) {
         thread_local struct X {
           mpfr_t v;
@@ -105,10 +104,7 @@ TEST_P(RoundPackOracle, AgreesWithMpfrRounding) {
           l.Add(o.str());
         }
         return int64_t{1};
-      },
-      log);
-  log.Report("RoundPack");
-  PrintCount(std::string(f.name) + " RoundPack", n, log);
+      });
 }
 
 INSTANTIATE_TEST_SUITE_P(AllFloatFormats, RoundPackOracle, testing::ValuesIn(FloatFormats()), FormatParamName);
