@@ -19,6 +19,7 @@
 #include "reports/audit_inputs.h"
 #include "reports/audit_op.h"
 #include "reports/audit_values.h"
+#include "reports/composite_row.h"
 
 namespace fpconform::reports {
 namespace audit_internal {
@@ -86,19 +87,10 @@ class AxisAuditOp : public EnclosureOp {
     row.resize(static_cast<size_t>(n_));
     for (int64_t i = 0; i < n_; ++i) row[static_cast<size_t>(i)] = t.Bits(start + i * inner_);
   }
+  // The oracle's parameters: the weight and bias where given, eps (AxisParams' default when there
+  // is none: softmax, log_softmax).
   AxisParams Params() const;
-  // The weight and bias, where given, into p (AxisParams or CompositeFunction::Row).
-  template <class P>
-  void SetWeightAndBias(P& p) const {
-    if (!weight_.empty()) {
-      p.weight_format = in_.weight->format;
-      p.weight = weight_;
-    }
-    if (!bias_.empty()) {
-      p.bias_format = in_.bias->format;
-      p.bias = bias_;
-    }
-  }
+  // The models' row: x with the same weight and bias, and this eps.
   CompositeFunction::Row ModelRow(std::span<const uint64_t> x, double eps) const;
   // Exact enclosures, and platform p's emulated values, of the row starting at `start`.
   absl::Status ExactRow(const std::vector<uint64_t>& x, std::vector<ExactEnclosure>& out) const;
@@ -196,14 +188,19 @@ absl::Status AxisAuditOp::Init() {
 AxisParams AxisAuditOp::Params() const {
   AxisParams p;
   p.eps = eps_ > 0 ? eps_ : 1e-5;
-  SetWeightAndBias(p);
+  if (!weight_.empty()) {
+    p.weight_format = in_.weight->format;
+    p.weight = weight_;
+  }
+  if (!bias_.empty()) {
+    p.bias_format = in_.bias->format;
+    p.bias = bias_;
+  }
   return p;
 }
 
 CompositeFunction::Row AxisAuditOp::ModelRow(std::span<const uint64_t> x, double eps) const {
-  CompositeFunction::Row row;
-  row.x = x;
-  SetWeightAndBias(row);
+  CompositeFunction::Row row = CompositeRow(x, Params());
   row.eps = eps;
   return row;
 }

@@ -56,6 +56,9 @@ struct AuditPlatform {
   bool has_rec = false;
 };
 
+// p's entry in the result: its name, recommendation and hash (the counts are the pass's to set).
+PlatformAudit PlatformEntry(const AuditPlatform& p);
+
 // What an op states before the pass.
 struct AuditSetup {
   const Tensor* out = nullptr;

@@ -454,14 +454,8 @@ AuditResult Auditor::Finish() {
   }
   for (size_t p : order) {
     const AuditPlatform& pl = setup_.platforms[p];
-    PlatformAudit pa;
-    pa.name = pl.name;
+    PlatformAudit pa = PlatformEntry(pl);
     pa.counts = tally_.counts[p];
-    pa.rec_rtol = pl.rec_rtol;
-    pa.rec_atol = pl.rec_atol;
-    pa.rec_ulp = pl.rec_ulp;
-    pa.rec_bn = pl.rec_bn;
-    pa.model_hash = pl.hash;
     r.platforms.push_back(pa);
     r.provenance.emplace_back(Cat("model ", pl.name), pl.hash);
   }
@@ -578,6 +572,17 @@ absl::Status Pass(AuditOp& op, const AuditOptions& options, const std::string& l
 }
 
 }  // namespace
+
+PlatformAudit PlatformEntry(const AuditPlatform& p) {
+  PlatformAudit pa;
+  pa.name = p.name;
+  pa.rec_rtol = p.rec_rtol;
+  pa.rec_atol = p.rec_atol;
+  pa.rec_ulp = p.rec_ulp;
+  pa.rec_bn = p.rec_bn;
+  pa.model_hash = p.hash;
+  return pa;
+}
 
 size_t BestPlatform(const std::vector<std::array<int64_t, kAuditClasses>>& counts) {
   const auto key = [](const std::array<int64_t, kAuditClasses>& c) {

@@ -447,13 +447,7 @@ absl::StatusOr<PlatformAudit> RecommendTolerance(const std::string& op, const st
   const absl::StatusOr<SweepSpec> spec = audit_internal::LoadRuleSpec(options);
   if (!spec.ok()) return spec.status();
   if (absl::Status s = audit_internal::Recommend(p, *m, sum, k, *spec, options); !s.ok()) return s;
-  PlatformAudit out;
-  out.name = platform;
-  out.rec_rtol = p.rec_rtol;
-  out.rec_atol = p.rec_atol;
-  out.rec_ulp = p.rec_ulp;
-  out.rec_bn = p.rec_bn;
-  return out;
+  return audit_internal::PlatformEntry(p);
 }
 
 }  // namespace fpconform::reports

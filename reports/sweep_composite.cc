@@ -22,6 +22,7 @@
 #include "formats/ops.h"
 #include "oracles/axis_ops.h"
 #include "oracles/elementary.h"
+#include "reports/composite_row.h"
 #include "reports/stats.h"
 #include "reports/sweep_rule.h"
 
@@ -247,13 +248,7 @@ absl::StatusOr<ModelRun> RunModel(const CompositeUnit& u, const CompositeModel& 
         for (size_t i = 0; i < n; ++i) e_row[i].lo = e_row[i].hi = ToDouble(out, y_row[i]);
         continue;
       }
-      CompositeFunction::Row in;
-      in.x = row;
-      in.weight_format = p.weight_format;
-      in.weight = p.weight;
-      in.bias_format = p.bias_format;
-      in.bias = p.bias;
-      in.eps = p.eps;
+      const CompositeFunction::Row in = CompositeRow(row, p);
       if (absl::Status s = f.EmulateRow(in, y_row); !s.ok()) return s;
       if (absl::Status s = f.EncloseRow(in, e_row); !s.ok()) return s;
     }

@@ -38,6 +38,7 @@
 #include "oracles/elementary.h"
 #include "python/src/arrays.h"
 #include "reports/audit.h"
+#include "reports/composite_row.h"
 
 namespace fpconform::python {
 namespace {
@@ -222,12 +223,13 @@ Emulation EmulateAxis(const std::string& dir, const std::string& platform, const
   CheckWidth(x, f->input->width / 8, what + ": x");
   const auto [rows, n] = Rows(x, what);
   const AxisOperand w = Operand(weight, n, what + ": weight"), b = Operand(bias, n, what + ": bias");
+  const AxisParams params = Params(w, b, eps);
   const std::vector<uint64_t> xb = AllBits(x);
   return EmulateBits(
       *f, xb, {rows, n},
       [&, f = f, rows = rows, n = n](std::vector<uint64_t>& out) {
         const absl::StatusOr<AxisOp> op = ParseAxisOp(op_name);
-        return op.ok() ? AxisRound(*op, *f->input, xb, rows, n, Params(w, b, eps), *f->output, OpEnv{}, out, nullptr, 1)
+        return op.ok() ? AxisRound(*op, *f->input, xb, rows, n, params, *f->output, OpEnv{}, out, nullptr, 1)
                        : op.status();
       },
       [&, f = f, rows = rows, n = n](std::vector<uint64_t>& out, std::vector<double>& lo, std::vector<double>& hi) {
@@ -235,13 +237,8 @@ Emulation EmulateAxis(const std::string& dir, const std::string& platform, const
         absl::Status s;
         for (int64_t r = 0; s.ok() && r < rows; ++r) {
           const size_t at = static_cast<size_t>(r * n);
-          CompositeFunction::Row row;
-          row.x = std::span<const uint64_t>(xb.data() + at, static_cast<size_t>(n));
-          row.weight_format = w.format;
-          row.weight = w.bits;
-          row.bias_format = b.format;
-          row.bias = b.bits;
-          row.eps = eps;
+          const CompositeFunction::Row row =
+              reports::CompositeRow(std::span<const uint64_t>(xb.data() + at, static_cast<size_t>(n)), params);
           s = f->EmulateRow(row, std::span<uint64_t>(out.data() + at, static_cast<size_t>(n)));
           if (s.ok()) s = f->EncloseRow(row, enc);
           for (int64_t i = 0; s.ok() && i < n; ++i) {
