@@ -128,17 +128,14 @@ TEST_P(Fp8Exhaustive, BinaryOpsAllPairsEnvVariants) {
 // r each, and ftz/daz.
 TEST_P(Fp8Exhaustive, SqrtAllValuesAllModes) {
   const FormatSpec& f = F();
-  FailureLog log;
-  int64_t n = 0;
-  for (uint64_t a = 0; a < 256; ++a) {
-    Case k;
-    k.f = &f;
-    k.op = Op::kSqrt;
-    k.a = a;
-    n += CheckOneOperandModes(k, a, {1, 2, 3, 4, 8, 32}, 16, 64, log);
-  }
-  log.Report("fp8 sqrt");
-  PrintCount(std::string(f.name) + " sqrt all values x all modes", n, log);
+  CheckAll("fp8 sqrt", std::string(f.name) + " sqrt all values x all modes", 256,
+           [&](uint64_t a, FailureLog& l) {
+             Case k;
+             k.f = &f;
+             k.op = Op::kSqrt;
+             k.a = a;
+             return CheckOneOperandModes(k, a, {1, 2, 3, 4, 8, 32}, 16, 64, l);
+           });
 }
 
 // The spec-derived addend set: +-0, +-min subnormal, +-max subnormal, +-min normal, +-1,
@@ -199,23 +196,21 @@ TEST_P(Fp8Exhaustive, FmaAllPairsSpecAddends) {
 // and without sat, and ftz/daz.
 TEST_P(Fp8Exhaustive, ConvertEveryValueToEveryFormat) {
   const FormatSpec& f = F();
-  FailureLog log;
-  int64_t n = 0;
-  std::vector<const FormatSpec*> targets = FloatFormats();
-  for (const FormatSpec* t : IntegerFormats()) targets.push_back(t);
-  for (const FormatSpec* to : targets) {
-    if (to == &f) continue;
-    for (uint64_t a = 0; a < 256; ++a) {
-      Case k;
-      k.op = Op::kConvert;
-      k.from = &f;
-      k.f = to;
-      k.a = a;
-      n += CheckOneOperandModes(k, a, {1, 3, 8}, 4, 16, log);
-    }
+  std::vector<const FormatSpec*> targets;
+  for (const FormatSpec* t : FloatFormats()) {
+    if (t != &f) targets.push_back(t);
   }
-  log.Report("fp8 convert");
-  PrintCount(std::string(f.name) + " convert to every format", n, log);
+  for (const FormatSpec* t : IntegerFormats()) targets.push_back(t);
+  // Index i: value i % 256 to targets[i / 256].
+  CheckAll("fp8 convert", std::string(f.name) + " convert to every format", targets.size() * 256,
+           [&](uint64_t i, FailureLog& l) {
+             Case k;
+             k.op = Op::kConvert;
+             k.from = &f;
+             k.f = targets[i / 256];
+             k.a = i % 256;
+             return CheckOneOperandModes(k, k.a, {1, 3, 8}, 4, 16, l);
+           });
 }
 
 INSTANTIATE_TEST_SUITE_P(AllFp8, Fp8Exhaustive, testing::ValuesIn(Fp8Formats()), FormatParamName);
