@@ -69,12 +69,7 @@ std::vector<double> FlashMatmul(const AttentionModel& m, const Model& qk, const 
       any = true;
     }
     if (!any) continue;
-    float bm = mx;
-    for (float x : s) bm = std::max(bm, x);
-    const float alpha = std::exp(mx - bm);
-    l *= alpha;
-    for (float& a : acc) a *= alpha;
-    mx = bm;
+    RescaleToBlockMax(s, mx, l, acc);
     // The block's P (zero for masked and out-of-range keys) and V columns: a dot of `block`.
     std::vector<uint64_t> pb(static_cast<size_t>(block), 0), vb(static_cast<size_t>(block), 0);
     for (int64_t x = 0; x < block; ++x) {

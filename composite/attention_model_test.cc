@@ -62,12 +62,7 @@ std::vector<float> FlashPart(const AttentionModel& m, const AttentionProblem& p,
       keys.push_back(j);
     }
     if (keys.empty()) continue;
-    float bm = mx;
-    for (float x : s) bm = std::max(bm, x);
-    const float alpha = std::exp(mx - bm);
-    l *= alpha;
-    for (float& a : acc) a *= alpha;
-    mx = bm;
+    RescaleToBlockMax(s, mx, l, acc);
     for (size_t x = 0; x < keys.size(); ++x) {
       const float w = std::exp(s[x] - mx);
       const float pr = static_cast<float>(Round(*m.p_format, w));

@@ -1,7 +1,7 @@
 // What the attention model's tests share (attention_model_test.cc, attention_matmul_test.cc): a
 // double rounded into a format, the oracle's enclosures that EmulateAttentionRows takes, a model's
-// rows emulated from them, and the problem with the scale applied twice (the known-wrong result a
-// bound must exclude).
+// rows emulated from them, the problem with the scale applied twice (the known-wrong result a
+// bound must exclude), and the online softmax's rescaling step of the blocked host evaluations.
 //
 // Example:
 //   absl::StatusOr<EmulatedRows> r = EmulateWithOracle(m, p);
@@ -10,6 +10,7 @@
 #ifndef FPCONFORM_COMPOSITE_ATTENTION_TEST_SUPPORT_H_
 #define FPCONFORM_COMPOSITE_ATTENTION_TEST_SUPPORT_H_
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -77,6 +78,18 @@ inline AttentionProblem ScaledTwice(const AttentionProblem& p) {
   const double sc = 1.0 / std::sqrt(static_cast<double>(p.d));
   p2.scale = sc * sc;
   return p2;
+}
+
+// The online softmax's step to a new key block with scores s (host float32, libm's expf): the
+// running maximum mx becomes max(mx, s), and the running sum l and the accumulator acc are
+// rescaled by exp(old mx - new mx).
+inline void RescaleToBlockMax(const std::vector<float>& s, float& mx, float& l, std::vector<float>& acc) {
+  float bm = mx;
+  for (float x : s) bm = std::max(bm, x);
+  const float alpha = std::exp(mx - bm);
+  l *= alpha;
+  for (float& a : acc) a *= alpha;
+  mx = bm;
 }
 
 }  // namespace fpconform::composite
