@@ -37,24 +37,24 @@ inline void TextbookElementary(ElementaryFn fn, mpfr_srcptr x, mpfr_ptr v) {
       }
       break;
     case ElementaryFn::kGelu:
-      mpfr_sqrt_ui(a, 2, n);
-      mpfr_div(a, x, a, n);
-      mpfr_erf(a, a, n);
-      mpfr_add_ui(a, a, 1, n);
-      mpfr_mul(v, a, x, n);
-      mpfr_div_2ui(v, v, 1, n);
-      break;
     case ElementaryFn::kGeluTanh:
-      mpfr_mul(a, x, x, n);
-      mpfr_mul(a, a, x, n);
-      mpfr_set_str(b, "0.044715", 10, n);
-      mpfr_mul(a, a, b, n);
-      mpfr_add(a, a, x, n);
-      mpfr_const_pi(b, n);
-      mpfr_ui_div(b, 2, b, n);
-      mpfr_sqrt(b, b, n);
-      mpfr_mul(a, a, b, n);
-      mpfr_tanh(a, a, n);
+      if (fn == ElementaryFn::kGelu) {  // a = erf(x / sqrt 2).
+        mpfr_sqrt_ui(a, 2, n);
+        mpfr_div(a, x, a, n);
+        mpfr_erf(a, a, n);
+      } else {  // a = tanh(sqrt(2 / pi) (x + 0.044715 x^3)).
+        mpfr_mul(a, x, x, n);
+        mpfr_mul(a, a, x, n);
+        mpfr_set_str(b, "0.044715", 10, n);
+        mpfr_mul(a, a, b, n);
+        mpfr_add(a, a, x, n);
+        mpfr_const_pi(b, n);
+        mpfr_ui_div(b, 2, b, n);
+        mpfr_sqrt(b, b, n);
+        mpfr_mul(a, a, b, n);
+        mpfr_tanh(a, a, n);
+      }
+      // v = x (1 + a) / 2.
       mpfr_add_ui(a, a, 1, n);
       mpfr_mul(v, a, x, n);
       mpfr_div_2ui(v, v, 1, n);
