@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <span>
 #include <string>
 
 #include "cases/pinned_random.h"
@@ -57,11 +58,28 @@ TEST(CompositeModelTest, ParsesAMinimalModel) {
   EXPECT_EQ(m->unconfirmed, std::vector<std::string>{"accuracy.exp"});
 }
 
+// A replacement applied to kMinimal (the first occurrence of `from`) and a fragment of the error
+// the changed text must give.
+struct ErrorCase {
+  std::string from, to, message;
+};
+
+// Parses kMinimal with each case's replacement and expects an error containing its message.
+void ExpectErrors(std::span<const ErrorCase> cases) {
+  for (const ErrorCase& c : cases) {
+    std::string text = kMinimal;
+    const size_t at = text.find(c.from);
+    ASSERT_NE(at, std::string::npos) << c.from;
+    text.replace(at, c.from.size(), c.to);
+    SCOPED_TRACE(text);
+    absl::StatusOr<CompositeModel> m = ParseCompositeModel(text, "m.toml");
+    ASSERT_FALSE(m.ok());
+    EXPECT_NE(m.status().message().find(c.message), std::string::npos) << m.status();
+  }
+}
+
 TEST(CompositeModelTest, ErrorsNameFileLineAndKey) {
-  struct Case {
-    std::string from, to, message;
-  };
-  const Case cases[] = {
+  const ErrorCase cases[] = {
       {"sigmoid = \"1 / (1 + exp(-x))\"", "sigmoid = \"1 / (1 + expf(-x))\"",
        "m.toml:11: functions.sigmoid: column 10: unknown name 'expf'"},
       {"sigmoid =", "sigmod =", "m.toml:11: functions.sigmod: unknown function"},
@@ -75,16 +93,7 @@ TEST(CompositeModelTest, ErrorsNameFileLineAndKey) {
       {"sigmoid = \"1 / (1 + exp(-x))\"", "sigmoid = \"x / sum(x)\"",
        "functions.sigmoid: uses w, b, eps, n or a reduction: only kind = \"axis\" models do"},
   };
-  for (const Case& c : cases) {
-    std::string text = kMinimal;
-    const size_t at = text.find(c.from);
-    ASSERT_NE(at, std::string::npos) << c.from;
-    text.replace(at, c.from.size(), c.to);
-    SCOPED_TRACE(text);
-    absl::StatusOr<CompositeModel> m = ParseCompositeModel(text, "m.toml");
-    ASSERT_FALSE(m.ok());
-    EXPECT_NE(m.status().message().find(c.message), std::string::npos) << m.status();
-  }
+  ExpectErrors(cases);
   EXPECT_NE(ParseCompositeModel("name = [", "m.toml").status().message().find("m.toml:1: TOML syntax"),
             std::string::npos);
 }
@@ -112,10 +121,7 @@ TEST(CompositeModelTest, ParsesDivisionAccuracyAndArgumentPerturbation) {
   absl::StatusOr<CompositeModel> plain = ParseCompositeModel(kMinimal, "m.toml");
   ASSERT_TRUE(plain.ok());
   EXPECT_TRUE(plain->accuracy[static_cast<size_t>(Fn::kDiv)].correctly_rounded);
-  struct Case {
-    std::string from, to, message;
-  };
-  const Case cases[] = {
+  const ErrorCase cases[] = {
       {"exp = 2\n", "exp = 2\ndiv = { ulps = 2, arg_rel = 1e-7 }\n", "accuracy.div.arg_rel: unknown key"},
       {"exp = 2\n", "exp = { ulps = 2, arg_rel = 0.5 }\n", "accuracy.exp.arg_rel"},
       {"exp = 2\n", "exp = 2\ndivide = 2\n", "unknown key (valid: exp exp2 log tanh erf sqrt rsqrt div)"},
@@ -123,14 +129,7 @@ TEST(CompositeModelTest, ParsesDivisionAccuracyAndArgumentPerturbation) {
        "functions.sigmoid: uses w, b, eps, n or a reduction: only kind = \"axis\" models do"},
       {"sigmoid = \"1 / (1 + exp(-x))\"", "sigmoid = \"div(x)\"", "column 1: unknown name 'div'"},
   };
-  for (const Case& c : cases) {
-    std::string t = kMinimal;
-    t.replace(t.find(c.from), c.from.size(), c.to);
-    SCOPED_TRACE(t);
-    absl::StatusOr<CompositeModel> bad = ParseCompositeModel(t, "m.toml");
-    ASSERT_FALSE(bad.ok());
-    EXPECT_NE(bad.status().message().find(c.message), std::string::npos) << bad.status();
-  }
+  ExpectErrors(cases);
 }
 
 // fn(x) of the mathematical function, by its textbook formula in MPFR at 400 bits
