@@ -71,6 +71,23 @@ std::vector<const char*> E4m3Promote() { return {"nvidia-h100-fp8e4m3-promote128
 std::vector<const char*> E5m2Promote() { return {"nvidia-h100-fp8e5m2-promote128"}; }
 std::vector<const char*> E4m3B200() { return {"nvidia-b200-fp8e4m3"}; }
 std::vector<const char*> E5m2B200() { return {"nvidia-b200-fp8e5m2"}; }
+// One vector in its float16, bfloat16 and tfloat32 (float32 container) encodings, for the rows
+// whose derivation holds for Fp16All(), Bf16All() and Tf32All() alike.
+struct Vector16 {
+  V a_fp16, b_fp16, a_bf16, b_bf16, a_tf32, b_tf32;
+};
+// The FP8 presets of one accumulator kind, by input format.
+struct Fp8Presets {
+  std::vector<const char*> e4m3, e5m2;
+};
+Fp8Presets F13() { return {E4m3F13(), E5m2F13()}; }
+Fp8Presets Promote() { return {E4m3Promote(), E5m2Promote()}; }
+Fp8Presets B200() { return {E4m3B200(), E5m2B200()}; }
+// One FP8 vector in its e4m3fn and its e5m2 encodings (of the same products, or of products
+// with the same derivation where a row says so).
+struct Fp8Vector {
+  V a_e4m3, b_e4m3, a_e5m2, b_e5m2;
+};
 
 // Encodings used below (sign | exponent | fraction, worked out from the layouts):
 //  float16 (bias 15): 1 = 0x3C00, 2 = 0x4000, 4 = 0x4400, 0.5 = 0x3800, 0.25 = 0x3400,
@@ -98,6 +115,26 @@ std::vector<Row> Rows() {
   std::vector<Row> r;
   auto add = [&](const char* test, std::vector<const char*> presets, V a, V b, uint64_t c,
                  uint64_t expected) { r.push_back({test, std::move(presets), a, b, c, expected}); };
+  // One derivation for the float16, bfloat16 and tfloat32 inputs: v's encodings on Fp16All(),
+  // Bf16All() and Tf32All().
+  auto add_16 = [&](const char* test, const Vector16& v, uint64_t c, uint64_t expected) {
+    add(test, Fp16All(), v.a_fp16, v.b_fp16, c, expected);
+    add(test, Bf16All(), v.a_bf16, v.b_bf16, c, expected);
+    add(test, Tf32All(), v.a_tf32, v.b_tf32, c, expected);
+  };
+  // One derivation for both FP8 inputs: v's e4m3fn encodings on p's e4m3 presets, its e5m2 ones
+  // on p's e5m2 presets.
+  auto add_fp8 = [&](const char* test, const Fp8Presets& p, const Fp8Vector& v, uint64_t c,
+                     uint64_t expected) {
+    add(test, p.e4m3, v.a_e4m3, v.b_e4m3, c, expected);
+    add(test, p.e5m2, v.a_e5m2, v.b_e5m2, c, expected);
+  };
+  // FP8 vectors of several rows below: one = 1 * 1; ones4 = 1 * 1 (x4), ones4_neg = 1 * -1 (x4);
+  // tiny4 = four products 2^-14 (e4m3fn 2^-5 * 2^-9, e5m2 2^-7 * 2^-7).
+  const Fp8Vector one = {{0x38}, {0x38}, {0x3C}, {0x3C}};
+  const Fp8Vector ones4 = {V(4, 0x38), V(4, 0x38), V(4, 0x3C), V(4, 0x3C)};
+  const Fp8Vector ones4_neg = {V(4, 0x38), V(4, 0xB8), V(4, 0x3C), V(4, 0xBC)};
+  const Fp8Vector tiny4 = {V(4, 0x10), V(4, 0x01), V(4, 0x20), V(4, 0x20)};
 
   // ---- A: subnormal inputs are kept (no DAZ). One product, c = 0: the result is the exact
   // product (a multiple of every quantum 2^(emax - F), emax = E(a) + E(b)), representable.
@@ -109,11 +146,8 @@ std::vector<Row> Rows() {
   add("A1 subnormal input", Tf32All(), {0x00002000}, {0x44800000}, 0, 0x00800000);
   // e4m3fn: 2^-9 * 2^8 = 2^-1 = 0x3F000000; e5m2: 2^-16 * 2^15 = 2^-1. (Promote: outer = +0 +
   // inner = 2^-1.)
-  for (auto p : {E4m3F13(), E4m3Promote(), E4m3B200()}) {
-    add("A1 subnormal input (fp8)", p, {0x01}, {0x78}, 0, 0x3F000000);
-  }
-  for (auto p : {E5m2F13(), E5m2Promote(), E5m2B200()}) {
-    add("A1 subnormal input (fp8)", p, {0x01}, {0x78}, 0, 0x3F000000);
+  for (const Fp8Presets& p : {F13(), Promote(), B200()}) {
+    add_fp8("A1 subnormal input (fp8)", p, {{0x01}, {0x78}, {0x01}, {0x78}}, 0, 0x3F000000);
   }
   // A2: subnormal c = 2^-149 with zero products: the only non-zero term, emax = Emin = -126,
   // q = 2^(-126 - F) <= 2^-149 for F >= 23: kept. Promote: RNE(2^-149 + 0) = 2^-149.
@@ -176,51 +210,41 @@ std::vector<Row> Rows() {
       V(8, 0x33800000), 0x3F800000, 0x3F800000);
   // F = 13 (13-bit accumulator): products 2^-14 < q = 2^-13 (e4m3fn 2^-5 * 2^-9; e5m2
   // 2^-7 * 2^-7); exact 1 + 4 * 2^-14 = 1 + 2^-12, representable with 13 fraction bits.
-  add("B2 fp32 accumulation (fp8, F=13)", E4m3F13(), V(4, 0x10), V(4, 0x01), 0x3F800000,
-      0x3F800000);
-  add("B2 fp32 accumulation (fp8, F=13)", E5m2F13(), V(4, 0x20), V(4, 0x20), 0x3F800000,
-      0x3F800000);
+  add_fp8("B2 fp32 accumulation (fp8, F=13)", F13(), tiny4, 0x3F800000, 0x3F800000);
   // Promote128: the products form their own group from +0 (emax = E(a)+E(b) <= -11, nothing
   // truncated): inner = 2^-12, then outer = RNE(1 + 2^-12) = 0x3F800800.
-  add("B2 promote keeps the small terms", E4m3Promote(), V(4, 0x10), V(4, 0x01), 0x3F800000,
-      0x3F800800);
-  add("B2 promote keeps the small terms", E5m2Promote(), V(4, 0x20), V(4, 0x20), 0x3F800000,
-      0x3F800800);
+  add_fp8("B2 promote keeps the small terms", Promote(), tiny4, 0x3F800000, 0x3F800800);
   // B200 fp8 (F = 25), scaled by 2^8: c = 256 (0x43800000), eight products 2^-9 * 2^-9 = 2^-18 <
   // q = 2^(8-25) = 2^-17 -> 256; exact 256 + 2^-15 = 0x43800001 is a float32.
-  add("B2 fp32 accumulation (fp8, x2^8)", E4m3B200(), V(8, 0x01), V(8, 0x01), 0x43800000,
-      0x43800000);
-  add("B2 fp32 accumulation (fp8, x2^8)", E5m2B200(), V(8, 0x18), V(8, 0x18), 0x43800000,
-      0x43800000);
+  add_fp8("B2 fp32 accumulation (fp8, x2^8)", B200(),
+          {V(8, 0x01), V(8, 0x01), V(8, 0x18), V(8, 0x18)}, 0x43800000, 0x43800000);
 
   // ---- C1/C2: the fp32 result rounds toward zero. a_i = 1, b = (2, 3*2^-24, 0, 0), c = 0:
   // exact 2 + 3*2^-24 = 2 + 0.75 ulp(2). emax = 1: F = 23 truncates the small product (q =
   // 2^-22); F = 24 keeps 2^-23 (2 + 2^-23, a tie: RZ and RNE both give 2); F = 25 keeps all
   // (RZ gives 2, RNE would give 2 + 2^-22). Result 2 = 0x40000000; negated b: -2 = 0xC0000000.
-  add("C1 RZ positive", Fp16All(), V(4, 0x3C00), {0x4000, 0x0003, 0, 0}, 0, 0x40000000);
-  add("C2 RZ negative", Fp16All(), V(4, 0x3C00), {0xC000, 0x8003, 0, 0}, 0, 0xC0000000);
-  add("C1 RZ positive", Bf16All(), V(4, 0x3F80), {0x4000, 0x3440, 0, 0}, 0, 0x40000000);
-  add("C2 RZ negative", Bf16All(), V(4, 0x3F80), {0xC000, 0xB440, 0, 0}, 0, 0xC0000000);
-  add("C1 RZ positive", Tf32All(), V(4, 0x3F800000), {0x40000000, 0x34400000, 0, 0}, 0,
-      0x40000000);
-  add("C2 RZ negative", Tf32All(), V(4, 0x3F800000), {0xC0000000, 0xB4400000, 0, 0}, 0,
-      0xC0000000);
+  add_16("C1 RZ positive",
+         {V(4, 0x3C00), {0x4000, 0x0003, 0, 0}, V(4, 0x3F80), {0x4000, 0x3440, 0, 0},
+          V(4, 0x3F800000), {0x40000000, 0x34400000, 0, 0}},
+         0, 0x40000000);
+  add_16("C2 RZ negative",
+         {V(4, 0x3C00), {0xC000, 0x8003, 0, 0}, V(4, 0x3F80), {0xC000, 0xB440, 0, 0},
+          V(4, 0x3F800000), {0xC0000000, 0xB4400000, 0, 0}},
+         0, 0xC0000000);
   // F = 13: 1*2 + (1.5*2^-6)(2^-7) = 2 + 1.5*2^-13 = 2 + 0.75 ulp_13(2); q = 2^-12 drops the
   // small product: 2. Promote: inner = 2, outer = +0 + 2.
-  for (auto p : {E4m3F13(), E4m3Promote()}) {
-    add("C1 RZ positive (fp8)", p, {0x38, 0x0C}, {0x40, 0x04}, 0, 0x40000000);
-    add("C2 RZ negative (fp8)", p, {0x38, 0x0C}, {0xC0, 0x84}, 0, 0xC0000000);
-  }
-  for (auto p : {E5m2F13(), E5m2Promote()}) {
-    add("C1 RZ positive (fp8)", p, {0x3C, 0x26}, {0x40, 0x20}, 0, 0x40000000);
-    add("C2 RZ negative (fp8)", p, {0x3C, 0x26}, {0xC0, 0xA0}, 0, 0xC0000000);
+  for (const Fp8Presets& p : {F13(), Promote()}) {
+    add_fp8("C1 RZ positive (fp8)", p, {{0x38, 0x0C}, {0x40, 0x04}, {0x3C, 0x26}, {0x40, 0x20}}, 0,
+            0x40000000);
+    add_fp8("C2 RZ negative (fp8)", p, {{0x38, 0x0C}, {0xC0, 0x84}, {0x3C, 0x26}, {0xC0, 0xA0}}, 0,
+            0xC0000000);
   }
   // B200 fp8 (F = 25), scaled by 2^10: 2^8 * 2^3 + 1.5*2^-13 = 2048 + 0.75 ulp(2048);
   // emax = 11, q = 2^-14 keeps 3*2^-14 exactly; RZ -> 2048 = 0x45000000 (RNE: 0x45000001).
-  add("C1 RZ positive (fp8, x2^10)", E4m3B200(), {0x78, 0x0C}, {0x50, 0x04}, 0, 0x45000000);
-  add("C2 RZ negative (fp8, x2^10)", E4m3B200(), {0x78, 0x0C}, {0xD0, 0x84}, 0, 0xC5000000);
-  add("C1 RZ positive (fp8, x2^10)", E5m2B200(), {0x5C, 0x26}, {0x48, 0x20}, 0, 0x45000000);
-  add("C2 RZ negative (fp8, x2^10)", E5m2B200(), {0x5C, 0x26}, {0xC8, 0xA0}, 0, 0xC5000000);
+  add_fp8("C1 RZ positive (fp8, x2^10)", B200(),
+          {{0x78, 0x0C}, {0x50, 0x04}, {0x5C, 0x26}, {0x48, 0x20}}, 0, 0x45000000);
+  add_fp8("C2 RZ negative (fp8, x2^10)", B200(),
+          {{0x78, 0x0C}, {0xD0, 0x84}, {0x5C, 0x26}, {0xC8, 0xA0}}, 0, 0xC5000000);
 
   // ---- D1: alignment bits. a0 = b0 = 1, c = -(1 - 2^-24); exact 2^-24. emax = 0, q = 2^-F:
   // F = 23 truncates c to -(1 - 2^-23): 2^-23 = 0x34000000; F >= 24 keeps it: 0x33800000.
@@ -229,43 +253,32 @@ std::vector<Row> Rows() {
       {0x3C00}, {0x3C00}, 0xBF7FFFFF, 0x33800000);
   add("D1 alignment bits", Bf16All(), {0x3F80}, {0x3F80}, 0xBF7FFFFF, 0x33800000);
   add("D1 alignment bits", Tf32All(), {0x3F800000}, {0x3F800000}, 0xBF7FFFFF, 0x33800000);
-  add("D1 alignment bits", E4m3B200(), {0x38}, {0x38}, 0xBF7FFFFF, 0x33800000);
-  add("D1 alignment bits", E5m2B200(), {0x3C}, {0x3C}, 0xBF7FFFFF, 0x33800000);
+  add_fp8("D1 alignment bits", B200(), one, 0xBF7FFFFF, 0x33800000);
   // F = 13: c = -(1 - 2^-14) (a 13-bit value), q = 2^-13 truncates it to -(1 - 2^-13):
   // 2^-13 = 0x39000000 (exact 2^-14).
-  add("D1 alignment bits (F=13)", E4m3F13(), {0x38}, {0x38}, 0xBF7FFC00, 0x39000000);
-  add("D1 alignment bits (F=13)", E5m2F13(), {0x3C}, {0x3C}, 0xBF7FFC00, 0x39000000);
+  add_fp8("D1 alignment bits (F=13)", F13(), one, 0xBF7FFC00, 0x39000000);
   // Promote: inner = 1; outer = RNE(-(1 - 2^-24) + 1) = 2^-24 exactly: 0x33800000.
-  add("D1 promote: c outside the group", E4m3Promote(), {0x38}, {0x38}, 0xBF7FFFFF, 0x33800000);
-  add("D1 promote: c outside the group", E5m2Promote(), {0x3C}, {0x3C}, 0xBF7FFFFF, 0x33800000);
+  add_fp8("D1 promote: c outside the group", Promote(), one, 0xBF7FFFFF, 0x33800000);
 
   // ---- D2: no normalization inside the group (additions). a_i = 1, b_i = 2^-24 (x4),
   // c = 1 - 2^-24: emax = E(c) = -1, q = 2^(-1-F) <= 2^-24 keeps every term; the sum
   // 1 + 3*2^-24 is normalized once and RZ gives 1 + 2^-23 = 0x3F800001 (normalizing after c + p0
   // = 1 would lose the later 2^-24 terms).
-  add("D2 no normalization (add)", Fp16All(), V(4, 0x3C00), V(4, 0x0001), 0x3F7FFFFF,
-      0x3F800001);
-  add("D2 no normalization (add)", Bf16All(), V(4, 0x3F80), V(4, 0x3380), 0x3F7FFFFF,
-      0x3F800001);
-  add("D2 no normalization (add)", Tf32All(), V(4, 0x3F800000), V(4, 0x33800000), 0x3F7FFFFF,
-      0x3F800001);
+  add_16("D2 no normalization (add)",
+         {V(4, 0x3C00), V(4, 0x0001), V(4, 0x3F80), V(4, 0x3380), V(4, 0x3F800000),
+          V(4, 0x33800000)},
+         0x3F7FFFFF, 0x3F800001);
   // F = 13: products 2^-14, c = 1 - 2^-14, q = 2^-14: 1 + 3*2^-14 -> RZ_13 -> 1 + 2^-13 =
   // 0x3F800400.
-  add("D2 no normalization (add, F=13)", E4m3F13(), V(4, 0x10), V(4, 0x01), 0x3F7FFC00,
-      0x3F800400);
-  add("D2 no normalization (add, F=13)", E5m2F13(), V(4, 0x20), V(4, 0x20), 0x3F7FFC00,
-      0x3F800400);
+  add_fp8("D2 no normalization (add, F=13)", F13(), tiny4, 0x3F7FFC00, 0x3F800400);
   // Promote: inner = 4 * 2^-14 = 2^-12 (exact); outer = RNE(1 - 2^-14 + 2^-12) = 1 + 3*2^-14,
   // a float32: 0x3F800600.
-  add("D2 promote", E4m3Promote(), V(4, 0x10), V(4, 0x01), 0x3F7FFC00, 0x3F800600);
-  add("D2 promote", E5m2Promote(), V(4, 0x20), V(4, 0x20), 0x3F7FFC00, 0x3F800600);
+  add_fp8("D2 promote", Promote(), tiny4, 0x3F7FFC00, 0x3F800600);
   // B200 fp8, scaled by 2^6: c = 64(1 - 2^-24) = 0x427FFFFF (E = 5), products 2^-9 * 2^-9 =
   // 2^-18 (x4), q = 2^(5-25) = 2^-20 keeps all: 64 + 3*2^-18 -> RZ (ulp 2^-17) -> 64 + 2^-17 =
   // 0x42800001.
-  add("D2 no normalization (add, fp8 x2^6)", E4m3B200(), V(4, 0x01), V(4, 0x01), 0x427FFFFF,
-      0x42800001);
-  add("D2 no normalization (add, fp8 x2^6)", E5m2B200(), V(4, 0x18), V(4, 0x18), 0x427FFFFF,
-      0x42800001);
+  add_fp8("D2 no normalization (add, fp8 x2^6)", B200(),
+          {V(4, 0x01), V(4, 0x01), V(4, 0x18), V(4, 0x18)}, 0x427FFFFF, 0x42800001);
 
   // ---- D3: no normalization (subtraction). a = (1, 1), b = (1, -2^-24), c = -(1 - 2^-24);
   // exact 0. emax = 0: F = 23 truncates c to -(1 - 2^-23) and -2^-24 to 0: 2^-23 = 0x34000000;
@@ -279,56 +292,45 @@ std::vector<Row> Rows() {
   add("D3 no normalization (sub)", Tf32All(), {0x3F800000, 0x3F800000},
       {0x3F800000, 0xB3800000}, 0xBF7FFFFF, 0x00000000);
   // F = 13: p1 = -2^-14, c = -(1 - 2^-14), q = 2^-13: 1 - (1 - 2^-13) - 0 = 2^-13 = 0x39000000.
-  add("D3 no normalization (sub, F=13)", E4m3F13(), {0x38, 0x10}, {0x38, 0x81}, 0xBF7FFC00,
-      0x39000000);
-  add("D3 no normalization (sub, F=13)", E5m2F13(), {0x3C, 0x20}, {0x3C, 0xA0}, 0xBF7FFC00,
-      0x39000000);
+  const Fp8Vector d3 = {{0x38, 0x10}, {0x38, 0x81}, {0x3C, 0x20}, {0x3C, 0xA0}};
+  add_fp8("D3 no normalization (sub, F=13)", F13(), d3, 0xBF7FFC00, 0x39000000);
   // Promote: inner = group(1, -2^-14) from +0, q = 2^-13 drops -2^-14: 1; outer =
   // RNE(-(1 - 2^-14) + 1) = 2^-14 = 0x38800000 (exact value 0).
-  add("D3 promote", E4m3Promote(), {0x38, 0x10}, {0x38, 0x81}, 0xBF7FFC00, 0x38800000);
-  add("D3 promote", E5m2Promote(), {0x3C, 0x20}, {0x3C, 0xA0}, 0xBF7FFC00, 0x38800000);
+  add_fp8("D3 promote", Promote(), d3, 0xBF7FFC00, 0x38800000);
   // B200 fp8, scaled by 2^6: products 8*8 = 64 and 2^-9 * -2^-9 = -2^-18, c = -(64 - 2^-18) =
   // 0xC27FFFFF; emax = 6, q = 2^-19 keeps all: exact zero, +0.
-  add("D3 no normalization (sub, fp8 x2^6)", E4m3B200(), {0x50, 0x01}, {0x50, 0x81},
-      0xC27FFFFF, 0x00000000);
-  add("D3 no normalization (sub, fp8 x2^6)", E5m2B200(), {0x48, 0x18}, {0x48, 0x98},
-      0xC27FFFFF, 0x00000000);
+  add_fp8("D3 no normalization (sub, fp8 x2^6)", B200(),
+          {{0x50, 0x01}, {0x50, 0x81}, {0x48, 0x18}, {0x48, 0x98}}, 0xC27FFFFF, 0x00000000);
 
   // ---- D4a: carry-out. a_i = 1, b = (1, 1, 1, 2^-23), c = 1 + 2^-22 + 2^-23: emax = 0, q <=
   // 2^-23 keeps all; sum 4 + 2^-21 (two carry bits above 2^0), exact in float32: 0x40800001.
-  add("D4 carry-out", Fp16All(), V(4, 0x3C00), {0x3C00, 0x3C00, 0x3C00, 0x0002}, 0x3F800003,
-      0x40800001);
-  add("D4 carry-out", Bf16All(), V(4, 0x3F80), {0x3F80, 0x3F80, 0x3F80, 0x3400}, 0x3F800003,
-      0x40800001);
-  add("D4 carry-out", Tf32All(), V(4, 0x3F800000),
-      {0x3F800000, 0x3F800000, 0x3F800000, 0x34000000}, 0x3F800003, 0x40800001);
+  add_16("D4 carry-out",
+         {V(4, 0x3C00), {0x3C00, 0x3C00, 0x3C00, 0x0002}, V(4, 0x3F80),
+          {0x3F80, 0x3F80, 0x3F80, 0x3400}, V(4, 0x3F800000),
+          {0x3F800000, 0x3F800000, 0x3F800000, 0x34000000}},
+         0x3F800003, 0x40800001);
   // F = 13: the small product is 2^-13 (e4m3fn 2^-4 * 2^-9, e5m2 2^-6 * 2^-7), c = 1 + 2^-12 +
   // 2^-13: 4 + 2^-11 = 4 (1 + 2^-13), exact with 13 fraction bits: 0x40800400.
-  add("D4 carry-out (F=13)", E4m3F13(), {0x38, 0x38, 0x38, 0x18}, {0x38, 0x38, 0x38, 0x01},
-      0x3F800C00, 0x40800400);
-  add("D4 carry-out (F=13)", E5m2F13(), {0x3C, 0x3C, 0x3C, 0x24}, {0x3C, 0x3C, 0x3C, 0x20},
-      0x3F800C00, 0x40800400);
+  const Fp8Vector d4 = {{0x38, 0x38, 0x38, 0x18}, {0x38, 0x38, 0x38, 0x01},
+                        {0x3C, 0x3C, 0x3C, 0x24}, {0x3C, 0x3C, 0x3C, 0x20}};
+  add_fp8("D4 carry-out (F=13)", F13(), d4, 0x3F800C00, 0x40800400);
   // Promote: inner = 3 + 2^-13 -> RZ_13 (ulp 2^-12 in [2,4)) -> 3; outer = RNE(1 + 2^-12 +
   // 2^-13 + 3) = 4 + 2^-12 + 2^-13 = 4 (1 + 2^-14 + 2^-15), a float32: 0x40800300.
-  add("D4 carry-out promote", E4m3Promote(), {0x38, 0x38, 0x38, 0x18}, {0x38, 0x38, 0x38, 0x01},
-      0x3F800C00, 0x40800300);
-  add("D4 carry-out promote", E5m2Promote(), {0x3C, 0x3C, 0x3C, 0x24}, {0x3C, 0x3C, 0x3C, 0x20},
-      0x3F800C00, 0x40800300);
+  add_fp8("D4 carry-out promote", Promote(), d4, 0x3F800C00, 0x40800300);
   // B200 fp8, scaled by 2^5: products 4*8 = 32 (x3) and 2^-9 * 2^-9 = 2^-18 = 32 * 2^-23,
   // c = 32 (1 + 2^-22 + 2^-23) = 0x42000003; emax = 5, q = 2^-20: 128 + 2^-16 = 0x43000001.
-  add("D4 carry-out (fp8 x2^5)", E4m3B200(), {0x48, 0x48, 0x48, 0x01}, {0x50, 0x50, 0x50, 0x01},
-      0x42000003, 0x43000001);
-  add("D4 carry-out (fp8 x2^5)", E5m2B200(), {0x44, 0x44, 0x44, 0x18}, {0x48, 0x48, 0x48, 0x18},
-      0x42000003, 0x43000001);
+  add_fp8("D4 carry-out (fp8 x2^5)", B200(),
+          {{0x48, 0x48, 0x48, 0x01}, {0x50, 0x50, 0x50, 0x01}, {0x44, 0x44, 0x44, 0x18},
+           {0x48, 0x48, 0x48, 0x18}},
+          0x42000003, 0x43000001);
 
   // ---- D4b: third carry bit. a_i = 1, b = (1, 1.5, 1.75, 1.875), c = 1.875: the five terms
   // (each < 2) sum to 8 exactly: 0x41000000. Promote: inner 6.125, outer 1.875 + 6.125 = 8.
-  add("D4 third carry bit", Fp16All(), V(4, 0x3C00), {0x3C00, 0x3E00, 0x3F00, 0x3F80},
-      0x3FF00000, 0x41000000);
-  add("D4 third carry bit", Bf16All(), V(4, 0x3F80), {0x3F80, 0x3FC0, 0x3FE0, 0x3FF0},
-      0x3FF00000, 0x41000000);
-  add("D4 third carry bit", Tf32All(), V(4, 0x3F800000),
-      {0x3F800000, 0x3FC00000, 0x3FE00000, 0x3FF00000}, 0x3FF00000, 0x41000000);
+  add_16("D4 third carry bit",
+         {V(4, 0x3C00), {0x3C00, 0x3E00, 0x3F00, 0x3F80}, V(4, 0x3F80),
+          {0x3F80, 0x3FC0, 0x3FE0, 0x3FF0}, V(4, 0x3F800000),
+          {0x3F800000, 0x3FC00000, 0x3FE00000, 0x3FF00000}},
+         0x3FF00000, 0x41000000);
   for (auto p : {E4m3F13(), E4m3Promote(), E4m3B200()}) {
     add("D4 third carry bit (e4m3fn)", p, V(4, 0x38), {0x38, 0x3C, 0x3E, 0x3F}, 0x3FF00000,
         0x41000000);
@@ -341,29 +343,23 @@ std::vector<Row> Rows() {
 
   // ---- D4c: RZ in the final normalization. a_i = b_i = 1 (x4), c = 1 + 2^-22 + 2^-23:
   // 5 + 2^-22 + 2^-23, ulp in [4, 8) is 2^-21 -> RZ -> 5 = 0x40A00000; all negated: -5.
-  add("D4 RZ normalization", Fp16All(), V(4, 0x3C00), V(4, 0x3C00), 0x3F800003, 0x40A00000);
-  add("D4 RZ normalization", Fp16All(), V(4, 0x3C00), V(4, 0xBC00), 0xBF800003, 0xC0A00000);
-  add("D4 RZ normalization", Bf16All(), V(4, 0x3F80), V(4, 0x3F80), 0x3F800003, 0x40A00000);
-  add("D4 RZ normalization", Bf16All(), V(4, 0x3F80), V(4, 0xBF80), 0xBF800003, 0xC0A00000);
-  add("D4 RZ normalization", Tf32All(), V(4, 0x3F800000), V(4, 0x3F800000), 0x3F800003,
-      0x40A00000);
-  add("D4 RZ normalization", Tf32All(), V(4, 0x3F800000), V(4, 0xBF800000), 0xBF800003,
-      0xC0A00000);
-  add("D4 RZ normalization", E4m3B200(), V(4, 0x38), V(4, 0x38), 0x3F800003, 0x40A00000);
-  add("D4 RZ normalization", E4m3B200(), V(4, 0x38), V(4, 0xB8), 0xBF800003, 0xC0A00000);
-  add("D4 RZ normalization", E5m2B200(), V(4, 0x3C), V(4, 0x3C), 0x3F800003, 0x40A00000);
-  add("D4 RZ normalization", E5m2B200(), V(4, 0x3C), V(4, 0xBC), 0xBF800003, 0xC0A00000);
+  add_16("D4 RZ normalization",
+         {V(4, 0x3C00), V(4, 0x3C00), V(4, 0x3F80), V(4, 0x3F80), V(4, 0x3F800000),
+          V(4, 0x3F800000)},
+         0x3F800003, 0x40A00000);
+  add_16("D4 RZ normalization",
+         {V(4, 0x3C00), V(4, 0xBC00), V(4, 0x3F80), V(4, 0xBF80), V(4, 0x3F800000),
+          V(4, 0xBF800000)},
+         0xBF800003, 0xC0A00000);
+  add_fp8("D4 RZ normalization", B200(), ones4, 0x3F800003, 0x40A00000);
+  add_fp8("D4 RZ normalization", B200(), ones4_neg, 0xBF800003, 0xC0A00000);
   // F = 13: c = 1 + 2^-12 + 2^-13: 5 + 2^-12 + 2^-13, ulp_13 in [4, 8) is 2^-11 -> 5.
-  add("D4 RZ normalization (F=13)", E4m3F13(), V(4, 0x38), V(4, 0x38), 0x3F800C00, 0x40A00000);
-  add("D4 RZ normalization (F=13)", E4m3F13(), V(4, 0x38), V(4, 0xB8), 0xBF800C00, 0xC0A00000);
-  add("D4 RZ normalization (F=13)", E5m2F13(), V(4, 0x3C), V(4, 0x3C), 0x3F800C00, 0x40A00000);
-  add("D4 RZ normalization (F=13)", E5m2F13(), V(4, 0x3C), V(4, 0xBC), 0xBF800C00, 0xC0A00000);
+  add_fp8("D4 RZ normalization (F=13)", F13(), ones4, 0x3F800C00, 0x40A00000);
+  add_fp8("D4 RZ normalization (F=13)", F13(), ones4_neg, 0xBF800C00, 0xC0A00000);
   // Promote: inner = 4, outer = RNE(4 + 1 + 2^-12 + 2^-13) = 4 (1.25 + 2^-14 + 2^-15), a
   // float32: 0x40A00300 (and negated 0xC0A00300): the promotion add does not truncate.
-  add("D4 promote", E4m3Promote(), V(4, 0x38), V(4, 0x38), 0x3F800C00, 0x40A00300);
-  add("D4 promote", E4m3Promote(), V(4, 0x38), V(4, 0xB8), 0xBF800C00, 0xC0A00300);
-  add("D4 promote", E5m2Promote(), V(4, 0x3C), V(4, 0x3C), 0x3F800C00, 0x40A00300);
-  add("D4 promote", E5m2Promote(), V(4, 0x3C), V(4, 0xBC), 0xBF800C00, 0xC0A00300);
+  add_fp8("D4 promote", Promote(), ones4, 0x3F800C00, 0x40A00300);
+  add_fp8("D4 promote", Promote(), ones4_neg, 0xBF800C00, 0xC0A00300);
 
   // ---- D5: non-monotonicity: increasing c by one step lowers D.
   // V100 (F = 23): a_i = 1, b_i = 2^-24 (x4). c = 1 - 2^-24: D2's 1 + 2^-23. c = 1: emax = 0,
@@ -416,26 +412,15 @@ std::vector<Row> Rows() {
   // F = 13 with a 13-bit accumulator (the V100 vector moved down 10 bits): products 2^-14 (x4).
   // c = 1 - 2^-14 (q = 2^-14): 1 + 3*2^-14 -> RZ_13 -> 1 + 2^-13 = 0x3F800400.
   // c = 1 (q = 2^-13): products dropped: 1.
-  add("D5 non-monotonic (F=13), c = 1-2^-14", E4m3F13(), V(4, 0x10), V(4, 0x01), 0x3F7FFC00,
-      0x3F800400);
-  add("D5 non-monotonic (F=13), c = 1", E4m3F13(), V(4, 0x10), V(4, 0x01), 0x3F800000,
-      0x3F800000);
-  add("D5 non-monotonic (F=13), c = 1-2^-14", E5m2F13(), V(4, 0x20), V(4, 0x20), 0x3F7FFC00,
-      0x3F800400);
-  add("D5 non-monotonic (F=13), c = 1", E5m2F13(), V(4, 0x20), V(4, 0x20), 0x3F800000,
-      0x3F800000);
+  add_fp8("D5 non-monotonic (F=13), c = 1-2^-14", F13(), tiny4, 0x3F7FFC00, 0x3F800400);
+  add_fp8("D5 non-monotonic (F=13), c = 1", F13(), tiny4, 0x3F800000, 0x3F800000);
   // B200 fp8 (F = 25): the F = 25 vector scaled by 2^8: c = 256 (1 - 2^-24) = 0x437FFFFF or
   // 256 = 0x43800000; products 3*2^-18 (x3) and 2^-18 (x3) (e4m3fn 3*2^-9 * 2^-9, 2^-9 * 2^-9;
   // e5m2 3*2^-16 * 2^-2, 2^-16 * 2^-2): 256 + 2^-15 = 0x43800001 vs 256 = 0x43800000.
-  const V d5ae4 = {0x03, 0x03, 0x03, 0x01, 0x01, 0x01};
-  add("D5 non-monotonic (fp8 x2^8), c = 256(1-2^-24)", E4m3B200(), d5ae4, V(6, 0x01),
-      0x437FFFFF, 0x43800001);
-  add("D5 non-monotonic (fp8 x2^8), c = 256", E4m3B200(), d5ae4, V(6, 0x01), 0x43800000,
-      0x43800000);
-  add("D5 non-monotonic (fp8 x2^8), c = 256(1-2^-24)", E5m2B200(), d5ae4, V(6, 0x34),
-      0x437FFFFF, 0x43800001);
-  add("D5 non-monotonic (fp8 x2^8), c = 256", E5m2B200(), d5ae4, V(6, 0x34), 0x43800000,
-      0x43800000);
+  const V d5a8 = {0x03, 0x03, 0x03, 0x01, 0x01, 0x01};
+  const Fp8Vector d5b200 = {d5a8, V(6, 0x01), d5a8, V(6, 0x34)};
+  add_fp8("D5 non-monotonic (fp8 x2^8), c = 256(1-2^-24)", B200(), d5b200, 0x437FFFFF, 0x43800001);
+  add_fp8("D5 non-monotonic (fp8 x2^8), c = 256", B200(), d5b200, 0x43800000, 0x43800000);
 
   // ---- Presets written from the H200 recordings (accumulation/models/SOURCES.md, 1b).
   //
