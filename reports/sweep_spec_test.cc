@@ -15,6 +15,7 @@
 #include "accumulation/model_catalog.h"
 #include "gtest/gtest.h"
 #include "reports/sweep.h"
+#include "reports/sweep_test_support.h"
 
 namespace fpconform::reports {
 namespace {
@@ -54,19 +55,6 @@ dtype = "quantize"
 a = "float8_e4m3fn"
 b = ["float8_e4m3"]
 )toml";
-
-std::string Replace(std::string s, const std::string& from, const std::string& to) {
-  const size_t at = s.find(from);
-  EXPECT_NE(at, std::string::npos) << from;
-  if (at != std::string::npos) s.replace(at, from.size(), to);
-  return s;
-}
-
-std::string ParseError(const std::string& text) {
-  absl::StatusOr<SweepSpec> s = ParseSweepSpec(text, "s.toml");
-  if (s.ok()) return "(parsed)";
-  return std::string(s.status().message());
-}
 
 // A replacement applied to kSpec, and the whole error it must give.
 struct Row {

@@ -17,6 +17,7 @@
 #include "accumulation/model_catalog.h"
 #include "composite/attention_model.h"
 #include "gtest/gtest.h"
+#include "reports/sweep_test_support.h"
 
 namespace fpconform::reports {
 namespace {
@@ -443,17 +444,12 @@ TEST_F(SweepTest, Fp8FormatMismatchIsVisible) {
 }
 
 TEST(SweepSpecTest, ErrorsNameFileLineAndKey) {
-  std::string bad = kTiny;
-  bad.replace(bad.find("ks = [64, 1024, 2048]"), 21, "ks = [64, 0]");
-  EXPECT_EQ(ParseSweepSpec(bad, "s.toml").status().message(),
+  EXPECT_EQ(ParseError(Replace(kTiny, "ks = [64, 1024, 2048]", "ks = [64, 0]")),
             "s.toml:9: ks: must be integers in 1..16777216");
-  std::string unknown = "bogus = 1" + std::string(kTiny);
-  EXPECT_NE(ParseSweepSpec(unknown, "s.toml").status().message().find("s.toml:1: bogus: unknown key"),
-            std::string::npos)
-      << ParseSweepSpec(unknown, "s.toml").status();
-  std::string op = kTiny;
-  op.replace(op.find("\"sum\", \"quantize\"]"), 18, "\"summ\"]");
-  EXPECT_NE(ParseSweepSpec(op, "s.toml").status().message().find("unknown op 'summ' (valid: matmul, sum, quantize, composite, attention)"),
+  const std::string unknown = ParseError("bogus = 1" + std::string(kTiny));
+  EXPECT_NE(unknown.find("s.toml:1: bogus: unknown key"), std::string::npos) << unknown;
+  EXPECT_NE(ParseError(Replace(kTiny, "\"sum\", \"quantize\"]", "\"summ\"]"))
+                .find("unknown op 'summ' (valid: matmul, sum, quantize, composite, attention)"),
             std::string::npos);
   EXPECT_FALSE(ParseSweepSpec("seed = ", "s.toml").ok());
 }
@@ -511,19 +507,17 @@ b = ["trainium2-reduce-f32-envelope"]
     EXPECT_EQ(Str(t, row, "op"), "sum");
     EXPECT_EQ(Str(t, row, "platform_b"), "trainium2-reduce-f32-envelope");
   }
-  std::string bad = spec;
-  bad.replace(bad.find("op = \"sum\""), 10, "op = \"dot\"");
-  EXPECT_EQ(ParseSweepSpec(bad, "s.toml").status().message(),
+  EXPECT_EQ(ParseError(Replace(spec, "op = \"sum\"", "op = \"dot\"")),
             "s.toml:16: cross[0].op: must be \"matmul\" or \"sum\"");
   std::string no_rows = spec;
   const size_t line = no_rows.find("sum = [\"torch");
   no_rows.erase(line, no_rows.find('\n', line) - line);
   // Without any sum list the whole sweep has no sum rows: the reader says so before it reaches
   // the pair (the pair check itself: sweep_spec_test).
-  EXPECT_NE(ParseSweepSpec(no_rows, "s.toml").status().message().find(
-                "'sum' is listed, but no [[dtype]] has sum platforms"),
+  const std::string no_rows_error = ParseError(no_rows);
+  EXPECT_NE(no_rows_error.find("'sum' is listed, but no [[dtype]] has sum platforms"),
             std::string::npos)
-      << ParseSweepSpec(no_rows, "s.toml").status();
+      << no_rows_error;
 }
 
 TEST(SweepSpecTest, StandardSweepLoadsAndNamesExistingModels) {
@@ -682,26 +676,24 @@ TEST(CompositeSweepTest, ShardsMergeIntoTheSingleRun) {
 }
 
 TEST(CompositeSweepTest, ErrorsNameTheSweepFileAndKey) {
-  auto with = [](const std::string& from, const std::string& to) {
-    std::string t = kComposite;
-    t.replace(t.find(from), from.size(), to);
-    return t;
+  const auto error = [](const std::string& from, const std::string& to) {
+    return ParseError(Replace(kComposite, from, to), "c.toml");
   };
-  const absl::Status fn = ParseSweepSpec(with("\"gelu\", \"softmax\"", "\"gelux\""), "c.toml").status();
-  EXPECT_NE(fn.message().find("c.toml:9: composite.functions: unknown function 'gelux'"), std::string::npos) << fn;
-  EXPECT_NE(ParseSweepSpec(with("\"normal\", \"dc_offset\"", "\"uniform_01\""), "c.toml")
-                .status().message().find("unknown distribution 'uniform_01' (valid: normal, wide, dc_offset)"),
+  const std::string fn = error("\"gelu\", \"softmax\"", "\"gelux\"");
+  EXPECT_NE(fn.find("c.toml:9: composite.functions: unknown function 'gelux'"), std::string::npos) << fn;
+  EXPECT_NE(error("\"normal\", \"dc_offset\"", "\"uniform_01\"")
+                .find("unknown distribution 'uniform_01' (valid: normal, wide, dc_offset)"),
             std::string::npos);
-  EXPECT_NE(ParseSweepSpec(with("lengths = [64]", ""), "c.toml").status().message().find(
-                "'softmax' runs along rows: lengths is required"),
+  EXPECT_NE(error("lengths = [64]", "").find("'softmax' runs along rows: lengths is required"),
             std::string::npos);
-  EXPECT_NE(ParseSweepSpec(with("[\"torch-cuda-f32\", \"torch-cpu-f32\"]", "[\"torch-cuda-f32\", \"x\"]"),
-                           "c.toml").status().message().find("'x' is not in composite.platforms"),
+  EXPECT_NE(error("[\"torch-cuda-f32\", \"torch-cpu-f32\"]", "[\"torch-cuda-f32\", \"x\"]")
+                .find("'x' is not in composite.platforms"),
             std::string::npos);
   const std::string no_table = std::string(kComposite).substr(0, std::string(kComposite).find("[composite]"));
-  EXPECT_NE(ParseSweepSpec(no_table, "c.toml").status().message().find("'composite' needs a [composite] table"),
+  EXPECT_NE(ParseError(no_table, "c.toml").find("'composite' needs a [composite] table"),
             std::string::npos);
-  absl::StatusOr<Report> r = RunComposite(with("\"nki-layernorm-tkg-bf16\"]", "\"nki-layernorm-tkg-bf17\"]"));
+  absl::StatusOr<Report> r =
+      RunComposite(Replace(kComposite, "\"nki-layernorm-tkg-bf16\"]", "\"nki-layernorm-tkg-bf17\"]"));
   EXPECT_NE(r.status().message().find("composite.platforms: unknown composite model 'nki-layernorm-tkg-bf17'"),
             std::string::npos) << r.status();
 }
@@ -926,32 +918,28 @@ TEST_F(AttentionSweepTest, ShardsAndThreadsGiveTheSingleRun) {
 }
 
 TEST(AttentionSweepErrorsTest, ErrorsNameTheSweepFileAndKey) {
-  auto with = [](const std::string& from, const std::string& to) {
-    std::string t = kAttention;
-    t.replace(t.find(from), from.size(), to);
-    return t;
+  const auto error = [](const std::string& from, const std::string& to) {
+    return ParseError(Replace(kAttention, from, to), "a.toml");
   };
-  const absl::Status mask = ParseSweepSpec(with("\"none\", \"causal\"", "\"none\", \"sliding\""), "a.toml").status();
-  EXPECT_NE(mask.message().find("a.toml:11: attention.masks: unknown mask 'sliding' (valid: none, causal)"),
+  const std::string mask = error("\"none\", \"causal\"", "\"none\", \"sliding\"");
+  EXPECT_NE(mask.find("a.toml:11: attention.masks: unknown mask 'sliding' (valid: none, causal)"),
             std::string::npos) << mask;
-  EXPECT_NE(ParseSweepSpec(with("lengths = [64, 160]", "lengths = [64, 64]"), "a.toml")
-                .status().message().find("attention.lengths: 64 listed twice"),
+  EXPECT_NE(error("lengths = [64, 160]", "lengths = [64, 64]").find("attention.lengths: 64 listed twice"),
             std::string::npos);
-  EXPECT_NE(ParseSweepSpec(with("\"normal\", \"peaked\"", "\"wide\""), "a.toml")
-                .status().message().find("unknown distribution 'wide' (valid: normal, peaked)"),
+  EXPECT_NE(error("\"normal\", \"peaked\"", "\"wide\"").find("unknown distribution 'wide' (valid: normal, peaked)"),
             std::string::npos);
-  EXPECT_NE(ParseSweepSpec(with("[\"flash-attention2-cuda-bf16\", \"nki-flash-fwd-bf16\"]",
-                                "[\"flash-attention2-cuda-bf16\", \"x\"]"),
-                           "a.toml").status().message().find("'x' is not in attention.platforms"),
+  EXPECT_NE(error("[\"flash-attention2-cuda-bf16\", \"nki-flash-fwd-bf16\"]", "[\"flash-attention2-cuda-bf16\", \"x\"]")
+                .find("'x' is not in attention.platforms"),
             std::string::npos);
   const std::string no_table = std::string(kAttention).substr(0, std::string(kAttention).find("[attention]"));
-  EXPECT_NE(ParseSweepSpec(no_table, "a.toml").status().message().find("'attention' needs an [attention] table"),
+  EXPECT_NE(ParseError(no_table, "a.toml").find("'attention' needs an [attention] table"),
             std::string::npos);
-  absl::StatusOr<Report> r = RunAttention(with("[\"torch-math-sdpa-cpu-f32\"", "[\"torch-math-sdpa-cpu-f33\""));
+  absl::StatusOr<Report> r =
+      RunAttention(Replace(kAttention, "[\"torch-math-sdpa-cpu-f32\"", "[\"torch-math-sdpa-cpu-f33\""));
   EXPECT_NE(r.status().message().find("attention.platforms: unknown attention model 'torch-math-sdpa-cpu-f33'"),
             std::string::npos) << r.status();
-  r = RunAttention(with("[\"torch-math-sdpa-cpu-bf16\", \"flash-attention2-cuda-bf16\"]",
-                        "[\"torch-math-sdpa-cpu-f32\", \"flash-attention2-cuda-bf16\"]"));
+  r = RunAttention(Replace(kAttention, "[\"torch-math-sdpa-cpu-bf16\", \"flash-attention2-cuda-bf16\"]",
+                           "[\"torch-math-sdpa-cpu-f32\", \"flash-attention2-cuda-bf16\"]"));
   EXPECT_NE(r.status().message().find("a.toml: attention.cross: 'torch-math-sdpa-cpu-f32' takes float32 inputs, "
                                       "'flash-attention2-cuda-bf16' bfloat16"),
             std::string::npos) << r.status();
