@@ -19,6 +19,12 @@ std::string_view TypeName(const toml::node& n) {
   }
 }
 
+// A scalar's TOML text, as values() records it.
+std::string TomlText(const std::string& s) { return Cat("\"", s, "\""); }
+std::string TomlText(int64_t v) { return Cat(v); }
+std::string TomlText(double v) { return Cat(v); }
+std::string TomlText(bool v) { return v ? "true" : "false"; }
+
 }  // namespace
 
 void TomlReader::Fail(const toml::node* where, std::string_view key, std::string_view what) {
@@ -83,62 +89,66 @@ const toml::node* TomlReader::Lookup(const toml::table& t, std::string_view pref
   return n;
 }
 
-std::optional<std::string> TomlReader::String(const toml::table& t, std::string_view prefix,
-                                              std::string_view key, TomlKey need) {
+template <typename T, typename Read>
+std::optional<T> TomlReader::Scalar(const toml::table& t, std::string_view prefix,
+                                    std::string_view key, TomlKey need, Read read) {
   const toml::node* n = Lookup(t, prefix, key, need);
   if (n == nullptr) return std::nullopt;
-  const auto* s = n->as_string();
-  if (s == nullptr) {
-    Fail(n, Dotted(prefix, key), Cat("must be a string", Found(*n)));
+  std::string why;
+  const std::optional<T> v = read(*n, why);
+  if (!v) {
+    Fail(n, Dotted(prefix, key), why);
     return std::nullopt;
   }
-  values_.push_back({Dotted(prefix, key), Cat("\"", s->get(), "\""), n});
-  return s->get();
+  values_.push_back({Dotted(prefix, key), TomlText(*v), n});
+  return v;
+}
+
+std::optional<std::string> TomlReader::String(const toml::table& t, std::string_view prefix,
+                                              std::string_view key, TomlKey need) {
+  return Scalar<std::string>(
+      t, prefix, key, need, [&](const toml::node& n, std::string& why) -> std::optional<std::string> {
+        if (const auto* s = n.as_string()) return s->get();
+        why = Cat("must be a string", Found(n));
+        return std::nullopt;
+      });
 }
 
 std::optional<int64_t> TomlReader::Int(const toml::table& t, std::string_view prefix,
                                        std::string_view key, int64_t lo, int64_t hi,
                                        TomlKey need) {
-  const toml::node* n = Lookup(t, prefix, key, need);
-  if (n == nullptr) return std::nullopt;
-  const auto* i = n->as_integer();
-  if (i == nullptr || i->get() < lo || i->get() > hi) {
-    Fail(n, Dotted(prefix, key),
-         Cat("must be an integer in ", lo, "..", hi, i != nullptr ? Cat(", got ", i->get())
-                                                                  : Found(*n)));
-    return std::nullopt;
-  }
-  values_.push_back({Dotted(prefix, key), Cat(i->get()), n});
-  return i->get();
+  return Scalar<int64_t>(
+      t, prefix, key, need, [&](const toml::node& n, std::string& why) -> std::optional<int64_t> {
+        const auto* i = n.as_integer();
+        if (i != nullptr && i->get() >= lo && i->get() <= hi) return i->get();
+        why = Cat("must be an integer in ", lo, "..", hi,
+                  i != nullptr ? Cat(", got ", i->get()) : Found(n));
+        return std::nullopt;
+      });
 }
 
 std::optional<double> TomlReader::Number(const toml::table& t, std::string_view prefix,
                                          std::string_view key, double lo, double hi,
                                          TomlKey need) {
-  const toml::node* n = Lookup(t, prefix, key, need);
-  if (n == nullptr) return std::nullopt;
-  std::optional<double> v;
-  if (const auto* f = n->as_floating_point()) v = f->get();
-  if (const auto* i = n->as_integer()) v = static_cast<double>(i->get());
-  if (!v || !(*v >= lo && *v <= hi)) {  // NaN is out of every range.
-    Fail(n, Dotted(prefix, key), Cat("must be a number in ", lo, "..", hi, v ? "" : Found(*n)));
-    return std::nullopt;
-  }
-  values_.push_back({Dotted(prefix, key), Cat(*v), n});
-  return v;
+  return Scalar<double>(
+      t, prefix, key, need, [&](const toml::node& n, std::string& why) -> std::optional<double> {
+        std::optional<double> v;
+        if (const auto* f = n.as_floating_point()) v = f->get();
+        if (const auto* i = n.as_integer()) v = static_cast<double>(i->get());
+        if (v && *v >= lo && *v <= hi) return v;  // NaN is out of every range.
+        why = Cat("must be a number in ", lo, "..", hi, v ? "" : Found(n));
+        return std::nullopt;
+      });
 }
 
 std::optional<bool> TomlReader::Bool(const toml::table& t, std::string_view prefix,
                                      std::string_view key, TomlKey need) {
-  const toml::node* n = Lookup(t, prefix, key, need);
-  if (n == nullptr) return std::nullopt;
-  const auto* b = n->as_boolean();
-  if (b == nullptr) {
-    Fail(n, Dotted(prefix, key), Cat("must be true or false", Found(*n)));
-    return std::nullopt;
-  }
-  values_.push_back({Dotted(prefix, key), b->get() ? "true" : "false", n});
-  return b->get();
+  return Scalar<bool>(t, prefix, key, need,
+                      [&](const toml::node& n, std::string& why) -> std::optional<bool> {
+                        if (const auto* b = n.as_boolean()) return b->get();
+                        why = Cat("must be true or false", Found(n));
+                        return std::nullopt;
+                      });
 }
 
 std::optional<std::vector<std::string>> TomlReader::Strings(

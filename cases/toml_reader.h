@@ -139,6 +139,11 @@ class TomlReader {
   // The node of `key` in `t`, or nullptr (failing when it is required and missing).
   const toml::node* Lookup(const toml::table& t, std::string_view prefix, std::string_view key,
                            TomlKey need);
+  // Lookup, then read(node, why): the value, or nullopt with `why` set (failing "prefix.key:
+  // why"). Each value read is recorded in values() with its TOML text.
+  template <typename T, typename Read>
+  std::optional<T> Scalar(const toml::table& t, std::string_view prefix, std::string_view key,
+                          TomlKey need, Read read);
 
   std::string file_;
   TomlDetail detail_;
