@@ -279,6 +279,16 @@ int ModeFor(int product_bits) {
   return kWide;
 }
 
+// Widens an accumulator's dirty limb range [lo, hi] over the limbs that terms whose lowest bit
+// is 2^e, lsb_lo <= e <= lsb_hi, can touch: `touched` limbs from the one of 2^e, and 2 more for
+// the carries.
+void CoverLimbs(int& lo, int& hi, int lsb_lo, int lsb_hi, int touched) {
+  constexpr int kMin = ExactAccumulator::kMinExponent;
+  lo = std::min(lo, (lsb_lo - kMin) >> 5);
+  hi = std::max(hi, std::min(((lsb_hi - kMin) >> 5) + touched - 1 + 2,
+                             ExactAccumulator::kLimbs - 1));
+}
+
 template <int kMode>
 inline void AddAt(int64_t* limbs, int32_t pos, uint64_t sig_a, uint64_t sig_b, int64_t m,
                   uint64_t& nonzero) {
@@ -448,24 +458,19 @@ void AddInBlocks(size_t n, uint64_t& pending, Normalize normalize, Fast fast, Sl
 template <class DA, class DB>
 void DotKernel(ExactAccumulator& acc, const DA& da, std::span<const uint64_t> a, const DB& db,
                std::span<const uint64_t> b) {
-  constexpr int kMin = ExactAccumulator::kMinExponent;
   const FormatSpec& fa = *da.f;
   const FormatSpec& fb = *db.f;
-  const int mode = ModeFor(Precision(fa) + Precision(fb));
-  // The limbs any finite product of these formats can touch.
-  const int lo = (MinLsb(fa) + MinLsb(fb) - kMin) >> 5;
-  // (The bucket fold touches 3 limbs per bucket.)
-  const int touched = std::max(kTouched[mode], 3);
-  const int hi = std::min(((MaxLsb(fa) + MaxLsb(fb) - kMin) >> 5) + touched - 1 + 2,
-                          ExactAccumulator::kLimbs - 1);
-  acc.lo_ = std::min(acc.lo_, lo);
-  acc.hi_ = std::max(acc.hi_, hi);
+  const int product_bits = Precision(fa) + Precision(fb);
+  const int mode = ModeFor(product_bits);
+  // The lowest bits of the finite products: 2^base .. 2^top.
+  const int base = MinLsb(fa) + MinLsb(fb);
+  const int top = MaxLsb(fa) + MaxLsb(fb);
+  // The limbs they can touch (the bucket fold touches 3 limbs per bucket).
+  CoverLimbs(acc.lo_, acc.hi_, base, top, std::max(kTouched[mode], 3));
   uint32_t signs = 0;
   uint64_t nonzero = 0;
   const size_t n = a.size();
-  const int product_bits = Precision(fa) + Precision(fb);
-  const int base = MinLsb(fa) + MinLsb(fb);
-  const int buckets = MaxLsb(fa) + MaxLsb(fb) - base + 1;
+  const int buckets = top - base + 1;
   const auto slow = [&](size_t i) { acc.AddProductUncounted(fa, a[i], fb, b[i]); };
   if (product_bits <= kMaxBucketBits && buckets <= kMaxBuckets) {
     std::array<int64_t, kMaxBuckets> bucket;
@@ -502,14 +507,9 @@ void DotKernel(ExactAccumulator& acc, const DA& da, std::span<const uint64_t> a,
 
 template <class D>
 void SumKernel(ExactAccumulator& acc, const D& d, std::span<const uint64_t> x) {
-  constexpr int kMin = ExactAccumulator::kMinExponent;
   const FormatSpec& f = *d.f;
   const int mode = ModeFor(Precision(f)) == kTwo ? kTwo : kThree;
-  const int lo = (MinLsb(f) - kMin) >> 5;
-  const int hi = std::min(((MaxLsb(f) - kMin) >> 5) + kTouched[mode] - 1 + 2,
-                          ExactAccumulator::kLimbs - 1);
-  acc.lo_ = std::min(acc.lo_, lo);
-  acc.hi_ = std::max(acc.hi_, hi);
+  CoverLimbs(acc.lo_, acc.hi_, MinLsb(f), MaxLsb(f), kTouched[mode]);
   uint32_t signs = 0;
   uint64_t nonzero = 0;
   const size_t n = x.size();
@@ -538,10 +538,7 @@ struct DoubleKernels {
     const int e_lo = 1023 + MinSubnormalExponent(fa) + (kDot ? MinSubnormalExponent(*fb) : 0);
     const int e_hi = 1023 + Emax(fa) + (kDot ? Emax(*fb) + 1 : 0);
     // Bucket e holds multiples of 2^(e - 1075); its sum (< 2^64) touches 3 limbs from there.
-    const int lo = (e_lo - 1075 - kMin) >> 5;
-    const int hi = std::min(((e_hi - 1075 - kMin) >> 5) + 2 + 2, ExactAccumulator::kLimbs - 1);
-    acc.lo_ = std::min(acc.lo_, lo);
-    acc.hi_ = std::max(acc.hi_, hi);
+    CoverLimbs(acc.lo_, acc.hi_, e_lo - 1075, e_hi - 1075, 3);
     // Two bucket sets, for even and odd terms, so that runs of products in one bucket do not
     // serialize on one memory location; each set takes at most kDoubleChunk / 2 terms.
     alignas(64) uint64_t bucket[2][4096];
@@ -636,9 +633,7 @@ void ExactAccumulator::Reset() {
 
 void ExactAccumulator::AddFinite(bool sign, int32_t exp, uint128 sig) {
   const int32_t pos = exp - kMinExponent;
-  const int idx = pos >> 5;
-  lo_ = std::min(lo_, idx);
-  hi_ = std::max(hi_, std::min(idx + kTouched[kWide] - 1 + 2, kLimbs - 1));
+  CoverLimbs(lo_, hi_, exp, exp, kTouched[kWide]);
   if (pending_ + 2 > kPendingLimit) Normalize();
   pending_ += 2;
   const int64_t m = sign ? -1 : 0;
