@@ -107,7 +107,8 @@ std::optional<T> TomlReader::Scalar(const toml::table& t, std::string_view prefi
 std::optional<std::string> TomlReader::String(const toml::table& t, std::string_view prefix,
                                               std::string_view key, TomlKey need) {
   return Scalar<std::string>(
-      t, prefix, key, need, [&](const toml::node& n, std::string& why) -> std::optional<std::string> {
+      t, prefix, key, need,
+      [&](const toml::node& n, std::string& why) -> std::optional<std::string> {
         if (const auto* s = n.as_string()) return s->get();
         why = Cat("must be a string", Found(n));
         return std::nullopt;
@@ -118,7 +119,8 @@ std::optional<int64_t> TomlReader::Int(const toml::table& t, std::string_view pr
                                        std::string_view key, int64_t lo, int64_t hi,
                                        TomlKey need) {
   return Scalar<int64_t>(
-      t, prefix, key, need, [&](const toml::node& n, std::string& why) -> std::optional<int64_t> {
+      t, prefix, key, need,
+      [&](const toml::node& n, std::string& why) -> std::optional<int64_t> {
         const auto* i = n.as_integer();
         if (i != nullptr && i->get() >= lo && i->get() <= hi) return i->get();
         why = Cat("must be an integer in ", lo, "..", hi,
@@ -131,7 +133,8 @@ std::optional<double> TomlReader::Number(const toml::table& t, std::string_view 
                                          std::string_view key, double lo, double hi,
                                          TomlKey need) {
   return Scalar<double>(
-      t, prefix, key, need, [&](const toml::node& n, std::string& why) -> std::optional<double> {
+      t, prefix, key, need,
+      [&](const toml::node& n, std::string& why) -> std::optional<double> {
         std::optional<double> v;
         if (const auto* f = n.as_floating_point()) v = f->get();
         if (const auto* i = n.as_integer()) v = static_cast<double>(i->get());
@@ -143,12 +146,13 @@ std::optional<double> TomlReader::Number(const toml::table& t, std::string_view 
 
 std::optional<bool> TomlReader::Bool(const toml::table& t, std::string_view prefix,
                                      std::string_view key, TomlKey need) {
-  return Scalar<bool>(t, prefix, key, need,
-                      [&](const toml::node& n, std::string& why) -> std::optional<bool> {
-                        if (const auto* b = n.as_boolean()) return b->get();
-                        why = Cat("must be true or false", Found(n));
-                        return std::nullopt;
-                      });
+  return Scalar<bool>(
+      t, prefix, key, need,
+      [&](const toml::node& n, std::string& why) -> std::optional<bool> {
+        if (const auto* b = n.as_boolean()) return b->get();
+        why = Cat("must be true or false", Found(n));
+        return std::nullopt;
+      });
 }
 
 std::optional<std::vector<std::string>> TomlReader::Strings(
