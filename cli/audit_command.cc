@@ -336,6 +336,13 @@ void AddAxisOpOptions(CLI::App* sub, size_t i, AuditCommandState& s) {
   }
 }
 
+// --out-ref, --platform-ref (`ref_what` of --out-ref) and --out of a compare subcommand.
+void AddCompareOutputs(CLI::App* sub, AuditCommandState& s, const char* ref_what) {
+  AddTensorOption(sub, s.out_ref, "The reference platform's output (e.g. the GPU's)");
+  sub->add_option("--platform-ref", s.platform_ref, Cat(ref_what, " of --out-ref"))->required();
+  AddTensorOption(sub, s.out, "The port's output (e.g. NKI's)");
+}
+
 // `fpconform compare <op>`: `port` holds the inputs and --out; the reference side is the same
 // with --out-ref.
 template <class Input, class CompareFn>
@@ -473,17 +480,13 @@ CLI::App* AddCompareCommand(CLI::App& root, AuditCommandState& s) {
   s.compare_matmul = app->add_subcommand("matmul", "Two outputs of out = A @ B");
   AddTensorOption(s.compare_matmul, s.a, "A");
   AddTensorOption(s.compare_matmul, s.b, "B");
-  AddTensorOption(s.compare_matmul, s.out_ref, "The reference platform's output (e.g. the GPU's)");
-  s.compare_matmul->add_option("--platform-ref", s.platform_ref, "Platform of --out-ref")->required();
-  AddTensorOption(s.compare_matmul, s.out, "The port's output (e.g. NKI's)");
+  AddCompareOutputs(s.compare_matmul, s, "Platform");
   s.compare_matmul->add_flag("--transpose-a", s.transpose_a, "The A file holds A^T");
   s.compare_matmul->add_flag("--transpose-b", s.transpose_b, "The B file holds B^T");
   AddCommon(s.compare_matmul, s.common, true);
   s.compare_elementwise = app->add_subcommand("elementwise", "Two outputs of out = FN(X) elementwise");
   AddTensorOption(s.compare_elementwise, s.x, "X");
-  AddTensorOption(s.compare_elementwise, s.out_ref, "The reference platform's output (e.g. the GPU's)");
-  s.compare_elementwise->add_option("--platform-ref", s.platform_ref, "Composite model of --out-ref")->required();
-  AddTensorOption(s.compare_elementwise, s.out, "The port's output (e.g. NKI's)");
+  AddCompareOutputs(s.compare_elementwise, s, "Composite model");
   s.compare_elementwise->add_option("--fn", s.fn, "The function: exp exp2 log tanh sigmoid silu gelu "
                                                   "gelu_tanh rsqrt reciprocal")->required();
   AddCommon(s.compare_elementwise, s.common, true);
@@ -491,17 +494,13 @@ CLI::App* AddCompareCommand(CLI::App& root, AuditCommandState& s) {
     CLI::App* sub = app->add_subcommand(kAxisOpNames[i], Cat("Two outputs of ", kAxisOpWhat[i]));
     s.compare_axis_ops[i] = sub;
     AddTensorOption(sub, s.x, "X");
-    AddTensorOption(sub, s.out_ref, "The reference platform's output (e.g. the GPU's)");
-    sub->add_option("--platform-ref", s.platform_ref, "Composite model of --out-ref")->required();
-    AddTensorOption(sub, s.out, "The port's output (e.g. NKI's)");
+    AddCompareOutputs(sub, s, "Composite model");
     AddAxisOpOptions(sub, i, s);
     AddCommon(sub, s.common, true);
   }
   s.compare_attention = app->add_subcommand("attention", "Two outputs of softmax(scale Q K^T + mask) V");
   AddAttentionInputs(s.compare_attention, s);
-  AddTensorOption(s.compare_attention, s.out_ref, "The reference platform's output (e.g. the GPU's)");
-  s.compare_attention->add_option("--platform-ref", s.platform_ref, "Attention model of --out-ref")->required();
-  AddTensorOption(s.compare_attention, s.out, "The port's output (e.g. NKI's)");
+  AddCompareOutputs(s.compare_attention, s, "Attention model");
   AddTensorOption(s.compare_attention, s.lse_ref,
                   "Optional: the reference's LSE (float), Q's shape without D, audited against --platform-ref");
   AddTensorOption(s.compare_attention, s.lse, "Optional: the port's LSE, audited against --platform");
