@@ -35,9 +35,8 @@ CLI::App* AddRevealCommand(CLI::App& root, RevealOptions& options) {
       "reveal", "Print the summation tree a model uses for a length-N dot product or sum.");
   app->add_option("model", options.model, "Model name (see 'fpconform models')")
       ->type_name("MODEL");
-  app->add_option_function<std::string>(
-         "--n", StrictNumber<int>("--n", 0, kMaxN, options.n),
-         "Number of terms (products of the dot product), 0..65536 (required with a MODEL)")
+  AddStrictNumber<int>(app, "--n", 0, kMaxN, options.n,
+                       "Number of terms (products of the dot product), 0..65536 (required with a MODEL)")
       ->type_name("N");
   app->add_option("--format", options.format,
                   "Output format: text (default), dot (Graphviz), toml (--from: a draft model)")
@@ -72,10 +71,9 @@ CLI::App* AddRevealCommand(CLI::App& root, RevealOptions& options) {
   app->add_option("--models-dir", options.models_dir, kModelsDirHelp)
       ->type_name("DIR");
   // Strict: -1 or 2^64 is an error, never a wrapped or saturated seed.
-  app->add_option_function<std::string>(
-         "--seed", StrictNumber<uint64_t>("--seed", 0, UINT64_MAX, options.seed),
-         "Seed of a random split-K order (as EvalOptions::seed), 0..18446744073709551615; "
-         "default 0")
+  AddStrictNumber<uint64_t>(app, "--seed", 0, UINT64_MAX, options.seed,
+                            "Seed of a random split-K order (as EvalOptions::seed), 0..18446744073709551615; "
+                            "default 0")
       ->type_name("SEED");
   app->add_flag("--probe", options.probe,
                 "Also run the FPRev probe on the model as a black box and compare");

@@ -26,6 +26,13 @@ std::function<void(const std::string&)> StrictNumber(std::string name, T lo, T h
   };
 }
 
+// app's option `name`, parsed by StrictNumber<T> into `dest` (the option, for its type name).
+template <typename T, typename Dest>
+CLI::Option* AddStrictNumber(CLI::App* app, const std::string& name, T lo, T hi, Dest& dest,
+                             const std::string& help) {
+  return app->add_option_function<std::string>(name, StrictNumber<T>(name, lo, hi, dest), help);
+}
+
 }  // namespace fpconform::cli
 
 #endif  // FPCONFORM_CLI_STRICT_NUMBER_H_

@@ -179,18 +179,15 @@ CLI::App* AddToleranceCommand(CLI::App& root, ToleranceOptions& o) {
                   "loguniform, normal_sqrtk");
   // Numbers are parsed strictly (StrictNumber): decimal digits only, range-checked, never
   // wrapped or saturated.
-  app->add_option_function<std::string>(
-         "--samples", StrictNumber<int>("--samples", 1, 1000000, o.samples),
-         "Samples per row, 1..1000000 (maximum; large K may use fewer, see the sweep file)")
+  AddStrictNumber<int>(app, "--samples", 1, 1000000, o.samples,
+                       "Samples per row, 1..1000000 (maximum; large K may use fewer, see the sweep file)")
       ->type_name("N");
-  app->add_option_function<std::string>(
-         "--seed", StrictNumber<uint64_t>("--seed", 0, UINT64_MAX, o.seed),
-         "Seed, 0..18446744073709551615 (default: the sweep file's)")
+  AddStrictNumber<uint64_t>(app, "--seed", 0, UINT64_MAX, o.seed,
+                            "Seed, 0..18446744073709551615 (default: the sweep file's)")
       ->type_name("SEED");
-  app->add_option_function<std::string>(
-         "--threads", StrictNumber<int>("--threads", 1, kMaxThreads, o.threads),
-         "Worker threads, 1..1024 (default: all cores, fewer when the sweep's memory estimate "
-         "needs it); results do not depend on it")
+  AddStrictNumber<int>(app, "--threads", 1, kMaxThreads, o.threads,
+                       "Worker threads, 1..1024 (default: all cores, fewer when the sweep's memory estimate "
+                       "needs it); results do not depend on it")
       ->type_name("N");
   app->add_option("--out", o.out, "Report directory: created, or replaced atomically when it is "
                                   "an fpconform report directory (see README.md, \"--out\")")
