@@ -111,24 +111,17 @@ absl::Status AxisAuditOp::Init() {
   absl::StatusOr<AxisOp> op = ParseAxisOp(in_.op);
   if (!op.ok()) return absl::InvalidArgumentError(Cat("audit: ", op.status().message()));
   op_ = *op;
-  if (in_.x == nullptr || in_.out == nullptr) {
-    return absl::InvalidArgumentError(Cat("audit ", in_.op, " needs --x and --out"));
-  }
-  for (const auto& [t, role] : {std::pair{in_.x, "X"}, {in_.out, "the output"}}) {
-    if (absl::Status s = CheckFloat(*t, role); !s.ok()) return s;
-  }
+  if (absl::Status s = CheckXAndOut(in_.x, in_.out, in_.op); !s.ok()) return s;
   const Tensor& X = *in_.x;
   const Tensor& O = *in_.out;
   if (X.shape != O.shape) {
     return absl::InvalidArgumentError(Cat(O.source, ": the output has shape ", ShapeText(O.shape),
                                           ", expected X's ", ShapeText(X.shape), " (", X.source, ")"));
   }
+  const absl::StatusOr<int> axis = ResolveAxis(X, in_.axis, in_.op);
+  if (!axis.ok()) return axis.status();
+  axis_ = *axis;
   const int rank = static_cast<int>(X.shape.size());
-  if (rank < 1) return absl::InvalidArgumentError(Cat(X.source, ": ", in_.op, " needs at least a 1-D tensor"));
-  axis_ = in_.axis < 0 ? in_.axis + rank : in_.axis;
-  if (axis_ < 0 || axis_ >= rank) {
-    return absl::InvalidArgumentError(Cat("--axis ", in_.axis, ": out of range for ", X.source, " of rank ", rank));
-  }
   n_ = X.shape[static_cast<size_t>(axis_)];
   if (n_ < 1) return absl::InvalidArgumentError(Cat(X.source, ": the axis is empty"));
   for (int d = axis_ + 1; d < rank; ++d) inner_ *= X.shape[static_cast<size_t>(d)];

@@ -58,12 +58,7 @@ class ElementwiseOp : public EnclosureOp {
 };
 
 absl::Status ElementwiseOp::Init() {
-  if (in_.x == nullptr || in_.out == nullptr) {
-    return absl::InvalidArgumentError("audit elementwise needs --x and --out");
-  }
-  for (const auto& [t, role] : {std::pair{in_.x, "X"}, {in_.out, "the output"}}) {
-    if (absl::Status s = CheckFloat(*t, role); !s.ok()) return s;
-  }
+  if (absl::Status s = CheckXAndOut(in_.x, in_.out, "elementwise"); !s.ok()) return s;
   const Tensor& X = *in_.x;
   const Tensor& O = *in_.out;
   absl::StatusOr<ElementaryFn> fn = ParseElementaryFn(in_.fn);

@@ -21,6 +21,24 @@ absl::Status CheckFloat(const Tensor& t, const char* role) {
   return absl::OkStatus();
 }
 
+absl::Status CheckXAndOut(const Tensor* x, const Tensor* out, std::string_view op) {
+  if (x == nullptr || out == nullptr) return absl::InvalidArgumentError(Cat("audit ", op, " needs --x and --out"));
+  for (const auto& [t, role] : {std::pair{x, "X"}, {out, "the output"}}) {
+    if (absl::Status s = CheckFloat(*t, role); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int> ResolveAxis(const Tensor& x, int axis, std::string_view op) {
+  const int rank = static_cast<int>(x.shape.size());
+  if (rank < 1) return absl::InvalidArgumentError(Cat(x.source, ": ", op, " needs at least a 1-D tensor"));
+  const int resolved = axis < 0 ? axis + rank : axis;
+  if (resolved < 0 || resolved >= rank) {
+    return absl::InvalidArgumentError(Cat("--axis ", axis, ": out of range for ", x.source, " of rank ", rank));
+  }
+  return resolved;
+}
+
 absl::StatusOr<InputReader> MakeInputReader(const Tensor& t, const FormatSpec& want,
                                             const std::optional<OpEnv>& cast, const char* role,
                                             const std::string& platform,

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -21,6 +22,14 @@ namespace fpconform::reports::audit_internal {
 
 // InvalidArgument naming the file and role unless t holds a float format.
 absl::Status CheckFloat(const Tensor& t, const char* role);
+
+// `audit <op>`'s X and output (sum, elementwise, the axis ops): InvalidArgument unless both are
+// given and hold float formats.
+absl::Status CheckXAndOut(const Tensor* x, const Tensor* out, std::string_view op);
+
+// Axis `axis` of x (negative counts from the end) for `op` along it: InvalidArgument naming x's
+// file when x is a scalar or the axis is out of range.
+absl::StatusOr<int> ResolveAxis(const Tensor& x, int axis, std::string_view op);
 
 // A tensor's elements in the platform's input format `want`: as they are, or converted under
 // `cast`. Nothing is copied: the ops fetch the rows and columns they need.

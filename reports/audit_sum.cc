@@ -37,19 +37,13 @@ class SumOp : public ReductionOp {
 
 absl::Status SumOp::Init() {
   const SumAuditInput& in = in_;
-  if (in.x == nullptr || in.out == nullptr) return absl::InvalidArgumentError("audit sum needs --x and --out");
-  for (const auto& [t, role] : {std::pair{in.x, "X"}, {in.out, "the output"}}) {
-    if (absl::Status s = CheckFloat(*t, role); !s.ok()) return s;
-  }
+  if (absl::Status s = CheckXAndOut(in.x, in.out, "sum"); !s.ok()) return s;
   const Tensor& X = *in.x;
   const Tensor& O = *in.out;
+  const absl::StatusOr<int> resolved = ResolveAxis(X, in.axis, "sum");
+  if (!resolved.ok()) return resolved.status();
+  const int axis = *resolved;
   const int rank = static_cast<int>(X.shape.size());
-  if (rank < 1) return absl::InvalidArgumentError(Cat(X.source, ": sum needs at least a 1-D tensor"));
-  const int axis = in.axis < 0 ? in.axis + rank : in.axis;
-  if (axis < 0 || axis >= rank) {
-    return absl::InvalidArgumentError(Cat("--axis ", in.axis, ": out of range for ", X.source,
-                                          " of rank ", rank));
-  }
   std::vector<int64_t> reduced, kept = X.shape;
   for (int d = 0; d < rank; ++d) {
     if (d != axis) reduced.push_back(X.shape[static_cast<size_t>(d)]);
