@@ -858,6 +858,21 @@ std::vector<std::vector<Obs>> ObserveReduction(const Unit& u, const Sweeper& swe
   return obs;
 }
 
+// A tolerance or power row's cells that say which unit, platform and K it measures (item `item`
+// of unit u, platform p), shared by the two tables.
+RowBuilder PlatformRowStart(const Table& t, const Unit& u, int64_t unit_index, int64_t item,
+                            const PlatformInfo& p) {
+  RowBuilder row(t);
+  row.Set("unit", unit_index)
+      .Set("item", item)
+      .Set("op", u.op)
+      .Set("dtype", u.dtype->name)
+      .Set("platform", p.name)
+      .Set("distribution", u.dist)
+      .Set("k", u.k);
+  return row;
+}
+
 // The tolerance row of platform p (item `item` of its unit) and its power rows.
 void AddToleranceRows(const Unit& u, int64_t unit_index, int64_t item, const PlatformInfo& p,
                       const std::vector<Obs>& o, const SweepSpec& spec, SweepTables& tables) {
@@ -879,17 +894,10 @@ void AddToleranceRows(const Unit& u, int64_t unit_index, int64_t item, const Pla
     jax_rej += Rejects(x.err, x.x, dt.jax_tol, dt.jax_tol);
   }
   const double n = static_cast<double>(o.size());
-  tables.tol.rows.push_back(RowBuilder(tables.tol)
-                                .Set("unit", unit_index)
-                                .Set("item", item)
-                                .Set("op", u.op)
-                                .Set("dtype", u.dtype->name)
-                                .Set("platform", p.name)
+  tables.tol.rows.push_back(PlatformRowStart(tables.tol, u, unit_index, item, p)
                                 .Set("input_format", std::string(p.fa->name))
                                 .Set("output_format", std::string(p.out->name))
                                 .Set("accumulator", AccumulatorName(p))
-                                .Set("distribution", u.dist)
-                                .Set("k", u.k)
                                 .Set("samples", int64_t{u.samples})
                                 .Set("seed", std::to_string(spec.seed))
                                 .Set("ulp_max", su.max)
@@ -916,15 +924,8 @@ void AddToleranceRows(const Unit& u, int64_t unit_index, int64_t item, const Pla
                                 .Set("jax_rejects", jax_rej / n)
                                 .Build());
   for (int m = 0; m < kMutations; ++m) {
-    RowBuilder row(tables.power);
-    row.Set("unit", unit_index)
-        .Set("item", item * kMutations + m)
-        .Set("op", u.op)
-        .Set("dtype", u.dtype->name)
-        .Set("platform", p.name)
-        .Set("distribution", u.dist)
-        .Set("k", u.k)
-        .Set("mutation", std::string(kMutationNames[m]));
+    RowBuilder row = PlatformRowStart(tables.power, u, unit_index, item * kMutations + m, p);
+    row.Set("mutation", std::string(kMutationNames[m]));
     if (std::isnan(o[0].mut_err[m])) {  // Not applicable to this platform.
       for (const char* c : {"rejected_assert_close", "rejected_ulp", "rejected_bn",
                             "rejected_torch", "rejected_jax"}) {
