@@ -421,17 +421,13 @@ void BindAudit(nb::module_& m) {
       // Older names, aliases of the JSON's keys.
       .def_prop_ro("out_format", [](const AuditResult& r) { return Section(r, "output_format"); },
                    "Alias of output_format")
-      .def_prop_ro("out_shape", [](const AuditResult& r) { return Section(r, "shape"); }, "Alias of shape")
-      .def_prop_ro("mismatched", [](const AuditResult& r) { return SummaryItem(r, "mismatched"); },
-                   "Alias of summary[\"mismatched\"]")
-      .def_prop_ro("max_abs_diff", [](const AuditResult& r) { return SummaryItem(r, "max_abs_diff"); },
-                   "Alias of summary[\"max_abs_diff\"]")
-      .def_prop_ro("max_abs_allowed", [](const AuditResult& r) { return SummaryItem(r, "max_abs_allowed"); },
-                   "Alias of summary[\"max_abs_allowed\"]")
-      .def_prop_ro("max_rel_diff", [](const AuditResult& r) { return SummaryItem(r, "max_rel_diff"); },
-                   "Alias of summary[\"max_rel_diff\"]")
-      .def_prop_ro("max_rel_allowed", [](const AuditResult& r) { return SummaryItem(r, "max_rel_allowed"); },
-                   "Alias of summary[\"max_rel_allowed\"]")
+      .def_prop_ro("out_shape", [](const AuditResult& r) { return Section(r, "shape"); }, "Alias of shape");
+  // Older names of summary's items, aliases of summary["<name>"] (nanobind copies the docstring).
+  for (const char* key : {"mismatched", "max_abs_diff", "max_abs_allowed", "max_rel_diff", "max_rel_allowed"}) {
+    audit.def_prop_ro(key, [key](const AuditResult& r) { return SummaryItem(r, key); },
+                      (std::string("Alias of summary[\"") + key + "\"]").c_str());
+  }
+  audit
       // Not in the JSON: the verdict as a bool and the per-element arrays.
       .def_prop_ro("passed", [](const AuditResult& r) { return r.verdict == reports::AuditVerdict::kPass; })
       .def_prop_ro("classes",
