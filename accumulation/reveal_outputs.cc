@@ -577,14 +577,7 @@ absl::StatusOr<Revealed> RevealFromOutputs(const std::string& dir, const std::st
     }
   }
   // The answer: group 0 (the one holding the first revealed block, (0, 0) when it was).
-  const RevealedGroup& top = r.groups[0];
-  r.tree = top.tree;
-  r.fused_group = top.fused_group;
-  r.fraction_bits = top.fraction_bits;
-  r.fraction_where = top.fraction_where;
-  r.alignment = top.alignment;
-  r.output_rounding = top.output_rounding;
-  r.presets = top.presets;
+  static_cast<RevealedTree&>(r) = r.groups[0];
   r.probes_used = stats.probes;
   return r;
 }

@@ -83,24 +83,10 @@ struct PresetMatch {
   std::string differs;     // The first behaviour probe that differs (when tree && !behaviour).
 };
 
-// The probe blocks (tiles > 1) that show one tree, with that tree's behaviour (read at the
-// group's first block) and the presets that have both.
-struct RevealedGroup {
-  std::vector<std::pair<int64_t, int64_t>> blocks;  // (first row, first column) of each block.
-  SumTree tree;  // Canonical.
-  int fused_group = 1;
-  int fraction_bits = -1;
-  std::string fraction_where, alignment, output_rounding;
-  std::vector<PresetMatch> presets;  // As Revealed::presets.
-};
-
-struct Revealed {
-  ProbeSet probes;
-  std::string outputs_source;  // The outputs file as given.
-  std::string outputs_dtype;
-  std::string outputs_hash;    // "fnv1a64:..." of the file's bytes.
+// One revealed tree and its behaviour: of a group of probe blocks (RevealedGroup), and the
+// answer's (Revealed: group 0's).
+struct RevealedTree {
   SumTree tree;                // Canonical.
-  int64_t probes_used = 0;     // Table lookups made by RevealSumTree.
   int fused_group = 1;         // FusedGroupSize(tree).
   // Fraction bits the frac_plus probes show: -1 when the tree hides them. `fraction_where`
   // says which node they measure ("fused group" or "first add").
@@ -109,14 +95,29 @@ struct Revealed {
   std::string alignment;       // Fused groups: "truncate", "round_down" or "" (not shown).
   std::string output_rounding; // "to nearest", "toward zero" or "unknown (value ...)".
   std::vector<PresetMatch> presets;  // Tree matches only, full matches first.
+};
+
+// The probe blocks (tiles > 1) that show one tree, with that tree's behaviour (read at the
+// group's first block) and the presets that have both.
+struct RevealedGroup : RevealedTree {
+  std::vector<std::pair<int64_t, int64_t>> blocks;  // (first row, first column) of each block.
+};
+
+// The RevealedTree part is group 0's.
+struct Revealed : RevealedTree {
+  ProbeSet probes;
+  std::string outputs_source;  // The outputs file as given.
+  std::string outputs_dtype;
+  std::string outputs_hash;    // "fnv1a64:..." of the file's bytes.
+  int64_t probes_used = 0;     // Table lookups made by RevealSumTree.
   // tiles > 1: the tree of every probe block, row-major over (block row, block column);
-  // `tree` above is group 0's (block (0, 0)'s unless that block is refused). `block` is the
+  // `tree` is group 0's (block (0, 0)'s unless that block is refused). `block` is the
   // block edge (rows of A per block).
   int64_t block = 0;
   std::vector<SumTree> tile_trees;  // An empty tree (root -1) for a refused block.
   // Per position: the probe blocks grouped by the tree they show, in block order (group 0 holds
-  // the first block with a tree, (0, 0) unless that one is refused; the fields above are group
-  // 0's); tiles = 1: one group. `refused`: the blocks (tiles > 1) whose outputs no fixed tree
+  // the first block with a tree, (0, 0) unless that one is refused; the RevealedTree part is
+  // group 0's); tiles = 1: one group. `refused`: the blocks (tiles > 1) whose outputs no fixed tree
   // explains, with the reason; the reveal fails only when every block is refused.
   std::vector<RevealedGroup> groups;
   std::vector<std::pair<std::pair<int64_t, int64_t>, std::string>> refused;
