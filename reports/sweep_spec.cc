@@ -6,6 +6,7 @@
 #include <set>
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <utility>
 
 #include <toml++/toml.h>
@@ -201,29 +202,23 @@ std::optional<NamedEntry> ReadNamedEntry(TomlReader& r, const toml::array& arr, 
   return e;
 }
 
-// The optional [section] table of root: null when absent, after an error, or (failing) when it
-// is not a table.
-const toml::table* SectionTable(TomlReader& r, const toml::table& root, std::string_view section) {
+// The optional root section `section` of type T (toml::table: [section]; toml::array:
+// [[section]]): null when absent, after an error, or (failing) when it is of another type.
+template <typename T>
+const T* RootSection(TomlReader& r, const toml::table& root, std::string_view section) {
   const toml::node* n = root.get(section);
   if (n == nullptr || !r.ok()) return nullptr;
-  const toml::table* t = n->as_table();
-  if (t == nullptr) r.Fail(n, section, Cat("must be a table ([", section, "])"));
-  return t;
-}
-
-// The optional [[section]] tables of root, as SectionTable: null when absent, after an error, or
-// (failing) when they are not an array.
-const toml::array* SectionTables(TomlReader& r, const toml::table& root, std::string_view section) {
-  const toml::node* n = root.get(section);
-  if (n == nullptr || !r.ok()) return nullptr;
-  const toml::array* arr = n->as_array();
-  if (arr == nullptr) r.Fail(n, section, Cat("must be an array of tables ([[", section, "]])"));
-  return arr;
+  const T* v = n->as<T>();
+  if (v == nullptr) {
+    r.Fail(n, section, std::is_same_v<T, toml::table> ? Cat("must be a table ([", section, "])")
+                                                      : Cat("must be an array of tables ([[", section, "]])"));
+  }
+  return v;
 }
 
 // [[dtype]] tables.
 void ReadDtypes(TomlReader& r, const toml::table& root, SweepSpec& spec) {
-  const toml::array* arr = SectionTables(r, root, "dtype");
+  const toml::array* arr = RootSection<toml::array>(r, root, "dtype");
   if (arr == nullptr) return;
   std::set<std::string> dtype_names;
   for (size_t i = 0; i < arr->size() && r.ok(); ++i) {
@@ -295,7 +290,7 @@ void ReadModelPairs(TomlReader& r, const toml::table& t, std::string_view sectio
 // [composite] (sweep.h): the composite kernels' functions, distributions, row lengths, elements
 // per unit, models and cross pairs (the models themselves are checked when the sweep runs).
 void ReadComposite(TomlReader& r, const toml::table& root, SweepSpec& spec) {
-  const toml::table* t = SectionTable(r, root, "composite");
+  const toml::table* t = RootSection<toml::table>(r, root, "composite");
   if (t == nullptr) return;
   r.CheckKeys(*t, "composite", {"functions", "distributions", "lengths", "elements", "platforms", "cross"});
   CompositeSweepSpec& c = spec.composite;
@@ -372,7 +367,7 @@ std::vector<std::string> ValidNames(TomlReader& r, const toml::table& t, std::st
 // [attention] (sweep.h): attention's sequence lengths, head dimensions, masks, distributions,
 // rows and cases per unit, models and cross pairs (the models are checked when the sweep runs).
 void ReadAttention(TomlReader& r, const toml::table& root, SweepSpec& spec) {
-  const toml::table* t = SectionTable(r, root, "attention");
+  const toml::table* t = RootSection<toml::table>(r, root, "attention");
   if (t == nullptr) return;
   r.CheckKeys(*t, "attention",
               {"lengths", "head_dims", "masks", "distributions", "rows", "cases", "platforms", "cross"});
@@ -425,7 +420,7 @@ void CheckOpsHaveRows(TomlReader& r, const toml::table& root, const SweepSpec& s
 
 // [[cross]] tables (after the dtypes and quantize_formats they refer to).
 void ReadCrossPairs(TomlReader& r, const toml::table& root, SweepSpec& spec) {
-  const toml::array* arr = SectionTables(r, root, "cross");
+  const toml::array* arr = RootSection<toml::array>(r, root, "cross");
   if (arr == nullptr) return;
   std::map<std::string, size_t> dtype_index;  // Name -> index in spec.dtypes.
   for (size_t i = 0; i < spec.dtypes.size(); ++i) dtype_index[spec.dtypes[i].name] = i;
