@@ -243,20 +243,28 @@ AuditResult AuditElementwisePy(const TensorPair& x, const TensorPair& out, const
   return WithoutGil([&] { return reports::AuditElementwise(in, opts); });
 }
 
+// An axis op's input (audit_axis, compare_composite's port); the caller sets out.
+reports::AxisAuditInput AxisInput(const std::string& op, const Tensor& x, int axis, const std::optional<Tensor>& weight,
+                                  const std::optional<Tensor>& bias, std::optional<double> eps,
+                                  const std::string& out_rounding) {
+  reports::AxisAuditInput in;
+  in.op = op;
+  in.x = &x;
+  in.axis = axis;
+  if (weight.has_value()) in.weight = &*weight;
+  if (bias.has_value()) in.bias = &*bias;
+  in.eps = eps;
+  in.out_rounding = ParseMode(out_rounding, "out_rounding");
+  return in;
+}
+
 AuditResult AuditAxisPy(const std::string& op, const TensorPair& x, int axis, const TensorPair& weight,
                         const TensorPair& bias, std::optional<double> eps, const TensorPair& out,
                         const std::string& out_rounding, const Options& o) {
   const Tensor tx = Need(x, "x"), tout = Need(out, "out");
   const std::optional<Tensor> tw = Load(weight, "weight"), tb = Load(bias, "bias");
-  reports::AxisAuditInput in;
-  in.op = op;
-  in.x = &tx;
-  in.axis = axis;
-  if (tw.has_value()) in.weight = &*tw;
-  if (tb.has_value()) in.bias = &*tb;
-  in.eps = eps;
+  reports::AxisAuditInput in = AxisInput(op, tx, axis, tw, tb, eps, out_rounding);
   in.out = &tout;
-  in.out_rounding = ParseMode(out_rounding, "out_rounding");
   const reports::AuditOptions opts = MakeOptions(o);
   return WithoutGil([&] { return reports::AuditAxis(in, opts); });
 }
@@ -366,15 +374,8 @@ CompareResult CompareComposite(const std::string& op, const TensorPair& x, int a
     port.out_rounding = ParseMode(out_rounding, "out_rounding");
     return CompareOutputs(reports::CompareElementwise, port, tref, platform_ref, tout, platform, opts);
   } else {
-    reports::AxisAuditInput port;
-    port.op = op;
-    port.x = &tx;
-    port.axis = axis;
-    if (tw.has_value()) port.weight = &*tw;
-    if (tb.has_value()) port.bias = &*tb;
-    port.eps = eps;
-    port.out_rounding = ParseMode(out_rounding, "out_rounding");
-    return CompareOutputs(reports::CompareAxis, port, tref, platform_ref, tout, platform, opts);
+    return CompareOutputs(reports::CompareAxis, AxisInput(op, tx, axis, tw, tb, eps, out_rounding), tref,
+                          platform_ref, tout, platform, opts);
   }
 }
 
