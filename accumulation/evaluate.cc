@@ -674,15 +674,6 @@ class Evaluator {
   std::vector<Node> leaves_;
 };
 
-// adder.kind = "integer": the value of integer-format bits (two's complement when signed).
-int64_t IntegerValue(const FormatSpec& f, uint64_t bits) {
-  bits &= WidthMask(f);
-  if (f.is_signed && f.width < 64 && ((bits >> (f.width - 1)) & 1) != 0) {
-    return static_cast<int64_t>(bits) - (int64_t{1} << f.width);
-  }
-  return static_cast<int64_t>(bits);
-}
-
 // adder.kind = "integer" (evaluate.h): c + sum a_i b_i (or sum x_i) exactly in int64 (8-bit
 // inputs: |a_i b_i| <= 2^16, K <= 2^30, so no int64 overflow), refused when it leaves the int32
 // accumulator, then one conversion into the output format.

@@ -52,15 +52,6 @@ bool HasNegativeZero(const FormatSpec& f) {
   return f.has_sign && f.has_zero && f.nan_encoding != NanEncoding::kNegativeZero;
 }
 
-// Two's complement value of an integer format's bits.
-int64_t IntegerValue(const FormatSpec& f, uint64_t bits) {
-  bits &= WidthMask(f);
-  if (f.is_signed && f.width < 64 && (bits >> (f.width - 1)) != 0) {
-    return static_cast<int64_t>(bits) - (int64_t{1} << f.width);
-  }
-  return static_cast<int64_t>(bits);
-}
-
 // Exact C99 hex-float of an integer: -128 -> "-0x1p+7", 3 -> "0x1.8p+1".
 std::string IntegerHexFloat(int64_t v) {
   if (v == 0) return "0x0p+0";

@@ -29,7 +29,7 @@ std::span<const std::string_view> AxisFunctionNames() {
 
 namespace {
 
-double RoundTo(const FormatSpec& f, double v) {
+double RoundedTo(const FormatSpec& f, double v) {
   if (std::isnan(v)) return v;
   uint64_t d;
   std::memcpy(&d, &v, sizeof d);
@@ -207,7 +207,7 @@ Enclosure CompositeFunction::Enclose(uint64_t x) const {
   const FormatSpec& F = *formula.compute;
   const uint64_t xf = Convert(*input, F, x, OpEnv{}).bits;
   const Enclosure e = FormulaEnclosure(formula, accuracy, contract, xf);
-  return {RoundTo(*output, e.lo), RoundTo(*output, e.hi)};
+  return {RoundedTo(*output, e.lo), RoundedTo(*output, e.hi)};
 }
 
 namespace {
@@ -258,7 +258,7 @@ absl::Status CompositeFunction::EncloseRow(const Row& row, std::span<Enclosure> 
   absl::StatusOr<RowInputs> in = ToCompute(*this, row, x, w, b);
   if (!in.ok()) return in.status();
   FormulaRowEnclosure(formula, accuracy, contract, *in, out);
-  for (Enclosure& e : out) e = {RoundTo(*output, e.lo), RoundTo(*output, e.hi)};
+  for (Enclosure& e : out) e = {RoundedTo(*output, e.lo), RoundedTo(*output, e.hi)};
   return absl::OkStatus();
 }
 

@@ -9,15 +9,6 @@ namespace {
 
 using Kind = Unpacked::Kind;
 
-// Decodes an integer container as a signed value (sign-extended or zero-extended).
-int64_t IntegerValue(const FormatSpec& f, uint64_t bits) {
-  bits &= WidthMask(f);
-  if (f.is_signed && f.width < 64 && ((bits >> (f.width - 1)) & 1)) {
-    return static_cast<int64_t>(bits | ~WidthMask(f));
-  }
-  return static_cast<int64_t>(bits);
-}
-
 uint64_t IntegerBits(const FormatSpec& f, int64_t v) {
   return static_cast<uint64_t>(v) & WidthMask(f);
 }

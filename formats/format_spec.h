@@ -141,6 +141,15 @@ constexpr uint64_t SignBit(const FormatSpec& f) {
 constexpr uint64_t WidthMask(const FormatSpec& f) {
   return f.width >= 64 ? ~uint64_t{0} : (uint64_t{1} << f.width) - 1;
 }
+// The value of an integer format's container (sign-extended for a signed format, zero-extended
+// otherwise; bits above the width ignored).
+constexpr int64_t IntegerValue(const FormatSpec& f, uint64_t bits) {
+  bits &= WidthMask(f);
+  if (f.is_signed && f.width < 64 && ((bits >> (f.width - 1)) & 1)) {
+    return static_cast<int64_t>(bits | ~WidthMask(f));
+  }
+  return static_cast<int64_t>(bits);
+}
 
 // Bit patterns of special values, in the container (pad bits included).
 // Where f's NaNs live, as `fpconform formats` and Python's fpconform.formats() name it: "ieee"

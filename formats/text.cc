@@ -60,14 +60,6 @@ class Decimal {
   std::vector<uint32_t> limbs_;
 };
 
-int64_t IntegerValue(const FormatSpec& f, uint64_t bits) {
-  bits &= WidthMask(f);
-  if (f.is_signed && f.width < 64 && ((bits >> (f.width - 1)) & 1)) {
-    return static_cast<int64_t>(bits | ~WidthMask(f));
-  }
-  return static_cast<int64_t>(bits);
-}
-
 // The text of a NaN, an infinity or a zero, `sign` then `nan`, "inf" or `zero`; nullopt for a
 // finite nonzero value.
 std::optional<std::string> SpecialText(const Unpacked& u, const std::string& sign, const char* nan,

@@ -96,7 +96,14 @@ uint64_t NanBitsOf(const FormatSpec& to, const OpEnv& env, const FormatSpec* src
   return Join(to, sign, all_exp, (payload & AllOnes(to.fraction_bits)) | quiet);
 }
 
+}  // namespace
+
 // ---- Thread-local scratch. ----
+// In a named namespace: MpfrDotBuilder, a class of the library's namespace (a friend of
+// mpfr_dot.h's classes), holds one, and a member of a type of an anonymous namespace is an error
+// for GCC where this file is compiled in a unity batch (-Wsubobject-linkage).
+
+namespace mpfr_dot_internal {
 
 struct Scratch {
   std::vector<std::unique_ptr<MpfrValue>> terms;  // Grown on demand.
@@ -117,6 +124,13 @@ Scratch& S() {
   thread_local Scratch s;
   return s;
 }
+
+}  // namespace mpfr_dot_internal
+
+using mpfr_dot_internal::S;
+using mpfr_dot_internal::Scratch;
+
+namespace {
 
 // Encodes the value d (zero, or representable in f and within its finite range) with sign.
 uint64_t EncodeValue(const FormatSpec& f, bool negative, mpfr_srcptr d) {

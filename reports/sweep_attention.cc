@@ -25,9 +25,6 @@ namespace {
 
 using composite::AttentionModel;
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-constexpr double kUp = 1 + 0x1p-50;  // Rounds a few binary64 operations' results up.
-
 // "peaked": Q ~ N(0, 8^2), so that the scaled scores have standard deviation 8.
 constexpr double kPeakedQ = 8;
 // last_key_block_dropped: the keys of the row's last 64-key block (FlashAttention-2's kBlockN for
@@ -120,8 +117,8 @@ struct Variant {
 // Row i of the variant into out (D values); with p2 set, also sum_j P_j^2.
 void RowValues(const Group& g, const AttentionUnit& u, int64_t i, const Variant& var, std::span<double> out,
                double* p2 = nullptr) {
-  const int64_t S = u.s, D = u.d;
-  int64_t n = u.causal && !var.all_keys ? i + 1 : S;
+  const int64_t seq_len = u.s, D = u.d;
+  int64_t n = u.causal && !var.all_keys ? i + 1 : seq_len;
   if (var.drop_block && n > kDroppedBlock) n = (n - 1) / kDroppedBlock * kDroppedBlock;
   const double scale = std::pow(1 / std::sqrt(static_cast<double>(D)), var.scale_power);
   const double* qi = g.q.data() + i * D;
@@ -129,7 +126,7 @@ void RowValues(const Group& g, const AttentionUnit& u, int64_t i, const Variant&
   for (int64_t j = 0; j < n; ++j) {
     const double* kj = g.k.data() + j * D;
     if (var.k_transposed) {  // Element (j, d) of K read as the D x S matrix it is not.
-      for (int64_t d = 0; d < D; ++d) kt[static_cast<size_t>(d)] = g.k[static_cast<size_t>(d * S + j)];
+      for (int64_t d = 0; d < D; ++d) kt[static_cast<size_t>(d)] = g.k[static_cast<size_t>(d * seq_len + j)];
       kj = kt.data();
     }
     s[static_cast<size_t>(j)] = scale * Dot(qi, kj, D);
@@ -155,12 +152,12 @@ void RowValues(const Group& g, const AttentionUnit& u, int64_t i, const Variant&
 // softmax_wrong_axis: P'_ij = e^(s_ij - c_j) / Z_j normalized over the queries i' that attend key
 // j, not over keys; O'_i = sum_j P'_ij V_j.
 void WrongAxis(const Group& g, const AttentionUnit& u, int threads, std::vector<double>& out) {
-  const int64_t S = u.s, D = u.d;
+  const int64_t seq_len = u.s, D = u.d;
   const double scale = 1 / std::sqrt(static_cast<double>(D));
-  std::vector<double> c(static_cast<size_t>(S)), z(static_cast<size_t>(S));
-  ParallelFor(S, threads, [&](int64_t j) {
+  std::vector<double> c(static_cast<size_t>(seq_len)), z(static_cast<size_t>(seq_len));
+  ParallelFor(seq_len, threads, [&](int64_t j) {
     double mx = -INFINITY, sum = 0;  // Online: sum of e^(s - mx).
-    for (int64_t i = u.causal ? j : 0; i < S; ++i) {
+    for (int64_t i = u.causal ? j : 0; i < seq_len; ++i) {
       const double sc = scale * Dot(g.q.data() + i * D, g.k.data() + j * D, D);
       if (sc > mx) {
         sum = sum * std::exp(mx - sc) + 1;
@@ -175,7 +172,7 @@ void WrongAxis(const Group& g, const AttentionUnit& u, int threads, std::vector<
   out.assign(static_cast<size_t>(u.rows * D), 0);
   ParallelFor(u.rows, threads, [&](int64_t r) {
     const int64_t i = g.qrows[static_cast<size_t>(r)];
-    const int64_t n = u.causal ? i + 1 : S;
+    const int64_t n = u.causal ? i + 1 : seq_len;
     for (int64_t j = 0; j < n; ++j) {
       const double p = std::exp(scale * Dot(g.q.data() + i * D, g.k.data() + j * D, D) - c[static_cast<size_t>(j)]) /
                        z[static_cast<size_t>(j)];
@@ -227,7 +224,7 @@ absl::Status MakeGroup(const AttentionUnit& u, const SweepSpec& spec, const Form
                        Group& g, bool mutants = true) {
   g.in = &in;
   g.qrows = QueryRows(u);
-  const int64_t R = u.rows, S = u.s, D = u.d;
+  const int64_t R = u.rows, seq_len = u.s, D = u.d;
   std::vector<double>* ops[] = {&g.q, &g.k, &g.v};
   for (uint64_t o = 0; o < 3; ++o) {
     *ops[o] = Draw(spec, u, o);
@@ -235,9 +232,9 @@ absl::Status MakeGroup(const AttentionUnit& u, const SweepSpec& spec, const Form
   }
   for (int64_t i : g.qrows) g.qsub.insert(g.qsub.end(), g.q.begin() + i * D, g.q.begin() + (i + 1) * D);
   if (u.causal) {
-    g.keep.assign(static_cast<size_t>(R * S), 0);
+    g.keep.assign(static_cast<size_t>(R * seq_len), 0);
     for (int64_t r = 0; r < R; ++r) {
-      for (int64_t j = 0; j <= g.qrows[static_cast<size_t>(r)]; ++j) g.keep[static_cast<size_t>(r * S + j)] = 1;
+      for (int64_t j = 0; j <= g.qrows[static_cast<size_t>(r)]; ++j) g.keep[static_cast<size_t>(r * seq_len + j)] = 1;
     }
   }
   g.exact.resize(static_cast<size_t>(R * D));
@@ -293,8 +290,8 @@ absl::Status MakeGroup(const AttentionUnit& u, const SweepSpec& spec, const Form
 //   the compute-format sums of n terms: about u_c sqrt(n) relative on sum_j P_j V_jc and on the
 //   row sum; the normalization u_c (divide) or 2 u_c (reciprocal and multiply; exp_lse: eps + 2 u_c).
 void ProbSigma(const Group& g, const AttentionUnit& u, const AttentionModel& m, int64_t r, std::span<double> sigma) {
-  const int64_t S = u.s, D = u.d, i = g.qrows[static_cast<size_t>(r)];
-  const int64_t n = u.causal ? i + 1 : S;
+  const int64_t seq_len = u.s, D = u.d, i = g.qrows[static_cast<size_t>(r)];
+  const int64_t n = u.causal ? i + 1 : seq_len;
   const double scale = 1 / std::sqrt(static_cast<double>(D));
   const double u_in = std::ldexp(1.0, -(m.input->fraction_bits + 1));
   const double u_c = std::ldexp(1.0, -(m.compute->fraction_bits + 1));
@@ -344,15 +341,15 @@ void ProbSigma(const Group& g, const AttentionUnit& u, const AttentionModel& m, 
 
 // ---- One model on a group's inputs. ----
 
-struct ModelRun {
+struct AttentionRun {
   const AttentionModel* model = nullptr;
   const Group* group = nullptr;
   std::vector<double> y, bound;  // Emulated values and B per element (NaN: no bound).
   std::vector<double> sigma;     // The probabilistic estimate's standard deviation per element.
 };
 
-absl::StatusOr<ModelRun> RunModel(const AttentionUnit& u, const AttentionModel& m, const Group& g, int threads) {
-  ModelRun run;
+absl::StatusOr<AttentionRun> RunModel(const AttentionUnit& u, const AttentionModel& m, const Group& g, int threads) {
+  AttentionRun run;
   run.model = &m;
   run.group = &g;
   const size_t n = g.exact.size();
@@ -387,7 +384,7 @@ struct Recommendation {
   double rtol = 0, atol = 0, prob_rtol = 0, prob_atol = 0, rec_ulp = 0;
 };
 
-Recommendation Recommend(const SweepSpec& spec, const Group& g, const FormatSpec& out, const ModelRun& run) {
+Recommendation Recommend(const SweepSpec& spec, const Group& g, const FormatSpec& out, const AttentionRun& run) {
   Recommendation rc;
   for (size_t i = 0; i < g.exact.size(); ++i) {
     const ExactEnclosure& x = g.exact[i];
@@ -542,12 +539,12 @@ absl::Status RunAttentionUnit(const AttentionUnit& u, int64_t unit_index, const 
     if (absl::Status s = MakeGroup(u, spec, *f, threads, groups[f]); !s.ok()) return s;
   }
   const std::vector<std::string>& mutations = AttentionMutationNames();
-  std::map<std::string, ModelRun> runs;
+  std::map<std::string, AttentionRun> runs;
   int64_t item = 0, power_item = 0;
   for (const AttentionModel& m : models) {
     if (stop()) return interrupted;
     const Group& g = groups.at(m.input);
-    absl::StatusOr<ModelRun> run = RunModel(u, m, g, threads);
+    absl::StatusOr<AttentionRun> run = RunModel(u, m, g, threads);
     if (!run.ok()) return run.status();
     const FormatSpec& out = *m.output;
     const Recommendation rc = Recommend(spec, g, out, *run);
@@ -706,7 +703,7 @@ absl::StatusOr<AttentionToleranceRule> AttentionPlatformTolerance(const SweepSpe
   if (absl::Status s = sweep_internal::MakeGroup(u, spec, *platform.input, threads, g, /*mutants=*/false); !s.ok()) {
     return s;
   }
-  absl::StatusOr<sweep_internal::ModelRun> run = sweep_internal::RunModel(u, platform, g, threads);
+  absl::StatusOr<sweep_internal::AttentionRun> run = sweep_internal::RunModel(u, platform, g, threads);
   if (!run.ok()) return run.status();
   const sweep_internal::Recommendation rc = sweep_internal::Recommend(spec, g, *platform.output, *run);
   AttentionToleranceRule r;

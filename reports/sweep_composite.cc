@@ -33,9 +33,6 @@ using composite::CompositeFunction;
 using composite::CompositeModel;
 using composite::Enclosure;
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-constexpr double kUp = 1 + 0x1p-50;  // Rounds a few binary64 operations' results up.
-
 bool IsAxisFunction(std::string_view fn) {
   const auto names = composite::AxisFunctionNames();
   return std::find(names.begin(), names.end(), fn) != names.end();

@@ -1,5 +1,8 @@
 #include "python/src/arrays.h"
 
+#include <algorithm>
+#include <thread>
+
 #include "absl/status/statusor.h"
 
 namespace fpconform::python {
@@ -9,6 +12,11 @@ bool PollInterrupt() {
   if (PyErr_CheckSignals() == 0) return false;
   PyErr_Clear();
   return true;
+}
+
+int Threads(int threads) {
+  if (threads > 0) return threads;
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
 
 const FormatSpec& NeedFormat(const std::string& name, const std::string& what) {

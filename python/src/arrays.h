@@ -75,6 +75,9 @@ auto WithoutGil(F&& call) {
 // Only the main thread sees signals; polls from worker threads return false.
 bool PollInterrupt();
 
+// A `threads` argument: itself where positive, else the machine's hardware threads (at least 1).
+int Threads(int threads);
+
 // The table row of `name`, or ValueError naming `what` and the valid names.
 const FormatSpec& NeedFormat(const std::string& name, const std::string& what);
 

@@ -51,11 +51,6 @@ using composite::Enclosure;
 // (format name, bits) of an optional operand: weight and bias.
 using Bits = std::optional<std::pair<std::string, InArray>>;
 
-int Threads(int threads) {
-  if (threads > 0) return threads;
-  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-}
-
 const FormatSpec& NeedFloatFormat(const std::string& name, const std::string& what) {
   const FormatSpec& f = NeedFormat(name, what);
   if (!IsFloat(f)) ThrowValue(what + ": " + name + " is an integer format: these ops take float formats");

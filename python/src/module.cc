@@ -46,11 +46,6 @@ void BindComposite(nb::module_& m);  // composite_bindings.cc
 
 namespace {
 
-int Threads(int threads) {
-  if (threads > 0) return threads;
-  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-}
-
 nb::list Formats() {
   nb::list out;
   for (const FormatSpec& f : AllFormats()) {
