@@ -7,6 +7,11 @@
 //   #include "base/target_avx2_fma_push.h"
 //   void SumAvx2(const float* x, int n, float* out) { ... }   // built with -mavx2 -mfma
 //   #include "base/target_pop.h"
+// A unity batch (cmake/FpconformHelpers.cmake, fpconform_unity) would carry the target into the
+// files compiled after this one: such a file is compiled alone (ALONE there).
+#ifdef FPCONFORM_UNITY_BATCH
+#error "this file switches the compile target: list it under ALONE (fpconform_unity)"
+#endif
 #if defined(__x86_64__) && defined(__clang__)
 #pragma clang attribute push(__attribute__((target("avx2,fma"))), apply_to = function)
 #elif defined(__x86_64__)
