@@ -15,8 +15,10 @@ if(FPCONFORM_SANITIZE)
   set(FPCONFORM_SANITIZER_FLAGS -fsanitize=address,undefined -fno-sanitize-recover=all
       -fno-omit-frame-pointer)
 endif()
-# Fuzz builds (clang): coverage instrumentation for libFuzzer in every target; the harnesses add
-# -fsanitize=fuzzer (cmake/FpconformHelpers.cmake, fpconform_fuzzer).
+# Fuzz builds (clang): coverage instrumentation for libFuzzer in every target a harness links
+# (the libraries, the CLI, the harnesses), not in the tests, which no harness runs; the harnesses
+# add -fsanitize=fuzzer (cmake/FpconformHelpers.cmake, fpconform_fuzzer).
+set(FPCONFORM_COVERAGE_FLAGS "")
 if(FPCONFORM_FUZZ)
-  list(APPEND FPCONFORM_SANITIZER_FLAGS -fsanitize=fuzzer-no-link)
+  set(FPCONFORM_COVERAGE_FLAGS -fsanitize=fuzzer-no-link)
 endif()
