@@ -11,7 +11,6 @@
 
 namespace fpconform::reports {
 
-using audit_internal::kUp;
 using audit_internal::ShapeText;
 using audit_internal::ToDouble;
 using audit_internal::Unflatten;

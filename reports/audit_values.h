@@ -18,11 +18,9 @@
 #include "formats/ops.h"
 #include "formats/ulp.h"
 #include "oracles/mpfr_plumbing.h"
+#include "reports/stats.h"  // kUp.
 
 namespace fpconform::reports::audit_internal {
-
-// Rounds the result of a few double operations up (bounds): 1 + 2^-50.
-inline constexpr double kUp = 1 + 0x1p-50;
 
 // Bits <-> double: formats/ops.h's, the project's one pair.
 using ::fpconform::DoubleToBits;

@@ -14,6 +14,10 @@
 
 namespace fpconform::reports {
 
+// Rounds the result of a few binary64 operations up, for bounds (the audit's and the sweeps'):
+// 1 + 2^-50.
+inline constexpr double kUp = 1 + 0x1p-50;
+
 struct Summary {
   double max = 0, p99 = 0, median = 0;
 };

@@ -22,10 +22,9 @@
 
 namespace fpconform::reports::sweep_internal {
 
-// The composite and attention sweeps' "no value" (a NaN bound: left out) and their factor that
-// rounds a few binary64 operations' results up.
+// The composite and attention sweeps' "no value" (a NaN bound: left out); their kUp is
+// reports/stats.h's.
 inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-inline constexpr double kUp = 1 + 0x1p-50;
 
 // Among the (rtol, atol) pairs with e_i <= atol + rtol |ref_i| for every i, the one with the least
 // atol + rtol * median |ref| (relative errors give atol about 0, absolute ones rtol about 0). The
