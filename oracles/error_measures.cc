@@ -12,9 +12,10 @@ namespace {
 
 enum class Kind : uint8_t { kZero, kFinite, kInf, kNaN };
 
-// This file's own decoder (container bits of float format f). Finite values go to `out`
-// exactly (precision >= p); `sign` is set for every kind.
-Kind Decode(const FormatSpec& f, uint64_t bits, mpfr_ptr out, bool& sign) {
+// This file's own decoder (container bits of float format f), in two parts: the kind and sign
+// from the bits alone (no MPFR: AbsBits runs it on every input of a sweep's dot products), and
+// Decode, which also writes a finite value to `out` exactly (precision >= p).
+Kind KindOf(const FormatSpec& f, uint64_t bits, bool& sign) {
   bits = (bits & WidthMask(f)) >> f.pad_bits;
   const int fb = f.fraction_bits;
   const int eb = f.exponent_bits;
@@ -37,10 +38,18 @@ Kind Decode(const FormatSpec& f, uint64_t bits, mpfr_ptr out, bool& sign) {
         break;
     }
   }
-  if (e == 0 && frac == 0 && f.has_zero) {
-    mpfr_set_zero(out, sign ? -1 : 1);
-    return Kind::kZero;
-  }
+  if (e == 0 && frac == 0 && f.has_zero) return Kind::kZero;
+  return Kind::kFinite;
+}
+
+Kind Decode(const FormatSpec& f, uint64_t bits, mpfr_ptr out, bool& sign) {
+  const Kind kind = KindOf(f, bits, sign);
+  if (kind == Kind::kZero) mpfr_set_zero(out, sign ? -1 : 1);
+  if (kind != Kind::kFinite) return kind;
+  bits = (bits & WidthMask(f)) >> f.pad_bits;
+  const int fb = f.fraction_bits;
+  const uint64_t frac = bits & ((uint64_t{1} << fb) - 1);
+  const uint64_t e = (bits >> fb) & ((uint64_t{1} << f.exponent_bits) - 1);
   // value = (e == 0 && subnormals ? frac : 2^fb + frac) * 2^(max(e, 1 if subnormals) - bias - fb)
   uint64_t sig = frac;
   long exp = static_cast<long>(e) - f.bias - fb;
@@ -154,9 +163,8 @@ std::optional<int64_t> UlpDistance(const FormatSpec& f, uint64_t a, uint64_t b) 
       }
       return static_cast<int64_t>(bits);
     }
-    Mpfr scratch;
     bool sign = false;
-    if (Decode(f, bits, scratch.v, sign) == Kind::kNaN) return std::nullopt;
+    if (KindOf(f, bits, sign) == Kind::kNaN) return std::nullopt;
     // The encodings of a sign are ordered by magnitude (zero, subnormals, normals, Inf), so the
     // magnitude field is the rank; -0 has rank 0 like +0.
     const uint64_t enc = bits >> f.pad_bits;
@@ -217,9 +225,8 @@ double BoundNormalizedError(const FormatSpec& f, uint64_t y, const ExactAccumula
 
 uint64_t AbsBits(const FormatSpec& f, uint64_t v) {
   if (!f.has_sign) return v;
-  Mpfr scratch;
   bool sign = false;
-  if (Decode(f, v, scratch.v, sign) == Kind::kNaN) return v;
+  if (KindOf(f, v, sign) == Kind::kNaN) return v;
   return v & ~(SignBit(f) << f.pad_bits);
 }
 
