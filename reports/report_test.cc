@@ -6,17 +6,21 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "cases/test_seed.h"
 #include "reports/process.h"
+#include "reports/stats.h"
 
 namespace fpconform::reports {
 namespace {
@@ -470,6 +474,59 @@ TEST(ProcessTest, InterruptGuardOnlyRecordsTheSignal) {
     EXPECT_FALSE(InterruptGuard::Interrupted());
   }
   sigaction(SIGINT, &old, nullptr);
+}
+
+
+// Summarize's selection against the definition (stats.h): the sorted sample's nearest-rank
+// values, rank ceil(q n), NaN counted as +inf. Every size up to 300 (so every way the p99 and
+// median ranks can meet or sit next to each other, n = 1 and 2 included), with many ties, then
+// larger random samples.
+Summary SortedSummary(std::vector<double> v) {
+  for (double& x : v) {
+    if (std::isnan(x)) x = INFINITY;
+  }
+  std::sort(v.begin(), v.end());
+  auto at = [&v](double q) {
+    const auto rank = static_cast<size_t>(std::ceil(q * static_cast<double>(v.size())));
+    return v[std::clamp<size_t>(rank, 1, v.size()) - 1];
+  };
+  return {v.back(), at(0.99), at(0.5)};
+}
+
+TEST(StatsTest, SummarizeSelectsTheSortedSamplesNearestRanks) {
+  EXPECT_EQ(Summarize({}).max, 0);
+  const Summary three = Summarize({3, 1, 2});
+  EXPECT_EQ(three.max, 3);
+  EXPECT_EQ(three.p99, 3);
+  EXPECT_EQ(three.median, 2);
+  const Summary with_nan = Summarize({1, NAN, 2, -INFINITY});
+  EXPECT_EQ(with_nan.max, INFINITY);
+  EXPECT_EQ(with_nan.median, 1);
+  std::mt19937_64 rng(TestSeed(2026, "StatsTest.SummarizeSelectsTheSortedSamplesNearestRanks"));
+  auto sample = [&rng](size_t n, uint64_t distinct) {
+    std::vector<double> v(n);
+    for (double& x : v) {
+      const uint64_t r = rng() % (distinct + 1);
+      x = r == distinct ? NAN : static_cast<double>(r) - static_cast<double>(distinct / 2);
+    }
+    return v;
+  };
+  for (size_t n = 1; n <= 300; ++n) {
+    for (uint64_t distinct : {uint64_t{2}, uint64_t{7}, uint64_t{1} << 40}) {
+      const std::vector<double> v = sample(n, distinct);
+      const Summary got = Summarize(v), want = SortedSummary(v);
+      ASSERT_EQ(got.max, want.max) << "n " << n << ", distinct " << distinct;
+      ASSERT_EQ(got.p99, want.p99) << "n " << n << ", distinct " << distinct;
+      ASSERT_EQ(got.median, want.median) << "n " << n << ", distinct " << distinct;
+    }
+  }
+  for (size_t n : {size_t{4095}, size_t{4096}, size_t{100001}}) {
+    const std::vector<double> v = sample(n, 1000);
+    const Summary got = Summarize(v), want = SortedSummary(v);
+    EXPECT_EQ(got.max, want.max) << n;
+    EXPECT_EQ(got.p99, want.p99) << n;
+    EXPECT_EQ(got.median, want.median) << n;
+  }
 }
 
 }  // namespace

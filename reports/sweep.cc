@@ -686,14 +686,14 @@ struct QuantizeObs {
 QuantizeObs ObserveQuantize(const std::vector<std::vector<double>>& xs, const FormatSpec& f) {
   QuantizeObs qo;
   const double maxv = MaxMagnitude(f);
+  Mpfr xv;
+  mpfr_set_prec(xv.v, 53);
   for (const std::vector<double>& x : xs) {
     const Quantized q = Quantize(x, f);
     for (size_t i = 0; i < x.size(); ++i) {
       const double qv = ToDouble(f, q.bits[i]);
       const double deq = qv * q.scale;  // Exact in double.
       const double xs_v = x[i] / q.scale;
-      Mpfr xv;
-      mpfr_set_prec(xv.v, 53);
       mpfr_set_d(xv.v, xs_v, MPFR_RNDN);
       qo.ulp.push_back(f.kind == FormatKind::kInteger ? std::fabs(qv - xs_v)
                                                       : std::fabs(UlpError(f, q.bits[i], xv.v)));
@@ -797,9 +797,11 @@ std::vector<Cell> QuantizeCrossRow(const Unit& u, int64_t unit_index, int64_t it
       .Build();
 }
 
-// A quantize unit: every quantize format on the same tensors (one thread), then its cross pairs.
+// A quantize unit: every quantize format on the same tensors (the formats split between
+// `threads` workers; each format's observations are its own, so the rows do not depend on the
+// split), then its cross pairs.
 absl::Status RunQuantizeUnit(const Unit& u, int64_t unit_index, const SweepSpec& spec,
-                             const SweepOptions& options, SweepTables& tables) {
+                             int threads, const SweepOptions& options, SweepTables& tables) {
   const std::vector<std::string>& fmts = spec.quantize_formats;
   std::vector<std::vector<double>> xs(static_cast<size_t>(u.samples));
   for (int s = 0; s < u.samples; ++s) {
@@ -807,9 +809,20 @@ absl::Status RunQuantizeUnit(const Unit& u, int64_t unit_index, const SweepSpec&
         DrawVector(DeriveSeed(spec.seed, {u.Key(), uint64_t(u.k), uint64_t(s), 0}), u.dist, u.k);
   }
   std::vector<QuantizeObs> qo(fmts.size());
+  std::atomic<size_t> next{0};
+  auto work = [&]() {
+    for (size_t fi = next++; fi < fmts.size() && !Cancelled(options); fi = next++) {
+      qo[fi] = ObserveQuantize(xs, *FindFormat(fmts[fi]));
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < std::min<int>(threads, static_cast<int>(fmts.size())); ++t) {
+    pool.emplace_back(work);
+  }
+  work();
+  for (std::thread& t : pool) t.join();
+  if (Cancelled(options)) return Interrupted();
   for (size_t fi = 0; fi < fmts.size(); ++fi) {
-    if (Cancelled(options)) return Interrupted();
-    qo[fi] = ObserveQuantize(xs, *FindFormat(fmts[fi]));
     tables.quant.rows.push_back(QuantizeRow(u, unit_index, static_cast<int64_t>(fi), fmts[fi],
                                             qo[fi], spec.factor, tables.quant));
   }
@@ -1107,7 +1120,7 @@ absl::StatusOr<Report> RunSweep(const SweepSpec& input_spec, const SweepOptions&
             ? sweep_internal::RunCompositeUnit(u.composite, unit_index, plan.spec, plan.composite_models,
                                                threads, options.cancelled, tables)
         : u.op == "quantize"
-            ? RunQuantizeUnit(u, unit_index, plan.spec, options, tables)
+            ? RunQuantizeUnit(u, unit_index, plan.spec, threads, options, tables)
             : RunReductionUnit(u, unit_index, plan, sweeper, threads, options, tables);
     if (!s.ok()) return s;
     ++done;

@@ -61,12 +61,12 @@
 // input-format pairs among its platforms (K = 1048576, one thread: 125 MiB for bfloat16, one
 // pair; 160 MiB for float8_e4m3 with e4m3fn and e4m3 platforms, two pairs; so K = 16777216 is
 // about 2 GiB per thread), and threads split samples, so min(threads, samples) count; a quantize
-// unit holds about 16 + 56 F bytes per element per sample in one thread (F formats; the
-// standard sweep's 500 x 4096 x 4: 450 MiB). With SweepOptions::fit_threads (the CLI without
+// unit holds about 16 + 56 F bytes per element per sample, whatever the threads (F formats,
+// which the threads split; the standard sweep's 500 x 4096 x 4: 450 MiB). With SweepOptions::fit_threads (the CLI without
 // --threads) the thread count is lowered until the estimate fits instead.
 //
 // Determinism: each unit's numbers depend only on the sweep file and the unit; rows are emitted
-// in unit order; threads only split samples. A shard (index i of n) runs units u with
+// in unit order; threads only split samples (a quantize unit's formats). A shard (index i of n) runs units u with
 // u % n == i; MergeReports puts shard reports back together into the single-run report.
 #ifndef FPCONFORM_REPORTS_SWEEP_H_
 #define FPCONFORM_REPORTS_SWEEP_H_
