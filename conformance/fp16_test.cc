@@ -33,17 +33,11 @@ TEST_P(Fp16, SqrtAllValues) {
         k.f = &f;
         k.op = Op::kSqrt;
         k.a = a;
-        int64_t count = 0;
-        for (Rounding r : kDeterministicModes) {
-          for (int variant = 0; variant < 3; ++variant) {
-            k.env = ModeEnv(r);
-            k.env.flush_to_zero = variant == 1;
-            k.env.denormals_are_zero = variant == 2;
-            if (variant == 1) k.env.tininess = Tininess::kBeforeRounding;
-            CheckCase(k, seed, a, l);
-            ++count;
-          }
-        }
+        constexpr EnvVariant kVariants[] = {
+            {},
+            {.flush_to_zero = true, .tininess = Tininess::kBeforeRounding},
+            {.denormals_are_zero = true}};
+        int64_t count = CheckModeVariants(k, kDeterministicModes, kVariants, seed, a, l);
         CaseRng rng(seed ^ SweepTag(f, Op::kSqrt, 4), a);
         for (int j = 0; j < 2; ++j) {
           k.env = RandomStochasticEnv(rng);

@@ -45,17 +45,9 @@ Case PairCase(const FormatSpec& f, Op op, uint64_t pair) {
 // stride + j, 0), j < draws); returns the number of cases.
 int64_t CheckOneOperandModes(Case& k, uint64_t a, std::initializer_list<int> sr_bits, uint64_t draws,
                              uint64_t stride, FailureLog& log) {
-  int64_t n = 0;
-  for (Rounding r : kDeterministicModes) {
-    for (int variant = 0; variant < 4; ++variant) {
-      k.env = ModeEnv(r);
-      k.env.saturate = variant == 1;
-      k.env.flush_to_zero = variant == 2;
-      k.env.denormals_are_zero = variant == 3;
-      CheckCase(k, 0, a, log);
-      ++n;
-    }
-  }
+  constexpr EnvVariant kVariants[] = {
+      {}, {.saturate = true}, {.flush_to_zero = true}, {.denormals_are_zero = true}};
+  int64_t n = CheckModeVariants(k, kDeterministicModes, kVariants, 0, a, log);
   for (int bits : sr_bits) {
     for (uint64_t j = 0; j < draws; ++j) {
       k.env = ModeEnv(Rounding::kStochastic);
@@ -74,17 +66,11 @@ TEST_P(Fp8Exhaustive, BinaryOpsAllPairsAllModes) {
   CheckAll(
       "fp8 binary ops", std::string(f.name) + " add/sub/mul/div all pairs x 6 modes x sat", 65536,
       [&](uint64_t pair, FailureLog& l) {
+        constexpr EnvVariant kNoSatAndSat[] = {{}, {.saturate = true}};
         int64_t count = 0;
         for (Op op : kBinaryOps) {
           Case k = PairCase(f, op, pair);
-          for (Rounding r : kDeterministicModes) {
-            for (bool sat : {false, true}) {
-              k.env = ModeEnv(r);
-              k.env.saturate = sat;
-              CheckCase(k, 0, pair, l);
-              ++count;
-            }
-          }
+          count += CheckModeVariants(k, kDeterministicModes, kNoSatAndSat, 0, pair, l);
         }
         return count;
       });
@@ -99,20 +85,17 @@ TEST_P(Fp8Exhaustive, BinaryOpsAllPairsEnvVariants) {
       "fp8 env variants",
       std::string(f.name) + " add/sub/mul/div all pairs x ftz/daz/before/sr", 65536,
       [&](uint64_t pair, FailureLog& l) {
+        constexpr Rounding kModes[] = {Rounding::kNearestEven, Rounding::kUpward};
+        constexpr EnvVariant kVariants[] = {
+            {.flush_to_zero = true},
+            {.denormals_are_zero = true},
+            {.tininess = Tininess::kBeforeRounding},
+            {.flush_to_zero = true, .tininess = Tininess::kBeforeRounding}};
         int64_t count = 0;
         CaseRng rng(seed, pair);
         for (Op op : kBinaryOps) {
           Case k = PairCase(f, op, pair);
-          for (Rounding r : {Rounding::kNearestEven, Rounding::kUpward}) {
-            for (int variant = 0; variant < 4; ++variant) {
-              k.env = ModeEnv(r);
-              k.env.flush_to_zero = variant == 0 || variant == 3;
-              k.env.denormals_are_zero = variant == 1;
-              if (variant >= 2) k.env.tininess = Tininess::kBeforeRounding;
-              CheckCase(k, seed, pair, l);
-              ++count;
-            }
-          }
+          count += CheckModeVariants(k, kModes, kVariants, seed, pair, l);
           k.env = ModeEnv(Rounding::kStochastic);
           k.env.sr_bits = 1 + static_cast<int>(rng.Below(8));
           k.env.sr_random = rng.Next();

@@ -17,6 +17,7 @@
 #include <functional>
 #include <iostream>
 #include <mutex>
+#include <span>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -284,6 +285,34 @@ inline OpEnv ModeEnv(Rounding r) {
   return env;
 }
 
+// One fixed choice of the flags that a mode sweep crosses with the rounding modes; the rest of
+// the environment is ModeEnv's.
+struct EnvVariant {
+  bool saturate = false;
+  bool flush_to_zero = false;
+  bool denormals_are_zero = false;
+  Tininess tininess = Tininess::kAfterRounding;
+};
+
+// Checks case k (operands set; k.env is overwritten) in ModeEnv(r) with the flags of v, for each
+// r of `modes` and, within each r, each v of `variants` in turn: CheckCase(k, seed, index, log)
+// each. Returns the number of cases, modes.size() * variants.size().
+inline int64_t CheckModeVariants(Case& k, std::span<const Rounding> modes,
+                                 std::span<const EnvVariant> variants, uint64_t seed,
+                                 uint64_t index, FailureLog& log) {
+  for (Rounding r : modes) {
+    for (const EnvVariant& v : variants) {
+      k.env = ModeEnv(r);
+      k.env.saturate = v.saturate;
+      k.env.flush_to_zero = v.flush_to_zero;
+      k.env.denormals_are_zero = v.denormals_are_zero;
+      k.env.tininess = v.tininess;
+      CheckCase(k, seed, index, log);
+    }
+  }
+  return static_cast<int64_t>(modes.size() * variants.size());
+}
+
 // A random environment: every rounding mode (sr<k> with random k and r), sat, ftz, daz,
 // tininess and NaN profile.
 inline OpEnv RandomEnv(CaseRng& rng) {
@@ -335,19 +364,14 @@ inline int64_t BoundarySweep(const FormatSpec& f, Op op, uint64_t seed, FailureL
           k.f = &f;
           k.op = op;
           k.a = b[i];
-          int64_t count = 0;
+          constexpr EnvVariant kVariants[] = {
+              {},
+              {.saturate = true},
+              {.flush_to_zero = true},
+              {.denormals_are_zero = true},
+              {.flush_to_zero = true, .tininess = Tininess::kBeforeRounding}};
+          int64_t count = CheckModeVariants(k, kDeterministicModes, kVariants, seed, i, l);
           CaseRng rng(seed ^ tag, i);
-          for (Rounding r : kDeterministicModes) {
-            for (int variant = 0; variant < 5; ++variant) {
-              k.env = ModeEnv(r);
-              k.env.saturate = variant == 1;
-              k.env.flush_to_zero = variant == 2 || variant == 4;
-              k.env.denormals_are_zero = variant == 3;
-              if (variant == 4) k.env.tininess = Tininess::kBeforeRounding;
-              CheckCase(k, seed, i, l);
-              ++count;
-            }
-          }
           for (int j = 0; j < 16; ++j) {
             k.env = RandomEnv(rng);
             CheckCase(k, seed, i, l);
