@@ -96,17 +96,34 @@ void Checksum(benchmark::State& state, const std::vector<uint64_t>& d) {
   state.counters["checksum_lo32"] = static_cast<double>(checksum & 0xFFFFFFFF);
 }
 
-void BM_ExactMatmul512Float32(benchmark::State& state) {
-  const int threads = static_cast<int>(state.range(0));
-  std::vector<uint64_t> d(kN * kN);
-  const Matrices& m = Inputs();  // Built outside the timed region.
+// Times ExactMatmul of A B^T (n x n values of `in`, bt is B transposed); counters: the checksum
+// and the threads.
+void TimeExactMatmul(benchmark::State& state, const FormatSpec& in, std::span<const uint64_t> a,
+                     std::span<const uint64_t> bt, int64_t n, int threads) {
+  std::vector<uint64_t> d(static_cast<size_t>(n * n));
   for (auto _ : state) {
-    ExactMatmul(Float32(), m.a, m.bt, kN, threads, d);
+    ExactMatmul(in, a, bt, n, threads, d);
     benchmark::DoNotOptimize(d.data());
   }
-  const double terms = double{kN} * kN * kN;
-  state.counters["threads"] = threads;
   Checksum(state, d);
+  state.counters["threads"] = threads;
+}
+
+// Times GemmNt of A B^T (n x n doubles, bt is B transposed); counter: the threads.
+void TimeGemm(benchmark::State& state, const std::vector<double>& a, const std::vector<double>& bt, int64_t n,
+              int threads) {
+  std::vector<double> c(static_cast<size_t>(n * n));
+  for (auto _ : state) {
+    GemmNt(n, n, n, a.data(), bt.data(), c.data(), n, threads);
+    benchmark::DoNotOptimize(c.data());
+  }
+  state.counters["threads"] = threads;
+}
+
+void BM_ExactMatmul512Float32(benchmark::State& state) {
+  const Matrices& m = Inputs();  // Built outside the timed region.
+  TimeExactMatmul(state, Float32(), m.a, m.bt, kN, static_cast<int>(state.range(0)));
+  const double terms = double{kN} * kN * kN;
   state.counters["terms_per_s"] =
       benchmark::Counter(terms, benchmark::Counter::kIsIterationInvariantRate);
   state.counters["dots_per_s"] =
@@ -148,16 +165,11 @@ void BM_CertifiedMatmul512Float32(benchmark::State& state) {
 BENCHMARK(BM_CertifiedMatmul512Float32)->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond)->Iterations(3);
 
 void BM_Float64Gemm512(benchmark::State& state) {
-  const int threads = static_cast<int>(state.range(0));
   const Matrices& m = Inputs();
-  std::vector<double> a(m.a.size()), bt(m.bt.size()), c(static_cast<size_t>(kN * kN));
+  std::vector<double> a(m.a.size()), bt(m.bt.size());
   for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<double>(std::bit_cast<float>(static_cast<uint32_t>(m.a[i])));
   for (size_t i = 0; i < bt.size(); ++i) bt[i] = static_cast<double>(std::bit_cast<float>(static_cast<uint32_t>(m.bt[i])));
-  for (auto _ : state) {
-    GemmNt(kN, kN, kN, a.data(), bt.data(), c.data(), kN, threads);
-    benchmark::DoNotOptimize(c.data());
-  }
-  state.counters["threads"] = threads;
+  TimeGemm(state, a, bt, kN, static_cast<int>(state.range(0)));
 }
 BENCHMARK(BM_Float64Gemm512)->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond)->Iterations(3);
 
@@ -206,14 +218,8 @@ const Bf16Matrices& Bf16Inputs(int64_t n) {
 // Args: N, threads.
 void BM_Float64Gemm(benchmark::State& state) {
   const int64_t n = state.range(0);
-  const int threads = static_cast<int>(state.range(1));
   const Bf16Matrices& m = Bf16Inputs(n);
-  std::vector<double> c(static_cast<size_t>(n * n));
-  for (auto _ : state) {
-    GemmNt(n, n, n, m.ad.data(), m.btd.data(), c.data(), n, threads);
-    benchmark::DoNotOptimize(c.data());
-  }
-  state.counters["threads"] = threads;
+  TimeGemm(state, m.ad, m.btd, n, static_cast<int>(state.range(1)));
   state.counters["flop_per_s"] = benchmark::Counter(2.0 * static_cast<double>(n * n) * static_cast<double>(n),
                                                     benchmark::Counter::kIsIterationInvariantRate);
 }
@@ -226,15 +232,8 @@ void BM_CertifiedMatmul(benchmark::State& state) {
 
 void BM_ExactMatmulBf16(benchmark::State& state) {
   const int64_t n = state.range(0);
-  const int threads = static_cast<int>(state.range(1));
   const Bf16Matrices& m = Bf16Inputs(n);
-  std::vector<uint64_t> d(static_cast<size_t>(n * n));
-  for (auto _ : state) {
-    ExactMatmul(BFloat16(), m.a, m.bt, n, threads, d);
-    benchmark::DoNotOptimize(d.data());
-  }
-  Checksum(state, d);
-  state.counters["threads"] = threads;
+  TimeExactMatmul(state, BFloat16(), m.a, m.bt, n, static_cast<int>(state.range(1)));
 }
 
 // Interleaved so that load changes on a shared machine hit both sides alike.
