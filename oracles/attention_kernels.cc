@@ -353,9 +353,6 @@ void Pv(const HotArgs& a) {
   PvPortable(a);
 }
 
-// DotsBody's sums per element (each block of kDotBlock columns from +0 in column order, then
-// added to acc) from K as it is (s_k x d), for keys [0, kend): for a block of rows, where
-// transposing K would cost more than the dots. Four keys at a time (independent sums).
 void ExpEvs(const double* y, const double* e, double* oy, double* oe, int64_t n) {
 #if defined(__x86_64__)
   if (ActiveIsa() == Isa::kAvx512) return ExpEvsAvx512(y, e, oy, oe, n);
@@ -364,6 +361,9 @@ void ExpEvs(const double* y, const double* e, double* oy, double* oe, int64_t n)
   ExpEvsPortable(y, e, oy, oe, n);
 }
 
+// DotsBody's sums per element (each block of kDotBlock columns from +0 in column order, then
+// added to acc) from K as it is (s_k x d), for keys [0, kend): for a block of rows, where
+// transposing K would cost more than the dots. Four keys at a time (independent sums).
 void DotsRowMajor(const HotArgs& a, const double* k) {
   for (int64_t r = 0; r < a.nr; ++r) {
     if (!a.ok[r]) continue;
