@@ -19,7 +19,6 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
-#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -30,6 +29,7 @@
 #include "cases/pinned_random.h"
 #include "formats/ops.h"
 #include "reports/audit_reduction.h"
+#include "reports/parallel_for.h"
 
 namespace fpconform::reports::audit_internal {
 namespace {
@@ -68,23 +68,6 @@ std::vector<int64_t> PinnedSample(int64_t n, int64_t count, uint64_t seed) {
   }
   std::sort(out.begin(), out.end());
   return out;
-}
-
-// Runs fn(i) for i in [0, n) on `threads` threads (static interleaving).
-template <class Fn>
-void ParallelFor(int64_t n, int threads, Fn fn) {
-  threads = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(threads, n)));
-  if (threads == 1) {
-    for (int64_t i = 0; i < n; ++i) fn(i);
-    return;
-  }
-  std::vector<std::thread> pool;
-  for (int t = 0; t < threads; ++t) {
-    pool.emplace_back([&, t] {
-      for (int64_t i = t; i < n; i += threads) fn(i);
-    });
-  }
-  for (std::thread& th : pool) th.join();
 }
 
 }  // namespace
@@ -189,7 +172,7 @@ absl::Status ReductionOp::Fit(AuditResult& r) const {
     std::vector<Candidate> all;  // Every candidate tried, in order.
     auto score_sample = [&](size_t from) {
       const int64_t n = static_cast<int64_t>(all.size() - from);
-      ParallelFor(n, threads, [&](int64_t i) {
+      ParallelForEach(n, threads, [&](int64_t i) {
         Candidate& c = all[from + static_cast<size_t>(i)];
         int64_t hits = 0;
         for (size_t s = 0; s < sample.size(); ++s) {
@@ -207,7 +190,7 @@ absl::Status ReductionOp::Fit(AuditResult& r) const {
       const int64_t n = static_cast<int64_t>(elems.size());
       const int64_t blocks = (n + kBlock - 1) / kBlock;
       std::vector<int64_t> hits(finalists.size() * static_cast<size_t>(blocks), 0);
-      ParallelFor(static_cast<int64_t>(hits.size()), threads, [&](int64_t w) {
+      ParallelForEach(static_cast<int64_t>(hits.size()), threads, [&](int64_t w) {
         const Candidate& c = all[finalists[static_cast<size_t>(w / blocks)]];
         const int64_t b0 = (w % blocks) * kBlock, b1 = std::min(n, b0 + kBlock);
         std::vector<uint64_t> a, b;
@@ -358,7 +341,7 @@ absl::Status ReductionOp::Fit(AuditResult& r) const {
   // The elements of `elems` that `m` reproduces.
   auto reproduced_by = [&](const Model& m, const std::vector<int64_t>& elems) {
     std::vector<char> hit(elems.size(), 0);
-    ParallelFor(static_cast<int64_t>(elems.size()), threads, [&](int64_t i) {
+    ParallelForEach(static_cast<int64_t>(elems.size()), threads, [&](int64_t i) {
       std::vector<uint64_t> a, b;
       uint64_t cv = 0;
       const int64_t e = elems[static_cast<size_t>(i)];

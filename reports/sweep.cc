@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <array>
-#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -13,7 +12,6 @@
 #include <memory>
 #include <set>
 #include <span>
-#include <thread>
 #include <utility>
 
 #include "accumulation/epilogue.h"
@@ -29,6 +27,7 @@
 #include "oracles/exact_sum.h"
 #include "oracles/mpfr_plumbing.h"
 #include "reports/mutations.h"
+#include "reports/parallel_for.h"
 #include "reports/stats.h"
 #include "reports/sweep_attention.h"
 #include "reports/sweep_composite.h"
@@ -809,18 +808,9 @@ absl::Status RunQuantizeUnit(const Unit& u, int64_t unit_index, const SweepSpec&
         DrawVector(DeriveSeed(spec.seed, {u.Key(), uint64_t(u.k), uint64_t(s), 0}), u.dist, u.k);
   }
   std::vector<QuantizeObs> qo(fmts.size());
-  std::atomic<size_t> next{0};
-  auto work = [&]() {
-    for (size_t fi = next++; fi < fmts.size() && !Cancelled(options); fi = next++) {
-      qo[fi] = ObserveQuantize(xs, *FindFormat(fmts[fi]));
-    }
-  };
-  std::vector<std::thread> pool;
-  for (int t = 1; t < std::min<int>(threads, static_cast<int>(fmts.size())); ++t) {
-    pool.emplace_back(work);
-  }
-  work();
-  for (std::thread& t : pool) t.join();
+  ParallelForEach(static_cast<int64_t>(fmts.size()), threads, [&](int64_t fi) {
+    if (!Cancelled(options)) qo[size_t(fi)] = ObserveQuantize(xs, *FindFormat(fmts[size_t(fi)]));
+  });
   if (Cancelled(options)) return Interrupted();
   for (size_t fi = 0; fi < fmts.size(); ++fi) {
     tables.quant.rows.push_back(QuantizeRow(u, unit_index, static_cast<int64_t>(fi), fmts[fi],
@@ -848,26 +838,19 @@ std::vector<std::vector<Obs>> ObserveReduction(const Unit& u, const Sweeper& swe
   const bool sum = u.op == "sum";
   std::vector<std::vector<Obs>> obs(infos.size(),
                                     std::vector<Obs>(static_cast<size_t>(u.samples)));
-  std::atomic<int> next{0};
-  auto work = [&]() {
-    for (int s = next++; s < u.samples && !Cancelled(options); s = next++) {
-      std::map<std::pair<const FormatSpec*, const FormatSpec*>, std::unique_ptr<SampleInputs>>
-          cache;
-      for (size_t pi = 0; pi < infos.size(); ++pi) {
-        const PlatformInfo& p = infos[pi];
-        auto& slot = cache[{p.fa, p.fb}];
-        if (!slot) {
-          slot = std::make_unique<SampleInputs>();
-          sweeper.MakeInputs(u, s, p, sum, *slot);
-        }
-        obs[pi][static_cast<size_t>(s)] = sweeper.Observe(p, *slot, sum);
+  ParallelForEach(u.samples, threads, [&](int64_t s) {
+    if (Cancelled(options)) return;
+    std::map<std::pair<const FormatSpec*, const FormatSpec*>, std::unique_ptr<SampleInputs>> cache;
+    for (size_t pi = 0; pi < infos.size(); ++pi) {
+      const PlatformInfo& p = infos[pi];
+      auto& slot = cache[{p.fa, p.fb}];
+      if (!slot) {
+        slot = std::make_unique<SampleInputs>();
+        sweeper.MakeInputs(u, static_cast<int>(s), p, sum, *slot);
       }
+      obs[pi][static_cast<size_t>(s)] = sweeper.Observe(p, *slot, sum);
     }
-  };
-  std::vector<std::thread> pool;
-  for (int t = 1; t < threads; ++t) pool.emplace_back(work);
-  work();
-  for (std::thread& t : pool) t.join();
+  });
   return obs;
 }
 

@@ -2,13 +2,11 @@
 #include "reports/sweep_attention.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <limits>
 #include <map>
 #include <tuple>
 #include <span>
-#include <thread>
 #include <utility>
 
 #include "base/hash.h"
@@ -17,6 +15,7 @@
 #include "formats/format_spec.h"
 #include "formats/ops.h"
 #include "oracles/attention.h"
+#include "reports/parallel_for.h"
 #include "reports/stats.h"
 #include "reports/sweep_rule.h"
 
@@ -44,19 +43,6 @@ constexpr double kNkiRtol = 2e-2, kNkiAtol = 1e-5;
 constexpr double kFaFactor = 2, kFaConst = 1e-5;
 
 double Round(const FormatSpec& f, double v) { return ToDouble(f, DoubleToBits(f, v)); }
-
-// fn(0) .. fn(n - 1) on up to `threads` threads; each index is written by one call only.
-void ParallelFor(int64_t n, int threads, const std::function<void(int64_t)>& fn) {
-  std::atomic<int64_t> next{0};
-  auto work = [&] {
-    for (int64_t i = next++; i < n; i = next++) fn(i);
-  };
-  std::vector<std::thread> pool;
-  const int t = static_cast<int>(std::clamp<int64_t>(threads, 1, std::max<int64_t>(1, n)));
-  for (int k = 1; k < t; ++k) pool.emplace_back(work);
-  work();
-  for (std::thread& th : pool) th.join();
-}
 
 // A binary64 dot product (four partial sums: for the mutants, whose effect dwarfs its error).
 double Dot(const double* a, const double* b, int64_t n) {
@@ -155,7 +141,7 @@ void WrongAxis(const Group& g, const AttentionUnit& u, int threads, std::vector<
   const int64_t seq_len = u.s, D = u.d;
   const double scale = 1 / std::sqrt(static_cast<double>(D));
   std::vector<double> c(static_cast<size_t>(seq_len)), z(static_cast<size_t>(seq_len));
-  ParallelFor(seq_len, threads, [&](int64_t j) {
+  ParallelForEach(seq_len, threads, [&](int64_t j) {
     double mx = -INFINITY, sum = 0;  // Online: sum of e^(s - mx).
     for (int64_t i = u.causal ? j : 0; i < seq_len; ++i) {
       const double sc = scale * Dot(g.q.data() + i * D, g.k.data() + j * D, D);
@@ -170,7 +156,7 @@ void WrongAxis(const Group& g, const AttentionUnit& u, int threads, std::vector<
     z[static_cast<size_t>(j)] = sum;
   });
   out.assign(static_cast<size_t>(u.rows * D), 0);
-  ParallelFor(u.rows, threads, [&](int64_t r) {
+  ParallelForEach(u.rows, threads, [&](int64_t r) {
     const int64_t i = g.qrows[static_cast<size_t>(r)];
     const int64_t n = u.causal ? i + 1 : seq_len;
     for (int64_t j = 0; j < n; ++j) {
@@ -246,7 +232,7 @@ absl::Status MakeGroup(const AttentionUnit& u, const SweepSpec& spec, const Form
   g.ess.resize(static_cast<size_t>(R));
   g.pt.resize(g.exact.size());
   std::vector<double> scratch(g.exact.size());
-  ParallelFor(R, threads, [&](int64_t r) {
+  ParallelForEach(R, threads, [&](int64_t r) {
     const size_t at = static_cast<size_t>(r * D);
     double p2 = 0;
     RowValues(g, u, g.qrows[static_cast<size_t>(r)], Variant{}, std::span<double>(scratch).subspan(at, D), &p2);
@@ -271,7 +257,7 @@ absl::Status MakeGroup(const AttentionUnit& u, const SweepSpec& spec, const Form
     var.sum_bf16 = name == "row_sum_bfloat16";
     var.k_transposed = name == "k_transposed_read";
     out.resize(g.exact.size());
-    ParallelFor(R, threads, [&](int64_t r) {
+    ParallelForEach(R, threads, [&](int64_t r) {
       RowValues(g, u, g.qrows[static_cast<size_t>(r)], var, std::span<double>(out).subspan(static_cast<size_t>(r * D), D));
     });
   }
@@ -363,7 +349,7 @@ absl::StatusOr<AttentionRun> RunModel(const AttentionUnit& u, const AttentionMod
   run.y.resize(n);
   run.bound.resize(n);
   run.sigma.resize(n);
-  ParallelFor(u.rows, threads, [&](int64_t r) {
+  ParallelForEach(u.rows, threads, [&](int64_t r) {
     ProbSigma(g, u, m, r, std::span<double>(run.sigma).subspan(static_cast<size_t>(r * u.d), static_cast<size_t>(u.d)));
   });
   for (size_t i = 0; i < n; ++i) {

@@ -3,14 +3,12 @@
 #include "reports/sweep_composite.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <limits>
 #include <map>
 #include <optional>
 #include <span>
 #include <string_view>
-#include <thread>
 #include <utility>
 
 #include "base/hash.h"
@@ -23,6 +21,7 @@
 #include "oracles/axis_ops.h"
 #include "oracles/elementary.h"
 #include "reports/composite_row.h"
+#include "reports/parallel_for.h"
 #include "reports/stats.h"
 #include "reports/sweep_rule.h"
 
@@ -180,30 +179,39 @@ AxisParams Params(const CompositeUnit& u, const Inputs& d) {
   return p;
 }
 
-absl::Status ComputeExact(const CompositeUnit& u, Inputs& d) {
+// The exact values of d's elements (rows of n for the axis functions) on `threads` threads, a
+// block of elements or a row each.
+absl::Status ComputeExact(const CompositeUnit& u, Inputs& d, int threads) {
   d.exact.resize(d.x.size());
   if (!u.axis) {
     const ElementaryFn fn = *ParseElementaryFn(u.fn);
-    for (size_t i = 0; i < d.x.size(); ++i) {
-      ExactEnclosure& e = d.exact[i];
-      if (ElementaryEncloseFast(fn, *d.format, d.x[i], &e.lo, &e.hi)) {
-        e.nearest = e.lo + (e.hi - e.lo) / 2;
-      } else {
-        e = ElementaryEnclose(fn, *d.format, d.x[i], OpEnv{});
+    constexpr int64_t kBlock = 256;
+    const auto n = static_cast<int64_t>(d.x.size());
+    ParallelForEach((n + kBlock - 1) / kBlock, threads, [&](int64_t block) {
+      for (int64_t i = block * kBlock; i < std::min(n, (block + 1) * kBlock); ++i) {
+        ExactEnclosure& e = d.exact[static_cast<size_t>(i)];
+        const uint64_t x = d.x[static_cast<size_t>(i)];
+        if (ElementaryEncloseFast(fn, *d.format, x, &e.lo, &e.hi)) {
+          e.nearest = e.lo + (e.hi - e.lo) / 2;
+        } else {
+          e = ElementaryEnclose(fn, *d.format, x, OpEnv{});
+        }
       }
-    }
+    });
     return absl::OkStatus();
   }
   const AxisOp op = *ParseAxisOp(u.fn);
   const AxisParams p = Params(u, d);
-  for (int64_t r = 0; r < u.rows; ++r) {
+  std::vector<absl::Status> row_status(static_cast<size_t>(u.rows));
+  ParallelForEach(u.rows, threads, [&](int64_t r) {
     const size_t at = static_cast<size_t>(r * u.n);
     const std::span<const uint64_t> row(d.x.data() + at, static_cast<size_t>(u.n));
-    if (absl::Status s = AxisEncloseRow(op, *d.format, row, p, OpEnv{},
-                                        std::span<ExactEnclosure>(d.exact.data() + at, row.size()));
-        !s.ok()) {
-      return s;
-    }
+    row_status[static_cast<size_t>(r)] =
+        AxisEncloseRow(op, *d.format, row, p, OpEnv{},
+                       std::span<ExactEnclosure>(d.exact.data() + at, row.size()));
+  });
+  for (absl::Status& s : row_status) {  // The first failing row's error, as one thread gives.
+    if (!s.ok()) return s;
   }
   return absl::OkStatus();
 }
@@ -373,7 +381,7 @@ absl::Status RunCompositeUnit(const CompositeUnit& u, int64_t unit_index, const 
   for (auto& [format, d] : inputs) {
     if (cancelled && cancelled()) return absl::CancelledError("tolerance sweep interrupted");
     d = MakeInputs(u, spec, *format);
-    if (absl::Status s = ComputeExact(u, d); !s.ok()) return s;
+    if (absl::Status s = ComputeExact(u, d, threads); !s.ok()) return s;
   }
   struct Result {
     absl::Status status;
@@ -382,64 +390,57 @@ absl::Status RunCompositeUnit(const CompositeUnit& u, int64_t unit_index, const 
     std::vector<std::vector<Cell>> power;
   };
   std::vector<Result> results(ms.size());
-  std::atomic<size_t> next{0};
-  auto work = [&] {
-    for (size_t i = next++; i < ms.size(); i = next++) {
-      Result& res = results[i];
-      if (cancelled && cancelled()) {
-        res.status = absl::CancelledError("tolerance sweep interrupted");
-        continue;
-      }
-      const CompositeModel& m = *ms[i];
-      const CompositeFunction& f = *m.Find(u.fn);
-      const Inputs& d = inputs.at(f.input);
-      absl::StatusOr<ModelRun> run = RunModel(u, m, d);
-      if (!run.ok()) {
-        res.status = absl::Status(run.status().code(), Cat(m.name, ": ", run.status().message()));
-        continue;
-      }
-      res.run = *std::move(run);
-      const Observed o = Observe(d, res.run, spec.factor);
-      const auto [rtol, atol] = CoveringRtolAtol(o.e, o.ref);
-      const Summary su = Summarize(o.ulp);
-      res.row = RowBuilder(tables.composite)
-                    .Set("unit", unit_index)
-                    .Set("item", static_cast<int64_t>(i))
-                    .Set("function", u.fn)
-                    .Set("platform", m.name)
-                    .Set("input_format", std::string(f.input->name))
-                    .Set("output_format", std::string(f.output->name))
-                    .Set("distribution", u.dist)
-                    .Set("n", u.n)
-                    .Set("samples", u.axis ? u.rows : u.n)
-                    .Set("exact_model", std::string(f.correctly_rounded || f.exact() ? "yes" : "no"))
-                    .Set("ulp_max", su.max)
-                    .Set("ulp_p99", su.p99)
-                    .Set("bound_ulp", o.bound_ulp)
-                    .Set("rec_ulp", o.rec_ulp)
-                    .Set("rec_rtol", rtol)
-                    .Set("rec_atol", atol)
-                    .Set("non_finite", o.non_finite)
-                    .Build();
-      for (std::string_view mutation : Mutations(u.fn, *f.input)) {
-        res.power.push_back(RowBuilder(tables.composite_power)
-                                .Set("unit", unit_index)
-                                .Set("item", int64_t{0})  // Numbered below, in order.
-                                .Set("function", u.fn)
-                                .Set("platform", m.name)
-                                .Set("distribution", u.dist)
-                                .Set("n", u.n)
-                                .Set("mutation", std::string(mutation))
-                                .Set("rejected", Rejected(u, mutation, d, *f.output, rtol, atol))
-                                .Build());
-      }
+  ParallelForEach(static_cast<int64_t>(ms.size()), threads, [&](int64_t item) {
+    const auto i = static_cast<size_t>(item);
+    Result& res = results[i];
+    if (cancelled && cancelled()) {
+      res.status = absl::CancelledError("tolerance sweep interrupted");
+      return;
     }
-  };
-  std::vector<std::thread> pool;
-  const int workers = std::clamp(threads, 1, static_cast<int>(std::max<size_t>(1, ms.size())));
-  for (int t = 1; t < workers; ++t) pool.emplace_back(work);
-  work();
-  for (std::thread& t : pool) t.join();
+    const CompositeModel& m = *ms[i];
+    const CompositeFunction& f = *m.Find(u.fn);
+    const Inputs& d = inputs.at(f.input);
+    absl::StatusOr<ModelRun> run = RunModel(u, m, d);
+    if (!run.ok()) {
+      res.status = absl::Status(run.status().code(), Cat(m.name, ": ", run.status().message()));
+      return;
+    }
+    res.run = *std::move(run);
+    const Observed o = Observe(d, res.run, spec.factor);
+    const auto [rtol, atol] = CoveringRtolAtol(o.e, o.ref);
+    const Summary su = Summarize(o.ulp);
+    res.row = RowBuilder(tables.composite)
+                  .Set("unit", unit_index)
+                  .Set("item", static_cast<int64_t>(i))
+                  .Set("function", u.fn)
+                  .Set("platform", m.name)
+                  .Set("input_format", std::string(f.input->name))
+                  .Set("output_format", std::string(f.output->name))
+                  .Set("distribution", u.dist)
+                  .Set("n", u.n)
+                  .Set("samples", u.axis ? u.rows : u.n)
+                  .Set("exact_model", std::string(f.correctly_rounded || f.exact() ? "yes" : "no"))
+                  .Set("ulp_max", su.max)
+                  .Set("ulp_p99", su.p99)
+                  .Set("bound_ulp", o.bound_ulp)
+                  .Set("rec_ulp", o.rec_ulp)
+                  .Set("rec_rtol", rtol)
+                  .Set("rec_atol", atol)
+                  .Set("non_finite", o.non_finite)
+                  .Build();
+    for (std::string_view mutation : Mutations(u.fn, *f.input)) {
+      res.power.push_back(RowBuilder(tables.composite_power)
+                              .Set("unit", unit_index)
+                              .Set("item", int64_t{0})  // Numbered below, in order.
+                              .Set("function", u.fn)
+                              .Set("platform", m.name)
+                              .Set("distribution", u.dist)
+                              .Set("n", u.n)
+                              .Set("mutation", std::string(mutation))
+                              .Set("rejected", Rejected(u, mutation, d, *f.output, rtol, atol))
+                              .Build());
+    }
+  });
   std::map<std::string, ModelRun> runs;
   std::map<std::string, const Inputs*> inputs_of;
   int64_t power_item = 0;

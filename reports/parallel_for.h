@@ -1,0 +1,35 @@
+// The worker loop of the sweeps and the audits: fn(i) for every index of [0, n) on up to
+// `threads` threads (the calling thread one of them), each thread taking the next index not yet
+// taken, so that uneven items (a slow model, a long row) do not leave a thread idle. fn must write
+// only what index i owns; then the results do not depend on the thread count or the timing.
+//
+// Example:
+//   std::vector<double> out(rows);
+//   ParallelForEach(rows, threads, [&](int64_t r) { out[r] = RowError(r); });
+#ifndef FPCONFORM_REPORTS_PARALLEL_FOR_H_
+#define FPCONFORM_REPORTS_PARALLEL_FOR_H_
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <thread>
+#include <vector>
+
+namespace fpconform::reports {
+
+template <class Fn>
+void ParallelForEach(int64_t n, int threads, Fn&& fn) {
+  std::atomic<int64_t> next{0};
+  auto work = [&] {
+    for (int64_t i = next++; i < n; i = next++) fn(i);
+  };
+  const auto t = static_cast<int>(std::clamp<int64_t>(threads, 1, std::max<int64_t>(1, n)));
+  std::vector<std::thread> pool;
+  for (int k = 1; k < t; ++k) pool.emplace_back(work);
+  work();
+  for (std::thread& th : pool) th.join();
+}
+
+}  // namespace fpconform::reports
+
+#endif  // FPCONFORM_REPORTS_PARALLEL_FOR_H_
