@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 
 #include "cases/test_seed.h"
 #include "gtest/gtest.h"
@@ -85,6 +86,36 @@ TEST(PinnedRandomTest, DistributionsHaveTheirMoments) {
     ASSERT_LT(a, 0x1p21);
   }
   for (int i = 0; i < 10000; ++i) ASSERT_LT(rng.Below(3), 3u);
+}
+
+// TestSeed: the default without FPCONFORM_SEED, the variable's value (decimal or 0x hex) with it,
+// and a stop with a message for anything that is not a whole unsigned 64-bit number. Each case
+// runs in a child process (a death test), so that the variable never leaks into other tests.
+uint64_t SeedUnder(const char* value) {
+  if (value == nullptr) {
+    unsetenv("FPCONFORM_SEED");
+  } else {
+    setenv("FPCONFORM_SEED", value, 1);
+  }
+  return TestSeed(42, "pinned_random_test");
+}
+
+TEST(TestSeedTest, ReadsTheVariableOrTakesTheDefault) {
+  EXPECT_EXIT(std::exit(SeedUnder(nullptr) == 42 ? 0 : 1), testing::ExitedWithCode(0),
+              "pinned_random_test: seed 42 \\(FPCONFORM_SEED=42 replays it\\)");
+  EXPECT_EXIT(std::exit(SeedUnder("") == 42 ? 0 : 1), testing::ExitedWithCode(0), "seed 42");
+  EXPECT_EXIT(std::exit(SeedUnder("7") == 7 ? 0 : 1), testing::ExitedWithCode(0), "seed 7");
+  EXPECT_EXIT(std::exit(SeedUnder("0x10") == 16 ? 0 : 1), testing::ExitedWithCode(0), "seed 16");
+  EXPECT_EXIT(std::exit(SeedUnder("18446744073709551615") == UINT64_MAX ? 0 : 1),
+              testing::ExitedWithCode(0), "seed 18446744073709551615");
+}
+
+TEST(TestSeedTest, StopsOnAValueThatIsNotAnUnsignedInteger) {
+  for (const char* bad : {"abc", "12x", "-1", "+1", " 1", "1.5", "18446744073709551616"}) {
+    EXPECT_EXIT(SeedUnder(bad), testing::ExitedWithCode(2),
+                "pinned_random_test: FPCONFORM_SEED=\".*\" is not an unsigned 64-bit integer")
+        << "FPCONFORM_SEED=\"" << bad << "\"";
+  }
 }
 
 }  // namespace
