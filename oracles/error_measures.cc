@@ -12,17 +12,28 @@ namespace {
 
 enum class Kind : uint8_t { kZero, kFinite, kInf, kNaN };
 
-// This file's own decoder (container bits of float format f), in two parts: the kind and sign
-// from the bits alone (no MPFR: AbsBits runs it on every input of a sweep's dot products), and
-// Decode, which also writes a finite value to `out` exactly (precision >= p).
-Kind KindOf(const FormatSpec& f, uint64_t bits, bool& sign) {
+// This file's own decoder (container bits of float format f), in parts: the fields, the kind and
+// sign from the bits alone (no MPFR: AbsBits runs it on every input of a sweep's dot products),
+// and Decode, which also writes a finite value to `out` exactly (precision >= p).
+
+// The fields of container bits (pad bits dropped).
+struct Fields {
+  uint64_t exponent;
+  uint64_t fraction;
+  bool sign;
+};
+
+Fields FieldsOf(const FormatSpec& f, uint64_t bits) {
   bits = (bits & WidthMask(f)) >> f.pad_bits;
   const int fb = f.fraction_bits;
   const int eb = f.exponent_bits;
-  const uint64_t frac = bits & ((uint64_t{1} << fb) - 1);
-  const uint64_t e = (bits >> fb) & ((uint64_t{1} << eb) - 1);
-  const uint64_t e_all = (uint64_t{1} << eb) - 1;
-  sign = f.has_sign && ((bits >> (fb + eb)) & 1) != 0;
+  return {(bits >> fb) & ((uint64_t{1} << eb) - 1), bits & ((uint64_t{1} << fb) - 1),
+          f.has_sign && ((bits >> (fb + eb)) & 1) != 0};
+}
+
+Kind KindOf(const FormatSpec& f, const Fields& x) {
+  const uint64_t e = x.exponent, frac = x.fraction;
+  const uint64_t e_all = (uint64_t{1} << f.exponent_bits) - 1;
   if (f.nonfinite == NonFinite::kIeee) {
     if (e == e_all) return frac != 0 ? Kind::kNaN : Kind::kInf;
   } else {
@@ -31,10 +42,10 @@ Kind KindOf(const FormatSpec& f, uint64_t bits, bool& sign) {
         if (e == e_all && frac != 0) return Kind::kNaN;
         break;
       case NanEncoding::kAllOnes:
-        if (e == e_all && frac == ((uint64_t{1} << fb) - 1)) return Kind::kNaN;
+        if (e == e_all && frac == ((uint64_t{1} << f.fraction_bits) - 1)) return Kind::kNaN;
         break;
       case NanEncoding::kNegativeZero:
-        if (sign && e == 0 && frac == 0) return Kind::kNaN;
+        if (x.sign && e == 0 && frac == 0) return Kind::kNaN;
         break;
     }
   }
@@ -42,18 +53,23 @@ Kind KindOf(const FormatSpec& f, uint64_t bits, bool& sign) {
   return Kind::kFinite;
 }
 
+Kind KindOf(const FormatSpec& f, uint64_t bits, bool& sign) {
+  const Fields x = FieldsOf(f, bits);
+  sign = x.sign;
+  return KindOf(f, x);
+}
+
 Kind Decode(const FormatSpec& f, uint64_t bits, mpfr_ptr out, bool& sign) {
-  const Kind kind = KindOf(f, bits, sign);
+  const Fields x = FieldsOf(f, bits);
+  sign = x.sign;
+  const Kind kind = KindOf(f, x);
   if (kind == Kind::kZero) mpfr_set_zero(out, sign ? -1 : 1);
   if (kind != Kind::kFinite) return kind;
-  bits = (bits & WidthMask(f)) >> f.pad_bits;
   const int fb = f.fraction_bits;
-  const uint64_t frac = bits & ((uint64_t{1} << fb) - 1);
-  const uint64_t e = (bits >> fb) & ((uint64_t{1} << f.exponent_bits) - 1);
   // value = (e == 0 && subnormals ? frac : 2^fb + frac) * 2^(max(e, 1 if subnormals) - bias - fb)
-  uint64_t sig = frac;
-  long exp = static_cast<long>(e) - f.bias - fb;
-  if (e == 0 && f.has_subnormals) {
+  uint64_t sig = x.fraction;
+  long exp = static_cast<long>(x.exponent) - f.bias - fb;
+  if (x.exponent == 0 && f.has_subnormals) {
     exp = 1 - f.bias - fb;
   } else {
     sig |= uint64_t{1} << fb;
