@@ -9,11 +9,12 @@
 # fuzzers take DEFINES (compile definitions, e.g. FPCONFORM_REPORTS_SOURCE_DIR="${dir}" for the
 # data they read) and MODELS (the preset models' directory as FPCONFORM_MODELS_SOURCE_DIR).
 
-# NO_COVERAGE: without libFuzzer's coverage instrumentation (a test: 13 % less compile CPU under
-# clang's sanitizers, measured on fast_eval_test.cc); it still links with the flag, for the
-# instrumented libraries.
+# NO_COVERAGE TRUE: without libFuzzer's coverage instrumentation (a test: 13 % less compile CPU
+# under clang's sanitizers, measured on fast_eval_test.cc); it still links with the flag, for the
+# instrumented libraries. A value, not an option, so that _fpconform_executable can pass its own
+# option's value on.
 function(_fpconform_common target)
-  cmake_parse_arguments(ARG "NO_COVERAGE" "" "" ${ARGN})
+  cmake_parse_arguments(ARG "" "NO_COVERAGE" "" ${ARGN})
   set(coverage ${FPCONFORM_COVERAGE_FLAGS})
   if(ARG_NO_COVERAGE)
     set(coverage "")
@@ -31,11 +32,7 @@ function(_fpconform_executable name)
   cmake_parse_arguments(ARG "NO_COVERAGE" "MODELS" "SRCS;DEPS;DEFINES" ${ARGN})
   add_executable(${name} ${ARG_SRCS})
   target_link_libraries(${name} PRIVATE ${ARG_DEPS})
-  if(ARG_NO_COVERAGE)
-    _fpconform_common(${name} NO_COVERAGE)
-  else()
-    _fpconform_common(${name})
-  endif()
+  _fpconform_common(${name} NO_COVERAGE "${ARG_NO_COVERAGE}")
   if(ARG_MODELS)
     list(PREPEND ARG_DEFINES
          FPCONFORM_MODELS_SOURCE_DIR="${PROJECT_SOURCE_DIR}/accumulation/models")
