@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds conformance/cuda_probe/probe.cu with nvcc (no CMake) and records tensor-core and cuBLAS
+# Builds conformance/cuda_probe/probe*.cu with nvcc (no CMake) and records tensor-core and cuBLAS
 # outputs as replay files (conformance/data/README.md) under $OUT (default ./cuda_probe_out).
 # Meant for one call of the device tool on a GPU machine:
 #   bash conformance/cuda_probe/run_on_device.sh
@@ -30,7 +30,8 @@ bin="$(mktemp -d)/cuda_probe"
 if ! timeout 240 "$nvcc_bin" -std=c++17 -O2 -I "$here/../.." \
     -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90a,code=sm_90a \
     -gencode arch=compute_80,code=compute_80 \
-    -o "$bin" "$here/probe.cu" -lcublasLt -lcublas >> "$log" 2>&1; then
+    -o "$bin" "$here/probe.cu" "$here/probe_common.cu" "$here/probe_instructions.cu" \
+    "$here/probe_cublas.cu" -lcublasLt -lcublas >> "$log" 2>&1; then
   echo "build failed; see $log"; cat "$log"; exit 1
 fi
 fi
