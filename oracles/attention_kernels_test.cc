@@ -14,6 +14,7 @@
 
 #include "base/isa.h"
 #include "cases/pinned_random.h"
+#include "cases/test_seed.h"
 #include "oracles/certified_double.h"
 
 namespace fpconform::attention_internal {
@@ -38,7 +39,7 @@ TEST(AttentionKernels, ExpEvsMatchesExpEvOnEveryLevel) {
     by.push_back(std::nextafter(t, inf));
   }
   const std::vector<double> be = {0.0, 0x1p-53, 0x1p-30, 0x1p-20, std::nextafter(0x1p-20, 1.0), 1e-3, inf};
-  uint64_t seed = 3;
+  uint64_t seed = TestSeed(3, "AttentionKernels.ExpEvsMatchesExpEvOnEveryLevel");
   std::vector<double> y, e;
   for (double b : by) {
     for (double eb : be) {

@@ -15,6 +15,7 @@
 #include "cases/calc_case.h"
 #include "cases/calc_test_util.h"
 #include "cases/pinned_random.h"
+#include "cases/test_seed.h"
 #include "gtest/gtest.h"
 
 namespace fpconform {
@@ -190,7 +191,7 @@ TEST(CalcExactOpsTest, RandomLinesNeverCrash) {
   static constexpr std::string_view kCounts[] = {"0", "1", "2", "3", "007", "-1", "0x2", "", "65"};
   static constexpr std::string_view kOperands[] = {"0x0",  "0x80", "0x7f",    "0xff",       "0x1",
                                                    "0x38", "0x7e", "0xfffff", "0x3f800000", "zz"};
-  PinnedRng rng(12345);
+  PinnedRng rng(TestSeed(12345, "CalcExactOpsTest.RandomLinesNeverCrash"));
   auto next = [&rng] { return rng.Next(); };
   std::string input;
   constexpr int kLines = 20000;
