@@ -17,6 +17,7 @@
 
 #include "base/isa.h"
 #include "cases/pinned_random.h"
+#include "cases/test_seed.h"
 #include "formats/format_spec.h"
 #include "formats/op_env.h"
 #include "formats/ops.h"
@@ -65,7 +66,7 @@ TEST(AttentionModelKernels, ExpWeightIsExpEvRoundedToFloat32) {
 
 TEST(AttentionModelKernels, ExpWeightsMatchesScalarOnEveryLevel) {
   const std::vector<double> boundary = BoundaryArguments();
-  uint64_t seed = 27;
+  uint64_t seed = TestSeed(27, "AttentionModelKernels.ExpWeightsMatchesScalarOnEveryLevel");
   std::vector<double> args;
   // Each boundary value in every lane position of an 8-lane vector, among in-range neighbours,
   // and alone in a vector of in-range values.
@@ -109,7 +110,7 @@ TEST(AttentionModelKernels, RoundFloat32ToBfloat16IsConvert) {
   for (uint32_t hi = 0; hi < 0x10000u; ++hi) {  // Every bfloat16 pattern with the rounding boundaries below it.
     for (uint32_t lo : {0x0000u, 0x0001u, 0x7FFFu, 0x8000u, 0x8001u, 0xFFFFu}) check((hi << 16) | lo);
   }
-  uint64_t seed = 5;
+  uint64_t seed = TestSeed(5, "AttentionModelKernels.RoundFloat32ToBfloat16IsConvert");
   for (int x = 0; x < 200000; ++x) check(static_cast<uint32_t>(SplitMix(seed)));
 }
 
@@ -127,7 +128,7 @@ void ScalarNums(std::vector<float>& nums, const std::vector<double>& w, const st
 }
 
 TEST(AttentionModelKernels, RowNumsMatchesScalarOnEveryLevel) {
-  uint64_t seed = 11;
+  uint64_t seed = TestSeed(11, "AttentionModelKernels.RowNumsMatchesScalarOnEveryLevel");
   const Isa saved = ActiveIsa();
   for (size_t dv : {size_t{1}, size_t{5}, size_t{64}, size_t{67}, size_t{128}, size_t{200}}) {
     const size_t sk = 300;
@@ -181,7 +182,7 @@ TEST(AttentionModelKernels, RowNumsBf16ProductsMatchesScalar) {
   // NumArgs::bf16_products: the float32 FMA form against the binary64 scalar loop, with weights
   // and V values of every exponent (subnormal and huge products, sums that cancel, small terms
   // next to large sums: each case of the proof in attention_model_kernels.h).
-  uint64_t seed = 99;
+  uint64_t seed = TestSeed(99, "AttentionModelKernels.RowNumsBf16ProductsMatchesScalar");
   const Isa saved = ActiveIsa();
   for (int trial = 0; trial < 60; ++trial) {
     const size_t dv = trial % 3 == 0 ? 128 : trial % 3 == 1 ? 40 : 16 * 9 + 5;
@@ -218,7 +219,7 @@ TEST(AttentionModelKernels, RowNumsBf16ProductsMatchesScalar) {
 TEST(AttentionModelKernels, RowDotsMatchesScalarOnEveryLevel) {
   // dot = sum_c qf_c kd_jc and ab = sum_c |q_c k_jc| from +0 in column order, per (row, key):
   // transposed K (packed tiles, a partial last tile) and row-major K, qf == q and not.
-  uint64_t seed = 21;
+  uint64_t seed = TestSeed(21, "AttentionModelKernels.RowDotsMatchesScalarOnEveryLevel");
   const int64_t nr = 5, d = 40;
   const Isa saved = ActiveIsa();
   for (int64_t sk : {int64_t{7}, int64_t{100}, int64_t{300}}) {
