@@ -14,6 +14,7 @@
 #include "gtest/gtest.h"
 #include "accumulation/fast_eval.h"
 #include "cases/pinned_random.h"
+#include "cases/test_seed.h"
 #include "formats/ops.h"
 #include "oracles/exact_sum.h"
 
@@ -84,7 +85,7 @@ TEST(EvaluateTest, IeeeChainsMatchHostFloat) {
       MakeModel(std::string(kIeeeBase) + "[chain]\nkind = \"split_k\"\nslices = 3\n");
   const Model promote = MakeModel(std::string(kIeeeBase) +
                                   "[chain]\nkind = \"promote\"\nevery = 5\nformat = \"float64\"\n");
-  Rng rng{1};
+  Rng rng{TestSeed(1, "EvaluateTest.IeeeChainsMatchHostFloat")};
   for (int t = 0; t < 3000; ++t) {
     const int k = static_cast<int>(rng.Next() % 40);
     std::vector<float> a(k), b(k);
@@ -161,7 +162,7 @@ TEST(EvaluateTest, NumpyPairwiseSumMatchesReference) {
   const Model m = MakeModel(
       "[inputs]\na = \"float32\"\n[adder]\nkind = \"ieee\"\n[accumulator]\nformat = "
       "\"float32\"\n[chain]\nkind = \"pairwise\"\nleaf = 128\nunroll = 8\nsplit_multiple = 8\n");
-  Rng rng{2};
+  Rng rng{TestSeed(2, "EvaluateTest.NumpyPairwiseSumMatchesReference")};
   for (int t = 0; t < 300; ++t) {
     const int n = 1 + static_cast<int>(rng.Next() % 700);
     std::vector<float> x(n);
@@ -371,7 +372,8 @@ TEST(EvaluateTest, EpilogueRunsGenericAndAgreesAcrossDotMatmulAndBound) {
   const Model m = WithEpilogue(Fused(16, 25, "rtz", "truncate", "bfloat16"));
   EXPECT_FALSE(FastPathEligible(m));
   EXPECT_STREQ(FastPathIneligibleReason(m), "epilogue.c");
-  Rng rng(DeriveSeed(91, {2}));
+  Rng rng(DeriveSeed(
+      TestSeed(91, "EvaluateTest.EpilogueRunsGenericAndAgreesAcrossDotMatmulAndBound"), {2}));
   const int mm = 3, nn = 5, kk = 40;
   auto bf16 = [](float x) { return uint64_t{std::bit_cast<uint32_t>(x) >> 16}; };
   std::vector<uint64_t> a(mm * kk), b(kk * nn), c(mm * nn), d(mm * nn);
@@ -494,45 +496,48 @@ void CheckBounds(const Model& m, const FormatSpec& in, int cases, int max_k, uin
 }
 
 TEST(EvaluateTest, WithinBoundIeeeModels) {
+  const uint64_t seed = TestSeed(11, "EvaluateTest.WithinBoundIeeeModels");
   CheckBounds(MakeModel(std::string(kIeeeBase) + "[chain]\nkind = \"sequential\"\n"), Float32(),
-              2000, 64, 11);
+              2000, 64, seed);
   CheckBounds(MakeModel(std::string(kIeeeBase) +
                         "[chain]\nkind = \"pairwise\"\nleaf = 8\n"),
-              Float32(), 2000, 300, 12);
+              Float32(), 2000, 300, seed + 1);
   CheckBounds(MakeModel(std::string(kIeeeBase) +
                         "[chain]\nkind = \"split_k\"\nslices = 4\norder = \"random\"\n"),
-              Float32(), 2000, 64, 13);
+              Float32(), 2000, 64, seed + 2);
   CheckBounds(MakeModel("[inputs]\na = \"float32\"\nconvert_to = \"tfloat32\"\n"
                         "convert_rounding = \"rtz\"\n[adder]\nkind = \"fma\"\nrounding = \"rtz\"\n"
                         "[accumulator]\nformat = \"float32\"\n[chain]\nkind = \"strided\"\n"
                         "ways = 3\n[output]\nformat = \"bfloat16\"\n"),
-              Float32(), 2000, 64, 14);
+              Float32(), 2000, 64, seed + 3);
 }
 
 TEST(EvaluateTest, WithinBoundFusedModels) {
+  const uint64_t seed = TestSeed(21, "EvaluateTest.WithinBoundFusedModels");
   CheckBounds(MakeModel("[inputs]\na = \"bfloat16\"\n[adder]\nkind = \"fused\"\ngroup = 16\n"
                         "fraction_bits = 25\n[accumulator]\nformat = \"float32\"\n"
                         "[chain]\nkind = \"sequential\"\n"),
-              BFloat16(), 3000, 200, 21);
+              BFloat16(), 3000, 200, seed);
   CheckBounds(MakeModel("[inputs]\na = \"float8_e4m3fn\"\n[adder]\nkind = \"fused\"\ngroup = 32\n"
                         "fraction_bits = 13\n[accumulator]\nformat = \"float32\"\n"
                         "fraction_bits = 13\n[chain]\nkind = \"promote\"\nevery = 128\n"),
-              Float8E4M3FN(), 2000, 400, 22, 7);
+              Float8E4M3FN(), 2000, 400, seed + 1, 7);
   CheckBounds(MakeModel("[inputs]\na = \"float16\"\n[adder]\nkind = \"fused\"\ngroup = 4\n"
                         "fraction_bits = 23\nalignment = \"round_down\"\n"
                         "normalization_rounding = \"rne\"\n[accumulator]\nformat = \"float32\"\n"
                         "[chain]\nkind = \"blocked\"\nblock = 8\n[output]\nformat = \"float16\"\n"),
-              Float16(), 2000, 100, 23, 3);
+              Float16(), 2000, 100, seed + 2, 3);
 }
 
 TEST(EvaluateTest, WithinBoundEpilogue) {
   // The epilogue's add is one more rounding node: c + (chain from +0), fused and IEEE chains,
   // with cancellation (CheckBounds' odd cases) and the epilogue rounding rne or rtz.
   const Model h100 = Fused(16, 25, "rtz", "truncate", "bfloat16");  // nvidia-h100-bf16's G, F.
-  CheckBounds(WithEpilogue(h100), BFloat16(), 1000, 100, 31);
-  CheckBounds(WithEpilogue(h100, "rtz"), BFloat16(), 1000, 100, 32);
+  const uint64_t seed = TestSeed(31, "EvaluateTest.WithinBoundEpilogue");
+  CheckBounds(WithEpilogue(h100), BFloat16(), 1000, 100, seed);
+  CheckBounds(WithEpilogue(h100, "rtz"), BFloat16(), 1000, 100, seed + 1);
   CheckBounds(WithEpilogue(MakeModel(std::string(kIeeeBase) + "[chain]\nkind = \"pairwise\"\n")),
-              Float32(), 1000, 100, 33);
+              Float32(), 1000, 100, seed + 2);
 }
 
 // chain.permutation: the products padded with +0 to a multiple of its length and reordered per
@@ -557,7 +562,7 @@ TEST(EvaluateTest, PermutationReordersEachPaddedBlock) {
   const std::vector<int> interleave = {0, 1, 4, 5, 8, 9, 12, 13, 16, 17, 20, 21, 24, 25, 28, 29,
                                        2, 3, 6, 7, 10, 11, 14, 15, 18, 19, 22, 23, 26, 27, 30, 31};
   const Model ieee = MakeModel(std::string(kIeeeBase) + "[chain]\nkind = \"sequential\"\n");
-  Rng rng(DeriveSeed(92, {1}));
+  Rng rng(DeriveSeed(TestSeed(92, "EvaluateTest.PermutationReordersEachPaddedBlock"), {1}));
   for (const Model& base : {fused, ieee}) {
     const bool bf16 = base.inputs.a == &BFloat16();
     Model m = base;
@@ -598,12 +603,12 @@ TEST(EvaluateTest, WithinBoundPermutation) {
   m.chain.block = 32;
   m.chain.permutation = {0, 1, 4, 5, 8, 9, 12, 13, 16, 17, 20, 21, 24, 25, 28, 29,
                          2, 3, 6, 7, 10, 11, 14, 15, 18, 19, 22, 23, 26, 27, 30, 31};
-  CheckBounds(m, BFloat16(), 1000, 100, 34);
+  CheckBounds(m, BFloat16(), 1000, 100, TestSeed(34, "EvaluateTest.WithinBoundPermutation"));
 }
 
 TEST(EvaluateTest, MatmulLayoutsAgreeWithDot) {
   const Model m = MakeModel(std::string(kIeeeBase) + "[chain]\nkind = \"sequential\"\n");
-  Rng rng{5};
+  Rng rng{TestSeed(5, "EvaluateTest.MatmulLayoutsAgreeWithDot")};
   const int M = 3, N = 4, K = 5;
   std::vector<uint64_t> a(M * K), b(K * N), at(M * K), bt(K * N), d1(M * N), d2(M * N);
   for (int i = 0; i < M; ++i)
@@ -653,8 +658,9 @@ std::string KahanModelText() {
 
 TEST(EvaluateTest, KahanMatchesHostFloatLoop) {
   const Model m = MakeModel(KahanModelText());
+  const uint64_t seed = TestSeed(4001, "EvaluateTest.KahanMatchesHostFloatLoop");
   for (int t = 0; t < 400; ++t) {
-    PinnedRng rng(DeriveSeed(4001, {static_cast<uint64_t>(t)}));
+    PinnedRng rng(DeriveSeed(seed, {static_cast<uint64_t>(t)}));
     const int n = 1 + static_cast<int>(rng.Below(600));
     const int spread = t % 2 == 0 ? 3 : 30;  // Narrow (ties, carries) or wide (swamping).
     std::vector<uint64_t> xb(n), ab(n), bb(n);
@@ -691,14 +697,15 @@ TEST(EvaluateTest, KahanIsMoreAccurateThanPlainSum) {
 
 TEST(EvaluateTest, WithinBoundNewChains) {
   // Kahan: the a posteriori bound of evaluate.cc (Kahan()) against the exact oracle.
-  CheckBounds(MakeModel(KahanModelText()), Float32(), 3000, 300, 31);
+  const uint64_t seed = TestSeed(31, "EvaluateTest.WithinBoundNewChains");
+  CheckBounds(MakeModel(KahanModelText()), Float32(), 3000, 300, seed);
   CheckBounds(MakeModel(KahanModelText() + "[output]\nformat = \"bfloat16\"\n"), Float32(),
-              1000, 100, 32);
+              1000, 100, seed + 1);
   const Model kahan = MakeModel(KahanModelText());
   // The Kahan bound is far below the plain recursive-summation one (n u sum |x|) for long
   // positive sums: below 3u sum |x| (Higham §4.3: 2u + O(n u^2)).
   std::vector<uint64_t> x(5000);
-  PinnedRng rng(DeriveSeed(4002, {}));
+  PinnedRng rng(DeriveSeed(TestSeed(4002, "EvaluateTest.WithinBoundNewChains long sum"), {}));
   double sum_abs = 0;
   for (auto& v : x) {
     v = PinnedF32(rng, 5) & 0x7FFFFFFF;
@@ -711,12 +718,12 @@ TEST(EvaluateTest, WithinBoundNewChains) {
   CheckBounds(MakeModel("[inputs]\na = \"bfloat16\"\ndaz = true\n[adder]\nkind = \"fma\"\n"
                         "ftz = true\n[accumulator]\nformat = \"float32\"\n[chain]\nkind = "
                         "\"simd\"\nlanes = 16\nunit = 2\nunit_order = \"reverse\"\n"),
-              BFloat16(), 2000, 200, 33);
+              BFloat16(), 2000, 200, seed + 2);
   CheckBounds(MakeModel(std::string(kIeeeBase) + "[chain]\nkind = \"cascade\"\nlanes = 8\n"),
-              Float32(), 1000, 3000, 34);
+              Float32(), 1000, 3000, seed + 3);
   CheckBounds(MakeModel(std::string(kIeeeBase) +
                         "[chain]\nkind = \"pairwise\"\nleaf = 4\nchunk = 16\n"),
-              Float32(), 1000, 100, 35);
+              Float32(), 1000, 100, seed + 4);
 }
 
 TEST(EvaluateTest, FtzFlushesStepResultsAndStaysWithinBound) {
@@ -756,12 +763,13 @@ TEST(EvaluateTest, AdderDazReadsSubnormalAccumulatorAsZero) {
 TEST(EvaluateTest, SimdLanesMatchHostLoop) {
   // 4 lanes, units of 3 products added last-first, reduced by halving / sequentially / as a tree;
   // the tail is zero-padded. Host re-implementation in float32 (plain adds: product rounded).
+  const uint64_t seed = TestSeed(4003, "EvaluateTest.SimdLanesMatchHostLoop");
   for (const char* reduce : {"halving", "sequential", "pairwise"}) {
     const Model m = MakeModel(std::string(kIeeeBase) +
                               "[chain]\nkind = \"simd\"\nlanes = 4\nunit = 3\nunit_order = "
                               "\"reverse\"\nreduce = \"" + reduce + "\"\n");
     for (int t = 0; t < 200; ++t) {
-      PinnedRng rng(DeriveSeed(4003, {static_cast<uint64_t>(t)}));
+      PinnedRng rng(DeriveSeed(seed, {static_cast<uint64_t>(t)}));
       const int n = 1 + static_cast<int>(rng.Below(100));
       std::vector<uint64_t> ab(n), bb(n);
       std::vector<float> p(n);
@@ -887,8 +895,9 @@ void CheckCascade(uint64_t seed) {
 }
 
 TEST(EvaluateTest, CascadeMatchesIndependentTorchSum) {
-  CheckCascade<8>(4004);
-  CheckCascade<16>(4005);
+  const uint64_t seed = TestSeed(4004, "EvaluateTest.CascadeMatchesIndependentTorchSum");
+  CheckCascade<8>(seed);
+  CheckCascade<16>(seed + 1);
 }
 
 TEST(EvaluateTest, ChunkedPairwiseMatchesReference) {
@@ -898,8 +907,9 @@ TEST(EvaluateTest, ChunkedPairwiseMatchesReference) {
       "[inputs]\na = \"float32\"\n[adder]\nkind = \"ieee\"\n[accumulator]\nformat = "
       "\"float32\"\n[chain]\nkind = \"pairwise\"\nleaf = 128\nunroll = 8\nsplit_multiple = 8\n"
       "chunk = 300\n");
+  const uint64_t seed = TestSeed(4006, "EvaluateTest.ChunkedPairwiseMatchesReference");
   for (int t = 0; t < 100; ++t) {
-    PinnedRng rng(DeriveSeed(4006, {static_cast<uint64_t>(t)}));
+    PinnedRng rng(DeriveSeed(seed, {static_cast<uint64_t>(t)}));
     const int n = static_cast<int>(rng.Below(2000));
     std::vector<uint64_t> xb(n);
     std::vector<float> x(n);
@@ -952,7 +962,8 @@ DotOperands DrawDot(PinnedRng& rng, int k, int e, Draw draw) {
 TEST(EvaluateTest, TreeTakesTheFastPathWithGenericResults) {
   const Model m = ExactFmaModel("kind = \"tree\"\nshape = \"((0 1) (2 3))\"\n");
   EXPECT_TRUE(FastPathEligible(m)) << FastPathIneligibleReason(m);
-  PinnedRng rng(DeriveSeed(4101, {}));
+  PinnedRng rng(
+      DeriveSeed(TestSeed(4101, "EvaluateTest.TreeTakesTheFastPathWithGenericResults"), {}));
   const auto [a, b, c] = DrawDot(rng, 37, 8, PinnedBf16);
   const EvalResult r = *EvaluateDot(m, a, b, c), g = *GenericEvaluateDot(m, a, b, c);
   EXPECT_EQ(r.bits, g.bits);
@@ -970,8 +981,9 @@ TEST(EvaluateTest, TreeMatchesEquivalentPairwise) {
       ExactFmaModel("kind = \"tree\"\nshape = \"(((0 1) (2 3)) ((4 5) (6 7)))\"\n");
   const Model pw = ExactFmaModel("kind = \"pairwise\"\nleaf = 1\n");
   const Model pw_chunk = ExactFmaModel("kind = \"pairwise\"\nleaf = 1\nchunk = 4\n");
+  const uint64_t seed = TestSeed(4102, "EvaluateTest.TreeMatchesEquivalentPairwise");
   for (uint64_t t = 0; t < 300; ++t) {
-    PinnedRng rng(DeriveSeed(4102, {t}));
+    PinnedRng rng(DeriveSeed(seed, {t}));
     // t >= 200: K = 4j + r with r in {0, 1, 2} (a last block of 1 or 2 units when r > 0).
     const int k = t < 100   ? 4
                   : t < 200 ? 8
@@ -998,8 +1010,9 @@ TEST(EvaluateTest, FlatTreeMatchesBlocked) {
                                "[chain]\nkind = \"tree\"\nshape = \"(0 1 2 3 4 5 6)\"\n");
   const Model blocked = MakeModel(std::string(kIeeeBase) + "[chain]\nkind = \"blocked\"\n"
                                   "block = 7\n");
+  const uint64_t seed = TestSeed(4103, "EvaluateTest.FlatTreeMatchesBlocked");
   for (uint64_t t = 0; t < 200; ++t) {
-    PinnedRng rng(DeriveSeed(4103, {t}));
+    PinnedRng rng(DeriveSeed(seed, {t}));
     const int k = static_cast<int>(rng.Below(40));
     const auto [a, b, c] = DrawDot(rng, k, 12, PinnedF32);
     SCOPED_TRACE(testing::Message() << "case " << t << " k " << k);
@@ -1032,8 +1045,9 @@ TEST(EvaluateTest, TreeDiffersFromSequentialByHand) {
 TEST(EvaluateTest, TreePrunesPartialLastBlock) {
   const Model tree =
       MakeModel(std::string(kSumF32) + "[chain]\nkind = \"tree\"\nshape = \"((0 3) (1 2))\"\n");
+  const uint64_t seed = TestSeed(4104, "EvaluateTest.TreePrunesPartialLastBlock");
   for (uint64_t t = 0; t < 200; ++t) {
-    PinnedRng rng(DeriveSeed(4104, {t}));
+    PinnedRng rng(DeriveSeed(seed, {t}));
     const int n = static_cast<int>(rng.Below(30));
     std::vector<uint64_t> xb(n);
     std::vector<float> x(n);
@@ -1074,7 +1088,7 @@ TEST(EvaluateTest, DeepestTreeEvaluates) {
   const Model tree = MakeModel(std::string(kSumF32) + "[chain]\nkind = \"tree\"\nshape = \"" +
                                shape + "\"\n");
   ASSERT_EQ(tree.chain.tree_units, kM);
-  PinnedRng rng(DeriveSeed(4109, {}));
+  PinnedRng rng(DeriveSeed(TestSeed(4109, "EvaluateTest.DeepestTreeEvaluates"), {}));
   std::vector<uint64_t> xb(kM);
   std::vector<float> x(kM);
   for (int i = 0; i < kM; ++i) {
@@ -1121,17 +1135,18 @@ void CheckTreeBound(const Model& m, const FormatSpec& in, int cases, int max_k, 
 }
 
 TEST(EvaluateTest, WithinBoundTree) {
+  const uint64_t seed = TestSeed(4105, "EvaluateTest.WithinBoundTree");
   CheckTreeBound(ExactFmaModel("kind = \"tree\"\nshape = \"((0 (1 2)) (3 4 5) 6)\"\n"), BFloat16(),
-                 1000, 60, 4105);
+                 1000, 60, seed);
   CheckTreeBound(MakeModel(std::string(kIeeeBase) +
                            "[chain]\nkind = \"tree\"\nshape = \"(3 (1 0) 2)\"\n"
                            "[output]\nformat = \"bfloat16\"\n"),
-                 Float32(), 1000, 60, 4106);
+                 Float32(), 1000, 60, seed + 1);
   // Fused units (G = 4): a leaf is one fused group from +0.
   CheckTreeBound(MakeModel("[inputs]\na = \"float16\"\n[adder]\nkind = \"fused\"\ngroup = 4\n"
                            "fraction_bits = 23\n[accumulator]\nformat = \"float32\"\n"
                            "[chain]\nkind = \"tree\"\nshape = \"((0 1) 2)\"\n"),
-                 Float16(), 1000, 50, 4107);
+                 Float16(), 1000, 50, seed + 2);
 }
 
 // A fused tree leaf is one fused step of its unit's G = 4 products from +0 (g_j: the sequential
@@ -1143,8 +1158,9 @@ TEST(EvaluateTest, FusedTreeLeafIsOneGroupFromZero) {
   const Model tree = MakeModel(fused + "[chain]\nkind = \"tree\"\nshape = \"(0 1 2)\"\n");
   const Model one = MakeModel(fused + "[chain]\nkind = \"sequential\"\n");
   const Model add = MakeModel(std::string(kSumF32) + "[chain]\nkind = \"sequential\"\n");
+  const uint64_t seed = TestSeed(4108, "EvaluateTest.FusedTreeLeafIsOneGroupFromZero");
   for (uint64_t t = 0; t < 100; ++t) {
-    PinnedRng rng(DeriveSeed(4108, {t}));
+    PinnedRng rng(DeriveSeed(seed, {t}));
     const int k = 1 + static_cast<int>(rng.Below(12));  // One block, 1..3 units.
     const auto [a, b, c] = DrawDot(rng, k, 6, [](PinnedRng& r, int e) {
       return Convert(Float32(), Float16(), PinnedF32(r, e), OpEnv{}).bits;
