@@ -11,6 +11,7 @@
 #include "accumulation/evaluate.h"
 #include "accumulation/model.h"
 #include "cases/pinned_random.h"
+#include "cases/test_seed.h"
 #include "formats/ops.h"
 #include "oracles/exact_sum.h"
 
@@ -56,6 +57,7 @@ uint64_t OracleDot(const FormatSpec& fa, const std::vector<uint64_t>& a, const F
 }
 
 TEST(EvaluateIntegerTest, DotsAreExactThenRoundedOnce) {
+  // Pinned: in_range of int8 x int8 -> float16 is 57 here, 51..70 over 100 seeds: near the 50.
   PinnedRng rng(26);
   const struct {
     const char* a;
@@ -137,7 +139,7 @@ TEST(EvaluateIntegerTest, SaturatingOutputBoundIsTheError) {
 }
 
 TEST(EvaluateIntegerTest, MatmulIsTheDots) {
-  PinnedRng rng(3);
+  PinnedRng rng(TestSeed(3, "EvaluateIntegerTest.MatmulIsTheDots"));
   const Model m = IntegerModel("int8", "uint8", "float32");
   const int mm = 5, n = 7, k = 300;
   const std::vector<uint64_t> a = RandomBytes(rng, mm * k), b = RandomBytes(rng, k * n);
