@@ -22,6 +22,7 @@
 #include "gtest/gtest.h"
 #include "accumulation/evaluate.h"
 #include "cases/pinned_random.h"
+#include "cases/test_seed.h"
 #include "formats/ops.h"
 #include "oracles/exact_sum.h"
 
@@ -106,6 +107,7 @@ uint64_t Random(const FormatSpec& f, PinnedRng& rng, int e, bool positive = fals
 }
 
 TEST(DotBoundTest, EveryAcceptedPresetWithinBound) {
+  const uint64_t seed = TestSeed(0xD07B0D, "DotBoundTest.EveryAcceptedPresetWithinBound");
   int accepted = 0, refused = 0, checked = 0;
   std::vector<std::string> refused_names;
   for (const std::filesystem::path& path : Presets()) {
@@ -133,7 +135,7 @@ TEST(DotBoundTest, EveryAcceptedPresetWithinBound) {
       if (n == 1) ++accepted;
       SCOPED_TRACE(testing::Message() << m.name << " n " << n);
       EXPECT_GE(db->rel, 0.0);
-      PinnedRng rng(DeriveSeed(0xD07B0D, {static_cast<uint64_t>(n), std::hash<std::string>{}(m.name)}));
+      PinnedRng rng(DeriveSeed(seed, {static_cast<uint64_t>(n), std::hash<std::string>{}(m.name)}));
       for (int t = 0; t < 12; ++t) {
         std::vector<uint64_t> a(n), b(n);
         const int kind = t % 6;
