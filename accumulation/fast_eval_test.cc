@@ -21,6 +21,7 @@
 #include "accumulation/model.h"
 #include "base/isa.h"
 #include "cases/pinned_random.h"
+#include "cases/test_seed.h"
 #include "formats/ops.h"
 #include "gtest/gtest.h"
 
@@ -31,7 +32,11 @@
 namespace fpconform {
 namespace {
 
-constexpr uint64_t kSeed = 20261129;
+// The seed every draw below derives from: FPCONFORM_SEED when set, else 20261129.
+uint64_t Seed() {
+  static const uint64_t seed = TestSeed(20261129, "fast_eval_test");
+  return seed;
+}
 
 std::vector<Model> Presets() {
   std::vector<std::string> paths;
@@ -196,7 +201,7 @@ long CheckDots(const Model& m, int count) {
     const int n = index < static_cast<int>(lengths.size()) ? lengths[index]
                                                            : lengths[index % 301];
     const Profile prof = static_cast<Profile>(index % kProfiles);
-    const uint64_t seed = DeriveSeed(kSeed, {model_key, static_cast<uint64_t>(index)});
+    const uint64_t seed = DeriveSeed(Seed(), {model_key, static_cast<uint64_t>(index)});
     const Case cs = MakeCase(m, n, prof, seed);
     EvalOptions opt;
     opt.want_bound = (index % 5) != 4;
@@ -286,7 +291,7 @@ void CheckMatmul(const Model& m) {
       shapes.emplace_back(7, 35, 203, kNarrow, Inputs::kTinyProducts);
     }
     for (const auto& [mm, nn, kk, prof, kind] : shapes) {
-      PinnedRng rng(DeriveSeed(kSeed, {model_key, 999, uint64_t(mm), uint64_t(kk)}));
+      PinnedRng rng(DeriveSeed(Seed(), {model_key, 999, uint64_t(mm), uint64_t(kk)}));
       std::vector<uint64_t> a(size_t(mm) * kk), b(size_t(kk) * nn), c(size_t(mm) * nn);
       const int half_emin = Emin(m.FinalAccumulatorFormat()) / 2;
       const auto tiny = [&](const FormatSpec& f) {
@@ -760,8 +765,8 @@ TEST(FastEvalTest, Float64MatmulAcrossBlocksMatchesGeneric) {
     for (Profile prof : {kNarrow, kZerosSubnormals, kWide}) {
       SCOPED_TRACE(m.name + " profile " + std::to_string(prof));
       constexpr int kM = 5, kN = 19, kK = 1000;
-      PinnedRng rng(DeriveSeed(kSeed, {4242, std::hash<std::string>{}(m.name) & 0xFFFF,
-                                       static_cast<uint64_t>(prof)}));
+      PinnedRng rng(DeriveSeed(Seed(), {4242, std::hash<std::string>{}(m.name) & 0xFFFF,
+                                        static_cast<uint64_t>(prof)}));
       std::vector<uint64_t> a(size_t(kM) * kK), b(size_t(kK) * kN), c(size_t(kM) * kN);
       for (auto& x : a) x = Draw(rng, Float64(), prof);
       for (auto& x : b) x = Draw(rng, Float64(), prof);
@@ -988,7 +993,7 @@ TEST(FastEvalTest, WhitelistRejectsWhatItDoesNotImplement) {
 // hands such calls to the generic one.
 TEST(FastEvalTest, NonDefaultMxcsrDelegates) {
   const Model m = *LoadModelFile(std::string(FPCONFORM_MODELS_SOURCE_DIR) + "/cuda-f32-fma.toml");
-  const Case cs = MakeCase(m, 100, kZerosSubnormals, DeriveSeed(kSeed, {77}));
+  const Case cs = MakeCase(m, 100, kZerosSubnormals, DeriveSeed(Seed(), {77}));
   const unsigned saved = _mm_getcsr();
   _mm_setcsr(saved | 0x8000u | 0x6000u);  // FZ, RC = toward zero.
   // The generic bound's double arithmetic follows MXCSR too: compare under the same state.
@@ -1007,7 +1012,7 @@ TEST(FastEvalTest, NonDefaultMxcsrDelegates) {
 // path, with the same results; the detected level takes the fast path again.
 TEST(FastEvalTest, PortableIsaDelegates) {
   const Model m = *LoadModelFile(std::string(FPCONFORM_MODELS_SOURCE_DIR) + "/cuda-f32-fma.toml");
-  const Case cs = MakeCase(m, 100, kNarrow, DeriveSeed(kSeed, {78}));
+  const Case cs = MakeCase(m, 100, kNarrow, DeriveSeed(Seed(), {78}));
   const EvalResult gen = *GenericEvaluateDot(m, cs.a, cs.b, cs.c);
   const Isa saved = ActiveIsa();
   ASSERT_TRUE(SetActiveIsa(Isa::kPortable).ok());
@@ -1080,7 +1085,7 @@ TEST(FastEvalTest, FusedTilesMatchGenericAtTheFloat32Range) {
     const FormatSpec& fb = *m.inputs.b;
     const FormatSpec& fc = m.FinalAccumulatorFormat();
     const int g = m.adder.group;
-    PinnedRng rng(DeriveSeed(kSeed, {uint64_t(g), uint64_t(Emax(fa)), 4242}));
+    PinnedRng rng(DeriveSeed(Seed(), {uint64_t(g), uint64_t(Emax(fa)), 4242}));
     for (int kase = 0; kase < 3; ++kase) {
       if (kase == 1 && Emax(fa) + Emax(fb) < 130) continue;  // Products cannot pass 2^128.
       SCOPED_TRACE("case " + std::to_string(kase));
@@ -1163,7 +1168,7 @@ TEST(FastEvalTest, FusedOverflowMatchesGenericOnEveryIsa) {
       const FormatSpec& fb = *m.inputs.b;
       const FormatSpec& fc = m.FinalAccumulatorFormat();
       const int g = m.adder.group;
-      PinnedRng rng(DeriveSeed(kSeed, {uint64_t(g), 2929}));
+      PinnedRng rng(DeriveSeed(Seed(), {uint64_t(g), 2929}));
       const int mm = 5, nn = 16, kk = 2 * g + g / 2;
       std::vector<uint64_t> a(size_t(mm) * kk), b(size_t(kk) * nn), c(size_t(mm) * nn);
       for (int i = 0; i < mm; ++i) {
