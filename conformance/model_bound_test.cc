@@ -12,8 +12,9 @@
 // inputs.convert_to get float32 bits (their inputs.a) and convert them themselves; the bound
 // covers that conversion. c is in FinalAccumulatorFormat() (+0 in a quarter of the cases).
 // Lengths: half in 1..32, a third in 33..128, the rest in 129..300; 3 in every 1000 cases are
-// 1024..4096 long. Case i of model m draws from PinnedRng(DeriveSeed(kSeed, {m, i, op})), m the
-// index of the file in the sorted directory listing, so a failure is replayed from (m, i).
+// 1024..4096 long. Case i of model m draws from PinnedRng(DeriveSeed(Seed(), {m, i, op})), m the
+// index of the file in the sorted directory listing, so a failure is replayed from (m, i) and
+// the seed (FPCONFORM_SEED when set, else 20261129).
 //
 // The check: |result - exact| <= bound, computed exactly: the exact sum minus the result, rounded
 // away from zero to float64 (never smaller than the true difference). Results that are Inf or
@@ -43,6 +44,7 @@
 #include "accumulation/model.h"
 #include "accumulation/model_catalog.h"
 #include "cases/pinned_random.h"
+#include "cases/test_seed.h"
 #include "formats/format_spec.h"
 #include "formats/ops.h"
 #include "gtest/gtest.h"
@@ -51,7 +53,11 @@
 namespace fpconform {
 namespace {
 
-constexpr uint64_t kSeed = 20261129;
+// The seed every case derives from: FPCONFORM_SEED when set, else 20261129.
+uint64_t Seed() {
+  static const uint64_t seed = TestSeed(20261129, "model_bound_test");
+  return seed;
+}
 constexpr int kMaxPrintedFailures = 4;
 
 enum class Dist : int { kNormal, kUniform01, kUniformSym, kLogUniform, kCancel, kCount };
@@ -218,7 +224,7 @@ void RunModel(const Model& m, uint64_t model_index, bool is_sum, int cases, Mode
   const FormatSpec& facc = m.FinalAccumulatorFormat();
   const FormatSpec& fout = *m.output.format;
   for (int i = 0; i < cases; ++i) {
-    const uint64_t seed = DeriveSeed(kSeed, {model_index, static_cast<uint64_t>(i), is_sum});
+    const uint64_t seed = DeriveSeed(Seed(), {model_index, static_cast<uint64_t>(i), is_sum});
     PinnedRng rng(seed);
     const Case k = DrawCase(m, is_sum, rng, i);
     EvalOptions opt;
@@ -230,7 +236,7 @@ void RunModel(const Model& m, uint64_t model_index, bool is_sum, int cases, Mode
     ++rep.per_dist[static_cast<int>(k.dist)];
     auto describe = [&] {
       return absl::StrCat(m.name, is_sum ? " sum" : " dot", " seed=0x", absl::Hex(seed),
-                          " (kSeed=", kSeed, ", model index ", model_index, ", case ", i,
+                          " (seed ", Seed(), ", model index ", model_index, ", case ", i,
                           ") dist=", kDistNames[static_cast<int>(k.dist)], " n=", k.a.size(),
                           "\n  c=0x", absl::Hex(k.c), "\n  a=", Hex(k.a),
                           is_sum ? "" : absl::StrCat("\n  b=", Hex(k.b)));
