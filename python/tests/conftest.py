@@ -1,11 +1,13 @@
 """Shared fixtures of the fpconform pytest suite: the CLI whose results the package must match
 bit for bit ($FPCONFORM_CLI, else <build>/cli/fpconform next to a build tree's python/), and a
-helper that runs it; rng, and the bfloat16 inputs several files share (bf16, bf16_matmul, heads);
-save (an array into a .npy file) and sdpa64 (a float64 NumPy attention reference)."""
+helper that runs it; random_seed (the seed of a randomized test: $FPCONFORM_SEED or the test's
+default), rng, and the bfloat16 inputs several files share (bf16, bf16_matmul, heads); save (an
+array into a .npy file) and sdpa64 (a float64 NumPy attention reference)."""
 
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import ml_dtypes
@@ -66,9 +68,51 @@ def fpc(cli):
     return Cli(cli)
 
 
+def _env_seed():
+    """$FPCONFORM_SEED as an integer (decimal, or hex with 0x), or None where it is unset or empty."""
+    text = os.environ.get("FPCONFORM_SEED", "")
+    if not text:
+        return None
+    try:
+        seed = int(text, 0)
+    except ValueError:
+        seed = -1
+    if not 0 <= seed < 2**64:
+        raise pytest.UsageError(f"FPCONFORM_SEED={text!r}: expected an integer in [0, 2^64), decimal or 0x hex")
+    return seed
+
+
+def pytest_configure(config):
+    _env_seed()  # An unparsable FPCONFORM_SEED stops the run before the first test.
+
+
+def pytest_report_header(config):
+    seed = _env_seed()
+    return f"FPCONFORM_SEED={seed}" if seed is not None else "FPCONFORM_SEED unset: each test's default seed"
+
+
+def random_seed(default):
+    """The seed of a randomized test's inputs: $FPCONFORM_SEED when set and not empty, else default
+    (the C++ tests' TestSeed, cases/test_seed.h). Printed as TestSeed prints it: pytest shows the
+    line with a failed test's captured output."""
+    seed = _env_seed()
+    seed = default if seed is None else seed
+    test = os.environ.get("PYTEST_CURRENT_TEST", "pytest").rsplit(" (", 1)[0]
+    print(f"{test}: seed {seed} (FPCONFORM_SEED={seed} replays it)", file=sys.stderr)
+    return seed
+
+
+RNG_SEED = 20261201  # The rng fixture's default seed.
+
+
 @pytest.fixture
-def rng():
-    return np.random.default_rng(20261201)
+def rng_seed():
+    return random_seed(RNG_SEED)
+
+
+@pytest.fixture
+def rng(rng_seed):
+    return np.random.default_rng(rng_seed)
 
 
 def bf16(x):
