@@ -23,6 +23,7 @@ import numpy as np
 import pytest
 
 import fpconform
+from conftest import random_seed
 from fpconform import blas
 
 BLAS_PY = Path(blas.__file__).resolve()
@@ -118,6 +119,7 @@ def make_pairs(seed, shapes, dtype):
 @pytest.mark.parametrize("dtype,count,seed", [(np.float32, 1000, 11), (np.float64, 60, 12)])
 def test_pypi_numpy_openblas_bit_exact(dtype, count, seed):
     info = skylakex_openblas()
+    seed = random_seed(seed)
     shapes = assorted_shapes(np.random.default_rng(seed), count)
     if dtype == np.float64:
         shapes = [(m, k, max(8, n // 8 * 8)) for m, k, n in shapes]  # n % 8 == 0 (see blas.py).
@@ -132,14 +134,15 @@ def test_pypi_numpy_openblas_bit_exact(dtype, count, seed):
 
 def test_pypi_numpy_openblas_one_thread(tmp_path):
     skylakex_openblas()
-    rng = np.random.default_rng(21)
+    seed = random_seed(21)
+    rng = np.random.default_rng(seed)
     # m*n*k >= 28*512*512: past the direct kernel, so one thread means level3.c's K partition.
     shapes = []
     for _ in range(100):
         m, n = int(rng.integers(8, 97)), int(rng.integers(8, 97))
         kmin = 28 * 512 * 512 // (m * n) + 1
         shapes.append((m, int(rng.integers(kmin, kmin + 1500)), n))
-    pairs = make_pairs(22, shapes, np.float32)
+    pairs = make_pairs(seed + 1, shapes, np.float32)
     info, outputs = run_child(sys.executable, tmp_path, pairs, {"OPENBLAS_NUM_THREADS": "1"})
     assert info["threads"] == 1, info
     checked, skipped, bad = check(pairs, outputs, info, np.float32)
@@ -154,7 +157,7 @@ def test_pypi_numpy_openblas_one_thread(tmp_path):
 def test_wrong_preset_is_caught():
     info = skylakex_openblas()
     shapes = [(64, 1000, 64), (40, 2000, 33), (96, 700, 50)]
-    pairs = make_pairs(31, shapes, np.float32)
+    pairs = make_pairs(random_seed(31), shapes, np.float32)
     outputs = [a @ b for a, b in pairs]
     for wrong in ("numpy-openblas-skylakex-f32-small", "cpu-f32-seq", "numpy-refblas-f32"):
         _, _, bad = check(pairs, outputs, info, np.float32, choose=lambda *a, **k: (wrong, "mutated"))
@@ -169,6 +172,7 @@ def test_debian_numpy_reference_blas_bit_exact(tmp_path, dtype, count, seed):
     if not os.path.exists(DEBIAN_PYTHON) or subprocess.run(
             [DEBIAN_PYTHON, "-c", "import numpy"], capture_output=True).returncode != 0:
         pytest.skip("Debian's python3-numpy (/usr/bin/python3) is not installed")
+    seed = random_seed(seed)
     rng = np.random.default_rng(seed)
     shapes = [(int(rng.integers(2, 40)), int(rng.integers(1, 1500)), int(rng.integers(2, 40)))
               for _ in range(count)]
