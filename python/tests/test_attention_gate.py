@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import fpconform
-from conftest import save
+from conftest import RNG_SEED, save
 
 BF16 = ml_dtypes.bfloat16
 FA2 = "flash-attention2-cuda-bf16"
@@ -30,7 +30,7 @@ def loose_criterion(out, ref):
     return bool(np.all(np.abs(out - ref) <= 0.15 + 0.04 * np.abs(ref)))
 
 
-def test_gate_fails_a_wrong_kernel_that_a_loose_tolerance_passes(rng):
+def test_gate_fails_a_wrong_kernel_that_a_loose_tolerance_passes(rng, rng_seed):
     q, k, v = small_outputs(rng)
     # float32 (binary64 would need MPFR for most elements: ~30 s here); NumPy's figures below on
     # it agree with the audit's (on the exact values) to ~1e-7.
@@ -58,8 +58,10 @@ def test_gate_fails_a_wrong_kernel_that_a_loose_tolerance_passes(rng):
     assert g["sigma"] == pytest.approx(np.linalg.norm(exact - exact.mean()), rel=1e-6)
     assert g["elements"] == exact.size and g["excluded"] == 0
     assert "Aggregate against flash-attention2-cuda-bf16 over 65536 finite elements: FAIL" in str(r)
-    # The figures reports/AUDIT.md quotes ("Aggregate gate").
-    assert (round(g["rel_l2"], 3), round(g["rel_l2_limit"], 5), round(g["correlation"], 4)) == (1.296, 0.09802, 0.1530)
+    # The figures reports/AUDIT.md quotes ("Aggregate gate"): pinned, they are the default seed's draw.
+    if rng_seed == RNG_SEED:
+        assert (round(g["rel_l2"], 3), round(g["rel_l2_limit"], 5), round(g["correlation"], 4)) == \
+            (1.296, 0.09802, 0.1530)
 
 
 @pytest.mark.parametrize("platform", ["flash-attention2-cuda-bf16", "nki-flash-fwd-bf16", "torch-math-sdpa-cpu-bf16"])
