@@ -257,19 +257,29 @@ std::string ReductionOp::Diagnose(int64_t e, size_t p, OpScratch& scratch,
   // is the better explanation.
   if (scaled_ && !operands_scaled_ && nonzero) {
     const double sa = ScaleA(e), sb = ScaleB(e);
-    if (sa != 1 && holds(x / sa)) return "FP8 scale_a missing (out = exact / scale_a)";
-    if (sb != 1 && holds(x / sb)) return "FP8 scale_b missing (out = exact / scale_b)";
-    if (holds(x / s)) return "both scales missing (out = exact / (scale_a scale_b))";
+    if (sa != 1 && rel.Holds(x / sa, 1 / sa)) return "FP8 scale_a missing (out = exact / scale_a)";
+    if (sb != 1 && rel.Holds(x / sb, 1 / sb)) return "FP8 scale_b missing (out = exact / scale_b)";
+    if (rel.Holds(x / s, 1 / s)) return "both scales missing (out = exact / (scale_a scale_b))";
   }
-  if (block_scaled_ && nonzero) {
+  // Block scales left out: the kernel ran the model's chain on the unscaled products, whose error
+  // is bounded by that chain's own bound (the model evaluated with every scale 1), not by the
+  // scaled output's. Tried also where the exact value lies within the bound of zero (the guard of
+  // the relations around the exact value): the unscaled sum is another value, 1 / scale times as
+  // large. E.g. an exact 0.0776 with a bound of 0.134, the output 9.875, the unscaled sum 9.9375
+  // (chain bound 17.2).
+  if (block_scaled_) {
     ExactAccumulator unscaled;
     unscaled.AddDot(*fa_, sc.as, *fb_, sc.bs);
     if (c_format_ != nullptr) unscaled.Add(*c_format_, sc.c);
-    if (unscaled.IsFinite()) {
+    const absl::StatusOr<EvalResult> chain =
+        EvaluateDot(*models_[p], sc.as, sc.bs, sc.c, EvalOptions{});
+    if (unscaled.IsFinite() && chain.ok()) {
       Mpfr v;
       unscaled.ToMpfr(v.v);
       const double u = mpfr_get_d(v.v, MPFR_RNDN);
-      if (holds(u)) return "block scales not applied (out = the unscaled sum_k A[i,k] B[k,j])";
+      if (Relation(out, yd, chain->bound).Holds(u)) {
+        return "block scales not applied (out = the unscaled sum_k A[i,k] B[k,j])";
+      }
     }
   }
   if (nonzero) {

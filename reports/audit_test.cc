@@ -15,6 +15,7 @@
 #include "gtest/gtest.h"
 #include "oracles/exact_sum.h"
 #include "reports/audit_test_util.h"
+#include "reports/audit_values.h"
 
 namespace fpconform::reports {
 namespace {
@@ -638,6 +639,23 @@ TEST(AuditText, PercentagesKeepTheirDigits) {
               std::string::npos)
         << text;
   }
+}
+
+// A candidate "the output is f times a conforming one" is tested with |f| times the slack: a
+// doubled output may lie twice the slack from 2x, a halved one only half of it from x / 2.
+TEST(AuditRelationTest, ScaledCandidatesScaleTheSlack) {
+  using audit_internal::Relation;
+  const double x = 1.0, slack = 0x1p-10;  // Far above half an ulp of float32 at 2 (2^-23).
+  EXPECT_TRUE(Relation(Float32(), 2 * x + 1.5 * slack, slack).Holds(2 * x, 2));
+  EXPECT_FALSE(Relation(Float32(), 2 * x + 1.5 * slack, slack).Holds(2 * x));
+  EXPECT_EQ(Relation(Float32(), 2 * x + 1.5 * slack, slack).PowerOfTwo(x),
+            "off by a factor of 2^1 (doubled)");
+  EXPECT_TRUE(Relation(Float32(), x / 2 + 0.4 * slack, slack).Holds(x / 2, 0.5));
+  EXPECT_FALSE(Relation(Float32(), x / 2 + 0.75 * slack, slack).Holds(x / 2, 0.5));
+  EXPECT_EQ(Relation(Float32(), x / 2 + 0.75 * slack, slack).PowerOfTwo(x), "");
+  EXPECT_EQ(Relation(Float32(), x / 2 + 0.4 * slack, slack).PowerOfTwo(x),
+            "off by a factor of 2^-1 (halved)");
+  EXPECT_TRUE(Relation(Float32(), 8 * x - 7 * slack, slack).Holds(8 * x, -8));  // |factor|.
 }
 
 }  // namespace

@@ -48,14 +48,20 @@ std::vector<int64_t> Unflatten(int64_t e, const std::vector<int64_t>& shape) {
   return index;
 }
 
-bool Relation::Holds(double r) const {
-  return std::isfinite(r) && std::fabs(y_ - r) <= (slack_ + HalfUlpAt(out_, std::fabs(r))) * (1 + 0x1p-40);
+bool Relation::Holds(double r, double factor) const {
+  return std::isfinite(r) &&
+         std::fabs(y_ - r) <=
+             (slack_ * std::fabs(factor) + HalfUlpAt(out_, std::fabs(r))) * (1 + 0x1p-40);
 }
 
 std::string Relation::PowerOfTwo(double x) const {
   for (int k = 1; k <= 8; ++k) {
-    if (Holds(std::ldexp(x, k))) return Cat("off by a factor of 2^", k, k == 1 ? " (doubled)" : "");
-    if (Holds(std::ldexp(x, -k))) return Cat("off by a factor of 2^-", k, k == 1 ? " (halved)" : "");
+    if (Holds(std::ldexp(x, k), std::ldexp(1.0, k))) {
+      return Cat("off by a factor of 2^", k, k == 1 ? " (doubled)" : "");
+    }
+    if (Holds(std::ldexp(x, -k), std::ldexp(1.0, -k))) {
+      return Cat("off by a factor of 2^-", k, k == 1 ? " (halved)" : "");
+    }
   }
   return "";
 }

@@ -41,12 +41,15 @@ std::string ShapeText(const std::vector<int64_t>& shape);
 std::vector<int64_t> Unflatten(int64_t e, const std::vector<int64_t>& shape);
 // The diagnoses' test of a candidate value r for an unexplained output y (a value of `out`): r
 // "holds" when |y - r| <= (slack + half an ulp of out at |r|) (1 + 2^-40), slack the platform's
-// bound for the element (NaN counts as 0).
+// bound for the element (NaN counts as 0). A candidate that says "the kernel's output is
+// `factor` times a conforming one" (r = factor x: a scale left out, a power of two) is tested with
+// |factor| slack: a conforming output may lie `slack` from x, so `factor` times it lies up to
+// |factor| slack from r.
 class Relation {
  public:
   Relation(const FormatSpec& out, double y, double slack)
       : out_(out), y_(y), slack_(slack == slack ? slack : 0) {}
-  bool Holds(double r) const;
+  bool Holds(double r, double factor = 1) const;
   // "off by a factor of 2^k (doubled)", "... 2^-k (halved)" for the first k in 1..8 with
   // y = 2^+-k x; "" when none holds.
   std::string PowerOfTwo(double x) const;

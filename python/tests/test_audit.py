@@ -135,8 +135,9 @@ def test_audit_matmul_block_scales(fpc, tmp_path, rng):
     # The scales forgotten: every element unexplained, and said so.
     r = fpconform.audit_matmul(a, b, acc, platform="nvidia-h100-fp8e4m3-deepgemm", scale_a=sa, scale_b=sb,
                                tolerance=False)
-    assert r.verdict == "fail"
-    assert "block scales not applied" in r.elements[0]["diagnosis"], r.elements[0]
+    assert r.verdict == "fail" and r.counts["unexplained"] == 12
+    for e in r.elements:
+        assert "block scales not applied" in e["diagnosis"], e
     with pytest.raises(ValueError, match=r"expected \[3, 3\], one per K block and column of B"):
         fpconform.audit_matmul(a, b, out, platform="nvidia-h100-fp8e4m3-deepgemm", scale_a=sa, scale_b=sb.T[:2],
                                tolerance=False)
