@@ -16,8 +16,9 @@ FA2 = "flash-attention2-cuda-bf16"
 
 
 def small_outputs(rng, h=1, s=1024, d=64):
-    """bfloat16 Q, K, V whose attention outputs are all below 0.075 in magnitude (a flat softmax
-    over 1024 keys averages V = N(0, 1/4)): any output of the same size passes atol = 0.15."""
+    """bfloat16 Q, K, V whose attention outputs are small (a flat softmax over 1024 keys averages
+    V = N(0, 1/4)); below 0.075 in magnitude for the default seed's draw, so that any output of
+    the same size passes atol = 0.15."""
     q = (0.5 * rng.standard_normal((h, s, d))).astype(BF16)
     k = rng.standard_normal((h, s, d)).astype(BF16)
     v = (0.5 * rng.standard_normal((h, s, d))).astype(BF16)
@@ -30,7 +31,11 @@ def loose_criterion(out, ref):
     return bool(np.all(np.abs(out - ref) <= 0.15 + 0.04 * np.abs(ref)))
 
 
-def test_gate_fails_a_wrong_kernel_that_a_loose_tolerance_passes(rng, rng_seed):
+def test_gate_fails_a_wrong_kernel_that_a_loose_tolerance_passes():
+    # Pinned to the default seed, not FPCONFORM_SEED: the scenario (a wrong kernel that the loose
+    # tolerance passes) needs every |exact| below 0.075, which this draw has and others need not
+    # (seeds 4, 6, 11 and 19 reach 0.075 to 0.087); reports/AUDIT.md quotes this draw's figures.
+    rng = np.random.default_rng(RNG_SEED)
     q, k, v = small_outputs(rng)
     # float32 (binary64 would need MPFR for most elements: ~30 s here); NumPy's figures below on
     # it agree with the audit's (on the exact values) to ~1e-7.
@@ -58,10 +63,9 @@ def test_gate_fails_a_wrong_kernel_that_a_loose_tolerance_passes(rng, rng_seed):
     assert g["sigma"] == pytest.approx(np.linalg.norm(exact - exact.mean()), rel=1e-6)
     assert g["elements"] == exact.size and g["excluded"] == 0
     assert "Aggregate against flash-attention2-cuda-bf16 over 65536 finite elements: FAIL" in str(r)
-    # The figures reports/AUDIT.md quotes ("Aggregate gate"): pinned, they are the default seed's draw.
-    if rng_seed == RNG_SEED:
-        assert (round(g["rel_l2"], 3), round(g["rel_l2_limit"], 5), round(g["correlation"], 4)) == \
-            (1.296, 0.09802, 0.1530)
+    # The figures reports/AUDIT.md quotes ("Aggregate gate").
+    assert (round(g["rel_l2"], 3), round(g["rel_l2_limit"], 5), round(g["correlation"], 4)) == \
+        (1.296, 0.09802, 0.1530)
 
 
 @pytest.mark.parametrize("platform", ["flash-attention2-cuda-bf16", "nki-flash-fwd-bf16", "torch-math-sdpa-cpu-bf16"])

@@ -36,17 +36,28 @@ def test_audit_elementwise_diagnoses(rng):
     x = (rng.standard_normal(64) * 2 + 0.5).astype(np.float32)
     good = gelu_steps_f32(x)
     tanh_form = (0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x.astype(np.float64) ** 3))))
+    sigmoid = 1 / (1 + np.exp(-x.astype(np.float64)))
+    # Each wrong value planted where it lies farthest from the right one, so that it is an error
+    # on every draw (near some x, -gelu(x), the tanh form or sigmoid(x) lies within the platform's
+    # bound of gelu(x): not an error there).
+    def farthest(wrong, taken):
+        apart = np.abs(np.asarray(wrong, np.float64) - good)
+        apart[list(taken)] = -1
+        return int(np.argmax(apart))
+    f = farthest(-good, [])
+    s = farthest(sigmoid.astype(np.float32), [f])
+    t = farthest(tanh_form.astype(np.float32), [f, s])
     bad = good.copy()
-    bad[3] = -bad[3]
-    bad[5] = np.float32(tanh_form[5])
-    bad[8] = np.float32(1 / (1 + math.exp(-float(x[8]))))  # sigmoid, not gelu
+    bad[f] = -bad[f]
+    bad[t] = np.float32(tanh_form[t])
+    bad[s] = np.float32(1 / (1 + math.exp(-float(x[s]))))  # sigmoid, not gelu
     r = fpconform.audit_elementwise(x, bad, "gelu", platform="torch-cpu-f32")
     assert r.verdict == "fail"
     diag = {e["index"]: e["diagnosis"] for e in r.elements if e["class"] == "unexplained"}
-    assert diag[(3,)].startswith("sign flipped")
-    assert diag[(5,)].startswith("the other GELU form")
-    assert diag[(8,)].startswith("equals sigmoid(x)")
-    assert set(diag) == {(3,), (5,), (8,)}
+    assert diag[(f,)].startswith("sign flipped")
+    assert diag[(t,)].startswith("the other GELU form")
+    assert diag[(s,)].startswith("equals sigmoid(x)")
+    assert set(diag) == {(f,), (t,), (s,)}
 
 
 def test_audit_elementwise_bfloat16_and_errors(rng):
