@@ -3,7 +3,7 @@
 // RTZ) and, for a subset, the exact value itself (ToHexFloat), for random inputs of every narrow
 // format and constructed hard cases. The route counts (exact / corrected / fallback) are printed
 // and checked to be non-zero where the case is built for that route, so a fast path that
-// silently never runs fails the test.
+// silently never runs fails the test. FPCONFORM_SEED draws other random inputs (Stream below).
 //
 // The *Million* tests (label oracle, ctest certified_matmul_million) judge 10^6 random output
 // elements per input format; the rest (label quick) run in about a second.
@@ -17,6 +17,7 @@
 
 #include "base/isa.h"
 #include "cases/pinned_random.h"
+#include "cases/test_seed.h"
 #include "formats/format_spec.h"
 #include "formats/op_env.h"
 #include "gtest/gtest.h"
@@ -115,6 +116,14 @@ CertifiedStats Check(const FormatSpec& fa, const std::vector<uint64_t>& a, const
   return st;
 }
 
+// The random inputs' stream s (the constants 11, 12, 3, 4, 5, 6, 21, 22 below) is Stream(s) =
+// s ^ SplitMix64Mix(seed), the seed FPCONFORM_SEED when set, else 0. SplitMix64Mix(0) is 0, so
+// the default seed draws the same inputs as the constants alone did.
+uint64_t Stream(uint64_t s) {
+  static const uint64_t mask = SplitMix64Mix(TestSeed(0, "certified_matmul_test"));
+  return s ^ mask;
+}
+
 std::vector<uint64_t> Random(const FormatSpec& f, Dist d, uint64_t seed, int64_t count) {
   std::vector<uint64_t> v(static_cast<size_t>(count));
   for (int64_t i = 0; i < count; ++i) v[static_cast<size_t>(i)] = Sample(f, d, seed, static_cast<uint64_t>(i));
@@ -178,7 +187,8 @@ TEST(CertifiedMatmul, RandomFormatsQuick) {
     for (Dist d : {Dist::kNarrow, Dist::kSpread, Dist::kAnyBits, Dist::kSparse}) {
       SCOPED_TRACE(std::string(name) + " dist " + std::to_string(static_cast<int>(d)));
       const int64_t m = 41, n = 23, k = 64;
-      const CertifiedStats st = Check(f, Random(f, d, 11, m * k), f, Random(f, d, 12, n * k), m, n, k);
+      const CertifiedStats st =
+          Check(f, Random(f, d, Stream(11), m * k), f, Random(f, d, Stream(12), n * k), m, n, k);
       Report((std::string(name) + " dist " + std::to_string(static_cast<int>(d))).c_str(), st);
       if (d == Dist::kNarrow && f.d.precision <= 11) {
         EXPECT_GT(st.exact, m * n / 2);
@@ -192,8 +202,8 @@ TEST(CertifiedMatmul, RandomFormatsQuick) {
   for (auto [x, y] : {std::pair{"bfloat16", "float8_e4m3fn"}, {"float16", "float32"}}) {
     const FormatSpec &fa = Fmt(x), &fb = Fmt(y);
     const int64_t m = 17, n = 19, k = 100;
-    const CertifiedStats st = Check(fa, Random(fa, Dist::kSpread, 3, m * k), fb,
-                                    Random(fb, Dist::kSpread, 4, n * k), m, n, k);
+    const CertifiedStats st = Check(fa, Random(fa, Dist::kSpread, Stream(3), m * k), fb,
+                                    Random(fb, Dist::kSpread, Stream(4), n * k), m, n, k);
     Report((std::string(x) + " x " + y).c_str(), st);
   }
 }
@@ -263,7 +273,8 @@ TEST(CertifiedMatmul, LongK) {
   }
   {
     const FormatSpec& f = BFloat16();
-    const CertifiedStats st = Check(f, Random(f, Dist::kNarrow, 5, 3 * k), f, Random(f, Dist::kNarrow, 6, 4 * k), 3, 4, k);
+    const CertifiedStats st = Check(f, Random(f, Dist::kNarrow, Stream(5), 3 * k), f,
+                                    Random(f, Dist::kNarrow, Stream(6), 4 * k), 3, 4, k);
     Report("K=65536 bfloat16 narrow", st);
     EXPECT_EQ(st.fallback, 0);
   }
@@ -280,14 +291,15 @@ TEST(CertifiedMatmulMillion, RandomPerFormat) {
     // 1000 x 1000 outputs, K = 48; rows alternate kNarrow / kSpread, plus kAnyBits rows in A
     // (every 50th row).
     const int64_t m = 1000, n = 1000, k = 48;
+    const uint64_t sa = Stream(21), sb = Stream(22);
     std::vector<uint64_t> a(static_cast<size_t>(m * k)), bt(static_cast<size_t>(n * k));
     for (int64_t i = 0; i < m; ++i) {
       const Dist d = i % 50 == 0 ? Dist::kAnyBits : (i % 2 ? Dist::kSpread : Dist::kNarrow);
-      for (int64_t kk = 0; kk < k; ++kk) a[static_cast<size_t>(i * k + kk)] = Sample(f, d, 21, static_cast<uint64_t>(i * k + kk));
+      for (int64_t kk = 0; kk < k; ++kk) a[static_cast<size_t>(i * k + kk)] = Sample(f, d, sa, static_cast<uint64_t>(i * k + kk));
     }
     for (int64_t j = 0; j < n; ++j) {
       const Dist d = j % 3 == 0 ? Dist::kSpread : Dist::kNarrow;
-      for (int64_t kk = 0; kk < k; ++kk) bt[static_cast<size_t>(j * k + kk)] = Sample(f, d, 22, static_cast<uint64_t>(j * k + kk));
+      for (int64_t kk = 0; kk < k; ++kk) bt[static_cast<size_t>(j * k + kk)] = Sample(f, d, sb, static_cast<uint64_t>(j * k + kk));
     }
     SCOPED_TRACE(name);
     const CertifiedStats st = Check(f, a, f, bt, m, n, k, 97);
