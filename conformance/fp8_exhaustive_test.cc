@@ -41,19 +41,21 @@ Case PairCase(const FormatSpec& f, Op op, uint64_t pair) {
 }
 
 // Checks the one-operand case k of value a (sqrt, convert) in the six modes x {none, sat, ftz,
-// daz}, then in sr<b> for each b of sr_bits with `draws` values of r each (SplitMix64At(a *
-// stride + j, 0), j < draws); returns the number of cases.
+// daz}, then in sr<b> for each b of sr_bits with `draws` values of r each (SplitMix64At((a *
+// stride + j) ^ SplitMix64Mix(seed ^ kDefaultSeed), 0), j < draws: the default seed's mask is
+// 0); returns the number of cases.
 int64_t CheckOneOperandModes(Case& k, uint64_t a, std::initializer_list<int> sr_bits, uint64_t draws,
-                             uint64_t stride, FailureLog& log) {
+                             uint64_t stride, uint64_t seed, FailureLog& log) {
   constexpr EnvVariant kVariants[] = {
       {}, {.saturate = true}, {.flush_to_zero = true}, {.denormals_are_zero = true}};
   int64_t n = CheckModeVariants(k, kDeterministicModes, kVariants, 0, a, log);
+  const uint64_t mask = SplitMix64Mix(seed ^ kDefaultSeed);
   for (int bits : sr_bits) {
     for (uint64_t j = 0; j < draws; ++j) {
       k.env = ModeEnv(Rounding::kStochastic);
       k.env.sr_bits = bits;
-      k.env.sr_random = SplitMix64At(a * stride + j, 0);
-      CheckCase(k, 0, a, log);
+      k.env.sr_random = SplitMix64At((a * stride + j) ^ mask, 0);
+      CheckCase(k, seed, a, log);
       ++n;
     }
   }
@@ -111,13 +113,14 @@ TEST_P(Fp8Exhaustive, BinaryOpsAllPairsEnvVariants) {
 // r each, and ftz/daz.
 TEST_P(Fp8Exhaustive, SqrtAllValuesAllModes) {
   const FormatSpec& f = F();
+  const uint64_t seed = SuiteSeed("fp8 sqrt");
   CheckAll("fp8 sqrt", std::string(f.name) + " sqrt all values x all modes", 256,
            [&](uint64_t a, FailureLog& l) {
              Case k;
              k.f = &f;
              k.op = Op::kSqrt;
              k.a = a;
-             return CheckOneOperandModes(k, a, {1, 2, 3, 4, 8, 32}, 16, 64, l);
+             return CheckOneOperandModes(k, a, {1, 2, 3, 4, 8, 32}, 16, 64, seed, l);
            });
 }
 
@@ -179,6 +182,7 @@ TEST_P(Fp8Exhaustive, FmaAllPairsSpecAddends) {
 // and without sat, and ftz/daz.
 TEST_P(Fp8Exhaustive, ConvertEveryValueToEveryFormat) {
   const FormatSpec& f = F();
+  const uint64_t seed = SuiteSeed("fp8 convert");
   std::vector<const FormatSpec*> targets;
   for (const FormatSpec* t : FloatFormats()) {
     if (t != &f) targets.push_back(t);
@@ -192,7 +196,7 @@ TEST_P(Fp8Exhaustive, ConvertEveryValueToEveryFormat) {
              k.from = &f;
              k.f = targets[i / 256];
              k.a = i % 256;
-             return CheckOneOperandModes(k, k.a, {1, 3, 8}, 4, 16, l);
+             return CheckOneOperandModes(k, k.a, {1, 3, 8}, 4, 16, seed, l);
            });
 }
 
