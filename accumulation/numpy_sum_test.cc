@@ -14,6 +14,7 @@
 #include "accumulation/evaluate.h"
 #include "accumulation/model.h"
 #include "cases/pinned_random.h"
+#include "cases/test_seed.h"
 #include "gtest/gtest.h"
 
 namespace fpconform {
@@ -42,10 +43,7 @@ TEST(NumpySumTest, MatchesRealNumpyBitForBit) {
   absl::StatusOr<Model> model = LoadModelFile(FPCONFORM_MODELS_SOURCE_DIR "/numpy-sum-f32.toml");
   ASSERT_TRUE(model.ok()) << model.status();
 
-  uint64_t seed = 20240601;
-  if (const char* s = std::getenv("FPCONFORM_SEED")) seed = std::strtoull(s, nullptr, 0);
-  std::printf("seed %llu (set FPCONFORM_SEED to replay)\n", static_cast<unsigned long long>(seed));
-  PinnedRng rng(seed);
+  PinnedRng rng(TestSeed(20240601, "NumpySumTest.MatchesRealNumpyBitForBit"));
 
   std::vector<int> lengths;
   for (int n = 1; n <= 300; ++n) lengths.push_back(n);

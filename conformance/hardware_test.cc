@@ -23,12 +23,12 @@
 // FMA and VCVTPS2PH past the read, GCC happened not to.
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
 
 #include "cases/pinned_random.h"
+#include "cases/test_seed.h"
 #include "formats/ops.h"
 #include "formats/text.h"
 #include "gtest/gtest.h"
@@ -43,9 +43,10 @@ namespace {
 
 #if defined(__x86_64__)
 
+// FPCONFORM_SEED when set, else 0x20240611; read and printed once per process.
 uint64_t Seed() {
-  const char* s = std::getenv("FPCONFORM_SEED");
-  return s != nullptr ? std::strtoull(s, nullptr, 0) : 0x2024'0611ull;
+  static const uint64_t seed = TestSeed(0x2024'0611ull, "hardware_test");
+  return seed;
 }
 
 // ---- MXCSR ----

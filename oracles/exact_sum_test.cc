@@ -24,6 +24,7 @@
 #include <mpfr.h>
 
 #include "cases/pinned_random.h"
+#include "cases/test_seed.h"
 #include "formats/format_spec.h"
 #include "formats/op_env.h"
 #include "formats/round_pack.h"
@@ -50,14 +51,9 @@ class Rng {
   uint64_t j_ = 0;
 };
 
+// FPCONFORM_SEED when set, else 0x5EEDE7AC75000001; read and printed once per process.
 uint64_t Seed() {
-  static const uint64_t seed = [] {
-    uint64_t s = 0x5EED'E7AC'7500'0001ull;
-    if (const char* e = std::getenv("FPCONFORM_SEED")) s = std::strtoull(e, nullptr, 0);
-    std::cout << "exact_sum_test: seed 0x" << std::hex << s << std::dec
-              << " (FPCONFORM_SEED replays another)\n";
-    return s;
-  }();
+  static const uint64_t seed = TestSeed(0x5EED'E7AC'7500'0001ull, "exact_sum_test");
   return seed;
 }
 
