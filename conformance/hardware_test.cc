@@ -21,6 +21,7 @@
 // and restored after every test. Each native operation is pinned between its MXCSR write and read
 // (SetCsr, Pin, GetCsr below): clang treats SSE arithmetic as free of side effects and moved the
 // FMA and VCVTPS2PH past the read, GCC happened not to.
+#include <bit>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -105,17 +106,6 @@ Flags FlagsFromMxcsr(uint32_t csr) {
   return f;  // DE (0x02) has no IEEE counterpart.
 }
 
-float FromBits(uint32_t b) {
-  float f;
-  std::memcpy(&f, &b, 4);
-  return f;
-}
-uint32_t ToBits(float f) {
-  uint32_t b;
-  std::memcpy(&b, &f, 4);
-  return b;
-}
-
 // ---- Native operations: one instruction each, operands through volatile memory. ----
 
 enum class Op { kAdd, kSub, kMul, kDiv, kSqrt, kFma };
@@ -126,7 +116,7 @@ const char* OpName(Op op) {
 
 // Runs `op` once under `csr`; returns the result bits and the flags it raised.
 __attribute__((noinline)) OpResult NativeSse(Op op, uint32_t a, uint32_t b, uint32_t csr) {
-  volatile float va = FromBits(a), vb = FromBits(b);
+  volatile float va = std::bit_cast<float>(a), vb = std::bit_cast<float>(b);
   const __m128 x = _mm_set_ss(va), y = _mm_set_ss(vb);
   SetCsr(csr);
   // The instructions themselves are written out: with two NaN operands SSE returns the first
@@ -143,12 +133,13 @@ __attribute__((noinline)) OpResult NativeSse(Op op, uint32_t a, uint32_t b, uint
   }
   const uint32_t after = GetCsr();
   volatile float out = _mm_cvtss_f32(r);
-  return {ToBits(out), FlagsFromMxcsr(after)};
+  return {std::bit_cast<uint32_t>(out), FlagsFromMxcsr(after)};
 }
 
 __attribute__((target("fma"), noinline)) OpResult NativeFma(uint32_t a, uint32_t b, uint32_t c,
                                                             uint32_t csr) {
-  volatile float va = FromBits(a), vb = FromBits(b), vc = FromBits(c);
+  volatile float va = std::bit_cast<float>(a), vb = std::bit_cast<float>(b),
+                 vc = std::bit_cast<float>(c);
   __m128 x = _mm_set_ss(va), y = _mm_set_ss(vb), z = _mm_set_ss(vc);
   SetCsr(csr);
   Pin(x);
@@ -158,7 +149,7 @@ __attribute__((target("fma"), noinline)) OpResult NativeFma(uint32_t a, uint32_t
   Pin(r);
   const uint32_t after = GetCsr();
   volatile float out = _mm_cvtss_f32(r);
-  return {ToBits(out), FlagsFromMxcsr(after)};
+  return {std::bit_cast<uint32_t>(out), FlagsFromMxcsr(after)};
 }
 
 bool HasFma() {
@@ -234,8 +225,8 @@ void Operands(Op op, uint64_t seed, uint64_t i, uint32_t& a, uint32_t& b, uint32
   }
   if (op == Op::kFma && (r3 >> 24) % 2 == 0) {
     // c near -(a*b): the product rounded in float32, negated, nudged.
-    volatile float p = FromBits(a) * FromBits(b);
-    c = (ToBits(p) ^ 0x80000000u) + static_cast<uint32_t>(delta);
+    volatile float p = std::bit_cast<float>(a) * std::bit_cast<float>(b);
+    c = (std::bit_cast<uint32_t>(p) ^ 0x80000000u) + static_cast<uint32_t>(delta);
   }
 }
 
@@ -352,7 +343,7 @@ std::vector<uint32_t> ConversionInputs(uint64_t stride) {
 template <int kImm>
 __attribute__((target("avx,f16c"), noinline)) OpResult NativeCvtps2ph(uint32_t a,
                                                                       uint32_t csr) {
-  volatile float va = FromBits(a);
+  volatile float va = std::bit_cast<float>(a);
   __m128 x = _mm_set_ss(va);
   SetCsr(csr);
   Pin(x);
@@ -369,7 +360,7 @@ __attribute__((target("avx,f16c"), noinline)) OpResult NativeCvtph2ps(uint16_t h
   __m128 r = _mm_cvtph_ps(x);
   Pin(r);
   const uint32_t after = GetCsr();
-  return {ToBits(_mm_cvtss_f32(r)), FlagsFromMxcsr(after)};
+  return {std::bit_cast<uint32_t>(_mm_cvtss_f32(r)), FlagsFromMxcsr(after)};
 }
 
 TEST(HardwareF16cTest, Cvtps2phMatchesConvertInEachRounding) {
