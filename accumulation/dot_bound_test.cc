@@ -64,16 +64,13 @@ Check RunCase(const Model& m, const DotBound& db, const std::vector<uint64_t>& a
   if (!out.finite) return out;
   ExactAccumulator diff = ExactDot(fa, a, fb, b, FormatValue{&cf, c});
   diff.Add(of, r->bits ^ SignMask(of));
-  // |exact - out| rounded up: the difference rounded away from zero (a rounded result keeps the
-  // sign of a non-zero exact value, even when it is a zero). Rounding the difference upward and
-  // taking its magnitude would round a negative difference toward zero instead; one ulp added
-  // after that doubled the error of a result near the float64 underflow threshold (2 denorm_min
-  // where the error is below denorm_min), so that seeds other than the default failed the bound.
-  OpEnv toward_zero;
-  toward_zero.rounding = Rounding::kTowardZero;
-  const bool negative = (diff.Round(Float64(), toward_zero).bits >> 63) != 0;
+  // |exact - out| rounded up: the difference rounded away from zero. Rounding the difference
+  // upward and taking its magnitude would round a negative difference toward zero instead; one
+  // ulp added after that doubled the error of a result near the float64 underflow threshold
+  // (2 denorm_min where the error is below denorm_min), so that seeds other than the default
+  // failed the bound.
   OpEnv away;
-  away.rounding = negative ? Rounding::kDownward : Rounding::kUpward;
+  away.rounding = diff.Sign() < 0 ? Rounding::kDownward : Rounding::kUpward;
   out.err = std::fabs(std::bit_cast<double>(diff.Round(Float64(), away).bits));
   ExactAccumulator mag;
   double s_sum = 0, s_max = 0;

@@ -271,13 +271,12 @@ std::string ReductionOp::Diagnose(int64_t e, size_t p, OpScratch& scratch,
     ExactAccumulator unscaled;
     unscaled.AddDot(*fa_, sc.as, *fb_, sc.bs);
     if (c_format_ != nullptr) unscaled.Add(*c_format_, sc.c);
-    const absl::StatusOr<EvalResult> chain =
-        EvaluateDot(*models_[p], sc.as, sc.bs, sc.c, EvalOptions{});
-    if (unscaled.IsFinite() && chain.ok()) {
+    if (unscaled.IsFinite()) {
+      const absl::StatusOr<EvalResult> chain =
+          EvaluateDot(*models_[p], sc.as, sc.bs, sc.c, EvalOptions{});
       Mpfr v;
       unscaled.ToMpfr(v.v);
-      const double u = mpfr_get_d(v.v, MPFR_RNDN);
-      if (Relation(out, yd, chain->bound).Holds(u)) {
+      if (chain.ok() && Relation(out, yd, chain->bound).Holds(mpfr_get_d(v.v, MPFR_RNDN))) {
         return "block scales not applied (out = the unscaled sum_k A[i,k] B[k,j])";
       }
     }
