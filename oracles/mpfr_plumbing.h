@@ -31,9 +31,11 @@
 namespace fpconform {
 
 // An mpfr_t owned by its scope (mpfr_init2 on construction, mpfr_clear on destruction): the
-// project's one MPFR value type (the audit, the sweep, the error measures and the case catalog
-// name it Mpfr). It converts to mpfr_ptr / mpfr_srcptr and has operator->, so it goes wherever an
-// mpfr_t goes (functions and MPFR's macros alike); `v` is the mpfr_t itself.
+// project's one MPFR value type (the audit, the sweep and the error measures name it Mpfr; only
+// cases/catalog_generator.cc keeps a struct of its own, as it keeps its own decoder, so that the
+// golden catalog depends on nothing in oracles/). It converts to mpfr_ptr / mpfr_srcptr and has
+// operator->, so it goes wherever an mpfr_t goes (functions and MPFR's macros alike); `v` is the
+// mpfr_t itself.
 struct MpfrValue {
   explicit MpfrValue(mpfr_prec_t precision = 64) { mpfr_init2(v, precision); }
   ~MpfrValue() { mpfr_clear(v); }
