@@ -9,13 +9,13 @@
 #include <utility>
 #include <sstream>
 #include <string>
-#include <thread>
 
 #include "accumulation/bound_step.h"
 #include "accumulation/chain_walk.h"
 #include "accumulation/eval_checks.h"
 #include "accumulation/fast_plan.h"
 #include "accumulation/strings_internal.h"
+#include "base/run_workers.h"
 #include "cases/pinned_random.h"
 #include "formats/ops.h"
 #include "formats/round_pack.h"
@@ -827,11 +827,7 @@ absl::Status EvaluateBlockScaledMatmul(const Model& model, int m, int n, int k,
   // Runs body(e0, e1) over the m x n elements on `threads` threads.
   auto parallel = [&](const auto& body) {
     const int64_t total = int64_t{m} * n;
-    const int t = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(threads, total)));
-    std::vector<std::thread> pool;
-    for (int w = 1; w < t; ++w) pool.emplace_back(body, total * w / t, total * (w + 1) / t);
-    body(int64_t{0}, total / t);
-    for (std::thread& th : pool) th.join();
+    RunRanges(total, std::max<int64_t>(1, std::min<int64_t>(threads, total)), body);
   };
   // The inner chain of a promote model as a model of its own: block j's partial sum p_j is the
   // sequential chain over the block from +0, in the accumulator format, which is what the fast

@@ -11,7 +11,6 @@
 #include <cmath>
 #include <cstdint>
 #include <span>
-#include <thread>
 #include <vector>
 
 #include "accumulation/eval_checks.h"
@@ -19,6 +18,7 @@
 #include "accumulation/fast_kernels.h"
 #include "accumulation/fast_plan.h"
 #include "accumulation/strings_internal.h"
+#include "base/run_workers.h"
 
 namespace fpconform {
 namespace {
@@ -46,6 +46,19 @@ using fast_internal::RunMatmulRows;
 using fast_internal::RunMatmulRows64;
 
 std::atomic<uint64_t> g_fallbacks{0};
+
+// rows(lo, hi) over [0, m) on up to `threads` workers (RunWorkers), each a range of whole
+// 4-row tiles (the tile height), so that each element is computed by one worker.
+template <class Rows>
+void RunRowBlocks(int m, int threads, const Rows& rows) {
+  const int t = std::max(1, std::min(threads, m));
+  const int per = t == 1 ? m : ((m + t - 1) / t + 3) / 4 * 4;
+  const int blocks = per == 0 ? 1 : (m + per - 1) / per;
+  RunWorkers(blocks, [&](int64_t w) {
+    const int lo = static_cast<int>(w) * per;
+    rows(lo, std::min(m, lo + per));
+  });
+}
 
 // FastEvaluateMatmul's buffers (one set per calling thread, reused across calls).
 struct MatScratch {
@@ -243,18 +256,7 @@ absl::Status fast_internal::FastMatmul(const Model& model, const Plan& plan, int
                      want_bound ? bounds.data() : nullptr, &redo, bad_row.data(),
                      bad_col.data(), options.seed};
     auto rows = [&](int lo, int hi) { RunMatmulRows64(in, lo, hi, want_bound); };
-    const int t = std::max(1, std::min(threads, m));
-    if (t == 1) {
-      rows(0, m);
-    } else {
-      const int per = ((m + t - 1) / t + 3) / 4 * 4;  // Multiples of the tile height.
-      std::vector<std::thread> pool;
-      for (int lo = 0; lo < m; lo += per) {
-        const int hi = std::min(m, lo + per);
-        pool.emplace_back([&rows, lo, hi] { rows(lo, hi); });
-      }
-      for (std::thread& th : pool) th.join();
-    }
+    RunRowBlocks(m, threads, rows);
   } else {
     sc.av.resize(mk);
     sc.ao.resize(need_orig ? mk : 0);
@@ -334,19 +336,7 @@ absl::Status fast_internal::FastMatmul(const Model& model, const Plan& plan, int
              sc.bd.data(), sc.bpack.data(), sc.bpackf.data(), c.empty() ? nullptr : c.data(),
              d.data(), want_bound ? bounds.data() : nullptr, &redo, options.seed};
     auto rows = [&](int lo, int hi) { RunMatmulRows(in, lo, hi, want_bound); };
-    const int t = std::max(1, std::min(threads, m));
-    if (t == 1) {
-      rows(0, m);
-    } else {
-      // Row ranges in multiples of 4 (the tile height): each element is computed by one thread.
-      const int per = ((m + t - 1) / t + 3) / 4 * 4;
-      std::vector<std::thread> pool;
-      for (int lo = 0; lo < m; lo += per) {
-        const int hi = std::min(m, lo + per);
-        pool.emplace_back([&rows, lo, hi] { rows(lo, hi); });
-      }
-      for (std::thread& th : pool) th.join();
-    }
+    RunRowBlocks(m, threads, rows);
   }
   // Elements the fast kernels could not decide: the generic path, on the original bits.
   std::vector<uint64_t> row(k), col(k);

@@ -6,10 +6,10 @@
 #include <cstring>
 #include <filesystem>
 #include <set>
-#include <thread>
 
 #include "accumulation/dot_bound.h"
 #include "base/isa.h"
+#include "base/run_workers.h"
 #include "base/str_cat.h"
 #include "base/user_file.h"
 #include "cases/toml_files.h"
@@ -845,10 +845,7 @@ absl::Status EmulateAttentionRowsMulti(std::span<const AttentionModelRows> model
       }
     }
   };
-  std::vector<std::thread> pool;
-  for (int k = 1; k < t; ++k) pool.emplace_back(work, k);
-  work(0);
-  for (std::thread& th : pool) th.join();
+  RunWorkers(t, work);
   return absl::OkStatus();
 }
 

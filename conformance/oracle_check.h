@@ -20,11 +20,11 @@
 #include <span>
 #include <sstream>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
 
+#include "base/run_workers.h"
 #include "cases/boundary_operands.h"
 #include "cases/pinned_random.h"
 #include "cases/test_seed.h"
@@ -218,18 +218,14 @@ inline int64_t ParallelCheck(uint64_t n,
                              FailureLog& log) {
   const int threads = ThreadCount();
   std::atomic<int64_t> total{0};
-  std::vector<std::thread> pool;
-  for (int t = 0; t < threads; ++t) {
-    pool.emplace_back([&, t] {
-      const uint64_t lo = n * static_cast<uint64_t>(t) / static_cast<uint64_t>(threads);
-      const uint64_t hi = n * static_cast<uint64_t>(t + 1) / static_cast<uint64_t>(threads);
-      int64_t local = 0;
-      for (uint64_t i = lo; i < hi; ++i) local += body(i, log);
-      total += local;
-      log.FlushTally();
-    });
-  }
-  for (std::thread& th : pool) th.join();
+  RunWorkers(threads, [&](int64_t t) {
+    const uint64_t lo = n * static_cast<uint64_t>(t) / static_cast<uint64_t>(threads);
+    const uint64_t hi = n * static_cast<uint64_t>(t + 1) / static_cast<uint64_t>(threads);
+    int64_t local = 0;
+    for (uint64_t i = lo; i < hi; ++i) local += body(i, log);
+    total += local;
+    log.FlushTally();
+  });
   return total.load();
 }
 

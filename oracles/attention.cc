@@ -6,12 +6,12 @@
 #include <cstring>
 #include <numeric>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <mpfr.h>
 
 #include "base/isa.h"
+#include "base/run_workers.h"
 #include "oracles/attention_kernels.h"
 #include "oracles/certified_double.h"
 #include "oracles/exact_elements.h"
@@ -909,10 +909,7 @@ absl::Status AttentionRows(const AttentionProblem& p, int64_t row_begin, int64_t
       }
     }
   };
-  std::vector<std::thread> pool;
-  for (int k = 1; k < t; ++k) pool.emplace_back(work, k);
-  work(0);
-  for (std::thread& th : pool) th.join();
+  RunWorkers(t, work);
   int64_t first = -1;
   absl::Status error;
   for (size_t k = 0; k < errs.size(); ++k) {

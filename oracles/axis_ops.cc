@@ -7,11 +7,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <mpfr.h>
 
+#include "base/run_workers.h"
 #include "oracles/certified_double.h"
 #include "oracles/exact_elements.h"
 #include "oracles/mpfr_oracle.h"
@@ -614,10 +614,7 @@ absl::Status AxisRound(AxisOp op, const FormatSpec& in, std::span<const uint64_t
       }
     }
   };
-  std::vector<std::thread> pool;
-  for (int k = 1; k < t; ++k) pool.emplace_back(work, k);
-  work(0);
-  for (std::thread& th : pool) th.join();
+  RunWorkers(t, work);
   if (stats != nullptr) {
     for (const AxisStats& s : sts) *stats += s;
   }

@@ -9,9 +9,9 @@
 #include <cfenv>
 #include <limits>
 #include <mutex>
-#include <thread>
 
 #include "base/isa.h"
+#include "base/run_workers.h"
 #include "formats/ops.h"
 #include "formats/round_pack.h"
 
@@ -163,14 +163,7 @@ void Gemm(int64_t m, int64_t n, int64_t k, const double* a, const double* pb, do
       }
     }
   };
-  const int64_t t = std::clamp<int64_t>(threads, 1, blocks);
-  if (t == 1) {
-    work(0, blocks);
-    return;
-  }
-  std::vector<std::thread> pool;
-  for (int64_t i = 0; i < t; ++i) pool.emplace_back(work, blocks * i / t, blocks * (i + 1) / t);
-  for (std::thread& th : pool) th.join();
+  RunRanges(blocks, std::clamp<int64_t>(threads, 1, blocks), work);
 }
 
 int CeilLog2(int64_t k) {
@@ -480,7 +473,7 @@ std::vector<uint64_t> CertifiedMatmulRound(const FormatSpec& fa, std::span<const
   const int t = static_cast<int>(std::clamp<int64_t>(threads, 1, std::max<int64_t>(m, 1)));
   std::vector<CertifiedStats> st(static_cast<size_t>(t));
   const CertifiedMatmul::Rounder round(target, env);
-  auto work = [&](int w) {
+  RunWorkers(t, [&](int64_t w) {
     ExactAccumulator acc;
     CertifiedStats& s = st[static_cast<size_t>(w)];
     for (int64_t i = m * w / t; i < m * (w + 1) / t; ++i) {
@@ -493,14 +486,7 @@ std::vector<uint64_t> CertifiedMatmulRound(const FormatSpec& fa, std::span<const
                                                    : s.fallback)++;
       }
     }
-  };
-  if (t == 1) {
-    work(0);
-  } else {
-    std::vector<std::thread> pool;
-    for (int w = 0; w < t; ++w) pool.emplace_back(work, w);
-    for (std::thread& th : pool) th.join();
-  }
+  });
   if (stats != nullptr) {
     for (const CertifiedStats& s : st) stats->Merge(s);
   }

@@ -8,11 +8,11 @@
 #include <cstring>
 #include <limits>
 #include <string>
-#include <thread>
 #include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "base/run_workers.h"
 #include "oracles/certified_double.h"
 #include "oracles/mpfr_oracle.h"
 #include "oracles/mpfr_plumbing.h"
@@ -707,22 +707,14 @@ absl::Status ElementaryRoundBatch(ElementaryFn fn, const FormatSpec& in,
   const size_t n = in_bits.size();
   const size_t t = static_cast<size_t>(threads < 1 ? 1 : threads);
   std::vector<ElementaryStats> st(t);
-  std::vector<std::thread> pool;
   const size_t chunk = (n + t - 1) / t;
-  for (size_t k = 0; k < t; ++k) {
+  RunWorkers(static_cast<int64_t>(t), [&](int64_t w) {
+    const size_t k = static_cast<size_t>(w);
     const size_t b = k * chunk < n ? k * chunk : n;
     const size_t e = b + chunk < n ? b + chunk : n;
-    auto job = [&, b, e, k]() {
-      BatchRange(fn, in, in_bits.subspan(b, e - b), out, env, out_bits.subspan(b, e - b),
-                 out_flags.empty() ? out_flags : out_flags.subspan(b, e - b), &st[k]);
-    };
-    if (k + 1 == t) {
-      job();
-    } else {
-      pool.emplace_back(job);
-    }
-  }
-  for (std::thread& th : pool) th.join();
+    BatchRange(fn, in, in_bits.subspan(b, e - b), out, env, out_bits.subspan(b, e - b),
+               out_flags.empty() ? out_flags : out_flags.subspan(b, e - b), &st[k]);
+  });
   ElementaryStats total;
   for (const ElementaryStats& s : st) total += s;
   if (stats != nullptr) *stats += total;

@@ -8,9 +8,9 @@
 #include <array>
 #include <cmath>
 #include <numeric>
-#include <thread>
 #include <tuple>
 
+#include "base/run_workers.h"
 #include "base/str_cat.h"
 #include "formats/ops.h"
 #include "oracles/error_measures.h"
@@ -228,13 +228,7 @@ class Auditor {
       return t == threads ? end : begin + std::min(n, n * t / threads / kAggSegment * kAggSegment);
     };
     auto work = [&](int t) { JudgeChunk(split(t), split(t + 1), begin, emu, tallies[static_cast<size_t>(t)], segs); };
-    if (threads == 1) {
-      work(0);
-    } else {
-      std::vector<std::thread> pool;
-      for (int t = 0; t < threads; ++t) pool.emplace_back(work, t);
-      for (std::thread& th : pool) th.join();
-    }
+    RunWorkers(threads, work);
     for (const Tally& t : tallies) Merge(tally_, t);
     for (const Agg& a : segs) agg_.Merge(a);
   }

@@ -4,9 +4,9 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <thread>
 #include <vector>
 
+#include "base/run_workers.h"
 #include "base/str_cat.h"
 #include "formats/ops.h"
 #include "oracles/error_measures.h"
@@ -81,11 +81,7 @@ std::string Relation::PowerOfTwoOrNone(double ex) const {
 }
 
 void ParallelFor(int64_t n, int threads, const std::function<void(int64_t, int64_t)>& body) {
-  const int64_t t = std::clamp<int64_t>(threads, 1, std::max<int64_t>(1, n));
-  std::vector<std::thread> pool;
-  for (int64_t k = 1; k < t; ++k) pool.emplace_back(body, n * k / t, n * (k + 1) / t);
-  body(0, n / t);
-  for (std::thread& th : pool) th.join();
+  RunRanges(n, std::clamp<int64_t>(threads, 1, std::max<int64_t>(1, n)), body);
 }
 
 double ErrorUp(const FormatSpec& out, uint64_t y, mpfr_srcptr x, Mpfr& yv, Mpfr& d) {

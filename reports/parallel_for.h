@@ -12,8 +12,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
-#include <thread>
-#include <vector>
+
+#include "base/run_workers.h"
 
 namespace fpconform::reports {
 
@@ -23,11 +23,7 @@ void ParallelForEach(int64_t n, int threads, Fn&& fn) {
   auto work = [&] {
     for (int64_t i = next++; i < n; i = next++) fn(i);
   };
-  const auto t = static_cast<int>(std::clamp<int64_t>(threads, 1, std::max<int64_t>(1, n)));
-  std::vector<std::thread> pool;
-  for (int k = 1; k < t; ++k) pool.emplace_back(work);
-  work();
-  for (std::thread& th : pool) th.join();
+  RunWorkers(std::clamp<int64_t>(threads, 1, std::max<int64_t>(1, n)), [&](int64_t) { work(); });
 }
 
 }  // namespace fpconform::reports

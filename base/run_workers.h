@@ -1,0 +1,46 @@
+// The fan-out of the project's multi-threaded loops (the oracles' batch and matmul paths, the
+// model engines, the audit's judge, the sweeps' ParallelForEach): worker 0 runs on the calling
+// thread, every other worker on a std::thread of its own, and the call returns once all have
+// returned. What each worker computes is the caller's: the loops that use this write only what
+// their worker owns (an element range, a per-worker tally merged afterwards in worker order), so
+// their results do not depend on the thread count or the timing.
+//
+// Example:
+//   std::vector<Tally> tallies(t);
+//   RunWorkers(t, [&](int64_t w) { tallies[w] = CountRange(n * w / t, n * (w + 1) / t); });
+//   RunRanges(n, t, [&](int64_t begin, int64_t end) { Fill(out, begin, end); });
+#ifndef FPCONFORM_BASE_RUN_WORKERS_H_
+#define FPCONFORM_BASE_RUN_WORKERS_H_
+
+#include <algorithm>
+#include <cstdint>
+#include <thread>
+#include <vector>
+
+namespace fpconform {
+
+// Calls work(w) once for each w in [0, workers): w = 0 on the calling thread, each other w on a
+// thread started for it; returns when every call has returned. workers < 1 counts as 1 (no thread
+// is started). The caller chooses the count (it clamps it to the work it has).
+template <class Work>
+void RunWorkers(int64_t workers, Work&& work) {
+  const int64_t t = std::max<int64_t>(1, workers);
+  std::vector<std::thread> pool;
+  pool.reserve(static_cast<size_t>(t - 1));
+  for (int64_t w = 1; w < t; ++w) pool.emplace_back([&work, w] { work(w); });
+  work(int64_t{0});
+  for (std::thread& th : pool) th.join();
+}
+
+// RunWorkers over [0, n) cut into `workers` contiguous ranges: worker w calls
+// body(n * w / t, n * (w + 1) / t), t = max(1, workers), so the ranges cover [0, n) in order
+// (a range is empty where t > n; the caller clamps t to avoid that).
+template <class Body>
+void RunRanges(int64_t n, int64_t workers, Body&& body) {
+  const int64_t t = std::max<int64_t>(1, workers);
+  RunWorkers(t, [&body, n, t](int64_t w) { body(n * w / t, n * (w + 1) / t); });
+}
+
+}  // namespace fpconform
+
+#endif  // FPCONFORM_BASE_RUN_WORKERS_H_

@@ -1,0 +1,80 @@
+#include "base/run_workers.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace fpconform {
+namespace {
+
+// Each worker index once, worker 0 on the calling thread and every other one on a thread of its
+// own, all finished when RunWorkers returns.
+TEST(RunWorkersTest, EachWorkerOnceWorkerZeroOnTheCaller) {
+  for (int64_t workers : {1, 2, 3, 8}) {
+    SCOPED_TRACE(workers);
+    std::vector<int> calls(static_cast<size_t>(workers), 0);
+    std::vector<std::thread::id> ids(static_cast<size_t>(workers));
+    std::atomic<int> finished{0};
+    RunWorkers(workers, [&](int64_t w) {
+      ASSERT_GE(w, 0);
+      ASSERT_LT(w, workers);
+      ++calls[static_cast<size_t>(w)];
+      ids[static_cast<size_t>(w)] = std::this_thread::get_id();
+      ++finished;
+    });
+    EXPECT_EQ(finished.load(), workers);
+    EXPECT_EQ(calls, std::vector<int>(static_cast<size_t>(workers), 1));
+    EXPECT_EQ(ids[0], std::this_thread::get_id());
+    EXPECT_EQ(std::set<std::thread::id>(ids.begin(), ids.end()).size(),
+              static_cast<size_t>(workers));
+  }
+}
+
+TEST(RunWorkersTest, FewerThanOneWorkerRunsOneOnTheCaller) {
+  for (int64_t workers : {0, -3}) {
+    std::vector<std::pair<int64_t, std::thread::id>> seen;
+    RunWorkers(workers, [&](int64_t w) { seen.emplace_back(w, std::this_thread::get_id()); });
+    ASSERT_EQ(seen.size(), 1u) << workers;
+    EXPECT_EQ(seen[0].first, 0);
+    EXPECT_EQ(seen[0].second, std::this_thread::get_id());
+  }
+}
+
+// The ranges are n * w / t .. n * (w + 1) / t: in worker order they tile [0, n) with no gap or
+// overlap, empty ones included where t > n.
+TEST(RunWorkersTest, RangesTileTheWholeInterval) {
+  for (int64_t n : {0, 1, 5, 64, 1000, 1001}) {
+    for (int64_t workers : {-1, 1, 2, 3, 7, 16}) {
+      SCOPED_TRACE(testing::Message() << "n " << n << " workers " << workers);
+      const int64_t t = workers < 1 ? 1 : workers;
+      std::mutex mu;
+      std::vector<std::pair<int64_t, int64_t>> ranges;
+      std::vector<int> owner(static_cast<size_t>(n), 0);
+      RunRanges(n, workers, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) ++owner[static_cast<size_t>(i)];
+        std::lock_guard<std::mutex> lock(mu);
+        ranges.emplace_back(begin, end);
+      });
+      ASSERT_EQ(ranges.size(), static_cast<size_t>(t));
+      std::sort(ranges.begin(), ranges.end());
+      int64_t at = 0;
+      for (const auto& [begin, end] : ranges) {
+        EXPECT_EQ(begin, at);
+        EXPECT_LE(begin, end);
+        at = end;
+      }
+      EXPECT_EQ(at, n);
+      EXPECT_EQ(owner, std::vector<int>(static_cast<size_t>(n), 1));
+    }
+  }
+}
+
+}  // namespace
+}  // namespace fpconform
