@@ -49,13 +49,7 @@ void HostTile(const MatIn& in, int i0, int j0) {
         const Acc av = static_cast<Acc>(in.a[size_t(i0 + r) * k + kk]);
         for (int w = 0; w < W; ++w) {
           const Acc bv = static_cast<Acc>(brow[w]);
-          if constexpr (kRound) {
-            acc[r][w] = acc[r][w] + av * bv;
-          } else if constexpr (std::is_same_v<Acc, float>) {
-            acc[r][w] = __builtin_fmaf(av, bv, acc[r][w]);
-          } else {
-            acc[r][w] = __builtin_fma(av, bv, acc[r][w]);
-          }
+          acc[r][w] = MulAddStep<Acc, kRound>(av, bv, acc[r][w]);
         }
       }
       if constexpr (kBound) {

@@ -116,13 +116,7 @@ class PairwiseTile : TileAt {
         const Acc bv = static_cast<Acc>(b_used[w]);
         Acc& v = x.v[r * W + w];
         if constexpr (kFirst) v = 0;
-        if constexpr (kRound) {
-          v = v + av * bv;
-        } else if constexpr (std::is_same_v<Acc, float>) {
-          v = __builtin_fmaf(av, bv, v);
-        } else {
-          v = __builtin_fma(av, bv, v);
-        }
+        v = MulAddStep<Acc, kRound>(av, bv, v);
       }
     }
     if constexpr (kBound) {

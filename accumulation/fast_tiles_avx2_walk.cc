@@ -195,13 +195,7 @@ class WalkTile : TileAt {
       for (int w = 0; w < W; ++w) {
         const Acc bv = static_cast<Acc>(b_used[w]);
         Acc& v = x.v[r * W + w];
-        if constexpr (kRound) {
-          v = v + av * bv;
-        } else if constexpr (std::is_same_v<Acc, float>) {
-          v = __builtin_fmaf(av, bv, v);
-        } else {
-          v = __builtin_fma(av, bv, v);
-        }
+        v = MulAddStep<Acc, kRound>(av, bv, v);
       }
     }
     if constexpr (std::is_same_v<Acc, float>) {
