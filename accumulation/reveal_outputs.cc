@@ -19,6 +19,7 @@
 #include "accumulation/evaluate.h"
 #include "accumulation/model.h"
 #include "accumulation/summation_tree.h"
+#include "base/hash.h"
 #include "base/output_file.h"
 #include "formats/format_spec.h"
 #include "formats/ops.h"
@@ -29,22 +30,6 @@ namespace {
 
 constexpr double kM0 = 0x1p32, kU0 = 0x1p-32;
 constexpr int kFracMax = 60;
-
-uint64_t Fnv1a(std::string_view s) {
-  uint64_t h = 0xcbf29ce484222325ULL;
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 0x100000001b3ULL;
-  }
-  return h;
-}
-
-std::string HexHash(uint64_t h) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
-  return absl::StrCat("fnv1a64:", buf);
-}
-
 
 absl::StatusOr<std::string> ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
