@@ -5,8 +5,8 @@
 
 #include <sys/stat.h>
 
+#include <bit>
 #include <cmath>
-#include <cstring>
 #include <exception>
 #include <limits>
 #include <string>
@@ -411,9 +411,7 @@ std::optional<std::string> NarrowestExactFloat(const Tensor& t) {
     return std::nullopt;
   }
   for (int64_t i = 0; i < n && (bf16 || fp16 || fp32); ++i) {
-    const uint64_t bits = t.Bits(i);
-    double v;
-    std::memcpy(&v, &bits, 8);
+    const double v = std::bit_cast<double>(t.Bits(i));
     if (!std::isfinite(v)) continue;
     if (v != 0) any = true;
     if (bf16) bf16 = FitsFormat(v, BFloat16());

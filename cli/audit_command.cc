@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <bit>
 #include <cerrno>
 #include <charconv>
 #include <chrono>
@@ -104,9 +105,7 @@ absl::StatusOr<std::optional<Tensor>> LoadScale(const TensorArg& t) {
   if (ParseDouble(t.file, v)) {
     absl::StatusOr<Tensor> s = MakeTensor("float64", {});
     if (!s.ok()) return s.status();
-    uint64_t bits;
-    std::memcpy(&bits, &v, sizeof bits);
-    s->SetBits(0, bits);
+    s->SetBits(0, std::bit_cast<uint64_t>(v));
     s->source = Cat("--", t.name, " ", t.file);
     return std::optional<Tensor>(*std::move(s));
   }

@@ -245,11 +245,8 @@ absl::StatusOr<AttentionModel> ParseTable(const toml::table& root, std::string_v
 // subnormals included); attention_model_test checks it against formats' Convert.
 double RoundToOther(const FormatSpec& f, double x) {
   if (&f == &Float64()) return x;
-  uint64_t b;
-  std::memcpy(&b, &x, sizeof b);
-  const uint64_t r = Convert(Float64(), f, b, OpEnv{}).bits;
   double v;
-  cd::DecodeToDouble(f, r, false, &v);
+  cd::DecodeToDouble(f, DoubleToBits(f, x), false, &v);
   return v;
 }
 // The emulation's hot loops round to float32 (the compute format) per key: inline, the format
@@ -280,16 +277,12 @@ struct LseOut {
 
 // bits (of f) and the outward roundings into f of [ylo, yhi] (values of f).
 void Enclose(const FormatSpec& f, double y, double ylo, double yhi, uint64_t* bits, double* lo, double* hi) {
-  uint64_t yb, blo, bhi;
-  std::memcpy(&yb, &y, sizeof yb);
-  *bits = Convert(Float64(), f, yb, OpEnv{}).bits;
+  *bits = DoubleToBits(f, y);
   OpEnv dn, upw;
   dn.rounding = Rounding::kDownward;
   upw.rounding = Rounding::kUpward;
-  std::memcpy(&blo, &ylo, sizeof blo);
-  std::memcpy(&bhi, &yhi, sizeof bhi);
-  cd::DecodeToDouble(f, Convert(Float64(), f, blo, dn).bits, false, lo);
-  cd::DecodeToDouble(f, Convert(Float64(), f, bhi, upw).bits, false, hi);
+  cd::DecodeToDouble(f, DoubleToBits(f, ylo, dn), false, lo);
+  cd::DecodeToDouble(f, DoubleToBits(f, yhi, upw), false, hi);
 }
 
 // Per key j of a problem, computed once for all its rows: whether K's and V's rows are finite,
@@ -351,9 +344,7 @@ void Row(const AttentionModel& m, const AttentionProblem& p, int64_t i, const do
   const uint64_t nan_bits = Convert(Float64(), O, 0x7FF8000000000000ull, OpEnv{}).bits;
   // v: the row's value; masked: a fully masked row (else non-finite inputs).
   const auto set_all = [&](double v, bool masked) {
-    uint64_t b;
-    std::memcpy(&b, &v, sizeof b);
-    const uint64_t ob = Convert(Float64(), O, b, OpEnv{}).bits;
+    const uint64_t ob = DoubleToBits(O, v);
     for (size_t c = 0; c < dv; ++c) {
       bits[c] = std::isnan(v) ? nan_bits : ob;
       lo[c] = v;

@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <filesystem>
 #include <set>
 
@@ -31,9 +30,7 @@ namespace {
 
 double RoundedTo(const FormatSpec& f, double v) {
   if (std::isnan(v)) return v;
-  uint64_t d;
-  std::memcpy(&d, &v, sizeof d);
-  return ToDouble(f, Convert(Float64(), f, d, OpEnv{}).bits);
+  return ToDouble(f, DoubleToBits(f, v));
 }
 
 const FormatSpec* FloatFormat(TomlReader& r, const toml::table& t, std::string_view prefix,
@@ -236,9 +233,7 @@ absl::StatusOr<RowInputs> ToCompute(const CompositeFunction& fn, const Composite
   in.x = x;
   in.w = w;
   in.b = b;
-  uint64_t eps;
-  std::memcpy(&eps, &row.eps, sizeof eps);
-  in.eps = Convert(Float64(), F, eps, OpEnv{}).bits;
+  in.eps = DoubleToBits(F, row.eps);
   return in;
 }
 

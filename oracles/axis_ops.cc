@@ -2,10 +2,10 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <string>
 #include <vector>
 
@@ -549,11 +549,6 @@ absl::Status AxisEncloseRow(AxisOp op, const FormatSpec& in, std::span<const uin
   std::vector<ElemExact> res(x.size());
   RowExact(op, in, x, params, env.denormals_are_zero, res);
   OpEnv m;
-  auto to_double = [](uint64_t b) {
-    double v;
-    std::memcpy(&v, &b, sizeof v);
-    return v;
-  };
   for (size_t i = 0; i < x.size(); ++i) {
     m.rounding = Rounding::kNearestEven;
     const OpResult nr = RoundElem(res[i], Float64(), m);
@@ -561,9 +556,9 @@ absl::Status AxisEncloseRow(AxisOp op, const FormatSpec& in, std::span<const uin
     const OpResult lr = RoundElem(res[i], Float64(), m);
     m.rounding = Rounding::kUpward;
     const OpResult hr = RoundElem(res[i], Float64(), m);
-    out[i].nearest = to_double(nr.bits);
-    out[i].lo = to_double(lr.bits);
-    out[i].hi = to_double(hr.bits);
+    out[i].nearest = std::bit_cast<double>(nr.bits);
+    out[i].lo = std::bit_cast<double>(lr.bits);
+    out[i].hi = std::bit_cast<double>(hr.bits);
     out[i].exact = (nr.flags & kInexact) == 0 && !std::isnan(out[i].nearest);
   }
   return absl::OkStatus();

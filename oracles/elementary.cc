@@ -1,11 +1,11 @@
 #include "oracles/elementary.h"
 
 #include <array>
+#include <bit>
 #include <cfloat>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <limits>
 #include <string>
 #include <utility>
@@ -416,11 +416,6 @@ OpResult ElementaryRound(ElementaryFn fn, const FormatSpec& in, uint64_t bits,
 ExactEnclosure ElementaryEnclose(ElementaryFn fn, const FormatSpec& in, uint64_t bits,
                                  const OpEnv& env) {
   ExactEnclosure e;
-  auto to_double = [](uint64_t b) {
-    double v;
-    std::memcpy(&v, &b, sizeof v);
-    return v;
-  };
   OpEnv m = env;
   m.flush_to_zero = false;
   m.saturate = false;
@@ -430,9 +425,9 @@ ExactEnclosure ElementaryEnclose(ElementaryFn fn, const FormatSpec& in, uint64_t
   const OpResult lo = ElementaryRound(fn, in, bits, Float64(), m);
   m.rounding = Rounding::kUpward;
   const OpResult hi = ElementaryRound(fn, in, bits, Float64(), m);
-  e.nearest = to_double(n.bits);
-  e.lo = to_double(lo.bits);
-  e.hi = to_double(hi.bits);
+  e.nearest = std::bit_cast<double>(n.bits);
+  e.lo = std::bit_cast<double>(lo.bits);
+  e.hi = std::bit_cast<double>(hi.bits);
   e.exact = (n.flags & kInexact) == 0 && !std::isnan(e.nearest);
   return e;
 }
