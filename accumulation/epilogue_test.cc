@@ -57,7 +57,7 @@ TEST(EpilogueTest, HeaderExample) {
 // fl32(fl32(fl32(y) s_a) s_b) through formats' Convert and Mul, bit for bit, including
 // subnormal, overflowing and special values.
 TEST(EpilogueTest, ValuesAreTheSoftPathsBitForBit) {
-  PinnedRng rng(20261205);
+  PinnedRng rng(TestSeed(20261205, "EpilogueTest.ValuesAreTheSoftPathsBitForBit"));
   const FormatSpec* froms[] = {&Float32(), &BFloat16(), &Float16(), &Float64()};
   int checked = 0;
   for (int i = 0; i < 20000; ++i) {
@@ -97,7 +97,7 @@ TEST(EpilogueTest, ValuesAreTheSoftPathsBitForBit) {
 // Every bound covers the exact error |v - S x| of the scaled value, and the conversion's covers
 // |fl_to(v) - S x|: y = the exact value x with an error of at most b, in four output formats.
 TEST(EpilogueTest, BoundsCoverTheExactError) {
-  PinnedRng rng(7);
+  PinnedRng rng(TestSeed(7, "EpilogueTest.BoundsCoverTheExactError"));
   const FormatSpec* froms[] = {&Float32(), &BFloat16(), &Float64(), &Float16()};
   const FormatSpec* tos[] = {&BFloat16(), &Float8E4M3FN(), &Float16(), &Float32()};
   int finite = 0, tight = 0;

@@ -651,7 +651,7 @@ TEST(CalcTest, StreamMatchesRunCalc) {
       input += std::string(1000000, 'g') + "\n";
     }
   }
-  input += RandomInput(7, 1000);
+  input += RandomInput(TestSeed(7, "CalcTest.StreamMatchesRunCalc"), 1000);
   input += "add float32 rne 0x3f800000 0x3f800000";
   std::string out, err;
   CalcStats want = RunCalc(input, out, err);

@@ -41,7 +41,9 @@ std::vector<uint64_t> NanValues(const FormatSpec& f) {
   }
   const uint64_t fm = FractionMask(f);
   const uint64_t exp = static_cast<uint64_t>(MaxBiasedExponent(f)) << f.fraction_bits;
-  CaseRng rng(0, 0x4E414E);
+  // The random payloads: FPCONFORM_SEED when set, else 0 (read once, printed once).
+  static const uint64_t seed = TestSeed(0, "nan_payload_test");
+  CaseRng rng(seed, 0x4E414E);
   for (int s = 0; s < 2; ++s) {
     const uint64_t sign = s ? SignBit(f) : 0;
     for (uint64_t frac : {uint64_t{1}, fm, fm >> 1, (fm >> 1) + 1}) {
