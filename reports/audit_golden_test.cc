@@ -1,0 +1,207 @@
+// Audit JSON documents, pinned (issue 26: "an audit's JSON byte-identical before and after"):
+// one audit per op family (matmul with two platforms and the tolerance rule, sum, cast,
+// elementwise, axis, attention with its LSE), each with planted wrong elements so that the
+// classes, the diagnoses, the listed elements and the summary all appear in the document. The
+// inputs come from pinned streams with fixed seeds (not FPCONFORM_SEED: the bytes are the point)
+// and every figure is exact or correctly rounded, so the documents must be the same on every
+// machine, compiler, instruction set and thread count.
+//
+// A difference is a change of what an audit reports: review it, then regenerate with
+//   FPCONFORM_UPDATE_GOLDEN=1 ./audit_golden_test
+// which rewrites reports/testdata/audit_golden/*.json in the source tree.
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "accumulation/model_catalog.h"
+#include "cases/pinned_random.h"
+#include "composite/model.h"
+#include "formats/ops.h"
+#include "gtest/gtest.h"
+#include "reports/audit.h"
+#include "reports/audit_test_util.h"
+
+namespace fpconform::reports {
+namespace {
+
+const std::string kModels = FPCONFORM_MODELS_SOURCE_DIR;
+const std::string kComposite = FPCONFORM_COMPOSITE_MODELS_SOURCE_DIR;
+const std::string kAttention = FPCONFORM_ATTENTION_MODELS_SOURCE_DIR;
+const std::string kGoldenDir = std::string(FPCONFORM_REPORTS_SOURCE_DIR) + "/testdata/audit_golden";
+
+Tensor Random(const FormatSpec& f, std::vector<int64_t> shape, double mean, double spread,
+              uint64_t stream) {
+  Tensor t = *MakeTensor(f.name, shape);
+  PinnedRng rng(DeriveSeed(20261207, {stream}));
+  for (int64_t i = 0; i < t.size(); ++i) t.SetBits(i, DoubleToBits(f, mean + spread * rng.Normal()));
+  t.source = "random";
+  return t;
+}
+
+AuditOptions Options(std::vector<std::string> platforms) {
+  AuditOptions o;
+  o.platforms = std::move(platforms);
+  o.models_dir = kModels;
+  o.composite_models_dir = kComposite;
+  o.attention_models_dir = kAttention;
+  o.recommend = false;
+  o.tolerance_samples = 16;
+  o.threads = 2;
+  return o;
+}
+
+// The document, with the source-tree paths a checkout puts into it made relative.
+std::string Document(const AuditResult& r) {
+  std::string json = AuditToJson(r);
+  for (const std::string& dir : {kModels, kComposite, kAttention}) {
+    for (size_t at = json.find(dir); at != std::string::npos; at = json.find(dir, at)) {
+      json.replace(at, dir.size(), "<models>");
+    }
+  }
+  return json;
+}
+
+void ExpectGolden(const std::string& name, const absl::StatusOr<AuditResult>& r) {
+  ASSERT_TRUE(r.ok()) << r.status();
+  const std::string got = Document(*r);
+  const std::string path = kGoldenDir + "/" + name + ".json";
+  if (std::getenv("FPCONFORM_UPDATE_GOLDEN") != nullptr) {
+    std::filesystem::create_directories(kGoldenDir);
+    std::ofstream(path, std::ios::binary) << got;
+    return;
+  }
+  std::ifstream in(path, std::ios::binary);
+  ASSERT_TRUE(in) << path << ": missing (FPCONFORM_UPDATE_GOLDEN=1 writes it)";
+  std::stringstream want;
+  want << in.rdbuf();
+  EXPECT_EQ(got, want.str()) << "the audit document differs from " << path;
+}
+
+TEST(AuditGoldenTest, MatmulTwoPlatformsWithTheToleranceRule) {
+  ModelCatalog catalog(kModels);
+  const Tensor a = Random(BFloat16(), {24, 96}, 0, 1, 1), b = Random(BFloat16(), {96, 16}, 0, 1, 2);
+  Tensor out = EmulateMatmul(*catalog.Find("trainium2-bf16"), a, b);
+  out.SetBits(5, out.Bits(5) ^ 0x80000000u);                                          // sign
+  out.SetBits(40, Mul(Float32(), out.Bits(40), 0x40000000u, OpEnv{}).bits);           // doubled
+  out.SetBits(77, out.Bits(77) + 3);                                                  // 3 ulp
+  MatmulAuditInput in;
+  in.a = &a;
+  in.b = &b;
+  in.out = &out;
+  AuditOptions o = Options({"nvidia-h100-bf16", "trainium2-bf16"});
+  o.recommend = true;
+  ExpectGolden("matmul", AuditMatmul(in, o));
+}
+
+TEST(AuditGoldenTest, SumWithAHalvedElement) {
+  ModelCatalog catalog(kModels);
+  const Model& m = *catalog.Find("numpy-sum-f32");
+  const Tensor x = Random(Float32(), {3, 4, 300}, 0, 1, 3);
+  Tensor out = *MakeTensor("float32", {3, 4});
+  out.source = "emulated";
+  std::vector<uint64_t> v(300);
+  for (int64_t r = 0; r < 12; ++r) {
+    x.CopyBits(r * 300, v);
+    out.SetBits(r, EvaluateSum(m, v, 0)->bits);
+  }
+  out.SetBits(7, Mul(Float32(), out.Bits(7), 0x3F000000u, OpEnv{}).bits);
+  SumAuditInput in;
+  in.x = &x;
+  in.out = &out;
+  ExpectGolden("sum", AuditSum(in, Options({"numpy-sum-f32"})));
+}
+
+TEST(AuditGoldenTest, CastWithOneElementRoundedTheWrongWay) {
+  const Tensor x = Random(Float32(), {256}, 0, 100, 4);
+  const FormatSpec& to = Float8E4M3FN();
+  Tensor out = *MakeTensor(to.name, {256});
+  out.source = "converted";
+  OpEnv sat;
+  sat.saturate = true;
+  OpEnv rtz = sat;
+  rtz.rounding = Rounding::kTowardZero;
+  for (int64_t i = 0; i < x.size(); ++i) {
+    out.SetBits(i, Convert(Float32(), to, x.Bits(i), i % 50 == 9 ? rtz : sat).bits);
+  }
+  CastAuditInput in;
+  in.x = &x;
+  in.out = &out;
+  in.to = &to;
+  in.env = sat;
+  ExpectGolden("cast", AuditCast(in, Options({})));
+}
+
+const composite::CompositeFunction& Function(const std::string& model, const std::string& fn) {
+  static const std::vector<composite::CompositeModel> models =
+      *composite::LoadCompositeModels(kComposite);
+  for (const composite::CompositeModel& m : models) {
+    if (m.name == model) return *m.Find(fn);
+  }
+  std::abort();
+}
+
+TEST(AuditGoldenTest, ElementwiseGeluWithWrongElements) {
+  const composite::CompositeFunction& gelu = Function("torch-cuda-f32", "gelu");
+  const Tensor x = Random(Float32(), {8, 16}, 0, 3, 5);
+  Tensor out = *MakeTensor("float32", {8, 16});
+  out.source = "emulated";
+  for (int64_t i = 0; i < x.size(); ++i) out.SetBits(i, gelu.Emulate(x.Bits(i)));
+  out.SetBits(3, out.Bits(3) ^ 0x80000000u);
+  out.SetBits(50, out.Bits(50) + 40);
+  ElementwiseAuditInput in;
+  in.x = &x;
+  in.out = &out;
+  in.fn = "gelu";
+  ExpectGolden("elementwise", AuditElementwise(in, Options({"torch-cuda-f32"})));
+}
+
+TEST(AuditGoldenTest, AxisSoftmaxWithAWrongRow) {
+  const composite::CompositeFunction& softmax = Function("torch-cuda-rows-f32", "softmax");
+  const int64_t rows = 4, n = 40;
+  const Tensor x = Random(Float32(), {rows, n}, 0, 2, 6);
+  Tensor out = *MakeTensor("float32", {rows, n});
+  out.source = "emulated";
+  for (int64_t r = 0; r < rows; ++r) {
+    std::vector<uint64_t> xv(static_cast<size_t>(n)), y(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) xv[static_cast<size_t>(i)] = x.Bits(r * n + i);
+    composite::CompositeFunction::Row row;
+    row.x = xv;
+    ASSERT_TRUE(softmax.EmulateRow(row, y).ok());
+    for (int64_t i = 0; i < n; ++i) out.SetBits(r * n + i, y[static_cast<size_t>(i)]);
+  }
+  // Row 2 doubled: a softmax whose row no longer sums to 1.
+  for (int64_t i = 0; i < n; ++i) {
+    out.SetBits(2 * n + i, Mul(Float32(), out.Bits(2 * n + i), 0x40000000u, OpEnv{}).bits);
+  }
+  AxisAuditInput in;
+  in.op = "softmax";
+  in.x = &x;
+  in.out = &out;
+  ExpectGolden("axis", AuditAxis(in, Options({"torch-cuda-rows-f32"})));
+}
+
+TEST(AuditGoldenTest, AttentionWithAWrongElement) {
+  const Tensor q = Random(BFloat16(), {2, 24, 16}, 0, 1, 7);
+  const Tensor k = Random(BFloat16(), {2, 80, 16}, 0, 1, 8);
+  const Tensor v = Random(BFloat16(), {2, 80, 8}, 0, 1, 9);
+  AttentionAuditInput in;
+  in.q = &q;
+  in.k = &k;
+  in.v = &v;
+  in.causal = true;
+  const char* const model = "flash-attention2-cuda-bf16";
+  absl::StatusOr<AttentionEmulation> e = EmulateAttention(in, model, kAttention, 2);
+  ASSERT_TRUE(e.ok()) << e.status();
+  Tensor out = *MakeTensor(e->format->name, e->shape);
+  out.source = "emulated";
+  for (size_t i = 0; i < e->bits.size(); ++i) out.SetBits(static_cast<int64_t>(i), e->bits[i]);
+  out.SetBits(100, out.Bits(100) ^ 0x8000u);
+  in.out = &out;
+  ExpectGolden("attention", AuditAttention(in, Options({model})));
+}
+
+}  // namespace
+}  // namespace fpconform::reports
