@@ -34,7 +34,7 @@ std::string ResolveSum(const CalcOp& op, std::string_view name, CalcCase& c) {
   const CalcModelHandle* h = op.context->FindModel(name, problem);
   if (h == nullptr) return problem;
   const Model& m = h->model;
-  if (!m.op_sum) {
+  if (!m.Supports(ModelOp::kSum)) {
     return absl::StrCat("model '", Av(name), "' does not define sum (see its operations)");
   }
   c.src = m.inputs.a;

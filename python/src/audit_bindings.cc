@@ -492,7 +492,12 @@ void BindAudit(nb::module_& m) {
                std::to_string(c.inconsistent) + " inconsistent>";
       });
 
-  m.attr("CLASS_NAMES") = nb::make_tuple("identical", "within_bound", "within_tolerance", "unexplained");
+  // The class names in AuditClass order, from the library's one table (AuditClassName).
+  nb::list class_names;
+  for (int c = 0; c < reports::kAuditClasses; ++c) {
+    class_names.append(reports::AuditClassName(static_cast<reports::AuditClass>(c)));
+  }
+  m.attr("CLASS_NAMES") = nb::tuple(class_names);
   m.def("index_text", &IndexText);
   m.def("audit_matmul", &AuditMatmulPy, nb::arg("a").none(), nb::arg("b").none(), nb::arg("out").none(),
         nb::arg("c").none(), nb::arg("scale_a").none(), nb::arg("scale_b").none(), nb::arg("transpose_a"),
