@@ -8,6 +8,7 @@
 #include <cstring>
 #include <utility>
 
+#include "base/hash.h"
 #include "base/str_cat.h"
 
 namespace fpconform {
@@ -99,6 +100,11 @@ absl::StatusOr<std::string> ReadUserFile(const std::string& path, uint64_t max_b
   std::string text(static_cast<size_t>(f->size()), '\0');
   if (absl::Status s = f->ReadAt(0, text.data(), text.size()); !s.ok()) return s;
   return text;
+}
+
+std::string TextFileHash(const std::string& path) {
+  absl::StatusOr<std::string> text = ReadUserFile(path, kMaxTextFileBytes, "model file");
+  return text.ok() ? HexHash(Fnv1a(*text)) : "?";
 }
 
 }  // namespace fpconform

@@ -65,6 +65,10 @@ class UserFile {
 absl::StatusOr<std::string> ReadUserFile(const std::string& path, uint64_t max_bytes,
                                          std::string_view what = "file");
 
+// The provenance hash of a model file (or any text file up to kMaxTextFileBytes): base/hash.h's
+// HexHash(Fnv1a(bytes)), "fnv1a64:<16 hex digits>", or "?" when the file cannot be read.
+std::string TextFileHash(const std::string& path);
+
 }  // namespace fpconform
 
 #endif  // FPCONFORM_BASE_USER_FILE_H_

@@ -274,8 +274,7 @@ absl::Status AttentionAuditOp::Init() {
     if (m == nullptr) {
       p.hash = HexHash(Fnv1a(kCorrectlyRounded));
     } else {
-      absl::StatusOr<std::string> text = ReadUserFile(Cat(models_dir, "/", m->name, ".toml"), kMaxTextFileBytes, "model file");
-      p.hash = text.ok() ? HexHash(Fnv1a(*text)) : "?";
+      p.hash = TextFileHash(Cat(models_dir, "/", m->name, ".toml"));
     }
     setup_.platforms.push_back(std::move(p));
     platforms_.push_back(m);

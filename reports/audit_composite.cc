@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include "base/hash.h"
 #include "base/str_cat.h"
 #include "base/user_file.h"
 #include "formats/ops.h"
@@ -31,9 +30,7 @@ absl::Status CompositePlatforms::Resolve(composite::CompositeKind kind, const st
     }
     AuditPlatform p;
     p.name = m.name;
-    absl::StatusOr<std::string> text =
-        ReadUserFile(Cat(dir, "/", m.name, ".toml"), kMaxTextFileBytes, "model file");
-    p.hash = text.ok() ? HexHash(Fnv1a(*text)) : "?";
+    p.hash = TextFileHash(Cat(dir, "/", m.name, ".toml"));
     setup.platforms.push_back(std::move(p));
     models.push_back(&m);
     functions.push_back(m.Find(fn));

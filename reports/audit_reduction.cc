@@ -9,7 +9,6 @@
 
 #include "accumulation/epilogue.h"
 #include "accumulation/evaluate.h"
-#include "base/hash.h"
 #include "base/str_cat.h"
 #include "base/user_file.h"
 #include "cases/pinned_random.h"
@@ -98,9 +97,7 @@ absl::Status ReductionOp::ResolvePlatforms(const std::vector<std::string>& names
     }
     AuditPlatform p;
     p.name = m->name;
-    absl::StatusOr<std::string> text = ReadUserFile(Cat(catalog_.dir(), "/", m->name, ".toml"),
-                                                    kMaxTextFileBytes, "model file");
-    p.hash = text.ok() ? HexHash(Fnv1a(*text)) : "?";
+    p.hash = TextFileHash(Cat(catalog_.dir(), "/", m->name, ".toml"));
     setup_.platforms.push_back(std::move(p));
     models_.push_back(m);
   };

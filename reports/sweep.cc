@@ -537,9 +537,7 @@ absl::Status LoadSweepModels(const ModelCatalog& catalog, const std::string& mod
       if (absl::Status s = CheckEpilogueScales(*m, 1, 1); !s.ok()) return s;
     }
     plan.models.emplace(name, *m);
-    const std::string path = Cat(models_dir, "/", name, ".toml");
-    absl::StatusOr<std::string> text = ReadUserFile(path, kMaxTextFileBytes, "model file");
-    plan.model_files.emplace_back(Cat("model ", name), text.ok() ? HexHash(Fnv1a(*text)) : "?");
+    plan.model_files.emplace_back(Cat("model ", name), TextFileHash(Cat(models_dir, "/", name, ".toml")));
     return absl::OkStatus();
   };
   for (const DtypeSpec& d : plan.spec.dtypes) {
