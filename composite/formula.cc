@@ -15,6 +15,7 @@
 #include "formats/ulp.h"
 #include "oracles/certified_double.h"
 #include "oracles/mpfr_oracle.h"
+#include "oracles/mpfr_plumbing.h"
 
 namespace fpconform::composite {
 
@@ -172,8 +173,7 @@ class Parser {
       while (pos_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[pos_]))) ++pos_;
     }
     const std::string text(s_.substr(start, pos_ - start));
-    mpfr_t v;
-    mpfr_init2(v, 256);
+    MpfrValue v(256);
     char* end = nullptr;
     const int ternary = mpfr_strtofr(v, text.c_str(), &end, 10, MPFR_RNDZ);
     FormulaNode n;
@@ -186,7 +186,6 @@ class Parser {
     } else {
       n.bits = MpfrRoundToFormat(f_, false, v, ternary != 0, OpEnv{}).bits;
     }
-    mpfr_clear(v);
     return Add(n);
   }
   int Call() {
@@ -339,9 +338,7 @@ uint64_t RoundFn(const FormatSpec& F, Fn f, double v) {
   certified::Interval iv;
   OpResult decided;
   if (FastFn(f, v, &iv) && certified::DecideInterval(F, OpEnv{}, iv, &decided)) return decided.bits;
-  mpfr_t a, r;
-  mpfr_init2(a, 64);
-  mpfr_init2(r, 123);
+  MpfrValue a(64), r(123);
   mpfr_set_d(a, v, MPFR_RNDN);  // Exact: v has at most 53 bits.
   const int ternary = FnOf(f)(r, a, MPFR_RNDZ);
   uint64_t bits;
@@ -355,8 +352,6 @@ uint64_t RoundFn(const FormatSpec& F, Fn f, double v) {
     mpfr_abs(r, r, MPFR_RNDN);
     bits = MpfrRoundToFormat(F, negative, r, ternary != 0, OpEnv{}).bits;
   }
-  mpfr_clear(a);
-  mpfr_clear(r);
   return bits;
 }
 
@@ -366,15 +361,10 @@ double FnDirected(Fn f, double v, mpfr_rnd_t rnd) {
   if (f == Fn::kRsqrt && v == 0) return std::signbit(v) ? -INFINITY : INFINITY;
   certified::Interval iv;
   if (FastFn(f, v, &iv)) return rnd == MPFR_RNDD ? iv.lo : iv.hi;
-  mpfr_t a, r;
-  mpfr_init2(a, 64);
-  mpfr_init2(r, 53);
+  MpfrValue a(64), r(53);
   mpfr_set_d(a, v, MPFR_RNDN);
   FnOf(f)(r, a, rnd);
-  const double d = mpfr_get_d(r, rnd);
-  mpfr_clear(a);
-  mpfr_clear(r);
-  return d;
+  return mpfr_get_d(r, rnd);
 }
 
 // ulp of F at magnitude m (>= 0): 2^(max(floor(log2 m), emin) - p + 1) (F a float format).

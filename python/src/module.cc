@@ -35,6 +35,7 @@
 #include "formats/ops.h"
 #include "oracles/error_measures.h"
 #include "oracles/exact_sum.h"
+#include "oracles/mpfr_plumbing.h"
 #include "python/src/arrays.h"
 #include "reports/audit.h"
 #include "reports/sweep.h"
@@ -147,8 +148,7 @@ nb::object Ulp(const std::string& from_name, const InArray& x, const std::string
   if (!IsFloat(from) || !IsFloat(f)) ThrowValue("ulp: float formats only");
   CheckWidth(x, from.width / 8, "ulp: x");
   std::vector<double> out(x.size());
-  mpfr_t v;
-  mpfr_init2(v, 64);
+  MpfrValue v(64);
   for (size_t i = 0; i < out.size(); ++i) {
     const uint64_t bits = BitsAt(x, i);
     const bool inf = from.nonfinite == NonFinite::kIeee && (bits & ~from.d.sign_bit) == InfBits(from);
@@ -158,7 +158,6 @@ nb::object Ulp(const std::string& from_name, const InArray& x, const std::string
     }
     out[i] = std::ldexp(1.0, static_cast<int>(UlpExponent(f, v)));
   }
-  mpfr_clear(v);
   return VectorArray<double>(std::move(out), ShapeOf(x));
 }
 
