@@ -7,6 +7,7 @@
 #include <cmath>
 #include <numeric>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cases/pinned_random.h"
@@ -14,6 +15,7 @@
 #include "formats/ops.h"
 #include "gtest/gtest.h"
 #include "reports/audit.h"
+#include "reports/audit_test_util.h"
 
 namespace fpconform::reports {
 namespace {
@@ -22,11 +24,8 @@ const std::string kModels = FPCONFORM_ATTENTION_MODELS_SOURCE_DIR;
 constexpr char kFa2[] = "flash-attention2-cuda-bf16";
 
 Tensor Random(std::vector<int64_t> shape, double spread, uint64_t stream) {
-  Tensor t = *MakeTensor("bfloat16", shape);
-  PinnedRng rng(DeriveSeed(TestSeed(27, "audit_attention_test"), {stream}));
-  for (int64_t i = 0; i < t.size(); ++i) t.SetBits(i, DoubleToBits(BFloat16(), spread * rng.Normal()));
-  t.source = "random";
-  return t;
+  return RandomTensor(BFloat16(), std::move(shape),
+                      DeriveSeed(TestSeed(27, "audit_attention_test"), {stream}), 0, spread);
 }
 
 AuditOptions Options(int threads) {

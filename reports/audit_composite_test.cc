@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "cases/pinned_random.h"
 #include "cases/test_seed.h"
@@ -11,18 +13,18 @@
 #include "formats/ops.h"
 #include "gtest/gtest.h"
 #include "reports/audit.h"
+#include "reports/audit_test_util.h"
 
 namespace fpconform::reports {
 namespace {
 
 const std::string kComposite = FPCONFORM_COMPOSITE_MODELS_SOURCE_DIR;
 
-Tensor Random(const FormatSpec& f, std::vector<int64_t> shape, double mean, double spread, uint64_t seed) {
-  Tensor t = *MakeTensor(f.name, shape);
-  PinnedRng rng(DeriveSeed(TestSeed(seed, "audit_composite_test"), {9}));
-  for (int64_t i = 0; i < t.size(); ++i) t.SetBits(i, DoubleToBits(f, mean + spread * rng.Normal()));
-  t.source = "random";
-  return t;
+// The stream of tensor `key`: DeriveSeed(key, {9}) by default; FPCONFORM_SEED is XORed into the
+// key (0 by default), so that each tensor keeps a stream of its own under any seed.
+Tensor Random(const FormatSpec& f, std::vector<int64_t> shape, double mean, double spread, uint64_t key) {
+  static const uint64_t seed = TestSeed(0, "audit_composite_test");
+  return RandomTensor(f, std::move(shape), DeriveSeed(key ^ seed, {9}), mean, spread);
 }
 
 AuditOptions Options(std::vector<std::string> platforms) {
@@ -37,11 +39,7 @@ AuditOptions Options(std::vector<std::string> platforms) {
 int64_t Count(const AuditResult& r, AuditClass c) { return r.counts[static_cast<int>(c)]; }
 
 const composite::CompositeFunction& Function(const std::string& model, const std::string& fn) {
-  static const std::vector<composite::CompositeModel> models = *composite::LoadCompositeModels(kComposite);
-  for (const composite::CompositeModel& m : models) {
-    if (m.name == model) return *m.Find(fn);
-  }
-  std::abort();
+  return CompositeFunctionOf(kComposite, model, fn);
 }
 
 std::string DiagnosisAt(const AuditResult& r, const std::vector<int64_t>& index) {
@@ -54,9 +52,7 @@ std::string DiagnosisAt(const AuditResult& r, const std::vector<int64_t>& index)
 TEST(AuditCompositeTest, ElementwiseOwnOutputEnclosureEndsAndMutations) {
   const composite::CompositeFunction& gelu = Function("torch-cuda-f32", "gelu");
   const Tensor x = Random(Float32(), {40, 25}, 0, 3, 1);
-  Tensor out = *MakeTensor("float32", {40, 25});
-  out.source = "emulated";
-  for (int64_t i = 0; i < x.size(); ++i) out.SetBits(i, gelu.Emulate(x.Bits(i)));
+  Tensor out = EmulateElementwise(gelu, x);
   ElementwiseAuditInput in;
   in.x = &x;
   in.out = &out;
@@ -73,17 +69,24 @@ TEST(AuditCompositeTest, ElementwiseOwnOutputEnclosureEndsAndMutations) {
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->verdict, AuditVerdict::kPass) << AuditSummaryText(*r);
   EXPECT_GT(Count(*r, AuditClass::kWithinBound), 0);
-  // Mutations.
-  const uint64_t y3 = out.Bits(3);
-  out.SetBits(3, y3 ^ SignBit(Float32()));
-  const double x7 = ToDouble(Float32(), x.Bits(7));
-  out.SetBits(7, DoubleToBits(Float32(), 1 / (1 + std::exp(-x7))));
+  // Mutations, planted at the first two elements with 1 < x < 4, where gelu(x) is far from both
+  // -gelu(x) and sigmoid(x) (near 0, a sign flip can lie within the bound).
+  std::vector<int64_t> at;
+  for (int64_t i = 0; i < x.size() && at.size() < 2; ++i) {
+    const double xi = ToDouble(Float32(), x.Bits(i));
+    if (xi > 1 && xi < 4) at.push_back(i);
+  }
+  ASSERT_EQ(at.size(), 2u);
+  out.SetBits(at[0], out.Bits(at[0]) ^ SignBit(Float32()));
+  const double x1 = ToDouble(Float32(), x.Bits(at[1]));
+  out.SetBits(at[1], DoubleToBits(Float32(), 1 / (1 + std::exp(-x1))));
   r = AuditElementwise(in, Options({"torch-cuda-f32"}));
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->verdict, AuditVerdict::kFail);
   EXPECT_EQ(Count(*r, AuditClass::kUnexplained), 2) << AuditSummaryText(*r);
-  EXPECT_EQ(DiagnosisAt(*r, {0, 3}).rfind("sign flipped", 0), 0u) << DiagnosisAt(*r, {0, 3});
-  EXPECT_EQ(DiagnosisAt(*r, {0, 7}).rfind("equals sigmoid(x)", 0), 0u) << DiagnosisAt(*r, {0, 7});
+  const std::vector<int64_t> i0 = {at[0] / 25, at[0] % 25}, i1 = {at[1] / 25, at[1] % 25};
+  EXPECT_EQ(DiagnosisAt(*r, i0).rfind("sign flipped", 0), 0u) << DiagnosisAt(*r, i0);
+  EXPECT_EQ(DiagnosisAt(*r, i1).rfind("equals sigmoid(x)", 0), 0u) << DiagnosisAt(*r, i1);
 }
 
 TEST(AuditCompositeTest, ElementwiseErrorsNameTheInput) {

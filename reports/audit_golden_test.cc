@@ -14,6 +14,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "accumulation/model_catalog.h"
@@ -33,12 +34,8 @@ const std::string kAttention = FPCONFORM_ATTENTION_MODELS_SOURCE_DIR;
 const std::string kGoldenDir = std::string(FPCONFORM_REPORTS_SOURCE_DIR) + "/testdata/audit_golden";
 
 Tensor Random(const FormatSpec& f, std::vector<int64_t> shape, double mean, double spread,
-              uint64_t stream) {
-  Tensor t = *MakeTensor(f.name, shape);
-  PinnedRng rng(DeriveSeed(20261207, {stream}));
-  for (int64_t i = 0; i < t.size(); ++i) t.SetBits(i, DoubleToBits(f, mean + spread * rng.Normal()));
-  t.source = "random";
-  return t;
+              uint64_t key) {
+  return RandomTensor(f, std::move(shape), DeriveSeed(20261207, {key}), mean, spread);
 }
 
 AuditOptions Options(std::vector<std::string> platforms) {
@@ -135,20 +132,13 @@ TEST(AuditGoldenTest, CastWithOneElementRoundedTheWrongWay) {
 }
 
 const composite::CompositeFunction& Function(const std::string& model, const std::string& fn) {
-  static const std::vector<composite::CompositeModel> models =
-      *composite::LoadCompositeModels(kComposite);
-  for (const composite::CompositeModel& m : models) {
-    if (m.name == model) return *m.Find(fn);
-  }
-  std::abort();
+  return CompositeFunctionOf(kComposite, model, fn);
 }
 
 TEST(AuditGoldenTest, ElementwiseGeluWithWrongElements) {
   const composite::CompositeFunction& gelu = Function("torch-cuda-f32", "gelu");
   const Tensor x = Random(Float32(), {8, 16}, 0, 3, 5);
-  Tensor out = *MakeTensor("float32", {8, 16});
-  out.source = "emulated";
-  for (int64_t i = 0; i < x.size(); ++i) out.SetBits(i, gelu.Emulate(x.Bits(i)));
+  Tensor out = EmulateElementwise(gelu, x);
   out.SetBits(3, out.Bits(3) ^ 0x80000000u);
   out.SetBits(50, out.Bits(50) + 40);
   ElementwiseAuditInput in;

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <set>
+#include <utility>
 
 #include "accumulation/evaluate.h"
 #include "accumulation/model_catalog.h"
@@ -24,11 +25,7 @@ const std::string kModels = FPCONFORM_MODELS_SOURCE_DIR;
 
 
 Tensor Random(const FormatSpec& f, std::vector<int64_t> shape, uint64_t seed) {
-  Tensor t = *MakeTensor(f.name, shape);
-  PinnedRng rng(DeriveSeed(seed, {7}));
-  for (int64_t i = 0; i < t.size(); ++i) t.SetBits(i, DoubleToBits(f, rng.Normal()));
-  t.source = "random";
-  return t;
+  return RandomTensor(f, std::move(shape), DeriveSeed(seed, {7}));
 }
 
 AuditOptions Options(std::vector<std::string> platforms, bool recommend = false) {
