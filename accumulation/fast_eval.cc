@@ -47,8 +47,8 @@ using fast_internal::RunMatmulRows64;
 
 std::atomic<uint64_t> g_fallbacks{0};
 
-// rows(lo, hi) over [0, m) on up to `threads` workers (RunWorkers), each a range of whole
-// 4-row tiles (the tile height), so that each element is computed by one worker.
+// rows(lo, hi) over [0, m) on up to `threads` workers (RunWorkers), in ranges that start at
+// multiples of 4 (the tile height), so that each element is computed by one worker.
 template <class Rows>
 void RunRowBlocks(int m, int threads, const Rows& rows) {
   const int t = std::max(1, std::min(threads, m));

@@ -1,6 +1,6 @@
 // The fan-out of the project's multi-threaded loops (the oracles' batch and matmul paths, the
 // model engines, the audit's judge, the sweeps' ParallelForEach): worker 0 runs on the calling
-// thread, every other worker on a std::thread of its own, and the call returns once all have
+// thread, every other worker on a thread of its own, and the call returns once all have
 // returned. What each worker computes is the caller's: the loops that use this write only what
 // their worker owns (an element range, a per-worker tally merged afterwards in worker order), so
 // their results do not depend on the thread count or the timing.
@@ -22,14 +22,15 @@ namespace fpconform {
 // Calls work(w) once for each w in [0, workers): w = 0 on the calling thread, each other w on a
 // thread started for it; returns when every call has returned. workers < 1 counts as 1 (no thread
 // is started). The caller chooses the count (it clamps it to the work it has).
+// An exception from work(0) or from starting a thread reaches the caller after the threads
+// already started have returned (std::jthread joins on destruction).
 template <class Work>
 void RunWorkers(int64_t workers, Work&& work) {
   const int64_t t = std::max<int64_t>(1, workers);
-  std::vector<std::thread> pool;
+  std::vector<std::jthread> pool;
   pool.reserve(static_cast<size_t>(t - 1));
   for (int64_t w = 1; w < t; ++w) pool.emplace_back([&work, w] { work(w); });
   work(int64_t{0});
-  for (std::thread& th : pool) th.join();
 }
 
 // RunWorkers over [0, n) cut into `workers` contiguous ranges: worker w calls

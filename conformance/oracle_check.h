@@ -20,6 +20,7 @@
 #include <span>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -211,13 +212,16 @@ inline bool CheckCase(const Case& k, uint64_t seed, uint64_t index, FailureLog& 
 
 inline int ThreadCount() { return 2; }  // The CI machine has 2 cores.
 
-// Runs body(index, log) for index in [0, n) on ThreadCount() threads, contiguous chunks.
-// body returns the number of cases it checked; the total is returned.
+// Runs body(index, log) for index in [0, n) on ThreadCount() workers (RunWorkers: the calling
+// thread is worker 0), contiguous chunks. body returns the number of cases it checked; the total
+// is returned. Each worker's tally goes into `log`; the calling thread's tally from before the
+// call is set aside meanwhile and put back, so that it still goes to the log it was counted for.
 inline int64_t ParallelCheck(uint64_t n,
                              const std::function<int64_t(uint64_t, FailureLog&)>& body,
                              FailureLog& log) {
   const int threads = ThreadCount();
   std::atomic<int64_t> total{0};
+  const Tally before = std::exchange(ThreadTally(), Tally{});
   RunWorkers(threads, [&](int64_t t) {
     const uint64_t lo = n * static_cast<uint64_t>(t) / static_cast<uint64_t>(threads);
     const uint64_t hi = n * static_cast<uint64_t>(t + 1) / static_cast<uint64_t>(threads);
@@ -226,6 +230,7 @@ inline int64_t ParallelCheck(uint64_t n,
     total += local;
     log.FlushTally();
   });
+  ThreadTally() = before;
   return total.load();
 }
 

@@ -161,26 +161,31 @@ TEST(CertifiedMatmul, HeaderExample) {
 
 // The GEMM engine itself against a plain triple loop on integer-valued doubles (exact in every
 // order), on every ISA level this CPU has, with edge tiles (m, n not multiples of 6 / 16).
+// m = 37 is one block of kMc = 96 rows (one worker whatever the thread count); m = 200 is three,
+// so that 2 and 3 threads split the blocks between workers.
 TEST(CertifiedMatmul, GemmMatchesTripleLoop) {
-  const int64_t m = 37, n = 29, k = 300;
-  std::vector<double> a(static_cast<size_t>(m * k)), bt(static_cast<size_t>(n * k));
-  // Integers in [-100, 100]: every partial sum is exact in double, so any order gives `want`.
-  // XORing the seed's mask into the distinct states keeps them distinct (Stream(0) is the mask).
-  const uint64_t mask = Stream(0);
-  for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<double>(static_cast<int>(SplitMix64At(i ^ mask, 0) % 201) - 100);
-  for (size_t i = 0; i < bt.size(); ++i) bt[i] = static_cast<double>(static_cast<int>(SplitMix64At((i + 99999) ^ mask, 0) % 201) - 100);
-  std::vector<double> want(static_cast<size_t>(m * n), 0.0);
-  for (int64_t i = 0; i < m; ++i) {
-    for (int64_t j = 0; j < n; ++j) {
-      double s = 0;
-      for (int64_t kk = 0; kk < k; ++kk) s += a[static_cast<size_t>(i * k + kk)] * bt[static_cast<size_t>(j * k + kk)];
-      want[static_cast<size_t>(i * n + j)] = s;
+  for (const int64_t m : {int64_t{37}, int64_t{200}}) {
+    SCOPED_TRACE(m);
+    const int64_t n = 29, k = 300;
+    std::vector<double> a(static_cast<size_t>(m * k)), bt(static_cast<size_t>(n * k));
+    // Integers in [-100, 100]: every partial sum is exact in double, so any order gives `want`.
+    // XORing the seed's mask into the distinct states keeps them distinct (Stream(0) is the mask).
+    const uint64_t mask = Stream(0);
+    for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<double>(static_cast<int>(SplitMix64At(i ^ mask, 0) % 201) - 100);
+    for (size_t i = 0; i < bt.size(); ++i) bt[i] = static_cast<double>(static_cast<int>(SplitMix64At((i + 99999) ^ mask, 0) % 201) - 100);
+    std::vector<double> want(static_cast<size_t>(m * n), 0.0);
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t j = 0; j < n; ++j) {
+        double s = 0;
+        for (int64_t kk = 0; kk < k; ++kk) s += a[static_cast<size_t>(i * k + kk)] * bt[static_cast<size_t>(j * k + kk)];
+        want[static_cast<size_t>(i * n + j)] = s;
+      }
     }
-  }
-  for (int threads : {1, 2}) {
-    std::vector<double> c(static_cast<size_t>(m * n), -1.0);
-    GemmNt(m, n, k, a.data(), bt.data(), c.data(), n, threads);
-    EXPECT_EQ(c, want) << "threads " << threads << " isa " << IsaName(ActiveIsa());
+    for (int threads : {1, 2, 3}) {
+      std::vector<double> c(static_cast<size_t>(m * n), -1.0);
+      GemmNt(m, n, k, a.data(), bt.data(), c.data(), n, threads);
+      EXPECT_EQ(c, want) << "threads " << threads << " isa " << IsaName(ActiveIsa());
+    }
   }
 }
 

@@ -72,8 +72,8 @@ std::string Hex(const AuditResult& r, uint64_t bits) {
   return f != nullptr ? HexBits(*f, bits) : Cat(bits);
 }
 
-const char* kClassKeys[kAuditClasses] = {"identical", "within_bound", "within_tolerance",
-                                         "unexplained"};
+// Class c's key in the text and the JSON: AuditClassName's word.
+const char* ClassKey(int c) { return AuditClassName(static_cast<AuditClass>(c)); }
 
 std::string Headline(const AuditResult& r) {
   std::string s = Cat("fpconform audit ", r.op, ": ", r.verdict == AuditVerdict::kPass ? "PASS" : "FAIL");
@@ -140,11 +140,11 @@ std::string AuditSummaryText(const AuditResult& r) {
   s += "\nClasses";
   if (!r.platforms.empty()) s += Cat(" against ", r.platforms[0].name);
   s += ":";
-  for (int c = 0; c < kAuditClasses; ++c) s += Cat(" ", kClassKeys[c], " ", r.counts[static_cast<size_t>(c)]);
+  for (int c = 0; c < kAuditClasses; ++c) s += Cat(" ", ClassKey(c), " ", r.counts[static_cast<size_t>(c)]);
   s += "\n";
   if (r.lse.run) {  // audit attention --lse.
     s += Cat("LSE classes against ", r.lse.platform, " (", r.lse.format, " ", Shape(r.lse.shape), "):");
-    for (int c = 0; c < kAuditClasses; ++c) s += Cat(" ", kClassKeys[c], " ", r.lse.counts[static_cast<size_t>(c)]);
+    for (int c = 0; c < kAuditClasses; ++c) s += Cat(" ", ClassKey(c), " ", r.lse.counts[static_cast<size_t>(c)]);
     s += Cat(" (LSE ", r.lse.verdict == AuditVerdict::kPass ? "PASS" : "FAIL", ")\n");
     size_t shown = 0;
     for (const AuditElement& e : r.lse.elements) {
@@ -261,7 +261,7 @@ ojson Bits(const AuditResult& r, uint64_t bits, JsonForm form) {
 
 ojson CountsJson(const std::array<int64_t, kAuditClasses>& counts) {
   ojson j;
-  for (int c = 0; c < kAuditClasses; ++c) j[kClassKeys[c]] = counts[static_cast<size_t>(c)];
+  for (int c = 0; c < kAuditClasses; ++c) j[ClassKey(c)] = counts[static_cast<size_t>(c)];
   return j;
 }
 
@@ -292,7 +292,7 @@ ojson PlatformsJson(const AuditResult& r, JsonForm form) {
   for (const PlatformAudit& p : r.platforms) {
     ojson q;
     q["name"] = p.name;
-    for (int c = 0; c < kAuditClasses; ++c) q[kClassKeys[c]] = p.counts[static_cast<size_t>(c)];
+    for (int c = 0; c < kAuditClasses; ++c) q[ClassKey(c)] = p.counts[static_cast<size_t>(c)];
     q["rec_rtol"] = Num(p.rec_rtol, form);
     q["rec_atol"] = Num(p.rec_atol, form);
     q["rec_ulp"] = Num(p.rec_ulp, form);
