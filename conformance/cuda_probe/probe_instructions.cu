@@ -78,42 +78,39 @@ __device__ void PackB(int type, const uint32_t* b, int s, int k, int g, int t, u
   }
 }
 
+// One mma.sync / wgmma.mma_async per Type: the instruction text differs only in its shape and
+// types (an asm template must be a string literal, so the macros paste the literal in).
+// Operands: d (4 f32 accumulators, read and written), a (4 registers), then b (2 registers) or
+// B's shared-memory descriptor; wgmma's scale-d predicate p is true (accumulate), its A and B
+// scales 1 and, where the instruction has one (f16, bf16), its B transpose 0.
+#define FPCONFORM_MMA(SHAPE_TYPES)                                                          \
+  asm volatile("mma.sync.aligned." SHAPE_TYPES " {%0,%1,%2,%3}, {%4,%5,%6,%7}, "            \
+               "{%8,%9}, {%0,%1,%2,%3};\n"                                                  \
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])                             \
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]))
+#define FPCONFORM_WGMMA(SHAPE_TYPES, TRANSPOSE)                                             \
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"                                   \
+               "wgmma.mma_async.sync.aligned." SHAPE_TYPES " {%0,%1,%2,%3}, {%4,%5,%6,%7}, " \
+               "%8, p, 1, 1" TRANSPOSE ";\n}\n"                                              \
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])                             \
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc))
+
 template <int kType>
 __device__ void MmaStep(float d[4], const uint32_t a[4], const uint32_t b[2]) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   if constexpr (kType == kF16) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-        "{%8,%9}, {%0,%1,%2,%3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+    FPCONFORM_MMA("m16n8k16.row.col.f32.f16.f16.f32");
   } else if constexpr (kType == kBF16) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-        "{%8,%9}, {%0,%1,%2,%3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+    FPCONFORM_MMA("m16n8k16.row.col.f32.bf16.bf16.f32");
   } else if constexpr (kType == kTF32) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-        "{%8,%9}, {%0,%1,%2,%3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+    FPCONFORM_MMA("m16n8k8.row.col.f32.tf32.tf32.f32");
   }
 #endif
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
   if constexpr (kType == kE4M3) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-        "{%8,%9}, {%0,%1,%2,%3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+    FPCONFORM_MMA("m16n8k32.row.col.f32.e4m3.e4m3.f32");
   } else if constexpr (kType == kE5M2) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k32.row.col.f32.e5m2.e5m2.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-        "{%8,%9}, {%0,%1,%2,%3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+    FPCONFORM_MMA("m16n8k32.row.col.f32.e5m2.e5m2.f32");
   }
 #endif
 }
@@ -143,40 +140,15 @@ __device__ void WgmmaStep(float d[4], const uint32_t a[4], uint64_t desc) {
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
   asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
   if constexpr (kType == kF16) {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 {%0,%1,%2,%3}, {%4,%5,%6,%7}, %8, "
-        "p, 1, 1, 0;\n}\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
+    FPCONFORM_WGMMA("m64n8k16.f32.f16.f16", ", 0");
   } else if constexpr (kType == kBF16) {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16 {%0,%1,%2,%3}, {%4,%5,%6,%7}, %8, "
-        "p, 1, 1, 0;\n}\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
+    FPCONFORM_WGMMA("m64n8k16.f32.bf16.bf16", ", 0");
   } else if constexpr (kType == kTF32) {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n8k8.f32.tf32.tf32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, %8, "
-        "p, 1, 1;\n}\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
+    FPCONFORM_WGMMA("m64n8k8.f32.tf32.tf32", "");
   } else if constexpr (kType == kE4M3) {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n8k32.f32.e4m3.e4m3 {%0,%1,%2,%3}, {%4,%5,%6,%7}, %8, "
-        "p, 1, 1;\n}\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
+    FPCONFORM_WGMMA("m64n8k32.f32.e4m3.e4m3", "");
   } else if constexpr (kType == kE5M2) {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n8k32.f32.e5m2.e5m2 {%0,%1,%2,%3}, {%4,%5,%6,%7}, %8, "
-        "p, 1, 1;\n}\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
+    FPCONFORM_WGMMA("m64n8k32.f32.e5m2.e5m2", "");
   }
   asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
   asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
@@ -186,6 +158,8 @@ __device__ void WgmmaStep(float d[4], const uint32_t a[4], uint64_t desc) {
   (void)desc;
 #endif
 }
+#undef FPCONFORM_MMA
+#undef FPCONFORM_WGMMA
 
 // Whether this binary holds sm_90a wgmma code (set by the kernel, read back by the host).
 __device__ int g_wgmma_compiled;
