@@ -524,25 +524,17 @@ void LaunchWgmma(const uint32_t* a, const uint32_t* b, const uint32_t* c, uint32
                  int K) {
   WgmmaKernel<kType><<<n, 128>>>(a, b, c, d, K);
 }
-template void LaunchMma<kF16>(const uint32_t*, const uint32_t*, const uint32_t*, uint32_t*, int,
-                              int);
-template void LaunchMma<kBF16>(const uint32_t*, const uint32_t*, const uint32_t*, uint32_t*, int,
-                               int);
-template void LaunchMma<kTF32>(const uint32_t*, const uint32_t*, const uint32_t*, uint32_t*, int,
-                               int);
-template void LaunchMma<kE4M3>(const uint32_t*, const uint32_t*, const uint32_t*, uint32_t*, int,
-                               int);
-template void LaunchMma<kE5M2>(const uint32_t*, const uint32_t*, const uint32_t*, uint32_t*, int,
-                               int);
-template void LaunchWgmma<kF16>(const uint32_t*, const uint32_t*, const uint32_t*, uint32_t*, int,
-                                int);
-template void LaunchWgmma<kBF16>(const uint32_t*, const uint32_t*, const uint32_t*, uint32_t*, int,
-                                 int);
-template void LaunchWgmma<kTF32>(const uint32_t*, const uint32_t*, const uint32_t*, uint32_t*, int,
-                                 int);
-template void LaunchWgmma<kE4M3>(const uint32_t*, const uint32_t*, const uint32_t*, uint32_t*, int,
-                                 int);
-template void LaunchWgmma<kE5M2>(const uint32_t*, const uint32_t*, const uint32_t*, uint32_t*, int,
-                                 int);
+// Both launchers for one Type (probe.h declares them; main() takes their addresses).
+#define FPCONFORM_LAUNCHERS(TYPE)                                                           \
+  template void LaunchMma<TYPE>(const uint32_t*, const uint32_t*, const uint32_t*, uint32_t*, \
+                                int, int);                                                  \
+  template void LaunchWgmma<TYPE>(const uint32_t*, const uint32_t*, const uint32_t*,         \
+                                  uint32_t*, int, int);
+FPCONFORM_LAUNCHERS(kF16)
+FPCONFORM_LAUNCHERS(kBF16)
+FPCONFORM_LAUNCHERS(kTF32)
+FPCONFORM_LAUNCHERS(kE4M3)
+FPCONFORM_LAUNCHERS(kE5M2)
+#undef FPCONFORM_LAUNCHERS
 
 }  // namespace fpconform::cuda_probe
