@@ -825,10 +825,7 @@ absl::Status EvaluateBlockScaledMatmul(const Model& model, int m, int n, int k,
     return b_layout == Layout::kRowMajor ? b[size_t(p) * n + j] : b[size_t(j) * k + p];
   };
   // Runs body(e0, e1) over the m x n elements on `threads` threads.
-  auto parallel = [&](const auto& body) {
-    const int64_t total = int64_t{m} * n;
-    RunRanges(total, std::max<int64_t>(1, std::min<int64_t>(threads, total)), body);
-  };
+  auto parallel = [&](const auto& body) { RunRanges(int64_t{m} * n, threads, body); };
   // The inner chain of a promote model as a model of its own: block j's partial sum p_j is the
   // sequential chain over the block from +0, in the accumulator format, which is what the fast
   // paths compute for this model, bits and bound E alike (fast_eval_test).

@@ -33,12 +33,12 @@ void RunWorkers(int64_t workers, Work&& work) {
   work(int64_t{0});
 }
 
-// RunWorkers over [0, n) cut into `workers` contiguous ranges: worker w calls
-// body(n * w / t, n * (w + 1) / t), t = max(1, workers), so the ranges cover [0, n) in order
-// (a range is empty where t > n; the caller clamps t to avoid that).
+// RunWorkers over [0, n) cut into t = clamp(workers, 1, max(1, n)) contiguous ranges: worker w
+// calls body(n * w / t, n * (w + 1) / t), so the ranges cover [0, n) in order, none empty unless
+// n is 0 (then one worker calls body(0, 0)).
 template <class Body>
 void RunRanges(int64_t n, int64_t workers, Body&& body) {
-  const int64_t t = std::max<int64_t>(1, workers);
+  const int64_t t = std::clamp<int64_t>(workers, 1, std::max<int64_t>(1, n));
   RunWorkers(t, [&body, n, t](int64_t w) { body(n * w / t, n * (w + 1) / t); });
 }
 

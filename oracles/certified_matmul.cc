@@ -163,7 +163,7 @@ void Gemm(int64_t m, int64_t n, int64_t k, const double* a, const double* pb, do
       }
     }
   };
-  RunRanges(blocks, std::clamp<int64_t>(threads, 1, blocks), work);
+  RunRanges(blocks, threads, work);
 }
 
 int CeilLog2(int64_t k) {

@@ -9,6 +9,7 @@
 #include <memory>
 #include <mutex>
 
+#include "base/run_workers.h"
 #include "base/str_cat.h"
 #include "composite/formula.h"
 #include "composite/model.h"
@@ -244,7 +245,7 @@ absl::Status AxisAuditOp::EmulateBlock(int64_t e0, int64_t e1, std::vector<std::
   std::mutex mu;
   int64_t error_row = -1;
   absl::Status error;
-  ParallelFor(nrows, threads, [&](int64_t b, int64_t end) {
+  RunRanges(nrows, threads, [&](int64_t b, int64_t end) {
     std::vector<uint64_t> x;
     std::vector<ExactEnclosure> exact;
     std::vector<Emulated> row;

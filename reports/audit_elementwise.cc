@@ -5,6 +5,7 @@
 #include <cmath>
 #include <memory>
 
+#include "base/run_workers.h"
 #include "base/str_cat.h"
 #include "composite/model.h"
 #include "formats/ops.h"
@@ -126,7 +127,7 @@ absl::Status ElementwiseOp::EmulateBlock(int64_t e0, int64_t e1,
   std::vector<uint64_t> xs(static_cast<size_t>(e1 - e0)), rounded(xs.size());
   for (int64_t e = e0; e < e1; ++e) xs[static_cast<size_t>(e - e0)] = in_.x->Bits(e);
   const int threads = std::max(1, options_.threads);
-  ParallelFor(static_cast<int64_t>(xs.size()), threads, [&](int64_t b, int64_t end) {
+  RunRanges(static_cast<int64_t>(xs.size()), threads, [&](int64_t b, int64_t end) {
     for (int64_t i = b; i < end; ++i) block_exact_[static_cast<size_t>(i)] = FastExact(xs[static_cast<size_t>(i)]);
   });
   for (size_t p = 0; p < platforms_.models.size(); ++p) {
@@ -145,7 +146,7 @@ absl::Status ElementwiseOp::EmulateBlock(int64_t e0, int64_t e1,
       }
       continue;
     }
-    ParallelFor(static_cast<int64_t>(xs.size()), threads, [&](int64_t b, int64_t end) {
+    RunRanges(static_cast<int64_t>(xs.size()), threads, [&](int64_t b, int64_t end) {
       for (int64_t i = b; i < end; ++i) {
         emu[p][static_cast<size_t>(i)] = Emulate(p, xs[static_cast<size_t>(i)], block_exact_[static_cast<size_t>(i)]);
       }

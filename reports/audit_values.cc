@@ -6,7 +6,6 @@
 #include <cstring>
 #include <vector>
 
-#include "base/run_workers.h"
 #include "base/str_cat.h"
 #include "formats/ops.h"
 #include "oracles/error_measures.h"
@@ -78,10 +77,6 @@ std::string Relation::PowerOfTwoOrNone(double ex) const {
     if (std::string p2 = PowerOfTwo(ex); !p2.empty()) return p2;
   }
   return "no simple relation found";
-}
-
-void ParallelFor(int64_t n, int threads, const std::function<void(int64_t, int64_t)>& body) {
-  RunRanges(n, std::clamp<int64_t>(threads, 1, std::max<int64_t>(1, n)), body);
 }
 
 double ErrorUp(const FormatSpec& out, uint64_t y, mpfr_srcptr x, Mpfr& yv, Mpfr& d) {

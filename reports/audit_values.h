@@ -8,7 +8,6 @@
 
 #include <cmath>
 #include <cstdint>
-#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -69,10 +68,6 @@ class Relation {
   const FormatSpec& out_;
   double y_, slack_;
 };
-
-// Runs body(begin, end) over [0, n) split into `threads` contiguous ranges (one thread each,
-// the calling thread included); the body must only write what its range owns.
-void ParallelFor(int64_t n, int threads, const std::function<void(int64_t, int64_t)>& body);
 
 // |y - x| rounded up to a double: y finite bits of `out`, x an exact finite value; yv and d are
 // working values (any precision: yv is reset to hold y exactly).
