@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "accumulation/model_catalog.h"
+#include "base/testing/temp_dir.h"
 #include "base/user_file.h"
 #include "gtest/gtest.h"
 
@@ -960,23 +961,6 @@ TEST(ModelTest, NewPresets) {
 
 // ---- Files that are not regular files, or too large: errors, never a hang, throw or OOM. ----
 
-// A fresh directory under $TMPDIR (mkdtemp), removed at the end of the test.
-class ScratchDir {
- public:
-  ScratchDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "model_test.XXXXXX").string();
-    if (mkdtemp(tmpl.data()) != nullptr) path_ = tmpl;
-  }
-  ~ScratchDir() {
-    std::error_code ec;
-    if (!path_.empty()) std::filesystem::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
 std::string CopyPreset(const std::string& dir, const std::string& name) {
   const std::string to = dir + "/" + name + ".toml";
   std::filesystem::copy_file(std::string(FPCONFORM_MODELS_SOURCE_DIR) + "/" + name + ".toml", to);
@@ -984,7 +968,7 @@ std::string CopyPreset(const std::string& dir, const std::string& name) {
 }
 
 TEST(ModelTest, NonRegularAndHugeModelFilesAreErrors) {
-  ScratchDir tmp;
+  TempDir tmp("model_test");
   ASSERT_FALSE(tmp.path().empty());
   const std::string d = tmp.path();
   CopyPreset(d, "cpu-f32-seq");

@@ -17,22 +17,11 @@
 #include "accumulation/model.h"
 #include "accumulation/model_catalog.h"
 #include "accumulation/summation_tree.h"
+#include "base/testing/temp_dir.h"
 #include "gtest/gtest.h"
 
 namespace fpconform {
 namespace {
-
-std::string TempDir() {
-  char tmpl[] = "/tmp/fpconform_reveal_XXXXXX";
-  const char* d = mkdtemp(tmpl);
-  EXPECT_NE(d, nullptr);
-  return d != nullptr ? d : "/tmp";
-}
-
-struct TempTree {
-  std::string dir = TempDir();
-  ~TempTree() { std::filesystem::remove_all(dir); }
-};
 
 // The outputs of `m` on the probes, in m's output format.
 // With `other` and `split` > 0 (matmul), outputs (i, j) with i, j >= split come from `other`: a
@@ -71,15 +60,15 @@ Tensor RunModel(const Model& m, const ProbeSet& p, const Model* other = nullptr,
 absl::StatusOr<Revealed> RevealModel(const Model& m, const std::string& op, int k,
                                      const std::string& dtype, const ModelCatalog& catalog,
                                      Tensor* outputs = nullptr) {
-  TempTree tmp;
-  const std::string dir = tmp.dir + "/probes";
+  TempDir tmp("fpconform_reveal");
+  const std::string dir = tmp / "probes";
   absl::StatusOr<ProbeSet> p = MakeProbes({op, k, dtype});
   if (!p.ok()) return p.status();
   if (absl::Status s = WriteProbes(*p, dir); !s.ok()) return s;
   Tensor out = RunModel(m, *p);
   if (outputs != nullptr) out = *outputs;
-  if (absl::Status s = WriteNpy(out, tmp.dir + "/out.npy"); !s.ok()) return s;
-  return RevealFromOutputs(dir, tmp.dir + "/out.npy", out.dtype, catalog);
+  if (absl::Status s = WriteNpy(out, tmp / "out.npy"); !s.ok()) return s;
+  return RevealFromOutputs(dir, tmp / "out.npy", out.dtype, catalog);
 }
 
 TEST(RevealOutputs, ProbeLayoutAndSize) {
@@ -98,10 +87,10 @@ TEST(RevealOutputs, ProbeLayoutAndSize) {
   EXPECT_FALSE(MakeProbes({"matmul", 256, "float16"}).ok());
   EXPECT_FALSE(MakeProbes({"conv", 256, "float32"}).ok());
   EXPECT_FALSE(MakeProbes({"sum", 2, "float32"}).ok());
-  TempTree tmp;
-  EXPECT_TRUE(WriteProbes(*s, tmp.dir + "/p").ok());
-  EXPECT_TRUE(std::filesystem::exists(tmp.dir + "/p/X.npy"));
-  EXPECT_EQ(WriteProbes(*s, tmp.dir + "/p").code(), absl::StatusCode::kAlreadyExists);
+  TempDir tmp("fpconform_reveal");
+  EXPECT_TRUE(WriteProbes(*s, tmp / "p").ok());
+  EXPECT_TRUE(std::filesystem::exists(tmp / "p/X.npy"));
+  EXPECT_EQ(WriteProbes(*s, tmp / "p").code(), absl::StatusCode::kAlreadyExists);
 }
 
 // Every preset with float32 or bfloat16 inputs, revealed from its own outputs at K = 40.
@@ -212,12 +201,12 @@ TEST(RevealOutputs, TiledProbesSeeThePosition) {
   EXPECT_TRUE(absl::StrContains(p->manifest, "\"tiles\": 2"));
   for (bool mixed : {false, true}) {
     SCOPED_TRACE(mixed ? "mixed" : "fixed");
-    TempTree tmp;
-    const std::string dir = tmp.dir + "/probes";
+    TempDir tmp("fpconform_reveal");
+    const std::string dir = tmp / "probes";
     ASSERT_TRUE(WriteProbes(*p, dir).ok());
     Tensor out = RunModel(*seq, *p, mixed ? &*split : nullptr, block);
-    ASSERT_TRUE(WriteNpy(out, tmp.dir + "/out.npy").ok());
-    absl::StatusOr<Revealed> r = RevealFromOutputs(dir, tmp.dir + "/out.npy", "", catalog);
+    ASSERT_TRUE(WriteNpy(out, tmp / "out.npy").ok());
+    absl::StatusOr<Revealed> r = RevealFromOutputs(dir, tmp / "out.npy", "", catalog);
     ASSERT_TRUE(r.ok()) << r.status();
     ASSERT_EQ(r->tile_trees.size(), 4u);
     EXPECT_TRUE(SameCanonicalTree(r->tree, *BuildSummationTree(*seq, 24)));
@@ -254,8 +243,8 @@ TEST(RevealOutputs, TiledProbesSeeThePosition) {
       Tensor broken = out;
       const int64_t cols = 2 * block;
       broken.SetBits(block * cols + 1, broken.Bits(block * cols + 2));  // Output (block, 1).
-      ASSERT_TRUE(WriteNpy(broken, tmp.dir + "/broken.npy").ok());
-      r = RevealFromOutputs(dir, tmp.dir + "/broken.npy", "", catalog);
+      ASSERT_TRUE(WriteNpy(broken, tmp / "broken.npy").ok());
+      r = RevealFromOutputs(dir, tmp / "broken.npy", "", catalog);
       ASSERT_TRUE(r.ok()) << r.status();
       ASSERT_EQ(r->refused.size(), 1u);
       EXPECT_EQ(r->refused[0].first, (Block{block, 0}));
@@ -270,8 +259,8 @@ TEST(RevealOutputs, TiledProbesSeeThePosition) {
           broken.SetBits((b0 + 0) * cols + b1 + 1, broken.Bits((b0 + 0) * cols + b1 + 2));
         }
       }
-      ASSERT_TRUE(WriteNpy(broken, tmp.dir + "/all_broken.npy").ok());
-      r = RevealFromOutputs(dir, tmp.dir + "/all_broken.npy", "", catalog);
+      ASSERT_TRUE(WriteNpy(broken, tmp / "all_broken.npy").ok());
+      r = RevealFromOutputs(dir, tmp / "all_broken.npy", "", catalog);
       EXPECT_TRUE(absl::StrContains(r.status().message(), "no probe block shows a fixed"))
           << r.status();
     }
@@ -288,17 +277,17 @@ TEST(RevealOutputs, RealNumpy) {
   const ModelCatalog catalog(FPCONFORM_MODELS_SOURCE_DIR);
   for (const char* op : {"sum", "matmul"}) {
     SCOPED_TRACE(op);
-    TempTree tmp;
-    const std::string dir = tmp.dir + "/probes";
+    TempDir tmp("fpconform_reveal");
+    const std::string dir = tmp / "probes";
     ASSERT_TRUE(WriteProbes(*MakeProbes({op, 256, "float32"}), dir).ok());
     const std::string py =
         std::string(op) == "sum"
             ? absl::StrCat("import numpy as np; x = np.load('", dir,
-                           "/X.npy'); np.save('", tmp.dir, "/out.npy', np.sum(x, axis=-1))")
+                           "/X.npy'); np.save('", tmp / "out.npy", "', np.sum(x, axis=-1))")
             : absl::StrCat("import numpy as np; a = np.load('", dir, "/A.npy'); b = np.load('",
-                           dir, "/B.npy'); np.save('", tmp.dir, "/out.npy', np.matmul(a, b))");
+                           dir, "/B.npy'); np.save('", tmp / "out.npy", "', np.matmul(a, b))");
     ASSERT_EQ(std::system(("/usr/bin/python3 -c \"" + py + "\"").c_str()), 0);
-    absl::StatusOr<Revealed> r = RevealFromOutputs(dir, tmp.dir + "/out.npy", "", catalog);
+    absl::StatusOr<Revealed> r = RevealFromOutputs(dir, tmp / "out.npy", "", catalog);
     ASSERT_TRUE(r.ok()) << r.status();
     const std::string text = RevealedText(*r);
     std::printf("numpy %s:\n%s", op, text.c_str());

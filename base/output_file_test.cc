@@ -15,30 +15,13 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "base/testing/temp_dir.h"
 #include "gtest/gtest.h"
 
 namespace fpconform {
 namespace {
 
 namespace fs = std::filesystem;
-
-class TempDir {
- public:
-  TempDir() {
-    std::string t = (fs::temp_directory_path() / "fpconform_output_file_test.XXXXXX").string();
-    if (::mkdtemp(t.data()) == nullptr) std::abort();
-    path_ = t;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  std::string operator/(const std::string& name) const { return (path_ / name).string(); }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
 
 std::string Slurp(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -62,7 +45,7 @@ mode_t DefaultMode() {
 }
 
 TEST(WriteFileAtomicallyTest, WritesThePiecesInOrderWithTheUsualMode) {
-  TempDir tmp;
+  TempDir tmp("fpconform_output_file_test");
   const std::string path = tmp / "t.npy";
   ASSERT_TRUE(WriteFileAtomically(path, {"head", "", std::string_view("\0body", 5)}).ok());
   EXPECT_EQ(Slurp(path), std::string("head\0body", 9));
@@ -73,7 +56,7 @@ TEST(WriteFileAtomicallyTest, WritesThePiecesInOrderWithTheUsualMode) {
 }
 
 TEST(WriteFileAtomicallyTest, ReplacesAnExistingFileAndASymbolicLink) {
-  TempDir tmp;
+  TempDir tmp("fpconform_output_file_test");
   const std::string path = tmp / "a";
   ASSERT_TRUE(WriteFileAtomically(path, {"old old old"}).ok());
   ASSERT_TRUE(WriteFileAtomically(path, {"new"}).ok());
@@ -88,7 +71,7 @@ TEST(WriteFileAtomicallyTest, ReplacesAnExistingFileAndASymbolicLink) {
 }
 
 TEST(WriteFileAtomicallyTest, AFailureLeavesThePathAndNoTemporary) {
-  TempDir tmp;
+  TempDir tmp("fpconform_output_file_test");
   const std::string missing = tmp / "no-such-dir/t.npy";
   const absl::Status s = WriteFileAtomically(missing, {"x"});
   EXPECT_EQ(s, absl::InvalidArgumentError(missing + ": cannot create a temporary file beside it: "
@@ -136,7 +119,7 @@ TEST(WriteAllToFdTest, WritesMoreThanAPipeHoldsAtOnce) {
 }
 
 TEST(WriteNewFileTest, CreatesAndRefusesAnExistingFile) {
-  TempDir tmp;
+  TempDir tmp("fpconform_output_file_test");
   const std::string path = tmp / "report.md";
   ASSERT_TRUE(WriteNewFile(path, "# r\n").ok());
   EXPECT_EQ(Slurp(path), "# r\n");

@@ -11,6 +11,7 @@
 
 #include "absl/status/status.h"
 #include "base/hash.h"
+#include "base/testing/temp_dir.h"
 #include "gtest/gtest.h"
 
 namespace fpconform {
@@ -20,15 +21,6 @@ namespace fs = std::filesystem;
 
 class UserFileTest : public ::testing::Test {
  protected:
-  UserFileTest() {
-    std::string t = (fs::temp_directory_path() / "fpconform_user_file_test.XXXXXX").string();
-    if (::mkdtemp(t.data()) == nullptr) std::abort();
-    dir_ = t;
-  }
-  ~UserFileTest() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
   std::string Write(const std::string& name, const std::string& content) const {
     const std::string path = (dir_ / name).string();
     std::ofstream(path, std::ios::binary) << content;
@@ -36,7 +28,8 @@ class UserFileTest : public ::testing::Test {
   }
   std::string Path(const std::string& name) const { return (dir_ / name).string(); }
 
-  fs::path dir_;
+  TempDir tmp_{"fpconform_user_file_test"};
+  fs::path dir_{tmp_.path()};
 };
 
 TEST_F(UserFileTest, ReadsARegularFileAndASymlinkToOne) {

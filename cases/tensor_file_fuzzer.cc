@@ -13,18 +13,17 @@
 #include <string>
 #include <string_view>
 
+#include "base/testing/temp_dir.h"
 #include "cases/tensor_file.h"
 #include "cases/tensor_fuzz_util.h"
 
 namespace {
 
+// The one file every input is written to, in a folder of this process removed at exit.
 const std::string& FuzzPath() {
-  static const std::string* path = [] {
-    char dir[] = "/tmp/fpconform-tensor-fuzz-XXXXXX";
-    if (mkdtemp(dir) == nullptr) std::abort();
-    return new std::string(std::string(dir) + "/input");
-  }();
-  return *path;
+  static const fpconform::TempDir dir("fpconform-tensor-fuzz");
+  static const std::string path = dir / "input";
+  return path;
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "base/testing/temp_dir.h"
 #include "formats/format_spec.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -67,23 +68,6 @@ bool HasNote(const Tensor& t, std::string_view fragment) {
   }
   return false;
 }
-
-// A temporary folder, removed (with its files) at the end of the test.
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/tensor_file_test.XXXXXX";
-    const char* d = ::mkdtemp(tmpl);
-    path_ = d != nullptr ? d : "";
-  }
-  ~TempDir() {
-    if (!path_.empty()) std::system(("rm -rf '" + path_ + "'").c_str());
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 Json LoadManifest() {
   const std::string text = ReadBytes(GoldenDir() + "/manifest.json");
@@ -317,9 +301,9 @@ TEST(GoldenFiles, Names) {
 
 // A path that itself contains ':' is read as a whole path first.
 TEST(GoldenFiles, PathWithColon) {
-  TempDir dir;
+  TempDir dir("tensor_file_test");
   const std::string bytes = ReadBytes(GoldenDir() + "/npy_f4_le.npy");
-  const std::string path = dir.path() + "/a:b.npy";
+  const std::string path = dir / "a:b.npy";
   std::ofstream(path, std::ios::binary) << bytes;
   absl::StatusOr<Tensor> t = ReadTensor(path);
   ASSERT_TRUE(t.ok()) << t.status();
@@ -475,11 +459,11 @@ TEST(BrokenFiles, SafetensorsJsonEdges) {
 // ---- Writers. ----
 
 TEST(Writers, WriteAndReadBack) {
-  TempDir dir;
+  TempDir dir("tensor_file_test");
   absl::StatusOr<Tensor> t = MakeTensor("bfloat16", {2, 3});
   ASSERT_TRUE(t.ok()) << t.status();
   for (int64_t i = 0; i < t->size(); ++i) t->SetBits(i, 0x3F80 + static_cast<uint64_t>(i));
-  const std::string npy = dir.path() + "/a.npy";
+  const std::string npy = dir / "a.npy";
   ASSERT_TRUE(WriteNpy(*t, npy).ok());
   absl::StatusOr<Tensor> back = ReadTensor(npy, {.dtype = "bfloat16"});
   ASSERT_TRUE(back.ok()) << back.status();
@@ -490,7 +474,7 @@ TEST(Writers, WriteAndReadBack) {
   absl::StatusOr<Tensor> u = MakeTensor("int64", {});
   ASSERT_TRUE(u.ok());
   u->SetBits(0, 0x8000000000000001ull);
-  const std::string st = dir.path() + "/b.safetensors";
+  const std::string st = dir / "b.safetensors";
   ASSERT_TRUE(WriteSafetensors({{"a", &*t}, {"u", &*u}}, {{"k", "v"}, {"a", "b"}}, st).ok());
   back = ReadTensor(st + ":u");
   ASSERT_TRUE(back.ok()) << back.status();
@@ -508,7 +492,7 @@ TEST(Writers, WriteAndReadBack) {
 }
 
 TEST(Writers, RefuseWhatTheFormatCannotHold) {
-  TempDir dir;
+  TempDir dir("tensor_file_test");
   absl::StatusOr<Tensor> t = MakeTensor("float8_e4m3", {4});
   ASSERT_TRUE(t.ok());
   absl::StatusOr<std::string> s = SafetensorsBytes({{"x", &*t}});
@@ -523,14 +507,14 @@ TEST(Writers, RefuseWhatTheFormatCannotHold) {
   EXPECT_NE(NpyBytes(*t).find("'descr': '<V1'"), std::string::npos);
   Tensor bad = *t;
   bad.data.pop_back();
-  const std::string path = dir.path() + "/bad.npy";
+  const std::string path = dir / "bad.npy";
   EXPECT_FALSE(WriteNpy(bad, path).ok());
   struct stat sb;
   EXPECT_NE(::stat(path.c_str(), &sb), 0);  // No partial file.
-  EXPECT_FALSE(WriteNpy(*t, dir.path() + "/no/such/dir/x.npy").ok());
+  EXPECT_FALSE(WriteNpy(*t, dir / "no/such/dir/x.npy").ok());
   // The temporary sibling is gone after a successful write.
   ASSERT_TRUE(WriteNpy(*t, path).ok());
-  EXPECT_EQ(std::system(("test $(ls '" + dir.path() + "' | wc -l) = 1").c_str()), 0);
+  EXPECT_EQ(std::system(("test $(ls '" + dir.path().string() + "' | wc -l) = 1").c_str()), 0);
 }
 
 TEST(Writers, NpyDescrsMatchNumpy) {

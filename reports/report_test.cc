@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "base/testing/temp_dir.h"
 #include "cases/test_seed.h"
 #include "reports/process.h"
 #include "reports/stats.h"
@@ -156,24 +157,6 @@ void Spit(const std::filesystem::path& p, std::string_view text) {
   std::ofstream(p, std::ios::binary) << text;
 }
 
-// A fresh directory made by mkdtemp, removed with everything in it at the end of the test.
-class TempDir {
- public:
-  TempDir() {
-    std::string t = (std::filesystem::temp_directory_path() / "fpconform_report_test.XXXXXX").string();
-    if (mkdtemp(t.data()) == nullptr) std::abort();
-    path_ = t;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  const std::filesystem::path& path() const { return path_; }
-
- private:
-  std::filesystem::path path_;
-};
-
 // Names in `dir` that look like staging or set-aside directories.
 std::vector<std::string> Leftovers(const std::filesystem::path& dir) {
   std::vector<std::string> out;
@@ -188,7 +171,7 @@ std::vector<std::string> Leftovers(const std::filesystem::path& dir) {
 
 TEST(ReportTest, DirectoryIsReplacedAtomically) {
   namespace fs = std::filesystem;
-  TempDir tmp;
+  TempDir tmp("fpconform_report_test");
   const fs::path dir = tmp.path() / "report";
   ASSERT_TRUE(WriteDirectoryAtomically(dir.string(), "tolerance", {{"a.txt", "one"}, {"b.txt", "two"}}).ok());
   EXPECT_EQ(Slurp(dir / "a.txt"), "one");
@@ -217,7 +200,7 @@ TEST(ReportTest, DirectoryIsReplacedAtomically) {
 }
 
 TEST(ReportTest, ManifestListsEveryFileAndTheKind) {
-  TempDir tmp;
+  TempDir tmp("fpconform_report_test");
   const auto dir = tmp.path() / "r";
   ASSERT_TRUE(WriteDirectoryAtomically(dir.string(), "audit", {{"z.csv", "1"}, {"a.json", "{}"}},
                                        [](const std::string& staging) {
@@ -251,7 +234,7 @@ TEST(ReportTest, ManifestListsEveryFileAndTheKind) {
 // WriteDirectoryAtomically, left exactly as it was, and no staging directory is left.
 TEST(ReportTest, RefusesToReplaceWhatIsNotAReport) {
   namespace fs = std::filesystem;
-  TempDir tmp;
+  TempDir tmp("fpconform_report_test");
   const fs::path t = tmp.path();
   Spit(t / "notes.txt", "my notes");
   fs::create_directory(t / "project");
@@ -328,7 +311,7 @@ TEST(ReportTest, RefusesToReplaceWhatIsNotAReport) {
 }
 
 TEST(ReportTest, AcceptsAnEmptyDirectoryAndAReportMissingSomeFiles) {
-  TempDir tmp;
+  TempDir tmp("fpconform_report_test");
   const auto empty = tmp.path() / "empty";
   std::filesystem::create_directory(empty);
   EXPECT_TRUE(CheckOutputDirectory(empty.string()).ok());
@@ -343,7 +326,7 @@ TEST(ReportTest, AcceptsAnEmptyDirectoryAndAReportMissingSomeFiles) {
 // The target is checked again just before the install: a change made while the report was being
 // produced is not overwritten.
 TEST(ReportTest, ChecksTheTargetAgainAtInstallTime) {
-  TempDir tmp;
+  TempDir tmp("fpconform_report_test");
   const std::string dir = (tmp.path() / "r").string();
   ASSERT_TRUE(WriteDirectoryAtomically(dir, "tolerance", {{"a", "old"}}).ok());
   const absl::Status s = WriteDirectoryAtomically(dir, "tolerance", {{"a", "new"}},
@@ -363,7 +346,7 @@ TEST(ReportTest, ChecksTheTargetAgainAtInstallTime) {
 // A sibling that happens to carry the name of the set-aside directory is neither clobbered nor
 // a reason to fail, and no message ever reports "Success" for a failed call.
 TEST(ReportTest, ASiblingNamedLikeTheAsideDirectoryIsLeftAlone) {
-  TempDir tmp;
+  TempDir tmp("fpconform_report_test");
   const std::string dir = (tmp.path() / "r").string();
   ASSERT_TRUE(WriteDirectoryAtomically(dir, "tolerance", {{"a", "old"}}).ok());
   const std::string aside = dir + ".old-" + std::to_string(::getpid());
@@ -377,7 +360,7 @@ TEST(ReportTest, ASiblingNamedLikeTheAsideDirectoryIsLeftAlone) {
 }
 
 TEST(ReportTest, ErrorsCarryTheFailingCallsOwnText) {
-  TempDir tmp;
+  TempDir tmp("fpconform_report_test");
   // The staging directory's name is too long for the file system (NAME_MAX 255).
   const std::string dir = (tmp.path() / std::string(250, 'x')).string();
   const absl::Status s = WriteDirectoryAtomically(dir, "tolerance", {{"a", "1"}});
@@ -401,14 +384,14 @@ TEST(ProcessTest, RunProgramReportsHowTheProgramEnded) {
             absl::NotFoundError("fpconform-no-such-program-in-path: not found in PATH"));
   EXPECT_FALSE(RunProgram({}).ok());
   // Arguments reach the program as they are: no shell in between.
-  TempDir tmp;
+  TempDir tmp("fpconform_report_test");
   const std::string out = (tmp.path() / "arg out").string();
   ASSERT_TRUE(RunProgram({"/bin/sh", "-c", "printf '%s' \"$1\" > \"$2\"", "sh", "a 'b' $c;", out}).ok());
   EXPECT_EQ(Slurp(out), "a 'b' $c;");
 }
 
 TEST(ProcessTest, CancellationStopsTheProgramAndItsChildren) {
-  TempDir tmp;
+  TempDir tmp("fpconform_report_test");
   const std::string pid_file = (tmp.path() / "pid").string();
   RunProgramOptions o;
   const auto start = std::chrono::steady_clock::now();

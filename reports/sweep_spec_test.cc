@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "accumulation/model_catalog.h"
+#include "base/testing/temp_dir.h"
 #include "gtest/gtest.h"
 #include "reports/sweep.h"
 #include "reports/sweep_test_support.h"
@@ -359,9 +360,8 @@ TEST(SweepSpecTest, FiltersRejectRepeatsAndKeepFullSeeds) {
 // ---- Sweep files that are not regular files, or too large. ----
 
 TEST(SweepSpecTest, LoadRefusesNonRegularAndHugeFiles) {
-  std::string tmpl = (std::filesystem::temp_directory_path() / "sweep_spec_test.XXXXXX").string();
-  ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
-  const std::string d = tmpl;
+  const TempDir tmp("sweep_spec_test");
+  const std::string d = tmp.path();
   ASSERT_EQ(mkfifo((d + "/fifo.toml").c_str(), 0600), 0);
   std::filesystem::create_symlink("/dev/zero", d + "/zero.toml");
   std::ofstream(d + "/huge.toml") << "";
