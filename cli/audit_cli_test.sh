@@ -65,6 +65,16 @@ EOF
 expect_rc 0 "np.sum audit" "$fp" audit sum --x "$tmp/x.npy" --axis -1 --out "$tmp/y.npy" \
   --platform numpy-sum-f32 --json "$tmp/sum.json" --progress never
 [ "$(json_get "$tmp/sum.json" 'd["counts"]["identical"]')" = 8 ] || fail "np.sum: not 8 identical elements"
+# The data lookup (base/data_dir.h): FPCONFORM_SWEEP_FILE names the tolerance rule's sweep file (a
+# missing one leaves the platform without a recommendation, in a note); --sweep beats it.
+expect_rc 0 "FPCONFORM_SWEEP_FILE names a missing file" env FPCONFORM_SWEEP_FILE="$tmp/no_sweep.toml" \
+  "$fp" audit sum --x "$tmp/x.npy" --axis -1 --out "$tmp/y.npy" --platform numpy-sum-f32 --progress never
+grep -q "no tolerance recommendation for numpy-sum-f32: $tmp/no_sweep.toml: cannot open" "$tmp/stdout" ||
+  fail "FPCONFORM_SWEEP_FILE: the audit does not read the file it names"
+expect_rc 0 "--sweep beats FPCONFORM_SWEEP_FILE" env FPCONFORM_SWEEP_FILE="$tmp/no_sweep.toml" \
+  "$fp" audit sum --x "$tmp/x.npy" --axis -1 --out "$tmp/y.npy" --platform numpy-sum-f32 --progress never \
+  --sweep "$(dirname "$0")/../reports/standard_sweep.toml"
+! grep -q "no_sweep.toml\|no tolerance recommendation" "$tmp/stdout" || fail "--sweep does not beat FPCONFORM_SWEEP_FILE"
 expect_rc 0 "np.sum audit, keepdims output in Fortran order" "$fp" audit sum --x "$tmp/x.npy" \
   --axis 1 --out "$tmp/y_fortran.npy" --platform numpy-sum-f32 --no-tolerance --progress never
 expect_rc 1 "np.sum with one element negated" "$fp" audit sum --x "$tmp/x.npy" --axis -1 \
@@ -185,6 +195,15 @@ expect_rc 1 "softmax over the wrong axis" "$fp" audit softmax --x "$tmp/cx.npy" 
   --axis 0 --platform torch-cuda-rows-f32 --progress never
 expect_rc 0 "rmsnorm audit" "$fp" audit rmsnorm --x "$tmp/cx.npy" --weight "$tmp/w.npy" --eps 1e-6 \
   --out "$tmp/rms.npy" --platform auto --progress never
+# FPCONFORM_COMPOSITE_MODELS_DIR names the composite models' directory; --models-dir beats it.
+mkdir "$tmp/no_models"
+expect_rc 2 "FPCONFORM_COMPOSITE_MODELS_DIR names an empty directory" \
+  env FPCONFORM_COMPOSITE_MODELS_DIR="$tmp/no_models" "$fp" audit elementwise --fn gelu --x "$tmp/cx.npy" \
+  --out "$tmp/gelu.npy" --platform torch-cuda-f32 --progress never
+grep -q "no_models" "$tmp/stderr" || fail "FPCONFORM_COMPOSITE_MODELS_DIR: the message does not name the directory"
+expect_rc 0 "--models-dir beats FPCONFORM_COMPOSITE_MODELS_DIR" \
+  env FPCONFORM_COMPOSITE_MODELS_DIR="$tmp/no_models" "$fp" audit elementwise --fn gelu --x "$tmp/cx.npy" \
+  --out "$tmp/gelu.npy" --platform torch-cuda-f32 --progress never --models-dir "$(dirname "$0")/../composite/models"
 for bad in "--eps 0" "--eps -1e-6" "--eps nan" "--eps abc"; do
   expect_rc 2 "rmsnorm $bad" "$fp" audit rmsnorm --x "$tmp/cx.npy" $bad --out "$tmp/rms.npy" --platform auto \
     --progress never

@@ -199,7 +199,7 @@ void AddCommon(CLI::App* app, AuditCommonOptions& c, bool with_platform) {
       ->check(CLI::Range(1, 1024));
   app->add_option("--models-dir", c.models_dir, "Directory of model files");
   app->add_option("--sweep", c.sweep, "Sweep file for the tolerance rule's parameters "
-                                      "(default: reports/standard_sweep.toml)");
+                                      "(default: $FPCONFORM_SWEEP_FILE, else reports/standard_sweep.toml)");
   app->add_option("--progress", c.progress, "Progress on stderr: auto, always, never")
       ->check(CLI::IsMember({"auto", "always", "never"}));
 }
@@ -207,8 +207,8 @@ void AddCommon(CLI::App* app, AuditCommonOptions& c, bool with_platform) {
 absl::StatusOr<reports::AuditOptions> MakeOptions(const AuditCommonOptions& c, const std::string& platforms) {
   reports::AuditOptions o;
   o.platforms = SplitComma(platforms);
-  o.models_dir = ResolveModelsDir(c.models_dir);
-  o.sweep_file = ResolveSweepFile(c.sweep);
+  o.models_dir = DataPath(DataItem::kModels, c.models_dir);
+  o.sweep_file = DataPath(DataItem::kStandardSweep, c.sweep);
   o.max_listed = c.max_listed;
   o.strict = c.strict;
   o.all_unexplained = !c.report.empty();
@@ -419,7 +419,8 @@ CLI::App* AddAuditCommand(CLI::App& root, AuditCommandState& s) {
                                           "gelu_tanh rsqrt reciprocal")->required();
   AddCommon(s.elementwise, s.common, true);
   s.elementwise->footer(
-      "--models-dir names the directory of elementwise models (default: the presets).\n"
+      "--models-dir names the directory of elementwise models (default: $FPCONFORM_COMPOSITE_MODELS_DIR,\n"
+      "else the presets).\n"
       "Example:\n"
       "  fpconform audit elementwise --fn gelu --x x.npy --x-dtype bfloat16 --out y.npy \\\n"
       "      --out-dtype bfloat16 --platform torch-cuda-bf16 --json audit.json");
@@ -431,7 +432,8 @@ CLI::App* AddAuditCommand(CLI::App& root, AuditCommandState& s) {
     AddTensorOption(sub, s.out, "The kernel's output (X's shape)");
     AddAxisOpOptions(sub, i, s);
     AddCommon(sub, s.common, true);
-    sub->footer(Cat("--models-dir names the directory of composite models (default: the presets).\n",
+    sub->footer(Cat("--models-dir names the directory of composite models (default: $FPCONFORM_COMPOSITE_MODELS_DIR,\n"
+                    "else the presets).\n",
                     "Example:\n  fpconform audit ", kAxisOpNames[i], " --x x.npy --x-dtype bfloat16",
                     i >= 2 ? " --weight w.npy --weight-dtype bfloat16 --eps 1e-6" : "",
                     " --axis -1 \\\n      --out y.npy --out-dtype bfloat16 --platform auto --json audit.json"));
@@ -446,8 +448,9 @@ CLI::App* AddAuditCommand(CLI::App& root, AuditCommandState& s) {
                   "Optional: the kernel's LSE (float), Q's shape without D: (S_q), (H, S_q) or (B, H, S_q)");
   AddCommon(s.attention, s.common, true);
   s.attention->footer(
-      "Platforms: correctly-rounded, the attention models (--models-dir names their directory; default: the\n"
-      "presets in composite/attention_models/), or auto (every model of Q's and out's formats).\n"
+      "Platforms: correctly-rounded, the attention models (--models-dir names their directory; default:\n"
+      "$FPCONFORM_ATTENTION_MODELS_DIR, else the presets in composite/attention_models/), or auto (every model\n"
+      "of Q's and out's formats).\n"
       "Examples:\n"
       "  fpconform audit attention --q q.npy --k k.npy --v v.npy --out o.npy --platform correctly-rounded\n"
       "  fpconform audit attention --q q.npy --q-dtype bfloat16 --k k.npy --k-dtype bfloat16 \\\n"
@@ -611,7 +614,7 @@ static int RunAudit(const AuditCommandState& s) {
     if (absl::Status st = LoadOptional(s.weight, weight, in.weight); !st.ok()) return Fail(cmd, st);
     if (absl::Status st = LoadOptional(s.bias, bias, in.bias); !st.ok()) return Fail(cmd, st);
     if (absl::Status st = ParseOptional(s.eps, "--eps", in.eps); !st.ok()) return Fail(cmd, st);
-    options->composite_models_dir = c.models_dir.empty() ? DefaultCompositeModelsDir() : c.models_dir;
+    options->composite_models_dir = DataPath(DataItem::kCompositeModels, c.models_dir);
     if (compare) return RunCompare(s, in, *options, reports::CompareAxis);
     r = reports::AuditAxis(in, *options);
   } else if (Parsed(s.attention) || Parsed(s.compare_attention)) {
@@ -637,7 +640,7 @@ static int RunAudit(const AuditCommandState& s) {
     if (absl::Status st = ParseOptional(s.attention_scale, "--scale", in.scale); !st.ok()) {
       return Fail(cmd, st);
     }
-    options->attention_models_dir = c.models_dir.empty() ? DefaultAttentionModelsDir() : c.models_dir;
+    options->attention_models_dir = DataPath(DataItem::kAttentionModels, c.models_dir);
     std::optional<Tensor> lse, lse_ref;
     if (absl::Status st = LoadOptional(s.lse, lse, in.lse); !st.ok()) return Fail(cmd, st);
     if (compare) {
@@ -668,7 +671,7 @@ static int RunAudit(const AuditCommandState& s) {
     in.out = &*out;
     in.fn = s.fn;
     in.out_rounding = *out_rounding;
-    options->composite_models_dir = c.models_dir.empty() ? DefaultCompositeModelsDir() : c.models_dir;
+    options->composite_models_dir = DataPath(DataItem::kCompositeModels, c.models_dir);
     if (compare) return RunCompare(s, in, *options, reports::CompareElementwise);
     r = reports::AuditElementwise(in, *options);
   } else if (s.sum->parsed()) {

@@ -71,7 +71,7 @@ int RunCalcCommand(const CalcOptions& options) {
       return kExitUsage;
     }
   }
-  const ModelCalcOps model_ops(ResolveModelsDir(options.models_dir));
+  const ModelCalcOps model_ops(DataPath(DataItem::kModels, options.models_dir));
   std::vector<CalcOp> extra_ops(ExactCalcOps().begin(), ExactCalcOps().end());
   extra_ops.insert(extra_ops.end(), model_ops.ops().begin(), model_ops.ops().end());
   absl::StatusOr<CalcStats> stats = RunCalcStream(in, stdout, stderr, extra_ops);

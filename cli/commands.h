@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "CLI/CLI.hpp"
-#include "cli/data_dir.h"  // ResolveModelsDir, ResolveSweepFile: every command's data defaults.
+#include "cli/data_dir.h"  // DataPath: every command's data defaults.
 
 namespace fpconform::cli {
 
@@ -29,7 +29,7 @@ bool ShowProgress(const std::string& mode);
 
 struct CalcOptions {
   std::string input;       // Empty or "-": standard input.
-  std::string models_dir;  // --models-dir (mdot, msum); see ResolveModelsDir.
+  std::string models_dir;  // --models-dir (mdot, msum); see DataPath.
 };
 CLI::App* AddCalcCommand(CLI::App& root, CalcOptions& options);
 int RunCalcCommand(const CalcOptions& options);
@@ -41,7 +41,7 @@ CLI::App* AddFormatsCommand(CLI::App& root, FormatsOptions& options);
 int RunFormatsCommand(const FormatsOptions& options);
 
 struct ModelsOptions {
-  std::string models_dir;        // --models-dir; see ResolveModelsDir.
+  std::string models_dir;        // --models-dir; see DataPath.
   std::string show_name;         // `models show NAME`.
   CLI::App* show_app = nullptr;  // Set by AddModelsCommand.
   // `models numpy-matmul`: the preset reproducing numpy's (m, k) @ (k, n) under a BLAS
@@ -61,7 +61,7 @@ struct RevealOptions {
   std::string model;       // Model name (see `fpconform models`).
   int n = -1;              // --n: length of the dot / sum (-1: not given).
   std::string format = "text";  // --format text|dot.
-  std::string models_dir;  // --models-dir; see ResolveModelsDir.
+  std::string models_dir;  // --models-dir; see DataPath.
   bool probe = false;      // --probe: reveal the tree with FPRev and compare.
   uint64_t seed = 0;       // --seed: split_k order = "random".
   // From a real device (accumulation/reveal_outputs.h).

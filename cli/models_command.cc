@@ -230,7 +230,7 @@ CLI::App* AddModelsCommand(CLI::App& root, ModelsOptions& options) {
 }
 
 int RunModelsCommand(const ModelsOptions& options) {
-  const ModelCatalog catalog(ResolveModelsDir(options.models_dir));
+  const ModelCatalog catalog(DataPath(DataItem::kModels, options.models_dir));
   if (options.numpy_matmul_app != nullptr && options.numpy_matmul_app->parsed()) {
     return NumpyMatmul(options);
   }

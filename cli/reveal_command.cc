@@ -185,7 +185,7 @@ int RunFromOutputs(const RevealOptions& options, const ModelCatalog& catalog) {
 }  // namespace
 
 int RunRevealCommand(const RevealOptions& options) {
-  const ModelCatalog catalog(ResolveModelsDir(options.models_dir));
+  const ModelCatalog catalog(DataPath(DataItem::kModels, options.models_dir));
   if (options.make_probes) return RunMakeProbes(options);
   if (!options.from.empty()) return RunFromOutputs(options, catalog);
   if (options.model.empty()) {

@@ -62,7 +62,7 @@ bool Interrupted() { return reports::InterruptGuard::Interrupted(); }
 // matplotlib the page is written without plots, and without Python at all a minimal page says so.
 // An interrupt stops the renderer and returns CancelledError (the report is then not installed).
 absl::Status RenderHtml(const std::string& staging, bool plots) {
-  const std::string script = DefaultReportsFile("plot_report.py");
+  const std::string script = DataPath(DataItem::kPlotReport);
   const std::string json = staging + "/report.json", html = staging + "/report.html";
   const std::vector<std::string> base = {PythonPath(), script, json, html};
   reports::RunProgramOptions run;
@@ -166,8 +166,8 @@ CLI::App* AddToleranceCommand(CLI::App& root, ToleranceOptions& o) {
       "tolerance",
       "Run a tolerance sweep and write a report directory (report.md, report.csv, report.json, "
       "report.html). With no arguments: the standard rubric table.");
-  app->add_option("--sweep", o.sweep, "Sweep file (default: the standard one, "
-                                      "reports/standard_sweep.toml)");
+  app->add_option("--sweep", o.sweep, "Sweep file (default: $FPCONFORM_SWEEP_FILE, else the standard "
+                                      "one, reports/standard_sweep.toml)");
   app->add_option("--ops", o.ops, "Ops to run (comma list): matmul, sum, quantize, composite, attention");
   app->add_option("--dtypes", o.dtypes, "Input dtypes (comma list; names of the sweep file's "
                                         "[[dtype]] tables and quantize formats)");
@@ -223,7 +223,7 @@ CLI::App* AddToleranceCommand(CLI::App& root, ToleranceOptions& o) {
 int RunToleranceCommand(const ToleranceOptions& o) {
   if (!OutputOk("tolerance", o.out)) return kExitUsage;
   reports::InterruptGuard interrupts;
-  const std::string sweep_path = ResolveSweepFile(o.sweep);
+  const std::string sweep_path = DataPath(DataItem::kStandardSweep, o.sweep);
   absl::StatusOr<reports::SweepSpec> spec = reports::LoadSweepSpec(sweep_path);
   if (!spec.ok()) {
     std::fprintf(stderr, "fpconform tolerance: %s\n", std::string(spec.status().message()).c_str());
@@ -253,9 +253,9 @@ int RunToleranceCommand(const ToleranceOptions& o) {
     return kExitUsage;
   }
   reports::SweepOptions options;
-  options.models_dir = ResolveModelsDir(o.models_dir);
-  options.composite_models_dir = DefaultCompositeModelsDir();
-  options.attention_models_dir = DefaultAttentionModelsDir();
+  options.models_dir = DataPath(DataItem::kModels, o.models_dir);
+  options.composite_models_dir = DataPath(DataItem::kCompositeModels);
+  options.attention_models_dir = DataPath(DataItem::kAttentionModels);
   options.threads = o.threads > 0 ? o.threads
                                   : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   // Without --threads, fewer workers where the sweep's memory estimate needs it (sweep.h,

@@ -19,8 +19,9 @@
 # fpconform::accumulation, ...: the in-tree alias names), fpconform::fpconform (all of them),
 # fpconform::gtest (reports/gtest_audit.h: links GTest::gtest) and fpconform::cli.
 # fpconform::fpconform also defines FPCONFORM_DEFAULT_MODELS_DIR and FPCONFORM_DEFAULT_SWEEP_FILE
-# (string literals: the installed share/fpconform paths, or the source tree's in-tree), which the
-# GoogleTest helper uses and a program may use as its defaults.
+# (string literals: the installed share/fpconform paths, or the source tree's in-tree), which a
+# program may use as its defaults, and, installed, FPCONFORM_DEFAULT_DATA_DIR (share/fpconform),
+# the anchor the GoogleTest helper passes to base/data_dir.h's lookups.
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
@@ -56,7 +57,8 @@ target_compile_definitions(fpconform_fpconform INTERFACE
   "$<BUILD_INTERFACE:FPCONFORM_DEFAULT_MODELS_DIR=\"${_src}/accumulation/models\">"
   "$<BUILD_INTERFACE:FPCONFORM_DEFAULT_SWEEP_FILE=\"${_src}/reports/standard_sweep.toml\">"
   "$<INSTALL_INTERFACE:FPCONFORM_DEFAULT_MODELS_DIR=\"${_data}/models\">"
-  "$<INSTALL_INTERFACE:FPCONFORM_DEFAULT_SWEEP_FILE=\"${_data}/standard_sweep.toml\">")
+  "$<INSTALL_INTERFACE:FPCONFORM_DEFAULT_SWEEP_FILE=\"${_data}/standard_sweep.toml\">"
+  "$<INSTALL_INTERFACE:FPCONFORM_DEFAULT_DATA_DIR=\"${_data}\">")
 
 # fpconform::gtest: reports/gtest_audit.h (header only; the consumer's GoogleTest).
 add_library(fpconform_gtest INTERFACE)

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "accumulation/dot_bound.h"
+#include "base/data_dir.h"
 #include "base/isa.h"
 #include "base/run_workers.h"
 #include "base/str_cat.h"
@@ -683,13 +684,9 @@ absl::StatusOr<DotBound> MatmulModel::Bound(int64_t n) const {
 }
 
 std::string AccumulationModelsDirFor(const std::string& attention_models_dir) {
-  const std::filesystem::path dir(attention_models_dir.empty() ? std::string(".") : attention_models_dir);
-  // The source tree first: its composite/models (elementwise models) sits where the installed
-  // layout keeps the accumulation presets.
-  const std::filesystem::path source = dir / ".." / ".." / "accumulation" / "models";
-  std::error_code ec;
-  if (std::filesystem::is_directory(source, ec)) return source.lexically_normal().string();
-  return (dir / ".." / "models").lexically_normal().string();
+  // The source tree's layout first: there, composite/models (the elementwise models) sits where
+  // the installed layout keeps the accumulation presets.
+  return DataPathBeside(attention_models_dir, DataItem::kAttentionModels, DataItem::kModels);
 }
 
 absl::StatusOr<AttentionModel> ParseAttentionModel(std::string_view toml_text, std::string_view file_name,

@@ -260,7 +260,7 @@ absl::StatusOr<AttentionModel> LoadAttentionModel(const std::string& path);
 // Every *.toml of dir, sorted by name.
 absl::StatusOr<std::vector<AttentionModel>> LoadAttentionModels(const std::string& dir);
 // The accumulation presets beside an attention models directory, in each layout the data ships
-// in (cli/data_dir.h, python's _data_dir): <dir>/../../accumulation/models (the source tree) when
+// in (base/data_dir.h DataPathBeside): <dir>/../../accumulation/models (the source tree) when
 // it is a directory, else <dir>/../models (installed share/fpconform/, the wheel's data/).
 std::string AccumulationModelsDirFor(const std::string& attention_models_dir);
 

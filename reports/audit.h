@@ -114,12 +114,13 @@ struct AuditOptions {
   // preset whose input formats are the tensors' formats and that has the operation.
   std::vector<std::string> platforms;
   std::string models_dir;
-  // Elementwise models (composite/models/*.toml); empty: the source tree's (compiled in).
+  // Elementwise models (composite/models/*.toml); empty: the source tree's
+  // (base/data_dir.h SourceDataPath, compiled in).
   std::string composite_models_dir;
   // Attention models (composite/attention_models/*.toml); empty: the source tree's.
   std::string attention_models_dir;
   std::string sweep_file;    // For the tolerance rule's parameters (seed, factor): the
-                             // standard sweep when empty (FPCONFORM_REPORTS_SOURCE_DIR).
+                             // source tree's standard sweep when empty.
   int max_listed = 100;      // Elements listed: every unexplained first, then the worst others.
   bool strict = false;       // within_tolerance fails the verdict too.
   bool recommend = true;     // Run the tolerance rule for each platform (PlatformTolerance,

@@ -12,6 +12,7 @@
 #include <numbers>
 #include <optional>
 
+#include "base/data_dir.h"
 #include "base/hash.h"
 #include "base/str_cat.h"
 #include "base/user_file.h"
@@ -24,10 +25,6 @@
 #include "reports/audit_inputs.h"
 #include "reports/audit_op.h"
 #include "reports/audit_values.h"
-
-#ifndef FPCONFORM_ATTENTION_MODELS_DIR
-#define FPCONFORM_ATTENTION_MODELS_DIR "composite/attention_models"
-#endif
 
 namespace fpconform::reports {
 namespace audit_internal {
@@ -256,7 +253,7 @@ absl::Status AttentionAuditOp::Init() {
   vabs_.resize(vd_.size());
   for (size_t i = 0; i < vd_.size(); ++i) vabs_[i] = std::fabs(vd_[i]);
   // Platforms: "correctly-rounded" and the attention models.
-  const std::string models_dir = options_.attention_models_dir.empty() ? std::string(FPCONFORM_ATTENTION_MODELS_DIR)
+  const std::string models_dir = options_.attention_models_dir.empty() ? SourceDataPath(DataItem::kAttentionModels)
                                                                        : options_.attention_models_dir;
   absl::StatusOr<std::vector<composite::AttentionModel>> loaded = composite::LoadAttentionModels(models_dir);
   if (!loaded.ok()) return loaded.status();
@@ -979,7 +976,7 @@ absl::StatusOr<AttentionEmulation> EmulateAttention(const AttentionAuditInput& i
   if (in.q == nullptr || in.k == nullptr || in.v == nullptr) {
     return absl::InvalidArgumentError("emulate attention needs Q, K and V");
   }
-  const std::string dir = models_dir.empty() ? std::string(FPCONFORM_ATTENTION_MODELS_DIR) : models_dir;
+  const std::string dir = models_dir.empty() ? SourceDataPath(DataItem::kAttentionModels) : models_dir;
   absl::StatusOr<std::vector<composite::AttentionModel>> models = composite::LoadAttentionModels(dir);
   if (!models.ok()) return models.status();
   const FormatSpec* out_format = nullptr;

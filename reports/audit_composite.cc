@@ -3,14 +3,11 @@
 #include <algorithm>
 #include <cmath>
 
+#include "base/data_dir.h"
 #include "base/str_cat.h"
 #include "base/user_file.h"
 #include "formats/ops.h"
 #include "reports/audit_values.h"
-
-#ifndef FPCONFORM_COMPOSITE_MODELS_DIR
-#define FPCONFORM_COMPOSITE_MODELS_DIR "composite/models"
-#endif
 
 namespace fpconform::reports::audit_internal {
 
@@ -18,7 +15,7 @@ absl::Status CompositePlatforms::Resolve(composite::CompositeKind kind, const st
                                          const FormatSpec& x, const FormatSpec& out,
                                          const AuditOptions& options, const OpEnv& out_rounding,
                                          AuditSetup& setup) {
-  dir = options.composite_models_dir.empty() ? FPCONFORM_COMPOSITE_MODELS_DIR
+  dir = options.composite_models_dir.empty() ? SourceDataPath(DataItem::kCompositeModels)
                                              : options.composite_models_dir;
   absl::StatusOr<std::vector<composite::CompositeModel>> loaded = composite::LoadCompositeModels(dir);
   if (!loaded.ok()) return loaded.status();

@@ -9,6 +9,7 @@
 
 #include "accumulation/epilogue.h"
 #include "accumulation/evaluate.h"
+#include "base/data_dir.h"
 #include "base/str_cat.h"
 #include "base/user_file.h"
 #include "cases/pinned_random.h"
@@ -16,10 +17,6 @@
 #include "oracles/error_measures.h"
 #include "reports/mutations.h"
 #include "reports/sweep.h"
-
-#ifndef FPCONFORM_REPORTS_SOURCE_DIR
-#define FPCONFORM_REPORTS_SOURCE_DIR "reports"
-#endif
 
 namespace fpconform::reports {
 namespace audit_internal {
@@ -29,9 +26,8 @@ bool HasOp(const Model& m, bool sum) { return m.Supports(sum ? ModelOp::kSum : M
 
 // The sweep file that gives the tolerance rule its seed and factor (the standard one by default).
 absl::StatusOr<SweepSpec> LoadRuleSpec(const AuditOptions& options) {
-  return LoadSweepSpec(options.sweep_file.empty()
-                           ? std::string(FPCONFORM_REPORTS_SOURCE_DIR) + "/standard_sweep.toml"
-                           : options.sweep_file);
+  return LoadSweepSpec(options.sweep_file.empty() ? SourceDataPath(DataItem::kStandardSweep)
+                                                 : options.sweep_file);
 }
 
 // The tolerance report's recommendation for one platform at this K: the rule of its row on

@@ -25,19 +25,19 @@
 // the bad shape, dtype or platform). Never throws, never aborts.
 //
 // Data: the model presets and the standard sweep file (for the tolerance rule) come from
-// ConformsOptions, else $FPCONFORM_MODELS_DIR (models), else FPCONFORM_DEFAULT_MODELS_DIR /
-// FPCONFORM_DEFAULT_SWEEP_FILE, which fpconform::fpconform defines (the installed
-// share/fpconform, or the source tree in the fpconform build).
+// ConformsOptions, else $FPCONFORM_MODELS_DIR / $FPCONFORM_SWEEP_FILE, else the installed
+// share/fpconform that fpconform::fpconform names (FPCONFORM_DEFAULT_DATA_DIR), else the source
+// tree fpconform was built from (base/data_dir.h ResolveDataPath).
 #ifndef FPCONFORM_REPORTS_GTEST_AUDIT_H_
 #define FPCONFORM_REPORTS_GTEST_AUDIT_H_
 
 #include <cstdint>
-#include <cstdlib>
 #include <optional>
 #include <string>
 #include <string_view>
 
 #include "absl/status/statusor.h"
+#include "base/data_dir.h"
 #include "cases/tensor_file.h"
 #include "formats/op_env.h"
 #include "gtest/gtest.h"
@@ -48,8 +48,8 @@ namespace fpconform::gtest {
 // The `= {}` initializers keep designated initializers ({.strict = true}) free of GCC's
 // -Wmissing-field-initializers.
 struct ConformsOptions {
-  std::string models_dir = {};  // Empty: $FPCONFORM_MODELS_DIR, else FPCONFORM_DEFAULT_MODELS_DIR.
-  std::string sweep_file = {};  // Empty: FPCONFORM_DEFAULT_SWEEP_FILE.
+  std::string models_dir = {};  // Empty: $FPCONFORM_MODELS_DIR, else the installed presets.
+  std::string sweep_file = {};  // Empty: $FPCONFORM_SWEEP_FILE, else the standard sweep.
   bool strict = false;          // within_tolerance fails too (`fpconform audit --strict`).
   bool tolerance = true;        // Run the tolerance rule (false: `--no-tolerance`, faster).
   int tolerance_samples = 200;  // Samples of the tolerance rule's sweep.
@@ -66,18 +66,13 @@ namespace internal {
 inline reports::AuditOptions MakeAuditOptions(std::string_view platform, const ConformsOptions& o) {
   reports::AuditOptions a;
   a.platforms = {std::string(platform)};
-  a.models_dir = o.models_dir;
-  if (a.models_dir.empty()) {
-    const char* env = std::getenv("FPCONFORM_MODELS_DIR");
-    if (env != nullptr && *env != '\0') a.models_dir = env;
-  }
-#ifdef FPCONFORM_DEFAULT_MODELS_DIR
-  if (a.models_dir.empty()) a.models_dir = FPCONFORM_DEFAULT_MODELS_DIR;
+#ifdef FPCONFORM_DEFAULT_DATA_DIR
+  constexpr std::string_view installed = FPCONFORM_DEFAULT_DATA_DIR;
+#else
+  constexpr std::string_view installed;
 #endif
-  a.sweep_file = o.sweep_file;
-#ifdef FPCONFORM_DEFAULT_SWEEP_FILE
-  if (a.sweep_file.empty()) a.sweep_file = FPCONFORM_DEFAULT_SWEEP_FILE;
-#endif
+  a.models_dir = ResolveDataPath(DataItem::kModels, o.models_dir, installed);
+  a.sweep_file = ResolveDataPath(DataItem::kStandardSweep, o.sweep_file, installed);
   a.strict = o.strict;
   a.recommend = o.tolerance;
   a.tolerance_samples = o.tolerance_samples;
@@ -87,15 +82,11 @@ inline reports::AuditOptions MakeAuditOptions(std::string_view platform, const C
 }
 
 inline ::testing::AssertionResult Verdict(const absl::StatusOr<reports::AuditResult>& r,
-                                          std::string_view op, std::string_view platform,
-                                          const reports::AuditOptions& options) {
+                                          std::string_view op, std::string_view platform) {
   if (!r.ok()) {
     return ::testing::AssertionFailure()
-           << "fpconform audit error (" << op << ", platform " << platform
-           << (options.models_dir.empty() ? ", no models directory: set "
-                                            "ConformsOptions::models_dir or FPCONFORM_MODELS_DIR"
-                                          : "")
-           << "): " << r.status().message();
+           << "fpconform audit error (" << op << ", platform " << platform << "): "
+           << r.status().message();
   }
   const int64_t unexplained = r->counts[static_cast<int>(reports::AuditClass::kUnexplained)];
   const int64_t total = static_cast<int64_t>(r->classes.size());
@@ -124,7 +115,7 @@ inline ::testing::AssertionResult ConformsToPlatform(const Tensor& out, const Te
   in.transpose_a = options.transpose_a;
   in.transpose_b = options.transpose_b;
   in.cast_inputs = options.cast_inputs;
-  return internal::Verdict(reports::AuditMatmul(in, o), "matmul", platform, o);
+  return internal::Verdict(reports::AuditMatmul(in, o), "matmul", platform);
 }
 
 // out = the sum of x along `axis` (negative counts from the end) (reports::AuditSum).
@@ -137,7 +128,7 @@ inline ::testing::AssertionResult SumConformsToPlatform(const Tensor& out, const
   in.axis = axis;
   in.out = &out;
   in.cast_inputs = options.cast_inputs;
-  return internal::Verdict(reports::AuditSum(in, o), "sum", platform, o);
+  return internal::Verdict(reports::AuditSum(in, o), "sum", platform);
 }
 
 }  // namespace fpconform::gtest

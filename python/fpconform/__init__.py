@@ -30,7 +30,6 @@ library's message; nothing here crashes the interpreter.
 from __future__ import annotations
 
 import functools
-import os
 from pathlib import Path
 from typing import Any, Callable, Iterable, Optional, Sequence, Tuple, Union
 
@@ -70,32 +69,28 @@ IDENTICAL, WITHIN_BOUND, WITHIN_TOLERANCE, UNEXPLAINED = range(4)
 _DATA = Path(__file__).resolve().parent / "data"
 
 
-def _data_dir(env: str, sub: str, source_dir: str) -> str:
-    """$env, else the package's data/<sub> (an installed wheel), else the source tree's directory."""
-    return os.environ.get(env) or (str(_DATA / sub) if (_DATA / sub).is_dir() else source_dir)
+def _data_path(name: str) -> str:
+    """The shipped data item `name` (its name in data/): its environment variable, else the
+    package's data/<name> (an installed wheel), else the source tree's copy (base/data_dir.h)."""
+    return _C.data_path(name, str(_DATA))
 
 
 def models_dir() -> str:
     """The model presets directory: $FPCONFORM_MODELS_DIR, else the package's data/models (an
     installed wheel), else the source tree's accumulation/models (a build tree)."""
-    return _data_dir("FPCONFORM_MODELS_DIR", "models", _C.MODELS_SOURCE_DIR)
+    return _data_path("models")
 
 
 def composite_models_dir() -> str:
     """The elementwise implementation models: $FPCONFORM_COMPOSITE_MODELS_DIR, else the package's
     data/composite-models (an installed wheel), else the source tree's composite/models."""
-    return _data_dir("FPCONFORM_COMPOSITE_MODELS_DIR", "composite-models", _C.COMPOSITE_MODELS_SOURCE_DIR)
+    return _data_path("composite-models")
 
 
 def sweep_file() -> str:
     """The sweep file whose seed and factor the tolerance rule uses: $FPCONFORM_SWEEP_FILE, else
     the standard sweep shipped with the package (or the source tree's reports/standard_sweep.toml)."""
-    env = os.environ.get("FPCONFORM_SWEEP_FILE")
-    if env:
-        return env
-    if (_DATA / "standard_sweep.toml").is_file():
-        return str(_DATA / "standard_sweep.toml")
-    return _C.SWEEP_SOURCE_FILE
+    return _data_path("standard_sweep.toml")
 
 
 # ---- dtypes and bits ----
@@ -872,7 +867,7 @@ from . import blas  # noqa: E402  (numpy BLAS detection: fpconform.blas)
 def attention_models_dir() -> str:
     """The attention implementation models: $FPCONFORM_ATTENTION_MODELS_DIR, else the package's
     data/attention-models (an installed wheel), else the source tree's composite/attention_models."""
-    return _data_dir("FPCONFORM_ATTENTION_MODELS_DIR", "attention-models", _C.ATTENTION_MODELS_SOURCE_DIR)
+    return _data_path("attention-models")
 
 
 def audit_attention(q: Any, k: Any, v: Any, out: Any, platform: Union[str, Sequence[str]] = "auto", *,

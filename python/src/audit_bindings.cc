@@ -506,8 +506,6 @@ void BindAudit(nb::module_& m) {
         nb::arg("cast_inputs").none(), nb::arg("out_rounding"), nb::arg("options"));
   m.def("audit_elementwise", &AuditElementwisePy, nb::arg("x").none(), nb::arg("out").none(), nb::arg("fn"),
         nb::arg("out_rounding"), nb::arg("options"));
-  m.attr("COMPOSITE_MODELS_SOURCE_DIR") = FPCONFORM_COMPOSITE_MODELS_SOURCE_DIR;
-  m.attr("ATTENTION_MODELS_SOURCE_DIR") = FPCONFORM_ATTENTION_MODELS_SOURCE_DIR;
   m.def("audit_axis", &AuditAxisPy, nb::arg("op"), nb::arg("x").none(), nb::arg("axis"), nb::arg("weight").none(),
         nb::arg("bias").none(), nb::arg("eps").none(), nb::arg("out").none(), nb::arg("out_rounding"),
         nb::arg("options"));

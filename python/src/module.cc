@@ -7,6 +7,7 @@
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/string_view.h>
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
@@ -28,6 +29,8 @@
 #include "accumulation/evaluate.h"
 #include "accumulation/model.h"
 #include "accumulation/model_catalog.h"
+#include "base/data_dir.h"
+#include "base/str_cat.h"
 #include "composite/attention_model.h"
 #include "formats/fast_convert.h"
 #include "formats/format_spec.h"
@@ -606,8 +609,14 @@ NB_MODULE(_fpconform, m) {
   using namespace fpconform::python;  // NOLINT: the bindings.
   m.doc() = "fpconform's C++ libraries (bits in, bits out); use the fpconform package, not this module.";
   m.attr("__version__") = FPCONFORM_VERSION;
-  m.attr("MODELS_SOURCE_DIR") = FPCONFORM_MODELS_SOURCE_DIR;
-  m.attr("SWEEP_SOURCE_FILE") = FPCONFORM_SWEEP_SOURCE_FILE;
+  // base/data_dir.h: the item named by its installed name ("models", "standard_sweep.toml", ...),
+  // its environment variable first, then `installed` (the package's data/ folder), then the
+  // source tree the module was built from.
+  m.def("data_path", [](std::string_view name, std::string_view installed) {
+    const std::optional<DataItem> item = DataItemNamed(name);
+    if (!item) throw nb::value_error(Cat("no data item named '", name, "'").c_str());
+    return ResolveDataPath(*item, "", installed);
+  }, nb::arg("name"), nb::arg("installed"));
   m.def("formats", &Formats);
   m.def("tensor_dtype_bytes", [](const std::string& d) { return TensorDtypeBytes(d); });
   m.def("cast_bits", &CastBits, nb::arg("from_dtype"), nb::arg("x"), nb::arg("to"), nb::arg("rounding"),
