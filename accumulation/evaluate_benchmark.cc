@@ -14,6 +14,7 @@
 #include "accumulation/evaluate.h"
 #include "accumulation/fast_eval.h"
 #include "accumulation/model.h"
+#include "base/data_dir.h"
 #include "benchmark/benchmark.h"
 #include "cases/pinned_random.h"
 #include "formats/ops.h"
@@ -27,8 +28,7 @@ const std::vector<Model>& Models() {
   static std::vector<Model>* models = [] {
     auto* v = new std::vector<Model>();
     // FPCONFORM_MODELS_DIR overrides the source tree's models/ (for a copied binary).
-    const char* env = std::getenv("FPCONFORM_MODELS_DIR");
-    const std::string dir = env != nullptr ? env : FPCONFORM_MODELS_SOURCE_DIR;
+    const std::string dir = ResolveDataPath(DataItem::kModels, "", "");
     std::vector<std::string> paths;
     for (const auto& e : std::filesystem::directory_iterator(dir)) {
       if (e.path().extension() == ".toml") paths.push_back(e.path().string());

@@ -57,11 +57,8 @@ std::string SourceDataPath(DataItem item) {
 }
 
 std::string DefaultDataPath(DataItem item, std::string_view installed) {
-  if (!installed.empty()) {
-    const std::string path = std::string(installed) + "/" + std::string(LayoutOf(item).installed_name);
-    if (Holds(item, path)) return path;
-  }
-  return SourceDataPath(item);
+  if (installed.empty()) return SourceDataPath(item);
+  return std::string(installed) + "/" + std::string(LayoutOf(item).installed_name);
 }
 
 std::string ResolveDataPath(DataItem item, std::string_view given, std::string_view installed) {

@@ -8,16 +8,18 @@
 //   kStandardSweep    reports/standard_sweep.toml      standard_sweep.toml
 //   kPlotReport       reports/plot_report.py           plot_report.py
 //
-// Each caller knows its own anchor, the installed data directory it may have been shipped with:
-// the CLI the one beside its executable (ExecutableDataDir: <prefix>/bin/fpconform ->
-// <prefix>/share/fpconform), the Python package its data/ folder, a program built against an
-// installed fpconform the share/fpconform that the CMake package names
-// (FPCONFORM_DEFAULT_DATA_DIR); "" for none. An item missing there comes from the source tree
-// this library was built from (its path is compiled in).
+// Each caller knows its own anchor, the installed data directory it was shipped with, or "" for
+// none: the CLI the one beside its executable (ExecutableDataDir: <prefix>/bin/fpconform ->
+// <prefix>/share/fpconform), the Python package its data/ folder when it has one (a wheel), a
+// program built against an installed fpconform the share/fpconform that the CMake package names
+// (FPCONFORM_DEFAULT_DATA_DIR). An installed copy is the whole answer: an item missing there is
+// an error the reader reports with the installed path, never a silent fall back to the build
+// machine's source tree. Without an anchor (a build tree) the data comes from the source tree this
+// library was built from (its path is compiled in).
 //
 //   ResolveDataPath(DataItem::kModels, flag, ExecutableDataDir(...))
 //     flag when non-empty, else $FPCONFORM_MODELS_DIR when set and non-empty, else
-//     <installed>/models when that exists, else <source>/accumulation/models.
+//     <installed>/models when installed is non-empty, else <source>/accumulation/models.
 #ifndef FPCONFORM_BASE_DATA_DIR_H_
 #define FPCONFORM_BASE_DATA_DIR_H_
 
@@ -48,8 +50,8 @@ std::optional<DataItem> DataItemNamed(std::string_view name);
 // <source root>/<source_path>: the copy in the source tree this library was built from.
 std::string SourceDataPath(DataItem item);
 
-// <installed>/<installed_name> when `installed` is non-empty and that path exists (a directory
-// for the model folders, a regular file for the files), else SourceDataPath(item).
+// <installed>/<installed_name> when `installed` is non-empty (whether or not that path exists),
+// else SourceDataPath(item).
 std::string DefaultDataPath(DataItem item, std::string_view installed);
 
 // `given` when non-empty, else the item's environment variable when it is set and non-empty,

@@ -84,22 +84,18 @@ TEST(DataLayoutTest, EveryItemLiesWhereTheTableSaysInThisSourceTree) {
   EXPECT_TRUE(fs::is_regular_file(SourceDataPath(DataItem::kPlotReport)));
 }
 
-TEST_F(DataDirTest, DefaultTakesTheInstalledCopyOnlyWhereItIsThere) {
-  const std::string installed = Make("share/fpconform");
+TEST_F(DataDirTest, DefaultIsTheInstalledCopyWheneverThereIsAnInstall) {
   EXPECT_EQ(DefaultDataPath(DataItem::kModels, ""), SourceDataPath(DataItem::kModels));
-  EXPECT_EQ(DefaultDataPath(DataItem::kModels, installed), SourceDataPath(DataItem::kModels));
-  EXPECT_EQ(DefaultDataPath(DataItem::kModels, (dir_ / "absent").string()), SourceDataPath(DataItem::kModels));
+  const std::string installed = Make("share/fpconform");
   const std::string models = Make("share/fpconform/models");
   EXPECT_EQ(DefaultDataPath(DataItem::kModels, installed), models);
-  // Only the items that are there come from the install.
-  EXPECT_EQ(DefaultDataPath(DataItem::kCompositeModels, installed), SourceDataPath(DataItem::kCompositeModels));
   const std::string sweep = Make("share/fpconform/standard_sweep.toml");
   EXPECT_EQ(DefaultDataPath(DataItem::kStandardSweep, installed), sweep);
-  // The wrong kind of entry does not count: a folder where a file belongs, and the reverse.
-  Make("share/fpconform/plot_report.py/inner");
-  EXPECT_EQ(DefaultDataPath(DataItem::kPlotReport, installed), SourceDataPath(DataItem::kPlotReport));
-  std::ofstream(dir_ / "share/fpconform/attention-models") << "not a folder";
-  EXPECT_EQ(DefaultDataPath(DataItem::kAttentionModels, installed), SourceDataPath(DataItem::kAttentionModels));
+  // An item the install lacks is still looked for there (its reader then names the installed
+  // path), never in the build machine's source tree.
+  for (DataItem item : {DataItem::kCompositeModels, DataItem::kAttentionModels, DataItem::kPlotReport}) {
+    EXPECT_EQ(DefaultDataPath(item, installed), installed + "/" + std::string(LayoutOf(item).installed_name));
+  }
 }
 
 TEST_F(DataDirTest, ResolveTakesTheGivenPathThenTheVariableThenTheDefault) {
@@ -116,6 +112,7 @@ TEST_F(DataDirTest, ResolveTakesTheGivenPathThenTheVariableThenTheDefault) {
     EXPECT_EQ(ResolveDataPath(DataItem::kModels, "", installed), "/from/env");
     EXPECT_EQ(ResolveDataPath(DataItem::kModels, "flag/dir", installed), "flag/dir");
     // Another item's variable does not leak into this one.
+    ScopedEnv composite("FPCONFORM_COMPOSITE_MODELS_DIR", nullptr);
     EXPECT_EQ(ResolveDataPath(DataItem::kCompositeModels, "", ""), SourceDataPath(DataItem::kCompositeModels));
   }
   {

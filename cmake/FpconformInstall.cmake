@@ -13,6 +13,7 @@
 #   bin/fpconform                    the CLI (imported target fpconform::cli)
 #   share/fpconform/models/          the model presets (accumulation/models/*.toml, SOURCES.md)
 #   share/fpconform/composite-models/ the elementwise implementation models (composite/models/*.toml)
+#   share/fpconform/attention-models/ the attention models (composite/attention_models/*.toml)
 #   share/fpconform/standard_sweep.toml, plot_report.py
 #
 # Targets (namespace fpconform::): one per library (fpconform::audit, fpconform::tensor_file,

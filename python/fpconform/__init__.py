@@ -71,8 +71,9 @@ _DATA = Path(__file__).resolve().parent / "data"
 
 def _data_path(name: str) -> str:
     """The shipped data item `name` (its name in data/): its environment variable, else the
-    package's data/<name> (an installed wheel), else the source tree's copy (base/data_dir.h)."""
-    return _C.data_path(name, str(_DATA))
+    package's data/<name> when the package has data/ (an installed wheel), else the source tree's
+    copy (a build tree; base/data_dir.h)."""
+    return _C.data_path(name, str(_DATA) if _DATA.is_dir() else "")
 
 
 def models_dir() -> str:

@@ -42,7 +42,11 @@ class Cli:
         self.path = path
 
     def run(self, *args, input=None, check=True):
-        env = dict(os.environ, FPCONFORM_MODELS_DIR=fpconform.models_dir(), CI="true")
+        # The CLI reads the data the package reads (README "Where the data comes from").
+        env = dict(os.environ, FPCONFORM_MODELS_DIR=fpconform.models_dir(),
+                   FPCONFORM_COMPOSITE_MODELS_DIR=fpconform.composite_models_dir(),
+                   FPCONFORM_ATTENTION_MODELS_DIR=fpconform.attention_models_dir(),
+                   FPCONFORM_SWEEP_FILE=fpconform.sweep_file(), CI="true")
         p = subprocess.run([self.path, *map(str, args)], input=input, capture_output=True, text=True, env=env)
         if check and p.returncode not in (0, 1):
             raise AssertionError(f"fpconform {' '.join(map(str, args))}: exit {p.returncode}\n{p.stderr}")

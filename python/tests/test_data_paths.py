@@ -24,7 +24,7 @@ def test_default_is_the_package_data_else_the_source_tree(fn, env, name, source,
     monkeypatch.delenv(env, raising=False)
     got = Path(fn())
     assert got.exists(), got
-    if (PACKAGE_DATA / name).exists():
+    if PACKAGE_DATA.is_dir():
         assert got == PACKAGE_DATA / name
     else:
         assert got.as_posix().endswith("/" + source), got
@@ -32,23 +32,21 @@ def test_default_is_the_package_data_else_the_source_tree(fn, env, name, source,
 
 @pytest.mark.parametrize("fn,env,name,source", ITEMS, ids=[i[2] for i in ITEMS])
 def test_the_variable_comes_first_unless_empty(fn, env, name, source, tmp_path, monkeypatch):
+    monkeypatch.delenv(env, raising=False)
+    default = fn()
     monkeypatch.setenv(env, str(tmp_path / "mine"))
     assert fn() == str(tmp_path / "mine")
     monkeypatch.setenv(env, "")
-    assert fn() != ""
-    monkeypatch.delenv(env)
-    assert Path(fn()).exists()
+    assert fn() == default
 
 
-def test_an_installed_folder_is_used_where_it_holds_the_item(tmp_path, monkeypatch):
-    monkeypatch.delenv("FPCONFORM_MODELS_DIR", raising=False)
-    source = _C.data_path("models", "")
-    assert _C.data_path("models", str(tmp_path)) == source  # Nothing there yet.
-    (tmp_path / "models").mkdir()
-    assert _C.data_path("models", str(tmp_path)) == str(tmp_path / "models")
-    (tmp_path / "standard_sweep.toml").mkdir()  # A folder is not the file.
-    monkeypatch.delenv("FPCONFORM_SWEEP_FILE", raising=False)
-    assert _C.data_path("standard_sweep.toml", str(tmp_path)) == _C.data_path("standard_sweep.toml", "")
+def test_an_installed_folder_is_the_whole_answer(tmp_path, monkeypatch):
+    """With a data folder, every item comes from it, even one it lacks (its reader then names the
+    installed path), never from the source tree the module was built from."""
+    for name in ("models", "standard_sweep.toml"):
+        monkeypatch.delenv("FPCONFORM_MODELS_DIR" if name == "models" else "FPCONFORM_SWEEP_FILE", raising=False)
+        assert _C.data_path(name, str(tmp_path)) == str(tmp_path / name)
+        assert _C.data_path(name, "") != str(tmp_path / name)
 
 
 def test_an_unknown_item_is_refused():
