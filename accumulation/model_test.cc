@@ -886,9 +886,8 @@ TEST(ModelTest, CatalogEnvelopes) {
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(catalog.Expand("no-such").status().code(), absl::StatusCode::kNotFound);
 
-  const std::filesystem::path dir =
-      std::filesystem::path(::testing::TempDir()) / "model_test_envelopes";
-  std::filesystem::create_directories(dir);
+  const TempDir tmp("model_test_envelopes");
+  const std::filesystem::path dir = tmp.path();
   std::ofstream(dir / "e.toml") << "name = \"e\"\ndescription = \"d\"\n"
                                    "envelope = [\"cpu-f32-seq\", \"missing\"]\n"
                                    "[provenance]\nenvelope = \"x\"\n";
@@ -969,7 +968,6 @@ std::string CopyPreset(const std::string& dir, const std::string& name) {
 
 TEST(ModelTest, NonRegularAndHugeModelFilesAreErrors) {
   TempDir tmp("model_test");
-  ASSERT_FALSE(tmp.path().empty());
   const std::string d = tmp.path();
   CopyPreset(d, "cpu-f32-seq");
   std::filesystem::create_directory(d + "/dir.toml");

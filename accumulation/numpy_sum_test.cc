@@ -13,6 +13,7 @@
 
 #include "accumulation/evaluate.h"
 #include "accumulation/model.h"
+#include "base/testing/temp_dir.h"
 #include "cases/pinned_random.h"
 #include "cases/test_seed.h"
 #include "gtest/gtest.h"
@@ -67,9 +68,9 @@ TEST(NumpySumTest, MatchesRealNumpyBitForBit) {
     PutU32(in, static_cast<uint32_t>(x.size()));
     for (uint64_t v : x) PutU32(in, static_cast<uint32_t>(v));
   }
-  const std::string dir = ::testing::TempDir();
-  const std::string in_path = dir + "/numpy_sum_test_in.bin";
-  const std::string out_path = dir + "/numpy_sum_test_out.bin";
+  const TempDir tmp("numpy_sum_test");
+  const std::string in_path = tmp / "in.bin";
+  const std::string out_path = tmp / "out.bin";
   std::ofstream(in_path, std::ios::binary)
       .write(in.data(), static_cast<std::streamsize>(in.size()));
   const std::string cmd = std::string(kPython) + " " FPCONFORM_NUMPY_SCRIPT " " + in_path + " " +

@@ -11,6 +11,7 @@
 #include "accumulation/evaluate.h"
 #include "accumulation/model.h"
 #include "accumulation/reveal_outputs.h"
+#include "base/testing/temp_dir.h"
 #include "cases/pinned_random.h"
 #include "cases/test_seed.h"
 #include "formats/ops.h"
@@ -85,9 +86,8 @@ TEST(AuditFit, FitsAnUnknownSplitK) {
   EXPECT_NE(AuditFitText(*r).find("reproduces 120 of 120 elements"), std::string::npos)
       << AuditFitText(*r);
   // The model file is the fitted model: the audit against it finds every element identical.
-  const std::string dir = ::testing::TempDir() + "/audit_fit_test_models";
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
+  const TempDir tmp("audit_fit_test_models");
+  const std::string dir = tmp.path();
   {
     std::ofstream file(dir + "/" + f.model_name + ".toml");
     file << f.model_text;
@@ -180,9 +180,8 @@ TEST(AuditFit, FitsTheRecordedH200SplitK) {
   ASSERT_TRUE(p.ok()) << p.status();
   absl::StatusOr<Tensor> out = ReadTensor(data + "/out_torch_mm_out_dtype_float32.npy", {});
   ASSERT_TRUE(out.ok()) << out.status();
-  const std::string dir = ::testing::TempDir() + "/audit_fit_test_h200_models";
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
+  const TempDir tmp("audit_fit_test_h200_models");
+  const std::string dir = tmp.path();
   for (const auto& e : std::filesystem::directory_iterator(kModels)) {
     const std::string name = e.path().filename().string();
     if (name.find("s1688-splitk") != std::string::npos) continue;

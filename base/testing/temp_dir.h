@@ -23,9 +23,15 @@ namespace fpconform {
 class TempDir {
  public:
   explicit TempDir(std::string_view prefix = "fpconform_test") {
-    std::string t = (std::filesystem::temp_directory_path() / (std::string(prefix) + ".XXXXXX")).string();
+    std::error_code ec;
+    const std::filesystem::path base = std::filesystem::temp_directory_path(ec);
+    if (ec) {
+      std::fprintf(stderr, "TempDir: no temporary directory: %s\n", ec.message().c_str());
+      std::abort();
+    }
+    std::string t = (base / (std::string(prefix) + ".XXXXXX")).string();
     if (::mkdtemp(t.data()) == nullptr) {
-      std::perror(("mkdtemp " + t).c_str());
+      std::perror(("TempDir: mkdtemp " + t).c_str());
       std::abort();
     }
     path_ = t;

@@ -48,7 +48,7 @@ not audited (no LSE audit exists yet). Checked-in ones live in ``conformance/dat
 
 >>> import tempfile, numpy as np, fpconform
 >>> from fpconform import recordings
->>> d = tempfile.mkdtemp()
+>>> scratch = tempfile.TemporaryDirectory(); d = scratch.name
 >>> x = np.float32([[0.0, 1.0, 2.0]])
 >>> y, _, _ = fpconform.emulate_softmax(x, "torch-cpu-rows-f32")
 >>> w = recordings.Writer(d, device="cpu", library="numpy emulation")
@@ -57,12 +57,14 @@ not audited (no LSE audit exists yet). Checked-in ones live in ``conformance/dat
 >>> [(r.name, r.passed, r.platform) for r in recordings.replay(d)]
 [('softmax-demo', True, 'torch-cpu-rows-f32')]
 >>> q = np.float32([[1.0, 0.0], [0.0, 1.0]]); kv = np.float32([[1.0, 0.0], [0.5, 0.5]])
->>> a = recordings.AttentionWriter(tempfile.mkdtemp(), device="cpu", library="fpconform oracle")
+>>> scratch2 = tempfile.TemporaryDirectory()
+>>> a = recordings.AttentionWriter(scratch2.name, device="cpu", library="fpconform oracle")
 >>> a.add("exact-2x2", q, kv, kv, fpconform.exact_attention(q, kv, kv), expected="torch-math-sdpa-cpu-f32",
 ...       backend="oracle")
 >>> a.close()
 >>> [(r.name, r.status, r.passed) for r in recordings.replay(a.dir)]
 [('exact-2x2', 'pass', True)]
+>>> scratch.cleanup(); scratch2.cleanup()
 """
 
 from __future__ import annotations
