@@ -3,8 +3,8 @@
 // user owns), and removed with everything in it when the object goes. A test that cannot make one
 // aborts: no test may fall back to writing anywhere else.
 //
-//   fpconform::TempDir dir("model_test");            // e.g. /tmp/model_test.Ab12Cd
-//   std::ofstream(dir / "m.toml") << text;             // dir / "m.toml": a std::string
+//   fpconform::TempDir dir("model_test");    // e.g. /tmp/model_test.Ab12Cd
+//   std::ofstream(dir / "m.toml") << text;   // dir / "m.toml": a std::string
 //   LoadModelFile(dir / "m.toml");
 #ifndef FPCONFORM_BASE_TESTING_TEMP_DIR_H_
 #define FPCONFORM_BASE_TESTING_TEMP_DIR_H_
