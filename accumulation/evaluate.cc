@@ -1,7 +1,6 @@
 #include "accumulation/evaluate.h"
 
 #include <algorithm>
-#include <atomic>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -824,8 +823,10 @@ absl::Status EvaluateBlockScaledMatmul(const Model& model, int m, int n, int k,
   auto b_at = [&](int p, int j) {
     return b_layout == Layout::kRowMajor ? b[size_t(p) * n + j] : b[size_t(j) * k + p];
   };
-  // Runs body(e0, e1) over the m x n elements on `threads` threads.
-  auto parallel = [&](const auto& body) { RunRanges(int64_t{m} * n, threads, body); };
+  // Runs body(w, e0, e1) over the m x n elements on `workers` threads, worker w owning the
+  // per-worker state [w] (status, evs).
+  const int64_t workers = RangeWorkers(int64_t{m} * n, threads);
+  auto parallel = [&](const auto& body) { RunRanges(int64_t{m} * n, workers, body); };
   // The inner chain of a promote model as a model of its own: block j's partial sum p_j is the
   // sequential chain over the block from +0, in the accumulator format, which is what the fast
   // paths compute for this model, bits and bound E alike (fast_eval_test).
@@ -839,12 +840,11 @@ absl::Status EvaluateBlockScaledMatmul(const Model& model, int m, int n, int k,
   const bool fast = model.epilogue.block_apply != BlockApply::kProducts &&
                     model.chain.kind == ChainKind::kPromote && model.chain.permutation.empty() &&
                     *fast_internal::MakePlan(inner, plan) == '\0';
-  std::vector<absl::Status> status(static_cast<size_t>(threads));
-  std::atomic<int> slot{0};
+  std::vector<absl::Status> status(static_cast<size_t>(workers));
   if (!fast) {
     // One EvaluateBlockScaledDot per element.
-    parallel([&](int64_t e0, int64_t e1) {
-      absl::Status& st = status[static_cast<size_t>(slot.fetch_add(1))];
+    parallel([&](int64_t w, int64_t e0, int64_t e1) {
+      absl::Status& st = status[static_cast<size_t>(w)];
       std::vector<uint64_t> row(static_cast<size_t>(k)), col(static_cast<size_t>(k));
       for (int64_t e = e0; e < e1 && st.ok(); ++e) {
         const int i = static_cast<int>(e / n), j = static_cast<int>(e % n);
@@ -875,7 +875,7 @@ absl::Status EvaluateBlockScaledMatmul(const Model& model, int m, int n, int k,
   const size_t elements = size_t(m) * n;
   const bool want_bound = options.want_bound && !bounds.empty();
   std::vector<Evaluator> evs;
-  for (int t = 0; t < threads; ++t) evs.emplace_back(model, options);
+  for (int64_t w = 0; w < workers; ++w) evs.emplace_back(model, options);
   std::vector<Node> outer(elements);
   for (size_t e = 0; e < elements; ++e) outer[e] = evs[0].Start(c.empty() ? 0 : c[e]);
   std::vector<uint64_t> ablk, bblk, inner_bits(elements);
@@ -907,9 +907,8 @@ absl::Status EvaluateBlockScaledMatmul(const Model& model, int m, int n, int k,
       for (size_t t = 0; t < ablk.size(); ++t) am[t] = std::fabs(ToDouble(fa, ablk[t]));
       for (size_t t = 0; t < bblk.size(); ++t) bm[t] = std::fabs(ToDouble(fb, bblk[t]));
     }
-    slot = 0;
-    parallel([&](int64_t e0, int64_t e1) {
-      Evaluator& ev = evs[static_cast<size_t>(slot.fetch_add(1))];
+    parallel([&](int64_t w, int64_t e0, int64_t e1) {
+      Evaluator& ev = evs[static_cast<size_t>(w)];
       for (int64_t e = e0; e < e1; ++e) {
         const size_t i = size_t(e / n), jj = size_t(e % n);
         double mj = 0;
@@ -931,9 +930,8 @@ absl::Status EvaluateBlockScaledMatmul(const Model& model, int m, int n, int k,
       }
     });
   }
-  slot = 0;
-  parallel([&](int64_t e0, int64_t e1) {
-    Evaluator& ev = evs[static_cast<size_t>(slot.fetch_add(1))];
+  parallel([&](int64_t w, int64_t e0, int64_t e1) {
+    Evaluator& ev = evs[static_cast<size_t>(w)];
     for (int64_t e = e0; e < e1; ++e) {
       const EvalResult r = ev.Finish(outer[size_t(e)], c.empty() ? 0 : c[size_t(e)]);
       d[size_t(e)] = r.bits;

@@ -47,16 +47,12 @@ using fast_internal::RunMatmulRows64;
 
 std::atomic<uint64_t> g_fallbacks{0};
 
-// rows(lo, hi) over [0, m) on up to `threads` workers (RunWorkers), in ranges that start at
-// multiples of 4 (the tile height), so that each element is computed by one worker.
+// rows(lo, hi) over [0, m) on up to `threads` workers (RunRanges over the 4-row tiles), in ranges
+// that start at multiples of 4 (the tile height), so that each element is computed by one worker.
 template <class Rows>
 void RunRowBlocks(int m, int threads, const Rows& rows) {
-  const int t = std::max(1, std::min(threads, m));
-  const int per = t == 1 ? m : ((m + t - 1) / t + 3) / 4 * 4;
-  const int blocks = per == 0 ? 1 : (m + per - 1) / per;
-  RunWorkers(blocks, [&](int64_t w) {
-    const int lo = static_cast<int>(w) * per;
-    rows(lo, std::min(m, lo + per));
+  RunRanges((int64_t{m} + 3) / 4, threads, [&](int64_t b, int64_t e) {
+    rows(static_cast<int>(4 * b), static_cast<int>(std::min<int64_t>(m, 4 * e)));
   });
 }
 

@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <mutex>
 #include <set>
+#include <stdexcept>
+#include <string>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -54,6 +56,7 @@ TEST(RunWorkersTest, RangesTileTheWholeInterval) {
     for (int64_t workers : {-1, 1, 2, 3, 7, 16}) {
       SCOPED_TRACE(testing::Message() << "n " << n << " workers " << workers);
       const int64_t t = std::clamp<int64_t>(workers, 1, std::max<int64_t>(1, n));
+      EXPECT_EQ(RangeWorkers(n, workers), t);
       std::mutex mu;
       std::vector<std::pair<int64_t, int64_t>> ranges;
       std::vector<int> owner(static_cast<size_t>(n), 0);
@@ -77,6 +80,48 @@ TEST(RunWorkersTest, RangesTileTheWholeInterval) {
       EXPECT_EQ(at, n);
       EXPECT_EQ(owner, std::vector<int>(static_cast<size_t>(n), 1));
     }
+  }
+}
+
+// With the worker index: worker w gets the w-th range, so per-worker state sized RangeWorkers
+// lines up with the ranges in order.
+TEST(RunWorkersTest, RangesWithTheWorkerIndexComeInWorkerOrder) {
+  for (int64_t workers : {1, 3, 8}) {
+    const int64_t n = 10;
+    std::vector<std::pair<int64_t, int64_t>> by_worker(static_cast<size_t>(RangeWorkers(n, workers)));
+    RunRanges(n, workers, [&](int64_t w, int64_t begin, int64_t end) {
+      by_worker[static_cast<size_t>(w)] = {begin, end};
+    });
+    const int64_t t = RangeWorkers(n, workers);
+    for (int64_t w = 0; w < t; ++w) {
+      EXPECT_EQ(by_worker[static_cast<size_t>(w)], std::make_pair(n * w / t, n * (w + 1) / t)) << w;
+    }
+  }
+}
+
+// An exception from any worker reaches the caller after all have returned: the lowest worker's,
+// whichever threw first.
+TEST(RunWorkersTest, TheLowestWorkersExceptionReachesTheCaller) {
+  for (int64_t thrower : {0, 1, 3}) {
+    std::atomic<int> finished{0};
+    try {
+      RunWorkers(4, [&](int64_t w) {
+        ++finished;
+        if (w == thrower) throw std::runtime_error("worker " + std::to_string(w));
+      });
+      ADD_FAILURE() << "no exception from worker " << thrower;
+    } catch (const std::runtime_error& e) {
+      EXPECT_EQ(std::string(e.what()), "worker " + std::to_string(thrower));
+    }
+    EXPECT_EQ(finished.load(), 4);
+  }
+  try {
+    RunWorkers(4, [&](int64_t w) {
+      if (w >= 2) throw std::runtime_error("worker " + std::to_string(w));
+    });
+    ADD_FAILURE() << "no exception";
+  } catch (const std::runtime_error& e) {
+    EXPECT_EQ(std::string(e.what()), "worker 2");
   }
 }
 

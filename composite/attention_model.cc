@@ -790,7 +790,7 @@ absl::Status EmulateAttentionRowsMulti(std::span<const AttentionModelRows> model
     kd[x] = kscaled[x].empty() ? kk : (transpose ? kst[x].data() : kscaled[x].data());
   }
   const int64_t blocks = (r1 - r0 + kRows - 1) / kRows;
-  const int t = std::max(1, threads);
+  const int t = static_cast<int>(RangeWorkers(blocks, threads));  // No idle worker and its scratch.
   auto work = [&](int k) {
     // Per model its Q rows; the dots once per distinct (Q rows, K) among the models (those that
     // fold no scale share them): group[x] the first model with the same ones.

@@ -212,7 +212,7 @@ inline bool CheckCase(const Case& k, uint64_t seed, uint64_t index, FailureLog& 
 
 inline int ThreadCount() { return 2; }  // The CI machine has 2 cores.
 
-// Runs body(index, log) for index in [0, n) on ThreadCount() workers (RunWorkers: the calling
+// Runs body(index, log) for index in [0, n) on ThreadCount() workers (RunRanges: the calling
 // thread is worker 0), contiguous chunks. body returns the number of cases it checked; the total
 // is returned. Each worker's tally goes into `log`; the calling thread's tally from before the
 // call is set aside meanwhile and put back, so that it still goes to the log it was counted for.
@@ -222,11 +222,9 @@ inline int64_t ParallelCheck(uint64_t n,
   const int threads = ThreadCount();
   std::atomic<int64_t> total{0};
   const Tally before = std::exchange(ThreadTally(), Tally{});
-  RunWorkers(threads, [&](int64_t t) {
-    const uint64_t lo = n * static_cast<uint64_t>(t) / static_cast<uint64_t>(threads);
-    const uint64_t hi = n * static_cast<uint64_t>(t + 1) / static_cast<uint64_t>(threads);
+  RunRanges(static_cast<int64_t>(n), threads, [&](int64_t lo, int64_t hi) {
     int64_t local = 0;
-    for (uint64_t i = lo; i < hi; ++i) local += body(i, log);
+    for (int64_t i = lo; i < hi; ++i) local += body(static_cast<uint64_t>(i), log);
     total += local;
     log.FlushTally();
   });

@@ -845,7 +845,7 @@ absl::Status AttentionRows(const AttentionProblem& p, int64_t row_begin, int64_t
       (o.bits.empty() || ElementaryFastSupported(Float64(), *o.out, o.env)) &&
       (o.lse_bits.empty() || ElementaryFastSupported(Float64(), *o.lse_format, o.env));
   const int64_t blocks = (row_end - row_begin + kRowBlock - 1) / kRowBlock;
-  const int t = std::max(1, threads);
+  const int t = static_cast<int>(RangeWorkers(blocks, threads));  // No idle worker and its scratch.
   std::vector<AttentionStats> sts(static_cast<size_t>(t));
   std::vector<absl::Status> errs(static_cast<size_t>(t));
   std::vector<int64_t> err_block(static_cast<size_t>(t), -1);

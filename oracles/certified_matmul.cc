@@ -470,13 +470,12 @@ std::vector<uint64_t> CertifiedMatmulRound(const FormatSpec& fa, std::span<const
   const OzakiSplit sa(fa, a, m, k), sb(fb, bt, n, k);
   const CertifiedMatmul cm(sa, sb, threads);
   std::vector<uint64_t> d(static_cast<size_t>(m * n));
-  const int t = static_cast<int>(std::clamp<int64_t>(threads, 1, std::max<int64_t>(m, 1)));
-  std::vector<CertifiedStats> st(static_cast<size_t>(t));
+  std::vector<CertifiedStats> st(static_cast<size_t>(RangeWorkers(m, threads)));
   const CertifiedMatmul::Rounder round(target, env);
-  RunWorkers(t, [&](int64_t w) {
+  RunRanges(m, threads, [&](int64_t w, int64_t i0, int64_t i1) {
     ExactAccumulator acc;
     CertifiedStats& s = st[static_cast<size_t>(w)];
-    for (int64_t i = m * w / t; i < m * (w + 1) / t; ++i) {
+    for (int64_t i = i0; i < i1; ++i) {
       for (int64_t j = 0; j < n; ++j) {
         CertifiedMatmul::Route r;
         d[static_cast<size_t>(i * n + j)] = cm.RoundBitsWith(i, j, round, acc, &r);

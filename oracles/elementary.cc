@@ -699,16 +699,12 @@ absl::Status ElementaryRoundBatch(ElementaryFn fn, const FormatSpec& in,
       (!out_flags.empty() && out_flags.size() != in_bits.size())) {
     return absl::InvalidArgumentError("elementwise oracle: output spans of the wrong size");
   }
-  const size_t n = in_bits.size();
-  const size_t t = static_cast<size_t>(threads < 1 ? 1 : threads);
-  std::vector<ElementaryStats> st(t);
-  const size_t chunk = (n + t - 1) / t;
-  RunWorkers(static_cast<int64_t>(t), [&](int64_t w) {
-    const size_t k = static_cast<size_t>(w);
-    const size_t b = k * chunk < n ? k * chunk : n;
-    const size_t e = b + chunk < n ? b + chunk : n;
-    BatchRange(fn, in, in_bits.subspan(b, e - b), out, env, out_bits.subspan(b, e - b),
-               out_flags.empty() ? out_flags : out_flags.subspan(b, e - b), &st[k]);
+  const int64_t n = static_cast<int64_t>(in_bits.size());
+  std::vector<ElementaryStats> st(static_cast<size_t>(RangeWorkers(n, threads)));
+  RunRanges(n, threads, [&](int64_t w, int64_t begin, int64_t end) {
+    const size_t b = static_cast<size_t>(begin), len = static_cast<size_t>(end - begin);
+    BatchRange(fn, in, in_bits.subspan(b, len), out, env, out_bits.subspan(b, len),
+               out_flags.empty() ? out_flags : out_flags.subspan(b, len), &st[static_cast<size_t>(w)]);
   });
   ElementaryStats total;
   for (const ElementaryStats& s : st) total += s;
