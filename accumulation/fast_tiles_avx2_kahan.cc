@@ -44,14 +44,7 @@ void KahanTile(const MatIn& in, int i0, int j0) {
       for (int w = 0; w < W; ++w) {
         const int l = r * W + w;
         const Acc bv = static_cast<Acc>(b_used[w]);
-        Acc y;
-        if constexpr (kRound) {
-          y = av * bv - comp[l];
-        } else if constexpr (std::is_same_v<Acc, float>) {
-          y = __builtin_fmaf(av, bv, -comp[l]);
-        } else {
-          y = __builtin_fma(av, bv, -comp[l]);
-        }
+        const Acc y = MulAddStep<Acc, kRound>(av, bv, -comp[l]);  // a*b - comp: exactly the same.
         const Acc t = acc[l] + y;
         const Acc dd = t - acc[l];
         const Acc cn = dd - y;

@@ -3,12 +3,9 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
-#include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <iterator>
 #include <set>
-#include <sstream>
 #include <string>
 #include <system_error>
 #include <utility>
@@ -21,6 +18,7 @@
 #include "accumulation/summation_tree.h"
 #include "base/hash.h"
 #include "base/output_file.h"
+#include "base/user_file.h"
 #include "formats/format_spec.h"
 #include "formats/ops.h"
 #include "nlohmann/json.hpp"
@@ -31,11 +29,9 @@ namespace {
 constexpr double kM0 = 0x1p32, kU0 = 0x1p-32;
 constexpr int kFracMax = 60;
 
-absl::StatusOr<std::string> ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open"));
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
+// The outputs file is read a second time, whole, for its provenance hash: probe outputs are a
+// few MB at most (K up to a few thousand), so this bound only stops a runaway file.
+constexpr uint64_t kMaxOutputsFileBytes = uint64_t{1} << 30;
 
 int64_t PairCount(int k) { return int64_t{k} * (k - 1) / 2; }
 
@@ -272,7 +268,7 @@ absl::StatusOr<Revealed> RevealFromOutputs(const std::string& dir, const std::st
                                            const std::string& outputs_dtype,
                                            const ModelCatalog& catalog) {
   const std::string mpath = dir + "/manifest.json";
-  absl::StatusOr<std::string> mtext = ReadFile(mpath);
+  absl::StatusOr<std::string> mtext = ReadUserFile(mpath, kMaxTextFileBytes, "probe manifest");
   if (!mtext.ok()) return mtext.status();
   ProbeSpec spec;
   try {
@@ -314,8 +310,8 @@ absl::StatusOr<Revealed> RevealFromOutputs(const std::string& dir, const std::st
     const std::string path = outputs.substr(0, outputs.find(':') == std::string::npos
                                                    ? outputs.size()
                                                    : outputs.find(':'));
-    absl::StatusOr<std::string> bytes = ReadFile(std::filesystem::exists(outputs) ? outputs
-                                                                                  : path);
+    absl::StatusOr<std::string> bytes = ReadUserFile(std::filesystem::exists(outputs) ? outputs : path,
+                                                     kMaxOutputsFileBytes, "outputs file");
     r.outputs_hash = bytes.ok() ? HexHash(Fnv1a(*bytes)) : "?";
   }
   const ProbeSet& p = r.probes;

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <array>
-#include <bit>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -548,19 +547,7 @@ absl::Status AxisEncloseRow(AxisOp op, const FormatSpec& in, std::span<const uin
   if (out.size() != x.size()) return absl::InvalidArgumentError("axis op: wrong output size");
   std::vector<ElemExact> res(x.size());
   RowExact(op, in, x, params, env.denormals_are_zero, res);
-  OpEnv m;
-  for (size_t i = 0; i < x.size(); ++i) {
-    m.rounding = Rounding::kNearestEven;
-    const OpResult nr = RoundElem(res[i], Float64(), m);
-    m.rounding = Rounding::kDownward;
-    const OpResult lr = RoundElem(res[i], Float64(), m);
-    m.rounding = Rounding::kUpward;
-    const OpResult hr = RoundElem(res[i], Float64(), m);
-    out[i].nearest = std::bit_cast<double>(nr.bits);
-    out[i].lo = std::bit_cast<double>(lr.bits);
-    out[i].hi = std::bit_cast<double>(hr.bits);
-    out[i].exact = (nr.flags & kInexact) == 0 && !std::isnan(out[i].nearest);
-  }
+  for (size_t i = 0; i < x.size(); ++i) out[i] = oracle_internal::EncloseElem(res[i]);
   return absl::OkStatus();
 }
 
@@ -575,7 +562,7 @@ absl::Status AxisRound(AxisOp op, const FormatSpec& in, std::span<const uint64_t
     return absl::InvalidArgumentError("axis op: x and out need rows * n entries");
   }
   const bool fast = FastSupported(in, params, out, env);
-  const int t = threads < 1 ? 1 : threads;
+  const int t = static_cast<int>(RangeWorkers(rows, threads));  // No idle worker and its scratch.
   std::vector<AxisStats> sts(static_cast<size_t>(t));
   auto work = [&](int k) {
     AxisStats& s = sts[static_cast<size_t>(k)];
