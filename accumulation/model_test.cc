@@ -905,7 +905,6 @@ TEST(ModelTest, CatalogEnvelopes) {
   ASSERT_EQ(files->size(), 2u);
   EXPECT_TRUE((*files)[1].is_envelope);
   EXPECT_FALSE((*files)[1].envelope.ok());
-  std::filesystem::remove_all(dir);
 }
 
 // The presets the issue names exist and say what SOURCES.md says.

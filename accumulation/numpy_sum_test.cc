@@ -94,8 +94,6 @@ TEST(NumpySumTest, MatchesRealNumpyBitForBit) {
     }
   }
   EXPECT_EQ(mismatches, 0) << "of " << arrays.size() << " arrays";
-  std::remove(in_path.c_str());
-  std::remove(out_path.c_str());
 }
 
 }  // namespace

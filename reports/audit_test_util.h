@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "accumulation/evaluate.h"
 #include "accumulation/model.h"
 #include "cases/pinned_random.h"
@@ -65,6 +66,19 @@ inline const composite::CompositeFunction& CompositeFunctionOf(const std::string
 
 // out = A @ B under `model` (the engine; both operands row-major), as a tensor of the model's
 // output format whose source is `source`.
+// Fills `out` with `model`'s sums over x's last axis: element r is the sum of x's r-th run of
+// x.size() / out.size() elements (C order), whatever out's shape.
+inline void EmulateLastAxisSums(const Model& model, const Tensor& x, Tensor& out) {
+  const int64_t len = x.size() / out.size();
+  std::vector<uint64_t> v(static_cast<size_t>(len));
+  for (int64_t r = 0; r < out.size(); ++r) {
+    x.CopyBits(r * len, v);
+    const absl::StatusOr<EvalResult> s = EvaluateSum(model, v, 0);
+    ASSERT_TRUE(s.ok()) << s.status();
+    out.SetBits(r, s->bits);
+  }
+}
+
 inline Tensor EmulateMatmul(const Model& model, const Tensor& a, const Tensor& b,
                             const char* source = "emulated") {
   const int m = static_cast<int>(a.shape[0]), k = static_cast<int>(a.shape[1]);

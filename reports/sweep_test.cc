@@ -9,12 +9,11 @@
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
-#include <filesystem>
-#include <fstream>
 #include <map>
 #include <string>
 
 #include "accumulation/model_catalog.h"
+#include "base/testing/golden_file.h"
 #include "composite/attention_model.h"
 #include "gtest/gtest.h"
 #include "reports/sweep_test_support.h"
@@ -390,18 +389,9 @@ TEST_F(SweepTest, CancellationStopsTheSweep) {
 // FPCONFORM_UPDATE_GOLDEN=1 ./sweep_test --gtest_filter=*Golden*.
 TEST_F(SweepTest, CsvFilesMatchTheGoldenCopies) {
   const std::string dir = std::string(FPCONFORM_REPORTS_SOURCE_DIR) + "/testdata/tiny_sweep";
-  const bool update = std::getenv("FPCONFORM_UPDATE_GOLDEN") != nullptr;
-  if (update) std::filesystem::create_directories(dir);
   for (const auto& [name, content] : ReportFiles(*single_)) {
     if (name.size() < 4 || name.substr(name.size() - 4) != ".csv") continue;
-    const std::string path = dir + "/" + name;
-    if (update) {
-      std::ofstream(path, std::ios::binary) << content;
-      continue;
-    }
-    absl::StatusOr<std::string> golden = ReadFileToString(path);
-    ASSERT_TRUE(golden.ok()) << golden.status();
-    EXPECT_EQ(content, *golden) << "differs from " << path;
+    ExpectGoldenFile(dir + "/" + name, content);
   }
 }
 

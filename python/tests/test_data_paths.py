@@ -40,13 +40,14 @@ def test_the_variable_comes_first_unless_empty(fn, env, name, source, tmp_path, 
     assert fn() == default
 
 
-def test_an_installed_folder_is_the_whole_answer(tmp_path, monkeypatch):
+@pytest.mark.parametrize("fn,env,name,source", ITEMS, ids=[i[2] for i in ITEMS])
+def test_an_installed_folder_is_the_whole_answer(fn, env, name, source, tmp_path, monkeypatch):
     """With a data folder, every item comes from it, even one it lacks (its reader then names the
     installed path), never from the source tree the module was built from."""
-    for name in ("models", "standard_sweep.toml"):
-        monkeypatch.delenv("FPCONFORM_MODELS_DIR" if name == "models" else "FPCONFORM_SWEEP_FILE", raising=False)
-        assert _C.data_path(name, str(tmp_path)) == str(tmp_path / name)
-        assert _C.data_path(name, "") != str(tmp_path / name)
+    monkeypatch.delenv(env, raising=False)
+    assert not (tmp_path / name).exists()
+    assert _C.data_path(name, str(tmp_path)) == str(tmp_path / name)
+    assert _C.data_path(name, "").endswith("/" + source)
 
 
 def test_an_unknown_item_is_refused():
